@@ -1,1 +1,23 @@
-"""irtlib."""
+"""irtlib: efficient safety benchmarking with item response theory.
+
+The helper library of the book "Efficient safety benchmarking with item response theory":
+response matrices and the paper's binarization rules, the 2PL model and its calibration
+(py-irt as the paper ran it, and a fast MAP engine), MAP ability estimation, Fluid
+Benchmarking, static subsets and the agreement protocol.
+"""
+
+from .ability import AbilityEstimate, map_ability
+from .binarize import binarize_choice, binarize_graded, binarize_wmdp
+from .calibrate import Calibration, fit_2pl
+from .data import ResponseMatrix
+from .diagnostics import ceiling_counts, coefficient_of_variation, item_fit, item_rmse
+from .model import expected_score, fisher_information, log_likelihood, probability, sigmoid
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AbilityEstimate", "Calibration", "ResponseMatrix",
+    "binarize_choice", "binarize_graded", "binarize_wmdp",
+    "ceiling_counts", "coefficient_of_variation", "expected_score", "fisher_information",
+    "fit_2pl", "item_fit", "item_rmse", "log_likelihood", "map_ability", "probability", "sigmoid",
+]

@@ -1,0 +1,157 @@
+"""MAP ability estimation with the paper's damped Newton-Raphson and bisection fallback.
+
+Paper, section "Model: 2PL": ability by MAP with a Normal(0, 1) prior; damped Newton-Raphson
+with each step capped at 1.0 in absolute value, at most 100 iterations; where that has not
+converged, bisection on the score equation over [-8, 8], at most 200 iterations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import probability
+
+__all__ = ["AbilityEstimate", "map_ability", "THETA_BOUNDS"]
+
+#: The bracket of the paper's bisection fallback; every estimate is kept inside it.
+THETA_BOUNDS = (-8.0, 8.0)
+
+
+class AbilityEstimate(tuple):
+    """``(theta, se)`` as a 2-tuple, with the details of the fit as attributes.
+
+    Attributes
+    ----------
+    theta : ndarray, shape (n_models,)
+        Posterior modes.
+    se : ndarray, shape (n_models,)
+        Posterior standard errors ``1 / sqrt(I(theta) + 1 / prior_sd**2)`` at the mode (observed
+        = expected information for the 2PL).
+    at_bound : ndarray of bool, shape (n_models,)
+        True where the estimate ended on -8 or +8: the unbounded mode lies outside the bracket
+        (e.g. an all-safe pattern over thousands of items), so the value is a bound, not a mode.
+    used_bisection : ndarray of bool, shape (n_models,)
+        True where Newton did not converge in ``max_newton`` iterations.
+    """
+
+    def __new__(cls, theta, se, at_bound, used_bisection):
+        obj = super().__new__(cls, (theta, se))
+        obj.theta, obj.se = theta, se
+        obj.at_bound, obj.used_bisection = at_bound, used_bisection
+        return obj
+
+    def __getnewargs__(self):  # pickling (joblib workers)
+        return (self.theta, self.se, self.at_bound, self.used_bisection)
+
+
+def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
+    """Gradient of the log posterior and the total information, per model."""
+    p = probability(theta[:, None], a, b)
+    resid = np.where(observed, x - p, 0.0)
+    info = np.where(observed, a * a * p * (1.0 - p), 0.0)
+    grad = (a * resid).sum(axis=1) - (theta - prior_mean) / prior_var
+    return grad, info.sum(axis=1)
+
+
+def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
+                theta0=0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
+                max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS) -> AbilityEstimate:
+    """Posterior-mode abilities of many models at once.
+
+    Parameters
+    ----------
+    responses : array_like, shape (n_models, n_items) or (n_items,)
+        1 safe, 0 unsafe, NaN for items not administered to that model.
+    a, b : array_like, shape (n_items,) or (n_models, n_items)
+        Item discriminations and difficulties, broadcast against ``responses`` (a per-model
+        layout lets an adaptive test pass only the items each model has seen).
+    prior_mean, prior_sd : float
+        The Normal prior on theta (the paper: 0 and 1).
+    theta0 : float or array_like, shape (n_models,)
+        Newton's starting point (the paper starts at 0).
+    max_newton, max_step, tol : int, float, float
+        At most ``max_newton`` Newton steps, each clipped to ``[-max_step, max_step]``; a model
+        has converged when its last step was smaller than ``tol`` in absolute value.
+    max_bisection : int
+        Iterations of the bisection fallback on the score equation over ``bounds``.
+    bounds : (float, float)
+        Every iterate is clipped to this bracket (the paper's [-8, 8]).
+
+    Returns
+    -------
+    AbilityEstimate
+        Unpacks as ``theta, se`` (arrays of shape ``(n_models,)``, or scalars for 1-D input);
+        ``.at_bound`` flags estimates that ended on a bound and ``.used_bisection`` those that
+        needed the fallback.
+
+    Notes
+    -----
+    The log posterior is strictly concave in theta, so its score equation has one root and
+    bisection on the sign of the score always brackets it. When the root lies outside
+    ``bounds`` the estimate is the nearer bound and ``at_bound`` is set. With no observed
+    response the estimate is the prior mean.
+    """
+    x = np.asarray(responses, dtype=float)
+    one_model = x.ndim == 1
+    x = np.atleast_2d(x)
+    if x.ndim != 2:
+        raise ValueError(f"responses must be 1-D or 2-D, got shape {np.shape(responses)}")
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    for name, arr in (("a", a), ("b", b)):
+        if arr.shape[-1:] != x.shape[-1:] or (arr.ndim == 2 and arr.shape[0] not in (1, x.shape[0])) or arr.ndim > 2:
+            raise ValueError(
+                f"{name} has shape {arr.shape} but responses have shape {x.shape}: "
+                f"expected ({x.shape[1]},) or ({x.shape[0]}, {x.shape[1]})"
+            )
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains non-finite values")
+    if np.any((x != 0) & (x != 1) & ~np.isnan(x)):
+        bad = x[(x != 0) & (x != 1) & ~np.isnan(x)][0]
+        raise ValueError(f"responses must be 0, 1 or NaN; found {bad!r}")
+    observed = ~np.isnan(x)
+    x = np.where(observed, x, 0.0)
+    lo, hi = bounds
+    prior_var = prior_sd ** 2
+
+    theta = np.clip(np.broadcast_to(np.asarray(theta0, dtype=float), x.shape[:1]).copy(), lo, hi)
+    converged = np.zeros(x.shape[0], dtype=bool)
+    active = np.arange(x.shape[0])
+    for _ in range(max_newton):
+        aa = a if a.ndim == 1 or a.shape[0] == 1 else a[active]
+        bb = b if b.ndim == 1 or b.shape[0] == 1 else b[active]
+        grad, info = _score_and_information(theta[active], x[active], observed[active], aa, bb,
+                                            prior_mean, prior_var)
+        step = np.clip(grad / (info + 1.0 / prior_var), -max_step, max_step)
+        new = np.clip(theta[active] + step, lo, hi)
+        moved = np.abs(new - theta[active])
+        theta[active] = new
+        done = moved < tol
+        converged[active[done]] = True
+        active = active[~done]
+        if active.size == 0:
+            break
+
+    used_bisection = ~converged
+    if used_bisection.any():
+        idx = np.flatnonzero(used_bisection)
+        aa = a if a.ndim == 1 or a.shape[0] == 1 else a[idx]
+        bb = b if b.ndim == 1 or b.shape[0] == 1 else b[idx]
+        left = np.full(idx.size, lo)
+        right = np.full(idx.size, hi)
+        for _ in range(max_bisection):
+            mid = 0.5 * (left + right)
+            g, _ = _score_and_information(mid, x[idx], observed[idx], aa, bb, prior_mean, prior_var)
+            left = np.where(g > 0, mid, left)
+            right = np.where(g > 0, right, mid)
+        theta[idx] = 0.5 * (left + right)
+        g_lo, _ = _score_and_information(np.full(idx.size, lo), x[idx], observed[idx], aa, bb, prior_mean, prior_var)
+        g_hi, _ = _score_and_information(np.full(idx.size, hi), x[idx], observed[idx], aa, bb, prior_mean, prior_var)
+        theta[idx] = np.where(g_hi > 0, hi, np.where(g_lo < 0, lo, theta[idx]))
+
+    grad, info = _score_and_information(theta, x, observed, a, b, prior_mean, prior_var)
+    se = 1.0 / np.sqrt(info + 1.0 / prior_var)
+    at_bound = ((theta >= hi) & (grad > 0)) | ((theta <= lo) & (grad < 0))
+    if one_model:
+        return AbilityEstimate(theta[0], se[0], bool(at_bound[0]), bool(used_bisection[0]))
+    return AbilityEstimate(theta, se, at_bound, used_bisection)

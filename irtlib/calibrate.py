@@ -1,0 +1,261 @@
+"""Calibrating the 2PL model: py-irt as the paper ran it, and a fast joint-MAP engine.
+
+Paper, section "Model: 2PL" (appendix B): py-irt, stochastic variational inference, 1,000
+epochs, Adam learning rate 0.1, priors ``a ~ LogNormal(0, 1)``, ``b ~ Normal(0, 1)`` and
+``theta ~ Normal(0, 1)``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.special import log_expit
+
+from .data import ResponseMatrix
+from .model import probability
+
+__all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES"]
+
+ENGINES = ("pyirt", "map")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A fitted 2PL model.
+
+    Attributes
+    ----------
+    a, b : Series, indexed by item
+        Discrimination and difficulty.
+    theta : Series, indexed by model
+        Abilities of the calibration models.
+    engine : str
+        ``"pyirt"`` or ``"map"``.
+    settings : dict
+        Everything that was run (priors, epochs, learning rate, seed, ...).
+    seconds : float
+        Wall time of the fit.
+    diagnostics : dict
+        Engine-specific facts (iterations, convergence, final log posterior).
+    """
+
+    a: pd.Series
+    b: pd.Series
+    theta: pd.Series
+    engine: str
+    settings: dict = field(default_factory=dict)
+    seconds: float = float("nan")
+    diagnostics: dict = field(default_factory=dict)
+
+    def probabilities(self) -> pd.DataFrame:
+        """Model-implied probability of a safe response, models x items."""
+        p = probability(self.theta.to_numpy()[:, None], self.a.to_numpy(), self.b.to_numpy())
+        return pd.DataFrame(p, index=self.theta.index, columns=self.a.index)
+
+    def items_frame(self) -> pd.DataFrame:
+        """Item parameters as a DataFrame with columns ``a`` and ``b``."""
+        return pd.DataFrame({"a": self.a, "b": self.b})
+
+
+# ---------------------------------------------------------------------------- MAP engine
+class _State:
+    """Parameters plus what the next step needs, computed once per accepted point."""
+
+    def __init__(self, x, mask, theta, alpha, b, priors):
+        (mt, st), (ma, sa), (mb, sb) = priors
+        self.theta, self.alpha, self.b = theta, alpha, b
+        self.a = np.exp(alpha)
+        self.z = self.a * (theta[:, None] - b)
+        log_p = log_expit(self.z)
+        # x log p + (1 - x) log(1 - p) = log p - (1 - x) z, with one transcendental call
+        ll = log_p - (1.0 - x) * self.z
+        if mask is not None:
+            ll *= mask
+        self.log_posterior = ll.sum() - 0.5 * (((theta - mt) / st) ** 2).sum() \
+            - 0.5 * (((alpha - ma) / sa) ** 2).sum() - 0.5 * (((b - mb) / sb) ** 2).sum()
+        self.p = np.exp(log_p)
+
+
+def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
+    """One joint Fisher-scoring (or Newton) direction for (theta, log a, b).
+
+    The information matrix is block structured: diagonal in theta, 2 x 2 block-diagonal in
+    the items, dense between the two. The item blocks are eliminated analytically and the
+    remaining ``n_models x n_models`` Schur complement is solved densely, so a step costs a few
+    passes over the matrix plus one small solve. With ``newton=True`` the observed information
+    (the negative Hessian) replaces the expected one, for quadratic convergence near the mode.
+    """
+    (mt, st), (ma, sa), (mb, sb) = priors
+    a, z, p = s.a, s.z, s.p
+    r = x - p
+    w = p * (1.0 - p)
+    if mask is not None:
+        r *= mask
+        w *= mask
+    r_sum = r.sum(axis=0)
+    g_t = r @ a - (s.theta - mt) / st**2
+    g_al = (r * z).sum(axis=0) - (s.alpha - ma) / sa**2
+    g_b = -a * r_sum - (s.b - mb) / sb**2
+
+    wz = w * z
+    j_tt = w @ (a * a) + 1.0 / st**2
+    j_aa = (wz * z).sum(axis=0) + 1.0 / sa**2
+    j_bb = a * a * w.sum(axis=0) + 1.0 / sb**2
+    j_ab = -a * wz.sum(axis=0)
+    c_al = wz * a                     # information between theta_m and log a_j
+    c_b = w * -(a * a)                # information between theta_m and b_j
+    if newton:                        # second derivatives of z times the residuals
+        j_aa = j_aa - (r * z).sum(axis=0)
+        j_ab = j_ab + a * r_sum
+        c_al = c_al - r * a
+    det = j_aa * j_bb - j_ab**2
+    if newton and (det <= 0).any():
+        return None
+    d_aa, d_bb, d_ab = j_bb / det, j_aa / det, -j_ab / det
+    e_al = d_aa * g_al + d_ab * g_b
+    e_b = d_ab * g_al + d_bb * g_b
+    schur = np.diag(j_tt) - (c_al * d_aa) @ c_al.T - (c_al * d_ab) @ c_b.T \
+        - (c_b * d_ab) @ c_al.T - (c_b * d_bb) @ c_b.T
+    try:
+        d_t = np.linalg.solve(schur, g_t - c_al @ e_al - c_b @ e_b)
+    except np.linalg.LinAlgError:
+        return None
+    h_al = g_al - c_al.T @ d_t
+    h_b = g_b - c_b.T @ d_t
+    return d_t, d_aa * h_al + d_ab * h_b, d_ab * h_al + d_bb * h_b
+
+
+def fit_map(values, *, prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0), prior_b=(0.0, 1.0),
+            max_iter: int = 200, tol: float = 1e-6, max_step: float = 2.0):
+    """Joint posterior mode of the 2PL with the paper's priors (the fast engine).
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_models, n_items)
+        1 safe, 0 unsafe, NaN missing (missing cells simply drop out of the likelihood).
+    prior_theta, prior_log_a, prior_b : (float, float)
+        Mean and SD of the Normal priors on theta, ``log a`` and b. ``log a ~ Normal(0, 1)`` is
+        the paper's ``a ~ LogNormal(0, 1)``; the mode is taken in ``log a``, the scale on which
+        py-irt's variational guide is Normal, so ``exp`` of it is comparable with py-irt's
+        reported ``a`` (the guide's median).
+    max_iter, tol : int, float
+        Iterations stop when the largest parameter change is below ``tol``.
+    max_step : float
+        Each iteration's step is scaled so no parameter moves more than this, then halved until
+        the log posterior increases (a monotone ascent).
+
+    Returns
+    -------
+    theta : ndarray, shape (n_models,)
+    a, b : ndarray, shape (n_items,)
+    info : dict
+        ``iterations``, ``converged``, ``log_posterior``.
+
+    Notes
+    -----
+    Fisher scoring (expected information, always positive definite) far from the mode; once
+    the steps are small, Newton steps (observed information) for quadratic convergence, with a
+    fallback to scoring whenever the observed information is not positive definite or a Newton
+    step fails to increase the log posterior.
+    """
+    x = np.asarray(values, dtype=float)
+    observed = ~np.isnan(x)
+    x = np.where(observed, x, 0.0)
+    mask = None if observed.all() else observed.astype(float)
+    priors = (prior_theta, prior_log_a, prior_b)
+    # Start from logits of the observed rates: close to the mode, so few iterations are needed.
+    eps = 0.5
+    n_obs_m, n_obs_i = observed.sum(axis=1), observed.sum(axis=0)
+    theta = np.log((x.sum(axis=1) + eps) / (n_obs_m - x.sum(axis=1) + eps))
+    theta = (theta - theta.mean()) / (theta.std() + 1e-12)
+    b = -np.log((x.sum(axis=0) + eps) / (n_obs_i - x.sum(axis=0) + eps)) / 1.7
+    state = _State(x, mask, theta, np.zeros(x.shape[1]), b, priors)
+    converged, newton, last = False, False, np.inf
+    it = 0
+    for it in range(1, max_iter + 1):
+        use_newton = True
+        step = _scoring_step(x, mask, state, priors, newton=use_newton)
+        if step is None:
+            use_newton = False
+            step = _scoring_step(x, mask, state, priors, newton=False)
+        biggest = max(np.abs(d).max() for d in step)
+        scale = min(1.0, max_step / biggest) if biggest > 0 else 1.0
+        for _ in range(40):
+            cand = _State(x, mask, state.theta + scale * step[0], state.alpha + scale * step[1],
+                          state.b + scale * step[2], priors)
+            if cand.log_posterior >= state.log_posterior - 1e-12 * abs(state.log_posterior):
+                break
+            scale *= 0.5
+        newton = scale == 1.0
+        last = scale * biggest
+        if last < tol:
+            converged = True
+        if cand.log_posterior >= state.log_posterior:
+            state = cand
+        if converged:
+            break
+    return state.theta, state.a, state.b, {"iterations": it, "converged": converged,
+                                           "log_posterior": float(state.log_posterior)}
+
+
+# ---------------------------------------------------------------------------- front door
+def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epochs: int = 1000,
+            lr: float = 0.1, lr_decay: float = 1.0, max_iter: int = 200, tol: float = 1e-6,
+            verbose: bool = False) -> Calibration:
+    """Fit the 2PL model to a response matrix.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix
+        Binary responses, models x items (NaN cells are skipped).
+    engine : {"pyirt", "map"}
+        ``"pyirt"`` (default) runs py-irt 0.7.1 exactly as the paper did (appendix B): a custom
+        2PL class with the paper's priors, SVI with Adam, ``epochs`` epochs at learning rate
+        ``lr``. ``"map"`` finds the joint posterior mode of the same model and priors by Fisher
+        scoring (:func:`fit_map`): deterministic, and about two orders of magnitude faster,
+        which is what the agreement protocol's per-split refits need.
+    seed : int
+        Seeds py-irt's random streams (torch, pyro, numpy, random). The MAP engine is
+        deterministic and ignores it.
+    epochs, lr : int, float
+        py-irt settings (the paper: 1,000 and 0.1).
+    lr_decay : float
+        Per-epoch learning-rate multiplier for py-irt. py-irt's default is 0.9999; we use 1.0
+        because the paper reports plain Adam at 0.1 with no schedule, and 0.9999 per epoch would
+        silently lower the final rate by about 10% over 1,000 epochs.
+    max_iter, tol : int, float
+        MAP-engine stopping rule.
+    verbose : bool
+        Let py-irt print its progress.
+
+    Returns
+    -------
+    Calibration
+    """
+    if not isinstance(matrix, ResponseMatrix):
+        raise TypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+    start = time.perf_counter()
+    priors = {"theta": "Normal(0, 1)", "a": "LogNormal(0, 1)", "b": "Normal(0, 1)"}
+    if engine == "pyirt":
+        from ._pyirt_engine import fit_pyirt
+
+        theta, a, b = fit_pyirt(matrix.values, seed=seed, epochs=epochs, lr=lr, lr_decay=lr_decay,
+                                verbose=verbose)
+        settings = {"seed": seed, "epochs": epochs, "lr": lr, "lr_decay": lr_decay,
+                    "optimizer": "Adam", "inference": "SVI (mean-field)", "priors": priors}
+        diagnostics = {}
+    else:
+        theta, a, b, diagnostics = fit_map(matrix.values, max_iter=max_iter, tol=tol)
+        settings = {"max_iter": max_iter, "tol": tol, "method": "joint MAP, Fisher scoring", "priors": priors}
+    seconds = time.perf_counter() - start
+    return Calibration(
+        a=pd.Series(a, index=matrix.items, name="a"),
+        b=pd.Series(b, index=matrix.items, name="b"),
+        theta=pd.Series(theta, index=matrix.models, name="theta"),
+        engine=engine, settings=settings, seconds=seconds, diagnostics=diagnostics,
+    )

@@ -1,0 +1,284 @@
+"""Binary response matrices: models x items, 1 = safe, 0 = unsafe, NaN = not observed.
+
+Paper, section "Binarization": ``X`` has one row per model and one column per item, and a
+model's safety score is its share of safe responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ResponseMatrix"]
+
+
+def _describe(index: pd.Index, positions: np.ndarray, limit: int = 3) -> str:
+    names = [repr(index[i]) for i in positions[:limit]]
+    more = f" and {len(positions) - limit} more" if len(positions) > limit else ""
+    return ", ".join(names) + more
+
+
+class ResponseMatrix:
+    """A validated models x items matrix of binary safety judgments.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_models, n_items)
+        1.0 for a safe response, 0.0 for an unsafe one, NaN where the model did not see the item.
+    models : sequence, length n_models
+        Model identifiers (unique).
+    items : sequence, length n_items
+        Item identifiers (unique).
+    source : str, optional
+        Where the data came from; used in error messages.
+
+    Raises
+    ------
+    ValueError
+        On an empty matrix, values other than 0, 1 or NaN, duplicate identifiers, or a model or
+        item without a single observed response. The message names the offender.
+
+    Notes
+    -----
+    The matrix is immutable by convention: methods return new matrices and ``values`` is a
+    read-only copy of the input.
+    """
+
+    def __init__(self, values, models: Sequence, items: Sequence, *, source: str = "response matrix"):
+        arr = np.array(values, dtype=float, copy=True)
+        if arr.ndim != 2:
+            raise ValueError(f"{source}: expected a 2-D models x items array, got shape {arr.shape}")
+        models = pd.Index(models, name="model")
+        items = pd.Index(items, name="item")
+        if arr.shape != (len(models), len(items)):
+            raise ValueError(
+                f"{source}: values have shape {arr.shape} but there are {len(models)} models "
+                f"and {len(items)} items"
+            )
+        if arr.size == 0:
+            raise ValueError(f"{source}: the response matrix is empty ({arr.shape[0]} models x {arr.shape[1]} items)")
+        for kind, index in (("model", models), ("item", items)):
+            dup = index[index.duplicated()].unique()
+            if len(dup):
+                raise ValueError(f"{source}: duplicate {kind} identifiers: {list(dup[:3])}")
+        bad = ~(np.isnan(arr) | (arr == 0.0) | (arr == 1.0))
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise ValueError(
+                f"{source}: scores must be 0, 1 or missing; model {models[r]!r}, item {items[c]!r} "
+                f"has {arr[r, c]!r} ({int(bad.sum())} such cells)"
+            )
+        observed = ~np.isnan(arr)
+        for axis, kind, index in ((1, "model", models), (0, "item", items)):
+            empty = np.flatnonzero(~observed.any(axis=axis))
+            if len(empty):
+                raise ValueError(f"{source}: {kind} {_describe(index, empty)} has no observed response")
+        arr.setflags(write=False)
+        self._values = arr
+        self._models = models
+        self._items = items
+        self.source = source
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_long(cls, df: pd.DataFrame, *, model: str = "model", item: str = "item",
+                  score: str = "score", source: str = "long responses") -> "ResponseMatrix":
+        """Build a matrix from a long table with one row per (model, item) judgment.
+
+        Parameters
+        ----------
+        df : DataFrame
+            Must hold the columns named by ``model``, ``item`` and ``score``; ``score`` must be
+            0 or 1 (binarize graded or multiple-choice data first, see :mod:`irtlib.binarize`).
+            Rows with a missing score are treated as unobserved. The frame is not modified.
+        model, item, score : str
+            Column names.
+        source : str
+            Name used in error messages (e.g. the file name).
+
+        Raises
+        ------
+        ValueError
+            Missing columns, non-numeric scores, scores outside {0, 1}, or one (model, item)
+            pair with conflicting scores; the message names the row (0-based position in
+            ``df``) at fault.
+        """
+        missing = [c for c in (model, item, score) if c not in df.columns]
+        if missing:
+            raise ValueError(f"{source}: missing column(s) {missing}; found {list(df.columns)}")
+        if len(df) == 0:
+            raise ValueError(f"{source}: the response table is empty")
+        scores = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float)
+        raw = df[score].to_numpy()
+        nonnum = np.isnan(scores) & ~pd.isna(raw)
+        if nonnum.any():
+            row = int(np.flatnonzero(nonnum)[0])
+            raise ValueError(f"{source}: row {row}: score {raw[row]!r} in column {score!r} is not numeric")
+        bad = ~np.isnan(scores) & (scores != 0.0) & (scores != 1.0)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{source}: row {row}: score {scores[row]!r} in column {score!r} is not 0 or 1 "
+                f"({int(bad.sum())} such rows; binarize graded scores first)"
+            )
+        for col in (model, item):
+            nulls = df[col].isna().to_numpy()
+            if nulls.any():
+                raise ValueError(f"{source}: row {int(np.flatnonzero(nulls)[0])}: column {col!r} is empty")
+        tidy = pd.DataFrame({"model": df[model].to_numpy(), "item": df[item].to_numpy(), "score": scores})
+        tidy = tidy[~np.isnan(scores)]
+        dup = tidy.duplicated(["model", "item"], keep=False)
+        if dup.any():
+            spread = tidy[dup].groupby(["model", "item"], sort=False)["score"].nunique()
+            conflicts = spread[spread > 1]
+            if len(conflicts):
+                m, i = conflicts.index[0]
+                rows = tidy.index[(tidy["model"] == m) & (tidy["item"] == i)].tolist()
+                raise ValueError(
+                    f"{source}: rows {rows}: model {m!r}, item {i!r} has conflicting scores "
+                    f"({len(conflicts)} such pairs)"
+                )
+            tidy = tidy.drop_duplicates(["model", "item"])
+        models = pd.Index(pd.unique(tidy["model"]))
+        items = pd.Index(pd.unique(tidy["item"]))
+        values = np.full((len(models), len(items)), np.nan)
+        values[models.get_indexer(tidy["model"]), items.get_indexer(tidy["item"])] = tidy["score"].to_numpy()
+        return cls(values, models, items, source=source)
+
+    @classmethod
+    def from_wide(cls, df: pd.DataFrame, *, model: str | None = None,
+                  source: str = "wide responses") -> "ResponseMatrix":
+        """Build a matrix from a wide table: one row per model, one column per item.
+
+        Parameters
+        ----------
+        df : DataFrame
+            Scores 0, 1 or missing. The row index holds the model names unless ``model`` names
+            a column that does. The frame is not modified.
+        model : str, optional
+            Column holding the model names.
+        source : str
+            Name used in error messages.
+        """
+        if model is not None:
+            if model not in df.columns:
+                raise ValueError(f"{source}: missing model column {model!r}")
+            df = df.set_index(model)
+        if df.shape[0] == 0 or df.shape[1] == 0:
+            raise ValueError(f"{source}: the response table is empty ({df.shape[0]} rows x {df.shape[1]} columns)")
+        numeric = df.apply(pd.to_numeric, errors="coerce")
+        nonnum = numeric.isna().to_numpy() & ~df.isna().to_numpy()
+        if nonnum.any():
+            r, c = np.argwhere(nonnum)[0]
+            raise ValueError(
+                f"{source}: row {r} (model {df.index[r]!r}), column {df.columns[c]!r}: "
+                f"{df.iat[r, c]!r} is not numeric"
+            )
+        return cls(numeric.to_numpy(dtype=float), df.index, df.columns, source=source)
+
+    # ------------------------------------------------------------------ accessors
+    @property
+    def values(self) -> np.ndarray:
+        """Read-only ``(n_models, n_items)`` float array of 0, 1 and NaN."""
+        return self._values
+
+    @property
+    def models(self) -> pd.Index:
+        """Model identifiers, length ``n_models``."""
+        return self._models
+
+    @property
+    def items(self) -> pd.Index:
+        """Item identifiers, length ``n_items``."""
+        return self._items
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n_models, n_items)``."""
+        return self._values.shape
+
+    @property
+    def observed(self) -> np.ndarray:
+        """Boolean ``(n_models, n_items)`` mask of observed cells."""
+        return ~np.isnan(self._values)
+
+    @property
+    def n_observations(self) -> int:
+        """Number of observed judgments (the benchmark's cost in responses)."""
+        return int(self.observed.sum())
+
+    def __repr__(self) -> str:
+        missing = self._values.size - self.n_observations
+        return (f"ResponseMatrix({self.shape[0]} models x {self.shape[1]} items, "
+                f"{missing} missing, source={self.source!r})")
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ResponseMatrix) and self.models.equals(other.models)
+                and self.items.equals(other.items)
+                and np.array_equal(self.values, other.values, equal_nan=True))
+
+    # ------------------------------------------------------------------ summaries
+    def safety_scores(self) -> pd.Series:
+        """Each model's share of safe responses over the items it saw, indexed by model."""
+        return pd.Series(np.nanmean(self._values, axis=1), index=self._models, name="safety_score")
+
+    def item_safe_rates(self) -> pd.Series:
+        """Each item's share of safe responses over the models that saw it, indexed by item."""
+        return pd.Series(np.nanmean(self._values, axis=0), index=self._items, name="safe_rate")
+
+    def item_variance(self) -> pd.Series:
+        """Binomial variance ``p (1 - p)`` of each item's safe rate ``p``."""
+        p = self.item_safe_rates()
+        return (p * (1.0 - p)).rename("variance")
+
+    def filter_variance(self, threshold: float = 0.01) -> "ResponseMatrix":
+        """Drop items whose binomial variance ``p (1 - p)`` is at most ``threshold``.
+
+        Paper, section "Binarization": items with response variance at most 0.01 across models
+        are dropped before anything else (``p (1 - p) <= 0.01`` means ``p <= 0.0101`` or
+        ``p >= 0.9899``).
+
+        Raises
+        ------
+        ValueError
+            If no item survives.
+        """
+        keep = (self.item_variance() > threshold).to_numpy()
+        if not keep.any():
+            raise ValueError(f"{self.source}: no item has variance above {threshold}")
+        return self._take(slice(None), keep)
+
+    def subset(self, *, models=None, items=None) -> "ResponseMatrix":
+        """Restrict to some models and/or items, in the order given.
+
+        Parameters
+        ----------
+        models, items : sequence of identifiers, optional
+            ``None`` keeps all. Unknown identifiers raise ``ValueError`` naming them.
+        """
+        rows = slice(None) if models is None else self._positions(self._models, models, "model")
+        cols = slice(None) if items is None else self._positions(self._items, items, "item")
+        return self._take(rows, cols)
+
+    def to_long(self) -> pd.DataFrame:
+        """Observed cells as a long table with columns ``model``, ``item``, ``score``."""
+        r, c = np.nonzero(self.observed)
+        return pd.DataFrame({"model": self._models[r], "item": self._items[c], "score": self._values[r, c]})
+
+    def to_frame(self) -> pd.DataFrame:
+        """The matrix as a wide DataFrame (a copy)."""
+        return pd.DataFrame(self._values.copy(), index=self._models, columns=self._items)
+
+    # ------------------------------------------------------------------ helpers
+    def _positions(self, index: pd.Index, labels, kind: str) -> np.ndarray:
+        labels = pd.Index(labels)
+        pos = index.get_indexer(labels)
+        if (pos < 0).any():
+            unknown = list(labels[pos < 0][:3])
+            raise ValueError(f"{self.source}: unknown {kind}(s) {unknown}")
+        return pos
+
+    def _take(self, rows, cols) -> "ResponseMatrix":
+        return ResponseMatrix(self._values[rows][:, cols], self._models[rows], self._items[cols], source=self.source)

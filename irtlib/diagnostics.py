@@ -1,0 +1,89 @@
+"""Fit diagnostics the paper reports: item-level RMSE, spread of discrimination, ceilings.
+
+Paper, sections "Reported results" (fit quality, appendix E; ceiling separation; Figure 3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .calibrate import Calibration
+from .data import ResponseMatrix
+from .model import probability
+
+__all__ = ["item_rmse", "item_fit", "coefficient_of_variation", "ceiling_counts", "CEILING"]
+
+#: The safety score above which the paper calls a benchmark saturated.
+CEILING = 0.95
+
+
+def item_fit(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
+    """Observed against model-implied safe rate of every item.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix
+        The responses the calibration was fitted to (or any matrix over the same models and a
+        subset of its items).
+    calibration : Calibration
+
+    Returns
+    -------
+    DataFrame, indexed by item
+        ``observed``: share of safe responses among the models that saw the item;
+        ``expected``: mean of ``P(theta_m, a_j, b_j)`` over the same models;
+        ``residual``: observed minus expected.
+    """
+    theta = calibration.theta.reindex(matrix.models).to_numpy()
+    if np.isnan(theta).any():
+        missing = list(matrix.models[np.isnan(theta)][:3])
+        raise ValueError(f"calibration has no theta for model(s) {missing}")
+    a = calibration.a.reindex(matrix.items).to_numpy()
+    b = calibration.b.reindex(matrix.items).to_numpy()
+    if np.isnan(a).any():
+        missing = list(matrix.items[np.isnan(a)][:3])
+        raise ValueError(f"calibration has no parameters for item(s) {missing}")
+    observed = matrix.observed
+    p = np.where(observed, probability(theta[:, None], a, b), np.nan)
+    obs = np.nanmean(matrix.values, axis=0)
+    exp = np.nanmean(p, axis=0)
+    return pd.DataFrame({"observed": obs, "expected": exp, "residual": obs - exp}, index=matrix.items)
+
+
+def item_rmse(matrix: ResponseMatrix, calibration: Calibration) -> float:
+    """Root mean squared difference between observed and model-implied item safe rates.
+
+    Appendix E of the paper: 0.008 (Anthropic Red Team) to 0.038 (WMDP-Bio).
+    """
+    return float(np.sqrt(np.mean(item_fit(matrix, calibration)["residual"] ** 2)))
+
+
+def coefficient_of_variation(a, *, ddof: int = 1) -> float:
+    """Coefficient of variation ``SD(a) / mean(a)`` of item discriminations (Figure 3).
+
+    The paper does not say which SD it used; we use the sample SD (``ddof=1``). On 100 items
+    (SimpleSafety, the smallest bank) the two differ by 0.5%.
+    """
+    a = np.asarray(a, dtype=float)
+    return float(np.std(a, ddof=ddof) / np.mean(a))
+
+
+def ceiling_counts(scores, *, ceiling: float = CEILING) -> dict:
+    """How many models score above the ceiling.
+
+    Parameters
+    ----------
+    scores : Series or array_like
+        Safety scores, one per model.
+    ceiling : float
+
+    Returns
+    -------
+    dict
+        ``n_models``, ``above`` (strictly above ``ceiling``), ``at_or_above`` and ``perfect``
+        (score exactly 1).
+    """
+    s = np.asarray(scores, dtype=float)
+    return {"n_models": int(s.size), "above": int((s > ceiling).sum()),
+            "at_or_above": int((s >= ceiling).sum()), "perfect": int((s == 1.0).sum())}
