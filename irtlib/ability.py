@@ -108,7 +108,7 @@ def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1
             raise ValueError(f"{name} contains non-finite values")
     if np.any((x != 0) & (x != 1) & ~np.isnan(x)):
         bad = x[(x != 0) & (x != 1) & ~np.isnan(x)][0]
-        raise ValueError(f"responses must be 0, 1 or NaN; found {bad!r}")
+        raise ValueError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
     observed = ~np.isnan(x)
     x = np.where(observed, x, 0.0)
     lo, hi = bounds

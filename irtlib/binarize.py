@@ -71,7 +71,7 @@ def binarize_graded(scores, *, rule: str = "strict", threshold: float = 0.5,
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"{name}: position {i}: score {numeric[i]!r} is not one of the judge's categories "
+            f"{name}: position {i}: score {float(numeric[i])!r} is not one of the judge's categories "
             f"{tuple(allowed) if allowed is not None else '[0, 1]'}"
         )
     safe = numeric == top if rule == "strict" else numeric >= threshold

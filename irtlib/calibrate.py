@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import scipy.linalg
 from scipy.special import log_expit
 
 from .data import ResponseMatrix
@@ -112,17 +113,18 @@ def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
         j_ab = j_ab + a * r_sum
         c_al = c_al - r * a
     det = j_aa * j_bb - j_ab**2
-    if newton and (det <= 0).any():
+    if newton and ((det <= 0) | (j_aa <= 0)).any():
         return None
     d_aa, d_bb, d_ab = j_bb / det, j_aa / det, -j_ab / det
     e_al = d_aa * g_al + d_ab * g_b
     e_b = d_ab * g_al + d_bb * g_b
     schur = np.diag(j_tt) - (c_al * d_aa) @ c_al.T - (c_al * d_ab) @ c_b.T \
         - (c_b * d_ab) @ c_al.T - (c_b * d_bb) @ c_b.T
-    try:
-        d_t = np.linalg.solve(schur, g_t - c_al @ e_al - c_b @ e_b)
+    try:  # Cholesky doubles as the check that the (observed) information is positive definite
+        chol = np.linalg.cholesky(schur)
     except np.linalg.LinAlgError:
         return None
+    d_t = scipy.linalg.cho_solve((chol, True), g_t - c_al @ e_al - c_b @ e_b)
     h_al = g_al - c_al.T @ d_t
     h_b = g_b - c_b.T @ d_t
     return d_t, d_aa * h_al + d_ab * h_b, d_ab * h_al + d_bb * h_b
@@ -157,7 +159,7 @@ def fit_map(values, *, prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0), prior_b=(
     Notes
     -----
     Fisher scoring (expected information, always positive definite) far from the mode; once
-    the steps are small, Newton steps (observed information) for quadratic convergence, with a
+    the full step is accepted, Newton steps (observed information) for quadratic convergence, with a
     fallback to scoring whenever the observed information is not positive definite or a Newton
     step fails to increase the log posterior.
     """
@@ -173,29 +175,32 @@ def fit_map(values, *, prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0), prior_b=(
     theta = (theta - theta.mean()) / (theta.std() + 1e-12)
     b = -np.log((x.sum(axis=0) + eps) / (n_obs_i - x.sum(axis=0) + eps)) / 1.7
     state = _State(x, mask, theta, np.zeros(x.shape[1]), b, priors)
-    converged, newton, last = False, False, np.inf
+    converged, newton = False, False
     it = 0
     for it in range(1, max_iter + 1):
-        use_newton = True
-        step = _scoring_step(x, mask, state, priors, newton=use_newton)
-        if step is None:
-            use_newton = False
-            step = _scoring_step(x, mask, state, priors, newton=False)
-        biggest = max(np.abs(d).max() for d in step)
-        scale = min(1.0, max_step / biggest) if biggest > 0 else 1.0
-        for _ in range(40):
-            cand = _State(x, mask, state.theta + scale * step[0], state.alpha + scale * step[1],
-                          state.b + scale * step[2], priors)
-            if cand.log_posterior >= state.log_posterior - 1e-12 * abs(state.log_posterior):
+        accepted = None
+        for use_newton in ((True, False) if newton else (False,)):
+            step = _scoring_step(x, mask, state, priors, newton=use_newton)
+            if step is None:
+                continue
+            biggest = max(np.abs(d).max() for d in step)
+            scale = min(1.0, max_step / biggest) if biggest > 0 else 1.0
+            for _ in range(40):
+                cand = _State(x, mask, state.theta + scale * step[0], state.alpha + scale * step[1],
+                              state.b + scale * step[2], priors)
+                if cand.log_posterior >= state.log_posterior:
+                    accepted = cand
+                    break
+                scale *= 0.5
+            if accepted is not None:
                 break
-            scale *= 0.5
-        newton = scale == 1.0
-        last = scale * biggest
-        if last < tol:
+        if accepted is None:          # no ascent direction left: we are at the mode numerically
             converged = True
-        if cand.log_posterior >= state.log_posterior:
-            state = cand
-        if converged:
+            break
+        state = accepted
+        newton = scale == 1.0         # full steps: the quadratic region, where Newton pays off
+        if scale * biggest < tol:
+            converged = True
             break
     return state.theta, state.a, state.b, {"iterations": it, "converged": converged,
                                            "log_posterior": float(state.log_posterior)}

@@ -68,7 +68,7 @@ class ResponseMatrix:
             r, c = np.argwhere(bad)[0]
             raise ValueError(
                 f"{source}: scores must be 0, 1 or missing; model {models[r]!r}, item {items[c]!r} "
-                f"has {arr[r, c]!r} ({int(bad.sum())} such cells)"
+                f"has {float(arr[r, c])!r} ({int(bad.sum())} such cells)"
             )
         observed = ~np.isnan(arr)
         for axis, kind, index in ((1, "model", models), (0, "item", items)):
@@ -120,7 +120,7 @@ class ResponseMatrix:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"{source}: row {row}: score {scores[row]!r} in column {score!r} is not 0 or 1 "
+                f"{source}: row {row}: score {float(scores[row])!r} in column {score!r} is not 0 or 1 "
                 f"({int(bad.sum())} such rows; binarize graded scores first)"
             )
         for col in (model, item):

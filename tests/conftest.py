@@ -1,0 +1,29 @@
+"""Shared fixtures: small data sets simulated from the 2PL model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def simulate_2pl(n_models: int, n_items: int, *, seed: int = 0, sd_log_a: float = 0.5,
+                 missing: float = 0.0):
+    """Responses simulated from the 2PL with known parameters.
+
+    Returns ``(values, theta, a, b)`` with values of shape ``(n_models, n_items)``.
+    """
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n_models)
+    b = rng.normal(size=n_items)
+    a = np.exp(rng.normal(0.0, sd_log_a, size=n_items))
+    p = 1.0 / (1.0 + np.exp(-a * (theta[:, None] - b)))
+    values = (rng.random((n_models, n_items)) < p).astype(float)
+    if missing:
+        values[rng.random(values.shape) < missing] = np.nan
+    return values, theta, a, b
+
+
+@pytest.fixture(scope="session")
+def sim_80x2000():
+    """80 models x 2,000 items from the 2PL, 1% missing cells (seed 0)."""
+    return simulate_2pl(80, 2000, seed=0, missing=0.01)
