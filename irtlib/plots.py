@@ -43,7 +43,7 @@ def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):
     fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
-    return fig, axes.flat
+    return fig, list(axes.flat)
 
 
 def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: int = 3):
@@ -207,7 +207,7 @@ def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods=
         _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band)
         ax.set_ylim(*ylim)
         ax.set_title(title, fontsize=10)
-    handles, labels = next(iter(axes)).get_legend_handles_labels() if len(results_by_benchmark) else ([], [])
+    handles, labels = axes[0].get_legend_handles_labels() if len(results_by_benchmark) else ([], [])
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
