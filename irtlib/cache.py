@@ -1,0 +1,80 @@
+"""A small on-disk cache so chapters can share expensive results (py-irt fits, protocol runs).
+
+The key of an entry is a hash of the caller's key (any picklable description of the inputs:
+data checksum, settings, seed) AND of every source file of irtlib, so a change anywhere in the
+library invalidates every entry: a cached number can never be staler than the code that would
+recompute it. Entries are written atomically (temporary file, then rename), so two chapters
+running the same computation in parallel at worst both compute it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["cached", "library_fingerprint", "array_checksum"]
+
+
+@lru_cache(maxsize=1)
+def library_fingerprint() -> str:
+    """SHA-256 over the contents of every ``irtlib/**/*.py`` file, in path order."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def array_checksum(*arrays) -> str:
+    """SHA-256 of arrays' shapes and bytes (NaN-safe): a data set's identity for cache keys."""
+    digest = hashlib.sha256()
+    for arr in arrays:
+        arr = np.ascontiguousarray(np.asarray(arr))
+        digest.update(str((arr.shape, arr.dtype.str)).encode())
+        digest.update(arr.tobytes())
+    return digest.hexdigest()
+
+
+def cached(compute: Callable[[], Any], *, key: Any, cache_dir: str | os.PathLike | None) -> Any:
+    """Return ``compute()``, reusing a stored result for the same key and library version.
+
+    Parameters
+    ----------
+    compute : callable with no arguments
+        Produces the value (must be picklable).
+    key : picklable
+        Everything the value depends on besides the library's code (e.g. a tuple of the data
+        checksum, the function name and its settings). ``repr`` must be deterministic.
+    cache_dir : path or None
+        Where entries live; ``None`` disables caching.
+    """
+    if cache_dir is None:
+        return compute()
+    digest = hashlib.sha256((library_fingerprint() + repr(key)).encode()).hexdigest()[:32]
+    path = Path(cache_dir) / f"{digest}.pkl"
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                return pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            pass  # a damaged entry is recomputed and replaced
+    value = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return value
