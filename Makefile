@@ -1,0 +1,164 @@
+# Build, test and render "Efficient safety benchmarking with item response theory".
+#
+#   make venv        create .venv/ and `pip install -e '.[book,test]'` (reruns when pyproject.toml changes)
+#   make test        run the test suite; select with PYTEST_ARGS="tests/test_x.py -k name"
+#   make book        execute every chapter with papermill (2 in parallel), check the
+#                    executed notebooks, render the HTML book into _build/html/
+#   make book QUICK=1
+#                    the same with `-p QUICK True` for every chapter (reduced settings: preview, CI)
+#   make chapter CH=03_fluid [QUICK=1] [PARAMS="-p N_SPLITS 20"]
+#                    re-execute one chapter (book/03_fluid.md) into _build/executed/03_fluid.ipynb
+#   make html        render the HTML again from the executed notebooks (executes what is out of date)
+#   make mathjax     fetch MathJax 3 from npm into _build/mathjax/ (only for the offline browser test)
+#   make clean       remove _build/ and artifacts/ (keeps .venv/);  make distclean also removes .venv/
+#
+# How the book is built (see tools/*.py for details):
+#   book/<chapter>.md  --jupytext+papermill-->  _build/executed/<chapter>.ipynb   (tools/run_chapter.py)
+#   _build/executed/*.ipynb  --checked-->  no error outputs, every code cell ran  (tools/check_executed.py)
+#   _config.yml (execution off) + _toc.yml + book/ with executed .ipynb  -->  _build/src/  (tools/make_build_tree.py)
+#   _build/src/  --jupyter-book build --all -W -n --keep-going-->  _build/html/
+# Chapters run with the repository root as working directory.  A chapter is re-executed
+# when its .md, any irtlib/**/*.py, or the papermill arguments (QUICK, PARAMS) change.
+# After upgrading dependencies run `make clean` to re-execute everything.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.PHONY: all venv test book executed html chapter mathjax clean distclean FORCE
+
+all: book
+
+# ---------------------------------------------------------------------------
+# Python environment
+# ---------------------------------------------------------------------------
+PYTHON ?= python3
+VENV ?= .venv
+VPY := $(VENV)/bin/python
+# MANAGE_VENV=0 uses $(VENV) as it is (no creation, no pip), e.g. the tests' own venv.
+MANAGE_VENV ?= 1
+
+ifeq ($(MANAGE_VENV),1)
+VENV_STAMP := $(VENV)/.installed
+$(VENV_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --upgrade pip
+	$(VPY) -m pip install -e '.[book,test]'
+	touch $@
+else
+VENV_STAMP :=
+endif
+
+venv: $(VENV_STAMP)
+
+# ---------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------
+PYTEST_ARGS ?=
+
+test: $(VENV_STAMP)
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+# ---------------------------------------------------------------------------
+# Chapters: discovered from _toc.yml (pages whose front matter has jupytext:/kernelspec:)
+# ---------------------------------------------------------------------------
+BUILD := _build
+EXEC_DIR := $(BUILD)/executed
+SRC_DIR := $(BUILD)/src
+HTML_DIR := $(BUILD)/html
+JOBS ?= 2
+
+# toc entries such as "book/intro book/01_data ... book/reproducibility"
+NOTEBOOKS := $(shell $(PYTHON) tools/chapters.py --notebooks)
+ifneq ($(.SHELLSTATUS),0)
+$(warning tools/chapters.py could not read _toc.yml: no chapters found)
+endif
+# book/reproducibility reads the other chapters' papermill metadata, so it runs last.
+LAST := $(filter book/reproducibility,$(NOTEBOOKS))
+CHAPTERS := $(filter-out $(LAST),$(NOTEBOOKS))
+executed_path = $(patsubst book/%,$(EXEC_DIR)/%.ipynb,$(1))
+EXECUTED_CHAPTERS := $(call executed_path,$(CHAPTERS))
+EXECUTED_LAST := $(call executed_path,$(LAST))
+EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_LAST)
+
+# Library sources: changing any of them re-executes every chapter.
+LIB_SRC := $(shell find irtlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
+
+# Papermill arguments for every chapter.  QUICK=1 (or true/yes) -> -p QUICK True.
+QUICK ?=
+PARAMS ?=
+ifneq ($(filter 1 true True TRUE yes,$(QUICK)),)
+QUICK_VALUE := True
+else
+QUICK_VALUE := False
+endif
+PAPERMILL_ARGS := -p QUICK $(QUICK_VALUE) $(PARAMS)
+export PAPERMILL_ARGS
+
+# The papermill arguments of the last run, rewritten only when they change, so that
+# `make book` after `make book QUICK=1` re-executes every chapter with the new value.
+PARAMS_STAMP := $(EXEC_DIR)/.papermill-args
+$(PARAMS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' "$$PAPERMILL_ARGS" | cmp -s - $@ || printf '%s\n' "$$PAPERMILL_ARGS" > $@
+
+# One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
+$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
+	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
+
+# The reproducibility page runs after all other chapters and reads their metadata.
+$(EXECUTED_LAST): $(EXECUTED_CHAPTERS)
+$(EXECUTED_LAST): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
+
+executed: $(EXECUTED)
+	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------
+# The book
+# ---------------------------------------------------------------------------
+JUPYTER_BOOK := $(VENV)/bin/jupyter-book
+
+book: $(VENV_STAMP)
+	$(MAKE) --no-print-directory -j$(JOBS) executed
+	$(MAKE) --no-print-directory html
+
+# Check the executed notebooks, assemble _build/src/ and render it (always a full build).
+html: executed | $(VENV_STAMP)
+	$(VPY) tools/check_executed.py $(EXECUTED)
+	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(SRC_DIR)
+	rm -rf $(HTML_DIR)
+	$(JUPYTER_BOOK) build --all -W -n --keep-going --path-output $(CURDIR) $(SRC_DIR)
+	test -f $(HTML_DIR)/index.html
+	@echo "book: $(HTML_DIR)/index.html"
+
+# Re-execute one chapter regardless of timestamps (does not re-render the HTML: `make book`).
+CH ?=
+CH_NAME := $(basename $(patsubst book/%,%,$(CH)))
+chapter: | $(VENV_STAMP)
+	@test -n "$(CH_NAME)" || { echo 'usage: make chapter CH=<name> [QUICK=1] [PARAMS="-p KEY VALUE"]' >&2; exit 2; }
+	@test -f book/$(CH_NAME).md || { echo "no chapter book/$(CH_NAME).md" >&2; exit 2; }
+	$(VPY) tools/run_chapter.py book/$(CH_NAME).md $(EXEC_DIR)/$(CH_NAME).ipynb --cwd $(CURDIR) \
+		-- $(PAPERMILL_ARGS) $(if $(filter book/$(CH_NAME),$(LAST)),-p EXECUTED_DIR $(EXEC_DIR))
+	$(VPY) tools/check_executed.py $(EXEC_DIR)/$(CH_NAME).ipynb
+
+# ---------------------------------------------------------------------------
+# MathJax 3 for the browser test: the built pages load it from a CDN, which a
+# machine without internet cannot reach; tests/test_browser.py serves this copy instead.
+# ---------------------------------------------------------------------------
+MATHJAX_VERSION := 3.2.2
+MATHJAX_DIR := $(BUILD)/mathjax
+
+mathjax: $(MATHJAX_DIR)/es5/tex-mml-chtml.js
+$(MATHJAX_DIR)/es5/tex-mml-chtml.js:
+	rm -rf $(MATHJAX_DIR) $(MATHJAX_DIR).tmp
+	mkdir -p $(MATHJAX_DIR).tmp
+	cd $(MATHJAX_DIR).tmp && npm pack --silent mathjax@$(MATHJAX_VERSION) > /dev/null && tar xzf mathjax-*.tgz
+	mv $(MATHJAX_DIR).tmp/package $(MATHJAX_DIR)
+	rm -rf $(MATHJAX_DIR).tmp
+
+# ---------------------------------------------------------------------------
+clean:
+	rm -rf $(BUILD) artifacts
+
+distclean: clean
+	rm -rf $(VENV)
