@@ -1,0 +1,533 @@
+"""Item banks: a calibrated benchmark, saved once and reused to evaluate new models.
+
+An item bank is a CSV file whose first line is a comment holding a JSON header::
+
+    # irtlib-bank {"format": "irtlib-bank/1", "bank_sha256": "...", "settings": {...}, ...}
+    item,a,b,safe_rate,n_models,expected,residual[,prompt]
+    q001,1.2345,-0.678,0.91,82,0.905,0.005
+    ...
+
+The header records how the bank was made (engine, binarization rule, variance threshold, seed),
+the input's checksums, fit diagnostics, the calibration models' abilities (which the Fisher
+subset methods need), and what the variance filter removed. ``bank_sha256`` is the SHA-256 of
+the CSV body (everything after the first line): reading a bank whose body no longer matches it
+fails, and adaptive-session state files record it so a state is never resumed against another
+bank.
+
+Predicted full-benchmark score. The bank holds only the items that survived the variance
+filter, but a model's safety score on the full benchmark also counts the filtered, near-constant
+items. The header stores how many items were filtered and the sum of their safe rates over the
+calibration models; :meth:`ItemBank.predicted_full_score` adds that sum (each filtered item is
+predicted at its calibration safe rate, which is at most 0.0101 from 0 or 1) to the bank items'
+model-implied probabilities and divides by the full item count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from .ability import map_ability
+from .calibrate import ENGINES, Calibration, fit_2pl
+from .data import ResponseMatrix
+from .diagnostics import ceiling_counts, coefficient_of_variation, item_fit
+from .io import atomic_write, matrix_sha256
+from .model import fisher_information, probability
+
+__all__ = ["BANK_FORMAT", "ItemBank", "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95"]
+
+BANK_FORMAT = "irtlib-bank/1"
+_MAGIC = "# irtlib-bank "
+_REQUIRED = ("a", "b")
+
+#: Two-sided 95% normal quantile.
+Z95 = 1.959963984540054
+
+#: Test lengths at which :func:`calibrate_bank` checks the adaptive test's score intervals.
+CHECKPOINTS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200)
+
+
+def score_interval(a, b, theta, se, *, known_mask=None, known_sum=0.0, filtered_sum: float = 0.0,
+                   n_full: int | None = None, inflation=1.0, z: float = Z95):
+    """Predicted full-benchmark safety score and its interval, vectorised over models.
+
+    Parameters
+    ----------
+    a, b : ndarray, shape (n_items,)
+        The bank's item parameters.
+    theta, se : float or ndarray, shape (n_models,)
+        Ability estimates and their standard errors.
+    known_mask : ndarray of bool, shape (n_items,) or (n_models, n_items), optional
+        Bank items whose response is already observed; they count as answered.
+    known_sum : float or ndarray, shape (n_models,)
+        Number of safe responses among the known items.
+    filtered_sum : float
+        Sum of the calibration safe rates of the items the variance filter removed.
+    n_full : int, optional
+        Items of the full benchmark (default: the bank's size).
+    inflation : float or ndarray
+        Factor applied to both half-widths (see :func:`calibrate_bank`).
+    z : float
+        Normal quantile of the interval (1.96 for 95%).
+
+    Returns
+    -------
+    (score, lower, upper) : tuple of float or ndarray
+
+    Notes
+    -----
+    ``S(theta) = (sum_known x_j + sum_unknown P_j(theta) + filtered_sum) / n_full`` increases
+    with ``theta``, so ``theta -/+ z se`` maps to a score interval through its endpoints. The
+    unknown items' Bernoulli spread ``z sqrt(sum_unknown P_j (1 - P_j)) / n_full`` is added in
+    quadrature to each half-width; both are then multiplied by ``inflation``. The interval is
+    clipped to [0, 1].
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    theta, se = np.asarray(theta, float), np.asarray(se, float)
+    n_full = len(a) if n_full is None else n_full
+    unknown = np.ones(theta.shape + a.shape, dtype=bool) if known_mask is None else ~np.broadcast_to(
+        np.asarray(known_mask, bool), theta.shape + a.shape)
+
+    def total(t):
+        p = probability(np.asarray(t)[..., None], a, b)
+        return np.where(unknown, p, 0.0).sum(axis=-1), p
+
+    mid, p = total(theta)
+    lo, _ = total(theta - z * se)
+    hi, _ = total(theta + z * se)
+    spread = z * np.sqrt(np.where(unknown, p * (1 - p), 0.0).sum(axis=-1))
+    base = np.asarray(known_sum, float) + filtered_sum
+    score = (mid + base) / n_full
+    half_lo = inflation * np.hypot(mid - lo, spread) / n_full
+    half_hi = inflation * np.hypot(hi - mid, spread) / n_full
+    return score, np.clip(score - half_lo, 0.0, 1.0), np.clip(score + half_hi, 0.0, 1.0)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("irtlib")
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+@dataclass
+class ItemBank:
+    """Calibrated 2PL item parameters plus the provenance of the calibration.
+
+    Parameters
+    ----------
+    items : DataFrame, indexed by item id (str)
+        Columns ``a`` and ``b`` (required), and usually ``safe_rate``, ``n_models``, ``expected``,
+        ``residual`` (item fit) and ``prompt`` (item text).
+    meta : dict
+        The header (see the module docstring). ``bank_sha256`` is filled in by :meth:`to_csv`.
+
+    Raises
+    ------
+    ValueError
+        Missing ``a``/``b``, non-finite parameters, non-positive ``a``, duplicate item ids.
+    """
+
+    items: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        items = self.items.copy()
+        items.index = pd.Index(items.index.astype(str), name="item")
+        source = self.meta.get("path", "item bank")
+        for col in _REQUIRED:
+            if col not in items.columns:
+                raise ValueError(f"{source}: item bank has no column {col!r}")
+            items[col] = pd.to_numeric(items[col], errors="coerce")
+            bad = ~np.isfinite(items[col].to_numpy(dtype=float))
+            if bad.any():
+                raise ValueError(f"{source}: row {int(np.flatnonzero(bad)[0]) + 1}: {col} is not a finite number")
+        if (items["a"] <= 0).any():
+            raise ValueError(f"{source}: row {int(np.flatnonzero(items['a'].to_numpy() <= 0)[0]) + 1}: "
+                             "discrimination a must be positive")
+        if items.index.duplicated().any():
+            dup = items.index[items.index.duplicated()][0]
+            raise ValueError(f"{source}: item {dup!r} appears twice")
+        if len(items) == 0:
+            raise ValueError(f"{source}: the item bank is empty")
+        self.items = items
+
+    # ------------------------------------------------------------------ accessors
+    @property
+    def item_ids(self) -> pd.Index:
+        """Item identifiers in bank order."""
+        return self.items.index
+
+    @property
+    def a(self) -> np.ndarray:
+        """Discriminations, in bank order."""
+        return self.items["a"].to_numpy(dtype=float)
+
+    @property
+    def b(self) -> np.ndarray:
+        """Difficulties, in bank order."""
+        return self.items["b"].to_numpy(dtype=float)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def checksum(self) -> str:
+        """SHA-256 of the bank's CSV body: the bank's identity."""
+        return _sha256(self._body())
+
+    @property
+    def calibration_theta(self) -> pd.Series:
+        """Abilities of the calibration models (empty when the header has none)."""
+        models = self.meta.get("models") or {}
+        return pd.Series(models.get("theta", []), index=pd.Index(models.get("name", []), name="model"),
+                         name="theta", dtype=float)
+
+    @property
+    def prompts(self) -> pd.Series | None:
+        """Item text by item id, if the bank has it."""
+        return self.items["prompt"] if "prompt" in self.items.columns else None
+
+    @property
+    def filtered(self) -> dict:
+        """What the variance filter removed: ``n_items``, ``n_safe``, ``n_unsafe``, ``safe_rate_sum``."""
+        return dict(self.meta.get("filtered") or {"n_items": 0, "n_safe": 0, "n_unsafe": 0, "safe_rate_sum": 0.0})
+
+    @property
+    def n_items_full(self) -> int:
+        """Items of the full benchmark: the bank plus the filtered ones."""
+        return len(self) + int(self.filtered.get("n_items", 0))
+
+    def __repr__(self) -> str:
+        return (f"ItemBank({len(self)} items, {self.filtered.get('n_items', 0)} filtered, "
+                f"sha256={self.checksum[:12]}...)")
+
+    # ------------------------------------------------------------------ predictions
+    def expected_bank_score(self, theta) -> np.ndarray:
+        """Mean over bank items of ``P(theta, a_j, b_j)``: the predicted score on the bank."""
+        theta = np.asarray(theta, dtype=float)
+        return probability(theta[..., None], self.a, self.b).mean(axis=-1)
+
+    def predicted_full_score(self, theta, *, known: pd.Series | None = None) -> np.ndarray:
+        """Predicted safety score on the full benchmark (bank items plus filtered items).
+
+        Parameters
+        ----------
+        theta : float or array_like
+        known : Series of 0/1 indexed by item id, optional
+            Responses already observed (e.g. the items of an adaptive test); they count as they
+            are instead of by their model-implied probability.
+
+        Returns
+        -------
+        float or ndarray
+            ``(sum_j P_j(theta) + filtered safe-rate sum) / n_items_full`` with known items'
+            ``P_j`` replaced by the observed response.
+        """
+        theta = np.asarray(theta, dtype=float)
+        p = probability(theta[..., None], self.a, self.b)
+        total = p.sum(axis=-1)
+        if known is not None and len(known):
+            pos = self.item_ids.get_indexer(pd.Index(known.index.astype(str)))
+            ok = pos >= 0
+            total = total - p[..., pos[ok]].sum(axis=-1) + np.asarray(known.to_numpy(dtype=float)[ok]).sum()
+        return (total + float(self.filtered.get("safe_rate_sum", 0.0))) / self.n_items_full
+
+    def interval_inflation(self, n_items: int) -> float:
+        """Factor widening the 2PL score interval after ``n_items`` adaptive items.
+
+        Interpolated (in log test length) from the cross-fitted check :func:`calibrate_bank` ran
+        and stored in the header; 1.0 when the bank has no such check. Never below 1.
+        """
+        check = self.meta.get("interval_check") or {}
+        ks, factors = check.get("k"), check.get("inflation")
+        if not ks or not factors or n_items < 1:
+            return 1.0
+        value = float(np.interp(np.log(n_items), np.log(np.asarray(ks, float)), np.asarray(factors, float)))
+        return max(1.0, value)
+
+    def check_items(self, items, *, source: str, require_all: bool = False, min_overlap: int = 1) -> None:
+        """Check that response data belong to this bank's benchmark.
+
+        Raises
+        ------
+        ValueError
+            Fewer than ``min_overlap`` of the bank's items appear in ``items`` ("a bank from
+            another benchmark?"), or, with ``require_all``, some bank item is missing.
+        """
+        items = pd.Index(pd.Index(items).astype(str))
+        present = self.item_ids.isin(items)
+        if present.sum() < min_overlap:
+            raise ValueError(f"{source}: only {int(present.sum())} of its {len(items)} items are in the item bank "
+                             f"{self.meta.get('path', '')!s} ({len(self)} items): responses from another benchmark?")
+        if require_all and not present.all():
+            missing = list(self.item_ids[~present][:3])
+            raise ValueError(f"{source}: {int((~present).sum())} bank items are missing from the responses, "
+                             f"e.g. {missing}: responses from another benchmark?")
+
+    # ------------------------------------------------------------------ file format
+    def _body(self) -> str:
+        buf = io.StringIO()
+        self.items.to_csv(buf, index=True, index_label="item", float_format="%.17g", lineterminator="\n")
+        return buf.getvalue()
+
+    def to_csv(self) -> str:
+        """The bank file's text: the JSON header line, then the CSV body."""
+        body = self._body()
+        meta = {k: v for k, v in self.meta.items() if k != "path"}
+        meta = {"format": BANK_FORMAT, **meta, "bank_sha256": _sha256(body)}
+        self.meta["bank_sha256"] = meta["bank_sha256"]
+        return _MAGIC + json.dumps(meta, sort_keys=False, default=_json_default) + "\n" + body
+
+    def write(self, path, *, force: bool = False) -> Path:
+        """Write the bank atomically; refuse to overwrite an existing file unless ``force``."""
+        return atomic_write(path, self.to_csv(), force=force)
+
+    @classmethod
+    def read(cls, path) -> "ItemBank":
+        """Read a bank file, checking its header and its checksum.
+
+        Raises
+        ------
+        ValueError
+            Not an irtlib bank, corrupt header, body modified after writing (checksum mismatch),
+            or invalid item parameters; the message names the file (and the row).
+        FileNotFoundError
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such item bank file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not an irtlib item bank (not UTF-8 text)") from None
+        first, _, body = text.partition("\n")
+        if not first.startswith(_MAGIC):
+            raise ValueError(f"{path}: not an irtlib item bank (line 1 should start with {_MAGIC.strip()!r}; "
+                             "make one with `irtlib calibrate`)")
+        try:
+            meta = json.loads(first[len(_MAGIC):])
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line 1: corrupt bank header ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(meta, dict) or meta.get("format") != BANK_FORMAT:
+            raise ValueError(f"{path}: line 1: unsupported bank format {meta.get('format') if isinstance(meta, dict) else meta!r} "
+                             f"(expected {BANK_FORMAT})")
+        if meta.get("bank_sha256") != _sha256(body):
+            raise ValueError(f"{path}: the item table does not match the checksum in its header "
+                             "(edited or truncated after it was written)")
+        try:
+            items = pd.read_csv(io.StringIO(body), dtype={"item": str, "prompt": str}, keep_default_na=False,
+                                na_values=[""], float_precision="round_trip")
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise ValueError(f"{path}: cannot parse the item table: {str(exc).splitlines()[0]}") from None
+        if "item" not in items.columns:
+            raise ValueError(f"{path}: the item table has no 'item' column")
+        meta["path"] = str(path)
+        bank = cls(items.set_index("item"), meta)
+        return bank
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    return str(obj)
+
+
+def read_bank(path) -> ItemBank:
+    """Read an item bank file (see :meth:`ItemBank.read`)."""
+    return ItemBank.read(path)
+
+
+def _adaptive_replay(x, a, b, checkpoints, *, prior_mean=0.0, prior_sd=1.0):
+    """Adaptive tests of many models at once, from their full response rows.
+
+    Same rule as :class:`irtlib.AdaptiveSession` (maximum information at the current MAP
+    ability, unobserved items skipped). Yields ``(k, theta, se, known_mask, known_sum)`` after
+    ``k`` items for every ``k`` in ``checkpoints``.
+    """
+    n_models, n_items = x.shape
+    avail = ~np.isnan(x)
+    used = ~avail
+    kmax = min(max(checkpoints), int(avail.sum(axis=1).max()))
+    rows = np.arange(n_models)
+    resp = np.full((n_models, kmax), np.nan)
+    picked = np.zeros((n_models, kmax), dtype=int)
+    known = np.zeros((n_models, n_items), dtype=bool)
+    theta = np.full(n_models, prior_mean)
+    se = np.full(n_models, prior_sd)
+    for step in range(kmax):
+        info = np.where(used, -np.inf, fisher_information(theta[:, None], a, b))
+        j = np.argmax(info, axis=1)
+        active = ~used[rows, j]
+        picked[:, step] = j
+        resp[active, step] = x[rows[active], j[active]]
+        used[rows[active], j[active]] = True
+        known[rows[active], j[active]] = True
+        est = map_ability(resp[:, :step + 1], a[picked[:, :step + 1]], b[picked[:, :step + 1]],
+                          prior_mean=prior_mean, prior_sd=prior_sd, theta0=theta)
+        theta, se = np.asarray(est.theta), np.asarray(est.se)
+        if step + 1 in checkpoints:
+            yield step + 1, theta, se, known.copy(), np.nansum(resp[:, :step + 1], axis=1)
+
+
+def _interval_check(matrix: ResponseMatrix, kept_items, filtered_sum: float, *, folds: int = 2, seed: int = 0,
+                    checkpoints=CHECKPOINTS) -> dict | None:
+    """Cross-fitted check of the adaptive test's score intervals on the calibration models.
+
+    The calibration models are split into ``folds`` groups; for each group the bank's items are
+    refitted (MAP engine) on the other models, and the group's models are given adaptive tests
+    from their own responses. At each test length ``k`` the errors of the predicted
+    full-benchmark score, in units of the 2PL interval's half-width / 1.96, give the factor
+    ``sqrt(mean z^2)`` by which the 2PL interval understates the real error (safety data are not
+    exactly 2PL: several latent dimensions, local dependence, item-parameter noise).
+    """
+    n_models = matrix.shape[0]
+    if n_models < 10:
+        return None
+    truth = matrix.safety_scores().to_numpy()
+    x_all = matrix.subset(items=kept_items).values
+    n_full = matrix.shape[1]
+    rng = np.random.default_rng(seed)
+    fold_of = rng.permutation(np.arange(n_models) % folds)
+    z = {k: [] for k in checkpoints}
+    for f in range(folds):
+        train = matrix.subset(models=matrix.models[fold_of != f], items=kept_items)
+        observed = train.observed.any(axis=0)
+        if not observed.all():  # an item no training model saw: cannot refit it in this fold
+            return None
+        cal = fit_2pl(train, engine="map")
+        a, b = cal.a.to_numpy(), cal.b.to_numpy()
+        x = x_all[fold_of == f]
+        for k, theta, se, known, known_sum in _adaptive_replay(x, a, b, checkpoints):
+            score, lo, hi = score_interval(a, b, theta, se, known_mask=known, known_sum=known_sum,
+                                           filtered_sum=filtered_sum, n_full=n_full)
+            err = truth[fold_of == f] - score
+            half = np.where(err < 0, score - lo, hi - score)
+            z[k].extend((err / np.maximum(half / Z95, 1e-12)).tolist())
+    ks = [k for k in checkpoints if len(z[k]) >= n_models // 2]
+    factors = [float(np.sqrt(np.mean(np.square(z[k])))) for k in ks]
+    return {"method": f"{folds}-fold cross-fitted adaptive replay on the calibration models (MAP engine)",
+            "k": ks, "inflation": [round(max(1.0, f), 4) for f in factors],
+            "rms_z": [round(f, 4) for f in factors], "n_models": int(n_models), "seed": seed}
+
+
+def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_threshold: float = 0.01,
+                   seed: int = 0, prompts: pd.Series | None = None, source: str | None = None,
+                   data_sha256: str | None = None, binarize: dict | None = None,
+                   epochs: int = 1000, interval_check: bool = True) -> ItemBank:
+    """Calibrate an item bank from a benchmark's binary response matrix.
+
+    Drops items whose binomial variance is at most ``variance_threshold`` (the paper's first
+    step), fits the 2PL model, and records item fit and the provenance in the bank's header.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix
+        Models x items, 1 safe, 0 unsafe, NaN unobserved (binarize first, see :mod:`irtlib.io`).
+    engine : {"map", "pyirt"}
+        ``"map"`` (default): the joint posterior mode of the paper's model and priors, found in
+        seconds; it ranks models and items as py-irt does. ``"pyirt"``: py-irt's SVI, exactly as
+        the paper ran it (tens of seconds to minutes).
+    variance_threshold : float
+        Items with ``p (1 - p) <= variance_threshold`` are left out of the bank (the paper: 0.01).
+    seed : int
+        py-irt's seed (the MAP engine is deterministic).
+    prompts : Series, optional
+        Item text by item id, stored in a ``prompt`` column.
+    source, data_sha256 : str, optional
+        Where the responses came from and the checksum of that file, for the header.
+    binarize : dict, optional
+        The binarization settings used to read the file, for the header.
+    epochs : int
+        py-irt epochs.
+    interval_check : bool
+        Run the cross-fitted check of adaptive-test score intervals (``_interval_check``: two
+        extra MAP fits on half the models each, plus simulated adaptive tests up to 200 items)
+        and store the widening factors in the header, so that
+        :class:`irtlib.AdaptiveSession` states intervals that cover at their nominal rate on
+        data like the calibration data. Needs at least 10 models; without it the intervals are
+        the plain 2PL ones (too narrow on multidimensional safety data).
+
+    Returns
+    -------
+    ItemBank
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+    rates = matrix.item_safe_rates()
+    variance = rates * (1 - rates)
+    dropped = variance <= variance_threshold
+    kept = matrix.filter_variance(variance_threshold)
+    cal: Calibration = fit_2pl(kept, engine=engine, seed=seed, epochs=epochs)
+    fit = item_fit(kept, cal)
+    items = pd.DataFrame({
+        "a": cal.a, "b": cal.b,
+        "safe_rate": rates.reindex(kept.items),
+        "n_models": kept.observed.sum(axis=0),
+        "expected": fit["expected"], "residual": fit["residual"],
+    })
+    if prompts is not None:
+        items["prompt"] = prompts.reindex(items.index.astype(str)).to_numpy()
+    scores_full = matrix.safety_scores()
+    theta = cal.theta
+    meta = {
+        "irtlib_version": _version(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "data": {
+            "source": source or matrix.source,
+            "sha256": data_sha256,
+            "matrix_sha256": matrix_sha256(matrix),
+            "n_models": int(matrix.shape[0]),
+            "n_items": int(matrix.shape[1]),
+            "n_observations": int(matrix.n_observations),
+        },
+        "settings": {
+            "engine": engine,
+            "variance_threshold": variance_threshold,
+            "seed": seed,
+            "binarize": binarize or {},
+            "engine_settings": cal.settings,
+        },
+        "filtered": {
+            "n_items": int(dropped.sum()),
+            "n_safe": int((dropped & (rates >= 0.5)).sum()),
+            "n_unsafe": int((dropped & (rates < 0.5)).sum()),
+            "safe_rate_sum": float(rates[dropped].sum()),
+        },
+        "diagnostics": {
+            "item_rmse": float(np.sqrt(np.mean(fit["residual"] ** 2))),
+            "cv_a": coefficient_of_variation(cal.a),
+            "spearman_theta_score": float(spearmanr(theta, scores_full.reindex(theta.index))[0]),
+            "ceiling": ceiling_counts(scores_full),
+            "fit_seconds": round(float(cal.seconds), 3),
+            "engine": {k: v for k, v in cal.diagnostics.items() if isinstance(v, (int, float, bool, str))},
+        },
+        "models": {
+            "name": [str(m) for m in theta.index],
+            "theta": [float(t) for t in theta.to_numpy()],
+            "safety_score": [float(s) for s in scores_full.reindex(theta.index).to_numpy()],
+        },
+    }
+    if interval_check:
+        meta["interval_check"] = _interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"], seed=seed)
+    return ItemBank(items, meta)

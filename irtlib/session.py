@@ -1,0 +1,452 @@
+"""Adaptive evaluation of a new model on a calibrated item bank (Fluid Benchmarking, resumable).
+
+Paper, section "Adaptive selection (Algorithm 1)": start at ``theta = 0`` with no items; until
+the budget is spent, give the unused item with the largest Fisher information at the current
+``theta``, observe the response, and update ``theta`` by MAP (Normal(0, 1) prior) on all the
+responses so far. :class:`AdaptiveSession` adds what a practitioner needs around that loop:
+
+- stopping rules: a budget (``max_items``) and/or a target standard error (``target_se``);
+- items the model cannot be given (e.g. missing from a replay file) are *skipped* as unavailable:
+  they are never proposed again and do not count against the budget;
+- a predicted full-benchmark safety score with a 95% interval (:meth:`AdaptiveSession.result`);
+- a small JSON state (:meth:`save` / :meth:`load`) recording the bank's checksum and the
+  sequence of (item, response) events. Loading replays the events through the selection rule
+  and rejects a state whose items are not the ones the session would have proposed (a response
+  for an item not proposed), a state from another bank, or a corrupt file.
+
+The interval. ``theta``'s 95% interval is ``theta +/- 1.96 SE``. The predicted score
+``S(theta)`` counts the administered items as answered, the other bank items at their 2PL
+probability and the filtered items at their calibration safe rate (see :mod:`irtlib.bank`);
+``S`` is increasing in ``theta``, so the theta interval maps to a score interval through its
+endpoints. The realized full-benchmark score also varies because the unadministered items are
+Bernoulli draws; their standard deviation ``sqrt(sum P_j (1 - P_j)) / N`` is added in quadrature
+to each half-width (it matters on small benchmarks only). Safety data are not exactly 2PL
+(several latent dimensions, local dependence, noisy item parameters), so this interval is too
+narrow by itself; when the bank carries a cross-fitted interval check (the default of
+:func:`irtlib.calibrate_bank`), both half-widths are multiplied by the factor that check measured
+at the same test length (``EvaluationResult.interval_inflation``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .ability import map_ability
+from .bank import Z95, ItemBank, score_interval
+from .io import atomic_write
+from .model import fisher_information
+
+__all__ = ["STATE_FORMAT", "AdaptiveSession", "EvaluationResult"]
+
+STATE_FORMAT = "irtlib-session/1"
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Outcome of an adaptive evaluation (or of its current state).
+
+    Attributes
+    ----------
+    model : str or None
+    theta, se : float
+        MAP ability and its posterior standard error.
+    theta_ci95 : (float, float)
+        ``theta -/+ 1.96 se``.
+    predicted_score : float
+        Predicted safety score on the full benchmark (bank items plus filtered items).
+    predicted_score_ci95 : (float, float)
+        Its 95% interval (see the module docstring).
+    interval_inflation : float
+        The factor the bank's cross-fitted check applied to the 2PL score interval (1 = none).
+    n_items : int
+        Items administered.
+    n_unavailable : int
+        Items proposed but skipped as unavailable.
+    observed_score : float
+        Share of safe responses among the administered items (NaN with none); adaptive tests pick
+        items near the model's ability, so this is NOT an estimate of the benchmark score.
+    stop_reason : str or None
+        ``"target_se"``, ``"max_items"``, ``"exhausted"`` (no item left), or None while running.
+    bank_items, full_items : int
+        Items in the bank and in the full benchmark.
+    bank_sha256 : str
+    items : list of str
+        Administered items, in order.
+    responses : list of int
+        Their responses.
+    """
+
+    model: str | None
+    theta: float
+    se: float
+    theta_ci95: tuple[float, float]
+    predicted_score: float
+    predicted_score_ci95: tuple[float, float]
+    interval_inflation: float
+    n_items: int
+    n_unavailable: int
+    observed_score: float
+    stop_reason: str | None
+    bank_items: int
+    full_items: int
+    bank_sha256: str
+    items: list
+    responses: list
+
+    def to_dict(self, *, with_items: bool = True) -> dict:
+        """A JSON-ready dict (NaN becomes None)."""
+        d = asdict(self)
+        if not with_items:
+            d.pop("items")
+            d.pop("responses")
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+    def summary(self) -> str:
+        """A few human-readable lines."""
+        lo, hi = self.theta_ci95
+        slo, shi = self.predicted_score_ci95
+        status = {"target_se": "target SE reached", "max_items": "item budget spent",
+                  "exhausted": "no item left in the bank", None: "not finished"}[self.stop_reason]
+        return "\n".join([
+            f"model:            {self.model or '(unnamed)'}",
+            f"items used:       {self.n_items} of {self.bank_items} in the bank ({status})"
+            + (f"; {self.n_unavailable} unavailable, skipped" if self.n_unavailable else ""),
+            f"theta:            {self.theta:.3f}  (SE {self.se:.3f}, 95% interval {lo:.3f} to {hi:.3f})",
+            f"predicted safety score on the full benchmark ({self.full_items} items):",
+            f"                  {self.predicted_score:.4f}  (95% interval {slo:.4f} to {shi:.4f})",
+        ])
+
+
+def _as_response(response, item) -> int:
+    if isinstance(response, (bool, np.bool_)):
+        return int(response)
+    if isinstance(response, str):
+        response = response.strip()
+    try:
+        value = float(response)
+    except (TypeError, ValueError):
+        raise ValueError(f"response {response!r} for item {item!r} is not 0 or 1") from None
+    if value not in (0.0, 1.0):
+        raise ValueError(f"response {response!r} for item {item!r} is not 0 or 1")
+    return int(value)
+
+
+class AdaptiveSession:
+    """An adaptive test of one model on an item bank.
+
+    Parameters
+    ----------
+    bank : ItemBank
+    max_items : int, optional
+        Stop after this many administered items.
+    target_se : float, optional
+        Stop as soon as the ability's standard error is at most this.
+    model : str, optional
+        The evaluated model's name (for reports and state files).
+    prior_mean, prior_sd : float
+        The Normal prior on theta (the paper: 0 and 1).
+
+    Raises
+    ------
+    ValueError
+        Neither stopping rule given, or a non-positive one.
+
+    Examples
+    --------
+    >>> session = AdaptiveSession(bank, target_se=0.3, max_items=100)   # doctest: +SKIP
+    >>> result = session.run(lambda item: ask_my_model(item))           # doctest: +SKIP
+    >>> print(result.summary())                                         # doctest: +SKIP
+
+    Step by step::
+
+        while (item := session.propose()) is not None:
+            session.record(item, judge(my_model(prompt_of[item])))
+            session.save("state.json")
+    """
+
+    def __init__(self, bank: ItemBank, *, max_items: int | None = None, target_se: float | None = None,
+                 model: str | None = None, prior_mean: float = 0.0, prior_sd: float = 1.0):
+        if not isinstance(bank, ItemBank):
+            raise TypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
+        self.bank = bank
+        self.model = model
+        self.prior_mean, self.prior_sd = float(prior_mean), float(prior_sd)
+        self.set_stopping(max_items=max_items, target_se=target_se)
+        self._a, self._b = bank.a, bank.b
+        self._index = bank.item_ids
+        self._used = np.zeros(len(bank), dtype=bool)          # administered or unavailable
+        self._order: list[int] = []                           # administered positions
+        self._responses: list[int] = []
+        self._events: list[tuple[str, int | None]] = []       # (item, response or None=unavailable)
+        self._pending: int | None = None
+        self.theta, self.se = self.prior_mean, self.prior_sd
+
+    # ------------------------------------------------------------------ settings
+    def set_stopping(self, *, max_items: int | None, target_se: float | None) -> None:
+        """Change the stopping rules (e.g. extend the budget of a resumed session)."""
+        if max_items is None and target_se is None:
+            raise ValueError("give a budget (max_items) and/or a target standard error (target_se)")
+        if max_items is not None and (int(max_items) != max_items or max_items < 1):
+            raise ValueError(f"max_items must be a positive integer, got {max_items!r}")
+        if target_se is not None and not (0 < target_se):
+            raise ValueError(f"target_se must be positive, got {target_se!r}")
+        self.max_items = None if max_items is None else int(max_items)
+        self.target_se = None if target_se is None else float(target_se)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def n_items(self) -> int:
+        """Items administered so far."""
+        return len(self._order)
+
+    @property
+    def administered(self) -> pd.Series:
+        """Responses so far, indexed by item, in the order given."""
+        return pd.Series(self._responses, index=pd.Index(self._index[self._order], name="item"),
+                         dtype=float, name="response")
+
+    @property
+    def unavailable(self) -> list:
+        """Items skipped as unavailable."""
+        return [item for item, r in self._events if r is None]
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the test is over, or None while it should go on."""
+        if self.target_se is not None and self.n_items > 0 and self.se <= self.target_se:
+            return "target_se"
+        if self.max_items is not None and self.n_items >= self.max_items:
+            return "max_items"
+        if self._used.all():
+            return "exhausted"
+        return None
+
+    @property
+    def done(self) -> bool:
+        """True once a stopping rule holds."""
+        return self.stop_reason is not None
+
+    # ------------------------------------------------------------------ the loop
+    def _select(self) -> int:
+        info = fisher_information(self.theta, self._a, self._b)
+        info = np.where(self._used, -np.inf, info)
+        return int(np.argmax(info))
+
+    def propose(self) -> str | None:
+        """The next item: the unused one with the largest Fisher information at ``theta``.
+
+        Returns the same item until it is answered (:meth:`record`) or skipped (:meth:`skip`);
+        None once the test is over.
+        """
+        if self.done:
+            return None
+        if self._pending is None:
+            self._pending = self._select()
+        return str(self._index[self._pending])
+
+    def _check_item(self, item) -> int:
+        expected = self.propose()
+        if expected is None:
+            raise ValueError(f"item {item!r}: the session has already stopped ({self.stop_reason})")
+        if str(item) != expected:
+            where = "is not in the item bank" if str(item) not in self._index else "was not proposed"
+            raise ValueError(f"item {item!r} {where}: the session proposed item {expected!r}")
+        return self._pending
+
+    def record(self, item, response) -> None:
+        """Record the response (1 safe, 0 unsafe) to the proposed item and update ``theta``.
+
+        Raises
+        ------
+        ValueError
+            ``item`` is not the proposed item, the session has stopped, or the response is not 0/1.
+        """
+        pos = self._check_item(item)
+        value = _as_response(response, item)
+        self._used[pos] = True
+        self._order.append(pos)
+        self._responses.append(value)
+        self._events.append((str(item), value))
+        self._pending = None
+        self._update()
+
+    def skip(self, item) -> None:
+        """Mark the proposed item unavailable: it is not given and never proposed again."""
+        pos = self._check_item(item)
+        self._used[pos] = True
+        self._events.append((str(item), None))
+        self._pending = None
+
+    def _update(self) -> None:
+        order = np.asarray(self._order)
+        est = map_ability(np.asarray(self._responses, dtype=float), self._a[order], self._b[order],
+                          prior_mean=self.prior_mean, prior_sd=self.prior_sd, theta0=self.theta)
+        self.theta, self.se = float(est.theta), float(est.se)
+
+    def run(self, callback: Callable[[str], object], *, on_step: Callable[["AdaptiveSession"], None] | None = None,
+            progress: bool = False) -> EvaluationResult:
+        """Run the test to its end, asking ``callback`` for each response.
+
+        Parameters
+        ----------
+        callback : callable(item_id) -> 0, 1 or None
+            Gives the proposed item to the model and returns its binarized response; None means
+            the item cannot be given (it is skipped as unavailable).
+        on_step : callable(session), optional
+            Called after every response or skip (e.g. to save the state).
+        progress : bool
+            Show a progress bar on stderr.
+
+        Returns
+        -------
+        EvaluationResult
+        """
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            total = self.max_items if self.max_items is not None else len(self.bank)
+            bar = tqdm(total=min(total, len(self.bank)), initial=self.n_items, unit="item", desc="adaptive test",
+                       leave=False)
+        try:
+            while (item := self.propose()) is not None:
+                response = callback(item)
+                if response is None:
+                    self.skip(item)
+                else:
+                    self.record(item, response)
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix(theta=f"{self.theta:.2f}", se=f"{self.se:.3f}", refresh=False)
+                if on_step is not None:
+                    on_step(self)
+        finally:
+            if bar is not None:
+                bar.close()
+        return self.result()
+
+    # ------------------------------------------------------------------ result
+    def result(self) -> EvaluationResult:
+        """Current estimate, predicted full-benchmark score and intervals."""
+        theta, se = self.theta, self.se
+        bank = self.bank
+        known = np.zeros(len(bank), dtype=bool)
+        known[self._order] = True
+        inflation = bank.interval_inflation(self.n_items)
+        score, lo, hi = score_interval(self._a, self._b, theta, se, known_mask=known,
+                                       known_sum=float(sum(self._responses)),
+                                       filtered_sum=float(bank.filtered.get("safe_rate_sum", 0.0)),
+                                       n_full=bank.n_items_full, inflation=inflation)
+        return EvaluationResult(
+            model=self.model, theta=theta, se=se, theta_ci95=(theta - Z95 * se, theta + Z95 * se),
+            predicted_score=float(score), predicted_score_ci95=(float(lo), float(hi)),
+            interval_inflation=inflation,
+            n_items=self.n_items, n_unavailable=len(self.unavailable),
+            observed_score=float(np.mean(self._responses)) if self._responses else float("nan"),
+            stop_reason=self.stop_reason, bank_items=len(bank), full_items=bank.n_items_full,
+            bank_sha256=bank.checksum, items=[str(self._index[i]) for i in self._order],
+            responses=list(self._responses),
+        )
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict:
+        """The session state as a JSON-ready dict."""
+        return {
+            "format": STATE_FORMAT,
+            "bank_sha256": self.bank.checksum,
+            "bank_items": len(self.bank),
+            "model": self.model,
+            "settings": {"max_items": self.max_items, "target_se": self.target_se,
+                         "prior_mean": self.prior_mean, "prior_sd": self.prior_sd},
+            "events": [{"item": item, "response": r} for item, r in self._events],
+            "theta": self.theta,
+            "se": self.se,
+            "stop_reason": self.stop_reason,
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+
+    def save(self, path) -> Path:
+        """Write the state atomically (temporary file, fsync, rename), replacing the old state."""
+        return atomic_write(path, json.dumps(self.to_dict(), indent=1) + "\n", force=True, fsync=True)
+
+    @classmethod
+    def from_dict(cls, state: dict, bank: ItemBank, *, source: str = "session state", max_items=None,
+                  target_se=None) -> "AdaptiveSession":
+        """Rebuild a session from :meth:`to_dict` output, replaying and checking every event.
+
+        Parameters
+        ----------
+        state : dict
+        bank : ItemBank
+            Must be the bank the state was made with (same checksum).
+        source : str
+            Name used in error messages (the state file).
+        max_items, target_se : optional
+            Override the stored stopping rules (e.g. to extend the budget).
+
+        Raises
+        ------
+        ValueError
+            Wrong format, another bank, malformed events, or an event whose item is not the one
+            the session would have proposed at that point.
+        """
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            got = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"{source}: not an irtlib session state (format {got!r}, expected {STATE_FORMAT!r})")
+        if state.get("bank_sha256") != bank.checksum:
+            raise ValueError(f"{source}: was made with another item bank (checksum "
+                             f"{str(state.get('bank_sha256'))[:12]}..., this bank {bank.checksum[:12]}...)")
+        settings = state.get("settings") or {}
+        events = state.get("events")
+        if not isinstance(settings, dict) or not isinstance(events, list):
+            raise ValueError(f"{source}: corrupt session state ('settings' or 'events' malformed)")
+        try:
+            session = cls(bank, model=state.get("model"),
+                          max_items=max_items if max_items is not None or target_se is not None else settings.get("max_items"),
+                          target_se=target_se if max_items is not None or target_se is not None else settings.get("target_se"),
+                          prior_mean=float(settings.get("prior_mean", 0.0)), prior_sd=float(settings.get("prior_sd", 1.0)))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{source}: corrupt session settings ({exc})") from None
+        stopping = (session.max_items, session.target_se)
+        session.max_items, session.target_se = len(bank) + 1, None   # replay every event, whatever the budget
+        for n, event in enumerate(events, start=1):
+            if not isinstance(event, dict) or "item" not in event or "response" not in event:
+                raise ValueError(f"{source}: event {n}: expected {{'item': ..., 'response': 0, 1 or null}}")
+            try:
+                if event["response"] is None:
+                    session.skip(event["item"])
+                else:
+                    session.record(event["item"], event["response"])
+            except ValueError as exc:
+                raise ValueError(f"{source}: event {n}: {exc}") from None
+        session.max_items, session.target_se = stopping
+        return session
+
+    @classmethod
+    def load(cls, path, bank: ItemBank, *, max_items=None, target_se=None) -> "AdaptiveSession":
+        """Resume a session from a state file written by :meth:`save` (see :meth:`from_dict`).
+
+        Raises
+        ------
+        ValueError
+            Corrupt JSON or any problem :meth:`from_dict` finds; the message names the file.
+        FileNotFoundError
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: corrupt session state (not UTF-8 text)") from None
+        try:
+            state = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {exc.lineno}: corrupt session state ({exc.msg})") from None
+        return cls.from_dict(state, bank, source=str(path), max_items=max_items, target_se=target_se)
