@@ -1,0 +1,250 @@
+"""The book's data: six simulated safety benchmarks, and real AIR-Bench 2024 on request.
+
+The paper's response matrices cannot be shipped, so the default data are a SIMULATED release
+that looks like the paper's data in every way the paper reports (shapes, graded judges and
+multiple choice, ceilings, spread of discrimination), generated deterministically by
+:mod:`irtlib.datasets.simulate` and committed under ``data/`` (see ``data/README.md``).
+
+>>> from irtlib import datasets
+>>> datasets.names()
+('airbench2024', 'anthropic-red-team', 'harmbench', 'safetybench', 'simplesafetytests', 'wmdp-bio')
+>>> m = datasets.load("harmbench")          # binarized with the paper's strict rule
+>>> raw = datasets.load_raw("harmbench")    # the judges' graded scores
+>>> items = datasets.load_items("harmbench")
+
+Real data: ``load("airbench2024-real")`` reads real AIR-Bench 2024 judgments of 22 models,
+downloaded once by :func:`irtlib.datasets.real.download_airbench` into a directory given as
+``data_dir=`` or by the environment variable ``IRTLIB_REAL_DATA``. HELM Safety's own per-instance
+results (the paper's source) can be read with :mod:`irtlib.datasets.helm`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import paper as _paper
+from ..binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
+from ..data import ResponseMatrix
+from . import release as _release
+from . import simulate as _sim
+
+__all__ = [
+    "SIMULATED", "REAL", "DATA_ENV", "SIM_DATA_ENV", "names", "display_name", "paper_facts",
+    "default_data_dir", "load", "load_raw", "load_items", "load_models", "metadata",
+    "binarize_raw", "two_judge_scores",
+]
+
+#: The six simulated benchmarks (the paper's six, by id).
+SIMULATED = tuple(_paper.BENCHMARKS)
+#: Real data sets that can be loaded after a download.
+REAL = ("airbench2024-real",)
+#: Environment variable naming the real-data directory.
+DATA_ENV = "IRTLIB_REAL_DATA"
+#: Environment variable that overrides where the simulated release is read from.
+SIM_DATA_ENV = "IRTLIB_SIM_DATA"
+
+#: Scores a two-judge HELM Safety benchmark can have: the mean of two judges' 0 / 0.5 / 1.
+two_judge_scores = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def names(*, include_real: bool = False) -> tuple:
+    """Benchmark ids: the six simulated ones, plus the real ones with ``include_real=True``."""
+    return SIMULATED + (REAL if include_real else ())
+
+
+def _check_name(name: str) -> None:
+    if name not in SIMULATED and name not in REAL:
+        raise ValueError(f"unknown benchmark {name!r}; choose one of {list(SIMULATED + REAL)}")
+
+
+def display_name(name: str) -> str:
+    """The benchmark's name as the paper prints it (``"AIR-Bench 2024"``, ...)."""
+    _check_name(name)
+    if name == "airbench2024-real":
+        return "AIR-Bench 2024 (real, 22 models)"
+    return _paper.DISPLAY_NAMES[name]
+
+
+def paper_facts(name: str) -> dict:
+    """What the paper reports about a benchmark (see :func:`irtlib.paper.facts`)."""
+    _check_name(name)
+    return _paper.facts("airbench2024" if name == "airbench2024-real" else name)
+
+
+def default_data_dir() -> Path:
+    """Where the simulated release is read from: ``$IRTLIB_SIM_DATA`` or the repository's ``data/``."""
+    env = os.environ.get(SIM_DATA_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def _sim_dir(data_dir) -> Path:
+    return Path(data_dir) if data_dir is not None else default_data_dir()
+
+
+def _read(name: str, table: str, data_dir, manifest=None) -> pd.DataFrame:
+    d = _sim_dir(data_dir)
+    manifest = _release.read_manifest(d) if manifest is None else manifest
+    if name not in manifest["benchmarks"]:
+        raise ValueError(f"{d / _release.MANIFEST}: benchmark {name!r} is not in this release")
+    dtype = {"model": str, "item": str}
+    if table == "responses":
+        dtype.update({"score": str, "judge_1": str, "judge_2": str, "chosen": str})
+    return _release.read_table(d, f"{name}/{table}.csv.gz", manifest=manifest, dtype=dtype)
+
+
+def load_raw(name: str, *, data_dir=None) -> pd.DataFrame:
+    """The native (unbinarized) responses, one row per observed (model, item).
+
+    Parameters
+    ----------
+    name : str
+        A benchmark id; ``"airbench2024-real"`` reads the real graded judgments.
+    data_dir : path-like, optional
+        Release directory (simulated) or real-data directory (real).
+
+    Returns
+    -------
+    DataFrame
+        Graded benchmarks: ``model, item, score`` with ``score`` a float in {0, 0.5, 1}
+        (two-judge HELM Safety benchmarks: ``score`` in {0, 0.25, ..., 1}, the mean of
+        ``judge_1`` and ``judge_2``). Multiple choice: ``model, item, chosen`` (a letter);
+        the key is in :func:`load_items` (``safe_option`` or ``answer``).
+    """
+    _check_name(name)
+    if name == "airbench2024-real":
+        from . import real
+        return real.load_airbench_raw(data_dir)
+    df = _read(name, "responses", data_dir)
+    for col in ("score", "judge_1", "judge_2"):
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="raise")
+    return df
+
+
+def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
+    """Item metadata: ``item, cluster, variant, category, subcategory, dimension``, the answer
+    key for multiple choice (``n_options`` and ``safe_option`` or ``answer``), and the
+    generating parameters ``gen_a, gen_b`` (simulation only; real data: the risk categories)."""
+    _check_name(name)
+    if name == "airbench2024-real":
+        from . import real
+        return real.load_airbench_items(data_dir)
+    return _read(name, "items", data_dir)
+
+
+def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
+    """Model metadata of the benchmark's whole population (``model, population`` and the
+    generating latent traits ``gen_*``; real data: ``model, origin``)."""
+    _check_name(name)
+    if name == "airbench2024-real":
+        from . import real
+        return real.load_airbench_models(data_dir)
+    return _read(name, "models", data_dir)
+
+
+def metadata(name: str, *, data_dir=None) -> dict:
+    """``{"items": load_items(...), "models": load_models(...), "display_name": ...,
+    "paper": paper_facts(...)}``."""
+    return {"items": load_items(name, data_dir=data_dir), "models": load_models(name, data_dir=data_dir),
+            "display_name": display_name(name), "paper": paper_facts(name)}
+
+
+def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str = "strict",
+                 models=None) -> ResponseMatrix:
+    """Apply the paper's binarization to native responses.
+
+    Parameters
+    ----------
+    name : str
+        Benchmark id (decides the rule family).
+    raw : DataFrame
+        As returned by :func:`load_raw`.
+    items : DataFrame
+        As returned by :func:`load_items` (gives the item order and the answer keys).
+    rule : {"strict", "lenient"}
+        Graded benchmarks only. ``strict`` (the paper's): safe only for the top category
+        (score 1); ``lenient``: score >= 0.5. Multiple choice has one rule and rejects
+        ``lenient``.
+    models : sequence, optional
+        Row order; default: models in order of first appearance in ``raw``.
+
+    Returns
+    -------
+    ResponseMatrix
+        ``(n_models, n_items)``, 1 = safe, NaN = not observed.
+    """
+    if rule not in RULES:
+        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+    src = f"{name} ({rule})"
+    if "score" in raw.columns:
+        allowed = two_judge_scores if "judge_1" in raw.columns else (0.0, 0.5, 1.0)
+        safe = binarize_graded(raw["score"].to_numpy(dtype=float), rule=rule, allowed=allowed,
+                               name=f"{name} score")
+    elif "chosen" in raw.columns:
+        if rule != "strict":
+            raise ValueError(f"{name}: multiple choice has a single binarization rule; "
+                             f"rule={rule!r} applies to graded judges only")
+        key_col = "answer" if "answer" in items.columns else "safe_option"
+        keys = items.set_index("item")[key_col].reindex(raw["item"]).to_numpy(dtype=object)
+        if pd.isna(keys).any():
+            bad = raw["item"].to_numpy()[pd.isna(keys)][0]
+            raise ValueError(f"{name}: item {bad!r} has responses but no {key_col} in the items table")
+        chosen = raw["chosen"].to_numpy(dtype=object)
+        safe = binarize_wmdp(chosen, keys) if key_col == "answer" else binarize_choice(chosen, keys)
+    else:
+        raise ValueError(f"{name}: raw responses need a 'score' or a 'chosen' column; found {list(raw.columns)}")
+    model_index = pd.Index(pd.unique(raw["model"]) if models is None else models)
+    item_index = pd.Index(items["item"])
+    r = model_index.get_indexer(raw["model"])
+    c = item_index.get_indexer(raw["item"])
+    if (c < 0).any():
+        raise ValueError(f"{name}: item {raw['item'].to_numpy()[c < 0][0]!r} is not in the items table")
+    if (r < 0).any():
+        raise ValueError(f"{name}: model {raw['model'].to_numpy()[r < 0][0]!r} is not in the model list")
+    values = np.full((len(model_index), len(item_index)), np.nan)
+    values[r, c] = safe
+    return ResponseMatrix(values, model_index, item_index, source=src)
+
+
+def load(name: str, *, rule: str = "strict", data_dir=None) -> ResponseMatrix:
+    """The binarized response matrix of a benchmark, with the paper's rule.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`names` (``include_real=True`` for ``"airbench2024-real"``).
+    rule : {"strict", "lenient"}
+        Graded benchmarks: ``strict`` (default, the paper's rule) or ``lenient``.
+    data_dir : path-like, optional
+        Simulated: the release directory (default: the repository's ``data/`` or
+        ``$IRTLIB_SIM_DATA``). Real: the downloaded data (default ``$IRTLIB_REAL_DATA``).
+
+    Returns
+    -------
+    ResponseMatrix
+        Models x items, unfiltered (apply ``.filter_variance()`` as the paper does).
+
+    Raises
+    ------
+    ValueError
+        Unknown benchmark or rule; a file whose checksum does not match the manifest.
+    FileNotFoundError
+        Missing release or real-data files (the message says how to get them).
+    """
+    _check_name(name)
+    if name == "airbench2024-real":
+        from . import real
+        return real.load_airbench(data_dir, rule=rule)
+    d = _sim_dir(data_dir)
+    manifest = _release.read_manifest(d)
+    raw = load_raw(name, data_dir=d)
+    items = _read(name, "items", d, manifest)
+    models = _read(name, "models", d, manifest)
+    took = models["model"][models["model"].isin(set(raw["model"]))]
+    return binarize_raw(name, raw, items, rule=rule, models=took)
