@@ -1,0 +1,393 @@
+"""Real AIR-Bench 2024 judgments of 22 models: download, convert, verify, load.
+
+The data are the per-item GPT-4o judge scores of the 22 models of the AIR-Bench 2024 paper (the
+first HELM AIR-Bench release), on all 5,694 items, as published in the public GitHub repository
+``ronanhansel/reeval`` (a copy of ``aims-foundations/reeval``) at a pinned commit, one CSV per
+(variant, model) under ``clean_data/<variant>/<variant>_<model>_result.csv``.
+
+Getting them (needs a network; about 100 MB of CSV)::
+
+    python -m irtlib.datasets.real download ~/irtlib-real/airbench2024
+    export IRTLIB_REAL_DATA=~/irtlib-real/airbench2024
+
+then ``irtlib.datasets.load("airbench2024-real")`` (or pass ``data_dir=``). The download is
+converted to three tidy files, ``responses_graded.csv`` (model, item, score in {0, 0.5, 1}),
+``items.csv`` (item, hf_row, cate_idx, l2_name, l3_name, l4_name, variant, prompt) and
+``models.csv`` (model, origin), checked against pinned SHA-256 checksums, and recorded in a
+``SHA256SUMS`` file beside them. These files are NOT part of the repository and must never be
+committed to it. Item ``air_NNNN`` is row NNNN of the AIR-Bench 2024 test split:
+``NNNN = 3 * prompt_idx + variant`` (base 0, perturb1 1, perturb2 2).
+
+The repository has no licence file; cite AIR-Bench 2024 (Zeng et al. 2024) when using the data.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import sys
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..binarize import RULES, binarize_graded
+from ..data import ResponseMatrix
+from .release import atomic_write
+
+__all__ = [
+    "REPOSITORY", "PINNED_COMMIT", "VARIANTS", "MODELS", "ORIGIN", "N_BASE_PROMPTS", "FILES",
+    "PINNED_SHA256", "CHECKSUM_FILE", "source_url", "source_path", "download_airbench",
+    "convert_airbench", "verify_airbench", "resolve_data_dir", "load_airbench", "load_airbench_raw",
+    "load_airbench_items", "load_airbench_models",
+]
+
+REPOSITORY = "ronanhansel/reeval"
+PINNED_COMMIT = "41bf5d4723ffb40c1a5250070e66ea1130087ca9"
+RAW_URL = "https://raw.githubusercontent.com/{repo}/{commit}/clean_data/{variant}/{variant}_{model}_result.csv"
+VARIANTS = ("base", "perturb1", "perturb2")
+N_BASE_PROMPTS = 1898
+ORIGIN = "AIR-Bench-2024 paper / HELM AIR-Bench v1 (22 models)"
+#: HELM-style ids of the 22 models, as in the source file names.
+MODELS = (
+    "01-ai_yi-34b-chat", "anthropic_claude-3-haiku-20240307", "anthropic_claude-3-opus-20240229",
+    "anthropic_claude-3-sonnet-20240229", "cohere_command-r", "cohere_command-r-plus",
+    "databricks_dbrx-instruct", "deepseek-ai_deepseek-llm-67b-chat",
+    "google_gemini-1.5-flash-001-safety-block-none", "google_gemini-1.5-pro-001-safety-block-none",
+    "meta_llama-3-70b-chat", "meta_llama-3-8b-chat", "mistralai_mistral-7b-instruct-v0.3",
+    "mistralai_mixtral-8x22b-instruct-v0.1", "mistralai_mixtral-8x7b-instruct-v0.1",
+    "openai_gpt-3.5-turbo-0125", "openai_gpt-3.5-turbo-0301", "openai_gpt-3.5-turbo-0613",
+    "openai_gpt-3.5-turbo-1106", "openai_gpt-4-turbo-2024-04-09", "openai_gpt-4o-2024-05-13",
+    "qwen_qwen1.5-72b-chat",
+)
+SOURCE_COLUMNS = ("prompt_idx", "cate-idx", "l2-name", "l3-name", "l4-name", "prompt", "score")
+FILES = ("responses_graded.csv", "items.csv", "models.csv")
+CHECKSUM_FILE = "SHA256SUMS"
+#: SHA-256 of the converted files for the pinned commit.
+PINNED_SHA256 = {
+    "items.csv": "5a6440b04aa740328f36c006d2caf29eb1b116cf529c0bccc7a1eb7d3032e7ce",
+    "models.csv": "9cf6de1894f39c4577f26bd6fa4fa27d5856fd7109c41e4a38cc52cb91ddc5d2",
+    "responses_graded.csv": "099b49062511f6be861734762341a7bafb1290284ca86d4d55822b999f389f74",
+}
+DATA_ENV = "IRTLIB_REAL_DATA"
+
+
+def source_path(variant: str, model: str) -> str:
+    """Path of one source CSV inside the repository."""
+    return f"clean_data/{variant}/{variant}_{model}_result.csv"
+
+
+def source_url(variant: str, model: str, *, commit: str = PINNED_COMMIT, repo: str = REPOSITORY) -> str:
+    """Raw-file URL of one source CSV at ``commit``."""
+    return RAW_URL.format(repo=repo, commit=commit, variant=variant, model=model)
+
+
+def _urlopen_fetch(url: str) -> bytes:
+    req = urllib.request.Request(url, headers={"User-Agent": "irtlib"})
+    with urllib.request.urlopen(req, timeout=120) as resp:       # noqa: S310 (https URL built above)
+        data = resp.read()
+        length = resp.headers.get("Content-Length")
+    if length is not None and int(length) != len(data):
+        raise ValueError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
+    return data
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _parse_source(data: bytes, name: str) -> pd.DataFrame:
+    """Parse and validate one source CSV; errors name the file and row."""
+    try:
+        df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        raise ValueError(f"{name}: not a readable CSV ({exc}); truncated or corrupted download?") from None
+    missing = [c for c in SOURCE_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name}: missing column(s) {missing}; found {list(df.columns)}")
+    if len(df) != N_BASE_PROMPTS:
+        raise ValueError(f"{name}: {len(df)} rows, expected {N_BASE_PROMPTS} (truncated or corrupted download?)")
+    idx = pd.to_numeric(df["prompt_idx"], errors="coerce")
+    if idx.isna().any() or not np.array_equal(np.sort(idx.to_numpy()), np.arange(N_BASE_PROMPTS)):
+        bad = int(np.flatnonzero(idx.isna().to_numpy())[0]) if idx.isna().any() else None
+        where = f"row {bad + 1}: " if bad is not None else ""
+        raise ValueError(f"{name}: {where}column 'prompt_idx' must hold 0..{N_BASE_PROMPTS - 1} once each")
+    score = pd.to_numeric(df["score"], errors="coerce")
+    bad = score.isna().to_numpy() | ~np.isin(score.to_numpy(), (0.0, 0.5, 1.0))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}: row {row + 1}: column 'score' is {df['score'].iloc[row]!r}, "
+                         f"expected 0, 0.5 or 1")
+    df = df.assign(prompt_idx=idx.astype(int), score=score)
+    return df.sort_values("prompt_idx", kind="stable").reset_index(drop=True)
+
+
+def _csv(rows, header) -> bytes:
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)              # the excel dialect: minimal quoting, \r\n line ends
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue().encode("utf-8")
+
+
+def _convert(sources: dict) -> dict:
+    """``{(variant, model): parsed DataFrame}`` -> ``{file name: bytes}`` of the tidy files."""
+    meta = None
+    responses = []
+    prompts = {}
+    for v_i, variant in enumerate(VARIANTS):
+        for model in MODELS:
+            df = sources[(variant, model)]
+            name = source_path(variant, model)
+            cats = df[["cate-idx", "l2-name", "l3-name", "l4-name"]]
+            if meta is None:
+                meta = cats.reset_index(drop=True)
+            elif not cats.reset_index(drop=True).equals(meta):
+                row = int(np.flatnonzero((cats.reset_index(drop=True) != meta).any(axis=1).to_numpy())[0])
+                raise ValueError(f"{name}: row {row + 1}: risk categories differ from "
+                                 f"{source_path(VARIANTS[0], MODELS[0])}'s for the same prompt_idx")
+            prompts.setdefault(variant, df["prompt"].to_numpy())
+            hf_row = 3 * df["prompt_idx"].to_numpy() + v_i
+            responses.append(pd.DataFrame({"model": model, "hf_row": hf_row, "score": df["score"].to_numpy()}))
+    resp = pd.concat(responses, ignore_index=True).sort_values(["model", "hf_row"], kind="stable")
+    item_names = np.array([f"air_{i:04d}" for i in range(3 * N_BASE_PROMPTS)], dtype=object)
+    resp_rows = zip(resp["model"], item_names[resp["hf_row"].to_numpy()],
+                    (f"{s:g}" for s in resp["score"].to_numpy()))
+    item_rows = []
+    for row in range(3 * N_BASE_PROMPTS):
+        p, v_i = divmod(row, 3)
+        c = meta.iloc[p]
+        item_rows.append((item_names[row], row, c["cate-idx"], c["l2-name"], c["l3-name"], c["l4-name"],
+                          VARIANTS[v_i], prompts[VARIANTS[v_i]][p]))
+    return {
+        "responses_graded.csv": _csv(resp_rows, ("model", "item", "score")),
+        "items.csv": _csv(item_rows, ("item", "hf_row", "cate_idx", "l2_name", "l3_name", "l4_name",
+                                      "variant", "prompt")),
+        "models.csv": _csv(((m, ORIGIN) for m in sorted(MODELS)), ("model", "origin")),
+    }
+
+
+def _write_outputs(dest: Path, outputs: dict, source_sums: dict, *, commit: str, overwrite: bool,
+                   verify: bool) -> None:
+    if verify and commit == PINNED_COMMIT:
+        for fname, data in outputs.items():
+            if _sha256(data) != PINNED_SHA256[fname]:
+                raise ValueError(f"{fname}: converted file's sha256 {_sha256(data)} does not match the "
+                                 f"pinned {PINNED_SHA256[fname]}; nothing was written")
+    dest.mkdir(parents=True, exist_ok=True)
+    for fname, data in outputs.items():
+        atomic_write(dest / fname, data, overwrite=overwrite)
+    lines = [f"{_sha256(data)}  {fname}" for fname, data in outputs.items()]
+    lines += [f"{digest}  source/{path}" for path, digest in sorted(source_sums.items())]
+    header = f"# {REPOSITORY}@{commit}\n"
+    atomic_write(dest / CHECKSUM_FILE, (header + "\n".join(lines) + "\n").encode(), overwrite=True)
+
+
+def download_airbench(dest, *, commit: str = PINNED_COMMIT, fetch: Callable[[str], bytes] | None = None,
+                      overwrite: bool = False, verify: bool = True, progress: bool = False) -> Path:
+    """Download the 3 x 22 source CSVs and convert them to the tidy files in ``dest``.
+
+    Parameters
+    ----------
+    dest : path-like
+        Output directory (created). Keep it outside the repository's tracked files.
+    commit : str
+        Commit of ``ronanhansel/reeval`` (default: the pinned one, whose converted files have
+        known checksums).
+    fetch : callable, optional
+        ``fetch(url) -> bytes``; default: HTTPS GET with a length check. Tests pass a fake.
+    overwrite : bool
+        Replace existing tidy files with different content.
+    verify : bool
+        At the pinned commit, refuse (writing nothing) unless the converted files match
+        :data:`PINNED_SHA256`.
+    progress : bool
+        Print one line per file fetched.
+
+    Returns
+    -------
+    Path
+        ``dest``.
+
+    Raises
+    ------
+    ValueError
+        A source file that is truncated, unparsable, or has wrong columns, rows or scores (the
+        message names the file and row), or converted files with the wrong checksum. Nothing
+        is written to ``dest`` unless every file passed.
+    """
+    fetch = _urlopen_fetch if fetch is None else fetch
+    sources, sums = {}, {}
+    for variant in VARIANTS:
+        for model in MODELS:
+            url = source_url(variant, model, commit=commit)
+            if progress:
+                print(f"fetching {url}", file=sys.stderr)
+            data = fetch(url)
+            path = source_path(variant, model)
+            sums[path] = _sha256(data)
+            sources[(variant, model)] = _parse_source(data, path)
+    outputs = _convert(sources)
+    dest = Path(dest)
+    _write_outputs(dest, outputs, sums, commit=commit, overwrite=overwrite, verify=verify)
+    return dest
+
+
+def convert_airbench(source_dir, dest, *, commit: str = PINNED_COMMIT, overwrite: bool = False,
+                     verify: bool = True) -> Path:
+    """Convert an existing checkout's ``clean_data/`` (``source_dir`` = the repository root) to
+    the tidy files in ``dest``; same checks as :func:`download_airbench`."""
+    root = Path(source_dir)
+
+    def local(url: str) -> bytes:
+        rel = url.split(f"/{commit}/", 1)[1]
+        path = root / rel
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: missing source file")
+        return path.read_bytes()
+
+    return download_airbench(dest, commit=commit, fetch=local, overwrite=overwrite, verify=verify)
+
+
+def resolve_data_dir(data_dir=None) -> Path:
+    """The real-data directory: ``data_dir`` or ``$IRTLIB_REAL_DATA``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Neither is given, or the directory lacks the tidy files; the message says how to
+        download them.
+    """
+    if data_dir is None:
+        data_dir = os.environ.get(DATA_ENV)
+    how = ("download them with `python -m irtlib.datasets.real download DIR` and pass "
+           f"data_dir=DIR or set {DATA_ENV}=DIR")
+    if not data_dir:
+        raise FileNotFoundError(f"real AIR-Bench 2024 data: no directory given and {DATA_ENV} is not set; {how}")
+    d = Path(data_dir).expanduser()
+    missing = [f for f in FILES if not (d / f).exists()]
+    if missing:
+        raise FileNotFoundError(f"{d}: missing {missing}; {how}")
+    return d
+
+
+def verify_airbench(data_dir=None) -> dict:
+    """Check the tidy files against ``SHA256SUMS`` (if present) or the pinned checksums.
+
+    Returns
+    -------
+    dict
+        File name -> sha256.
+
+    Raises
+    ------
+    ValueError
+        A file's checksum differs (truncated, corrupted or edited); the message names it.
+    """
+    d = resolve_data_dir(data_dir)
+    expected = dict(PINNED_SHA256)
+    sums = d / CHECKSUM_FILE
+    if sums.exists():
+        for line in sums.read_text().splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            digest, _, fname = line.partition("  ")
+            if fname in FILES:
+                expected[fname] = digest
+    out = {}
+    for fname in FILES:
+        digest = _sha256((d / fname).read_bytes())
+        if digest != expected[fname]:
+            raise ValueError(f"{d / fname}: sha256 {digest} does not match the expected {expected[fname]} "
+                             f"(truncated, corrupted or edited file; download again)")
+        out[fname] = digest
+    return out
+
+
+def load_airbench_raw(data_dir=None, *, verify: bool = True) -> pd.DataFrame:
+    """The graded judgments: ``model, item, score`` (score in {0, 0.5, 1}), 125,268 rows."""
+    d = resolve_data_dir(data_dir)
+    if verify:
+        verify_airbench(d)
+    df = pd.read_csv(d / "responses_graded.csv", dtype={"model": str, "item": str})
+    if list(df.columns) != ["model", "item", "score"]:
+        raise ValueError(f"{d / 'responses_graded.csv'}: columns {list(df.columns)}, expected model, item, score")
+    return df
+
+
+def load_airbench_items(data_dir=None) -> pd.DataFrame:
+    """Item metadata; adds ``cluster`` (the base prompt, ``hf_row // 3``) and ``category``
+    (the level-4 category id ``cate_idx``) to the file's columns."""
+    d = resolve_data_dir(data_dir)
+    items = pd.read_csv(d / "items.csv", dtype={"item": str, "cate_idx": str})
+    return items.assign(cluster=items["hf_row"] // 3, category=items["cate_idx"])
+
+
+def load_airbench_models(data_dir=None) -> pd.DataFrame:
+    """``model, origin`` for the 22 models."""
+    d = resolve_data_dir(data_dir)
+    return pd.read_csv(d / "models.csv", dtype=str)
+
+
+def load_airbench(data_dir=None, *, rule: str = "strict", verify: bool = True) -> ResponseMatrix:
+    """The real AIR-Bench 2024 matrix, 22 models x 5,694 items, binarized.
+
+    Parameters
+    ----------
+    data_dir : path-like, optional
+        Directory with the tidy files; default ``$IRTLIB_REAL_DATA``.
+    rule : {"strict", "lenient"}
+        ``strict`` (the paper's): safe only for score 1; ``lenient``: score >= 0.5.
+    verify : bool
+        Check the files' checksums first.
+    """
+    if rule not in RULES:
+        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+    raw = load_airbench_raw(data_dir, verify=verify)
+    safe = binarize_graded(raw["score"].to_numpy(), rule=rule, name="responses_graded.csv score")
+    models = pd.Index(pd.unique(raw["model"]))
+    items = pd.Index(sorted(pd.unique(raw["item"])))
+    values = np.full((len(models), len(items)), np.nan)
+    values[models.get_indexer(raw["model"]), items.get_indexer(raw["item"])] = safe
+    return ResponseMatrix(values, models, items, source=f"airbench2024-real ({rule})")
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m irtlib.datasets.real",
+                                 description="Real AIR-Bench 2024 data (22 models): download or verify.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("download", help="download the 66 source CSVs and convert them")
+    d.add_argument("dest")
+    d.add_argument("--commit", default=PINNED_COMMIT)
+    d.add_argument("--force", action="store_true", help="overwrite existing files")
+    c = sub.add_parser("convert", help="convert a local checkout of the repository")
+    c.add_argument("source_dir")
+    c.add_argument("dest")
+    c.add_argument("--force", action="store_true")
+    v = sub.add_parser("verify", help="check the tidy files' checksums")
+    v.add_argument("data_dir", nargs="?")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "download":
+            download_airbench(args.dest, commit=args.commit, overwrite=args.force, progress=True)
+            print(f"wrote {', '.join(FILES)} and {CHECKSUM_FILE} to {args.dest}")
+        elif args.cmd == "convert":
+            convert_airbench(args.source_dir, args.dest, overwrite=args.force)
+            print(f"wrote {', '.join(FILES)} and {CHECKSUM_FILE} to {args.dest}")
+        else:
+            for fname, digest in verify_airbench(args.data_dir).items():
+                print(f"OK {digest}  {fname}")
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
