@@ -18,7 +18,8 @@
 #   _config.yml (execution off) + _toc.yml + book/ with executed .ipynb  -->  _build/src/  (tools/make_build_tree.py)
 #   _build/src/  --jupyter-book build --all -W -n --keep-going-->  _build/html/
 # Chapters run with the repository root as working directory.  A chapter is re-executed
-# when its .md, any irtlib/**/*.py, or the papermill arguments (QUICK, PARAMS) change.
+# when its .md, any irtlib/**/*.py, a git-tracked file under data/, or the papermill
+# arguments (QUICK, PARAMS) change.
 # After upgrading dependencies run `make clean` to re-execute everything.
 
 SHELL := /bin/bash
@@ -81,8 +82,10 @@ EXECUTED_CHAPTERS := $(call executed_path,$(CHAPTERS))
 EXECUTED_LAST := $(call executed_path,$(LAST))
 EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_LAST)
 
-# Library sources: changing any of them re-executes every chapter.
+# Library sources and the data files tracked by git (the committed release under data/;
+# untracked downloads do not count): changing any of them re-executes every chapter.
 LIB_SRC := $(shell find irtlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
+DATA_SRC := $(wildcard $(shell git ls-files data 2>/dev/null))
 
 # Papermill arguments for every chapter.  QUICK=1 (or true/yes) -> -p QUICK True.
 QUICK ?=
@@ -103,12 +106,16 @@ $(PARAMS_STAMP): FORCE
 	@printf '%s\n' "$$PAPERMILL_ARGS" | cmp -s - $@ || printf '%s\n' "$$PAPERMILL_ARGS" > $@
 
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
-$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
+$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
 
 # The reproducibility page runs after all other chapters and reads their metadata.
 $(EXECUTED_LAST): $(EXECUTED_CHAPTERS)
 $(EXECUTED_LAST): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
+
+# Chapters run in parallel.  If a chapter needs a file that another chapter writes, say so
+# here so that make orders them, e.g.:
+#   $(EXEC_DIR)/05_agreement.ipynb: $(EXEC_DIR)/02_calibration.ipynb
 
 executed: $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
@@ -131,7 +138,9 @@ html: executed | $(VENV_STAMP)
 	test -f $(HTML_DIR)/index.html
 	@echo "book: $(HTML_DIR)/index.html"
 
-# Re-execute one chapter regardless of timestamps (does not re-render the HTML: `make book`).
+# Re-execute one chapter regardless of timestamps.  This does not re-render the HTML; a later
+# `make book` renders the notebook as it is (the reproducibility page shows its parameters)
+# unless its sources changed meanwhile.
 CH ?=
 CH_NAME := $(basename $(patsubst book/%,%,$(CH)))
 chapter: | $(VENV_STAMP)

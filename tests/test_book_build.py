@@ -306,3 +306,49 @@ def test_chapter_parameters_cell(entry):
     assert "parameters" in first.metadata.get("tags", []), f"{entry}: first code cell not tagged parameters"
     assert _literal_assignments(first.source), f"{entry}: parameters cell must hold `NAME = literal` lines only"
     assert "QUICK" in first.source, f"{entry}: parameters cell must define QUICK (make book QUICK=1)"
+
+
+# ---------------------------------------------------------------------------
+# tools/chapters.py: the standard-library toc reader the Makefile uses
+# ---------------------------------------------------------------------------
+def test_chapters_reads_parts_comments_and_notebook_front_matter(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "_toc.yml").write_text(
+        textwrap.dedent(
+            """\
+            # comment
+            format: jb-book
+            root: book/intro
+            parts:
+              - caption: Chapters
+                chapters:
+                  # - file: book/commented_out
+                  - file: book/01_data.md   # suffix and comment are ignored
+                  - file: "book/notes"
+            """
+        )
+    )
+    (tmp_path / "book" / "intro.md").write_text(FRONT_MATTER + "\n# Intro\n")
+    (tmp_path / "book" / "01_data.md").write_text("---\nkernelspec:\n  name: python3\n---\n# Data\n")
+    (tmp_path / "book" / "notes.md").write_text("---\ntitle: notes\n---\n# Notes\njupytext: not front matter\n")
+    assert chapters.toc_entries(tmp_path / "_toc.yml") == ["book/intro", "book/01_data", "book/notes"]
+    found = {entry: notebook for entry, _, notebook in chapters.pages(tmp_path / "_toc.yml", tmp_path)}
+    assert found == {"book/intro": True, "book/01_data": True, "book/notes": False}
+    listed = subprocess.run(
+        [sys.executable, str(TOOLS / "chapters.py"), "--notebooks", "--root", str(tmp_path)],
+        capture_output=True, text=True, check=True,
+    )
+    assert listed.stdout.split() == ["book/intro", "book/01_data"]
+
+
+def test_chapters_rejects_globs_and_missing_files(tmp_path):
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - glob: book/*\n")
+    with pytest.raises(ValueError, match="glob"):
+        chapters.toc_entries(tmp_path / "_toc.yml")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/missing\n")
+    with pytest.raises(FileNotFoundError):
+        chapters.pages(tmp_path / "_toc.yml", tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(TOOLS / "chapters.py"), "--root", str(tmp_path)], capture_output=True, text=True
+    )
+    assert result.returncode == 1 and "book/missing" in result.stderr
