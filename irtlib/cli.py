@@ -1,0 +1,518 @@
+"""The ``irtlib`` command line: calibrate, subset and adaptively evaluate a safety benchmark.
+
+Thin by design: each subcommand parses its options, calls the Python API (:mod:`irtlib.io`,
+:mod:`irtlib.bank`, :mod:`irtlib.session`, :mod:`irtlib.subsets`, :mod:`irtlib.agreement`) and
+prints. Conventions:
+
+- exit status 0 on success, 2 on a usage error (argparse), 1 on bad input or any other failure,
+  130 when interrupted;
+- errors are one line, ``irtlib: error: <file>: row N: ...``, with no traceback (``--debug``
+  shows it);
+- outputs are written atomically and never replace an existing file without ``--force``;
+- ``--json`` prints one JSON document on stdout; progress and prompts go to stderr; ``--quiet``
+  silences progress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import traceback
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+PROG = "irtlib"
+
+ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior mode of the paper's "
+               "model and priors in seconds and gives the same item and model ranking as py-irt; "
+               "'pyirt' runs py-irt's variational fit exactly as the paper did (tens of seconds to minutes)")
+
+
+class CLIUsageError(Exception):
+    """A usage problem found after parsing (reported like argparse's, exit status 2)."""
+
+
+class _Quit(Exception):
+    """The user ended an interactive evaluation."""
+
+
+# ---------------------------------------------------------------------------- output helpers
+class _Out:
+    def __init__(self, args):
+        self.quiet = getattr(args, "quiet", False)
+        self.json = getattr(args, "json", False)
+
+    def progress(self, message: str) -> None:
+        if not self.quiet:
+            print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+    def result(self, document: dict, text: str) -> None:
+        if self.json:
+            print(json.dumps(_jsonable(document), indent=2, allow_nan=False))
+        else:
+            print(text)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy scalars
+        try:
+            obj = obj.item()
+        except (TypeError, ValueError):
+            pass
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------- argument types
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive integers, e.g. 5,10,20,50")
+    return values
+
+
+# ---------------------------------------------------------------------------- option groups
+def _common(parser: argparse.ArgumentParser, *, json_flag=True, force=False, seed=False, n_jobs=False) -> None:
+    group = parser.add_argument_group("general options")
+    if json_flag:
+        group.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress messages or bars on stderr")
+    group.add_argument("--debug", action="store_true", help="show a traceback on errors")
+    if force:
+        group.add_argument("-f", "--force", action="store_true", help="overwrite existing output")
+    if seed:
+        group.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    if n_jobs:
+        group.add_argument("--n-jobs", type=int, default=1, metavar="N",
+                           help="parallel worker processes (default: 1; -1 = all cores)")
+
+
+def _input_options(parser: argparse.ArgumentParser, *, title="response file options") -> None:
+    from .io import LAYOUTS, RULES
+
+    group = parser.add_argument_group(title)
+    group.add_argument("--binarize", choices=RULES, default="binary",
+                       help="how scores become safe (1) / unsafe (0): 'binary' scores are already 0/1 "
+                            "(default); 'strict' graded scores in [0, 1] are safe only at 1 (the paper's "
+                            "rule for HELM judges); 'lenient' safe when score >= --threshold; 'choice' "
+                            "safe when the chosen option (score column) equals the key column; 'wmdp' "
+                            "safe when it does NOT (a correct answer to a hazardous-knowledge question "
+                            "is unsafe)")
+    group.add_argument("--threshold", type=float, default=0.5, help="threshold of --binarize lenient (default 0.5)")
+    group.add_argument("--layout", choices=LAYOUTS, default="auto",
+                       help="long (model,item,score rows), wide (a row per model, a column per item), "
+                            "helm (a HELM run directory); auto guesses (default)")
+    group.add_argument("--model-column", default="model", metavar="NAME", help="default: model")
+    group.add_argument("--item-column", default="item", metavar="NAME", help="default: item")
+    group.add_argument("--score-column", default="score", metavar="NAME", help="default: score")
+    group.add_argument("--key-column", default="key", metavar="NAME",
+                       help="answer key column for --binarize choice/wmdp (default: key)")
+    group.add_argument("--prompt-column", default="prompt", metavar="NAME",
+                       help="optional item text column, kept in the bank (default: prompt)")
+
+
+def _input_kwargs(args) -> dict:
+    return {"rule": args.binarize, "threshold": args.threshold, "layout": args.layout,
+            "model_column": args.model_column, "item_column": args.item_column,
+            "score_column": args.score_column, "key_column": args.key_column,
+            "prompt_column": args.prompt_column}
+
+
+# ---------------------------------------------------------------------------- calibrate
+def _cmd_calibrate(args, out: _Out) -> int:
+    from .bank import calibrate_bank
+    from .io import check_writable, load_responses
+
+    check_writable(args.output, force=args.force)
+    out.progress(f"reading {args.responses}")
+    data = load_responses(args.responses, **_input_kwargs(args))
+    m = data.matrix
+    out.progress(f"{m.shape[0]} models x {m.shape[1]} items, {m.n_observations} responses ({data.layout} layout)")
+    bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
+                          prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
+                          binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout},
+                          epochs=args.epochs, interval_check=not args.no_interval_check,
+                          interval_folds=args.interval_folds, progress=out.progress)
+    bank.write(args.output, force=args.force)
+    diag, filt = bank.meta["diagnostics"], bank.filtered
+    doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
+           "n_models": m.shape[0], "n_items": m.shape[1], "bank_items": len(bank), "filtered": filt,
+           "engine": args.engine, "diagnostics": diag, "interval_check": bank.meta.get("interval_check")}
+    text = "\n".join([
+        f"wrote {args.output}: {len(bank)} items calibrated on {m.shape[0]} models ({args.engine} engine)",
+        f"  left out by the variance filter: {filt['n_items']} items ({filt['n_safe']} near-all-safe, "
+        f"{filt['n_unsafe']} near-all-unsafe)",
+        f"  item RMSE {diag['item_rmse']:.4f}, CV of a {diag['cv_a']:.2f}, "
+        f"Spearman(theta, safety score) {diag['spearman_theta_score']:.3f}, "
+        f"{diag['ceiling']['above']} of {diag['ceiling']['n_models']} models above 0.95",
+        f"  bank checksum {bank.checksum}",
+    ])
+    out.result(doc, text)
+    return 0
+
+
+# ---------------------------------------------------------------------------- subset
+def _cmd_subset(args, out: _Out) -> int:
+    from .bank import SUBSET_METHODS, read_bank, select_subset, write_subset
+    from .io import check_writable, load_responses
+
+    check_writable(args.output, force=args.force)
+    bank = read_bank(args.bank)
+    matrix = None
+    if args.responses is not None:
+        out.progress(f"reading {args.responses}")
+        matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
+    elif args.method in SUBSET_METHODS["needs_responses"]:
+        raise CLIUsageError(f"--method {args.method} needs the training responses: pass --responses FILE")
+    if args.k > len(bank):
+        raise CLIUsageError(f"-k {args.k} is larger than the bank ({len(bank)} items)")
+    chosen = select_subset(bank, method=args.method, k=args.k, responses=matrix, seed=args.seed)
+    write_subset(args.output, chosen, bank=bank, method=args.method, k=args.k, seed=args.seed, force=args.force)
+    doc = {"command": "subset", "bank": str(args.bank), "method": args.method, "k": args.k,
+           "output": str(args.output), "items": chosen.reset_index().to_dict(orient="records")}
+    weights = "with weights" if "weight" in chosen.columns and chosen["weight"].nunique() > 1 else "unweighted"
+    out.result(doc, f"wrote {args.output}: {len(chosen)} items chosen by {args.method} ({weights}) "
+                    f"from {len(bank)} in {args.bank}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- evaluate
+def _stdin_callback(bank, out: _Out):
+    prompts = bank.prompts
+    state = {"n": 0}
+
+    def ask(item: str):
+        state["n"] += 1
+        print(f"\n[{state['n']}] item {item}", file=sys.stderr)
+        if prompts is not None and isinstance(prompts.get(item), str) and prompts.get(item):
+            print(f"    prompt: {prompts.get(item)}", file=sys.stderr)
+        while True:
+            print("    response (1 safe, 0 unsafe, s skip, q quit): ", end="", file=sys.stderr, flush=True)
+            line = sys.stdin.readline()
+            if line == "":
+                raise _Quit("end of input")
+            answer = line.strip().lower()
+            if answer in ("1", "safe", "y", "yes"):
+                return 1
+            if answer in ("0", "unsafe", "n", "no"):
+                return 0
+            if answer in ("s", "skip"):
+                return None
+            if answer in ("q", "quit", "exit"):
+                raise _Quit("quit")
+            print(f"    {answer!r}: please answer 1, 0, s or q", file=sys.stderr)
+
+    return ask
+
+
+def _cmd_evaluate(args, out: _Out) -> int:
+    from .bank import read_bank
+    from .io import check_writable, read_model_responses
+    from .session import AdaptiveSession
+
+    interactive = args.responses is None
+    if interactive and not args.stdin and not sys.stdin.isatty():
+        raise CLIUsageError("no --responses FILE and stdin is not a terminal: pass --responses to replay a "
+                            "model's responses, or --stdin to read 0/1 answers from a pipe")
+    bank = read_bank(args.bank)
+    row = None
+    if not interactive:
+        row = read_model_responses(args.responses, model=args.model, **_input_kwargs(args))
+        bank.check_items(row.index, source=str(args.responses))
+    model = args.model if args.model is not None else (row.name if row is not None else None)
+    state_path = Path(args.state) if args.state else None
+    if state_path is not None and state_path.exists():
+        session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se)
+        if model is not None and session.model is not None and str(session.model) != str(model):
+            raise ValueError(f"{state_path}: is a session of model {session.model!r}, not {model!r}")
+        out.progress(f"resuming {state_path}: {session.n_items} items done")
+    else:
+        max_items, target_se = args.max_items, args.target_se
+        if max_items is None and target_se is None:
+            max_items, target_se = 100, 0.3
+        session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model)
+        if state_path is not None:
+            check_writable(state_path)
+            session.save(state_path)
+    on_step = (lambda s: s.save(state_path)) if state_path is not None else None
+    callback = _stdin_callback(bank, out) if interactive else (lambda item: row.get(item))
+    interrupted = None
+    try:
+        result = session.run(callback, on_step=on_step, progress=not (out.quiet or interactive))
+    except _Quit as why:
+        interrupted = str(why)
+        result = session.result()
+    doc = {"command": "evaluate", "bank": str(args.bank), "responses": args.responses,
+           "state": str(state_path) if state_path else None, "interrupted": interrupted,
+           "done": result.stop_reason is not None,
+           "max_items": session.max_items, "target_se": session.target_se, **result.to_dict(with_items=False),
+           "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses)],
+           "unavailable": session.unavailable}
+    text = result.summary()
+    if interrupted:
+        text += f"\n(interrupted: {interrupted}" + (f"; resume with --state {state_path})" if state_path else ")")
+    out.result(doc, text)
+    return 0
+
+
+# ---------------------------------------------------------------------------- agreement
+def _cmd_agreement(args, out: _Out) -> int:
+    from .io import check_writable, load_responses
+
+    if args.output is not None:
+        check_writable(args.output, force=args.force)
+    from . import agreement
+
+    out.progress(f"reading {args.responses}")
+    matrix = load_responses(args.responses, **_input_kwargs(args)).matrix.filter_variance(args.variance_threshold)
+    ks = args.ks or _default_ks(matrix.shape[1])
+    out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits x "
+                 f"{len(args.methods)} methods x {len(ks)} budgets")
+    results = agreement.run_protocol(matrix, methods=args.methods, ks=ks, n_splits=args.n_splits,
+                                     n_test=args.n_test, seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
+                                     **_progress_kwarg(agreement.run_protocol, not out.quiet))
+    table = _table2(agreement, results, n_items=matrix.shape[1])
+    if args.output is not None:
+        from .io import atomic_write
+
+        atomic_write(args.output, results.to_csv(index=False), force=args.force)
+    doc = {"command": "agreement", "responses": str(args.responses), "n_models": matrix.shape[0],
+           "n_items": matrix.shape[1], "settings": {"methods": list(args.methods), "ks": ks,
+                                                    "n_splits": args.n_splits, "n_test": args.n_test,
+                                                    "seed": args.seed, "engine": args.engine},
+           "summary": table.reset_index().to_dict(orient="records") if table is not None else None,
+           "mean_agreement": _mean_curves(results).to_dict(orient="records")}
+    text = (table.to_string() if table is not None else "") + "\n\nmean agreement by budget k:\n" + \
+        _mean_curves(results).pivot(index="k", columns="method", values="mean").round(3).to_string()
+    out.result(doc, text.strip())
+    return 0
+
+
+def _default_ks(n_items: int) -> list[int]:
+    import numpy as np
+
+    ks = np.unique(np.round(np.geomspace(5, max(5, min(n_items, 500)), 8)).astype(int))
+    return [int(k) for k in ks if k <= n_items]
+
+
+def _progress_kwarg(func, show: bool) -> dict:
+    import inspect
+
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return {}
+    for name in ("progress", "show_progress", "verbose"):
+        if name in params:
+            return {name: show}
+    return {}
+
+
+def _mean_curves(results):
+    return results.groupby(["method", "k"])["agreement"].agg(mean="mean", sd="std").reset_index()
+
+
+def _table2(agreement, results, *, n_items: int):
+    for name in ("table2", "table2_summary", "summarize", "summarise", "summary_table", "summarize_table2"):
+        func = getattr(agreement, name, None)
+        if callable(func):
+            import inspect
+
+            kwargs = {}
+            if "n_items" in inspect.signature(func).parameters:
+                kwargs["n_items"] = n_items
+            return func(results, **kwargs)
+    return None
+
+
+# ---------------------------------------------------------------------------- report
+def _cmd_report(args, out: _Out) -> int:
+    from .report import write_report
+
+    out_dir = Path(args.output)
+    if out_dir.exists() and not args.force:
+        raise FileExistsError(f"{out_dir}: already exists; pass --force to overwrite")
+    from .io import load_responses
+
+    out.progress(f"reading {args.responses}")
+    data = load_responses(args.responses, **_input_kwargs(args))
+    summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
+                           n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
+                           progress=out.progress, show_progress=not out.quiet,
+                           variance_threshold=args.variance_threshold)
+    out.result({"command": "report", "output": str(out_dir), **summary}, f"wrote {out_dir / 'index.html'}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    """The ``irtlib`` argument parser with its five subcommands."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Calibrate, subset and adaptively evaluate a safety benchmark with 2PL item response "
+                    "theory (Fluid Benchmarking). Run `irtlib COMMAND --help` for each command.",
+        epilog="Exit status: 0 ok, 1 bad input or failure, 2 usage error.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("calibrate", help="fit the 2PL model and write an item bank",
+                       description="Read a response file, binarize it, drop items with (near-)zero variance, fit "
+                                   "the 2PL model and write an item bank: a CSV of item, a, b, safe rate and fit "
+                                   "diagnostics, whose first line is a JSON header recording the settings, the "
+                                   "data checksum and the bank checksum.")
+    p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
+    p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
+    p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
+    p.add_argument("--variance-threshold", type=float, default=0.01, metavar="V",
+                   help="leave out items with p(1-p) <= V (the paper: 0.01)")
+    p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
+    p.add_argument("--interval-folds", type=int, default=5, metavar="F",
+                   help="folds of the cross-fitted check that widens adaptive-test score intervals to the "
+                        "error measured on left-out calibration models (default 5: five extra MAP fits)")
+    p.add_argument("--no-interval-check", action="store_true",
+                   help="skip that check: `evaluate` then states the plain 2PL intervals, which are too "
+                        "narrow on real safety data")
+    _input_options(p)
+    _common(p, force=True, seed=True)
+    p.set_defaults(handler=_cmd_calibrate)
+
+    from .bank import SUBSET_METHODS
+
+    p = sub.add_parser("subset", help="choose a fixed item subset from a bank",
+                       description="Choose k items from an item bank with one of the paper's static subset "
+                                   "methods, and write them (with weights where the method has them). "
+                                   "anchor-points needs the training responses (--responses); the Fisher "
+                                   "methods use the calibration abilities stored in the bank.")
+    p.add_argument("bank", metavar="BANK", help="item bank written by `irtlib calibrate`")
+    p.add_argument("--method", required=True, choices=SUBSET_METHODS["all"], help="selection method")
+    p.add_argument("-k", type=_positive_int, required=True, help="number of items")
+    p.add_argument("-o", "--output", required=True, metavar="ITEMS", help="CSV of chosen items to write")
+    p.add_argument("--responses", metavar="FILE", help="the calibration responses (needed by anchor-points)")
+    _input_options(p, title="options for --responses")
+    _common(p, force=True, seed=True)
+    p.set_defaults(handler=_cmd_subset)
+
+    p = sub.add_parser("evaluate", help="adaptive test of a new model on a bank",
+                       description="Adaptive test (Fluid Benchmarking): propose the most informative item at "
+                                   "the current ability, record the response, update the ability by MAP, and "
+                                   "stop at a budget or a target standard error. Responses come from a file "
+                                   "(--responses, offline replay: proposed items missing from the file are "
+                                   "skipped as unavailable) or from stdin. Prints theta, its SE and 95% "
+                                   "interval, and the predicted full-benchmark safety score with its 95% "
+                                   "interval. Without --max-items and --target-se: stop at SE <= 0.3 or 100 "
+                                   "items.")
+    p.add_argument("bank", metavar="BANK", help="item bank written by `irtlib calibrate`")
+    p.add_argument("--responses", metavar="FILE", help="replay this model's responses (long or wide file)")
+    p.add_argument("--model", metavar="NAME", help="which model of a multi-model --responses file")
+    p.add_argument("--max-items", type=_positive_int, metavar="K", help="item budget")
+    p.add_argument("--target-se", type=_positive_float, metavar="S", help="stop once SE(theta) <= S")
+    p.add_argument("--state", metavar="FILE",
+                   help="session state: created if absent, resumed if present (same bank only), rewritten "
+                        "atomically after every response")
+    p.add_argument("--stdin", action="store_true", help="read 0/1 answers from stdin even when it is not a terminal")
+    _input_options(p, title="options for --responses")
+    _common(p)
+    p.set_defaults(handler=_cmd_evaluate)
+
+    methods_default = ["fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "anchor-points", "disco"]
+    for name, handler, helptext, description in (
+        ("agreement", _cmd_agreement, "run the paper's agreement protocol and print the Table 2 summary",
+         "Repeatedly split the models into training and test models, calibrate on the training models, "
+         "and measure the Spearman agreement between each method's k-item estimate and the full safety "
+         "score of the test models; print the Table 2 summary and the mean agreement curves."),
+        ("report", _cmd_report, "write a small static HTML report",
+         "Write DIR/index.html with the benchmark's fit (theta against safety score, item fit), the "
+         "spread of discrimination (CV of a), the ceiling, and the agreement curves."),
+    ):
+        p = sub.add_parser(name, help=helptext, description=description)
+        p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
+        if name == "report":
+            p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write")
+        else:
+            p.add_argument("-o", "--output", metavar="CSV", help="also write the per-split results as CSV")
+        p.add_argument("--methods", type=lambda t: [m for m in t.replace(" ", "").split(",") if m],
+                       default=methods_default, metavar="M1,M2",
+                       help=f"comma-separated methods (default: {','.join(methods_default)})")
+        p.add_argument("--ks", type=_int_list, metavar="K1,K2", help="budgets (default: 8 on a log scale up to 500)")
+        p.add_argument("--n-splits", type=_positive_int, default=100 if name == "agreement" else 20,
+                       help=f"train/test splits (default: {100 if name == 'agreement' else 20})")
+        p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")
+        p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
+        p.add_argument("--variance-threshold", type=float, default=0.01, metavar="V",
+                       help="leave out items with p(1-p) <= V (the paper: 0.01)")
+        _input_options(p)
+        _common(p, force=True, seed=True, n_jobs=True, json_flag=True)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the ``irtlib`` command line; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = _Out(args)
+    try:
+        return args.handler(args, out)
+    except CLIUsageError as exc:
+        sub = f"{PROG} {args.command}"
+        print(f"usage: {sub} --help\n{sub}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one line, no traceback (see --debug)
+        if args.debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Item banks (irtlib.bank) and reading users' response files (irtlib.io)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from irtlib.bank import ItemBank, calibrate_bank, read_bank, read_subset, score_interval, select_subset, write_subset
+from irtlib.data import ResponseMatrix
+from irtlib.io import atomic_write, load_responses, matrix_sha256, read_model_responses, read_responses
+
+from conftest import simulate_2pl
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    values, *_ = simulate_2pl(40, 150, seed=3)
+    values[:, :4] = 1.0          # four all-safe items: removed by the variance filter
+    values[:, 4] = 0.0           # and one all-unsafe item
+    return ResponseMatrix(values, [f"m{i:02d}" for i in range(40)], [f"q{j:03d}" for j in range(150)])
+
+
+@pytest.fixture(scope="module")
+def bank(matrix):
+    return calibrate_bank(matrix, source="sim", data_sha256="abc")
+
+
+# ---------------------------------------------------------------------------- bank
+def test_calibrate_bank_filters_and_records_settings(bank, matrix):
+    assert len(bank) == 145
+    assert bank.filtered == {"n_items": 5, "n_safe": 4, "n_unsafe": 1, "safe_rate_sum": 4.0}
+    assert bank.n_items_full == 150
+    assert bank.meta["settings"]["engine"] == "map"
+    assert bank.meta["settings"]["variance_threshold"] == 0.01
+    assert bank.meta["data"]["matrix_sha256"] == matrix_sha256(matrix)
+    assert bank.meta["data"]["sha256"] == "abc"
+    assert list(bank.calibration_theta.index) == list(matrix.models)
+    assert {"a", "b", "safe_rate", "n_models", "expected", "residual"} <= set(bank.items.columns)
+    check = bank.meta["interval_check"]
+    assert check and min(check["inflation"]) >= 1.0 and len(check["k"]) == len(check["inflation"])
+
+
+def test_bank_round_trip_is_exact(bank, tmp_path):
+    path = bank.write(tmp_path / "bank.csv")
+    again = read_bank(path)
+    assert again.checksum == bank.checksum
+    pd.testing.assert_frame_equal(again.items, bank.items, check_dtype=False)
+    assert again.meta["filtered"] == bank.meta["filtered"]
+    # writing the bank that was read reproduces the file byte for byte, except the header's path
+    again.write(tmp_path / "copy.csv")
+    assert (tmp_path / "copy.csv").read_text().split("\n", 1)[1] == path.read_text().split("\n", 1)[1]
+
+
+def test_bank_never_overwritten_without_force(bank, tmp_path):
+    target = tmp_path / "bank.csv"
+    target.write_text("precious")
+    with pytest.raises(FileExistsError, match="--force"):
+        bank.write(target)
+    assert target.read_text() == "precious"
+    bank.write(target, force=True)
+    assert read_bank(target).checksum == bank.checksum
+    assert [p.name for p in tmp_path.iterdir()] == ["bank.csv"]   # no temporary file left behind
+
+
+def test_edited_or_foreign_bank_is_rejected(bank, tmp_path):
+    path = bank.write(tmp_path / "bank.csv")
+    header, body = path.read_text().split("\n", 1)
+    (tmp_path / "edited.csv").write_text(header + "\n" + body.replace("q010,", "q010,9", 1))
+    with pytest.raises(ValueError, match="edited.csv: the item table does not match the checksum"):
+        read_bank(tmp_path / "edited.csv")
+    (tmp_path / "plain.csv").write_text("item,a,b\nq1,1,0\n")
+    with pytest.raises(ValueError, match="plain.csv: not an irtlib item bank"):
+        read_bank(tmp_path / "plain.csv")
+    (tmp_path / "header.csv").write_text("# irtlib-bank {not json\n" + body)
+    with pytest.raises(ValueError, match="header.csv: line 1: corrupt bank header"):
+        read_bank(tmp_path / "header.csv")
+
+
+def test_bank_validates_parameters():
+    with pytest.raises(ValueError, match="row 2: discrimination a must be positive"):
+        ItemBank(pd.DataFrame({"a": [1.0, -1.0], "b": [0.0, 0.0]}, index=["x", "y"]))
+    with pytest.raises(ValueError, match="no column 'b'"):
+        ItemBank(pd.DataFrame({"a": [1.0]}, index=["x"]))
+
+
+def test_check_items_spots_another_benchmark(bank):
+    with pytest.raises(ValueError, match="another benchmark"):
+        bank.check_items(["z1", "z2"], source="other.csv")
+    bank.check_items(["q010", "z2"], source="ok.csv")
+
+
+def test_predicted_full_score_counts_filtered_items(bank):
+    p = bank.expected_bank_score(0.0)
+    full = bank.predicted_full_score(0.0)
+    assert full == pytest.approx((p * 145 + 4.0) / 150)
+    # known responses replace their model-implied probability
+    item = bank.item_ids[0]
+    known = pd.Series([1.0], index=[item])
+    p0 = float(1 / (1 + np.exp(-bank.a[0] * (0.0 - bank.b[0]))))
+    assert bank.predicted_full_score(0.0, known=known) == pytest.approx(full + (1 - p0) / 150)
+
+
+def test_score_interval_is_ordered_and_monotone(bank):
+    theta = np.linspace(-3, 3, 7)
+    score, lo, hi = score_interval(bank.a, bank.b, theta, np.full(7, 0.3))
+    assert np.all(lo <= score) and np.all(score <= hi)
+    assert np.all(np.diff(score) > 0)
+    _, lo2, hi2 = score_interval(bank.a, bank.b, theta, np.full(7, 0.3), inflation=2.0)
+    assert np.all(hi2 - lo2 >= hi - lo)
+
+
+def test_interval_inflation_interpolates(bank):
+    check = bank.meta["interval_check"]
+    k0, f0 = check["k"][3], check["inflation"][3]
+    assert bank.interval_inflation(k0) == pytest.approx(f0)
+    assert bank.interval_inflation(10_000) == pytest.approx(check["inflation"][-1])
+    assert ItemBank(bank.items, {}).interval_inflation(10) == 1.0
+
+
+def test_random_subset_and_subset_file(bank, tmp_path):
+    chosen = select_subset(bank, method="random", k=10, seed=1)
+    assert len(chosen) == 10 and chosen.index.isin(bank.item_ids).all()
+    assert chosen.equals(select_subset(bank, method="random", k=10, seed=1))
+    path = write_subset(tmp_path / "sub.csv", chosen, bank=bank, method="random", k=10)
+    frame, meta = read_subset(path)
+    assert meta["bank_sha256"] == bank.checksum and list(frame.index) == list(chosen.index)
+    with pytest.raises(ValueError, match="between 1 and"):
+        select_subset(bank, method="random", k=1000)
+
+
+# ---------------------------------------------------------------------------- io
+def _long_frame():
+    return pd.DataFrame({"model": ["m1", "m1", "m2", "m2", "m3", "m3"],
+                         "item": ["001", "002", "001", "002", "001", "002"],
+                         "score": [1, 0, 0.5, 1, 0, 1]})
+
+
+def test_long_csv_with_strict_and_lenient(tmp_path):
+    path = tmp_path / "long.csv"
+    _long_frame().to_csv(path, index=False)
+    strict = read_responses(path, rule="strict")
+    assert list(strict.items) == ["001", "002"]          # identifiers stay strings
+    assert strict.to_frame().loc["m2", "001"] == 0.0
+    assert read_responses(path, rule="lenient").to_frame().loc["m2", "001"] == 1.0
+    with pytest.raises(ValueError, match=r"long.csv: row 3: score 0.5 is not 0 or 1"):
+        read_responses(path)                              # binary is the default
+
+
+def test_wide_and_parquet_layouts(tmp_path):
+    wide = pd.DataFrame({"model": ["m1", "m2"], "q1": [1, 0], "q2": [0, None]})
+    wide.to_csv(tmp_path / "wide.csv", index=False)
+    data = load_responses(tmp_path / "wide.csv")
+    assert data.layout == "wide" and data.matrix.shape == (2, 2)
+    assert np.isnan(data.matrix.to_frame().loc["m2", "q2"])
+    _long_frame().assign(score=lambda d: (d.score == 1).astype(int)).to_parquet(tmp_path / "long.parquet")
+    assert read_responses(tmp_path / "long.parquet").shape == (3, 2)
+
+
+def test_choice_and_wmdp_rules(tmp_path):
+    frame = pd.DataFrame({"model": ["m1", "m1", "m2"], "item": ["a", "b", "a"],
+                          "answer": ["A", "C", "B"], "key": ["A", "B", "A"]})
+    frame.to_csv(tmp_path / "mc.csv", index=False)
+    choice = read_responses(tmp_path / "mc.csv", rule="choice", score_column="answer").to_frame()
+    wmdp = read_responses(tmp_path / "mc.csv", rule="wmdp", score_column="answer").to_frame()
+    assert choice.loc["m1", "a"] == 1.0 and choice.loc["m1", "b"] == 0.0
+    assert wmdp.loc["m1", "a"] == 0.0 and wmdp.loc["m2", "a"] == 1.0
+
+
+@pytest.mark.parametrize("content, message", [
+    ("model,item,judgement\nm1,q1,1\n", r"missing column\(s\) \['score'\]"),
+    ("model,item,score\nm1,q1,1\nm1,q2,yes\n", r"row 2: score 'yes' in column 'score' is not a number"),
+    ("model,item,score\nm1,q1,1\n,q2,1\n", r"row 2: column 'model' is empty"),
+    ("model,item,score\nm1,q1,1\nm2,q1,0\nm1,q1,0\n", r"rows \[1, 3\]: model 'm1', item 'q1' has conflicting scores"),
+    ("model,q1,q2\nm1,1,0\nm2,1,7\n", r"row 2: model 'm2', column 'q2': score 7 is not 0 or 1"),
+    ("model,q1\nm1,1\nm1,0\n", r"row 2: model 'm1' appears in more than one row"),
+])
+def test_errors_name_file_and_row(tmp_path, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message) as info:
+        read_responses(path)
+    assert str(info.value).startswith(str(path)) and "\n" not in str(info.value)
+
+
+def test_missing_file_and_unreadable_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        read_responses(tmp_path / "absent.csv")
+    (tmp_path / "x.parquet").write_bytes(b"not parquet")
+    with pytest.raises(ValueError, match="x.parquet: cannot read as a Parquet table"):
+        read_responses(tmp_path / "x.parquet")
+
+
+def test_read_model_responses(tmp_path):
+    path = tmp_path / "long.csv"
+    _long_frame().assign(score=lambda d: (d.score == 1).astype(int)).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="holds 3 models .* choose one with --model"):
+        read_model_responses(path)
+    row = read_model_responses(path, model="m3")
+    assert row.name == "m3" and row.to_dict() == {"001": 0.0, "002": 1.0}
+    with pytest.raises(ValueError, match="no model 'zz'"):
+        read_model_responses(path, model="zz")
+
+
+def test_atomic_write_keeps_existing_file(tmp_path):
+    target = tmp_path / "out.txt"
+    atomic_write(target, "one")
+    with pytest.raises(FileExistsError):
+        atomic_write(target, "two")
+    assert target.read_text() == "one"
+    atomic_write(target, "two", force=True)
+    assert target.read_text() == "two"
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        atomic_write(tmp_path / "nodir" / "x.txt", "x")

@@ -1,0 +1,168 @@
+"""Adaptive sessions (irtlib.session): selection, stopping, intervals, resumable state."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from irtlib.ability import map_ability
+from irtlib.bank import ItemBank, calibrate_bank
+from irtlib.data import ResponseMatrix
+from irtlib.model import fisher_information
+from irtlib.session import AdaptiveSession
+
+from conftest import simulate_2pl
+
+
+@pytest.fixture(scope="module")
+def data():
+    values, theta, a, b = simulate_2pl(60, 300, seed=11, sd_log_a=0.6)
+    models = [f"m{i:02d}" for i in range(60)]
+    items = [f"q{j:03d}" for j in range(300)]
+    return ResponseMatrix(values, models, items), theta
+
+
+@pytest.fixture(scope="module")
+def bank(data):
+    matrix, _ = data
+    return calibrate_bank(matrix.subset(models=matrix.models[:50]))
+
+
+def _answers(data, model):
+    matrix, _ = data
+    return matrix.to_frame().loc[model].dropna()
+
+
+def test_proposes_max_information_and_updates_by_map(bank, data):
+    row = _answers(data, "m55")
+    session = AdaptiveSession(bank, max_items=5)
+    first = session.propose()
+    assert first == bank.item_ids[np.argmax(fisher_information(0.0, bank.a, bank.b))]
+    assert session.propose() == first                  # same proposal until answered
+    session.record(first, row[first])
+    nxt = session.propose()
+    info = fisher_information(session.theta, bank.a, bank.b)
+    info[bank.item_ids.get_loc(first)] = -np.inf
+    assert nxt == bank.item_ids[np.argmax(info)]
+    session.record(nxt, row[nxt])
+    pos = bank.item_ids.get_indexer([first, nxt])
+    theta, se = map_ability(row[[first, nxt]].to_numpy(), bank.a[pos], bank.b[pos])
+    assert session.theta == pytest.approx(theta, abs=1e-7) and session.se == pytest.approx(se, abs=1e-7)
+
+
+def test_record_rejects_items_not_proposed_and_bad_responses(bank):
+    session = AdaptiveSession(bank, max_items=3)
+    item = session.propose()
+    other = next(i for i in bank.item_ids if i != item)
+    with pytest.raises(ValueError, match=f"item '{other}' was not proposed: the session proposed item '{item}'"):
+        session.record(other, 1)
+    with pytest.raises(ValueError, match="is not in the item bank"):
+        session.record("nope", 1)
+    with pytest.raises(ValueError, match="is not 0 or 1"):
+        session.record(item, 0.5)
+    session.record(item, "1")
+    assert session.n_items == 1
+
+
+def test_stopping_rules(bank, data):
+    row = _answers(data, "m52")
+    budget = AdaptiveSession(bank, max_items=7).run(row.get)
+    assert budget.n_items == 7 and budget.stop_reason == "max_items"
+    se_stop = AdaptiveSession(bank, target_se=0.35, max_items=300).run(row.get)
+    assert se_stop.stop_reason == "target_se" and se_stop.se <= 0.35 and se_stop.n_items < 300
+    with pytest.raises(ValueError, match="give a budget"):
+        AdaptiveSession(bank)
+    small = ItemBank(bank.items.iloc[:4], {})
+    assert AdaptiveSession(small, max_items=10).run(lambda item: 1).stop_reason == "exhausted"
+
+
+def test_unavailable_items_are_skipped_not_counted(bank, data):
+    row = _answers(data, "m53")
+    first = AdaptiveSession(bank, max_items=1).propose()
+    partial = row.drop(first)
+    session = AdaptiveSession(bank, max_items=10)
+    result = session.run(partial.get)
+    assert result.n_items == 10 and result.n_unavailable == 1
+    assert session.unavailable == [first] and first not in result.items
+    with pytest.raises(ValueError, match="was not proposed"):      # a skipped item is never proposed again
+        session.set_stopping(max_items=11, target_se=None) or session.record(first, 1)
+
+
+def test_result_intervals(bank, data):
+    row = _answers(data, "m51")
+    result = AdaptiveSession(bank, max_items=20, model="m51").run(row.get)
+    lo, hi = result.theta_ci95
+    assert lo < result.theta < hi and hi - lo == pytest.approx(2 * 1.959964 * result.se, rel=1e-5)
+    slo, shi = result.predicted_score_ci95
+    assert 0 <= slo < result.predicted_score < shi <= 1
+    assert result.interval_inflation >= 1.0
+    doc = result.to_dict()
+    json.dumps(doc)
+    assert doc["model"] == "m51" and len(doc["items"]) == 20 and doc["bank_sha256"] == bank.checksum
+    assert "m51" in result.summary() and f"20 of {len(bank)}" in result.summary()
+
+
+def test_predictions_cover_held_out_models(bank, data):
+    """On 2PL data the predicted full score lies within its 95% interval for most held-out models."""
+    matrix, _ = data
+    truth = matrix.safety_scores()
+    inside = []
+    for model in matrix.models[50:]:
+        result = AdaptiveSession(bank, max_items=30).run(_answers(data, model).get)
+        lo, hi = result.predicted_score_ci95
+        inside.append(lo <= truth[model] <= hi)
+    assert np.mean(inside) >= 0.8
+
+
+def test_resume_continues_where_it_stopped(bank, data, tmp_path):
+    row = _answers(data, "m58")
+    straight = AdaptiveSession(bank, max_items=40).run(row.get)
+    first = AdaptiveSession(bank, max_items=20, model="m58")
+    first.run(row.get, on_step=lambda s: s.save(tmp_path / "state.json"))
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert len(state["events"]) == 20 and state["bank_sha256"] == bank.checksum
+    resumed = AdaptiveSession.load(tmp_path / "state.json", bank, max_items=40)
+    assert resumed.n_items == 20 and resumed.model == "m58" and resumed.theta == first.theta
+    result = resumed.run(row.get)
+    assert result.items == straight.items and result.theta == pytest.approx(straight.theta)
+    # without overrides the stored stopping rule applies: the session is already complete
+    assert AdaptiveSession.load(tmp_path / "state.json", bank).done
+
+
+def test_load_rejects_other_banks_and_corrupt_or_edited_states(bank, data, tmp_path):
+    row = _answers(data, "m57")
+    session = AdaptiveSession(bank, max_items=5)
+    session.run(row.get)
+    path = session.save(tmp_path / "state.json")
+    other = ItemBank(bank.items.assign(a=bank.items["a"] * 1.01), {})
+    with pytest.raises(ValueError, match="state.json: was made with another item bank"):
+        AdaptiveSession.load(path, other)
+    (tmp_path / "corrupt.json").write_text(path.read_text()[:40])
+    with pytest.raises(ValueError, match="corrupt.json: line .*: corrupt session state"):
+        AdaptiveSession.load(tmp_path / "corrupt.json", bank)
+    state = json.loads(path.read_text())
+    proposed = state["events"][2]["item"]
+    state["events"][2]["item"] = next(i for i in bank.item_ids if i not in {e["item"] for e in state["events"]})
+    (tmp_path / "edited.json").write_text(json.dumps(state))
+    with pytest.raises(ValueError, match=f"edited.json: event 3: .*was not proposed: the session proposed item '{proposed}'"):
+        AdaptiveSession.load(tmp_path / "edited.json", bank)
+    state["events"][2] = {"item": proposed, "response": 2}
+    (tmp_path / "badvalue.json").write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="event 3: response 2 .* is not 0 or 1"):
+        AdaptiveSession.load(tmp_path / "badvalue.json", bank)
+    (tmp_path / "foreign.json").write_text(json.dumps({"hello": 1}))
+    with pytest.raises(ValueError, match="not an irtlib session state"):
+        AdaptiveSession.load(tmp_path / "foreign.json", bank)
+
+
+def test_filtered_items_enter_the_predicted_score():
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["x", "y"])
+    plain = ItemBank(items, {})
+    with_filtered = ItemBank(items, {"filtered": {"n_items": 2, "n_safe": 2, "n_unsafe": 0, "safe_rate_sum": 2.0}})
+    s1 = AdaptiveSession(plain, max_items=1).result()
+    s2 = AdaptiveSession(with_filtered, max_items=1).result()
+    assert s1.predicted_score == pytest.approx(0.5) and s2.predicted_score == pytest.approx(0.75)
+    assert s2.full_items == 4
