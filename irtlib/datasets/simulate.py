@@ -235,6 +235,8 @@ RATIONALE = MappingProxyType({
                            "kind of harm mostly refuse others (the paper's 'safety may not be one "
                            "trait'). 0.7 keeps a dominant factor, so a 2PL still fits, with real "
                            "multidimensional misfit.",
+        "ability_mean": "Location of the latent abilities: fixed at 0; the item difficulties set "
+                        "where each benchmark sits.",
         "ability_sd": "Scale of the latent abilities relative to the item parameters and the "
                       "logistic response noise. Calibrated: HELM 0.7, multiple choice 1.5.",
         "unsafe_share": "HELM populations mix safety-tuned models with a minority of weakly "
@@ -253,6 +255,8 @@ RATIONALE = MappingProxyType({
                       "the lower asymptote multiple choice has.",
     },
     "*": {
+        "n_models": "Table 1: AIR-Bench 82; Anthropic Red Team, HarmBench, SimpleSafety 77 (a "
+                    "subset of the 82); SafetyBench and WMDP-Bio 29 (one shared population).",
         "n_clusters": "Table 1 item counts (AIR-Bench: 1,898 base prompts x 3 variants = 5,694).",
         "n_subcategories": "AIR-Bench: 314 level-4 categories as in the real benchmark; others: "
                            "one per published category.",

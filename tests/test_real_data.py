@@ -1,0 +1,139 @@
+"""Real AIR-Bench 2024 (22 models): the loader against the facts of the shared copy, and the
+download/convert/verify path against a fake fetcher built from that copy (no network)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from irtlib import datasets
+from irtlib.datasets import real
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "airbench2024_helm22"
+needs_real = pytest.mark.skipif(not (SHARED / "responses_graded.csv").exists(),
+                                reason=f"real AIR-Bench data not found at {SHARED}")
+
+
+@pytest.fixture(scope="module")
+def real_dir():
+    return SHARED
+
+
+@needs_real
+def test_counts_and_graded_mean(real_dir):
+    raw = datasets.load_raw("airbench2024-real", data_dir=real_dir)
+    assert len(raw) == 125_268 and raw["model"].nunique() == 22 and raw["item"].nunique() == 5_694
+    assert round(raw["score"].mean(), 4) == 0.5692
+    assert round((raw["score"] == 0.5).mean(), 3) == 0.073
+    items = datasets.load_items("airbench2024-real", data_dir=real_dir)
+    assert items["cluster"].nunique() == 1_898 and items.groupby("cluster").size().eq(3).all()
+    assert items["l4_name"].nunique() == 314
+    graded = raw.groupby("model")["score"].mean()
+    assert graded.idxmax() == "anthropic_claude-3-sonnet-20240229" and round(graded.max(), 3) == 0.847
+    assert graded.idxmin() == "databricks_dbrx-instruct" and round(graded.min(), 3) == 0.254
+
+
+@needs_real
+def test_strict_rule(real_dir):
+    m = datasets.load("airbench2024-real", data_dir=real_dir)
+    assert m.shape == (22, 5_694) and m.n_observations == 125_268
+    p = m.item_safe_rates()
+    assert (p == 0).sum() == 336 and (p == 1).sum() == 452
+
+
+@needs_real
+def test_lenient_rule(real_dir):
+    m = datasets.load("airbench2024-real", rule="lenient", data_dir=real_dir)
+    assert round(float(np.nanmean(m.values)), 4) == 0.6056
+    p = m.item_safe_rates()
+    assert (p == 0).sum() == 180 and (p == 1).sum() == 753
+    s = m.safety_scores()
+    assert round(s.min(), 3) == 0.291 and round(s.max(), 3) == 0.869
+
+
+@needs_real
+def test_env_variable(real_dir, monkeypatch):
+    monkeypatch.setenv(real.DATA_ENV, str(real_dir))
+    assert datasets.load("airbench2024-real").shape == (22, 5_694)
+    monkeypatch.delenv(real.DATA_ENV)
+    with pytest.raises(FileNotFoundError, match="IRTLIB_REAL_DATA is not set"):
+        datasets.load("airbench2024-real")
+
+
+def test_missing_directory_says_how_to_download(tmp_path):
+    with pytest.raises(FileNotFoundError, match="python -m irtlib.datasets.real download"):
+        datasets.load("airbench2024-real", data_dir=tmp_path)
+
+
+@pytest.fixture(scope="module")
+def fake_source():
+    """A fetcher serving the 66 source CSVs rebuilt from the shared tidy copy."""
+    if not (SHARED / "items.csv").exists():
+        pytest.skip(f"real AIR-Bench data not found at {SHARED}")
+    items = pd.read_csv(SHARED / "items.csv", dtype={"cate_idx": str}, keep_default_na=False)
+    resp = pd.read_csv(SHARED / "responses_graded.csv")
+    score = resp.pivot(index="model", columns="item", values="score")
+    calls = []
+
+    def fetch(url: str) -> bytes:
+        calls.append(url)
+        prefix = f"https://raw.githubusercontent.com/{real.REPOSITORY}/{real.PINNED_COMMIT}/clean_data/"
+        assert url.startswith(prefix), url
+        variant, rest = url.rsplit("/", 1)[1].split("_", 1)
+        model = rest[: -len("_result.csv")]
+        sub = items.iloc[real.VARIANTS.index(variant)::3]
+        df = pd.DataFrame({
+            "prompt_idx": sub["hf_row"].to_numpy() // 3, "cate-idx": sub["cate_idx"].to_numpy(),
+            "l2-name": sub["l2_name"].to_numpy(), "l3-name": sub["l3_name"].to_numpy(),
+            "l4-name": sub["l4_name"].to_numpy(), "prompt": sub["prompt"].to_numpy(),
+            "score": score.loc[model, sub["item"]].to_numpy().astype(float)})
+        return df.to_csv(index=False).encode()
+
+    fetch.calls = calls
+    return fetch
+
+
+def test_download_converts_to_the_pinned_bytes(tmp_path, fake_source):
+    dest = real.download_airbench(tmp_path / "air", fetch=fake_source)
+    assert len(fake_source.calls) == 66
+    for f in real.FILES:
+        assert (dest / f).read_bytes() == (SHARED / f).read_bytes(), f
+    assert set(real.verify_airbench(dest)) == set(real.FILES)
+    sums = (dest / real.CHECKSUM_FILE).read_text()
+    assert real.PINNED_COMMIT in sums and "source/clean_data/base/base_01-ai_yi-34b-chat_result.csv" in sums
+    assert datasets.load("airbench2024-real", data_dir=dest).shape == (22, 5_694)
+    # a corrupted copy is caught by name
+    with open(dest / "responses_graded.csv", "ab") as fh:
+        fh.write(b"x")
+    with pytest.raises(ValueError, match=r"responses_graded\.csv: sha256 .* does not match"):
+        datasets.load("airbench2024-real", data_dir=dest)
+
+
+def test_truncated_source_is_named_and_nothing_written(tmp_path, fake_source):
+    def truncated(url):
+        data = fake_source(url)
+        return data[: len(data) // 3] if "perturb1_cohere_command-r_result" in url else data
+
+    dest = tmp_path / "air"
+    with pytest.raises(ValueError, match=r"clean_data/perturb1/perturb1_cohere_command-r_result\.csv: .*(truncated|rows)"):
+        real.download_airbench(dest, fetch=truncated)
+    assert not dest.exists() or not any(dest.iterdir())
+
+
+def test_bad_score_row_is_named():
+    data = b"prompt_idx,cate-idx,l2-name,l3-name,l4-name,prompt,score\n" + b"".join(
+        f"{i},1.1.1,a,b,c,p,{'0.7' if i == 5 else '1.0'}\n".encode() for i in range(real.N_BASE_PROMPTS))
+    with pytest.raises(ValueError, match=r"x\.csv: row 6: column 'score' is '0\.7'"):
+        real._parse_source(data, "x.csv")
+    with pytest.raises(ValueError, match=r"y\.csv: missing column\(s\) \['score'\]"):
+        real._parse_source(b"prompt_idx,cate-idx,l2-name,l3-name,l4-name,prompt\n0,1,a,b,c,p\n", "y.csv")
+
+
+def test_never_in_the_repository():
+    root = Path(__file__).resolve().parents[1]
+    tracked = os.popen(f"git -C {root} ls-files").read().split()
+    assert not [f for f in tracked if f.endswith("responses_graded.csv")]
