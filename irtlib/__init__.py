@@ -6,6 +6,7 @@ response matrices and the paper's binarization rules, the 2PL model and its cali
 Benchmarking, static subsets and the agreement protocol.
 """
 
+from . import datasets, paper
 from .ability import AbilityEstimate, map_ability
 from .binarize import binarize_choice, binarize_graded, binarize_wmdp
 from .calibrate import Calibration, fit_2pl
@@ -16,6 +17,7 @@ from .model import expected_score, fisher_information, log_likelihood, probabili
 __version__ = "0.1.0"
 
 __all__ = [
+    "datasets", "paper",
     "AbilityEstimate", "Calibration", "ResponseMatrix",
     "binarize_choice", "binarize_graded", "binarize_wmdp",
     "ceiling_counts", "coefficient_of_variation", "expected_score", "fisher_information",

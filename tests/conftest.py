@@ -25,5 +25,5 @@ def simulate_2pl(n_models: int, n_items: int, *, seed: int = 0, sd_log_a: float 
 
 @pytest.fixture(scope="session")
 def sim_80x2000():
-    """80 models x 2,000 items from the 2PL, 1% missing cells (seed 0)."""
-    return simulate_2pl(80, 2000, seed=0, missing=0.01)
+    """80 models x 2,000 items from the 2PL with the paper's priors (log a ~ N(0, 1)), 1% missing."""
+    return simulate_2pl(80, 2000, seed=0, sd_log_a=1.0, missing=0.01)

@@ -32,14 +32,14 @@ def pyirt_fit(sim_80x2000):
 
 def test_map_engine_recovers_parameters(sim_80x2000, map_fit):
     _, theta, a, b = sim_80x2000
-    # measured (80 x 2,000, 1% missing): r(theta) 0.9988, r(a) 0.850, r(b) 0.949;
-    # RMSE theta 0.32, a 0.87, b 0.44 (the priors shrink the scale; the ranking is what matters)
+    # measured (80 x 2,000, 1% missing): r(theta) 0.9989, r(a) 0.887, r(b) 0.915;
+    # RMSE theta 0.29, b 0.48 (80 models pin each item down only so far; the priors shrink)
     assert map_fit.diagnostics["converged"]
     assert pearsonr(theta, map_fit.theta)[0] >= 0.995
-    assert pearsonr(a, map_fit.a)[0] >= 0.80
-    assert pearsonr(b, map_fit.b)[0] >= 0.93
-    assert rmse(theta, map_fit.theta) <= 0.40
-    assert rmse(b, map_fit.b) <= 0.50
+    assert pearsonr(a, map_fit.a)[0] >= 0.85
+    assert pearsonr(b, map_fit.b)[0] >= 0.89
+    assert rmse(theta, map_fit.theta) <= 0.35
+    assert rmse(b, map_fit.b) <= 0.55
 
 
 def test_map_is_the_posterior_mode():
@@ -71,19 +71,29 @@ def test_results_are_mapped_by_label_not_position(sim_80x2000, map_fit):
 
 
 def test_pyirt_engine_recovers_parameters_and_is_seeded(sim_80x2000, pyirt_fit):
+    # measured: r(theta) 0.9984, r(a) 0.885, r(b) 0.906; RMSE theta 0.17, b 0.43
     values, theta, a, b = sim_80x2000
-    assert pearsonr(theta, pyirt_fit.theta)[0] >= 0.99
-    assert pearsonr(b, pyirt_fit.b)[0] >= 0.90
-    assert pearsonr(a, pyirt_fit.a)[0] >= 0.70
+    assert pearsonr(theta, pyirt_fit.theta)[0] >= 0.995
+    assert pearsonr(a, pyirt_fit.a)[0] >= 0.85
+    assert pearsonr(b, pyirt_fit.b)[0] >= 0.88
+    assert rmse(theta, pyirt_fit.theta) <= 0.25
     assert pyirt_fit.settings["lr_decay"] == 1.0 and pyirt_fit.settings["epochs"] == 1000
     assert pyirt_fit.seconds > 0
 
 
-def test_engines_agree(map_fit, pyirt_fit):
-    # the bar: Spearman >= 0.98 for a and b, >= 0.99 for theta
-    assert spearmanr(map_fit.theta, pyirt_fit.theta)[0] >= 0.99
-    assert spearmanr(map_fit.a, pyirt_fit.a)[0] >= 0.98
-    assert spearmanr(map_fit.b, pyirt_fit.b)[0] >= 0.98
+def test_engines_agree(sim_80x2000, map_fit, pyirt_fit):
+    # The bar: Spearman >= 0.98 for a and b, >= 0.99 for theta. Measured on this data set (drawn
+    # from the paper's priors): theta 0.9991, a 0.9899, b 0.9872. The fast engine agrees with
+    # py-irt at least as well as py-irt agrees with itself under another seed (theta 0.9981,
+    # a 0.9869, b 0.9820): SVI at a constant learning rate of 0.1 ends on a noisy iterate.
+    # (With a narrower spread of a, log a ~ N(0, 0.5), a's ranks are harder to tell apart:
+    # MAP vs py-irt 0.975 for a, py-irt vs itself 0.968.)
+    other_seed = fit_2pl(as_matrix(sim_80x2000[0]), engine="pyirt", seed=1)
+    for name, bar in (("theta", 0.99), ("a", 0.98), ("b", 0.98)):
+        ours = spearmanr(getattr(map_fit, name), getattr(pyirt_fit, name))[0]
+        noise = spearmanr(getattr(other_seed, name), getattr(pyirt_fit, name))[0]
+        assert ours >= bar, name
+        assert ours >= noise - 0.005, name
 
 
 def test_bad_engine_and_input():
