@@ -25,7 +25,7 @@ __all__ = [
     "BENCHMARKS", "DISPLAY_NAMES", "PaperTable", "Table1Row", "Table2Left", "Table2Right",
     "TABLE1", "FIGURE3_CV", "ITEM_RMSE", "CEILING", "SPEARMAN_THETA_SCORE", "TABLE2_LEFT",
     "TABLE2_RIGHT", "SAFETYBENCH_APPENDIX_F", "SAVINGS", "VARIANCE_FILTER", "CEILING_SCORE",
-    "PRIORS", "ABILITY_ESTIMATION", "PROTOCOL", "facts",
+    "PRIORS", "ABILITY_ESTIMATION", "PROTOCOL", "facts", "numbers", "REPORTED",
 ]
 
 #: The six benchmarks, in Table 1's order.
@@ -142,7 +142,7 @@ class Table2Left:
     fluid: float
     random: float
     random_irt: float
-    others: Mapping = field(default_factory=dict)   # other methods' agreement at that k
+    others: Mapping = field(default_factory=dict)   # method id -> agreement at that k
     note: str = ""
 
 
@@ -152,31 +152,31 @@ class Table2Right:
 
     k: int
     k_over_n: str
-    values: Mapping = field(default_factory=dict)   # method -> agreement, where reported
+    values: Mapping = field(default_factory=dict)   # method id -> agreement, where reported
 
 
 TABLE2_LEFT = PaperTable("Table 2 (left)", "smallest k at which Fluid first reaches 90% agreement", {
     "airbench2024": Table2Left(6, False, "0.1%", 0.91, 0.73, 0.74),
     "anthropic-red-team": Table2Left(51, False, "5%", 0.91, 0.78, 0.79,
-                                     MappingProxyType({"total_fisher": 0.68})),
+                                     MappingProxyType({"total-fisher": 0.68})),
     "harmbench": Table2Left(17, False, "4%", 0.90, 0.92, 0.91,
-                            MappingProxyType({"anchor_points": 0.94})),
+                            MappingProxyType({"anchor-points": 0.94})),
     "safetybench": Table2Left(3000, True, "> 26%", 0.82, 0.97, 0.97,
-                              MappingProxyType({"marginal_fisher_bquartile": 0.91,
-                                                "anchor_points": 0.92, "disco": 0.91}),
+                              MappingProxyType({"marginal-fisher-bq": 0.91,
+                                                "anchor-points": 0.92, "disco": 0.91}),
                               "sweep stopped because random already beat the other methods"),
     "simplesafetytests": Table2Left(20, False, "20%", 0.91, 0.75, 0.75),
     "wmdp-bio": Table2Left(78, False, "6%", 0.90, 0.86, 0.80),
 })
 
 TABLE2_RIGHT = PaperTable("Table 2 (right)", "largest swept k before random catches up with Fluid", {
-    "airbench2024": Table2Right(38, "0.7%", MappingProxyType({"marginal_fisher": 0.95, "fluid": 0.94})),
+    "airbench2024": Table2Right(38, "0.7%", MappingProxyType({"marginal-fisher": 0.95, "fluid": 0.94})),
     "anthropic-red-team": Table2Right(260, "26%"),
     "harmbench": Table2Right(9, "2%"),
     "safetybench": Table2Right(68, "0.6%", MappingProxyType({
-        "marginal_fisher_bquartile": 0.84, "anchor_points": 0.79, "fluid": 0.70, "random": 0.70})),
+        "marginal-fisher-bq": 0.84, "anchor-points": 0.79, "fluid": 0.70, "random": 0.70})),
     "simplesafetytests": Table2Right(63, "63%", MappingProxyType({
-        "disco": 1.00, "anchor_points": 0.99, "fluid": 0.98})),
+        "disco": 1.00, "anchor-points": 0.99, "fluid": 0.98})),
     "wmdp-bio": Table2Right(234, "18%"),
 })
 
@@ -237,3 +237,52 @@ def facts(name: str) -> dict:
                     "ceiling": CEILING.source, "table2_left": TABLE2_LEFT.source,
                     "table2_right": TABLE2_RIGHT.source},
     }
+
+
+#: The tables whose numbers the book must set beside its own (name -> table).
+REPORTED = MappingProxyType({
+    "TABLE1": TABLE1, "FIGURE3_CV": FIGURE3_CV, "ITEM_RMSE": ITEM_RMSE, "CEILING": CEILING,
+    "SPEARMAN_THETA_SCORE": SPEARMAN_THETA_SCORE, "TABLE2_LEFT": TABLE2_LEFT,
+    "TABLE2_RIGHT": TABLE2_RIGHT, "SAFETYBENCH_APPENDIX_F": SAFETYBENCH_APPENDIX_F, "SAVINGS": SAVINGS,
+})
+
+
+#: Fields printed as text that are numbers all the same ("467k", "0.1%").
+_NUMERIC_TEXT = ("observations", "k_over_n")
+
+
+def _leaves(prefix: str, value):
+    if isinstance(value, str) and prefix.rsplit(".", 1)[-1] in _NUMERIC_TEXT:
+        yield prefix, value
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, (int, float)):
+        yield prefix, value
+    elif isinstance(value, tuple):
+        for i, v in enumerate(value):
+            yield from _leaves(f"{prefix}.{i}", v)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _leaves(f"{prefix}.{k}", v)
+    elif hasattr(value, "__dataclass_fields__"):
+        for k in value.__dataclass_fields__:
+            yield from _leaves(f"{prefix}.{k}", getattr(value, k))
+
+
+def numbers() -> dict:
+    """Every number the paper reports, keyed by a stable reference.
+
+    Returns
+    -------
+    dict
+        ``"FIGURE3_CV[wmdp-bio]" -> 0.97``, ``"TABLE2_LEFT[airbench2024].fluid" -> 0.91``,
+        ``"CEILING[anthropic-red-team].theta_range_above.0" -> 1.19``, ... The book's comparison
+        tables carry these references, and a test checks that each one appears in some chapter.
+        Model and item counts of Table 1 are included, and so are numbers the paper prints as
+        text (Table 1's observations, Table 2's k/N); free-text fields are not.
+    """
+    out = {}
+    for name, table in REPORTED.items():
+        for key, value in table.items():
+            out.update(_leaves(f"{name}[{key}]", value))
+    return out
