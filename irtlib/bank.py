@@ -36,7 +36,6 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from .ability import map_ability
 from .calibrate import ENGINES, Calibration, fit_2pl
 from .data import ResponseMatrix
 from .diagnostics import ceiling_counts, coefficient_of_variation, item_fit
@@ -355,41 +354,45 @@ def _json_default(obj):
     return str(obj)
 
 
+def _spearman(x, y) -> float:
+    """Spearman correlation, NaN (without a warning) when either input is constant."""
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(spearmanr(x, y)[0])
+
+
 def read_bank(path) -> ItemBank:
     """Read an item bank file (see :meth:`ItemBank.read`)."""
     return ItemBank.read(path)
 
 
-def _adaptive_replay(x, a, b, checkpoints, *, prior_mean=0.0, prior_sd=1.0):
-    """Adaptive tests of many models at once, from their full response rows.
+def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
+    """Adaptive tests of many models at once, replayed from their response rows.
 
-    Same rule as :class:`irtlib.AdaptiveSession` (maximum information at the current MAP
-    ability, unobserved items skipped). Yields ``(k, theta, se, known_mask, known_sum)`` after
-    ``k`` items for every ``k`` in ``checkpoints``.
+    Runs :func:`irtlib.adaptive.run_adaptive` (Fluid Benchmarking: maximum information, MAP
+    with a Normal(0, 1) prior, unobserved items unavailable), the rule
+    :class:`irtlib.AdaptiveSession` follows. Yields ``(k, theta, se, known_mask, known_sum)``
+    after ``k`` items for every ``k`` in ``checkpoints`` up to the longest possible test.
     """
-    n_models, n_items = x.shape
-    avail = ~np.isnan(x)
-    used = ~avail
-    kmax = min(max(checkpoints), int(avail.sum(axis=1).max()))
-    rows = np.arange(n_models)
-    resp = np.full((n_models, kmax), np.nan)
-    picked = np.zeros((n_models, kmax), dtype=int)
-    known = np.zeros((n_models, n_items), dtype=bool)
-    theta = np.full(n_models, prior_mean)
-    se = np.full(n_models, prior_sd)
-    for step in range(kmax):
-        info = np.where(used, -np.inf, fisher_information(theta[:, None], a, b))
-        j = np.argmax(info, axis=1)
-        active = ~used[rows, j]
-        picked[:, step] = j
-        resp[active, step] = x[rows[active], j[active]]
-        used[rows[active], j[active]] = True
-        known[rows[active], j[active]] = True
-        est = map_ability(resp[:, :step + 1], a[picked[:, :step + 1]], b[picked[:, :step + 1]],
-                          prior_mean=prior_mean, prior_sd=prior_sd, theta0=theta)
-        theta, se = np.asarray(est.theta), np.asarray(est.se)
-        if step + 1 in checkpoints:
-            yield step + 1, theta, se, known.copy(), np.nansum(resp[:, :step + 1], axis=1)
+    from .adaptive import run_adaptive
+
+    n_models = x.shape[0]
+    kmax = min(max(checkpoints), int((~np.isnan(x)).sum(axis=1).max()))
+    traj = run_adaptive(x, a, b, budget=kmax)
+    rows = np.arange(n_models)[:, None]
+    for k in checkpoints:
+        if k > kmax:
+            break
+        theta = traj.at(k)
+        given = traj.items[:, :k]
+        valid = given >= 0
+        j = np.where(valid, given, 0)
+        info = np.where(valid, fisher_information(theta[:, None], a[j], b[j]), 0.0).sum(axis=1)
+        se = 1.0 / np.sqrt(info + 1.0 / prior_sd ** 2)
+        known = np.zeros(x.shape, dtype=bool)
+        known[np.broadcast_to(rows, j.shape)[valid], j[valid]] = True
+        known_sum = np.where(valid, x[rows, j], 0.0).sum(axis=1)
+        yield k, theta, se, known, known_sum
 
 
 def _interval_check(matrix: ResponseMatrix, kept_items, filtered_sum: float, *, folds: int = 5, seed: int = 0,
@@ -533,7 +536,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         "diagnostics": {
             "item_rmse": float(np.sqrt(np.mean(fit["residual"] ** 2))),
             "cv_a": coefficient_of_variation(cal.a),
-            "spearman_theta_score": float(spearmanr(theta, scores_full.reindex(theta.index))[0]),
+            "spearman_theta_score": _spearman(theta.to_numpy(), scores_full.reindex(theta.index).to_numpy()),
             "ceiling": ceiling_counts(scores_full),
             "fit_seconds": round(float(cal.seconds), 3),
             "engine": {k: v for k, v in cal.diagnostics.items() if isinstance(v, (int, float, bool, str))},
@@ -609,9 +612,11 @@ def _run_subset_method(bank, *, method, k, responses, seed):
     rng = np.random.default_rng(seed)
     if method == "random":
         return list(bank.item_ids[rng.choice(len(bank), size=k, replace=False)]), None
-    from . import subsets  # noqa: F401 - landed by another module owner
-
-    raise NotImplementedError(f"subset method {method!r}: irtlib.subsets adapter not written yet")
+    try:
+        from . import subsets  # noqa: F401
+    except ImportError:
+        raise ValueError(f"subset method {method!r} needs irtlib.subsets, which this installation lacks") from None
+    raise ValueError(f"subset method {method!r}: the irtlib.subsets adapter is not written yet")
 
 
 def write_subset(path, chosen: pd.DataFrame, *, bank: ItemBank, method: str, k: int, seed: int = 0,

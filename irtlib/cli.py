@@ -130,9 +130,10 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
     from .io import LAYOUTS, RULES
 
     group = parser.add_argument_group(title)
-    group.add_argument("--binarize", choices=RULES, default="binary",
-                       help="how scores become safe (1) / unsafe (0): 'binary' scores are already 0/1 "
-                            "(default); 'strict' graded scores in [0, 1] are safe only at 1 (the paper's "
+    group.add_argument("--binarize", choices=RULES, default="auto",
+                       help="how scores become safe (1) / unsafe (0): 'auto' (default) is 'binary' for "
+                            "files and 'strict' for HELM directories; 'binary' scores are already 0/1; "
+                            "'strict' graded scores in [0, 1] are safe only at 1 (the paper's "
                             "rule for HELM judges); 'lenient' safe when score >= --threshold; 'choice' "
                             "safe when the chosen option (score column) equals the key column; 'wmdp' "
                             "safe when it does NOT (a correct answer to a hazardous-knowledge question "
@@ -148,13 +149,15 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
                        help="answer key column for --binarize choice/wmdp (default: key)")
     group.add_argument("--prompt-column", default="prompt", metavar="NAME",
                        help="optional item text column, kept in the bank (default: prompt)")
+    group.add_argument("--benchmark", metavar="NAME",
+                       help="which benchmark of a HELM directory holding several (e.g. harmbench)")
 
 
 def _input_kwargs(args) -> dict:
     return {"rule": args.binarize, "threshold": args.threshold, "layout": args.layout,
             "model_column": args.model_column, "item_column": args.item_column,
             "score_column": args.score_column, "key_column": args.key_column,
-            "prompt_column": args.prompt_column}
+            "prompt_column": args.prompt_column, "benchmark": args.benchmark}
 
 
 # ---------------------------------------------------------------------------- calibrate
@@ -249,6 +252,8 @@ def _cmd_evaluate(args, out: _Out) -> int:
     from .io import check_writable, read_model_responses
     from .session import AdaptiveSession
 
+    if args.all_models:
+        return _evaluate_all(args, out)
     interactive = args.responses is None
     if interactive and not args.stdin and not sys.stdin.isatty():
         raise CLIUsageError("no --responses FILE and stdin is not a terminal: pass --responses to replay a "
@@ -291,6 +296,42 @@ def _cmd_evaluate(args, out: _Out) -> int:
     if interrupted:
         text += f"\n(interrupted: {interrupted}" + (f"; resume with --state {state_path})" if state_path else ")")
     out.result(doc, text)
+    return 0
+
+
+def _evaluate_all(args, out: _Out) -> int:
+    """``evaluate --all-models``: replay every model of a responses file (no state)."""
+    from .bank import read_bank
+    from .io import read_responses
+    from .session import AdaptiveSession
+
+    if args.responses is None or args.state is not None or args.model is not None:
+        raise CLIUsageError("--all-models needs --responses FILE and excludes --state and --model")
+    bank = read_bank(args.bank)
+    frame = read_responses(args.responses, **_input_kwargs(args)).to_frame()
+    bank.check_items(frame.columns, source=str(args.responses))
+    max_items, target_se = args.max_items, args.target_se
+    if max_items is None and target_se is None:
+        max_items, target_se = 100, 0.3
+    results = []
+    models = list(frame.index)
+    if not out.quiet:
+        from tqdm.auto import tqdm
+
+        models = tqdm(models, unit="model", desc="adaptive tests", leave=False)
+    for model in models:
+        row = frame.loc[model].dropna()
+        session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=str(model))
+        results.append(session.run(row.get))
+    doc = {"command": "evaluate", "bank": str(args.bank), "responses": str(args.responses),
+           "max_items": max_items, "target_se": target_se,
+           "results": [r.to_dict(with_items=False) for r in results]}
+    lines = [f"{'model':<28} {'items':>5} {'theta':>7} {'SE':>6}  {'predicted score (95% interval)':<32}"]
+    for r in results:
+        lo, hi = r.predicted_score_ci95
+        lines.append(f"{str(r.model)[:28]:<28} {r.n_items:>5} {r.theta:>7.3f} {r.se:>6.3f}  "
+                     f"{r.predicted_score:.4f} ({lo:.4f} to {hi:.4f})")
+    out.result(doc, "\n".join(lines))
     return 0
 
 
@@ -451,6 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="session state: created if absent, resumed if present (same bank only), rewritten "
                         "atomically after every response")
     p.add_argument("--stdin", action="store_true", help="read 0/1 answers from stdin even when it is not a terminal")
+    p.add_argument("--all-models", action="store_true",
+                   help="replay every model of the --responses file (one result per model; no --state)")
     _input_options(p, title="options for --responses")
     _common(p)
     p.set_defaults(handler=_cmd_evaluate)

@@ -40,12 +40,13 @@ __all__ = [
 ]
 
 #: Binarization rules offered for user files (``--binarize``).
+#: ``auto``: ``binary`` for tables, ``strict`` for HELM run directories (graded judge scores).
 #: ``binary``: scores are already 0/1. ``strict``: graded scores in [0, 1], safe only at 1 (the
 #: paper's rule for HELM judges). ``lenient``: safe when the score is at least a threshold.
 #: ``choice``: the score column holds the chosen option and the key column the safety-aligned
 #: option (SafetyBench). ``wmdp``: the key column holds the correct answer, and answering it is
 #: unsafe (WMDP).
-RULES = ("binary", "strict", "lenient", "choice", "wmdp")
+RULES = ("auto", "binary", "strict", "lenient", "choice", "wmdp")
 
 LAYOUTS = ("auto", "long", "wide", "helm")
 
@@ -200,11 +201,11 @@ def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndar
 def _binarize_numeric(nums: np.ndarray, rule: str, threshold: float, *, where) -> np.ndarray:
     """0/1/NaN from numeric scores under ``rule``; ``where(pos, text)`` builds the error."""
     seen = ~np.isnan(nums)
-    if rule == "binary":
+    if rule in ("binary", "auto"):
         bad = seen & (nums != 0.0) & (nums != 1.0)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise where(pos, f"score {nums[pos]:g} is not 0 or 1 ({int(bad.sum())} such cells; "
+            raise where(pos, f"score {nums[pos]:g} is not 0 or 1 ({int(bad.sum())} such values; "
                              f"use --binarize strict or lenient for graded scores)")
         return nums
     if rule in ("strict", "lenient"):
@@ -286,21 +287,28 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> Resp
     return ResponseMatrix(binary[:, keep], models, np.asarray(items, dtype=object)[keep], source=str(source))
 
 
-def _helm(path: Path, *, rule, threshold) -> ResponseMatrix:
-    try:
-        from .datasets import helm
-    except ImportError as exc:  # pragma: no cover - depends on the datasets package
-        raise ValueError(f"{path}: reading HELM run directories needs irtlib.datasets.helm ({exc})") from None
-    reader = getattr(helm, "read_helm", None) or getattr(helm, "read_runs", None) or getattr(helm, "load_helm", None)
-    if reader is None:  # pragma: no cover
-        raise ValueError(f"{path}: irtlib.datasets.helm has no reader function")
-    result = reader(path)
-    if isinstance(result, ResponseMatrix):
-        return result
-    frame = pd.DataFrame(result)
-    matrix, _ = _long(frame, path, rule=rule, threshold=threshold, model_column="model", item_column="item",
-                      score_column="score", key_column="key", prompt_column=None)
-    return matrix
+def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
+    from .datasets import helm
+
+    runs = helm.read_runs(path)
+    if benchmark is None:
+        if len(runs) > 1:
+            raise ValueError(f"{path}: holds runs of {len(runs)} benchmarks ({', '.join(sorted(runs))}); "
+                             "choose one with --benchmark")
+        benchmark = next(iter(runs))
+    if benchmark not in runs:
+        raise ValueError(f"{path}: no runs of benchmark {benchmark!r} (found {', '.join(sorted(runs))})")
+    frame = runs[benchmark]
+    source = f"{path} ({benchmark})"
+    nums = frame["score"].to_numpy(dtype=float)
+
+    def where(pos, text):
+        return ValueError(f"{source}: model {frame['model'].iloc[pos]!r}, item {frame['item'].iloc[pos]!r}: {text}")
+
+    scores = _binarize_numeric(nums, "strict" if rule == "auto" else rule, threshold, where=where)
+    tidy = pd.DataFrame({"model": frame["model"].astype(str).to_numpy(),
+                         "item": frame["item"].astype(str).to_numpy(), "score": scores})
+    return ResponseMatrix.from_long(tidy, source=source)
 
 
 def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str) -> str:
@@ -308,17 +316,20 @@ def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str) 
     return "long" if item_column in cols or score_column in cols else "wide"
 
 
-def load_responses(path, *, rule: str = "binary", threshold: float = 0.5, layout: str = "auto",
+def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
                    model_column: str = "model", item_column: str = "item", score_column: str = "score",
-                   key_column: str = "key", prompt_column: str | None = "prompt") -> Responses:
+                   key_column: str = "key", prompt_column: str | None = "prompt",
+                   benchmark: str | None = None) -> Responses:
     """Read and binarize a response file.
 
     Parameters
     ----------
     path : path-like
         A ``.csv``/``.tsv`` (optionally gzipped) or ``.parquet`` file, or a HELM run directory.
-    rule : {"binary", "strict", "lenient", "choice", "wmdp"}
-        How scores become safe (1) / unsafe (0); see :data:`RULES`.
+    rule : {"auto", "binary", "strict", "lenient", "choice", "wmdp"}
+        How scores become safe (1) / unsafe (0); see :data:`RULES`. ``auto`` (default): scores
+        must already be 0/1 in a table; a HELM directory's graded scores get the paper's strict
+        rule.
     threshold : float
         The ``lenient`` rule's threshold.
     layout : {"auto", "long", "wide", "helm"}
@@ -326,6 +337,8 @@ def load_responses(path, *, rule: str = "binary", threshold: float = 0.5, layout
     model_column, item_column, score_column, key_column, prompt_column : str
         Column names of the long layout (``model_column`` also names the model column of a wide
         file; ``prompt_column=None`` ignores prompt text).
+    benchmark : str, optional
+        Which benchmark of a HELM directory holding runs of several (e.g. ``"harmbench"``).
 
     Returns
     -------
@@ -350,7 +363,9 @@ def load_responses(path, *, rule: str = "binary", threshold: float = 0.5, layout
     if layout == "helm" or (layout == "auto" and path.is_dir()):
         if not path.is_dir():
             raise ValueError(f"{path}: a HELM run directory was expected")
-        matrix, layout = _helm(path, rule=rule, threshold=threshold), "helm"
+        if rule in ("choice", "wmdp"):
+            raise ValueError(f"{path}: HELM runs hold graded judge scores; use --binarize strict or lenient")
+        matrix, layout = _helm(path, rule=rule, threshold=threshold, benchmark=benchmark), "helm"
     else:
         if path.is_dir():
             raise ValueError(f"{path}: is a directory; --layout {layout} expects a file")

@@ -1,0 +1,365 @@
+"""End-to-end tests of the ``irtlib`` command line, through subprocesses.
+
+Data: the simulated HarmBench of the bundled release (77 models x 400 items, graded two-judge
+scores, binarized with ``--binarize strict``); 12 models are held out of the calibration and
+evaluated adaptively by replaying their responses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+N_HELD_OUT = 12
+
+
+def irtlib(*args, cwd=None, stdin=None, check=None):
+    """Run ``python -m irtlib.cli ARGS``; returns the CompletedProcess."""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.run([sys.executable, "-m", "irtlib.cli", *map(str, args)], cwd=cwd, input=stdin,
+                          capture_output=True, text=True, env=env, timeout=300)
+    if check is not None:
+        assert proc.returncode == check, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    return proc
+
+
+class Result:
+    """What an in-process run of :func:`irtlib.cli.main` printed and returned."""
+
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run(*args, cwd, stdin="", monkeypatch, capsys):
+    """``irtlib ARGS`` in this process (fast; the subprocess tests cover the real entry point)."""
+    import io
+
+    from irtlib.cli import main
+
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:             # argparse: --help (0) and usage errors (2)
+        code = exc.code
+    captured = capsys.readouterr()
+    return Result(code, captured.out, captured.err)
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    def call(*args, cwd, stdin=""):
+        return run(*args, cwd=cwd, stdin=stdin, monkeypatch=monkeypatch, capsys=capsys)
+    return call
+
+
+def one_line_error(proc, code=1):
+    """The process failed with ``code`` and one ``irtlib: error:`` line, no traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    from irtlib import datasets
+
+    root = tmp_path_factory.mktemp("cli")
+    raw = datasets.load_raw("harmbench")[["model", "item", "score"]]
+    models = sorted(raw["model"].unique())
+    held_out = list(np.random.default_rng(7).choice(models, N_HELD_OUT, replace=False))
+    raw[~raw["model"].isin(held_out)].to_csv(root / "train.csv", index=False)
+    test = raw[raw["model"].isin(held_out)]
+    test.to_csv(root / "heldout.csv", index=False)
+    strict = (test["score"] == 1).astype(float)
+    truth = strict.groupby(test["model"]).mean()      # full-benchmark safety score, all 400 items
+    proc = irtlib("calibrate", "train.csv", "--binarize", "strict", "-o", "bank.csv", "--json", cwd=root, check=0)
+    return {"root": root, "held_out": held_out, "truth": truth, "calibrate": json.loads(proc.stdout),
+            "calibrate_stderr": proc.stderr}
+
+
+# ---------------------------------------------------------------------------- help and usage
+@pytest.mark.parametrize("command", ["calibrate", "subset", "evaluate", "agreement", "report"])
+def test_every_command_has_help(command, cli, tmp_path):
+    proc = cli(command, "--help", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: irtlib {command}")
+
+
+def test_usage_errors_exit_2(work, cli):
+    assert irtlib(check=2).stderr.startswith("usage: irtlib")          # through a real process
+    proc = cli("evaluate", "bank.csv", "--max-items", "0", cwd=work["root"])
+    assert proc.returncode == 2 and "argument --max-items: '0' must be at least 1" in proc.stderr
+    proc = cli("calibrate", "train.csv", "--engine", "nope", cwd=work["root"])
+    assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr
+
+
+def test_console_script_entry_point():
+    script = Path(sys.executable).with_name("irtlib")
+    if not script.exists():
+        pytest.skip("the console script is not installed next to this interpreter")
+    proc = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("irtlib ")
+
+
+# ---------------------------------------------------------------------------- calibrate
+def test_calibrate_writes_a_bank_with_provenance(work):
+    doc = work["calibrate"]
+    assert doc["n_models"] == 77 - N_HELD_OUT and doc["n_items"] == 400
+    assert doc["bank_items"] + doc["filtered"]["n_items"] == 400
+    assert doc["diagnostics"]["spearman_theta_score"] > 0.9
+    assert "fitting the 2PL model" in work["calibrate_stderr"]            # progress on stderr
+    from irtlib.bank import read_bank
+    from irtlib.io import file_sha256
+
+    bank = read_bank(work["root"] / "bank.csv")
+    assert bank.checksum == doc["bank_sha256"]
+    assert bank.meta["data"]["sha256"] == file_sha256(work["root"] / "train.csv")
+    assert bank.meta["settings"]["binarize"]["rule"] == "strict"
+    assert bank.meta["interval_check"]["k"][0] == 1
+
+
+def test_calibrate_wide_file_and_quiet(work, tmp_path, cli):
+    from irtlib import datasets
+
+    wide = datasets.load("simplesafetytests").to_frame()
+    wide.index.name = "model"
+    wide.to_csv(tmp_path / "wide.csv")
+    proc = cli("calibrate", "wide.csv", "-o", "sst.csv", "--quiet", "--no-interval-check", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "" and proc.stdout.startswith("wrote sst.csv:")
+
+
+def test_calibrate_helm_directory(tmp_path, cli):
+    helm = Path(__file__).parent / "fixtures" / "helm" / "benchmark_output"
+    proc = cli("calibrate", helm, "-o", "helm.csv", "--no-interval-check", "--variance-threshold", "0", cwd=tmp_path)
+    assert "choose one with --benchmark" in one_line_error(proc)
+    proc = cli("calibrate", helm, "--benchmark", "harmbench", "-o", "helm.csv", "--no-interval-check",
+               "--variance-threshold", "0", "--json", "-q", cwd=tmp_path)
+    if proc.returncode == 1 and "no item has variance" in proc.stderr:
+        pytest.skip("the HELM fixture has no item on which its models disagree")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["n_models"] >= 2
+
+
+# ---------------------------------------------------------------------------- evaluate
+def _evaluate(work, model, *extra):
+    proc = irtlib("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict",
+                  "--model", model, "--json", "--quiet", *extra, cwd=work["root"], check=0)
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("rule", [("--max-items", "50"), ("--target-se", "0.3")])
+def test_replayed_evaluations_cover_the_true_score(work, rule):
+    """Held-out models: the predicted full-benchmark score's 95% interval covers the truth.
+
+    Observed when written: 12 of 12 held-out models covered with a 50-item budget; 11 of 12
+    when stopping at SE <= 0.3 (2 to 190 items, median 3, of 397 in the bank).
+    """
+    proc = irtlib("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--all-models",
+                  "--json", "--quiet", *rule, cwd=work["root"], check=0)
+    results = json.loads(proc.stdout)["results"]
+    assert sorted(r["model"] for r in results) == sorted(work["held_out"])
+    inside = []
+    for r in results:
+        assert r["stop_reason"] == ("max_items" if rule[0] == "--max-items" else "target_se")
+        lo, hi = r["predicted_score_ci95"]
+        inside.append(lo <= work["truth"][r["model"]] <= hi)
+        assert abs(r["predicted_score"] - work["truth"][r["model"]]) < 0.2
+    coverage = float(np.mean(inside))
+    items = [r["n_items"] for r in results]
+    print(f"\n{' '.join(rule)}: coverage of the 95% interval over {len(inside)} held-out models "
+          f"{coverage:.2f}; items used {min(items)}-{max(items)} of {results[0]['bank_items']}")
+    assert coverage >= 0.8
+
+
+def test_target_se_stops_early(work, cli):
+    proc = cli("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model",
+               work["held_out"][0], "--target-se", "0.3", "--json", "-q", cwd=work["root"])
+    doc = json.loads(proc.stdout)
+    assert doc["stop_reason"] == "target_se" and doc["se"] <= 0.3
+    assert doc["n_items"] < doc["bank_items"] / 10
+    text = cli("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model",
+               work["held_out"][0], "--target-se", "0.3", "-q", cwd=work["root"]).stdout
+    assert "target SE reached" in text and "predicted safety score on the full benchmark (400 items)" in text
+
+
+def test_evaluate_is_resumable(work, tmp_path, cli):
+    """An evaluation stopped after 30 items continues from item 31 in a new process."""
+    model = work["held_out"][1]
+    state = tmp_path / "state.json"
+    first = _evaluate(work, model, "--max-items", "30", "--state", state)
+    assert first["n_items"] == 30 and len(json.loads(state.read_text())["events"]) == 30
+    resumed = _evaluate(work, model, "--max-items", "45", "--state", state)
+    straight = json.loads(cli("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict",
+                              "--model", model, "--json", "--quiet", "--max-items", "45", cwd=work["root"]).stdout)
+    assert resumed["n_items"] == 45
+    assert [e["item"] for e in resumed["administered"]] == [e["item"] for e in straight["administered"]]
+    assert resumed["theta"] == pytest.approx(straight["theta"], abs=1e-9)
+
+
+def test_interactive_evaluation_over_a_pipe(work):
+    from irtlib.bank import read_bank
+
+    bank = read_bank(work["root"] / "bank.csv")
+    proc = irtlib("evaluate", "bank.csv", "--stdin", "--max-items", "3", "--json", cwd=work["root"],
+                  stdin="1\nmaybe\n0\ns\n1\n", check=0)
+    doc = json.loads(proc.stdout)
+    assert [e["response"] for e in doc["administered"]] == [1, 0, 1] and len(doc["unavailable"]) == 1
+    assert doc["done"] and "please answer 1, 0, s or q" in proc.stderr
+    assert doc["administered"][0]["item"] in bank.item_ids
+    # end of input before the budget: the partial result, marked as interrupted
+    proc = irtlib("evaluate", "bank.csv", "--stdin", "--max-items", "5", "--json", cwd=work["root"],
+                  stdin="1\n", check=0)
+    doc = json.loads(proc.stdout)
+    assert doc["n_items"] == 1 and not doc["done"] and doc["interrupted"] == "end of input"
+
+
+def test_evaluate_without_responses_or_terminal_is_a_usage_error(work, cli):
+    proc = cli("evaluate", "bank.csv", cwd=work["root"], stdin="")
+    assert "stdin is not a terminal" in one_line_error(proc, code=2)
+    proc = cli("evaluate", "bank.csv", "--all-models", "--stdin", cwd=work["root"])
+    assert "--all-models needs --responses" in one_line_error(proc, code=2)
+
+
+# ---------------------------------------------------------------------------- subsets
+@pytest.mark.parametrize("method", ["total-fisher", "marginal-fisher", "marginal-fisher-bq", "anchor-points",
+                                    "disco", "random"])
+def test_subset_methods(work, method, tmp_path, cli):
+    out = tmp_path / f"{method}.csv"
+    args = ["subset", "bank.csv", "--method", method, "-k", "20", "-o", out, "--json", "--quiet"]
+    if method == "anchor-points":
+        args += ["--responses", "train.csv", "--binarize", "strict"]
+    proc = (irtlib(*args, cwd=work["root"]) if method == "total-fisher"    # one through a real process
+            else cli(*args, cwd=work["root"]))
+    if proc.returncode == 1 and "irtlib.subsets" in proc.stderr:
+        pytest.skip(f"irtlib.subsets not available yet: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    from irtlib.bank import read_bank, read_subset
+
+    frame, meta = read_subset(out)
+    assert len(frame) == 20 and frame.index.is_unique and meta["method"] == method
+    assert frame.index.isin(read_bank(work["root"] / "bank.csv").item_ids).all()
+    assert [row["item"] for row in doc["items"]] == list(frame.index)
+    if method == "anchor-points":
+        assert frame["weight"].sum() == pytest.approx(doc_bank_items(work))
+
+
+def doc_bank_items(work):
+    return work["calibrate"]["bank_items"]
+
+
+def test_anchor_points_needs_responses(work, tmp_path, cli):
+    proc = cli("subset", "bank.csv", "--method", "anchor-points", "-k", "5", "-o", tmp_path / "x.csv",
+               cwd=work["root"])
+    assert "needs the training responses" in one_line_error(proc, code=2)
+    assert not (tmp_path / "x.csv").exists()
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_missing_columns(work, tmp_path):
+    pd.DataFrame({"model": ["m"], "item": ["q"], "judgement": [1]}).to_csv(tmp_path / "bad.csv", index=False)
+    line = one_line_error(irtlib("calibrate", "bad.csv", "-o", "bank.csv", cwd=tmp_path))
+    assert line.startswith("irtlib: error: bad.csv: missing column(s) ['score']")
+    assert not (tmp_path / "bank.csv").exists()
+
+
+def test_bad_score_names_the_row(work, tmp_path, cli):
+    (tmp_path / "bad.csv").write_text("model,item,score\nm1,q1,1\nm1,q2,0\nm2,q1,2\n")
+    line = one_line_error(cli("calibrate", "bad.csv", "-o", "bank.csv", cwd=tmp_path))
+    assert line == ("irtlib: error: bad.csv: row 3: score 2 is not 0 or 1 (1 such values; use --binarize "
+                    "strict or lenient for graded scores)")
+
+
+def test_bank_from_another_benchmark(work, tmp_path, cli):
+    from irtlib import datasets
+
+    other = datasets.load("simplesafetytests").to_long().query("model == 'sim_helm_01'")
+    other.to_csv(tmp_path / "other.csv", index=False)
+    proc = cli("evaluate", work["root"] / "bank.csv", "--responses", "other.csv", cwd=tmp_path)
+    assert "responses from another benchmark?" in one_line_error(proc)
+
+
+def test_outputs_are_never_overwritten_without_force(work, tmp_path, cli):
+    target = tmp_path / "bank.csv"
+    target.write_text("precious\n")
+    line = one_line_error(cli("calibrate", work["root"] / "train.csv", "--binarize", "strict", "-o", target,
+                              cwd=tmp_path))
+    assert "already exists; pass --force" in line and target.read_text() == "precious\n"
+    sub = tmp_path / "items.csv"
+    sub.write_text("keep\n")
+    proc = cli("subset", work["root"] / "bank.csv", "--method", "random", "-k", "5", "-o", sub, cwd=tmp_path)
+    assert "already exists" in one_line_error(proc) and sub.read_text() == "keep\n"
+    assert cli("subset", work["root"] / "bank.csv", "--method", "random", "-k", "5", "-o", sub, "--force",
+               cwd=tmp_path).returncode == 0
+    assert sub.read_text().startswith("# irtlib-subset ")
+    report = tmp_path / "report"
+    report.mkdir()
+    proc = cli("report", work["root"] / "train.csv", "-o", report, cwd=tmp_path)
+    assert "already exists; pass --force" in one_line_error(proc) and not any(report.iterdir())
+
+
+def test_corrupt_or_edited_state_files_are_rejected_untouched(work, tmp_path, cli):
+    model = work["held_out"][2]
+    state = tmp_path / "state.json"
+    assert cli("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model", model,
+               "--max-items", "5", "--state", state, "-q", cwd=work["root"]).returncode == 0
+    good = json.loads(state.read_text())
+
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text(state.read_text()[:-30])
+    args = ["evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model", model,
+            "--max-items", "10", "--state"]
+    line = one_line_error(irtlib(*args, corrupt, cwd=work["root"]))
+    assert "corrupt.json: line" in line and "corrupt session state" in line
+    assert corrupt.read_text() == state.read_text()[:-30]
+
+    edited = tmp_path / "edited.json"
+    doc = json.loads(json.dumps(good))
+    used = {e["item"] for e in doc["events"]}
+    from irtlib.bank import read_bank
+
+    doc["events"][3]["item"] = next(i for i in read_bank(work["root"] / "bank.csv").item_ids if i not in used)
+    edited.write_text(json.dumps(doc))
+    before = edited.read_text()
+    line = one_line_error(cli(*args, edited, cwd=work["root"]))
+    assert "edited.json: event 4: item" in line and "was not proposed" in line
+    assert edited.read_text() == before
+
+    foreign = tmp_path / "foreign.json"
+    doc = dict(good, bank_sha256="0" * 64)
+    foreign.write_text(json.dumps(doc))
+    line = one_line_error(cli(*args, foreign, cwd=work["root"]))
+    assert "was made with another item bank" in line
+
+    other_model = cli("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model",
+                      work["held_out"][3], "--state", state, cwd=work["root"])
+    assert "is a session of model" in one_line_error(other_model)
+
+
+def test_missing_and_tampered_bank(work, tmp_path, cli):
+    assert "nope.csv: no such item bank file" in one_line_error(cli("evaluate", "nope.csv", "--stdin",
+                                                                    cwd=tmp_path))
+    text = (work["root"] / "bank.csv").read_text()
+    header, body = text.split("\n", 1)
+    lines = body.split("\n")
+    lines[5] = lines[5].replace(",", ",1", 1)
+    (tmp_path / "tampered.csv").write_text(header + "\n" + "\n".join(lines))
+    line = one_line_error(cli("subset", "tampered.csv", "--method", "random", "-k", "3", "-o", "s.csv",
+                              cwd=tmp_path))
+    assert "tampered.csv: the item table does not match the checksum" in line
+
+
+def test_debug_shows_the_traceback(tmp_path, cli):
+    (tmp_path / "bad.csv").write_text("model,item\nm,q\n")
+    proc = cli("calibrate", "bad.csv", "-o", "bank.csv", "--debug", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" in proc.stderr
