@@ -22,7 +22,7 @@ import sys
 import traceback
 from pathlib import Path
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "write_report"]
 
 PROG = "irtlib"
 
@@ -406,9 +406,162 @@ def _table2(agreement, results, *, n_items: int):
 
 
 # ---------------------------------------------------------------------------- report
-def _cmd_report(args, out: _Out) -> int:
-    from .report import write_report
+_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
+table {{ border-collapse: collapse; margin: 1rem 0; }} td, th {{ border: 1px solid #ccc; padding: .25rem .6rem; text-align: right; }}
+th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left; }}
+img {{ max-width: 100%; }} .note {{ color: #555; font-size: .92rem; }}
+</style></head><body>
+<h1>{title}</h1>
+<p class="note">Written by irtlib {version} from <code>{source}</code> (SHA-256 <code>{sha}</code>), {engine} engine,
+binarization {rule}, variance threshold {threshold}. Safety score = share of safe responses; theta = 2PL ability.</p>
+{body}
+</body></html>
+"""
 
+
+def _html_table(frame) -> str:
+    return frame.to_html(border=0, float_format=lambda v: f"{v:.3f}", na_rep="")
+
+
+def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=None, n_test: int = 10,
+                 seed: int = 0, n_jobs: int = 1, force: bool = False, methods=None, variance_threshold: float = 0.01,
+                 rule: str = "as given", progress=None, show_progress: bool = False) -> dict:
+    """Write a small static HTML report of a benchmark: fit, spread of a, ceiling, agreement.
+
+    The directory is built next to ``out_dir`` and renamed into place at the end, so a failure
+    leaves nothing half-written, and an existing ``out_dir`` is only replaced with ``force``.
+
+    Parameters
+    ----------
+    data : irtlib.io.Responses
+        The benchmark (see :func:`irtlib.io.load_responses`).
+    out_dir : path-like
+        Directory to create: ``index.html``, one PNG per figure, ``summary.json`` and
+        ``agreement.csv``.
+    engine, n_splits, ks, n_test, seed, n_jobs, methods
+        Calibration engine and agreement-protocol settings (see ``irtlib agreement``).
+    force : bool
+        Replace an existing ``out_dir``.
+    variance_threshold : float
+    rule : str
+        The binarization rule the data were read with (shown in the report).
+    progress : callable(str), optional
+    show_progress : bool
+        Progress bars for the agreement protocol.
+
+    Returns
+    -------
+    dict
+        The summary written to ``summary.json``.
+    """
+    import os
+    import shutil
+    import tempfile
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from . import __version__, plots
+    from .bank import calibrate_bank
+
+    say = progress or (lambda message: None)
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not force:
+        raise FileExistsError(f"{out_dir}: already exists; pass --force to overwrite")
+    if not out_dir.parent.exists():
+        raise FileNotFoundError(f"{out_dir}: directory {out_dir.parent} does not exist")
+    m = data.matrix
+    name = Path(data.source).stem or "benchmark"
+    bank = calibrate_bank(m, engine=engine, variance_threshold=variance_threshold, seed=seed, interval_check=False,
+                          progress=say)
+    theta = bank.calibration_theta
+    scores = m.safety_scores().reindex(theta.index)
+    fit = bank.items.rename(columns={"safe_rate": "observed"})[["observed", "expected", "residual"]]
+    diag = bank.meta["diagnostics"]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        figures = {
+            "theta_vs_score.png": ("Ability against safety score (Figure 2)",
+                                   plots.theta_vs_score({name: (theta, scores)}, ncols=1)),
+            "item_fit.png": ("Observed against model-implied item safe rates (appendix E)",
+                             plots.item_fit_scatter({name: fit}, ncols=1)),
+            "discrimination.png": ("Spread of discrimination a (Figure 3)",
+                                   plots.discrimination_spread({name: bank.a})),
+            "ceiling.png": ("Models above the 0.95 ceiling, spread out in theta",
+                            plots.ceiling_separation({name: (theta, scores)}, ncols=1)),
+        }
+        agreement_html, table2, results = "<p>Agreement protocol not run.</p>", None, None
+        try:
+            from . import agreement
+        except ImportError:
+            agreement = None
+            agreement_html = "<p>The agreement protocol (irtlib.agreement) is not available in this installation.</p>"
+        if agreement is not None and n_splits > 0:
+            filtered = m.filter_variance(variance_threshold)
+            ks = ks or _default_ks(filtered.shape[1])
+            methods = methods or ["fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "anchor-points",
+                                  "disco"]
+            say(f"agreement protocol: {n_splits} splits x {len(methods)} methods x {len(ks)} budgets")
+            results = agreement.run_protocol(filtered, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test,
+                                             seed=seed, engine=engine, n_jobs=n_jobs,
+                                             **_progress_kwarg(agreement.run_protocol, show_progress))
+            results.to_csv(tmp / "agreement.csv", index=False)
+            figures["agreement.png"] = (f"Agreement with the full benchmark against k ({n_splits} splits, "
+                                        f"{n_test} test models each; shading 1 SD)",
+                                        plots.agreement_curves(results, title=name))
+            table2 = _table2(agreement, results, n_items=filtered.shape[1])
+            agreement_html = (_html_table(table2) if table2 is not None else "") + \
+                _html_table(_mean_curves(results).pivot(index="k", columns="method", values="mean"))
+        for fname, (_, fig) in figures.items():
+            fig.savefig(tmp / fname, dpi=110, bbox_inches="tight")
+            plt.close(fig)
+        import pandas as pd
+
+        facts = pd.DataFrame({"value": [
+            m.shape[0], m.shape[1], m.n_observations, len(bank), bank.filtered["n_items"],
+            diag["item_rmse"], diag["cv_a"], diag["spearman_theta_score"], diag["ceiling"]["above"],
+        ]}, index=["models", "items", "responses", "items calibrated", "items left out (variance <= "
+                   f"{variance_threshold})", "item RMSE", "CV of a", "Spearman(theta, safety score)",
+                   "models above 0.95"])
+        body = ["<h2>Summary</h2>", facts.to_html(border=0, header=False, float_format=lambda v: f"{v:.3f}")]
+        for fname, (caption, _) in figures.items():
+            if fname == "agreement.png":
+                continue
+            body += [f"<h2>{caption}</h2>", f'<img src="{fname}" alt="{caption}">']
+        body += ["<h2>Agreement</h2>"]
+        if "agreement.png" in figures:
+            body += [f'<p class="note">{figures["agreement.png"][0]}</p>', '<img src="agreement.png" alt="agreement">']
+        body += [agreement_html]
+        summary = {"source": data.source, "sha256": data.sha256, "n_models": m.shape[0], "n_items": m.shape[1],
+                   "bank_items": len(bank), "filtered": bank.filtered, "diagnostics": diag,
+                   "agreement": None if table2 is None else table2.reset_index().to_dict(orient="records"),
+                   "figures": list(figures)}
+        (tmp / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2))
+        (tmp / "index.html").write_text(_HTML.format(
+            title=f"irtlib report: {name}", version=__version__, source=data.source, sha=data.sha256[:16],
+            engine=engine, rule=rule, threshold=variance_threshold, body="\n".join(body)), encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if out_dir.exists():
+            if not force:
+                raise FileExistsError(f"{out_dir}: already exists; pass --force to overwrite")
+            old = out_dir.with_name(f".{out_dir.name}.old")
+            os.replace(out_dir, old)
+            os.replace(tmp, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return summary
+
+
+def _cmd_report(args, out: _Out) -> int:
     out_dir = Path(args.output)
     if out_dir.exists() and not args.force:
         raise FileExistsError(f"{out_dir}: already exists; pass --force to overwrite")
@@ -418,7 +571,8 @@ def _cmd_report(args, out: _Out) -> int:
     data = load_responses(args.responses, **_input_kwargs(args))
     summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
                            n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
-                           progress=out.progress, show_progress=not out.quiet,
+                           methods=args.methods, progress=out.progress, show_progress=not out.quiet,
+                           rule=f"{args.binarize} ({data.layout} layout)",
                            variance_threshold=args.variance_threshold)
     out.result({"command": "report", "output": str(out_dir), **summary}, f"wrote {out_dir / 'index.html'}")
     return 0
