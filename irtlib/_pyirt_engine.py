@@ -395,8 +395,19 @@ def fit_pyirt(
 
 @contextlib.contextmanager
 def _silenced():
-    """Swallow stdout writes (belt and braces on top of py-irt's quiet console)."""
+    """Quiet py-irt's rich consoles and swallow stdout writes.
+
+    Inside Jupyter a rich console writes to the notebook's display, not to stdout, so the
+    anchor-utilities console must be made quiet explicitly as well.
+    """
     import io
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        yield
+    from py_irt import anchor_utils
+
+    quiet = anchor_utils.console.quiet
+    anchor_utils.console.quiet = True
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        anchor_utils.console.quiet = quiet

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from . import paper
@@ -52,7 +53,15 @@ def row(quantity: str, ref: str, ours, *, tolerance: float | None = None, note: 
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and not (isinstance(x, float) and math.isnan(x))
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and not (isinstance(x, float) and math.isnan(x))
+
+
+def _rounded(x, digits):
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    if _is_number(x) and float(x).is_integer() and abs(x) >= 1:
+        return int(x)
+    return round(float(x), digits) if _is_number(x) else x
 
 
 def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
@@ -75,12 +84,13 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
         records.append({
             "quantity": r.quantity,
             "paper": r.paper,
-            "ours": "not reached" if r.ours is None else (round(float(r.ours), digits) if _is_number(r.ours) else r.ours),
-            "difference": None if diff is None else round(diff, digits),
-            "tolerance": r.tolerance,
+            "ours": "not reached" if r.ours is None else _rounded(r.ours, digits),
+            "difference": "" if diff is None else _rounded(diff, digits),
+            "tolerance": "" if r.tolerance is None else r.tolerance,
             "within": within,
             "note": r.note,
             "paper ref": r.ref,
         })
-    return pd.DataFrame.from_records(records, columns=["quantity", "paper", "ours", "difference", "tolerance",
-                                                       "within", "note", "paper ref"])
+    table = pd.DataFrame.from_records(records, columns=["quantity", "paper", "ours", "difference", "tolerance",
+                                                        "within", "note", "paper ref"])
+    return table.astype(object)
