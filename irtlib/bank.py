@@ -496,7 +496,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     kept = matrix.filter_variance(variance_threshold)
     say = progress or (lambda message: None)
     say(f"fitting the 2PL model ({engine} engine) to {kept.shape[0]} models x {kept.shape[1]} items "
-        f"({int(dropped.sum())} items with variance <= {variance_threshold} left out)")
+        f"({int(dropped.sum())} item(s) with variance <= {variance_threshold} left out)")
     cal: Calibration = fit_2pl(kept, engine=engine, seed=seed, epochs=epochs)
     fit = item_fit(kept, cal)
     items = pd.DataFrame({

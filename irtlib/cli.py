@@ -182,7 +182,8 @@ def _cmd_calibrate(args, out: _Out) -> int:
            "engine": args.engine, "diagnostics": diag, "interval_check": bank.meta.get("interval_check")}
     text = "\n".join([
         f"wrote {args.output}: {len(bank)} items calibrated on {m.shape[0]} models ({args.engine} engine)",
-        f"  left out by the variance filter: {filt['n_items']} items ({filt['n_safe']} near-all-safe, "
+        f"  left out by the variance filter: {filt['n_items']} item{'s' * (filt['n_items'] != 1)} "
+        f"({filt['n_safe']} near-all-safe, "
         f"{filt['n_unsafe']} near-all-unsafe)",
         f"  item RMSE {diag['item_rmse']:.4f}, CV of a {diag['cv_a']:.2f}, "
         f"Spearman(theta, safety score) {diag['spearman_theta_score']:.3f}, "
