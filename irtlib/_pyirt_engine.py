@@ -48,17 +48,22 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyro
-import pyro.distributions as dist
-import torch
-from py_irt.config import IrtConfig
-from py_irt.dataset import Dataset
-from py_irt.models.abstract_model import IrtModel
-from torch.distributions import constraints
+
+# pyro imports tqdm.auto, which warns inside Jupyter when ipywidgets is absent; the book's
+# notebooks have no widgets (they render to static HTML), so the warning is noise there.
+warnings.filterwarnings("ignore", message="IProgress not found")
+import pyro  # noqa: E402
+import pyro.distributions as dist  # noqa: E402
+import torch  # noqa: E402
+from py_irt.config import IrtConfig  # noqa: E402
+from py_irt.dataset import Dataset  # noqa: E402
+from py_irt.models.abstract_model import IrtModel  # noqa: E402
+from torch.distributions import constraints  # noqa: E402
 
 __all__ = ["PaperTwoParamLog", "fit_pyirt"]
 
