@@ -301,7 +301,9 @@ class AdaptiveSession:
             Gives the proposed item to the model and returns its binarized response; None means
             the item cannot be given (it is skipped as unavailable).
         on_step : callable(session), optional
-            Called after every response or skip (e.g. to save the state).
+            Called after every response, and once more at the end if items were skipped since
+            (e.g. to save the state; skips alone are not worth a write each, as a replay against
+            a sparse file can skip thousands).
         progress : bool
             Show a progress bar on stderr.
 
@@ -316,21 +318,26 @@ class AdaptiveSession:
             total = self.max_items if self.max_items is not None else len(self.bank)
             bar = tqdm(total=min(total, len(self.bank)), initial=self.n_items, unit="item", desc="adaptive test",
                        leave=False)
+        unsaved = False
         try:
             while (item := self.propose()) is not None:
                 response = callback(item)
                 if response is None:
                     self.skip(item)
-                else:
-                    self.record(item, response)
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(theta=f"{self.theta:.2f}", se=f"{self.se:.3f}", refresh=False)
+                    unsaved = True
+                    continue
+                self.record(item, response)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(theta=f"{self.theta:.2f}", se=f"{self.se:.3f}", refresh=False)
                 if on_step is not None:
                     on_step(self)
+                unsaved = False
         finally:
             if bar is not None:
                 bar.close()
+            if unsaved and on_step is not None:
+                on_step(self)
         return self.result()
 
     # ------------------------------------------------------------------ result
