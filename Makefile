@@ -113,9 +113,11 @@ $(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_S
 $(EXECUTED_LAST): $(EXECUTED_CHAPTERS)
 $(EXECUTED_LAST): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
 
-# Chapters run in parallel.  If a chapter needs a file that another chapter writes, say so
-# here so that make orders them, e.g.:
-#   $(EXEC_DIR)/05_agreement.ipynb: $(EXEC_DIR)/02_calibration.ipynb
+# Chapters run in parallel.  Chapters that reuse another's cached results (irtlib.cache in
+# _build/cache) run after it, so the expensive work is done once: the py-irt fits of 02_fit
+# serve 03 and 04; the agreement protocol of 05_selection serves 06_table2.
+$(EXEC_DIR)/03_ceiling.ipynb $(EXEC_DIR)/04_discrimination.ipynb: $(EXEC_DIR)/02_fit.ipynb
+$(EXEC_DIR)/06_table2.ipynb: $(EXEC_DIR)/05_selection.ipynb
 
 executed: $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
