@@ -608,15 +608,85 @@ def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMat
 
 
 def _run_subset_method(bank, *, method, k, responses, seed):
-    """Dispatch to :mod:`irtlib.subsets`; returns (items, weights or None)."""
+    """Dispatch to :mod:`irtlib.subsets`; returns (items, weights or None).
+
+    The bank supplies what the methods need: item parameters ``a``, ``b``, the calibration
+    models' abilities ``theta`` and the item safe rates; ``responses`` (restricted to the bank's
+    items) supplies the response matrix where a method needs it.
+    """
     rng = np.random.default_rng(seed)
     if method == "random":
         return list(bank.item_ids[rng.choice(len(bank), size=k, replace=False)]), None
     try:
-        from . import subsets  # noqa: F401
+        from . import subsets
     except ImportError:
         raise ValueError(f"subset method {method!r} needs irtlib.subsets, which this installation lacks") from None
-    raise ValueError(f"subset method {method!r}: the irtlib.subsets adapter is not written yet")
+    func = getattr(subsets, method.replace("-", "_"), None)
+    if func is None:
+        raise ValueError(f"irtlib.subsets has no function {method.replace('-', '_')!r}")
+    theta = bank.calibration_theta
+    theta_values = theta.to_numpy()
+    if responses is not None and len(theta):
+        common = [m for m in responses.models if m in set(theta.index)]
+        if not common:
+            raise ValueError(f"{responses.source}: none of its models is one the bank was calibrated on")
+        responses = responses.subset(models=common)
+        theta_values = theta.reindex(common).to_numpy()
+    values = None if responses is None else responses.values
+    rates = bank.items["safe_rate"].to_numpy(dtype=float) if "safe_rate" in bank.items else None
+    if rates is None and values is not None:
+        rates = np.nanmean(values, axis=0)
+    offer = {
+        "a": bank.a, "b": bank.b, "k": int(k), "theta": theta_values, "thetas": theta_values,
+        "theta_train": theta_values, "abilities": theta_values,
+        "matrix": responses, "responses": values, "x": values, "values": values, "train": responses,
+        "safe_rate": rates, "safe_rates": rates, "p": rates,
+        "seed": seed, "rng": rng, "random_state": seed, "items": bank.item_ids,
+    }
+    import inspect
+
+    args, kwargs = [], {}
+    for name, param in inspect.signature(func).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if name not in offer:
+            if param.default is param.empty:
+                raise ValueError(f"irtlib.subsets.{func.__name__} needs {name!r}, which `irtlib subset` cannot supply")
+            continue
+        if offer[name] is None:
+            if param.default is param.empty:
+                raise ValueError(f"subset method {method!r} needs the calibration responses (--responses FILE)")
+            continue
+        if param.kind == param.POSITIONAL_ONLY:
+            args.append(offer[name])
+        else:
+            kwargs[name] = offer[name]
+    return _subset_result(func(*args, **kwargs), bank)
+
+
+def _subset_result(out, bank):
+    """Normalise a subset function's return value to (item ids, weights or None)."""
+    weights = None
+    if isinstance(out, tuple) and len(out) == 2:
+        out, weights = out
+    elif hasattr(out, "items") and not isinstance(out, (pd.Series, pd.DataFrame, dict)) and not callable(out.items):
+        out, weights = out.items, getattr(out, "weights", None)
+    if isinstance(out, pd.DataFrame):
+        weights = out["weight"].to_numpy() if "weight" in out.columns else weights
+        out = out["item"].tolist() if "item" in out.columns else list(out.index)
+    elif isinstance(out, pd.Series):
+        if out.dtype.kind in "fi" and not out.index.equals(pd.RangeIndex(len(out))):
+            weights, out = out.to_numpy(), list(out.index)
+        else:
+            out = out.tolist()
+    out = list(np.asarray(out).ravel())
+    if out and all(isinstance(v, (int, np.integer)) for v in out):
+        out = list(bank.item_ids[np.asarray(out, dtype=int)])
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (len(out),):
+            weights = None
+    return out, weights
 
 
 def write_subset(path, chosen: pd.DataFrame, *, bank: ItemBank, method: str, k: int, seed: int = 0,
