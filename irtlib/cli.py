@@ -705,6 +705,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:               # e.g. `irtlib ... --json | head`: the reader went away
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:  # noqa: BLE001 - one line, no traceback (see --debug)
         if args.debug:
             traceback.print_exc()
