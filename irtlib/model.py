@@ -82,9 +82,11 @@ def fisher_information(theta, a, b):
     ndarray
         Broadcast shape of ``theta``, ``a`` and ``b``.
     """
-    p = probability(theta, a, b)
-    a = np.asarray(a, dtype=float)
-    return a * a * p * (1.0 - p)
+    theta, a, b = (np.asarray(v, dtype=float) for v in (theta, a, b))
+    z = a * (theta - b)
+    # P (1 - P) as sigmoid(z) sigmoid(-z): both factors stay accurate in the tails, where
+    # 1 - sigmoid(z) rounds to 0 for z > 37 and the information would vanish.
+    return a * a * sigmoid(z) * sigmoid(-z)
 
 
 def expected_score(theta, a, b):
