@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import datasets
+import pandas as pd
+
+from . import datasets, paper
 from .cache import array_checksum, cached
 from .calibrate import Calibration, fit_2pl
 from .data import ResponseMatrix
 
-__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark"]
+__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "paper_budgets", "protocol_budgets",
+           "protocol_benchmark"]
 
 
 @dataclass(frozen=True)
@@ -72,3 +75,53 @@ def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt", seed: int = 
     key = ("calibrate_benchmark", bench.name, bench.rule, bench.checksum, settings)
     return cached(lambda: fit_2pl(bench.filtered, engine=engine, seed=seed, epochs=epochs, lr=lr),
                   key=key, cache_dir=cache_dir)
+
+
+def paper_budgets(name: str) -> list[int]:
+    """The budgets k at which the paper reports agreement for a benchmark (Table 2, appendix F)."""
+    if name not in paper.BENCHMARKS:
+        return []
+    ks = {paper.TABLE2_LEFT[name].k, paper.TABLE2_RIGHT[name].k}
+    if name == "safetybench":
+        facts = paper.SAFETYBENCH_APPENDIX_F
+        ks |= {facts["k_small"], facts["random_reaches_090_at_k"]}
+    return sorted(int(k) for k in ks if k)
+
+
+def protocol_budgets(bench: Benchmark, *, n_points: int = 25) -> list[int]:
+    """A log-spaced sweep (:func:`irtlib.agreement.budget_grid`) plus the paper's own budgets.
+
+    Adding the k at which the paper reports a value lets each chapter set the paper's number
+    beside ours at the same k, not at the nearest grid point.
+    """
+    from .agreement import budget_grid
+
+    n = bench.filtered.shape[1]
+    grid = set(budget_grid(n, n_points=n_points))
+    return sorted(grid | {k for k in paper_budgets(bench.name) if k <= max(grid)})
+
+
+def protocol_benchmark(bench: Benchmark, *, n_splits: int = 100, n_test: int = 10, seed: int = 0, ks=None,
+                       engine: str = "map", threshold: float = 0.01, n_jobs: int = 1, cache_dir=None,
+                       progress: bool | None = False) -> pd.DataFrame:
+    """The agreement protocol (:func:`irtlib.run_protocol`) on one benchmark, cached.
+
+    ``ks`` defaults to :func:`protocol_budgets`. ``n_jobs`` is not part of the cache key: the
+    results do not depend on it. The returned frame carries ``benchmark`` as a column and the
+    protocol's settings in ``attrs``.
+    """
+    from .agreement import run_protocol
+
+    ks = protocol_budgets(bench) if ks is None else sorted({int(k) for k in ks})
+    key = ("protocol_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, tuple(ks),
+           engine, threshold)
+
+    def compute():
+        df = run_protocol(bench.full, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed, engine=engine,
+                          n_jobs=n_jobs, variance_threshold=threshold, progress=progress)
+        attrs = dict(df.attrs)
+        df = df.assign(benchmark=bench.name)
+        df.attrs.update(attrs)
+        return df
+
+    return cached(compute, key=key, cache_dir=cache_dir)

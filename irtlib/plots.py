@@ -171,8 +171,9 @@ def _curves(ax, summary: pd.DataFrame, methods, *, band: str):
 
 
 def _summarise(results: pd.DataFrame) -> pd.DataFrame:
-    grouped = results.groupby(["method", "k"])["agreement"]
-    return grouped.agg(mean="mean", sd="std").reset_index()
+    from .agreement import agreement_curves as curves   # mean and SD over splits, NaN counted as 0
+
+    return curves(results.drop(columns="benchmark", errors="ignore"))
 
 
 def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None = None, band: str = "sd",
