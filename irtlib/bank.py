@@ -640,6 +640,9 @@ def _run_subset_method(bank, *, method, k, responses, seed):
         "a": bank.a, "b": bank.b, "k": int(k), "theta": theta_values, "thetas": theta_values,
         "theta_train": theta_values, "abilities": theta_values,
         "matrix": responses, "responses": values, "x": values, "values": values, "train": responses,
+        # DISCO only needs the items' safe rates: without responses, a one-row matrix of the bank's
+        # calibration safe rates has exactly those column means
+        "train_values": values if values is not None else (rates[None, :] if method == "disco" else None),
         "safe_rate": rates, "safe_rates": rates, "p": rates,
         "seed": seed, "rng": rng, "random_state": seed, "items": bank.item_ids,
     }

@@ -22,13 +22,18 @@ import sys
 import traceback
 from pathlib import Path
 
-__all__ = ["main", "build_parser", "write_report"]
+__all__ = ["main", "build_parser", "write_report", "run_agreement"]
 
 PROG = "irtlib"
 
 ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior mode of the paper's "
                "model and priors in seconds and gives the same item and model ranking as py-irt; "
                "'pyirt' runs py-irt's variational fit exactly as the paper did (tens of seconds to minutes)")
+
+
+#: Methods of ``agreement`` and ``report`` by default: all of the paper's eight.
+DEFAULT_METHODS = ("fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq",
+                   "anchor-points", "disco")
 
 
 class CLIUsageError(Exception):
@@ -338,72 +343,69 @@ def _evaluate_all(args, out: _Out) -> int:
 
 # ---------------------------------------------------------------------------- agreement
 def _cmd_agreement(args, out: _Out) -> int:
-    from .io import check_writable, load_responses
+    from . import agreement
+    from .io import atomic_write, check_writable, load_responses
 
     if args.output is not None:
         check_writable(args.output, force=args.force)
-    from . import agreement
-
     out.progress(f"reading {args.responses}")
-    matrix = load_responses(args.responses, **_input_kwargs(args)).matrix.filter_variance(args.variance_threshold)
-    ks = args.ks or _default_ks(matrix.shape[1])
-    out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits x "
-                 f"{len(args.methods)} methods x {len(ks)} budgets")
-    results = agreement.run_protocol(matrix, methods=args.methods, ks=ks, n_splits=args.n_splits,
-                                     n_test=args.n_test, seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
-                                     **_progress_kwarg(agreement.run_protocol, not out.quiet))
-    table = _table2(agreement, results, n_items=matrix.shape[1])
+    matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
+    out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
+                 f"{args.n_test} test models; methods {','.join(args.methods)}")
+    results = run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits, n_test=args.n_test,
+                            seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
+                            variance_threshold=args.variance_threshold, progress=not out.quiet)
+    curves = agreement.agreement_curves(results)
+    table = agreement.summarise_table2(results) if "fluid" in args.methods else None
     if args.output is not None:
-        from .io import atomic_write
-
         atomic_write(args.output, results.to_csv(index=False), force=args.force)
     doc = {"command": "agreement", "responses": str(args.responses), "n_models": matrix.shape[0],
-           "n_items": matrix.shape[1], "settings": {"methods": list(args.methods), "ks": ks,
-                                                    "n_splits": args.n_splits, "n_test": args.n_test,
-                                                    "seed": args.seed, "engine": args.engine},
-           "summary": table.reset_index().to_dict(orient="records") if table is not None else None,
-           "mean_agreement": _mean_curves(results).to_dict(orient="records")}
-    text = (table.to_string() if table is not None else "") + "\n\nmean agreement by budget k:\n" + \
-        _mean_curves(results).pivot(index="k", columns="method", values="mean").round(3).to_string()
-    out.result(doc, text.strip())
+           "n_items": matrix.shape[1], "n_items_filtered": results.attrs.get("n_items_filtered"),
+           "settings": {"methods": list(args.methods), "ks": results.attrs.get("ks"), "n_splits": args.n_splits,
+                        "n_test": args.n_test, "seed": args.seed, "engine": args.engine,
+                        "variance_threshold": args.variance_threshold},
+           "table2": table.to_dict(orient="records") if table is not None else None,
+           "curves": curves.to_dict(orient="records")}
+    parts = []
+    if table is not None:
+        parts += ["Table 2 summary (left: smallest k where Fluid reaches 0.90; right: largest k before "
+                  "Random catches up with Fluid):", _table2_text(table), ""]
+    parts += ["mean agreement (Spearman rho over the test models; undefined counted as 0) by budget k:",
+              curves.pivot(index="k", columns="method", values="mean")[list(dict.fromkeys(
+                  m for m in args.methods if m in set(curves["method"])))].round(3).to_string()]
+    out.result(doc, "\n".join(parts))
     return 0
 
 
-def _default_ks(n_items: int) -> list[int]:
-    import numpy as np
+def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, engine="map", n_jobs=1,
+                  variance_threshold=0.01, progress=False):
+    """Run :func:`irtlib.agreement.run_protocol` on a user's (unfiltered) response matrix.
 
-    ks = np.unique(np.round(np.geomspace(5, max(5, min(n_items, 500)), 8)).astype(int))
-    return [int(k) for k in ks if k <= n_items]
+    The protocol applies the variance filter itself and measures agreement against the safety
+    score on all items (the paper's R). ``ks`` defaults to the protocol's log-spaced budget grid.
+    """
+    from . import agreement
 
-
-def _progress_kwarg(func, show: bool) -> dict:
-    import inspect
-
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return {}
-    for name in ("progress", "show_progress", "verbose"):
-        if name in params:
-            return {name: show}
-    return {}
-
-
-def _mean_curves(results):
-    return results.groupby(["method", "k"])["agreement"].agg(mean="mean", sd="std").reset_index()
+    unknown = [m for m in methods if m not in agreement.METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(agreement.METHODS)}")
+    if n_test >= matrix.shape[0] - 1:
+        raise ValueError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
+                         "for calibration")
+    return agreement.run_protocol(matrix, methods=list(methods), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+                                  engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
+                                  progress=progress)
 
 
-def _table2(agreement, results, *, n_items: int):
-    for name in ("table2", "table2_summary", "summarize", "summarise", "summary_table", "summarize_table2"):
-        func = getattr(agreement, name, None)
-        if callable(func):
-            import inspect
-
-            kwargs = {}
-            if "n_items" in inspect.signature(func).parameters:
-                kwargs["n_items"] = n_items
-            return func(results, **kwargs)
-    return None
+def _table2_text(table) -> str:
+    """Table 2 as the paper prints it: one line per column (left/right), mean agreement per method."""
+    lines = []
+    for (column, k), rows in table.groupby(["column", "k"], sort=False):
+        first = rows.iloc[0]
+        lines.append(f"  {column}: k = {k} ({first['k_over_n']:.1%} of the items, saving {first['saving']:.1%}; "
+                     f"{first['status']})")
+        lines.append("    " + "  ".join(f"{r['method']} {r['mean']:.2f} (SD {r['sd']:.2f})" for _, r in rows.iterrows()))
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- report
@@ -496,28 +498,24 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
             "ceiling.png": ("Models above the 0.95 ceiling, spread out in theta",
                             plots.ceiling_separation({name: (theta, scores)}, ncols=1)),
         }
-        agreement_html, table2, results = "<p>Agreement protocol not run.</p>", None, None
-        try:
+        agreement_html, table2, results = "<p>Agreement protocol not run (0 splits).</p>", None, None
+        if n_splits > 0:
             from . import agreement
-        except ImportError:
-            agreement = None
-            agreement_html = "<p>The agreement protocol (irtlib.agreement) is not available in this installation.</p>"
-        if agreement is not None and n_splits > 0:
-            filtered = m.filter_variance(variance_threshold)
-            ks = ks or _default_ks(filtered.shape[1])
-            methods = methods or ["fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "anchor-points",
-                                  "disco"]
-            say(f"agreement protocol: {n_splits} splits x {len(methods)} methods x {len(ks)} budgets")
-            results = agreement.run_protocol(filtered, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test,
-                                             seed=seed, engine=engine, n_jobs=n_jobs,
-                                             **_progress_kwarg(agreement.run_protocol, show_progress))
+
+            methods = list(methods or DEFAULT_METHODS)
+            say(f"agreement protocol: {n_splits} splits, methods {','.join(methods)}")
+            results = run_agreement(m, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+                                    engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
+                                    progress=show_progress)
             results.to_csv(tmp / "agreement.csv", index=False)
             figures["agreement.png"] = (f"Agreement with the full benchmark against k ({n_splits} splits, "
                                         f"{n_test} test models each; shading 1 SD)",
                                         plots.agreement_curves(results, title=name))
-            table2 = _table2(agreement, results, n_items=filtered.shape[1])
-            agreement_html = (_html_table(table2) if table2 is not None else "") + \
-                _html_table(_mean_curves(results).pivot(index="k", columns="method", values="mean"))
+            curves = agreement.agreement_curves(results)
+            table2 = agreement.summarise_table2(results) if "fluid" in methods else None
+            agreement_html = ("<h3>Table 2 summary</h3>" + _html_table(table2) if table2 is not None else "") + \
+                "<h3>Mean agreement by budget k</h3>" + \
+                _html_table(curves.pivot(index="k", columns="method", values="mean"))
         for fname, (_, fig) in figures.items():
             fig.savefig(tmp / fname, dpi=110, bbox_inches="tight")
             plt.close(fig)
@@ -540,7 +538,7 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
         body += [agreement_html]
         summary = {"source": data.source, "sha256": data.sha256, "n_models": m.shape[0], "n_items": m.shape[1],
                    "bank_items": len(bank), "filtered": bank.filtered, "diagnostics": diag,
-                   "agreement": None if table2 is None else table2.reset_index().to_dict(orient="records"),
+                   "agreement": None if table2 is None else table2.to_dict(orient="records"),
                    "figures": list(figures)}
         (tmp / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2))
         (tmp / "index.html").write_text(_HTML.format(
@@ -653,7 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(handler=_cmd_evaluate)
 
-    methods_default = ["fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "anchor-points", "disco"]
+    methods_default = list(DEFAULT_METHODS)
     for name, handler, helptext, description in (
         ("agreement", _cmd_agreement, "run the paper's agreement protocol and print the Table 2 summary",
          "Repeatedly split the models into training and test models, calibrate on the training models, "
@@ -672,7 +670,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--methods", type=lambda t: [m for m in t.replace(" ", "").split(",") if m],
                        default=methods_default, metavar="M1,M2",
                        help=f"comma-separated methods (default: {','.join(methods_default)})")
-        p.add_argument("--ks", type=_int_list, metavar="K1,K2", help="budgets (default: 8 on a log scale up to 500)")
+        p.add_argument("--ks", type=_int_list, metavar="K1,K2",
+                       help="budgets (default: the protocol's log-spaced grid, up to 30%% of the items)")
         p.add_argument("--n-splits", type=_positive_int, default=100 if name == "agreement" else 20,
                        help=f"train/test splits (default: {100 if name == 'agreement' else 20})")
         p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")

@@ -240,8 +240,6 @@ def test_subset_methods(work, method, tmp_path, cli):
         args += ["--responses", "train.csv", "--binarize", "strict"]
     proc = (irtlib(*args, cwd=work["root"]) if method == "total-fisher"    # one through a real process
             else cli(*args, cwd=work["root"]))
-    if proc.returncode == 1 and "irtlib.subsets" in proc.stderr:
-        pytest.skip(f"irtlib.subsets not available yet: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     from irtlib.bank import read_bank, read_subset
@@ -366,54 +364,26 @@ def test_debug_shows_the_traceback(tmp_path, cli):
 
 
 # ---------------------------------------------------------------------------- agreement and report
-@pytest.fixture
-def stand_in_agreement(monkeypatch):
-    """irtlib.agreement, or a stand-in with its documented interface when it has not landed."""
-    try:
-        import irtlib.agreement as agreement  # noqa: F401
-        return None
-    except ImportError:
-        pass
-    import types
-
-    import irtlib
-
-    fake = types.ModuleType("irtlib.agreement")
-    calls = []
-
-    def run_protocol(matrix, *, methods, ks, n_splits, n_test, seed, engine, n_jobs):
-        calls.append(dict(shape=matrix.shape, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test))
-        rng = np.random.default_rng(seed)
-        rows = [(s, m, k, float(np.clip(0.5 + 0.1 * np.log(k) + rng.normal(0, 0.05), -1, 1)))
-                for s in range(n_splits) for m in methods for k in ks]
-        return pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
-
-    def table2(results, *, n_items):
-        mean = results.groupby(["method", "k"])["agreement"].mean().unstack("method")
-        return mean.iloc[[0]]
-
-    fake.run_protocol, fake.table2 = run_protocol, table2
-    fake.calls = calls
-    monkeypatch.setitem(sys.modules, "irtlib.agreement", fake)
-    monkeypatch.setattr(irtlib, "agreement", fake, raising=False)
-    return fake
-
-
-def test_agreement_command(work, cli, stand_in_agreement, tmp_path):
+def test_agreement_command(work, cli, tmp_path):
     proc = cli("agreement", work["root"] / "train.csv", "--binarize", "strict", "--n-splits", "3",
-               "--methods", "fluid,random", "--ks", "5,10", "--json", "-q", "-o", tmp_path / "res.csv",
+               "--methods", "fluid,random,total-fisher", "--ks", "5,10,20", "--json", "-q", "-o", tmp_path / "res.csv",
                cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["settings"]["ks"] == [5, 10] and doc["settings"]["methods"] == ["fluid", "random"]
-    assert {(r["method"], r["k"]) for r in doc["mean_agreement"]} == {("fluid", 5), ("fluid", 10),
-                                                                       ("random", 5), ("random", 10)}
-    assert len(pd.read_csv(tmp_path / "res.csv")) == 3 * 2 * 2
-    if stand_in_agreement is not None:
-        assert stand_in_agreement.calls[0]["shape"] == (77 - N_HELD_OUT, work["calibrate"]["bank_items"])
+    assert doc["settings"]["ks"] == [5, 10, 20] and doc["n_items"] == 400
+    assert {(r["method"], r["k"]) for r in doc["curves"]} == {(m, k) for m in ("fluid", "random", "total-fisher")
+                                                              for k in (5, 10, 20)}
+    assert {r["column"] for r in doc["table2"]} <= {"left", "right"} and doc["table2"]
+    assert len(pd.read_csv(tmp_path / "res.csv")) == 3 * 3 * 3
+    text = cli("agreement", work["root"] / "train.csv", "--binarize", "strict", "--n-splits", "2",
+               "--methods", "fluid,random", "--ks", "5,10", "-q", cwd=tmp_path).stdout
+    assert text.startswith("Table 2 summary") and "mean agreement" in text
+    proc = cli("agreement", work["root"] / "train.csv", "--binarize", "strict", "--methods", "fluid,oracle",
+               cwd=tmp_path)
+    assert "unknown method(s) ['oracle']" in one_line_error(proc)
 
 
-def test_report_command(work, cli, stand_in_agreement, tmp_path):
+def test_report_command(work, cli, tmp_path):
     proc = cli("report", work["root"] / "train.csv", "--binarize", "strict", "-o", "rep", "--n-splits", "2",
                "--methods", "fluid,random", "--ks", "5,10", "-q", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
