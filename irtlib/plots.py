@@ -1,5 +1,6 @@
 """Figures of the book (and of ``irtlib report``): one function per figure, each returning a
-matplotlib ``Figure`` so a chapter can glue it.
+matplotlib ``Figure`` so a chapter can glue it. Figures are made without pyplot, so they are
+never shown twice in a notebook and never depend on a display.
 
 Paper, section "Figures": Figure 2 (theta against safety score), Figure 3 (distribution of a
 with its CV), Figure 4 and appendix F (agreement against budget k, shading = 1 SD over splits).
@@ -9,15 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import matplotlib
+from matplotlib.figure import Figure
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from scipy.stats import spearmanr  # noqa: E402
-
-from .diagnostics import CEILING, coefficient_of_variation  # noqa: E402
+from .diagnostics import CEILING, coefficient_of_variation
 
 __all__ = [
     "METHOD_STYLE", "theta_vs_score", "engine_comparison", "item_fit_scatter", "ceiling_separation",
@@ -40,7 +38,8 @@ METHOD_STYLE = {
 def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):
     ncols = min(ncols, n)
     nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
+    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat)
@@ -140,7 +139,8 @@ def discrimination_spread(a_by_benchmark: Mapping[str, np.ndarray]):
         Drawn in the given order (sort by CV first to reproduce the paper's layout).
     """
     names = list(a_by_benchmark)
-    fig, ax = plt.subplots(figsize=(8, 0.75 * len(names) + 1.2))
+    fig = Figure(figsize=(8, 0.75 * len(names) + 1.2))
+    ax = fig.subplots()
     data = [np.log10(np.asarray(a_by_benchmark[n], dtype=float)) for n in names]
     parts = ax.violinplot(data, vert=False, showmedians=True, widths=0.8)
     for body in parts["bodies"]:
@@ -189,7 +189,8 @@ def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None =
     band : {"sd", "none"}
     """
     methods = list(METHOD_STYLE) if methods is None else list(methods)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig = Figure(figsize=(7.5, 4.5))
+    ax = fig.subplots()
     _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band)
     ax.set_ylim(*ylim)
     if title:
