@@ -1,6 +1,7 @@
 """Figures of the book (and of ``irtlib report``): one function per figure, each returning a
 matplotlib ``Figure`` so a chapter can glue it. Figures are made without pyplot, so they are
-never shown twice in a notebook and never depend on a display.
+never shown twice in a notebook and never depend on a display (a notebook that glues them runs
+``%matplotlib inline`` first, so that IPython knows how to render a figure as PNG).
 
 Paper, section "Figures": Figure 2 (theta against safety score), Figure 3 (distribution of a
 with its CV), Figure 4 and appendix F (agreement against budget k, shading = 1 SD over splits).
@@ -142,7 +143,7 @@ def discrimination_spread(a_by_benchmark: Mapping[str, np.ndarray]):
     fig = Figure(figsize=(8, 0.75 * len(names) + 1.2))
     ax = fig.subplots()
     data = [np.log10(np.asarray(a_by_benchmark[n], dtype=float)) for n in names]
-    parts = ax.violinplot(data, vert=False, showmedians=True, widths=0.8)
+    parts = ax.violinplot(data, orientation="horizontal", showmedians=True, widths=0.8)
     for body in parts["bodies"]:
         body.set_alpha(0.6)
     ax.set_yticks(range(1, len(names) + 1))
