@@ -98,6 +98,12 @@ endif
 PAPERMILL_ARGS := -p QUICK $(QUICK_VALUE) $(PARAMS)
 export PAPERMILL_ARGS
 
+# Real AIR-Bench 2024 judgments for book/07_real_data: $IRTLIB_REAL_DATA when set, else the
+# shared copy beside the repository when there is one. They are read, never copied or committed
+# (irtlib/datasets/real.py); without them the chapter renders a note on how to download them.
+IRTLIB_REAL_DATA ?= $(wildcard $(CURDIR)/../shared/realdata/airbench2024_helm22)
+export IRTLIB_REAL_DATA
+
 # The papermill arguments of the last run, rewritten only when they change, so that
 # `make book` after `make book QUICK=1` re-executes every chapter with the new value.
 PARAMS_STAMP := $(EXEC_DIR)/.papermill-args
