@@ -1,0 +1,845 @@
+"""Adaptive item selection (Algorithm 1): Fluid Benchmarking and its random baselines.
+
+Paper, section "Adaptive selection (Algorithm 1)": start at ``theta_hat = 0`` with no items;
+until the budget ``K`` is spent, pick the unused item with the largest Fisher information
+``I_j(theta_hat) = a_j^2 P_j (1 - P_j)``, observe the model's response, and update
+``theta_hat`` by MAP on all responses so far. The loop is parameterised by a *selection rule*
+and an *estimator*:
+
+==============  =====================  ==========================
+method          selector               estimator
+==============  =====================  ==========================
+Fluid           :class:`MaxInformation` :class:`MapEstimator`
+Random          :class:`RandomSelection` :class:`MeanScoreEstimator`
+Random IRT      :class:`RandomSelection` :class:`MapEstimator`
+==============  =====================  ==========================
+
+:func:`run_adaptive` runs the loop for many models at once (every array operation is over all
+models) and returns a :class:`Trajectory`: the item given at every step and the estimate after
+it, so one run to the largest budget gives every smaller budget. :func:`run_adaptive_reference`
+is the straightforward one-model-at-a-time loop, kept as the executable specification that tests
+and ``benchmarks/bench_adaptive.py`` compare against.
+
+Choices the paper leaves open (all parameters):
+
+- *Offline replay of a response matrix.* A model is only ever given items it has a response
+  for: NaN (unobserved) items are unavailable to that model and are masked out of selection,
+  which is what replaying a fixed matrix must do. A model that runs out of available items is
+  *exhausted*: its later steps have item ``-1`` and carry the last estimate forward.
+- *Ties* in information go to the lowest item index (``numpy.argmax``).
+- *Random selection* gives every model its own uniformly random order of its available items,
+  drawn from the run's seeded generator.
+- *Warm start.* After each step the MAP is re-found by damped Newton started from the previous
+  estimate, moved by one Newton step for the new response (a predictor that costs O(1)). The log
+  posterior of the 2PL with a Normal prior is strictly concave, so Newton from any start
+  converges to the same mode; the warm start only saves iterations (2 instead of 6-8). The
+  iteration is :func:`irtlib.map_ability`'s (steps capped at ``max_step``, iterates clipped to
+  ``bounds``, converged when a step is below ``tol``), and any model that has not converged in
+  ``max_newton`` iterations is handed to :func:`irtlib.map_ability` itself (with its bisection
+  fallback), so the estimates are those of :func:`irtlib.map_ability` on the administered items
+  (the tests check agreement to 1e-7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from scipy.special import expit
+
+from .ability import THETA_BOUNDS, map_ability
+from .model import fisher_information
+
+__all__ = [
+    "Trajectory", "Selector", "Estimator", "MaxInformation", "RandomSelection", "MapEstimator",
+    "MeanScoreEstimator", "run_adaptive", "run_adaptive_reference", "METHODS",
+]
+
+
+# ---------------------------------------------------------------------------- result
+@dataclass(frozen=True)
+class Trajectory:
+    """Everything an adaptive run did, step by step.
+
+    Attributes
+    ----------
+    items : ndarray of int, shape (n_models, budget)
+        ``items[m, t]`` is the item (column of the response matrix) model ``m`` was given at
+        step ``t`` (0-based), or -1 once the model had no available item left.
+    estimate : ndarray of float, shape (n_models, budget)
+        ``estimate[m, t]`` is the estimate after ``t + 1`` items (MAP ability or mean safety
+        score, depending on the estimator); NaN at steps that were not recorded.
+    steps : ndarray of int
+        The test lengths (1-based) at which ``estimate`` was recorded.
+    """
+
+    items: np.ndarray
+    estimate: np.ndarray
+    steps: np.ndarray
+
+    @property
+    def budget(self) -> int:
+        """Number of steps run."""
+        return self.items.shape[1]
+
+    @property
+    def n_models(self) -> int:
+        return self.items.shape[0]
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Alias of :attr:`estimate` (the MAP ability when the estimator is :class:`MapEstimator`)."""
+        return self.estimate
+
+    def at(self, k: int) -> np.ndarray:
+        """Estimates after ``k`` items, shape ``(n_models,)``.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is outside ``1..budget`` or was not recorded.
+        """
+        k = int(k)
+        if not 1 <= k <= self.budget:
+            raise ValueError(f"k must be between 1 and the budget {self.budget}, got {k}")
+        if not np.isin(k, self.steps):
+            raise ValueError(f"the estimate after {k} items was not recorded (recorded: "
+                             f"{self.steps.size} steps; pass record=... to run_adaptive)")
+        return self.estimate[:, k - 1]
+
+    def items_at(self, k: int) -> np.ndarray:
+        """The first ``k`` items given to every model, shape ``(n_models, k)``."""
+        return self.items[:, :k]
+
+
+# ---------------------------------------------------------------------------- protocols
+class SelectorRun(Protocol):
+    def select(self, theta: np.ndarray | None) -> np.ndarray:
+        """Next item of every model (-1 when exhausted); the items are marked used."""
+
+
+class Selector(Protocol):
+    """A selection rule. ``adaptive`` says whether it needs the current ability."""
+
+    adaptive: bool
+
+    def begin(self, a: np.ndarray, b: np.ndarray, available: np.ndarray,
+              rng: np.random.Generator) -> SelectorRun:
+        """Start a run over the items ``a``, ``b`` with ``available`` (n_models, n_items)."""
+
+
+class EstimatorRun(Protocol):
+    def push(self, a: np.ndarray, b: np.ndarray, x: np.ndarray) -> None:
+        """Add one administered item per model (``x`` NaN: no response, the model is exhausted)."""
+
+    def estimate(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(estimate, ability)`` after the items pushed so far (ability None if not IRT)."""
+
+
+class Estimator(Protocol):
+    """An estimator. ``provides_ability`` says whether it gives a theta a selector can use."""
+
+    provides_ability: bool
+
+    def begin(self, n_models: int, budget: int, theta0) -> EstimatorRun:
+        ...
+
+
+# ---------------------------------------------------------------------------- selectors
+class MaxInformation:
+    """Maximum Fisher information at the current ability (Fluid Benchmarking's rule).
+
+    Picks, for every model, the available unused item with the largest ``a^2 P (1 - P)`` at
+    the model's current ``theta`` (ties: lowest item index), computed exactly as
+    :func:`irtlib.model.fisher_information` does.
+
+    Parameters
+    ----------
+    cache_size : int
+        Exact speed-ups (0 disables the cache). After a pass over all items at ``theta_c``,
+        each model keeps its ``cache_size`` most informative unused items as candidates, with,
+        for each radius ``r`` in ``radii``, a bound on what any other item can give anywhere in
+        ``[theta_c - r, theta_c + r]``: ``log P (1 - P)`` is 1-Lipschitz in ``z = a (theta - b)``,
+        so that is at most ``min(I_j(theta_c) exp(a_j r), a_j^2 / 4)``. At the next steps only the
+        candidates are evaluated, and their best unused item is the exact argmax while it beats
+        the bound for the current distance from ``theta_c``; otherwise the full pass is redone.
+    radii : sequence of float
+        The radii of the bounds, increasing.
+    screen : bool
+        Evaluate the information in single precision first (SIMD ``exp``, about ten times
+        faster than the double-precision logistic here) and then exactly, in double precision,
+        for the ``4`` best items only. Single precision is accurate to a relative 1e-4 or
+        better for any realistic ``a``, ``b`` and ``theta``, so whenever the 4th best screened value
+        is more than a relative 1e-3 below the best, the exact argmax is among the 4; rows where
+        it is not (near-ties) are evaluated exactly in full. The choice is therefore the exact
+        one, as with ``screen=False``.
+    """
+
+    adaptive = True
+
+    def __init__(self, *, cache_size: int = 256, radii=(0.001, 0.003, 0.01, 0.03), screen: bool = True):
+        radii = np.sort(np.asarray(radii, dtype=float))
+        if cache_size < 0:
+            raise ValueError("cache_size must be >= 0")
+        if radii.size == 0 or radii[0] < 0:
+            raise ValueError("radii must be non-empty and non-negative")
+        self.cache_size, self.radii, self.screen = int(cache_size), radii, bool(screen)
+
+    def begin(self, a, b, available, rng=None) -> "_MaxInfoRun":
+        return _MaxInfoRun(a, b, available, self.cache_size, self.radii, self.screen)
+
+    def __repr__(self) -> str:
+        return f"MaxInformation(cache_size={self.cache_size}, radii={tuple(self.radii)}, screen={self.screen})"
+
+
+def _information(theta, a, b):
+    """``a^2 P (1 - P)`` with theta (n, 1) against a, b (N,) or (n, C).
+
+    The same arithmetic as :func:`irtlib.model.fisher_information` (``P (1 - P)`` as
+    ``sigmoid(z) sigmoid(-z)``, accurate in the tails), so both give bit-identical values.
+    """
+    z = a * (theta - b)
+    return a * a * expit(z) * expit(-z)
+
+
+_SCREEN_GAP = 1e-3       # relative gap that makes a single-precision comparison conclusive
+_SCREEN_TOP = 8          # near-ties (twin items have equal values): confirm this many exactly
+
+
+def _information32(theta32, a32, b32, q32):
+    """Single-precision ``a^2 e^-|z| / (1 + e^-|z|)^2`` (= ``a^2 P (1 - P)``)."""
+    z = a32 * (theta32 - b32)
+    np.abs(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    d = z + np.float32(1.0)
+    d *= d
+    z /= d
+    z *= q32
+    return z
+
+
+def _screen(info32):
+    """Argmax per row of screened values (blocked entries negative) and whether it is certain:
+    the runner-up is more than the margin below the best, so the exact argmax is the same."""
+    r = np.arange(info32.shape[0])
+    k = np.argmax(info32, axis=1)
+    v1 = info32[r, k].copy()
+    info32[r, k] = -np.inf
+    v2 = info32.max(axis=1) if info32.shape[1] > 1 else np.full(r.size, -np.inf, np.float32)
+    info32[r, k] = v1
+    return k, v1.astype(float), v2 < v1 * np.float32(1.0 - _SCREEN_GAP)
+
+
+class _MaxInfoRun:
+    def __init__(self, a, b, available, cache_size, radii, screen):
+        self.a, self.b = a, b                                     # (n_items,) or (n_models, n_items)
+        self.per_model = a.ndim == 2
+        self.unused = np.array(available, dtype=bool, copy=True)
+        n_models, n_items = self.unused.shape
+        self.rows = np.arange(n_models)
+        self.left = self.unused.sum(axis=1)
+        self.radii = radii
+        self.screen = screen
+        self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
+        self.q32 = self.a32 * self.a32
+        self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + _SCREEN_GAP))
+        self.cache = cache_size if 0 < cache_size < n_items else 0
+        self.full_passes = 0      # diagnostics: model-steps that needed a full pass
+        if self.cache:
+            c = self.cache
+            self.items = np.zeros((n_models, c), dtype=np.intp)  # candidates, by item id
+            self.ca, self.cb = np.ones((n_models, c)), np.zeros((n_models, c))
+            self.ca32, self.cb32 = np.ones((n_models, c), np.float32), np.zeros((n_models, c), np.float32)
+            self.cq32 = np.ones((n_models, c), np.float32)
+            self.used = np.ones((n_models, c), dtype=bool)
+            self.theta_c = np.full(n_models, np.inf)              # inf: not built yet
+            # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
+            # the extra last column (+inf) is what a theta outside every radius looks up.
+            self.bound = np.full((n_models, radii.size + 1), np.inf)
+
+    def _rows(self, arr, rows):
+        return arr[rows] if self.per_model else arr
+
+    def _cols(self, arr, rows, cols):
+        return arr[rows[:, None], cols] if self.per_model else arr[cols]
+
+    def _exact(self, rows, theta, cols=None):
+        """Exact information of ``rows`` at ``theta`` over ``cols`` (default: every item)."""
+        if cols is None:
+            return _information(theta[:, None], self._rows(self.a, rows), self._rows(self.b, rows))
+        return _information(theta[:, None], self._cols(self.a, rows, cols), self._cols(self.b, rows, cols))
+
+    def _full(self, rows, theta):
+        """Exact argmax over all items for ``rows``; rebuilds their candidate lists."""
+        th = theta[rows]
+        blocked = ~self.unused[rows]
+        self.full_passes += rows.size
+        if not self.screen:
+            info = self._exact(rows, th)
+            info[blocked] = -np.inf
+            pick = np.argmax(info, axis=1)
+            if self.cache:
+                self._build(rows, th, info.astype(np.float32), blocked)
+            return pick
+        a32 = self._rows(self.a32, rows)
+        info32 = _information32(th.astype(np.float32)[:, None], a32, self._rows(self.b32, rows),
+                                self._rows(self.q32, rows))
+        info32[blocked] = -1.0
+        pick, best, sure = _screen(info32)
+        if self.cache:
+            self._build(rows, th, info32, blocked, a32)
+        unsure = np.flatnonzero(~sure & (best >= 0))             # near-ties: decide exactly
+        if unsure.size:
+            u = rows[unsure]
+            pick[unsure] = self._refine(info32[unsure], blocked[unsure], th[unsure],
+                                        lambda cols, sub=None: self._exact(u if sub is None else u[sub],
+                                                                           th[unsure] if sub is None else th[unsure][sub],
+                                                                           cols))[0]
+        return pick
+
+    @staticmethod
+    def _refine(info32, blocked, th, exact):
+        """Exact argmax for rows whose screen was inconclusive.
+
+        The ``_SCREEN_TOP`` best screened columns are evaluated exactly; when the last of them is
+        more than the margin below the best, the exact argmax is among them (ties: lowest
+        column); otherwise the whole row is evaluated exactly. ``exact(cols, sub)`` returns the
+        exact information of rows ``sub`` (default all) at columns ``cols`` (None: all).
+        """
+        n, p = info32.shape
+        r = np.arange(n)
+        m = min(_SCREEN_TOP, p)
+        top = np.sort(np.argpartition(info32, p - m, axis=1)[:, p - m:], axis=1)
+        v = np.take_along_axis(info32, top, 1)
+        info = exact(top)
+        info[np.take_along_axis(blocked, top, 1)] = -np.inf
+        j = np.argmax(info, axis=1)
+        k, best = top[r, j], info[r, j]
+        if m < p:
+            hard = np.flatnonzero(v.min(axis=1) >= v.max(axis=1) * np.float32(1.0 - _SCREEN_GAP))
+            if hard.size:
+                full = exact(None, hard)
+                full[blocked[hard]] = -np.inf
+                k[hard] = np.argmax(full, axis=1)
+                best[hard] = full[np.arange(hard.size), k[hard]]
+        return k, best
+
+    def _build(self, rows, th, info32, blocked, a32=None):
+        """Candidates: the ``cache`` best unused items (by screened value), and the bounds."""
+        c, n = self.cache, info32.shape[1]
+        top = np.sort(np.argpartition(info32, n - c, axis=1)[:, n - c:], axis=1)
+        self.items[rows] = top
+        self.ca[rows], self.cb[rows] = self._cols(self.a, rows, top), self._cols(self.b, rows, top)
+        self.ca32[rows], self.cb32[rows] = self.ca[rows], self.cb[rows]
+        self.cq32[rows] = self.ca32[rows] * self.ca32[rows]
+        self.used[rows] = np.take_along_axis(blocked, top, 1)
+        self.theta_c[rows] = th
+        # bound over the unused non-candidates, in logs: log(I (1 + gap)) + a r, capped by the
+        # log of the peak a^2 / 4 (both inflated by the screening margin)
+        other = ~blocked
+        np.put_along_axis(other, top, False, axis=1)
+        with np.errstate(divide="ignore"):
+            base = np.log(np.where(other, info32, np.float32(0.0)) * np.float32(1.0 + _SCREEN_GAP))
+        if a32 is None:
+            a32 = self._rows(self.a32, rows)
+        peak = self._rows(self.logpeak32, rows)
+        for i, r in enumerate(self.radii):
+            lim = np.minimum(base + a32 * np.float32(r), peak).max(axis=1).astype(float)
+            self.bound[rows, i] = np.exp(lim) * (1.0 + 1e-4)     # undo the logs, rounding margin
+
+    def _candidates(self, theta):
+        """Best unused candidate of every model: (column, value that is certainly not above
+        its exact information, value known exactly)."""
+        if not self.screen:
+            info = _information(theta[:, None], self.ca, self.cb)
+            info[self.used] = -np.inf
+            k = np.argmax(info, axis=1)
+            return k, info[self.rows, k]
+        info32 = _information32(theta.astype(np.float32)[:, None], self.ca32, self.cb32, self.cq32)
+        info32[self.used] = -1.0
+        k, best, sure = _screen(info32)
+        low = np.where(best >= 0, best * (1.0 - _SCREEN_GAP), -np.inf)   # <= the exact value
+        unsure = np.flatnonzero(~sure & (best >= 0))
+        if unsure.size:
+            ca, cb, th = self.ca[unsure], self.cb[unsure], theta[unsure]
+
+            def exact(cols, sub=None):
+                if sub is None:
+                    return _information(th[:, None], np.take_along_axis(ca, cols, 1), np.take_along_axis(cb, cols, 1))
+                return _information(th[sub, None], ca[sub], cb[sub])
+
+            k[unsure], low[unsure] = self._refine(info32[unsure], self.used[unsure], th, exact)
+        return k, low
+
+    def select(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        out = np.full(self.rows.size, -1, dtype=np.intp)
+        live = self.left > 0
+        if not self.cache:
+            pending = np.flatnonzero(live)
+        else:
+            level = np.searchsorted(self.radii, np.abs(theta - self.theta_c))
+            k, low = self._candidates(theta)
+            ok = live & (low > self.bound[self.rows, level])
+            hit = self.rows[ok]
+            out[hit] = self.items[hit, k[ok]]
+            pending = np.flatnonzero(live & ~ok)
+        if pending.size:
+            out[pending] = self._full(pending, theta)
+        got = np.flatnonzero(out >= 0)
+        chosen = out[got]
+        self.unused[got, chosen] = False
+        if self.cache:
+            self.used[got] |= self.items[got] == chosen[:, None]
+        self.left[got] -= 1
+        return out
+
+
+class RandomSelection:
+    """Uniformly random items: every model gets its own random order of its available items.
+
+    The order is drawn once per run from the run's generator (``run_adaptive(seed=...)``), so
+    the first ``k`` items of a run to budget ``K`` are the run to budget ``k``.
+    """
+
+    adaptive = False
+
+    def begin(self, a, b, available, rng) -> "_RandomRun":
+        return _RandomRun(np.asarray(available, dtype=bool), rng)
+
+    def __repr__(self) -> str:
+        return "RandomSelection()"
+
+
+class _RandomRun:
+    def __init__(self, available, rng):
+        keys = rng.random(available.shape)
+        keys[~available] = np.inf
+        self.order = np.argsort(keys, axis=1, kind="stable")
+        self.n_available = available.sum(axis=1)
+        self.t = 0
+
+    def select(self, theta=None):
+        if self.t >= self.order.shape[1]:
+            out = np.full(self.order.shape[0], -1, dtype=np.intp)
+        else:
+            out = self.order[:, self.t].astype(np.intp)
+            out[self.t >= self.n_available] = -1
+        self.t += 1
+        return out
+
+
+# ---------------------------------------------------------------------------- estimators
+class MeanScoreEstimator:
+    """Share of safe responses among the items given so far (the Random baseline's score).
+
+    NaN for a model with no response yet. It gives no ability, so it cannot drive
+    :class:`MaxInformation`.
+    """
+
+    provides_ability = False
+
+    def begin(self, n_models, budget, theta0=0.0) -> "_MeanRun":
+        return _MeanRun(n_models)
+
+    def __repr__(self) -> str:
+        return "MeanScoreEstimator()"
+
+
+class _MeanRun:
+    def __init__(self, n_models):
+        self.safe = np.zeros(n_models)
+        self.seen = np.zeros(n_models)
+
+    def push(self, a, b, x):
+        obs = ~np.isnan(x)
+        self.safe += np.where(obs, x, 0.0)
+        self.seen += obs
+
+    def estimate(self):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.seen > 0, self.safe / self.seen, np.nan), None
+
+
+class MapEstimator:
+    """MAP ability (Normal prior) on the items given so far, warm-started (see module notes).
+
+    Parameters
+    ----------
+    prior_mean, prior_sd, max_step, bounds
+        As in :func:`irtlib.map_ability` (the paper: 0, 1, 1.0 and [-8, 8]).
+    tol : float
+        A model has converged when its last Newton step was below ``tol`` (as in
+        :func:`irtlib.map_ability`). Newton converges quadratically, so the estimate is then
+        within about ``tol**2`` of the mode.
+    max_newton : int
+        Newton iterations before a model is handed to :func:`irtlib.map_ability`.
+    order, radius : int, float
+        Speed-up of the score and information sums (see Notes).
+
+    Notes
+    -----
+    The score ``sum_s a_s (x_s - P_s(theta))`` and the information ``sum_s a_s^2 P_s (1 - P_s)``
+    of ``t`` items cost ``t`` logistic evaluations each time Newton evaluates them. Instead,
+    every model keeps the Taylor moments ``M_n = sum_s a_s^(n+1) sigma^(n)(a_s (theta_r - b_s))``
+    (``n <= order + 1``) around a reference ``theta_r``, updated in O(order) per new item; the
+    sums at ``theta = theta_r + d`` are then polynomials in ``d``. The logistic function is
+    analytic and bounded by 1 in modulus within ``pi / 2`` of the real axis, so by Cauchy's
+    estimate each item's truncation error is below ``q^(order+1) / (1 - q)`` with
+    ``q = 2 a_s |d| / pi``. A model is re-centred (one exact pass over its items) whenever
+    ``max_s a_s |d|`` exceeds ``radius``; with the defaults (8, 0.1) ``q^9 < 3e-11``, far
+    below ``tol``, so the result is the exact mode for every practical purpose (the tests check
+    agreement with :func:`irtlib.map_ability` to 1e-7). ``order=0`` switches this off: every
+    Newton iteration is an exact pass.
+    """
+
+    provides_ability = True
+
+    def __init__(self, *, prior_mean: float = 0.0, prior_sd: float = 1.0, tol: float = 1e-8,
+                 max_step: float = 1.0, bounds: tuple[float, float] = THETA_BOUNDS, max_newton: int = 50,
+                 order: int = 8, radius: float = 0.1):
+        self.prior_mean, self.prior_sd = float(prior_mean), float(prior_sd)
+        self.tol, self.max_step, self.bounds = float(tol), float(max_step), tuple(bounds)
+        self.max_newton = int(max_newton)
+        self.order, self.radius = int(order), float(radius)
+        if self.order < 0 or self.radius <= 0:
+            raise ValueError("order must be >= 0 and radius > 0")
+
+    def begin(self, n_models, budget, theta0=0.0) -> "_MapRun":
+        return _MapRun(self, n_models, budget, theta0)
+
+    def __repr__(self) -> str:
+        return (f"MapEstimator(prior_mean={self.prior_mean}, prior_sd={self.prior_sd}, tol={self.tol}, "
+                f"order={self.order})")
+
+
+def _sigmoid_derivative_polys(n_max: int) -> list[np.ndarray]:
+    """Coefficients (increasing powers of s) of ``sigma^(n)`` as a polynomial in ``s = sigma``."""
+    polys = [np.array([0.0, 1.0])]
+    ds = np.array([0.0, 1.0, -1.0])          # d sigma / dz = s - s^2
+    for _ in range(n_max):
+        polys.append(np.polynomial.polynomial.polymul(np.polynomial.polynomial.polyder(polys[-1]), ds))
+    return polys
+
+
+class _MapRun:
+    """Compact per-model arrays of the administered items and a warm-started Newton."""
+
+    def __init__(self, est: MapEstimator, n_models, budget, theta0):
+        self.e = est
+        self.A = np.zeros((n_models, budget))     # a of the item given (0: no response)
+        self.AB = np.zeros((n_models, budget))    # a * b
+        self.B = np.zeros((n_models, budget))
+        self.X = np.zeros((n_models, budget))     # response (0 where none; a = 0 there)
+        self.sax = np.zeros(n_models)             # sum of a * x: the score's data term
+        self.t = 0
+        self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float),
+                             *est.bounds)
+        self.info = np.zeros(n_models)            # likelihood information at theta
+        self.fresh = True                         # theta / info are those after the previous item
+        self.taylor = est.order > 0
+        self.recentred = 0                        # diagnostics: exact passes (model count)
+        if self.taylor:
+            polys = _sigmoid_derivative_polys(est.order + 1)
+            self.coef = np.zeros((len(polys[-1]) - 1, len(polys)))   # s^1.. x derivative order
+            for n, c in enumerate(polys):
+                self.coef[:len(c) - 1, n] = c[1:]                    # no constant terms
+            self.spow = np.arange(1, self.coef.shape[0] + 1, dtype=float)
+            self.apow = np.arange(1, len(polys) + 1, dtype=float)
+            self.dpow = np.arange(est.order + 1, dtype=float)
+            invfact = 1.0 / np.cumprod(np.r_[1.0, np.arange(1, est.order + 1)])     # 1 / n!
+            # score and information polynomials in d: rows 0 and 1 of coef_d pick M_n and M_(n+1)
+            self.invfact = invfact
+            self.theta_r = self.theta.copy()
+            self.M = np.zeros((n_models, len(polys)))
+            self.amax = np.zeros(n_models)
+
+    # -- Taylor moments --------------------------------------------------------------------
+    def _moments(self, a, s):
+        """``sum over the last axis of a^(n+1) sigma^(n)(z)`` (``s = sigma(z)``), n = 0..order+1."""
+        deriv = (s[..., None] ** self.spow) @ self.coef          # sigma^(n)(z), (..., j, n)
+        deriv *= a[..., None] ** self.apow
+        return deriv.sum(axis=-2)
+
+    def _recentre(self, rows, theta):
+        t = self.t
+        A = self.A[rows, :t]
+        s = expit(A * theta[:, None] - self.AB[rows, :t])
+        self.M[rows] = self._moments(A, s)
+        self.theta_r[rows] = theta
+        self.recentred += rows.size
+
+    def push(self, a, b, x):
+        if np.isnan(x).any():
+            obs = ~np.isnan(x)
+            a, b, x = np.where(obs, a, 0.0), np.where(obs, b, 0.0), np.where(obs, x, 0.0)
+        t = self.t
+        self.A[:, t], self.B[:, t], self.X[:, t] = a, b, x
+        self.AB[:, t] = a * b
+        self.sax += a * x
+        if self.taylor:
+            s = expit(a * (self.theta_r - b))
+            self.M += self._moments(a[:, None], s[:, None])
+            np.maximum(self.amax, a, out=self.amax)
+        elif self.fresh:
+            # Predictor: the score of the previous posterior is ~0 at theta, so the new score is
+            # the new item's residual; one capped Newton step from there (O(1) per model).
+            p = expit(a * (self.theta - b))
+            h = self.info + a * a * p * (1.0 - p) + 1.0 / self.e.prior_sd ** 2
+            step = np.clip(a * (x - p) / h, -self.e.max_step, self.e.max_step)
+            self.theta = np.clip(self.theta + step, *self.e.bounds)
+        self.fresh = False
+        self.t += 1
+
+    def _grad_info(self, theta):
+        """Log-posterior score and likelihood information at ``theta`` (all models)."""
+        e, t = self.e, self.t
+        prior = (theta - e.prior_mean) / e.prior_sd ** 2
+        if not self.taylor:
+            A = self.A[:, :t]
+            z = A * theta[:, None]
+            z -= self.AB[:, :t]
+            p = expit(z, out=z)
+            g = self.sax - np.einsum("ij,ij->i", A, p) - prior
+            q = 1.0 - p
+            q *= p
+            return g, np.einsum("ij,ij,ij->i", A, A, q)
+        d = theta - self.theta_r
+        far = self.amax * np.abs(d) > e.radius
+        if far.any():
+            rows = np.flatnonzero(far)
+            self._recentre(rows, theta[rows])
+            d[rows] = 0.0
+        terms = d[:, None] ** self.dpow
+        terms *= self.invfact                                       # d^n / n!
+        M = self.M
+        return self.sax - (M[:, :-1] * terms).sum(axis=1) - prior, (M[:, 1:] * terms).sum(axis=1)
+
+    def estimate(self):
+        if self.taylor:
+            return self._estimate_taylor()
+        e = self.e
+        lo, hi = e.bounds
+        inv_var = 1.0 / e.prior_sd ** 2
+        theta = self.theta
+        done = np.zeros(theta.size, dtype=bool)
+        for _ in range(e.max_newton):
+            g, h = self._grad_info(theta)
+            new = np.clip(theta + np.clip(g / (h + inv_var), -e.max_step, e.max_step), lo, hi)
+            moved = np.abs(new - theta)
+            theta = np.where(done, theta, new)                     # converged models stay put
+            info = h if not done.any() else np.where(done, self.info, h)
+            self.info = info
+            done |= moved < e.tol
+            if done.all():
+                break
+        if not done.all():   # the full algorithm, with its bisection fallback
+            rows, t = np.flatnonzero(~done), self.t
+            fit = map_ability(self.X[rows, :t], self.A[rows, :t], self.B[rows, :t],
+                              prior_mean=e.prior_mean, prior_sd=e.prior_sd, theta0=theta[rows],
+                              max_step=e.max_step, tol=e.tol, bounds=e.bounds)
+            theta = theta.copy()
+            theta[rows] = fit.theta
+            self.info = self.info.copy()
+            self.info[rows] = 1.0 / fit.se ** 2 - inv_var
+        self.theta, self.fresh = theta, True
+        return theta.copy(), theta
+
+
+    def _estimate_taylor(self):
+        """Damped Newton on the Taylor model of the score (see :class:`MapEstimator`).
+
+        A model stops when its last step was below ``tol`` or when the step just taken
+        predicts a next step below ``tol / 10`` (quadratic convergence: the next step is about
+        ``|H'| s^2 / (2 H)`` after a step ``s``, with ``H`` the posterior information), which
+        saves the confirming iteration; the estimate is then within about ``tol / 10`` of the
+        mode.
+        """
+        e = self.e
+        lo, hi = e.bounds
+        inv_var = 1.0 / e.prior_sd ** 2
+        cap = e.max_step
+        theta = self.theta
+        done = np.zeros(theta.size, dtype=bool)
+        info = self.info
+        for _ in range(e.max_newton):
+            d = theta - self.theta_r
+            far = self.amax * np.abs(d) > e.radius
+            if far.any():
+                rows = np.flatnonzero(far)
+                self._recentre(rows, theta[rows])
+                d[rows] = 0.0
+            terms = d[:, None] ** self.dpow
+            terms *= self.invfact                                   # d^n / n!
+            M = self.M
+            g = self.sax - np.einsum("ij,ij->i", M[:, :-1], terms) - (theta - e.prior_mean) * inv_var
+            h = np.einsum("ij,ij->i", M[:, 1:], terms)
+            dh = np.einsum("ij,ij->i", M[:, 2:], terms[:, :-1])     # d information / d theta
+            hp = h + inv_var
+            raw = g / hp
+            new = np.minimum(np.maximum(theta + np.minimum(np.maximum(raw, -cap), cap), lo), hi)
+            moved = np.abs(new - theta)
+            if done.any():
+                new = np.where(done, theta, new)
+                h = np.where(done, info, h)
+            theta, info = new, h
+            done |= (moved < e.tol) | ((np.abs(dh) * raw * raw < 0.2 * e.tol * hp) & (np.abs(raw) < cap)
+                                        & (new > lo) & (new < hi))
+            if done.all():
+                break
+        self.info = info
+        if not done.all():   # the full algorithm, with its bisection fallback
+            rows, t = np.flatnonzero(~done), self.t
+            fit = map_ability(self.X[rows, :t], self.A[rows, :t], self.B[rows, :t],
+                              prior_mean=e.prior_mean, prior_sd=e.prior_sd, theta0=theta[rows],
+                              max_step=e.max_step, tol=e.tol, bounds=e.bounds)
+            theta = theta.copy()
+            theta[rows] = fit.theta
+            self.info = self.info.copy()
+            self.info[rows] = 1.0 / fit.se ** 2 - inv_var
+        self.theta, self.fresh = theta, True
+        return theta.copy(), theta
+
+
+# ---------------------------------------------------------------------------- the loop
+#: The paper's three adaptive-loop methods: (selector, estimator) factories.
+METHODS = {
+    "fluid": (MaxInformation, MapEstimator),
+    "random": (RandomSelection, MeanScoreEstimator),
+    "random-irt": (RandomSelection, MapEstimator),
+}
+
+
+def _check_inputs(responses, a, b, budget):
+    x = np.asarray(responses, dtype=float)
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2:
+        raise ValueError(f"responses must be a (n_models, n_items) array, got shape {np.shape(responses)}")
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.shape not in ((x.shape[1],), x.shape):
+        raise ValueError(f"a and b must have shape ({x.shape[1]},) or {x.shape} to match responses "
+                         f"{x.shape}; got {a.shape} and {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("a and b must be finite")
+    bad = ~np.isnan(x) & (x != 0) & (x != 1)
+    if bad.any():
+        raise ValueError(f"responses must be 0, 1 or NaN; found {x[bad][0]!r}")
+    budget = int(budget)
+    if not 1 <= budget <= x.shape[1]:
+        raise ValueError(f"budget must be between 1 and the {x.shape[1]} items, got {budget}")
+    return x, a, b, budget
+
+
+def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = None,
+                 estimator: Estimator | None = None, seed=None, theta0: float = 0.0,
+                 record=None) -> Trajectory:
+    """Algorithm 1 for many models at once, replayed on their response rows.
+
+    Parameters
+    ----------
+    responses : array_like, shape (n_models, n_items)
+        1 safe, 0 unsafe, NaN unobserved (unavailable to that model: never selected).
+    a, b : array_like, shape (n_items,) or (n_models, n_items)
+        Calibrated item parameters, shared or per model (models calibrated on different
+        training sets -- e.g. the test models of several protocol splits -- can run together).
+    budget : int
+        Number of steps (items per model), at most ``n_items``.
+    selector : Selector, default MaxInformation()
+    estimator : Estimator, default MapEstimator()
+    seed : int, Generator, SeedSequence or None
+        Seeds the selector (random orders); unused by :class:`MaxInformation`.
+    theta0 : float
+        Starting ability (the paper: 0).
+    record : sequence of int, optional
+        Test lengths at which to record the estimate. Default: every step. An adaptive
+        selector needs the estimate after every step anyway, so with one the estimate is
+        always recorded at every step; with a non-adaptive one (random) only the requested
+        steps are estimated, which is what makes Random IRT cheap.
+
+    Returns
+    -------
+    Trajectory
+
+    Examples
+    --------
+    >>> traj = run_adaptive(x, a, b, budget=50)                    # Fluid Benchmarking
+    >>> traj.at(20)                                                  # abilities after 20 items
+    >>> run_adaptive(x, a, b, budget=50, selector=RandomSelection(),
+    ...              estimator=MeanScoreEstimator(), seed=0).at(20)  # Random
+    """
+    x, a, b, budget = _check_inputs(responses, a, b, budget)
+    selector = MaxInformation() if selector is None else selector
+    estimator = MapEstimator() if estimator is None else estimator
+    if selector.adaptive and not estimator.provides_ability:
+        raise ValueError(f"{selector!r} needs an ability estimate; {estimator!r} gives none")
+    n_models = x.shape[0]
+    rows = np.arange(n_models)
+    if selector.adaptive or record is None:
+        steps = np.arange(1, budget + 1)
+    else:
+        steps = np.unique(np.asarray(record, dtype=int))
+        if steps.size == 0 or steps[0] < 1 or steps[-1] > budget:
+            raise ValueError(f"record must hold test lengths between 1 and {budget}")
+    want = np.zeros(budget + 1, dtype=bool)
+    want[steps] = True
+
+    rng = np.random.default_rng(seed)
+    sel = selector.begin(a, b, ~np.isnan(x), rng)
+    est = estimator.begin(n_models, budget, theta0)
+    items = np.full((n_models, budget), -1, dtype=np.intp)
+    out = np.full((n_models, budget), np.nan)
+    theta = np.full(n_models, float(theta0))
+    for t in range(budget):
+        j = sel.select(theta if selector.adaptive else None)
+        got = j >= 0
+        items[:, t] = j
+        jj = np.where(got, j, 0)
+        xt = np.where(got, x[rows, jj], np.nan)
+        if a.ndim == 2:
+            est.push(a[rows, jj], b[rows, jj], xt)
+        else:
+            est.push(a[jj], b[jj], xt)
+        if want[t + 1]:
+            value, ability = est.estimate()
+            out[:, t] = value
+            if ability is not None:
+                theta = ability
+    return Trajectory(items=items, estimate=out, steps=steps)
+
+
+def run_adaptive_reference(responses, a, b, *, budget: int, theta0: float = 0.0, prior_mean: float = 0.0,
+                           prior_sd: float = 1.0, warm_start: bool = False) -> Trajectory:
+    """Fluid Benchmarking, one model and one step at a time: the straightforward loop.
+
+    For each model: information of every item at the current theta
+    (:func:`irtlib.model.fisher_information`), used and unobserved items masked out, argmax;
+    then :func:`irtlib.map_ability` on the items given so far (from its default start, or from
+    the previous estimate with ``warm_start=True``). Same rules as :func:`run_adaptive` with
+    :class:`MaxInformation` and :class:`MapEstimator`, without any of its speed-ups; the
+    reference its tests and benchmark compare against.
+    """
+    x, a, b, budget = _check_inputs(responses, a, b, budget)
+    n_models = x.shape[0]
+    items = np.full((n_models, budget), -1, dtype=np.intp)
+    out = np.full((n_models, budget), np.nan)
+    for m in range(n_models):
+        am, bm = (a[m], b[m]) if a.ndim == 2 else (a, b)
+        blocked = np.isnan(x[m])
+        theta = float(theta0)
+        given = []
+        for t in range(budget):
+            info = fisher_information(theta, am, bm)
+            info[blocked] = -np.inf
+            j = int(np.argmax(info))
+            if np.isfinite(info[j]):
+                blocked[j] = True
+                given.append(j)
+                items[m, t] = j
+                theta = float(map_ability(x[m, given], am[given], bm[given], prior_mean=prior_mean,
+                                          prior_sd=prior_sd, theta0=theta if warm_start else prior_mean).theta)
+            out[m, t] = theta
+    return Trajectory(items=items, estimate=out, steps=np.arange(1, budget + 1))
