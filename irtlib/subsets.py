@@ -1,0 +1,501 @@
+"""Static item subsets: one fixed subset of ``k`` items for every model.
+
+Paper, section "Static subsets": every subset is chosen on the *training* models only; the
+IRT methods use the calibrated item parameters and the training models' abilities (MAP on all
+items). Five methods:
+
+- :func:`total_fisher` -- the ``k`` items with the largest total information over the training
+  abilities, ``sum_m I_j(theta_m)``.
+- :func:`marginal_fisher` -- greedy: repeatedly add the item that most reduces the summed
+  standard error of the training abilities, ``sum_m 1 / sqrt(sum_{j in S} I_j(theta_m))`` (the
+  ML standard error, as the paper says).
+- :func:`marginal_fisher_bq` -- the same greedy, constrained to cycle round-robin over the four
+  quartile bins of ``b``.
+- :func:`anchor_points` -- K-medoids on the Pearson-correlation distance between items' training
+  score vectors; each medoid is weighted by the number of items it represents (appendix D).
+- :func:`disco` -- items in decreasing binary entropy of their training safe rate (adapted DISCO).
+
+Every function returns a :class:`Subset` (item positions, and weights for anchor points). Total
+Fisher, both Marginal Fisher variants and DISCO are *nested*: the first ``j`` items of the
+subset for ``k`` are the subset for ``j``, so one call at the largest ``k`` serves every smaller
+budget. Anchor points is not nested; :func:`anchor_points_path` runs it for a list of budgets.
+
+How a subset scores a model (section "Evaluation"): MAP ability on the subset for the IRT methods,
+the safety score on the subset for DISCO (and Random), the weighted safety score for anchor
+points -- see :func:`score_subset`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ability import map_ability
+from .model import fisher_information
+
+__all__ = [
+    "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",
+    "anchor_points", "anchor_points_path", "disco", "correlation_features", "kmedoids_loss",
+    "score_subset", "summed_se", "STATIC_METHODS",
+]
+
+#: Static method identifiers (shared with the command line) and whether they are nested.
+STATIC_METHODS = {"total-fisher": True, "marginal-fisher": True, "marginal-fisher-bq": True,
+                  "anchor-points": False, "disco": True}
+
+
+@dataclass(frozen=True)
+class Subset:
+    """Chosen items, in selection order.
+
+    Attributes
+    ----------
+    items : ndarray of int, shape (k,)
+        Positions of the chosen items (columns of the response matrix / entries of ``a``, ``b``).
+    weights : ndarray of float, shape (k,), or None
+        Anchor points: the number of items each medoid represents (they sum to the number of
+        items clustered). None for the unweighted methods.
+    """
+
+    items: np.ndarray
+    weights: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.items.size)
+
+    def head(self, k: int) -> "Subset":
+        """The first ``k`` items (the subset for budget ``k`` of a nested method)."""
+        return Subset(self.items[:k], None if self.weights is None else self.weights[:k])
+
+
+def _check_k(k, n_items: int) -> int:
+    k = int(k)
+    if not 1 <= k <= n_items:
+        raise ValueError(f"k must be between 1 and the {n_items} items, got {k}")
+    return k
+
+
+def information_matrix(a, b, theta) -> np.ndarray:
+    """``I_j(theta_m)`` for every model and item, shape ``(n_models, n_items)``."""
+    return fisher_information(np.asarray(theta, float)[:, None], np.asarray(a, float), np.asarray(b, float))
+
+
+# ---------------------------------------------------------------------------- Fisher methods
+def total_fisher(a, b, theta_train, k: int) -> Subset:
+    """Total Fisher: the ``k`` items with the largest ``sum_m I_j(theta_m)``.
+
+    Ties go to the lower item position. Nested.
+    """
+    info = information_matrix(a, b, theta_train)
+    k = _check_k(k, info.shape[1])
+    order = np.argsort(-info.sum(axis=0), kind="stable")
+    return Subset(order[:k])
+
+
+def summed_se(info_sum, prior_information: float = 0.0) -> float:
+    """``sum_m 1 / sqrt(prior_information + info_sum_m)``: the Marginal Fisher objective."""
+    with np.errstate(divide="ignore"):
+        return float((1.0 / np.sqrt(prior_information + np.asarray(info_sum, float))).sum())
+
+
+def _gains(s, cols):
+    """Decrease of ``sum_m s_m^-1/2`` from adding columns ``cols`` (shape (n_cand, n_models)).
+
+    Written without cancellation: ``s^-1/2 - (s + I)^-1/2 = I / (r1 r2 (r1 + r2))`` with
+    ``r1 = sqrt(s)``, ``r2 = sqrt(s + I)``.
+    """
+    s = np.maximum(s, 1e-300)          # a model with no information yet: huge, finite gains
+    r1 = np.sqrt(s)
+    r2 = np.sqrt(s + cols)
+    return (cols / (r1 * r2 * (r1 + r2))).sum(axis=1)
+
+
+def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None):
+    """Greedy minimisation of the summed SE; optionally round-robin over item bins.
+
+    ``info`` is ``(n_models, n_items)``. Lazy evaluation (Minoux): the objective is a sum of
+    concave functions of modular functions of the subset, so it is submodular and an item's
+    gain can only shrink as the subset grows; stale gains are therefore upper bounds, and an
+    item whose fresh gain beats every other item's bound is the exact greedy choice. Each step
+    re-evaluates the few items with the largest bounds (doubling the batch until the choice is
+    proven), which makes thousands of picks over thousands of items affordable and gives the
+    same picks as evaluating every candidate (ties: lowest position).
+    """
+    info_t = np.ascontiguousarray(np.asarray(info, float).T)      # (n_items, n_models)
+    n_items, n_models = info_t.shape
+    k = _check_k(k, n_items)
+    if bins is None:
+        bins = np.zeros(n_items, dtype=np.intp)
+    n_bins = int(bins.max()) + 1
+    members = [np.flatnonzero(bins == i) for i in range(n_bins)]
+    chosen = np.empty(k, dtype=np.intp)
+
+    # First pick: with no prior information the SE of an empty set is infinite, so the first
+    # item is the one whose own summed SE is smallest (argmin_j sum_m I_mj^-1/2), which is
+    # what "minimise the summed SE of S + {j}" means at S = {}. With prior information it is an
+    # ordinary greedy step. Round-robin starts in ``start_bin``, or in the best item's bin.
+    s = np.full(n_models, float(prior_information))
+    if prior_information > 0:
+        score = _gains(s, info_t)
+    else:
+        with np.errstate(divide="ignore"):
+            score = -(1.0 / np.sqrt(info_t)).sum(axis=1)
+    if start_bin is None:
+        j = int(np.argmax(score))
+        cur = int(bins[j])
+    else:
+        cur = int(start_bin)
+        while not members[cur].size:
+            cur = (cur + 1) % n_bins
+        j = int(members[cur][np.argmax(score[members[cur]])])
+    chosen[0] = j
+    s = s + info_t[j]
+    if k == 1:
+        return chosen
+    # Stale gains (upper bounds) per bin; chosen items get -inf.
+    gains = _gains(s, info_t)
+    gains[j] = -np.inf
+    bounds = [gains[m] for m in members]
+    for step in range(1, k):
+        cur = (cur + 1) % n_bins
+        while not np.isfinite(bounds[cur]).any():
+            cur = (cur + 1) % n_bins
+        ub, items = bounds[cur], members[cur]
+        batch = 16
+        while True:
+            if batch >= ub.size:
+                top, rest = np.flatnonzero(np.isfinite(ub)), -np.inf
+            else:
+                part = np.argpartition(ub, ub.size - batch - 1)
+                top, rest = part[ub.size - batch:], ub[part[ub.size - batch - 1]]
+                top = top[np.isfinite(ub[top])]
+            fresh = _gains(s, info_t[items[top]])
+            ub[top] = fresh
+            best = fresh.max()
+            if best > rest:
+                break
+            batch *= 4
+        pick = top[fresh == best].min()                            # ties: lowest position
+        chosen[step] = items[pick]
+        ub[pick] = -np.inf
+        s = s + info_t[items[pick]]
+    return chosen
+
+
+def marginal_fisher(a, b, theta_train, k: int, *, prior_information: float = 0.0) -> Subset:
+    """Marginal Fisher: greedy minimisation of the training models' summed standard error.
+
+    Parameters
+    ----------
+    a, b : array_like, shape (n_items,)
+    theta_train : array_like, shape (n_train,)
+        Training models' abilities (the paper: MAP on all items).
+    k : int
+    prior_information : float
+        Added to every model's information before taking ``1 / sqrt``. 0 (default) is the
+        paper's ML standard error ``1 / sqrt(sum_{j in S} I_j(theta_m))``; the first item is then
+        the one minimising ``sum_m I_j(theta_m)^-1/2``. 1 would use the posterior SE under the
+        Normal(0, 1) prior instead.
+
+    Returns
+    -------
+    Subset
+        Nested: the first ``j`` items are the greedy subset of size ``j``.
+    """
+    info = information_matrix(a, b, theta_train)
+    return Subset(_greedy_se(info, k, prior_information=prior_information))
+
+
+def b_quartile_bins(b, n_bins: int = 4) -> np.ndarray:
+    """Bin index (0 = easiest) of every item by rank of ``b``: ``n_bins`` bins of equal size (+-1)."""
+    b = np.asarray(b, float)
+    rank = np.empty(b.size, dtype=np.intp)
+    rank[np.argsort(b, kind="stable")] = np.arange(b.size)
+    return (rank * n_bins) // b.size
+
+
+def marginal_fisher_bq(a, b, theta_train, k: int, *, n_bins: int = 4, prior_information: float = 0.0,
+                       start: str = "best") -> Subset:
+    """Marginal Fisher constrained to the quartiles of ``b``.
+
+    Items are binned by rank of ``b`` into ``n_bins`` bins of equal size (quartiles for 4).
+    Picks then cycle round-robin over the bins, in order of increasing ``b`` and wrapping
+    around; each pick is the item of the current bin with the largest reduction of the summed
+    SE given everything chosen so far (in every bin), so any prefix of ``4 r`` items holds ``r``
+    items per quartile (difficulty coverage proportional to the bank's). A bin that runs out is
+    skipped.
+
+    Parameters
+    ----------
+    start : {"best", "lowest"}
+        Which bin the cycle starts in: the bin of the unconstrained first pick (default: so
+        ``k = 1`` agrees with :func:`marginal_fisher`) or the lowest-``b`` bin.
+    n_bins, prior_information
+        See above and :func:`marginal_fisher`.
+    """
+    if start not in ("best", "lowest"):
+        raise ValueError(f"start must be 'best' or 'lowest', got {start!r}")
+    info = information_matrix(a, b, theta_train)
+    bins = b_quartile_bins(b, n_bins)
+    return Subset(_greedy_se(info, k, prior_information=prior_information, bins=bins,
+                             start_bin=None if start == "best" else 0))
+
+
+# ---------------------------------------------------------------------------- DISCO
+def disco(train_values, k: int) -> Subset:
+    """DISCO, adapted: items in decreasing binary entropy of their training safe rate.
+
+    ``H(p) = -p log p - (1 - p) log(1 - p)`` with ``p`` the share of safe responses among the
+    training models that saw the item (``0 log 0 = 0``). Ties go to the lower position. Nested.
+    """
+    x = np.asarray(train_values, float)
+    k = _check_k(k, x.shape[1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.nanmean(x, axis=0)
+        h = -(np.where(p > 0, p * np.log(p), 0.0) + np.where(p < 1, (1 - p) * np.log1p(-p), 0.0))
+    h = np.nan_to_num(h, nan=-np.inf)                 # an item no training model saw: last
+    return Subset(np.argsort(-h, kind="stable")[:k])
+
+
+# ---------------------------------------------------------------------------- anchor points
+def correlation_features(train_values) -> np.ndarray:
+    """Item vectors whose dot products are the Pearson correlations between items.
+
+    Returns ``U`` of shape ``(n_items, n_train + 2)`` with unit rows: item ``j``'s centred
+    training score vector divided by its norm, so ``1 - U U^T`` is the correlation distance
+    ``1 - r``. Missing responses are filled with the item's training mean (they add nothing to
+    the covariance). Items that are constant over the training models have no correlation;
+    they get one of two extra unit coordinates (one for all-safe, one for all-unsafe), which
+    puts them at distance 0 from the items constant at the same value and at distance 1
+    (correlation 0) from every other item.
+    """
+    x = np.asarray(train_values, float)
+    mean = np.nanmean(x, axis=0)
+    z = np.where(np.isnan(x), 0.0, x - mean)
+    norm = np.sqrt((z * z).sum(axis=0))
+    const = norm <= 1e-12 * np.sqrt(x.shape[0])
+    u = np.zeros((x.shape[1], x.shape[0] + 2))
+    u[~const, :-2] = (z[:, ~const] / norm[~const]).T
+    u[const & (mean >= 0.5), -2] = 1.0
+    u[const & (mean < 0.5), -1] = 1.0
+    return u
+
+
+def kmedoids_loss(u, medoids) -> float:
+    """Sum over items of the correlation distance to the nearest medoid."""
+    sim = u @ u[np.asarray(medoids)].T
+    return float((1.0 - sim.max(axis=1)).sum())
+
+
+def _assign(u, um, chunk=4096):
+    """Nearest of the medoid vectors ``um`` (rows) for every row of ``u`` (largest dot product,
+    ties: first medoid), and that similarity."""
+    n = u.shape[0]
+    lab = np.empty(n, dtype=np.intp)
+    best = np.empty(n)
+    um = um.T
+    for lo in range(0, n, chunk):
+        sim = u[lo:lo + chunk] @ um
+        lab[lo:lo + chunk] = sim.argmax(axis=1)
+        best[lo:lo + chunk] = sim[np.arange(sim.shape[0]), lab[lo:lo + chunk]]
+    return lab, best
+
+
+def _alternate(u, med, *, max_iter, lab=None, best=None):
+    """Voronoi iteration (alternating k-medoids) with incremental reassignment.
+
+    For the correlation distance ``1 - u_i . u_j`` (half the squared Euclidean distance between
+    unit vectors), the medoid of a cluster -- the member with the smallest summed distance to
+    the others -- is the member with the largest dot product with the cluster's sum, so the
+    update step costs O(n d). After an update only points that belonged to a moved medoid are
+    reassigned against every medoid; the others only need comparing with the moved medoids.
+    """
+    med = np.array(med, dtype=np.intp)
+    k = med.size
+    if lab is None:
+        lab, best = _assign(u, u[med])
+    else:
+        # warm start: ``lab``/``best`` hold the assignment to the first len(...) medoids, which are
+        # unchanged; only the new medoids need comparing with every point
+        old = int(lab.max()) + 1 if lab.size else 0
+        lab, best = lab.copy(), best.copy()
+        if old < k:
+            l2, b2 = _assign(u, u[med[old:]])
+            better = b2 > best
+            lab[better], best[better] = l2[better] + old, b2[better]
+    lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
+    best[med] = 1.0
+    for _ in range(max_iter):
+        order = np.argsort(lab, kind="stable")
+        starts = np.searchsorted(lab[order], np.arange(k))
+        sums = np.add.reduceat(u[order], starts, axis=0)
+        score = np.einsum("ij,ij->i", u, sums[lab])
+        # best member of every cluster: largest score, ties to the current medoid then position
+        tie = np.zeros(u.shape[0])
+        tie[med] = 1.0
+        key = np.lexsort((-tie, -score, lab))
+        first = key[np.r_[0, np.flatnonzero(np.diff(lab[key])) + 1]]
+        new = med.copy()
+        new[lab[first]] = first
+        moved = np.flatnonzero(new != med)
+        if moved.size == 0:
+            break
+        med = new
+        # points whose medoid moved: full reassignment; others: compare with the moved medoids
+        lost = np.isin(lab, moved)
+        if lost.any():
+            idx = np.flatnonzero(lost)
+            l2, b2 = _assign(u[idx], u[med])
+            lab[idx], best[idx] = l2, b2
+        keep = np.flatnonzero(~lost)
+        if keep.size:
+            sim = u[keep] @ u[med[moved]].T
+            j = sim.argmax(axis=1)
+            s = sim[np.arange(keep.size), j]
+            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]))
+            lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
+        lab[med] = np.arange(k)
+        best[med] = 1.0
+    return med, lab
+
+
+def _grow(u, med, k, best, rng):
+    """Add ``k - len(med)`` medoids by D-sampling (probability proportional to the distance to
+    the nearest current medoid, without replacement); uniform when there is none."""
+    n = u.shape[0]
+    taken = np.zeros(n, dtype=bool)
+    taken[med] = True
+    need = k - len(med)
+    if need <= 0:
+        return np.asarray(med, dtype=np.intp)
+    w = np.where(taken, 0.0, np.maximum(1.0 - best, 0.0) if best is not None else 1.0)
+    if (w > 0).sum() < need:
+        w = np.where(taken, 0.0, 1.0)
+    extra = rng.choice(n, size=need, replace=False, p=w / w.sum())
+    return np.r_[np.asarray(med, dtype=np.intp), extra]
+
+
+def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_iter: int = 100,
+                       pam_max_items: int = 1000) -> dict[int, Subset]:
+    """Anchor points for several budgets, each warm-started from the previous one.
+
+    K-medoids on the correlation distance ``1 - r`` between items' training score vectors
+    (:func:`correlation_features`), for every ``k`` in ``ks`` in increasing order; the medoids
+    of the previous ``k`` plus new ones drawn by D-sampling start the next. Weights are the
+    cluster sizes, so they sum to the number of items.
+
+    Parameters
+    ----------
+    train_values : array_like, shape (n_train, n_items)
+    ks : sequence of int
+    seed : int, Generator or SeedSequence
+    solver : {"auto", "fasterpam", "alternate"}
+        ``"fasterpam"``: the ``kmedoids`` package's FasterPAM (Schubert and Rousseeuw) on the full
+        ``n_items x n_items`` distance matrix, single-threaded: the reference, but each run
+        costs several passes over ``n_items^2`` distances (about 1.5 s for 5,600 items).
+        ``"alternate"``: alternating (Voronoi) k-medoids in the feature space, no distance
+        matrix (see :func:`_alternate`); it reaches losses within a few percent of FasterPAM's.
+        ``"auto"``: FasterPAM up to ``pam_max_items`` items, alternate above.
+    max_iter : int
+        Iterations per ``k``.
+
+    Returns
+    -------
+    dict mapping k to Subset (medoids in increasing position, weights = cluster sizes)
+    """
+    x = np.asarray(train_values, float)
+    n_items = x.shape[1]
+    ks = sorted({_check_k(k, n_items) for k in np.atleast_1d(ks)})
+    if solver == "auto":
+        solver = "fasterpam" if n_items <= pam_max_items else "alternate"
+    if solver not in ("fasterpam", "alternate"):
+        raise ValueError(f"solver must be 'auto', 'fasterpam' or 'alternate', got {solver!r}")
+    rng = np.random.default_rng(seed)
+    u = correlation_features(x)
+    out = {}
+    med, best = np.empty(0, dtype=np.intp), None
+    if solver == "fasterpam":
+        import kmedoids
+
+        diss = 1.0 - u @ u.T
+        np.clip(diss, 0.0, 2.0, out=diss)
+        np.fill_diagonal(diss, 0.0)
+        for k in ks:
+            init = _grow(u, med, k, best, rng)
+            res = kmedoids.fasterpam(diss, init.astype(np.uintp), max_iter=max_iter, n_cpu=1)
+            med = np.asarray(res.medoids, dtype=np.intp)
+            lab = np.asarray(res.labels, dtype=np.intp)
+            best = 1.0 - diss[np.arange(n_items), med[lab]]
+            out[k] = _as_subset(med, lab)
+    else:
+        lab = None
+        for k in ks:
+            init = _grow(u, med, k, best, rng)
+            med, lab = _alternate(u, init, max_iter=max_iter, lab=lab, best=best)
+            best = np.einsum("ij,ij->i", u, u[med[lab]])
+            out[k] = _as_subset(med, lab)
+    return out
+
+
+def _as_subset(med, lab) -> Subset:
+    sizes = np.bincount(lab, minlength=med.size).astype(float)
+    order = np.argsort(med)
+    return Subset(med[order], sizes[order])
+
+
+def anchor_points(train_values, k: int, *, seed=0, solver: str = "auto", max_iter: int = 100,
+                  pam_max_items: int = 1000) -> Subset:
+    """Anchor points, adapted (appendix D): K-medoids medoids weighted by cluster size.
+
+    The distance between two items is ``1 - r``, ``r`` the Pearson correlation of their score
+    vectors over the training models (constant items: see :func:`correlation_features`). The
+    subset is the ``k`` medoids; each is weighted by the number of items in its cluster, so
+    the weights sum to the number of items, and a model's score on the subset is the weighted
+    mean of its responses to the medoids (:func:`score_subset`). Not nested in ``k``.
+
+    See :func:`anchor_points_path` for ``seed``, ``solver`` (default ``"auto"``: the ``kmedoids``
+    package's FasterPAM up to ``pam_max_items`` items) and ``max_iter``.
+    """
+    return anchor_points_path(train_values, [k], seed=seed, solver=solver, max_iter=max_iter,
+                              pam_max_items=pam_max_items)[_check_k(k, np.shape(train_values)[1])]
+
+
+# ---------------------------------------------------------------------------- scoring
+def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean: float = 0.0,
+                 prior_sd: float = 1.0) -> np.ndarray:
+    """How a subset scores models (paper, section "Evaluation").
+
+    Parameters
+    ----------
+    values : array_like, shape (n_models, n_items)
+        Responses (NaN: not observed, skipped).
+    subset : Subset
+    how : {"map", "mean", "weighted"}
+        ``"map"``: MAP ability on the subset's items (the IRT methods; needs ``a`` and ``b``);
+        ``"mean"``: safety score on the subset (DISCO, Random); ``"weighted"``: weighted safety
+        score with the subset's weights (anchor points).
+
+    Returns
+    -------
+    ndarray, shape (n_models,)
+        NaN for a mean score over no observed item.
+    """
+    x = np.asarray(values, float)[:, subset.items]
+    if how == "map":
+        if a is None or b is None:
+            raise ValueError("how='map' needs the item parameters a and b")
+        return np.asarray(map_ability(x, np.asarray(a, float)[subset.items], np.asarray(b, float)[subset.items],
+                                      prior_mean=prior_mean, prior_sd=prior_sd).theta)
+    if how == "mean":
+        w = np.ones(subset.items.size)
+    elif how == "weighted":
+        if subset.weights is None:
+            raise ValueError("how='weighted' needs a subset with weights")
+        w = subset.weights
+    else:
+        raise ValueError(f"how must be 'map', 'mean' or 'weighted', got {how!r}")
+    obs = ~np.isnan(x)
+    den = obs @ w
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, np.where(obs, x, 0.0) @ w / den, np.nan)
