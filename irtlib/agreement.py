@@ -1,0 +1,575 @@
+"""The paper's agreement protocol (Table 2, Figure 4, appendix F), fast enough to run in full.
+
+Paper, section "Evaluation": for each of 70 to 100 random train/test splits holding out 10 test
+models, calibrate on the training models, let every method choose items and score the test
+models, and take the Spearman correlation between those scores and the test models'
+full-benchmark safety scores ("agreement"); average over splits, for budgets ``k`` swept on a
+log scale.
+
+:func:`run_protocol` does exactly that for the eight methods (:data:`METHODS`):
+
+============================  ==========================================  ====================
+method                        items                                       test-model score
+============================  ==========================================  ====================
+``fluid``                     adaptive, maximum information (Algorithm 1)  MAP ability
+``random``                    adaptive loop, random items                  safety score
+``random-irt``                adaptive loop, random items                  MAP ability
+``total-fisher``              static (:func:`irtlib.subsets.total_fisher`)  MAP ability
+``marginal-fisher``           static, greedy summed SE                     MAP ability
+``marginal-fisher-bq``        static, greedy over b-quartiles              MAP ability
+``anchor-points``             static, K-medoids medoids                    weighted safety score
+``disco``                     static, entropy order                        safety score
+============================  ==========================================  ====================
+
+Per split, in this order: (1) the test models are drawn; (2) the 2PL is calibrated on the
+training rows only (:func:`irtlib.fit_2pl`), and the training abilities are the MAP on all items
+with those parameters; (3) the static methods choose their items from the training rows and
+those parameters only; (4) only then are the test rows touched, to run the adaptive loops and
+score the subsets. No test response reaches calibration or static selection (a test poisons the
+test rows and checks that step 2 and 3 are unchanged). The variance filter is the one step that
+sees every model: as in the paper it runs once, on the whole matrix, before anything else.
+
+Choices the paper leaves open (all parameters of :func:`run_protocol` or
+:func:`summarise_table2`):
+
+- ``reference="full"``: the full-benchmark score ``R`` is the safety score on the matrix as
+  given (before the variance filter): the paper's "R is always the full safety score".
+  ``"filtered"`` uses the filtered items.
+- Undefined agreement: Spearman's rho is undefined when a method gives every test model the
+  same score (or the reference is constant), e.g. a 1-item Random test all ten models pass.
+  The raw table keeps NaN there; the summaries count such splits as agreement 0 by default
+  (``nan_policy="zero"``: a method that cannot rank has no agreement; skipping them would flatter
+  the small budgets) and report how many there were; ``nan_policy="omit"`` averages the rest.
+- Random and Random IRT share each split's random item orders (a paired comparison).
+- Randomness: split ``i`` uses ``SeedSequence(seed, spawn_key=(i, j))`` streams (the
+  children of ``SeedSequence(seed).spawn(n_splits)``), so results do not depend on ``n_jobs``
+  or on the order in which splits run.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from contextlib import nullcontext
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from .ability import map_ability
+from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, run_adaptive
+from .calibrate import fit_2pl
+from .data import ResponseMatrix
+from .subsets import (anchor_points_path, disco, information_matrix, marginal_fisher_bq, score_subset,
+                      Subset, _greedy_se, b_quartile_bins)
+
+__all__ = [
+    "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibrate_split",
+    "static_selections", "run_split", "run_splits", "run_protocol", "agreement_curves", "summarise_table2",
+    "table2",
+]
+
+#: Method identifiers, shared with the command line, in the order results are reported.
+METHODS = ("fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq",
+           "anchor-points", "disco")
+#: Methods that score a test model by its MAP ability (the rest use a safety score).
+IRT_METHODS = ("fluid", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq")
+
+_STREAM_SPLIT, _STREAM_RANDOM, _STREAM_ANCHOR, _STREAM_CALIBRATION = range(4)
+
+
+# ---------------------------------------------------------------------------- helpers
+def budget_grid(n_items: int, *, max_k: int | None = None, n_points: int = 25, max_fraction: float = 0.3,
+                min_max_k: int = 100) -> list[int]:
+    """Log-spaced budgets ``1 .. max_k`` (unique integers).
+
+    Parameters
+    ----------
+    n_items : int
+        Items available (after the variance filter).
+    max_k : int, optional
+        Largest budget. Default ``min(n_items, max(min_max_k, ceil(max_fraction * n_items)))``:
+        30% of the benchmark, and at least 100 items (all of a small one). That covers every
+        budget the paper reports -- SafetyBench's sweep to about 3,000 of 11,435 items (26%),
+        Anthropic Red Team's 260 of 1,000, WMDP's 234 of 1,273 and SimpleSafetyTests' 63 of 100.
+    n_points : int
+        Points of the geometric grid before rounding (small budgets collapse onto 1, 2, 3...).
+
+    Returns
+    -------
+    list of int, increasing
+    """
+    n_items = int(n_items)
+    if n_items < 1:
+        raise ValueError("n_items must be positive")
+    if max_k is None:
+        max_k = min(n_items, max(min_max_k, math.ceil(max_fraction * n_items)))
+    max_k = int(max_k)
+    if not 1 <= max_k <= n_items:
+        raise ValueError(f"max_k must be between 1 and n_items ({n_items}), got {max_k}")
+    grid = np.unique(np.round(np.geomspace(1, max_k, max(int(n_points), 2))).astype(int))
+    return [int(k) for k in grid]
+
+
+def spearman(x, y) -> np.ndarray | float:
+    """Spearman's rho (average ranks for ties), row-wise for 2-D ``x``.
+
+    Equals :func:`scipy.stats.spearmanr`; NaN when either side is constant or has a NaN.
+
+    Parameters
+    ----------
+    x : array_like, shape (n,) or (n_rows, n)
+    y : array_like, shape (n,)
+    """
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    one = x.ndim == 1
+    x = np.atleast_2d(x)
+    bad = np.isnan(x).any(axis=1) | np.isnan(y).any()
+    rx = rankdata(np.where(np.isnan(x), 0.0, x), axis=1)
+    ry = rankdata(np.where(np.isnan(y), 0.0, y))
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean()
+    den = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where((den > 0) & ~bad, (rx @ ry) / np.where(den > 0, den, 1.0), np.nan)
+    rho = np.clip(rho, -1.0, 1.0)
+    return float(rho[0]) if one else rho
+
+
+def _stream(seed, split: int, j: int) -> np.random.SeedSequence:
+    """Stream ``j`` of split ``split``: the ``j``-th child of ``SeedSequence(seed).spawn(...)[split]``."""
+    return np.random.SeedSequence(seed, spawn_key=(int(split), int(j)))
+
+
+def split_models(n_models: int, n_test: int, seed, split: int) -> tuple[np.ndarray, np.ndarray]:
+    """Training and test rows of split ``split`` (sorted positions)."""
+    if not 1 <= n_test < n_models - 1:
+        raise ValueError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
+    rng = np.random.default_rng(_stream(seed, split, _STREAM_SPLIT))
+    test = np.sort(rng.choice(n_models, size=n_test, replace=False))
+    train = np.setdiff1d(np.arange(n_models), test)
+    return train, test
+
+
+def calibrate_split(train_values, *, engine: str = "map", seed: int = 0):
+    """Item parameters and training abilities from the training rows only.
+
+    Returns ``(a, b, theta_train)``: the 2PL fitted by :func:`irtlib.fit_2pl` (``engine``) and the
+    training models' MAP abilities on all items with those parameters (paper, "Static subsets":
+    "training abilities come from MAP on all items").
+    """
+    x = np.asarray(train_values, float)
+    matrix = ResponseMatrix(x, [f"m{i}" for i in range(x.shape[0])], [f"i{j}" for j in range(x.shape[1])],
+                            source="training split")
+    cal = fit_2pl(matrix, engine=engine, seed=int(seed))
+    a, b = cal.a.to_numpy(), cal.b.to_numpy()
+    theta = np.asarray(map_ability(x, a, b).theta)
+    return a, b, theta
+
+
+def static_selections(train_values, a, b, theta_train, ks, *, methods=METHODS, seed=0,
+                      anchor_solver: str = "auto", prior_information: float = 0.0) -> dict:
+    """Every requested static method's subsets, from training data only.
+
+    Returns ``{method: {k: Subset}}`` for the static methods among ``methods``. The nested methods
+    are run once, to the largest ``k``, and sliced.
+    """
+    ks = sorted({int(k) for k in ks})
+    kmax = ks[-1]
+    out = {}
+    need_info = {"total-fisher", "marginal-fisher", "marginal-fisher-bq"} & set(methods)
+    info = information_matrix(a, b, theta_train) if need_info else None
+    if "total-fisher" in methods:
+        order = np.argsort(-info.sum(axis=0), kind="stable")
+        out["total-fisher"] = {k: Subset(order[:k]) for k in ks}
+    if "marginal-fisher" in methods:
+        order = _greedy_se(info, kmax, prior_information=prior_information)
+        out["marginal-fisher"] = {k: Subset(order[:k]) for k in ks}
+    if "marginal-fisher-bq" in methods:
+        order = _greedy_se(info, kmax, prior_information=prior_information, bins=b_quartile_bins(b))
+        out["marginal-fisher-bq"] = {k: Subset(order[:k]) for k in ks}
+    if "disco" in methods:
+        order = disco(train_values, kmax).items
+        out["disco"] = {k: Subset(order[:k]) for k in ks}
+    if "anchor-points" in methods:
+        out["anchor-points"] = anchor_points_path(train_values, ks, seed=seed, solver=anchor_solver)
+    return out
+
+
+def _blas_limit(n_threads):
+    if n_threads is None:
+        return nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:    # pragma: no cover - threadpoolctl comes with the scientific stack
+        return nullcontext()
+    return threadpool_limits(limits=int(n_threads))
+
+
+def run_split(values, reference, split: int, *, ks, methods=METHODS, n_test: int = 10, seed=0,
+              engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
+              blas_threads: int | None = 1) -> dict:
+    """One train/test split of the protocol (see :func:`run_splits`)."""
+    return run_splits(values, reference, [split], ks=ks, methods=methods, n_test=n_test, seed=seed,
+                      engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
+                      blas_threads=blas_threads)
+
+
+def run_splits(values, reference, splits, *, ks, methods=METHODS, n_test: int = 10, seed=0,
+               engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
+               blas_threads: int | None = 1) -> dict:
+    """Some train/test splits of the protocol, with their Fluid tests run together.
+
+    Each split is calibrated, selects its static subsets and scores its test models on its
+    own; the Fluid Benchmarking tests of all the splits' test models then run as one
+    vectorised :func:`irtlib.adaptive.run_adaptive` with per-model item parameters (every
+    model's test only depends on its own row, so the result is the same as running the splits
+    one by one, bit for bit; a test checks it).
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_models, n_items)
+        The variance-filtered responses.
+    reference : ndarray, shape (n_models,)
+        Full-benchmark safety scores.
+    splits : sequence of int
+        Split numbers (each selects its own random streams).
+    ks, methods, n_test, seed, engine, anchor_solver, prior_information
+        See :func:`run_protocol`.
+    blas_threads : int or None
+        Threads BLAS may use here (None: leave it alone). Splits run in parallel, and
+        multi-threaded BLAS on these small matrices mostly spins on a shared machine.
+
+    Returns
+    -------
+    dict
+        ``rows``: list of (split, method, k, agreement); ``tests``: each split's test rows;
+        ``seconds``: wall time per stage, summed over the splits.
+    """
+    with _blas_limit(blas_threads):
+        return _run_splits(np.asarray(values, float), np.asarray(reference, float), list(splits), ks=ks,
+                           methods=tuple(methods), n_test=n_test, seed=seed, engine=engine,
+                           anchor_solver=anchor_solver, prior_information=prior_information)
+
+
+def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engine, anchor_solver,
+                   prior_information, clock):
+    """Everything of one split except Fluid: calibration, static subsets, their scores, Random."""
+    t0 = time.perf_counter()
+    train, test = split_models(values.shape[0], n_test, seed, split)
+    x_train = values[train]
+    # Items no training model saw cannot be calibrated: they leave this split's pool.
+    pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))
+    x_train = x_train[:, pool]
+    ks = [k for k in ks if k <= pool.size]
+    calib_seed = int(_stream(seed, split, _STREAM_CALIBRATION).generate_state(1)[0])
+    a, b, theta_train = calibrate_split(x_train, engine=engine, seed=calib_seed)
+    t = time.perf_counter()
+    clock["calibration"] += t - t0
+    static = static_selections(x_train, a, b, theta_train, ks, methods=methods,
+                               seed=_stream(seed, split, _STREAM_ANCHOR), anchor_solver=anchor_solver,
+                               prior_information=prior_information)
+    clock["static selection"] += time.perf_counter() - t
+
+    # Only from here on are the test rows used.
+    x_test = values[np.ix_(test, pool)]
+    scores = {}
+    t = time.perf_counter()
+    random_seed = _stream(seed, split, _STREAM_RANDOM)
+    for method, estimator in (("random", MeanScoreEstimator()), ("random-irt", MapEstimator())):
+        if method in methods:
+            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=RandomSelection(), estimator=estimator,
+                                seed=random_seed, record=ks)
+            scores[method] = [traj.estimate[:, k - 1] for k in ks]
+    t2 = time.perf_counter()
+    clock["random"] += t2 - t
+    for method, subsets in static.items():
+        how = "map" if method in IRT_METHODS else ("weighted" if method == "anchor-points" else "mean")
+        scores[method] = [score_subset(x_test, subsets[k], how=how, a=a, b=b) for k in ks]
+    clock["static scoring"] += time.perf_counter() - t2
+    return {"split": split, "test": test, "pool": pool, "a": a, "b": b, "ks": ks, "scores": scores,
+            "reference": reference[test]}
+
+
+def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine, anchor_solver,
+                prior_information):
+    clock = dict.fromkeys(("calibration", "static selection", "random", "static scoring", "fluid"), 0.0)
+    t0 = time.perf_counter()
+    ks = sorted({int(k) for k in ks})
+    preps = [_prepare_split(values, reference, split, ks=ks, methods=methods, n_test=n_test, seed=seed,
+                            engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
+                            clock=clock) for split in splits]
+    if "fluid" in methods:
+        t = time.perf_counter()
+        # one vectorised run over every split's test models, each with its split's parameters;
+        # items outside a split's pool are unavailable to its models
+        n_items = values.shape[1]
+        rows = sum(p["test"].size for p in preps)
+        x = np.full((rows, n_items), np.nan)
+        a = np.ones((rows, n_items))
+        b = np.zeros((rows, n_items))
+        at = 0
+        for p in preps:
+            r = slice(at, at + p["test"].size)
+            x[r, p["pool"]] = values[np.ix_(p["test"], p["pool"])]
+            a[r, p["pool"]], b[r, p["pool"]] = p["a"], p["b"]
+            p["rows"] = r
+            at += p["test"].size
+        kmax = max(p["ks"][-1] for p in preps)
+        traj = run_adaptive(x, a, b, budget=kmax, selector=MaxInformation(), estimator=MapEstimator())
+        for p in preps:
+            p["scores"]["fluid"] = [traj.estimate[p["rows"], k - 1] for k in p["ks"]]
+        clock["fluid"] += time.perf_counter() - t
+    out_rows = []
+    for p in preps:
+        for method in METHODS:
+            if method in p["scores"]:
+                rho = spearman(np.vstack(p["scores"][method]), p["reference"])
+                out_rows.extend((p["split"], method, k, float(r)) for k, r in zip(p["ks"], rho))
+    clock["total"] = time.perf_counter() - t0
+    return {"rows": out_rows, "tests": {p["split"]: p["test"] for p in preps}, "seconds": clock}
+
+
+def _progress_wanted(progress) -> bool:
+    if progress is None:
+        try:
+            return sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            return False
+    return bool(progress)
+
+
+def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int = 100, n_test: int = 10,
+                 seed: int = 0, engine: str = "map", n_jobs: int = 1, variance_threshold: float | None = 0.01,
+                 reference: str = "full", anchor_solver: str = "auto", prior_information: float = 0.0,
+                 progress: bool | None = None, blas_threads: int | None = 1,
+                 split_batch: int = 10) -> pd.DataFrame:
+    """The paper's agreement protocol: every method, every budget, every split.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix
+        The benchmark's binary responses (models x items).
+    methods : sequence of str, optional
+        Identifiers from :data:`METHODS`; None runs all eight.
+    ks : sequence of int, optional
+        Budgets; default :func:`budget_grid` of the number of items after the variance filter.
+    n_splits, n_test : int
+        Splits, and test models held out in each (the paper: 70 to 100, and 10).
+    seed : int
+        Seeds everything (splits, random orders, anchor-point initialisation).
+    engine : {"map", "pyirt"}
+        Per-split calibration engine (:func:`irtlib.fit_2pl`). ``"map"`` takes about a second on the
+        largest benchmark; ``"pyirt"`` is the paper's but takes tens of seconds per split.
+    n_jobs : int
+        Splits run in parallel through joblib (``-1``: all cores). Results are identical for any
+        value. Under ``joblib.parallel_config(backend="dask")`` the splits run on a Dask cluster.
+    variance_threshold : float or None
+        The paper's filter (items with ``p (1 - p) <= 0.01`` dropped before anything else);
+        None skips it.
+    reference : {"full", "filtered"}
+        Which safety score the agreement is measured against (see the module notes).
+    anchor_solver : {"auto", "fasterpam", "alternate"}
+        K-medoids solver for anchor points (:func:`irtlib.subsets.anchor_points_path`).
+    prior_information : float
+        Marginal Fisher's SE: 0 is the paper's ML SE (:func:`irtlib.subsets.marginal_fisher`).
+    progress : bool or None
+        A tqdm progress bar over splits; None shows it only when stderr is a terminal.
+    blas_threads : int or None
+        BLAS threads inside each task (see :func:`run_splits`).
+    split_batch : int
+        Splits per joblib task; their Fluid tests run as one vectorised batch, which is what
+        makes the adaptive loop cheap per model (see :func:`run_splits`). Results do not depend
+        on it.
+
+    Returns
+    -------
+    DataFrame
+        One row per split, method and k, with columns ``split``, ``method``, ``k``,
+        ``agreement`` (Spearman rho; NaN where undefined). ``attrs`` records the settings,
+        ``n_items`` (before the filter), ``n_items_filtered``, ``n_models``, ``ks`` and the
+        per-stage seconds summed over splits.
+    """
+    if not isinstance(matrix, ResponseMatrix):
+        raise TypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
+    methods = METHODS if methods is None else tuple(dict.fromkeys(methods))
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {METHODS}")
+    if reference not in ("full", "filtered"):
+        raise ValueError(f"reference must be 'full' or 'filtered', got {reference!r}")
+    if int(n_splits) < 1:
+        raise ValueError("n_splits must be at least 1")
+    filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
+    ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
+    n_items = filtered.shape[1]
+    ks = budget_grid(n_items) if ks is None else sorted({int(k) for k in ks})
+    if not ks or ks[0] < 1 or ks[-1] > n_items:
+        raise ValueError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
+    split_models(filtered.shape[0], n_test, seed, 0)          # validates n_test
+
+    from joblib import Parallel, delayed
+
+    values = np.ascontiguousarray(filtered.values)
+    kwargs = dict(ks=ks, methods=methods, n_test=n_test, seed=seed, engine=engine, anchor_solver=anchor_solver,
+                  prior_information=prior_information, blas_threads=blas_threads)
+    batch = max(1, int(split_batch))
+    chunks = [list(range(i, min(i + batch, int(n_splits)))) for i in range(0, int(n_splits), batch)]
+    tasks = (delayed(run_splits)(values, ref, chunk, **kwargs) for chunk in chunks)
+    show = _progress_wanted(progress)
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=int(n_splits), desc=f"agreement ({matrix.source})", unit="split", file=sys.stderr)
+    else:
+        bar = None
+    rows, seconds = [], {}
+    try:
+        for out in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
+            rows.extend(out["rows"])
+            for stage, s in out["seconds"].items():
+                seconds[stage] = seconds.get(stage, 0.0) + s
+            if bar is not None:
+                bar.update(len(out["tests"]))
+    finally:
+        if bar is not None:
+            bar.close()
+    order = {m: i for i, m in enumerate(METHODS)}
+    df = pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
+    df = df.sort_values(["split", "method", "k"], key=lambda s: s.map(order) if s.name == "method" else s,
+                        kind="stable").reset_index(drop=True)
+    df.attrs.update({
+        "source": matrix.source, "n_models": int(matrix.shape[0]), "n_items": int(matrix.shape[1]),
+        "n_items_filtered": int(n_items), "ks": list(ks), "methods": list(methods), "n_splits": int(n_splits),
+        "n_test": int(n_test), "seed": seed, "engine": engine, "variance_threshold": variance_threshold,
+        "reference": reference, "anchor_solver": anchor_solver, "prior_information": prior_information,
+        "split_batch": batch, "seconds": seconds,
+    })
+    return df
+
+
+# ---------------------------------------------------------------------------- summaries
+def _nan_fill(values: pd.Series, nan_policy: str) -> pd.Series:
+    if nan_policy == "zero":
+        return values.fillna(0.0)
+    if nan_policy == "omit":
+        return values
+    raise ValueError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
+
+
+def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: float = 0.95) -> pd.DataFrame:
+    """Mean agreement and its spread over splits, per method and k (the curves of Figure 4).
+
+    Parameters
+    ----------
+    results : DataFrame
+        From :func:`run_protocol` (several benchmarks may be stacked with a ``benchmark`` column).
+    nan_policy : {"zero", "omit"}
+        Undefined agreements (constant scores) count as 0 (default) or are left out.
+    level : float
+        Coverage of the interval over splits (empirical quantiles).
+
+    Returns
+    -------
+    DataFrame with columns [benchmark,] method, k, mean, sd, lo, hi, n_splits, n_undefined.
+    """
+    keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
+    data = results.assign(value=_nan_fill(results["agreement"], nan_policy),
+                          undefined=results["agreement"].isna())
+    q = (1.0 - level) / 2.0
+    g = data.groupby(keys, sort=False)
+    out = g["value"].agg(mean="mean", sd="std", lo=lambda s: s.quantile(q), hi=lambda s: s.quantile(1 - q),
+                         n_splits="size")
+    out["n_undefined"] = g["undefined"].sum()
+    return out.reset_index()
+
+
+def _crossings(curve: pd.DataFrame, threshold: float, baseline: str):
+    """(k_left, reached, k_right, right_status) for one benchmark's mean curves."""
+    wide = curve.pivot(index="k", columns="method", values="mean").sort_index()
+    ks = wide.index.to_numpy()
+    fluid = wide["fluid"].to_numpy()
+    hit = np.flatnonzero(fluid >= threshold)
+    if hit.size:
+        k_left, reached = int(ks[hit[0]]), True
+    else:
+        k_left, reached = int(ks[-1]), False
+    k_right, status = None, "no random baseline"
+    if baseline in wide.columns:
+        lead = fluid - wide[baseline].to_numpy()
+        first = np.flatnonzero(lead > 0)
+        if not first.size:
+            status = "never led"
+        else:
+            caught = np.flatnonzero(lead[first[0]:] <= 0)
+            if caught.size:
+                k_right, status = int(ks[first[0] + caught[0] - 1]), "caught up"
+            else:
+                k_right, status = int(ks[-1]), "not caught up within the sweep"
+    return k_left, reached, k_right, status
+
+
+def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 0.90, nan_policy: str = "zero",
+                     level: float = 0.95, baseline: str = "random") -> pd.DataFrame:
+    """Table 2 from protocol results, with the spread over splits the paper does not report.
+
+    Two budgets per benchmark, read off the mean agreement curves (:func:`agreement_curves`):
+
+    - ``left``: the smallest swept ``k`` at which Fluid's mean agreement first reaches
+      ``threshold`` (0.90). If it never does, the largest swept ``k`` with ``status`` "not
+      reached" (the paper's "> 3,000" for SafetyBench).
+    - ``right``: "the largest swept k before random catches up with Fluid": starting from the
+      first ``k`` where Fluid's mean is above Random's, the last ``k`` before the first budget at
+      which Random's mean is at least Fluid's (``status`` "caught up"); the largest swept ``k`` if
+      Random never catches up ("not caught up within the sweep"); missing if Fluid never leads.
+      Budgets are grid points, so, like the paper's, these are conservative: the true crossing
+      lies between grid points.
+
+    Parameters
+    ----------
+    results : DataFrame
+        From :func:`run_protocol`, or several stacked with a ``benchmark`` column.
+    n_items : int or dict, optional
+        ``N`` for ``k / N`` and the saving ``1 - k / N`` (the full benchmark, before the variance
+        filter, as in the paper's Table 2); default ``results.attrs["n_items"]``. A dict maps
+        benchmark to ``N``.
+    threshold, nan_policy, level, baseline
+        Target agreement; undefined-agreement policy and interval level (see
+        :func:`agreement_curves`); the method Random means ("random").
+
+    Returns
+    -------
+    DataFrame, one row per (benchmark,) column and method
+        Columns: [benchmark,] ``column`` ("left"/"right"), ``k``, ``k_over_n``, ``saving``,
+        ``status``, ``method``, ``mean``, ``sd``, ``lo``, ``hi`` (the ``level`` interval of the
+        per-split agreements), ``n_splits``, ``n_undefined``.
+    """
+    curves = agreement_curves(results, nan_policy=nan_policy, level=level)
+    if "fluid" not in set(curves["method"]):
+        raise ValueError("Table 2 needs the 'fluid' method in the results")
+    groups = curves.groupby("benchmark", sort=False) if "benchmark" in curves.columns else [(None, curves)]
+    out = []
+    for bench, curve in groups:
+        if isinstance(n_items, dict):
+            n = n_items.get(bench)
+        else:
+            n = n_items if n_items is not None else results.attrs.get("n_items")
+        k_left, reached, k_right, status = _crossings(curve, threshold, baseline)
+        for column, k, st in (("left", k_left, "reached" if reached else "not reached"), ("right", k_right, status)):
+            if k is None:
+                continue
+            at = curve[curve["k"] == k]
+            for _, r in at.iterrows():
+                row = {"column": column, "k": k, "k_over_n": k / n if n else np.nan,
+                       "saving": 1 - k / n if n else np.nan, "status": st}
+                row.update({c: r[c] for c in ("method", "mean", "sd", "lo", "hi", "n_splits", "n_undefined")})
+                if bench is not None:
+                    row = {"benchmark": bench, **row}
+                out.append(row)
+    return pd.DataFrame(out)
+
+
+#: Alias of :func:`summarise_table2` (the name the command line looks for).
+table2 = summarise_table2
