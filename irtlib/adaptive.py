@@ -458,6 +458,12 @@ class _MeanRun:
         self.safe += np.where(obs, x, 0.0)
         self.seen += obs
 
+    def push_block(self, a, b, x):
+        """Several items per model at once: arrays of shape (n_models, m)."""
+        obs = ~np.isnan(x)
+        self.safe += np.where(obs, x, 0.0).sum(axis=1)
+        self.seen += obs.sum(axis=1)
+
     def estimate(self):
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.seen > 0, self.safe / self.seen, np.nan), None
@@ -592,6 +598,23 @@ class _MapRun:
             self.theta = np.clip(self.theta + step, *self.e.bounds)
         self.fresh = False
         self.t += 1
+
+    def push_block(self, a, b, x):
+        """Several items per model at once: arrays of shape (n_models, m)."""
+        if np.isnan(x).any():
+            obs = ~np.isnan(x)
+            a, b, x = np.where(obs, a, 0.0), np.where(obs, b, 0.0), np.where(obs, x, 0.0)
+        t, m = self.t, x.shape[1]
+        sl = slice(t, t + m)
+        self.A[:, sl], self.B[:, sl], self.X[:, sl] = a, b, x
+        self.AB[:, sl] = a * b
+        self.sax += (a * x).sum(axis=1)
+        if self.taylor:
+            s = expit(a * (self.theta_r[:, None] - b))
+            self.M += self._moments(a, s)
+            np.maximum(self.amax, a.max(axis=1), out=self.amax)
+        self.fresh = False
+        self.t += m
 
     def _grad_info(self, theta):
         """Log-posterior score and likelihood information at ``theta`` (all models)."""
@@ -793,6 +816,21 @@ def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = No
     items = np.full((n_models, budget), -1, dtype=np.intp)
     out = np.full((n_models, budget), np.nan)
     theta = np.full(n_models, float(theta0))
+    if not selector.adaptive and hasattr(est, "push_block"):
+        # the items do not depend on the estimates: choose them all, then estimate in blocks
+        for t in range(budget):
+            items[:, t] = sel.select(None)
+        got = items >= 0
+        jj = np.where(got, items, 0)
+        xa = np.where(got, np.take_along_axis(x, jj, 1), np.nan)
+        aa = np.take_along_axis(a, jj, 1) if a.ndim == 2 else a[jj]
+        bb = np.take_along_axis(b, jj, 1) if b.ndim == 2 else b[jj]
+        done = 0
+        for k in steps:
+            est.push_block(aa[:, done:k], bb[:, done:k], xa[:, done:k])
+            done = k
+            out[:, k - 1] = est.estimate()[0]
+        return Trajectory(items=items, estimate=out, steps=steps)
     for t in range(budget):
         j = sel.select(theta if selector.adaptive else None)
         got = j >= 0

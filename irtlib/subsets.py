@@ -111,7 +111,7 @@ def _gains(s, cols):
     return (cols / (r1 * r2 * (r1 + r2))).sum(axis=1)
 
 
-def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None):
+def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, short=256):
     """Greedy minimisation of the summed SE; optionally round-robin over item bins.
 
     ``info`` is ``(n_models, n_items)``. Lazy evaluation (Minoux): the objective is a sum of
@@ -153,30 +153,51 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None):
     s = s + info_t[j]
     if k == 1:
         return chosen
-    # Stale gains (upper bounds) per bin; chosen items get -inf.
+    # Stale gains (upper bounds) per bin; chosen items get -inf. Each bin keeps a shortlist of
+    # its ``short`` largest bounds and the largest bound left outside it (outside bounds are
+    # never refreshed, so that number stays valid); picks only look at the shortlist until its
+    # best fresh gain no longer beats the outside, then the shortlist is rebuilt.
     gains = _gains(s, info_t)
     gains[j] = -np.inf
     bounds = [gains[m] for m in members]
+    shortlists = [None] * n_bins
+
+    def shortlist(i):
+        ub = bounds[i]
+        if ub.size <= short:
+            return np.arange(ub.size), -np.inf
+        part = np.argpartition(ub, ub.size - short - 1)
+        return part[ub.size - short:], ub[part[ub.size - short - 1]]
+
     for step in range(1, k):
         cur = (cur + 1) % n_bins
         while not np.isfinite(bounds[cur]).any():
             cur = (cur + 1) % n_bins
         ub, items = bounds[cur], members[cur]
-        batch = 16
+        if shortlists[cur] is None:
+            shortlists[cur] = shortlist(cur)
+        batch, rebuilt = 16, False
         while True:
-            if batch >= ub.size:
-                top, rest = np.flatnonzero(np.isfinite(ub)), -np.inf
+            cand, outside = shortlists[cur]
+            sub = ub[cand]
+            if batch >= sub.size:
+                top, rest = np.arange(sub.size), outside
             else:
-                part = np.argpartition(ub, ub.size - batch - 1)
-                top, rest = part[ub.size - batch:], ub[part[ub.size - batch - 1]]
-                top = top[np.isfinite(ub[top])]
-            fresh = _gains(s, info_t[items[top]])
-            ub[top] = fresh
-            best = fresh.max()
+                part = np.argpartition(sub, sub.size - batch - 1)
+                top, rest = part[sub.size - batch:], max(sub[part[sub.size - batch - 1]], outside)
+            top = top[np.isfinite(sub[top])]
+            pos = cand[top]
+            fresh = _gains(s, info_t[items[pos]]) if pos.size else np.empty(0)
+            ub[pos] = fresh
+            best = fresh.max() if fresh.size else -np.inf
             if best > rest:
                 break
-            batch *= 4
-        pick = top[fresh == best].min()                            # ties: lowest position
+            if batch >= sub.size:                     # the outside may hold better items
+                shortlists[cur] = shortlist(cur) if not rebuilt else (np.arange(ub.size), -np.inf)
+                batch, rebuilt = 16, True
+            else:
+                batch *= 4
+        pick = pos[fresh == best].min()                            # ties: lowest position
         chosen[step] = items[pick]
         ub[pick] = -np.inf
         s = s + info_t[items[pick]]
@@ -302,7 +323,7 @@ def _assign(u, um, chunk=4096):
     return lab, best
 
 
-def _alternate(u, med, *, max_iter, lab=None, best=None):
+def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
     """Voronoi iteration (alternating k-medoids) with incremental reassignment.
 
     For the correlation distance ``1 - u_i . u_j`` (half the squared Euclidean distance between
@@ -310,7 +331,9 @@ def _alternate(u, med, *, max_iter, lab=None, best=None):
     the others -- is the member with the largest dot product with the cluster's sum, so the
     update step costs O(n d). After an update only points that belonged to a moved medoid are
     reassigned against every medoid; the others only need comparing with the moved medoids.
+    ``weight`` gives each point a multiplicity (collapsed duplicate items).
     """
+    wu = u if weight is None else u * weight[:, None]
     med = np.array(med, dtype=np.intp)
     k = med.size
     if lab is None:
@@ -329,7 +352,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None):
     for _ in range(max_iter):
         order = np.argsort(lab, kind="stable")
         starts = np.searchsorted(lab[order], np.arange(k))
-        sums = np.add.reduceat(u[order], starts, axis=0)
+        sums = np.add.reduceat(wu[order], starts, axis=0)
         score = np.einsum("ij,ij->i", u, sums[lab])
         # best member of every cluster: largest score, ties to the current medoid then position
         tie = np.zeros(u.shape[0])
@@ -360,9 +383,10 @@ def _alternate(u, med, *, max_iter, lab=None, best=None):
     return med, lab
 
 
-def _grow(u, med, k, best, rng):
+def _grow(u, med, k, best, rng, weight=None):
     """Add ``k - len(med)`` medoids by D-sampling (probability proportional to the distance to
-    the nearest current medoid, without replacement); uniform when there is none."""
+    the nearest current medoid, times the point's multiplicity, without replacement); uniform
+    when there is none."""
     n = u.shape[0]
     taken = np.zeros(n, dtype=bool)
     taken[med] = True
@@ -370,6 +394,8 @@ def _grow(u, med, k, best, rng):
     if need <= 0:
         return np.asarray(med, dtype=np.intp)
     w = np.where(taken, 0.0, np.maximum(1.0 - best, 0.0) if best is not None else 1.0)
+    if weight is not None:
+        w = w * weight
     if (w > 0).sum() < need:
         w = np.where(taken, 0.0, 1.0)
     extra = rng.choice(n, size=need, replace=False, p=w / w.sum())
@@ -429,12 +455,25 @@ def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_it
             best = 1.0 - diss[np.arange(n_items), med[lab]]
             out[k] = _as_subset(med, lab)
     else:
+        # Identical items (identical training score vectors, common with few training models)
+        # are one point with a multiplicity: the clustering cannot split them or waste two
+        # medoids on them, and each is represented by its first occurrence.
+        uniq, first, inverse, count = np.unique(u, axis=0, return_index=True, return_inverse=True,
+                                                return_counts=True)
+        inverse = inverse.reshape(-1)
         lab = None
         for k in ks:
-            init = _grow(u, med, k, best, rng)
-            med, lab = _alternate(u, init, max_iter=max_iter, lab=lab, best=best)
-            best = np.einsum("ij,ij->i", u, u[med[lab]])
-            out[k] = _as_subset(med, lab)
+            kk = min(k, uniq.shape[0])
+            init = _grow(uniq, med, kk, best, rng, weight=count)
+            med, lab = _alternate(uniq, init, max_iter=max_iter, lab=lab, best=best, weight=count.astype(float))
+            best = np.einsum("ij,ij->i", uniq, uniq[med[lab]])
+            items, labels = first[med], lab[inverse]
+            if k > kk:     # more medoids than distinct items: split duplicates off as their own
+                spare = np.setdiff1d(np.arange(n_items), items)[:k - kk]
+                labels = labels.copy()
+                labels[spare] = np.arange(kk, k)
+                items = np.r_[items, spare]
+            out[k] = _as_subset(items, labels)
     return out
 
 
@@ -463,7 +502,7 @@ def anchor_points(train_values, k: int, *, seed=0, solver: str = "auto", max_ite
 
 # ---------------------------------------------------------------------------- scoring
 def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean: float = 0.0,
-                 prior_sd: float = 1.0) -> np.ndarray:
+                 prior_sd: float = 1.0, theta0=None) -> np.ndarray:
     """How a subset scores models (paper, section "Evaluation").
 
     Parameters
@@ -475,6 +514,9 @@ def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean
         ``"map"``: MAP ability on the subset's items (the IRT methods; needs ``a`` and ``b``);
         ``"mean"``: safety score on the subset (DISCO, Random); ``"weighted"``: weighted safety
         score with the subset's weights (anchor points).
+    theta0 : array_like, optional
+        Newton's starting point for ``"map"`` (default: the prior mean). The posterior mode does
+        not depend on it; a nearby start (the estimate on a smaller subset) only saves iterations.
 
     Returns
     -------
@@ -486,7 +528,8 @@ def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean
         if a is None or b is None:
             raise ValueError("how='map' needs the item parameters a and b")
         return np.asarray(map_ability(x, np.asarray(a, float)[subset.items], np.asarray(b, float)[subset.items],
-                                      prior_mean=prior_mean, prior_sd=prior_sd).theta)
+                                      prior_mean=prior_mean, prior_sd=prior_sd,
+                                      theta0=prior_mean if theta0 is None else theta0).theta)
     if how == "mean":
         w = np.ones(subset.items.size)
     elif how == "weighted":

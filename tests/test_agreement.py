@@ -1,0 +1,261 @@
+"""The agreement protocol (irtlib.agreement): splits, leakage, parallelism, Table 2, the CV story."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from irtlib import agreement
+from irtlib.agreement import (METHODS, agreement_curves, budget_grid, calibrate_split, run_protocol, run_splits,
+                              spearman, split_models, static_selections, summarise_table2)
+from irtlib.data import ResponseMatrix
+
+
+def simulate(n_models, n_items, *, cv, seed, mean_a=1.0):
+    """2PL responses whose discriminations have mean ``mean_a`` and coefficient of variation ``cv``
+    (lognormal; all equal for cv = 0), b and theta standard normal."""
+    rng = np.random.default_rng(seed)
+    if cv > 0:
+        sigma = np.sqrt(np.log1p(cv ** 2))
+        a = mean_a * np.exp(rng.normal(-sigma ** 2 / 2, sigma, n_items))
+    else:
+        a = np.full(n_items, mean_a)
+    b = rng.normal(size=n_items)
+    theta = rng.normal(size=n_models)
+    p = 1.0 / (1.0 + np.exp(-a * (theta[:, None] - b)))
+    x = (rng.random(p.shape) < p).astype(float)
+    return ResponseMatrix(x, [f"m{i}" for i in range(n_models)], [f"i{j}" for j in range(n_items)],
+                          source=f"sim cv={cv}")
+
+
+@pytest.fixture(scope="module")
+def small():
+    return simulate(30, 160, cv=0.9, seed=11)
+
+
+# ---------------------------------------------------------------------------- pieces
+def test_spearman_equals_scipy():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        x = rng.integers(0, 4, size=10).astype(float)          # plenty of ties
+        y = rng.normal(size=10)
+        assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+    rows = rng.normal(size=(6, 10))
+    np.testing.assert_allclose(spearman(rows, y), [spearmanr(r, y).statistic for r in rows], atol=1e-12)
+    assert np.isnan(spearman(np.ones(10), y))                   # constant scores: undefined
+    assert np.isnan(spearman(np.r_[np.nan, np.ones(9)], y))
+
+
+def test_budget_grid_is_log_spaced_and_covers_the_papers_budgets():
+    grid = budget_grid(11435)
+    assert grid[0] == 1 and grid == sorted(set(grid)) and grid[-1] == 3431
+    ratios = np.diff(np.log(grid))[-10:]
+    np.testing.assert_allclose(ratios, ratios.mean(), rtol=0.05)                 # geometric
+    # the paper's largest reported budgets: SafetyBench ~3,000, Anthropic 260, WMDP 234,
+    # SimpleSafetyTests 63, AIR-Bench 38, HarmBench 17
+    for n, k in ((11435, 3000), (1000, 260), (1273, 234), (100, 63), (5694, 38), (400, 17)):
+        assert budget_grid(n)[-1] >= k
+    assert budget_grid(100)[-1] == 100 and budget_grid(50, max_k=20)[-1] == 20
+    with pytest.raises(ValueError):
+        budget_grid(10, max_k=11)
+
+
+def test_splits_are_seeded_and_disjoint():
+    train, test = split_models(30, 10, 0, 3)
+    assert test.size == 10 and train.size == 20 and not set(train) & set(test)
+    np.testing.assert_array_equal(split_models(30, 10, 0, 3)[1], test)           # same seed
+    assert not np.array_equal(split_models(30, 10, 1, 3)[1], test)               # other seed
+    assert not np.array_equal(split_models(30, 10, 0, 4)[1], test)               # other split
+    # split i is the i-th child of SeedSequence(seed).spawn(n_splits)
+    child = np.random.SeedSequence(0).spawn(5)[3]
+    expected = np.sort(np.random.default_rng(np.random.SeedSequence(child.entropy, spawn_key=child.spawn_key + (0,)))
+                       .choice(30, size=10, replace=False))
+    np.testing.assert_array_equal(test, expected)
+
+
+# ---------------------------------------------------------------------------- leakage
+def test_test_responses_never_reach_calibration_or_static_selection(small, monkeypatch):
+    # Record what calibration and static selection see while the protocol runs, then run it
+    # again with the split's test rows replaced by random responses (and, third, by missing
+    # ones): item parameters, training abilities and every static subset must be identical.
+    values = small.values
+    train, test = split_models(values.shape[0], 10, 5, 0)
+    seen = []
+    real_calibrate, real_static = agreement.calibrate_split, agreement.static_selections
+
+    def spy_calibrate(x, **kw):
+        out = real_calibrate(x, **kw)
+        seen.append(("calibration", out))
+        return out
+
+    def spy_static(x, a, b, theta, ks, **kw):
+        out = real_static(x, a, b, theta, ks, **kw)
+        seen.append(("static", {m: {k: (s.items.tolist(), None if s.weights is None else s.weights.tolist())
+                                    for k, s in d.items()} for m, d in out.items()}))
+        return out
+
+    monkeypatch.setattr(agreement, "calibrate_split", spy_calibrate)
+    monkeypatch.setattr(agreement, "static_selections", spy_static)
+    rng = np.random.default_rng(1)
+    poisoned_random = values.copy()
+    poisoned_random[test] = (rng.random((10, values.shape[1])) < 0.5).astype(float)
+    poisoned_nan = values.copy()
+    poisoned_nan[test, 1:] = np.nan
+    runs = []
+    for x in (values, poisoned_random, poisoned_nan):
+        seen.clear()
+        m = ResponseMatrix(x, small.models, small.items)
+        res = run_protocol(m, n_splits=1, seed=5, ks=[1, 5, 20, 60], variance_threshold=None)
+        runs.append((list(seen), res))
+    (cal0, sub0), (cal1, sub1), (cal2, sub2) = [(r[0][0][1], r[0][1][1]) for r in runs]
+    for cal in (cal1, cal2):
+        for got, want in zip(cal, cal0):
+            np.testing.assert_array_equal(got, want)
+    assert sub1 == sub0 and sub2 == sub0
+    # ... while the test models' scores did change
+    assert not runs[1][1]["agreement"].equals(runs[0][1]["agreement"])
+
+
+def test_calibration_uses_training_abilities_from_map_on_all_items(small):
+    x = small.values[:20]
+    a, b, theta = calibrate_split(x)
+    from irtlib.ability import map_ability
+    np.testing.assert_allclose(theta, map_ability(x, a, b).theta)
+    subsets = static_selections(x, a, b, theta, [3, 10], methods=("disco", "marginal-fisher"))
+    assert set(subsets) == {"disco", "marginal-fisher"}
+    np.testing.assert_array_equal(subsets["disco"][10].items[:3], subsets["disco"][3].items)
+
+
+# ---------------------------------------------------------------------------- protocol runs
+def test_protocol_table_shape_and_reproducibility(small):
+    ks = [1, 3, 10, 40]
+    res = run_protocol(small, n_splits=3, ks=ks, seed=2)
+    assert list(res.columns) == ["split", "method", "k", "agreement"]
+    assert len(res) == 3 * len(METHODS) * len(ks)
+    assert res.groupby(["split", "method", "k"]).size().eq(1).all()
+    assert set(res["method"]) == set(METHODS)
+    assert res["agreement"].dropna().between(-1, 1).all()
+    assert res.attrs["n_items"] == 160 and res.attrs["ks"] == ks
+    again = run_protocol(small, n_splits=3, ks=ks, seed=2)
+    pd.testing.assert_frame_equal(res, again)                                   # same seed
+    other = run_protocol(small, n_splits=3, ks=ks, seed=3)
+    assert not res["agreement"].equals(other["agreement"])                      # other splits
+    one = run_protocol(small, methods=["fluid", "disco"], n_splits=2, ks=ks, seed=2)
+    assert set(one["method"]) == {"fluid", "disco"}
+    keep = (res["split"] < 2) & res["method"].isin(["fluid", "disco"])
+    pd.testing.assert_frame_equal(one, res[keep].reset_index(drop=True))        # methods independent
+    with pytest.raises(ValueError, match="unknown method"):
+        run_protocol(small, methods=["fluid", "oracle"], n_splits=1)
+
+
+def test_results_do_not_depend_on_n_jobs_or_batching(small):
+    ks = [2, 8, 30]
+    serial = run_protocol(small, n_splits=4, ks=ks, seed=4, n_jobs=1, split_batch=4)
+    pd.testing.assert_frame_equal(serial, run_protocol(small, n_splits=4, ks=ks, seed=4, n_jobs=2, split_batch=1))
+    pd.testing.assert_frame_equal(serial, run_protocol(small, n_splits=4, ks=ks, seed=4, n_jobs=2, split_batch=3))
+
+
+def test_dask_cluster_gives_identical_results(small):
+    distributed = pytest.importorskip("distributed")
+    import joblib
+
+    ks = [2, 10, 40]
+    serial = run_protocol(small, n_splits=2, ks=ks, seed=6, n_jobs=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        with joblib.parallel_config(backend="dask"):
+            on_dask = run_protocol(small, n_splits=2, ks=ks, seed=6, n_jobs=2, split_batch=1)
+    pd.testing.assert_frame_equal(serial, on_dask)
+
+
+def test_progress_bar_only_when_asked(small, capsys):
+    run_protocol(small, methods=["random"], n_splits=2, ks=[5], progress=False)
+    assert capsys.readouterr().err == ""
+    run_protocol(small, methods=["random"], n_splits=2, ks=[5], progress=None)   # stderr is not a tty
+    assert capsys.readouterr().err == ""
+    run_protocol(small, methods=["random"], n_splits=2, ks=[5], progress=True)
+    assert "2/2" in capsys.readouterr().err
+
+
+def test_run_splits_reports_stage_times(small):
+    out = run_splits(small.values, small.safety_scores().to_numpy(), [0, 1], ks=[3, 9])
+    assert set(out["tests"]) == {0, 1}
+    assert {"calibration", "static selection", "fluid", "total"} <= set(out["seconds"])
+
+
+# ---------------------------------------------------------------------------- Table 2
+def _fake_results(curves: dict, n_splits=4, noise=0.0):
+    """Protocol-shaped results whose per-split values spread symmetrically around ``curves``."""
+    rows = []
+    for method, values in curves.items():
+        for k, v in values.items():
+            for s in range(n_splits):
+                rows.append((s, method, k, v + noise * (s - (n_splits - 1) / 2)))
+    return pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
+
+
+def test_table2_left_and_right_columns():
+    ks = [1, 2, 4, 8, 16, 32]
+    res = _fake_results({"fluid": dict(zip(ks, [0.5, 0.8, 0.91, 0.93, 0.95, 0.96])),
+                         "random": dict(zip(ks, [0.6, 0.7, 0.8, 0.92, 0.96, 0.97])),
+                         "random-irt": dict(zip(ks, [0.6, 0.7, 0.8, 0.9, 0.95, 0.96]))}, noise=0.02)
+    table = summarise_table2(res, n_items=1000)
+    left = table[table["column"] == "left"].set_index("method")
+    right = table[table["column"] == "right"].set_index("method")
+    # left: Fluid first reaches 0.90 at k = 4
+    assert (left["k"] == 4).all() and left.loc["fluid", "mean"] == pytest.approx(0.91)
+    assert left.loc["random", "mean"] == pytest.approx(0.80)
+    assert left["k_over_n"].iloc[0] == 0.004 and left["saving"].iloc[0] == pytest.approx(0.996)
+    # right: Fluid leads from k = 2 (0.8 > 0.7); Random catches up at k = 16 -> k = 8
+    assert (right["k"] == 8).all() and (right["status"] == "caught up").all()
+    # spread over splits: SD and the 95% interval of the per-split values
+    sd = np.std([0.93 + 0.02 * (s - 1.5) for s in range(4)], ddof=1)
+    assert right.loc["fluid", "sd"] == pytest.approx(sd)
+    assert right.loc["fluid", "lo"] < 0.93 < right.loc["fluid", "hi"]
+
+
+def test_table2_when_fluid_never_reaches_090_and_random_never_catches_up():
+    ks = [1, 10, 100]
+    res = _fake_results({"fluid": dict(zip(ks, [0.5, 0.7, 0.85])), "random": dict(zip(ks, [0.3, 0.5, 0.8]))})
+    table = summarise_table2(res, n_items=200)
+    left = table[table["column"] == "left"]
+    assert (left["k"] == 100).all() and (left["status"] == "not reached").all()
+    right = table[table["column"] == "right"]
+    assert (right["k"] == 100).all() and (right["status"] == "not caught up within the sweep").all()
+    # Random ahead from the start: no right column
+    res = _fake_results({"fluid": dict(zip(ks, [0.3, 0.9, 0.95])), "random": dict(zip(ks, [0.5, 0.95, 0.97]))})
+    assert set(summarise_table2(res, n_items=200)["column"]) == {"left"}
+
+
+def test_undefined_agreement_counts_as_zero_by_default():
+    res = pd.DataFrame({"split": [0, 1, 2, 3], "method": "fluid", "k": 1, "agreement": [0.9, np.nan, 0.8, 0.7]})
+    zero = agreement_curves(res).iloc[0]
+    omit = agreement_curves(res, nan_policy="omit").iloc[0]
+    assert zero["mean"] == pytest.approx(0.6) and omit["mean"] == pytest.approx(0.8)
+    assert zero["n_undefined"] == 1 and zero["n_splits"] == 4
+
+
+# ---------------------------------------------------------------------------- the CV story
+def _first_k(curves, method, level=0.90):
+    hit = curves.index[curves[method] >= level]
+    return int(hit[0]) if len(hit) else None
+
+
+def test_cv_story_fluid_gains_with_discrimination_spread():
+    # Same protocol, two simulated benchmarks of 60 models x 800 items whose discriminations
+    # have mean 1: lognormal with CV 1.5, and all equal (CV 0). Measured (20 splits, seed 0):
+    #   CV 1.5: Fluid reaches 0.90 mean agreement at k = 2, Random at k = 61 (Random IRT 39);
+    #           at k = 10 Fluid 0.963, Random 0.701.
+    #   CV 0:   Fluid at k = 77, Random at k = 77 (Random IRT 77); at k = 10 0.616 vs 0.619.
+    found = {}
+    for cv in (1.5, 0.0):
+        res = run_protocol(simulate(60, 800, cv=cv, seed=0), methods=["fluid", "random"], n_splits=20, seed=0)
+        curves = agreement_curves(res).pivot(index="k", columns="method", values="mean")
+        found[cv] = (_first_k(curves, "fluid"), _first_k(curves, "random"),
+                     curves.loc[10, "fluid"] - curves.loc[10, "random"])
+    fluid_k, random_k, gap10 = found[1.5]
+    assert fluid_k <= 5 and random_k >= 30 and gap10 > 0.15
+    fluid_k, random_k, gap10 = found[0.0]
+    assert fluid_k >= 0.5 * random_k and abs(gap10) < 0.1

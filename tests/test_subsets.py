@@ -1,0 +1,183 @@
+"""Static subsets (irtlib.subsets): the five methods and how subsets score models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from irtlib.ability import map_ability
+from irtlib.subsets import (Subset, anchor_points, anchor_points_path, b_quartile_bins, correlation_features,
+                            disco, information_matrix, kmedoids_loss, marginal_fisher, marginal_fisher_bq,
+                            score_subset, summed_se, total_fisher)
+
+from conftest import simulate_2pl
+
+
+@pytest.fixture(scope="module")
+def bank():
+    x, theta, a, b = simulate_2pl(40, 300, seed=2, sd_log_a=0.8)
+    return x, theta, a, b
+
+
+def _brute_force_step(info, chosen, prior=0.0, allowed=None):
+    """The item whose addition gives the smallest summed SE, over every candidate."""
+    s = prior + info[:, chosen].sum(axis=1)
+    with np.errstate(divide="ignore"):
+        total = (1.0 / np.sqrt(s[:, None] + info)).sum(axis=0)
+    total[chosen] = np.inf
+    if allowed is not None:
+        total[~allowed] = np.inf
+    return int(np.argmin(total))
+
+
+# ---------------------------------------------------------------------------- Fisher methods
+def test_total_fisher_ranks_by_summed_information(bank):
+    _, theta, a, b = bank
+    info = information_matrix(a, b, theta)
+    sub = total_fisher(a, b, theta, 25)
+    total = info.sum(axis=0)
+    assert sub.weights is None and len(sub) == 25
+    assert total[sub.items].min() >= np.delete(total, sub.items).max()
+    assert (np.diff(total[sub.items]) <= 0).all()
+    np.testing.assert_array_equal(total_fisher(a, b, theta, 10).items, sub.items[:10])     # nested
+
+
+def test_one_marginal_fisher_step_equals_brute_force(bank):
+    _, theta, a, b = bank
+    info = information_matrix(a, b, theta)
+    for prior in (0.0, 1.0):
+        picks = marginal_fisher(a, b, theta, 60, prior_information=prior).items
+        for step in range(60):        # every greedy step: the brute-force best over all items
+            assert picks[step] == _brute_force_step(info, list(picks[:step]), prior)
+        # and each step really lowers the objective the most: adding any other item is worse
+        s = prior + info[:, picks[:10]].sum(axis=1)
+        best = summed_se(s + info[:, picks[10]])
+        others = [summed_se(s + info[:, j]) for j in range(300) if j not in picks[:11]]
+        assert best <= min(others)
+
+
+def test_marginal_fisher_first_pick_and_objective(bank):
+    _, theta, a, b = bank
+    info = information_matrix(a, b, theta)
+    # no prior information: the SE of the empty set is infinite, the first pick minimises
+    # sum_m I_mj^-1/2 (the summed ML SE after one item)
+    first = marginal_fisher(a, b, theta, 1).items[0]
+    assert first == np.argmin((1.0 / np.sqrt(info)).sum(axis=0))
+    # the greedy subset's summed SE falls with k and beats the same-size Total Fisher subset
+    mf = marginal_fisher(a, b, theta, 40).items
+    se = [summed_se(info[:, mf[:k]].sum(axis=1)) for k in (5, 10, 20, 40)]
+    assert se == sorted(se, reverse=True)
+    tf = total_fisher(a, b, theta, 40).items
+    assert summed_se(info[:, mf].sum(axis=1)) <= summed_se(info[:, tf].sum(axis=1))
+
+
+def test_b_quartile_variant_cycles_through_quartiles(bank):
+    _, theta, a, b = bank
+    info = information_matrix(a, b, theta)
+    bins = b_quartile_bins(b)
+    assert np.bincount(bins).tolist() == [75, 75, 75, 75]
+    assert (np.diff(b[np.argsort(b)][np.r_[74, 149, 224]]) >= 0).all()
+    assert b[bins == 0].max() <= b[bins == 1].min() and b[bins == 2].max() <= b[bins == 3].min()
+    picks = marginal_fisher_bq(a, b, theta, 80).items
+    seq = bins[picks]
+    # starts in the bin of the unconstrained first pick, then cycles 0 -> 1 -> 2 -> 3 -> 0 ...
+    assert seq[0] == bins[marginal_fisher(a, b, theta, 1).items[0]]
+    np.testing.assert_array_equal(seq, (seq[0] + np.arange(80)) % 4)
+    for r in range(1, 21):                     # every prefix of 4 r picks: r per quartile
+        assert np.bincount(seq[:4 * r], minlength=4).tolist() == [r] * 4
+    for step in range(80):                     # within its bin, each pick is the greedy best
+        assert picks[step] == _brute_force_step(info, list(picks[:step]), allowed=bins == seq[step])
+    low = marginal_fisher_bq(a, b, theta, 8, start="lowest").items
+    assert bins[low].tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
+
+
+def test_b_quartile_variant_skips_an_exhausted_bin():
+    a = np.ones(9)
+    b = np.linspace(-2, 2, 9)                  # bins of 3, 2, 2, 2 items
+    theta = np.array([-1.0, 0.0, 1.0])
+    picks = marginal_fisher_bq(a, b, theta, 9).items
+    assert sorted(picks) == list(range(9))
+
+
+# ---------------------------------------------------------------------------- anchor points
+def test_correlation_features_give_pearson_correlations():
+    rng = np.random.default_rng(0)
+    x = (rng.random((30, 12)) < 0.5).astype(float)
+    x[:, 10] = 1.0                             # constant: all safe
+    x[:, 11] = 0.0                             # constant: all unsafe
+    u = correlation_features(x)
+    np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1.0)
+    np.testing.assert_allclose((u @ u.T)[:10, :10], np.corrcoef(x[:, :10].T), atol=1e-12)
+    sim = u @ u.T
+    assert sim[10, 11] == 0.0 and sim[10, 10] == 1.0 and (sim[10, :10] == 0).all()
+
+
+def test_anchor_points_hand_made_clusters():
+    # three groups of items with identical score vectors (correlation 1 within a group),
+    # sizes 5, 3 and 2: with k = 3 every group gets one medoid weighted by its size
+    base = np.array([[1, 0, 1, 0, 1, 1, 0, 0], [0, 0, 1, 1, 0, 1, 1, 0], [1, 1, 0, 0, 0, 1, 0, 1]], float).T
+    x = np.repeat(base, [5, 3, 2], axis=1)
+    group = np.repeat([0, 1, 2], [5, 3, 2])
+    for solver in ("fasterpam", "alternate"):
+        sub = anchor_points(x, 3, seed=0, solver=solver)
+        assert sorted(group[sub.items].tolist()) == [0, 1, 2]
+        assert dict(zip(group[sub.items].tolist(), sub.weights.tolist())) == {0: 5.0, 1: 3.0, 2: 2.0}
+
+
+def test_anchor_points_weights_sum_to_the_number_of_items(bank):
+    x, _, _, _ = bank
+    train = x[:30]
+    for solver in ("fasterpam", "alternate"):
+        path = anchor_points_path(train, [1, 5, 20, 60], seed=1, solver=solver)
+        for k, sub in path.items():
+            assert len(sub) == k == np.unique(sub.items).size
+            assert sub.weights.sum() == 300 and (sub.weights >= 1).all()
+    single = anchor_points(train, 20, seed=1)
+    assert single.weights.sum() == 300
+
+
+def test_anchor_points_solvers_reach_similar_losses(bank):
+    # measured: FasterPAM 132.1, alternating 141.6 at k = 20 (alternating is a few % worse)
+    x, _, _, _ = bank
+    u = correlation_features(x[:30])
+    pam = kmedoids_loss(u, anchor_points(x[:30], 20, seed=0, solver="fasterpam").items)
+    alt = kmedoids_loss(u, anchor_points(x[:30], 20, seed=0, solver="alternate").items)
+    assert pam <= alt <= 1.15 * pam
+
+
+def test_anchor_points_handles_missing_and_constant_items():
+    x, _, _, _ = simulate_2pl(25, 80, seed=3, missing=0.05)
+    x[:, 0] = 1.0
+    x[:, 1] = 1.0
+    sub = anchor_points(x, 10, seed=0)
+    assert sub.weights.sum() == 80
+    np.testing.assert_array_equal(anchor_points(x, 10, seed=0).items, sub.items)     # seeded
+
+
+# ---------------------------------------------------------------------------- DISCO
+def test_disco_orders_by_binary_entropy_of_training_safe_rates():
+    # safe rates 0.1, 0.5, 0.9, 0.3, 1.0, 0.45: entropy order 0.5, 0.45, 0.3, 0.1 = 0.9 (tie:
+    # lower position first), 1.0 (entropy 0) last
+    rates = np.array([0.1, 0.5, 0.9, 0.3, 1.0, 0.45])
+    x = (np.arange(20)[:, None] < rates * 20).astype(float)
+    np.testing.assert_allclose(x.mean(axis=0), rates)
+    order = disco(x, 6).items
+    assert order.tolist() == [1, 5, 3, 0, 2, 4]
+    p = rates[order]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.nan_to_num(-(p * np.log(p) + (1 - p) * np.log(1 - p)))
+    assert (np.diff(h) <= 1e-12).all() and h[-1] == 0.0
+    np.testing.assert_array_equal(disco(x, 3).items, order[:3])
+
+
+# ---------------------------------------------------------------------------- scoring
+def test_score_subset():
+    x = np.array([[1, 0, 1, np.nan], [0, 0, 1, 1.0]])
+    sub = Subset(np.array([0, 2, 3]), np.array([2.0, 1.0, 1.0]))
+    np.testing.assert_allclose(score_subset(x, sub, how="mean"), [1.0, 2 / 3])
+    np.testing.assert_allclose(score_subset(x, sub, how="weighted"), [1.0, 0.5])
+    a, b = np.array([1.0, 2.0, 0.5, 1.5]), np.array([0.0, 0.5, -1.0, 1.0])
+    np.testing.assert_allclose(score_subset(x, sub, how="map", a=a, b=b),
+                               map_ability(x[:, [0, 2, 3]], a[[0, 2, 3]], b[[0, 2, 3]]).theta)
+    with pytest.raises(ValueError):
+        score_subset(x, Subset(np.array([0])), how="weighted")
