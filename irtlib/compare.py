@@ -15,7 +15,7 @@ import pandas as pd
 
 from . import paper
 
-__all__ = ["Row", "row", "comparison_table"]
+__all__ = ["Row", "row", "comparison_table", "style_comparison"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,18 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
     table = pd.DataFrame.from_records(records, columns=["quantity", "paper", "ours", "difference", "tolerance",
                                                         "within", "note", "paper ref"])
     return table.astype(object)
+
+
+def style_comparison(table: pd.DataFrame):
+    """Render a comparison table in full (every row, no index), rows outside tolerance shaded.
+
+    Returns
+    -------
+    pandas Styler
+        Unlike a DataFrame's own display, a Styler is never truncated to ``display.max_rows``.
+    """
+    def shade(r):
+        colour = "background-color: #fde2e1" if r["within"] == "no" else ""
+        return [colour] * len(r)
+
+    return table.style.apply(shade, axis=1).hide(axis="index")

@@ -29,3 +29,12 @@ def test_numbers_cover_every_reported_table():
     assert refs["CEILING[anthropic-red-team].theta_range_above.1"] == 6.06
     assert refs["TABLE2_RIGHT[simplesafetytests].k_over_n"] == "63%"
     assert {r.split("[")[0] for r in refs} == set(paper.REPORTED)
+
+
+def test_styled_table_shows_every_row_and_shades_misses():
+    from irtlib.compare import style_comparison
+
+    rows = [row(f"CV {i}", "FIGURE3_CV[wmdp-bio]", 0.97 + (0.5 if i == 3 else 0), tolerance=0.1) for i in range(80)]
+    html = style_comparison(comparison_table(rows)).to_html()
+    assert html.count("FIGURE3_CV[wmdp-bio]") == 80            # no truncation at display.max_rows
+    assert html.count("#fde2e1") >= 1
