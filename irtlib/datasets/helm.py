@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import sys
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,7 +45,7 @@ import pandas as pd
 
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix
-from .release import atomic_write
+from .release import atomic_write, fetch_url
 
 __all__ = [
     "PUBLIC_BASE", "SCENARIOS", "SCORE_STATS", "read_run", "read_runs", "to_matrix",
@@ -261,16 +260,6 @@ def run_file_url(project: str, suite: str, run_name: str, fname: str) -> str:
             f"{urllib.parse.quote(run_name, safe='')}/{fname}")
 
 
-def _fetch(url: str) -> bytes:
-    req = urllib.request.Request(url, headers={"User-Agent": "irtlib"})
-    with urllib.request.urlopen(req, timeout=300) as resp:       # noqa: S310 (https URL built above)
-        data = resp.read()
-        length = resp.headers.get("Content-Length")
-    if length is not None and int(length) != len(data):
-        raise ValueError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
-    return data
-
-
 def download_suite(dest, *, project: str = "safety", release: str = "v1.0.0", scenarios=None,
                    fetch: Callable[[str], bytes] | None = None, overwrite: bool = False,
                    progress: bool = False) -> list:
@@ -302,7 +291,7 @@ def download_suite(dest, *, project: str = "safety", release: str = "v1.0.0", sc
     ValueError
         The index or a run file is not valid JSON (nothing is written for that run).
     """
-    fetch = _fetch if fetch is None else fetch
+    fetch = fetch_url if fetch is None else fetch
     keep = set(SCENARIOS if scenarios is None else scenarios)
     url = release_index_url(project, release)
     try:

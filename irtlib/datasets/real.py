@@ -28,7 +28,6 @@ import hashlib
 import io
 import os
 import sys
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,7 +36,7 @@ import pandas as pd
 
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix
-from .release import atomic_write
+from .release import atomic_write, fetch_url
 
 __all__ = [
     "REPOSITORY", "PINNED_COMMIT", "VARIANTS", "MODELS", "ORIGIN", "N_BASE_PROMPTS", "FILES",
@@ -84,16 +83,6 @@ def source_path(variant: str, model: str) -> str:
 def source_url(variant: str, model: str, *, commit: str = PINNED_COMMIT, repo: str = REPOSITORY) -> str:
     """Raw-file URL of one source CSV at ``commit``."""
     return RAW_URL.format(repo=repo, commit=commit, variant=variant, model=model)
-
-
-def _urlopen_fetch(url: str) -> bytes:
-    req = urllib.request.Request(url, headers={"User-Agent": "irtlib"})
-    with urllib.request.urlopen(req, timeout=120) as resp:       # noqa: S310 (https URL built above)
-        data = resp.read()
-        length = resp.headers.get("Content-Length")
-    if length is not None and int(length) != len(data):
-        raise ValueError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
-    return data
 
 
 def _sha256(data: bytes) -> str:
@@ -220,7 +209,7 @@ def download_airbench(dest, *, commit: str = PINNED_COMMIT, fetch: Callable[[str
         message names the file and row), or converted files with the wrong checksum. Nothing
         is written to ``dest`` unless every file passed.
     """
-    fetch = _urlopen_fetch if fetch is None else fetch
+    fetch = fetch_url if fetch is None else fetch
     sources, sums = {}, {}
     for variant in VARIANTS:
         for model in MODELS:

@@ -31,13 +31,30 @@ import pandas as pd
 from . import simulate as _sim
 
 __all__ = [
-    "TABLES", "MANIFEST", "csv_bytes", "gzip_bytes", "sha256", "atomic_write", "release_files",
+    "TABLES", "MANIFEST", "csv_bytes", "gzip_bytes", "sha256", "atomic_write", "fetch_url", "release_files",
     "write_release", "check_release", "read_manifest", "read_table", "verify_file",
 ]
 
 #: The three tables of each benchmark, in the order they are written.
 TABLES = ("responses", "items", "models")
 MANIFEST = "manifest.json"
+
+
+def fetch_url(url: str, *, timeout: float = 300) -> bytes:
+    """Download ``url`` whole; a response shorter than its Content-Length raises ``ValueError``.
+
+    The one network call of the data loaders (real AIR-Bench, HELM); they accept a ``fetch``
+    argument so tests can replace it.
+    """
+    import urllib.request
+
+    req = urllib.request.Request(url, headers={"User-Agent": "irtlib"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:      # noqa: S310 (https URLs built by callers)
+        data = resp.read()
+        length = resp.headers.get("Content-Length")
+    if length is not None and int(length) != len(data):
+        raise ValueError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
+    return data
 
 
 def sha256(data: bytes) -> str:
