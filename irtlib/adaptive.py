@@ -30,14 +30,26 @@ Choices the paper leaves open (all parameters):
 - *Random selection* gives every model its own uniformly random order of its available items,
   drawn from the run's seeded generator.
 - *Warm start.* After each step the MAP is re-found by damped Newton started from the previous
-  estimate, moved by one Newton step for the new response (a predictor that costs O(1)). The log
-  posterior of the 2PL with a Normal prior is strictly concave, so Newton from any start
-  converges to the same mode; the warm start only saves iterations (2 instead of 6-8). The
-  iteration is :func:`irtlib.map_ability`'s (steps capped at ``max_step``, iterates clipped to
-  ``bounds``, converged when a step is below ``tol``), and any model that has not converged in
-  ``max_newton`` iterations is handed to :func:`irtlib.map_ability` itself (with its bisection
-  fallback), so the estimates are those of :func:`irtlib.map_ability` on the administered items
-  (the tests check agreement to 1e-7).
+  estimate. The log posterior of the 2PL with a Normal prior is strictly concave, so Newton
+  from any start converges to the same mode; the warm start only saves iterations (1-2 instead
+  of 6-8). The iteration is :func:`irtlib.map_ability`'s (steps capped at ``max_step``, iterates
+  clipped to ``bounds``), and any model that has not converged in ``max_newton`` iterations is
+  handed to :func:`irtlib.map_ability` itself (with its bisection fallback), so the estimates
+  are those of :func:`irtlib.map_ability` on the administered items (the tests check agreement
+  to 1e-7).
+
+How it is fast (each exact; see :class:`MaxInformation` and :class:`MapEstimator`):
+
+- selection keeps, per model, a short list of candidate items and Lipschitz bounds on every
+  other item's information near the ``theta`` where the list was built, so most steps look at
+  a few hundred items instead of all of them, and evaluates the information in single precision
+  (SIMD ``exp``), falling back to double precision only where that cannot separate the best
+  item from the runner-up;
+- the MAP keeps Taylor moments of the score around a reference ``theta`` (updated in O(1) per
+  item), so a Newton step costs O(1) instead of O(items given);
+- models calibrated on different training sets can run together (per-model ``a``, ``b``), which
+  spreads numpy's per-call overhead over many models: the agreement protocol runs the Fluid
+  tests of several splits as one batch. Every model's test depends only on its own row.
 """
 
 from __future__ import annotations
@@ -167,13 +179,17 @@ class MaxInformation:
     radii : sequence of float
         The radii of the bounds, increasing.
     screen : bool
-        Evaluate the information in single precision first (SIMD ``exp``, about ten times
-        faster than the double-precision logistic here) and then exactly, in double precision,
-        for the ``4`` best items only. Single precision is accurate to a relative 1e-4 or
-        better for any realistic ``a``, ``b`` and ``theta``, so whenever the 4th best screened value
-        is more than a relative 1e-3 below the best, the exact argmax is among the 4; rows where
-        it is not (near-ties) are evaluated exactly in full. The choice is therefore the exact
-        one, as with ``screen=False``.
+        Compare information values in single precision (SIMD ``exp``, about ten times faster
+        than the double-precision logistic on this kind of machine). Rounding moves
+        ``z = a (theta - b)`` by at most ``2.4e-7 |a| (8 + |b|)``, so the single-precision
+        information is within a relative ``delta`` (that plus 1e-6, computed from the run's
+        largest ``|a|`` and ``|b|``; about 3e-5 on the simulated benchmarks) of the exact one, and
+        two items more than ``4 delta`` apart compare the same way exactly. When the best item
+        is not that far ahead of every other (twin items with equal ``a`` and ``b`` excepted: the
+        lower index wins among them), the 8 best screened items are evaluated exactly, and if
+        even those are within the margin, all of them. Bounds built from screened values are
+        inflated by the margin. The choice is therefore the exact one, as with ``screen=False``
+        (which is also used when ``delta`` would exceed 2.5e-3).
     """
 
     adaptive = True
@@ -203,7 +219,6 @@ def _information(theta, a, b):
     return a * a * expit(z) * expit(-z)
 
 
-_SCREEN_GAP = 1e-3       # relative gap that makes a single-precision comparison conclusive
 _SCREEN_TOP = 8          # near-ties (twin items have equal values): confirm this many exactly
 
 
@@ -220,16 +235,42 @@ def _information32(theta32, a32, b32, q32):
     return z
 
 
-def _screen(info32):
+def _screen(info32, twin, gap):
     """Argmax per row of screened values (blocked entries negative) and whether it is certain:
-    the runner-up is more than the margin below the best, so the exact argmax is the same."""
+    every other item is more than the margin below the best, so the exact argmax is the same.
+
+    ``twin`` (same shape) labels items with identical ``a`` and ``b``: their information is
+    identical, so the first of them (the lowest index, which ``argmax`` returns) is the exact
+    choice among them, and only the others need to be beaten by the margin.
+    """
     r = np.arange(info32.shape[0])
     k = np.argmax(info32, axis=1)
     v1 = info32[r, k].copy()
-    info32[r, k] = -np.inf
-    v2 = info32.max(axis=1) if info32.shape[1] > 1 else np.full(r.size, -np.inf, np.float32)
-    info32[r, k] = v1
-    return k, v1.astype(float), v2 < v1 * np.float32(1.0 - _SCREEN_GAP)
+    if info32.shape[1] == 1:
+        return k, v1.astype(float), np.ones(r.size, dtype=bool)
+    if twin is None:
+        info32[r, k] = -np.inf
+        v2 = info32.max(axis=1)
+        info32[r, k] = v1
+    else:
+        mine = twin[k] if twin.ndim == 1 else twin[r, k]
+        v2 = np.where(twin == mine[:, None], np.float32(-np.inf), info32).max(axis=1)
+    return k, v1.astype(float), v2 < v1 * np.float32(1.0 - gap)
+
+
+def _twin_labels(a, b):
+    """Labels (int32, same shape as ``a``) shared exactly by items with equal ``a`` and ``b`` (per
+    row for per-model parameters; identical rows are labelled once)."""
+    if a.ndim == 1:
+        return np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
+    out = np.empty(a.shape, dtype=np.int32)
+    seen = {}
+    for i in range(a.shape[0]):
+        key = (a[i].tobytes(), b[i].tobytes())
+        if key not in seen:
+            seen[key] = _twin_labels(a[i], b[i])
+        out[i] = seen[key]
+    return out
 
 
 class _MaxInfoRun:
@@ -241,10 +282,17 @@ class _MaxInfoRun:
         self.rows = np.arange(n_models)
         self.left = self.unused.sum(axis=1)
         self.radii = radii
-        self.screen = screen
+        # Single-precision error of a^2 P (1 - P), relative: |d log I / dz| <= 1, and rounding
+        # a, theta, b, the difference and the product moves z = a (theta - b) by at most
+        # 2.4e-7 |a| (|theta| + |b|), with |theta| <= 8; exp, divisions and products add < 1e-6.
+        # Values more than 4x that apart (the margin) compare the same way in double precision.
+        err = 2.4e-7 * float(np.abs(a).max()) * (8.0 + float(np.abs(b).max())) + 1e-6
+        self.gap = 4.0 * err
+        self.screen = screen and self.gap < 1e-2
         self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
         self.q32 = self.a32 * self.a32
-        self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + _SCREEN_GAP))
+        self.twin = _twin_labels(a, b) if self.screen else None
+        self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
         if self.cache:
@@ -254,6 +302,7 @@ class _MaxInfoRun:
             self.ca32, self.cb32 = np.ones((n_models, c), np.float32), np.zeros((n_models, c), np.float32)
             self.cq32 = np.ones((n_models, c), np.float32)
             self.used = np.ones((n_models, c), dtype=bool)
+            self.ctwin = np.zeros((n_models, c), dtype=np.int32)
             self.theta_c = np.full(n_models, np.inf)              # inf: not built yet
             # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
             # the extra last column (+inf) is what a theta outside every radius looks up.
@@ -287,7 +336,7 @@ class _MaxInfoRun:
         info32 = _information32(th.astype(np.float32)[:, None], a32, self._rows(self.b32, rows),
                                 self._rows(self.q32, rows))
         info32[blocked] = -1.0
-        pick, best, sure = _screen(info32)
+        pick, best, sure = _screen(info32, self._rows(self.twin, rows), self.gap)
         if self.cache:
             self._build(rows, th, info32, blocked, a32)
         unsure = np.flatnonzero(~sure & (best >= 0))             # near-ties: decide exactly
@@ -299,8 +348,7 @@ class _MaxInfoRun:
                                                                            cols))[0]
         return pick
 
-    @staticmethod
-    def _refine(info32, blocked, th, exact):
+    def _refine(self, info32, blocked, th, exact):
         """Exact argmax for rows whose screen was inconclusive.
 
         The ``_SCREEN_TOP`` best screened columns are evaluated exactly; when the last of them is
@@ -318,7 +366,7 @@ class _MaxInfoRun:
         j = np.argmax(info, axis=1)
         k, best = top[r, j], info[r, j]
         if m < p:
-            hard = np.flatnonzero(v.min(axis=1) >= v.max(axis=1) * np.float32(1.0 - _SCREEN_GAP))
+            hard = np.flatnonzero(v.min(axis=1) >= v.max(axis=1) * np.float32(1.0 - self.gap))
             if hard.size:
                 full = exact(None, hard)
                 full[blocked[hard]] = -np.inf
@@ -335,13 +383,15 @@ class _MaxInfoRun:
         self.ca32[rows], self.cb32[rows] = self.ca[rows], self.cb[rows]
         self.cq32[rows] = self.ca32[rows] * self.ca32[rows]
         self.used[rows] = np.take_along_axis(blocked, top, 1)
+        if self.twin is not None:
+            self.ctwin[rows] = self._cols(self.twin, rows, top)
         self.theta_c[rows] = th
         # bound over the unused non-candidates, in logs: log(I (1 + gap)) + a r, capped by the
         # log of the peak a^2 / 4 (both inflated by the screening margin)
         other = ~blocked
         np.put_along_axis(other, top, False, axis=1)
         with np.errstate(divide="ignore"):
-            base = np.log(np.where(other, info32, np.float32(0.0)) * np.float32(1.0 + _SCREEN_GAP))
+            base = np.log(np.where(other, info32, np.float32(0.0)) * np.float32(1.0 + self.gap))
         if a32 is None:
             a32 = self._rows(self.a32, rows)
         peak = self._rows(self.logpeak32, rows)
@@ -359,8 +409,8 @@ class _MaxInfoRun:
             return k, info[self.rows, k]
         info32 = _information32(theta.astype(np.float32)[:, None], self.ca32, self.cb32, self.cq32)
         info32[self.used] = -1.0
-        k, best, sure = _screen(info32)
-        low = np.where(best >= 0, best * (1.0 - _SCREEN_GAP), -np.inf)   # <= the exact value
+        k, best, sure = _screen(info32, self.ctwin, self.gap)
+        low = np.where(best >= 0, best * (1.0 - self.gap), -np.inf)   # <= the exact value
         unsure = np.flatnonzero(~sure & (best >= 0))
         if unsure.size:
             ca, cb, th = self.ca[unsure], self.cb[unsure], theta[unsure]

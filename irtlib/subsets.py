@@ -350,17 +350,19 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
     for _ in range(max_iter):
-        order = np.argsort(lab, kind="stable")
-        starts = np.searchsorted(lab[order], np.arange(k))
+        order = np.argsort(lab, kind="stable")          # by cluster, then position
+        sorted_lab = lab[order]
+        starts = np.searchsorted(sorted_lab, np.arange(k))
         sums = np.add.reduceat(wu[order], starts, axis=0)
         score = np.einsum("ij,ij->i", u, sums[lab])
-        # best member of every cluster: largest score, ties to the current medoid then position
-        tie = np.zeros(u.shape[0])
-        tie[med] = 1.0
-        key = np.lexsort((-tie, -score, lab))
-        first = key[np.r_[0, np.flatnonzero(np.diff(lab[key])) + 1]]
+        # best member of every cluster: largest score; ties keep the current medoid, else the
+        # lowest position
+        top = np.maximum.reduceat(score[order], starts)
+        at_top = order[score[order] >= top[sorted_lab]]
         new = med.copy()
-        new[lab[first]] = first
+        new[lab[at_top[::-1]]] = at_top[::-1]           # the lowest position is written last
+        keep_current = score[med] >= top
+        new[keep_current] = med[keep_current]
         moved = np.flatnonzero(new != med)
         if moved.size == 0:
             break
