@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import scipy.linalg
+from threadpoolctl import threadpool_limits
 from scipy.special import log_expit
 
 from .data import ResponseMatrix
@@ -118,8 +119,9 @@ def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
     d_aa, d_bb, d_ab = j_bb / det, j_aa / det, -j_ab / det
     e_al = d_aa * g_al + d_ab * g_b
     e_b = d_ab * g_al + d_bb * g_b
-    schur = np.diag(j_tt) - (c_al * d_aa) @ c_al.T - (c_al * d_ab) @ c_b.T \
-        - (c_b * d_ab) @ c_al.T - (c_b * d_bb) @ c_b.T
+    u = c_al * d_aa + c_b * d_ab          # C D, column blocks for log a and b
+    v = c_al * d_ab + c_b * d_bb
+    schur = np.diag(j_tt) - u @ c_al.T - v @ c_b.T
     try:  # Cholesky doubles as the check that the (observed) information is positive definite
         chol = np.linalg.cholesky(schur)
     except np.linalg.LinAlgError:
@@ -161,13 +163,20 @@ def fit_map(values, *, prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0), prior_b=(
     Fisher scoring (expected information, always positive definite) far from the mode; once
     the full step is accepted, Newton steps (observed information) for quadratic convergence, with a
     fallback to scoring whenever the observed information is not positive definite or a Newton
-    step fails to increase the log posterior.
+    step fails to increase the log posterior. BLAS runs single-threaded: its products here are
+    small (models x models), and on a shared 2-core machine threaded BLAS spinning against other
+    work made a fit two to six times slower.
     """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit_map(values, priors=(prior_theta, prior_log_a, prior_b), max_iter=max_iter, tol=tol,
+                        max_step=max_step)
+
+
+def _fit_map(values, *, priors, max_iter, tol, max_step):
     x = np.asarray(values, dtype=float)
     observed = ~np.isnan(x)
     x = np.where(observed, x, 0.0)
     mask = None if observed.all() else observed.astype(float)
-    priors = (prior_theta, prior_log_a, prior_b)
     # Start from logits of the observed rates: close to the mode, so few iterations are needed.
     eps = 0.5
     n_obs_m, n_obs_i = observed.sum(axis=1), observed.sum(axis=0)
