@@ -12,7 +12,8 @@ The reference (:func:`irtlib.adaptive.run_adaptive_reference`) runs one model an
 time: information of every item, argmax, :func:`irtlib.map_ability` on the items so far, either
 from its default start (the straightforward loop) or warm-started from the previous estimate.
 Models are independent in it, so it is timed on ``--reference-models`` models and scaled to
-the full input; those models' items must equal the vectorised run's exactly.
+the full input; those models' items must equal the vectorised run's exactly. Times are CPU
+seconds of this process.
 
     .venv/bin/python benchmarks/bench_adaptive.py [--benchmarks airbench2024 safetybench]
 """
@@ -45,9 +46,11 @@ def _inputs(name: str, n_splits: int, seed: int = 0):
 
 
 def _timed(fn):
-    start = time.perf_counter()
+    """Result and CPU seconds of this process (single-threaded BLAS: other processes on a shared
+    machine slow the wall clock of both loops unevenly, less so their CPU time)."""
+    start = time.process_time()
     out = fn()
-    return out, time.perf_counter() - start
+    return out, time.process_time() - start
 
 
 def compare(name: str, *, batch: int = 10, reference_models: int = 2, seed: int = 0) -> dict:
@@ -67,14 +70,14 @@ def compare(name: str, *, batch: int = 10, reference_models: int = 2, seed: int 
     per_cold, per_warm = t_cold / r, t_warm / r                  # seconds per model, reference
     rows = [("1 split (10 models, shared a, b)", 10, t_one), (f"{batch} splits ({x.shape[0]} models, per-model a, b)",
                                                               x.shape[0], t_many)]
-    print(f"  reference loop: {per_cold:.2f} s per model from the default start, {per_warm:.2f} s warm-started "
+    print(f"  reference loop: {per_cold:.2f} s CPU per model from the default start, {per_warm:.2f} s warm-started "
           f"({per_cold / budget * 1e6:.0f} / {per_warm / budget * 1e6:.0f} us per model-step; "
           f"timed on {r} models, same items, estimates within {diff:.1e})")
     out = {"benchmark": name, "n_items": n_items, "budget": budget, "reference_cold_s_per_model": per_cold,
            "reference_warm_s_per_model": per_warm}
     for label, n, t in rows:
         us = t / n / budget * 1e6
-        print(f"  vectorised, {label}: {t:.2f} s ({us:.1f} us per model-step): "
+        print(f"  vectorised, {label}: {t:.2f} s CPU ({us:.1f} us per model-step): "
               f"{per_cold * n / t:.0f}x faster than the straightforward loop, {per_warm * n / t:.0f}x than the "
               f"warm-started one")
         out[label] = {"seconds": t, "speedup_cold": per_cold * n / t, "speedup_warm": per_warm * n / t}

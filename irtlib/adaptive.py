@@ -615,8 +615,12 @@ class _MapRun:
     # -- Taylor moments --------------------------------------------------------------------
     def _moments(self, a, s):
         """``sum over the last axis of a^(n+1) sigma^(n)(z)`` (``s = sigma(z)``), n = 0..order+1."""
-        deriv = (s[..., None] ** self.spow) @ self.coef          # sigma^(n)(z), (..., j, n)
-        deriv *= a[..., None] ** self.apow
+        spow = np.repeat(s[..., None], self.spow.size, axis=-1)
+        np.cumprod(spow, axis=-1, out=spow)                        # s, s^2, ...
+        deriv = spow @ self.coef                                   # sigma^(n)(z), (..., j, n)
+        apow = np.repeat(a[..., None], self.apow.size, axis=-1)
+        np.cumprod(apow, axis=-1, out=apow)                        # a, a^2, ...
+        deriv *= apow
         return deriv.sum(axis=-2)
 
     def _recentre(self, rows, theta):
