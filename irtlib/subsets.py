@@ -405,7 +405,7 @@ def _grow(u, med, k, best, rng, weight=None):
 
 
 def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_iter: int = 100,
-                       pam_max_items: int = 1500) -> dict[int, Subset]:
+                       pam_max_items: int = 1000) -> dict[int, Subset]:
     """Anchor points for several budgets, each warm-started from the previous one.
 
     K-medoids on the correlation distance ``1 - r`` between items' training score vectors
@@ -428,9 +428,11 @@ def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_it
         simulated release (one split's training models, the protocol's budgets), its loss
         (summed distance to the medoids) at the largest budgets is 10% to 40% above FasterPAM's
         (WMDP-Bio at k = 381: 184 against 161; Anthropic Red Team at k = 220: 33 against 23),
-        for 6 to 25 times less time. ``"auto"``: FasterPAM up to ``pam_max_items`` items (four of
-        the six benchmarks after the variance filter), alternate above (AIR-Bench 2024 and
-        SafetyBench, where FasterPAM would take about 20 and 80 seconds per split).
+        for 6 to 25 times less time. ``"auto"``: FasterPAM up to ``pam_max_items`` items
+        (HarmBench, SimpleSafetyTests and Anthropic Red Team after the variance filter),
+        alternate above: FasterPAM's cost grows with the square of the items, about 0.8 s per
+        split for WMDP-Bio's 1,270 (several times that on a busy machine), 20 s for AIR-Bench
+        2024 and 80 s for SafetyBench, which the full protocol cannot afford.
     max_iter : int
         Iterations per ``k``.
 
@@ -492,7 +494,7 @@ def _as_subset(med, lab) -> Subset:
 
 
 def anchor_points(train_values, k: int, *, seed=0, solver: str = "auto", max_iter: int = 100,
-                  pam_max_items: int = 1500) -> Subset:
+                  pam_max_items: int = 1000) -> Subset:
     """Anchor points, adapted (appendix D): K-medoids medoids weighted by cluster size.
 
     The distance between two items is ``1 - r``, ``r`` the Pearson correlation of their score
