@@ -8,6 +8,8 @@ Benchmarking, static subsets and the agreement protocol.
 
 from . import datasets, paper
 from .ability import AbilityEstimate, map_ability
+from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory, run_adaptive
+from .agreement import METHODS, agreement_curves, budget_grid, run_protocol, summarise_table2
 from .bank import ItemBank, calibrate_bank, read_bank, select_subset
 from .binarize import binarize_choice, binarize_graded, binarize_wmdp
 from .calibrate import Calibration, fit_2pl
@@ -21,6 +23,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "datasets", "paper",
+    "METHODS", "MapEstimator", "MaxInformation", "MeanScoreEstimator", "RandomSelection", "Trajectory",
+    "agreement_curves", "budget_grid", "run_adaptive", "run_protocol", "summarise_table2",
     "AbilityEstimate", "AdaptiveSession", "Calibration", "EvaluationResult", "ItemBank", "ResponseMatrix",
     "calibrate_bank", "load_responses", "read_bank", "read_model_responses", "read_responses", "select_subset",
     "binarize_choice", "binarize_graded", "binarize_wmdp",

@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["STATIC_METHODS", "first_budget", "savings_table", "table2_column"]
+from .subsets import STATIC_METHODS
 
-#: The static subset methods (one fixed subset for every model).
-STATIC_METHODS = ("total-fisher", "marginal-fisher", "marginal-fisher-bq", "anchor-points", "disco")
+__all__ = ["first_budget", "savings_table", "table2_column"]
 
 
 def first_budget(curves: pd.DataFrame, methods, *, threshold: float = 0.90):
