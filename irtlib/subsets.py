@@ -169,10 +169,13 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
         part = np.argpartition(ub, ub.size - short - 1)
         return part[ub.size - short:], ub[part[ub.size - short - 1]]
 
+    left = [m.size for m in members]
+    left[cur] -= 1
     for step in range(1, k):
         cur = (cur + 1) % n_bins
-        while not np.isfinite(bounds[cur]).any():
+        while not left[cur]:
             cur = (cur + 1) % n_bins
+        left[cur] -= 1
         ub, items = bounds[cur], members[cur]
         if shortlists[cur] is None:
             shortlists[cur] = shortlist(cur)
