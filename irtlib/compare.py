@@ -108,4 +108,9 @@ def style_comparison(table: pd.DataFrame):
         colour = "background-color: #fde2e1" if r["within"] == "no" else ""
         return [colour] * len(r)
 
-    return table.style.apply(shade, axis=1).hide(axis="index")
+    def number(v):
+        if isinstance(v, float):
+            return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else f"{int(v)}"
+        return str(v)
+
+    return table.style.apply(shade, axis=1).format(number).hide(axis="index")
