@@ -712,18 +712,22 @@ class _MapRun:
             done |= moved < e.tol
             if done.all():
                 break
-        if not done.all():   # the full algorithm, with its bisection fallback
-            rows, t = np.flatnonzero(~done), self.t
+        return self._finish(theta, done)
+
+
+    def _finish(self, theta, done):
+        """Models that Newton left unconverged get the full algorithm (bisection fallback)."""
+        if not done.all():
+            e, rows, t = self.e, np.flatnonzero(~done), self.t
             fit = map_ability(self.X[rows, :t], self.A[rows, :t], self.B[rows, :t],
                               prior_mean=e.prior_mean, prior_sd=e.prior_sd, theta0=theta[rows],
                               max_step=e.max_step, tol=e.tol, bounds=e.bounds)
             theta = theta.copy()
             theta[rows] = fit.theta
             self.info = self.info.copy()
-            self.info[rows] = 1.0 / fit.se ** 2 - inv_var
+            self.info[rows] = 1.0 / fit.se ** 2 - 1.0 / e.prior_sd ** 2
         self.theta, self.fresh = theta, True
         return theta.copy(), theta
-
 
     def _estimate_taylor(self):
         """Damped Newton on the Taylor model of the score (see :class:`MapEstimator`).
@@ -767,17 +771,7 @@ class _MapRun:
             if done.all():
                 break
         self.info = info
-        if not done.all():   # the full algorithm, with its bisection fallback
-            rows, t = np.flatnonzero(~done), self.t
-            fit = map_ability(self.X[rows, :t], self.A[rows, :t], self.B[rows, :t],
-                              prior_mean=e.prior_mean, prior_sd=e.prior_sd, theta0=theta[rows],
-                              max_step=e.max_step, tol=e.tol, bounds=e.bounds)
-            theta = theta.copy()
-            theta[rows] = fit.theta
-            self.info = self.info.copy()
-            self.info[rows] = 1.0 / fit.se ** 2 - inv_var
-        self.theta, self.fresh = theta, True
-        return theta.copy(), theta
+        return self._finish(theta, done)
 
 
 # ---------------------------------------------------------------------------- the loop
