@@ -6,7 +6,7 @@ response matrices and the paper's binarization rules, the 2PL model and its cali
 Benchmarking, static subsets and the agreement protocol.
 """
 
-from . import datasets, paper
+from . import datasets
 from .ability import AbilityEstimate, map_ability
 from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory, run_adaptive
 from .agreement import METHODS, agreement_curves, budget_grid, run_protocol, summarise_table2
@@ -14,7 +14,7 @@ from .bank import ItemBank, calibrate_bank, read_bank, select_subset
 from .binarize import binarize_choice, binarize_graded, binarize_wmdp
 from .calibrate import Calibration, fit_2pl
 from .data import ResponseMatrix
-from .diagnostics import ceiling_counts, coefficient_of_variation, item_fit, item_rmse
+from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates, item_rmse
 from .io import load_responses, read_model_responses, read_responses
 from .model import expected_score, fisher_information, log_likelihood, probability, sigmoid
 from .session import AdaptiveSession, EvaluationResult
@@ -22,12 +22,12 @@ from .session import AdaptiveSession, EvaluationResult
 __version__ = "0.1.0"
 
 __all__ = [
-    "datasets", "paper",
+    "datasets",
     "METHODS", "MapEstimator", "MaxInformation", "MeanScoreEstimator", "RandomSelection", "Trajectory",
     "agreement_curves", "budget_grid", "run_adaptive", "run_protocol", "summarise_table2",
     "AbilityEstimate", "AdaptiveSession", "Calibration", "EvaluationResult", "ItemBank", "ResponseMatrix",
     "calibrate_bank", "load_responses", "read_bank", "read_model_responses", "read_responses", "select_subset",
     "binarize_choice", "binarize_graded", "binarize_wmdp",
     "ceiling_counts", "coefficient_of_variation", "expected_score", "fisher_information",
-    "fit_2pl", "item_fit", "item_rmse", "log_likelihood", "map_ability", "probability", "sigmoid",
+    "fit_2pl", "item_rates", "item_rmse", "log_likelihood", "map_ability", "probability", "sigmoid",
 ]

@@ -38,7 +38,7 @@ from scipy.stats import spearmanr
 
 from .calibrate import ENGINES, Calibration, fit_2pl
 from .data import ResponseMatrix
-from .diagnostics import ceiling_counts, coefficient_of_variation, item_fit
+from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates
 from .io import atomic_write, matrix_sha256
 from .model import fisher_information, probability
 
@@ -498,7 +498,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     say(f"fitting the 2PL model ({engine} engine) to {kept.shape[0]} models x {kept.shape[1]} items "
         f"({int(dropped.sum())} item(s) with variance <= {variance_threshold} left out)")
     cal: Calibration = fit_2pl(kept, engine=engine, seed=seed, epochs=epochs)
-    fit = item_fit(kept, cal)
+    fit = item_rates(kept, cal)
     items = pd.DataFrame({
         "a": cal.a, "b": cal.b,
         "safe_rate": rates.reindex(kept.items),

@@ -12,13 +12,13 @@ from .calibrate import Calibration
 from .data import ResponseMatrix
 from .model import probability
 
-__all__ = ["item_rmse", "item_fit", "coefficient_of_variation", "ceiling_counts", "CEILING"]
+__all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING"]
 
 #: The safety score above which the paper calls a benchmark saturated.
 CEILING = 0.95
 
 
-def item_fit(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
+def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
     """Observed against model-implied safe rate of every item.
 
     Parameters
@@ -56,7 +56,7 @@ def item_rmse(matrix: ResponseMatrix, calibration: Calibration) -> float:
 
     Appendix E of the paper: 0.008 (Anthropic Red Team) to 0.038 (WMDP-Bio).
     """
-    return float(np.sqrt(np.mean(item_fit(matrix, calibration)["residual"] ** 2)))
+    return float(np.sqrt(np.mean(item_rates(matrix, calibration)["residual"] ** 2)))
 
 
 def coefficient_of_variation(a, *, ddof: int = 1) -> float:

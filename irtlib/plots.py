@@ -94,7 +94,7 @@ def item_fit_scatter(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3):
     Parameters
     ----------
     fits : mapping of title -> DataFrame
-        Output of :func:`irtlib.item_fit` (columns ``observed`` and ``expected``).
+        Output of :func:`irtlib.item_rates` (columns ``observed`` and ``expected``).
     """
     fig, axes = _grid(len(fits), ncols=ncols)
     for ax, (title, df) in zip(axes, fits.items()):

@@ -26,7 +26,8 @@ import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 import irtlib  # noqa: E402
-from irtlib import datasets, paper  # noqa: E402
+from irtlib import datasets  # noqa: E402
+from irtlib.book import paper
 
 
 def measure(name: str, data_dir=None) -> dict:

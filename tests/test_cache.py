@@ -1,6 +1,6 @@
 import numpy as np
 
-from irtlib.cache import array_checksum, cached
+from irtlib.book.cache import array_checksum, cached
 
 
 def test_cached_computes_once_per_key(tmp_path):

@@ -1,7 +1,7 @@
 import pytest
 
-from irtlib import paper
-from irtlib.compare import comparison_table, row
+from irtlib.book import paper
+from irtlib.book.compare import comparison_table, row
 
 
 def test_rows_look_up_paper_values_and_judge_tolerance():
@@ -32,7 +32,7 @@ def test_numbers_cover_every_reported_table():
 
 
 def test_styled_table_shows_every_row_and_shades_misses():
-    from irtlib.compare import style_comparison
+    from irtlib.book.compare import style_comparison
 
     rows = [row(f"CV {i}", "FIGURE3_CV[wmdp-bio]", 0.97 + (0.5 if i == 3 else 0), tolerance=0.1) for i in range(80)]
     html = style_comparison(comparison_table(rows)).to_html()

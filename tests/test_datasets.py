@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 import irtlib
-from irtlib import datasets, paper
+from irtlib import datasets
+from irtlib.book import paper
 from irtlib.datasets import release, simulate
 
 ROOT = Path(__file__).resolve().parents[1]

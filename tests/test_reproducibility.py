@@ -1,4 +1,4 @@
-"""Unit tests for irtlib.reproducibility on hand-made papermill notebooks."""
+"""Unit tests for irtlib.book.reproducibility on hand-made papermill notebooks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from importlib import metadata
 
 import pytest
 
-from irtlib.reproducibility import execution_table, package_versions, read_papermill_metadata
+from irtlib.book.reproducibility import execution_table, package_versions, read_papermill_metadata
 
 
 def _notebook(papermill: dict | None) -> dict:

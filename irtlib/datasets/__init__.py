@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import paper as _paper
+from ..book import paper as _paper
 from ..binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
 from ..data import ResponseMatrix
 from . import release as _release
@@ -70,7 +70,7 @@ def display_name(name: str) -> str:
 
 
 def paper_facts(name: str) -> dict:
-    """What the paper reports about a benchmark (see :func:`irtlib.paper.facts`)."""
+    """What the paper reports about a benchmark (see :func:`irtlib.book.paper.facts`)."""
     _check_name(name)
     return _paper.facts("airbench2024" if name == "airbench2024-real" else name)
 

@@ -26,7 +26,7 @@ __all__ = ["cached", "library_fingerprint", "array_checksum"]
 @lru_cache(maxsize=1)
 def library_fingerprint() -> str:
     """SHA-256 over the contents of every ``irtlib/**/*.py`` file, in path order."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode())

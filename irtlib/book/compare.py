@@ -1,7 +1,7 @@
 """Comparison tables: the paper's value, ours, the difference, and whether it is within tolerance.
 
 Every chapter ends with one. Each row names the paper number it compares against by its
-reference in :func:`irtlib.paper.numbers` (e.g. ``"FIGURE3_CV[wmdp-bio]"``), so a test can check
+reference in :func:`irtlib.book.paper.numbers` (e.g. ``"FIGURE3_CV[wmdp-bio]"``), so a test can check
 that every number the paper reports is set beside ours somewhere in the book.
 """
 
@@ -38,7 +38,7 @@ def row(quantity: str, ref: str, ours, *, tolerance: float | None = None, note: 
     quantity : str
         What is compared, in words ("CV of a, WMDP (Bio)").
     ref : str
-        A key of :func:`irtlib.paper.numbers`; an unknown key raises ``KeyError``.
+        A key of :func:`irtlib.book.paper.numbers`; an unknown key raises ``KeyError``.
     ours : number, str or None
         Our value (``None`` when we have none, e.g. a threshold never reached).
     tolerance : float, optional
@@ -48,7 +48,7 @@ def row(quantity: str, ref: str, ours, *, tolerance: float | None = None, note: 
     """
     numbers = paper.numbers()
     if ref not in numbers:
-        raise KeyError(f"no paper number {ref!r}; see irtlib.paper.numbers()")
+        raise KeyError(f"no paper number {ref!r}; see irtlib.book.paper.numbers()")
     return Row(quantity, ref, numbers[ref], ours, tolerance, note)
 
 

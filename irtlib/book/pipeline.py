@@ -1,7 +1,7 @@
 """The steps every chapter repeats, with results cached between chapters.
 
 A chapter asks for a benchmark's matrices or its calibration by name and settings; the first
-chapter to ask computes it, the others read it from the cache (:mod:`irtlib.cache`), keyed by the
+chapter to ask computes it, the others read it from the cache (:mod:`irtlib.book.cache`), keyed by the
 data's checksum, the settings and the library's source. Pass ``cache_dir=None`` to always
 recompute.
 """
@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import datasets, paper
+from .. import datasets
+from . import paper
 from .cache import array_checksum, cached
-from .calibrate import Calibration, fit_2pl
-from .data import ResponseMatrix
+from ..calibrate import Calibration, fit_2pl
+from ..data import ResponseMatrix
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "paper_budgets", "protocol_budgets",
            "protocol_benchmark"]
