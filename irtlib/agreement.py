@@ -51,10 +51,12 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Mapping
 from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from scipy.stats import rankdata
 
 from .ability import map_ability
@@ -66,8 +68,8 @@ from .subsets import (anchor_points_path, disco, information_matrix, marginal_fi
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibrate_split",
-    "static_selections", "run_split", "run_splits", "run_protocol", "agreement_curves", "summarise_table2",
-    "table2",
+    "static_selections", "run_split", "run_splits", "run_protocol", "agreement_curves", "agreement_at",
+    "mean_interval_halfwidth", "summarise_table2", "table2",
 ]
 
 #: Method identifiers, shared with the command line, in the order results are reported.
@@ -477,7 +479,12 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: 
 
     Returns
     -------
-    DataFrame with columns [benchmark,] method, k, mean, sd, lo, hi, n_splits, n_undefined.
+    DataFrame with columns [benchmark,] method, k, mean, sd, lo, hi, ci_lo, ci_hi, n_splits, n_undefined.
+        ``lo``-``hi`` is the spread of single splits (the ``level`` quantiles of the per-split
+        agreements); ``ci_lo``-``ci_hi`` is the ``level`` confidence interval of the mean over
+        splits (Student's t, ``mean +- t * sd / sqrt(n_splits)``), the interval within which a
+        rerun's mean is expected. ``n_undefined`` counts the splits whose rho was undefined
+        (constant scores among the test models), counted as 0 under ``nan_policy="zero"``.
     """
     keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
     data = results.assign(value=_nan_fill(results["agreement"], nan_policy),
@@ -485,9 +492,75 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: 
     q = (1.0 - level) / 2.0
     g = data.groupby(keys, sort=False)
     out = g["value"].agg(mean="mean", sd="std", lo=lambda s: s.quantile(q), hi=lambda s: s.quantile(1 - q),
-                         n_splits="size")
+                         n=lambda s: s.notna().sum(), n_splits="size")
+    half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
+    out.insert(out.columns.get_loc("n"), "ci_lo", out["mean"] - half)
+    out.insert(out.columns.get_loc("n"), "ci_hi", out["mean"] + half)
     out["n_undefined"] = g["undefined"].sum()
-    return out.reset_index()
+    return out.drop(columns="n").reset_index()
+
+
+def mean_interval_halfwidth(sd, n, *, level: float = 0.95) -> np.ndarray:
+    """Half-width of the Student-t confidence interval of a mean: ``t_{(1+level)/2, n-1} sd / sqrt(n)``.
+
+    Parameters
+    ----------
+    sd, n : array_like, same shape
+        Sample standard deviations (``ddof=1``) and sample sizes. ``n < 2`` gives NaN.
+    level : float
+        Coverage in (0, 1).
+    """
+    sd, n = np.asarray(sd, dtype=float), np.asarray(n, dtype=float)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = stats.t.ppf(0.5 + level / 2.0, np.where(n >= 2, n - 1, np.nan))
+        return t * sd / np.sqrt(n)
+
+
+def agreement_at(results: pd.DataFrame, budgets, *, methods=None, nan_policy: str = "zero",
+                 level: float = 0.95) -> pd.DataFrame:
+    """Mean agreement of each method at given budgets, with its confidence interval.
+
+    Used to set our agreement beside the paper's at the paper's own ``k`` (Table 2), rather than
+    at our own crossing point.
+
+    Parameters
+    ----------
+    results : DataFrame
+        From :func:`run_protocol`; several benchmarks stacked with a ``benchmark`` column.
+    budgets : int or mapping
+        The budget ``k`` (one benchmark), or benchmark -> ``k``. A ``k`` that was not swept raises
+        ``ValueError`` naming the benchmark and the swept budgets nearest to it.
+    methods : sequence of str, optional
+        Default: every method in ``results``.
+
+    Returns
+    -------
+    DataFrame, one row per (benchmark,) method
+        Columns of :func:`agreement_curves` at the requested ``k``.
+    """
+    curves = agreement_curves(results, nan_policy=nan_policy, level=level)
+    if "benchmark" not in curves.columns:
+        curves = curves.assign(benchmark=None)
+        budgets = {None: budgets}
+    elif not isinstance(budgets, Mapping):
+        raise ValueError("budgets must map benchmark -> k when results hold a 'benchmark' column")
+    frames = []
+    for bench, k in budgets.items():
+        curve = curves[curves["benchmark"] == bench] if bench is not None else curves
+        if curve.empty:
+            raise ValueError(f"no results for benchmark {bench!r}")
+        at = curve[curve["k"] == int(k)]
+        if at.empty:
+            swept = np.sort(curve["k"].unique())
+            near = swept[np.argsort(np.abs(swept - int(k)))[:2]]
+            raise ValueError(f"k = {k} was not swept for benchmark {bench!r} (nearest swept: {sorted(near.tolist())})")
+        if methods is not None:
+            at = at[at["method"].isin(list(methods))]
+        frames.append(at)
+    out = pd.concat(frames, ignore_index=True)
+    return out.drop(columns="benchmark") if list(budgets) == [None] else out
 
 
 def _crossings(curve: pd.DataFrame, threshold: float, baseline: str):
@@ -547,8 +620,10 @@ def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 
     -------
     DataFrame, one row per (benchmark,) column and method
         Columns: [benchmark,] ``column`` ("left"/"right"), ``k``, ``k_over_n``, ``saving``,
-        ``status``, ``method``, ``mean``, ``sd``, ``lo``, ``hi`` (the ``level`` interval of the
-        per-split agreements), ``n_splits``, ``n_undefined``.
+        ``status``, ``censored`` (True where the crossing lies beyond the sweep: the true budget
+        is larger than ``k``, "> k"), ``method``, ``mean``, ``sd``, ``lo``, ``hi`` (the ``level``
+        spread of single splits), ``ci_lo``, ``ci_hi`` (the ``level`` confidence interval of the
+        mean), ``n_splits``, ``n_undefined``.
     """
     curves = agreement_curves(results, nan_policy=nan_policy, level=level)
     if "fluid" not in set(curves["method"]):
@@ -567,8 +642,10 @@ def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 
             at = curve[curve["k"] == k]
             for _, r in at.iterrows():
                 row = {"column": column, "k": k, "k_over_n": k / n if n else np.nan,
-                       "saving": 1 - k / n if n else np.nan, "status": st}
-                row.update({c: r[c] for c in ("method", "mean", "sd", "lo", "hi", "n_splits", "n_undefined")})
+                       "saving": 1 - k / n if n else np.nan, "status": st,
+                       "censored": st in ("not reached", "not caught up within the sweep")}
+                row.update({c: r[c] for c in ("method", "mean", "sd", "lo", "hi", "ci_lo", "ci_hi", "n_splits",
+                                               "n_undefined")})
                 if bench is not None:
                     row = {"benchmark": bench, **row}
                 out.append(row)

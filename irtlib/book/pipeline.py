@@ -95,7 +95,7 @@ def protocol_budgets(bench: Benchmark, *, n_points: int = 25) -> list[int]:
     Adding the k at which the paper reports a value lets each chapter set the paper's number
     beside ours at the same k, not at the nearest grid point.
     """
-    from .agreement import budget_grid
+    from ..agreement import budget_grid
 
     n = bench.filtered.shape[1]
     grid = set(budget_grid(n, n_points=n_points))
@@ -111,7 +111,7 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int = 100, n_test: int = 1
     results do not depend on it. The returned frame carries ``benchmark`` as a column and the
     protocol's settings in ``attrs``.
     """
-    from .agreement import run_protocol
+    from ..agreement import run_protocol
 
     ks = protocol_budgets(bench) if ks is None else sorted({int(k) for k in ks})
     key = ("protocol_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, tuple(ks),
