@@ -1,0 +1,196 @@
+"""The book's scorecard: every claim of the paper, the evidence we have for it, and a verdict.
+
+A verdict is computed from the numbers by one of the rules below, never typed, and is always one
+of :data:`VERDICTS`. The rules are written out on the scorecard page (:data:`RULES`), so a reader
+can check every verdict against its evidence.
+
+- :func:`bound_verdict`: a claim that a quantity stays on one side of a bound on every benchmark
+  ("Spearman >= 0.97 on all six", "item RMSE <= 0.04").
+- :func:`direction_verdict`: a claim that one method beats another (a paired difference with its
+  confidence interval).
+- :func:`match_verdict`: a claim that two methods do about equally well.
+- :func:`budget_verdict`: a claim about the budget k at which something happens.
+- :func:`correlation_verdict`: a claim that two quantities move together across benchmarks.
+- :func:`value_verdict`: a reported value against ours with a confidence interval and a tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+__all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
+           "budget_verdict", "correlation_verdict", "value_verdict", "by_construction", "scorecard_frame"]
+
+#: The only words a verdict may be.
+VERDICTS = ("reproduced", "partly", "not reproduced", "reversed", "not testable here")
+
+#: Tolerance for "matches" (agreement units) and the budget ratios used by the rules.
+MATCH_TOLERANCE = 0.03
+BUDGET_FACTOR = 2.0
+
+#: The rules, as printed on the scorecard page (rule id -> text).
+RULES = {
+    "bound": "A bound claimed for every benchmark: **reproduced** if it holds on all of them, "
+             "**partly** if on at least half, **not reproduced** otherwise.",
+    "direction": "'A beats B': from the split-by-split difference A - B at the budget in question, with its "
+                 "95% confidence interval. **Reproduced** if the interval lies above 0; **partly** if the mean "
+                 "is above 0 but the interval includes 0; **not reproduced** if the mean is at or below 0 but "
+                 "the interval includes 0; **reversed** if the interval lies below 0.",
+    "match": f"'A matches B': **reproduced** if the mean difference is within {MATCH_TOLERANCE} of 0; "
+             f"**partly** if its 95% interval reaches into [-{MATCH_TOLERANCE}, {MATCH_TOLERANCE}]; "
+             "**not reproduced** otherwise.",
+    "budget": f"A budget k: **reproduced** if ours is within a factor of {BUDGET_FACTOR:g} of the paper's; "
+              f"**partly** if within a factor of {BUDGET_FACTOR ** 2:g}; **not reproduced** otherwise or when "
+              "our sweep never reaches the event (a censored budget is compared as '> k').",
+    "correlation": "'Goes with' across benchmarks: Spearman's rho over the benchmarks. **Reproduced** if "
+                   "rho >= 0.6; **partly** if 0 < rho < 0.6; **not reproduced** if -0.6 < rho <= 0; "
+                   "**reversed** if rho <= -0.6.",
+    "value": "A reported value: **reproduced** if the paper's value lies in our 95% interval widened by the "
+             "stated tolerance; **partly** if within twice that; **not reproduced** otherwise.",
+    "construction": "**Not testable here**: the simulated release was generated to match this number "
+                    "(`data/README.md`), so agreement would prove nothing; the real data test it where present.",
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of the scorecard.
+
+    Attributes
+    ----------
+    claim : str
+        The paper's claim, in words.
+    source : str
+        Where the paper makes it ("Figure 2", "Table 2, left column", ...).
+    data : str
+        The data it was tested on ("simulated release", "real AIR-Bench 2024", ...).
+    evidence : str
+        Our numbers, formatted (already computed).
+    section : str
+        A MyST cross-reference to where the book shows the evidence, e.g. ``{ref}`ch-fit```.
+    verdict : str
+        One of :data:`VERDICTS`.
+    rule : str
+        The key of :data:`RULES` that produced the verdict.
+    """
+
+    claim: str
+    source: str
+    data: str
+    evidence: str
+    section: str
+    verdict: str
+    rule: str
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+        if self.rule not in RULES:
+            raise ValueError(f"rule {self.rule!r} is not one of {sorted(RULES)}")
+
+
+def _finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def bound_verdict(values, *, bound: float, above: bool = True) -> str:
+    """Verdict of 'the quantity is >= bound (``above``) or <= bound on every benchmark'.
+
+    Parameters
+    ----------
+    values : mapping or sequence of float
+        One value per benchmark.
+    """
+    vals = list(values.values()) if hasattr(values, "values") else list(values)
+    if not vals:
+        return "not testable here"
+    held = sum((v >= bound) if above else (v <= bound) for v in vals)
+    if held == len(vals):
+        return "reproduced"
+    return "partly" if held >= len(vals) / 2 else "not reproduced"
+
+
+def direction_verdict(mean: float, ci_lo: float, ci_hi: float) -> str:
+    """Verdict of 'A beats B' from the paired difference A - B and its confidence interval."""
+    if not (_finite(mean) and _finite(ci_lo) and _finite(ci_hi)):
+        return "not testable here"
+    if ci_lo > 0:
+        return "reproduced"
+    if ci_hi < 0:
+        return "reversed"
+    return "partly" if mean > 0 else "not reproduced"
+
+
+def match_verdict(mean: float, ci_lo: float, ci_hi: float, *, tolerance: float = MATCH_TOLERANCE) -> str:
+    """Verdict of 'A matches B' from the paired difference A - B and its confidence interval."""
+    if not (_finite(mean) and _finite(ci_lo) and _finite(ci_hi)):
+        return "not testable here"
+    if abs(mean) <= tolerance:
+        return "reproduced"
+    return "partly" if ci_lo <= tolerance and ci_hi >= -tolerance else "not reproduced"
+
+
+def budget_verdict(ours: int | None, paper: int, *, censored: bool = False, factor: float = BUDGET_FACTOR,
+                   paper_at_least: bool = False) -> str:
+    """Verdict of a budget claim: our k against the paper's, compared on a ratio scale.
+
+    Parameters
+    ----------
+    ours : int or None
+        Our budget; None when the event never happens.
+    paper : int
+        The paper's budget.
+    censored : bool
+        True when ours is a lower bound ("> ours": the sweep ended first).
+    paper_at_least : bool
+        True when the paper's budget is itself a lower bound ("> 3,000").
+    """
+    if ours is None:
+        return "not reproduced"
+    if paper_at_least:
+        # the paper says "beyond k": ours agrees if it is also beyond (or near) it
+        if censored or ours >= paper / factor:
+            return "reproduced"
+        return "partly" if ours >= paper / factor ** 2 else "not reproduced"
+    if censored:
+        return "partly" if ours <= paper * factor else "not reproduced"
+    ratio = max(ours / paper, paper / ours)
+    if ratio <= factor:
+        return "reproduced"
+    return "partly" if ratio <= factor ** 2 else "not reproduced"
+
+
+def correlation_verdict(rho: float) -> str:
+    """Verdict of 'X goes with Y across benchmarks' from Spearman's rho."""
+    if not _finite(rho):
+        return "not testable here"
+    if rho >= 0.6:
+        return "reproduced"
+    if rho > 0:
+        return "partly"
+    return "reversed" if rho <= -0.6 else "not reproduced"
+
+
+def value_verdict(paper: float, ci_lo: float, ci_hi: float, *, tolerance: float) -> str:
+    """Verdict of a reported value: is it inside our interval widened by ``tolerance``?"""
+    if not (_finite(ci_lo) and _finite(ci_hi)):
+        return "not testable here"
+    gap = max(ci_lo - paper, paper - ci_hi, 0.0)
+    if gap <= tolerance:
+        return "reproduced"
+    return "partly" if gap <= 2 * tolerance else "not reproduced"
+
+
+def by_construction() -> str:
+    """Verdict of a claim whose number the simulated release was generated to match."""
+    return "not testable here"
+
+
+def scorecard_frame(claims) -> pd.DataFrame:
+    """Lay claims out as the scorecard table (columns claim, source, data, evidence, section, verdict, rule)."""
+    frame = pd.DataFrame([c.__dict__ for c in claims],
+                         columns=["claim", "source", "data", "evidence", "section", "verdict", "rule"])
+    return frame

@@ -1,0 +1,110 @@
+"""Table 2 like for like: intervals of the mean, agreement at given budgets, paired differences,
+censored crossings, and the scorecard's verdict rules (irtlib.agreement, irtlib.book.scorecard)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from irtlib.agreement import agreement_at, agreement_curves, paired_difference, summarise_table2
+from irtlib.book import scorecard as sc
+
+
+def _results(values: dict) -> pd.DataFrame:
+    """Hand-made protocol results: method -> k -> list of per-split agreements."""
+    rows = [(s, m, k, v) for m, by_k in values.items() for k, vs in by_k.items() for s, v in enumerate(vs)]
+    return pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
+
+
+def test_confidence_interval_of_the_mean_is_students_t():
+    vals = list(np.random.default_rng(0).uniform(0.5, 1.0, 30))
+    curve = agreement_curves(_results({"fluid": {5: vals}})).iloc[0]
+    lo, hi = stats.t.interval(0.95, len(vals) - 1, loc=np.mean(vals), scale=stats.sem(vals))
+    assert curve["ci_lo"] == pytest.approx(lo) and curve["ci_hi"] == pytest.approx(hi)
+    # the interval of the mean is narrower than the spread of single splits
+    assert curve["lo"] < curve["ci_lo"] < curve["mean"] < curve["ci_hi"] < curve["hi"]
+
+
+def test_undefined_splits_are_counted_and_enter_the_mean_as_zero():
+    curve = agreement_curves(_results({"fluid": {5: [0.8, np.nan, 0.6]}})).iloc[0]
+    assert curve["n_undefined"] == 1 and curve["mean"] == pytest.approx(1.4 / 3)
+
+
+def test_agreement_at_the_papers_budget_and_a_budget_never_swept():
+    res = _results({"fluid": {5: [0.8, 0.9], 10: [0.9, 1.0]}, "random": {5: [0.5, 0.7], 10: [0.8, 0.8]}})
+    at = agreement_at(res, 10).set_index("method")
+    assert at.loc["fluid", "mean"] == pytest.approx(0.95) and at.loc["random", "mean"] == pytest.approx(0.8)
+    stacked = pd.concat([res.assign(benchmark="x"), res.assign(benchmark="y")])
+    two = agreement_at(stacked, {"x": 5, "y": 10}, methods=["fluid"])
+    assert two.set_index("benchmark")["mean"].to_dict() == pytest.approx({"x": 0.85, "y": 0.95})
+    with pytest.raises(ValueError, match=r"k = 7 was not swept for benchmark 'x' \(nearest swept: \[5, 10\]\)"):
+        agreement_at(stacked, {"x": 7})
+
+
+def test_paired_difference_matches_a_one_sample_t_interval():
+    fluid = [0.9, 0.8, 0.95, 0.7, 0.85]
+    random = [0.6, 0.8, 0.7, 0.75, 0.5]
+    d = np.subtract(fluid, random)
+    out = paired_difference(_results({"fluid": {20: fluid}, "random": {20: random}}), k=20, method="fluid",
+                            baseline="random")
+    lo, hi = stats.t.interval(0.95, d.size - 1, loc=d.mean(), scale=stats.sem(d))
+    assert out["mean"] == pytest.approx(d.mean()) and out["ci_lo"] == pytest.approx(lo)
+    assert out["ci_hi"] == pytest.approx(hi) and out["share_ahead"] == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="'disco' has no results at k = 20"):
+        paired_difference(_results({"fluid": {20: fluid}}), k=20, method="fluid", baseline="disco")
+
+
+def test_censored_crossings_are_flagged():
+    res = _results({"fluid": {1: [0.5, 0.5], 10: [0.7, 0.8]}, "random": {1: [0.3, 0.4], 10: [0.5, 0.6]}})
+    table = summarise_table2(res, n_items=100)
+    assert table.groupby("column")["censored"].all().to_dict() == {"left": True, "right": True}
+    res = _results({"fluid": {1: [0.5, 0.5], 10: [0.9, 0.95]}, "random": {1: [0.3, 0.4], 10: [0.95, 0.99]}})
+    table = summarise_table2(res, n_items=100)
+    assert not table["censored"].any()
+
+
+@pytest.mark.parametrize("mean, lo, hi, expected", [
+    (0.10, 0.05, 0.15, "reproduced"), (0.02, -0.01, 0.05, "partly"),
+    (-0.02, -0.05, 0.01, "not reproduced"), (-0.10, -0.15, -0.05, "reversed"),
+    (np.nan, np.nan, np.nan, "not testable here")])
+def test_direction_rule(mean, lo, hi, expected):
+    assert sc.direction_verdict(mean, lo, hi) == expected
+
+
+@pytest.mark.parametrize("mean, lo, hi, expected", [
+    (0.01, -0.02, 0.04, "reproduced"), (0.05, 0.01, 0.09, "partly"), (0.10, 0.06, 0.14, "not reproduced")])
+def test_match_rule(mean, lo, hi, expected):
+    assert sc.match_verdict(mean, lo, hi) == expected
+
+
+@pytest.mark.parametrize("ours, paper, kwargs, expected", [
+    (6, 6, {}, "reproduced"), (12, 6, {}, "reproduced"), (13, 6, {}, "partly"), (3, 6, {}, "reproduced"),
+    (25, 6, {}, "not reproduced"), (None, 6, {}, "not reproduced"),
+    (10, 17, {"censored": True}, "partly"), (100, 17, {"censored": True}, "not reproduced"),
+    (3431, 3000, {"paper_at_least": True, "censored": True}, "reproduced"),
+    (21, 3000, {"paper_at_least": True}, "not reproduced")])
+def test_budget_rule(ours, paper, kwargs, expected):
+    assert sc.budget_verdict(ours, paper, **kwargs) == expected
+
+
+def test_bound_correlation_and_value_rules():
+    assert sc.bound_verdict({"a": 0.98, "b": 0.99}, bound=0.97) == "reproduced"
+    assert sc.bound_verdict([0.98, 0.96], bound=0.97) == "partly"
+    assert sc.bound_verdict([0.98, 0.96, 0.95], bound=0.97) == "not reproduced"
+    assert sc.bound_verdict([0.01, 0.05], bound=0.04, above=False) == "partly"
+    assert [sc.correlation_verdict(r) for r in (0.8, 0.3, -0.3, -0.8)] == \
+        ["reproduced", "partly", "not reproduced", "reversed"]
+    assert sc.value_verdict(0.91, 0.85, 0.89, tolerance=0.03) == "reproduced"
+    assert sc.value_verdict(0.91, 0.80, 0.86, tolerance=0.03) == "partly"
+    assert sc.value_verdict(0.91, 0.70, 0.80, tolerance=0.03) == "not reproduced"
+
+
+def test_claims_accept_only_the_allowed_verdicts_and_rules():
+    ok = sc.Claim("c", "Figure 2", "simulated release", "0.99", "{ref}`ch-fit`", "reproduced", "bound")
+    assert sc.scorecard_frame([ok])["verdict"].tolist() == ["reproduced"]
+    with pytest.raises(ValueError, match="verdict 'confirmed'"):
+        sc.Claim("c", "Figure 2", "sim", "0.99", "", "confirmed", "bound")
+    with pytest.raises(ValueError, match="rule 'vibes'"):
+        sc.Claim("c", "Figure 2", "sim", "0.99", "", "reproduced", "vibes")
