@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 __all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
-           "budget_verdict", "correlation_verdict", "value_verdict", "by_construction", "scorecard_frame"]
+           "budget_verdict", "correlation_verdict", "value_verdict", "by_construction", "scorecard_frame",
+           "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage"]
 
 #: The only words a verdict may be.
 VERDICTS = ("reproduced", "partly", "not reproduced", "reversed", "not testable here")
@@ -194,3 +195,81 @@ def scorecard_frame(claims) -> pd.DataFrame:
     frame = pd.DataFrame([c.__dict__ for c in claims],
                          columns=["claim", "source", "data", "evidence", "section", "verdict", "rule"])
     return frame
+
+
+def nearest_swept(results: pd.DataFrame, k: int) -> int:
+    """The swept budget closest to ``k`` on a log scale (ties go to the smaller budget)."""
+    import numpy as np
+
+    swept = np.sort(results["k"].unique())
+    return int(swept[np.argmin(np.abs(np.log(swept) - np.log(k)))])
+
+
+#: The paper's three benchmark-specific claims about IRT against random selection ("Discrimination
+#: spread" and appendix F): benchmark, the claim, the budget the paper reports it at, the rule.
+EXCEPTIONS = (
+    ("simplesafetytests", "IRT (Fluid) beats Random despite the lowest CV of a", "TABLE2_LEFT", "direction"),
+    ("harmbench", "Random matches IRT (Fluid) despite a medium CV of a", "TABLE2_LEFT", "match"),
+    ("safetybench", "Random beats IRT (Fluid)", "SAFETYBENCH_RANDOM_090", "direction-reversed"),
+)
+
+
+def exception_table(results: dict, *, display_names: dict | None = None) -> pd.DataFrame:
+    """The paper's benchmark-specific claims about Fluid against Random, tested split by split.
+
+    Parameters
+    ----------
+    results : dict
+        Benchmark -> its :func:`irtlib.run_protocol` results.
+    display_names : dict, optional
+        Benchmark -> name to show.
+
+    Returns
+    -------
+    DataFrame, one row per claim of :data:`EXCEPTIONS` whose benchmark is in ``results``
+        ``benchmark``, ``claim``, ``k`` (the paper's budget; the nearest swept one if it was not
+        swept), ``difference`` (Fluid - Random, mean over splits), ``ci_lo``, ``ci_hi``,
+        ``share_fluid_ahead``, ``verdict``, ``rule``.
+    """
+    from ..agreement import paired_difference
+    from . import paper
+
+    rows = []
+    for bench, claim, where, rule in EXCEPTIONS:
+        if bench not in results:
+            continue
+        k_paper = (paper.SAFETYBENCH_APPENDIX_F["random_reaches_090_at_k"] if where == "SAFETYBENCH_RANDOM_090"
+                   else paper.TABLE2_LEFT[bench].k)
+        k = nearest_swept(results[bench], k_paper)
+        d = paired_difference(results[bench], k=k, method="fluid", baseline="random")
+        if rule == "direction":
+            verdict = direction_verdict(d["mean"], d["ci_lo"], d["ci_hi"])
+        elif rule == "match":
+            verdict = match_verdict(d["mean"], d["ci_lo"], d["ci_hi"])
+        else:   # Random beats Fluid: the direction rule on Random - Fluid
+            verdict = direction_verdict(-d["mean"], -d["ci_hi"], -d["ci_lo"])
+        rows.append({"benchmark": (display_names or {}).get(bench, bench), "claim": claim, "k": k,
+                     "difference": d["mean"], "ci_lo": d["ci_lo"], "ci_hi": d["ci_hi"],
+                     "share_fluid_ahead": d["share_ahead"], "verdict": verdict,
+                     "rule": "match" if rule == "match" else "direction"})
+    return pd.DataFrame(rows)
+
+
+def cv_advantage(results: dict, cv: dict, *, k: int = 20) -> pd.DataFrame:
+    """Fluid's lead over Random at (about) budget ``k`` beside each benchmark's CV of a.
+
+    Returns
+    -------
+    DataFrame indexed by benchmark
+        ``cv``, ``k`` (the swept budget nearest ``k``), ``lead`` (Fluid - Random, mean over
+        splits), ``ci_lo``, ``ci_hi``. Spearman's rho of ``lead`` on ``cv`` across benchmarks tests
+        the paper's reading that a high CV leaves adaptive selection more room.
+    """
+    from ..agreement import paired_difference
+
+    rows = {}
+    for bench, res in results.items():
+        kk = nearest_swept(res, k)
+        d = paired_difference(res, k=kk, method="fluid", baseline="random")
+        rows[bench] = {"cv": float(cv[bench]), "k": kk, "lead": d["mean"], "ci_lo": d["ci_lo"], "ci_hi": d["ci_hi"]}
+    return pd.DataFrame.from_dict(rows, orient="index")
