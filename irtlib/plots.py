@@ -4,14 +4,17 @@ never shown twice in a notebook and never depend on a display (a notebook that g
 ``%matplotlib inline`` first, so that IPython knows how to render a figure as PNG).
 
 Paper, section "Figures": Figure 2 (theta against safety score), Figure 3 (distribution of a
-with its CV), Figure 4 and appendix F (agreement against budget k, shading = 1 SD over splits).
+with its CV), Figure 4 and appendix F (agreement against budget k; shading = 1 SD over splits, drawn
+for Fluid and Random only). The fitted ability theta is on the x axis wherever it is shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
@@ -19,27 +22,45 @@ from scipy.stats import spearmanr
 from .diagnostics import CEILING, coefficient_of_variation
 
 __all__ = [
-    "METHOD_STYLE", "theta_vs_score", "engine_comparison", "item_fit_scatter", "ceiling_separation",
+    "METHOD_STYLE", "MethodStyle", "THETA_LABEL", "theta_vs_score", "item_fit_scatter", "ceiling_separation",
     "discrimination_spread", "agreement_curves", "agreement_grid",
 ]
 
-#: Label, colour and line style of every selection method (shared by all agreement figures).
+#: Axis label of the fitted ability, identical in every figure that shows it (always on the x axis).
+THETA_LABEL = r"fitted ability $\hat\theta$"
+SCORE_LABEL = "safety score"
+
+
+class MethodStyle(NamedTuple):
+    """How one selection method is drawn in every agreement figure."""
+
+    label: str
+    colour: str
+    linestyle: str
+    marker: str
+    linewidth: float = 1.4
+    band: bool = False          # draw the spread over splits (only for Fluid and Random: more is unreadable)
+
+
+#: Style of every selection method (shared by all agreement figures). Colours are the Okabe-Ito
+#: colour-blind-safe palette (its grey in place of its yellow, which is unreadable on white);
+#: every method also has its own (line style, marker) pair, so the curves stay apart in greyscale.
 METHOD_STYLE = {
-    "fluid": ("Fluid Benchmarking", "#d62728", "-"),
-    "random": ("Random", "#7f7f7f", "-"),
-    "random-irt": ("Random IRT", "#7f7f7f", "--"),
-    "total-fisher": ("Total Fisher", "#1f77b4", "-"),
-    "marginal-fisher": ("Marginal Fisher", "#2ca02c", "-"),
-    "marginal-fisher-bq": ("Marginal Fisher (b-quartiles)", "#2ca02c", ":"),
-    "anchor-points": ("Anchor Points", "#9467bd", "-"),
-    "disco": ("DISCO", "#ff7f0e", "-"),
+    "fluid": MethodStyle("Fluid Benchmarking", "#D55E00", "-", "o", 2.8, True),
+    "random": MethodStyle("Random", "#000000", "--", "", 1.6, True),
+    "random-irt": MethodStyle("Random IRT", "#999999", ":", "x"),
+    "total-fisher": MethodStyle("Total Fisher", "#0072B2", "-.", "s"),
+    "marginal-fisher": MethodStyle("Marginal Fisher", "#009E73", "-", "^"),
+    "marginal-fisher-bq": MethodStyle("Marginal Fisher (b-quartiles)", "#56B4E9", "--", "v"),
+    "anchor-points": MethodStyle("Anchor Points", "#CC79A7", ":", "D"),
+    "disco": MethodStyle("DISCO", "#E69F00", "-.", "P"),
 }
 
 
 def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):
-    ncols = min(ncols, n)
-    nrows = int(np.ceil(n / ncols))
-    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows))
+    ncols = max(1, min(ncols, n))
+    nrows = max(1, int(np.ceil(n / ncols)))
+    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
@@ -47,7 +68,9 @@ def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):
 
 
 def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: int = 3):
-    """Figure 2: fitted ability against safety score, one point per model, one panel per benchmark.
+    """Figure 2: safety score against fitted ability, one point per model, one panel per benchmark.
+
+    The fitted ability is on the x axis, as in :func:`ceiling_separation`.
 
     Parameters
     ----------
@@ -58,33 +81,10 @@ def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: 
     for ax, (title, (theta, score)) in zip(axes, panels.items()):
         score = score.reindex(theta.index)
         rho = spearmanr(theta, score)[0]
-        ax.scatter(score, theta, s=14, alpha=0.8, color="#1f77b4", edgecolor="none")
+        ax.scatter(theta, score, s=14, alpha=0.8, color="#0072B2", edgecolor="none")
         ax.set_title(f"{title}\nSpearman $\\rho$ = {rho:.3f}", fontsize=10)
-        ax.set_xlabel("safety score")
-        ax.set_ylabel(r"$\hat\theta$")
-    fig.tight_layout()
-    return fig
-
-
-def engine_comparison(pairs: Mapping[str, tuple[pd.Series, pd.Series]], *, xlabel="py-irt", ylabel="MAP engine",
-                      ncols: int = 3):
-    """One panel per parameter (or benchmark): the fast engine's estimates against py-irt's.
-
-    Parameters
-    ----------
-    pairs : mapping of title -> (x, y)
-        Series aligned by label.
-    """
-    fig, axes = _grid(len(pairs), ncols=ncols)
-    for ax, (title, (x, y)) in zip(axes, pairs.items()):
-        y = y.reindex(x.index)
-        ax.scatter(x, y, s=6, alpha=0.5, edgecolor="none")
-        lo, hi = np.nanmin([x.min(), y.min()]), np.nanmax([x.max(), y.max()])
-        ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls=":")
-        ax.set_title(f"{title}  (Spearman {spearmanr(x, y)[0]:.3f})", fontsize=10)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-    fig.tight_layout()
+        ax.set_xlabel(THETA_LABEL)
+        ax.set_ylabel(SCORE_LABEL)
     return fig
 
 
@@ -94,7 +94,7 @@ def item_fit_scatter(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3):
     Parameters
     ----------
     fits : mapping of title -> DataFrame
-        Output of :func:`irtlib.item_rates` (columns ``observed`` and ``expected``).
+        Output of :func:`irtlib.item_rates` (columns ``observed``, ``expected`` and ``residual``).
     """
     fig, axes = _grid(len(fits), ncols=ncols)
     for ax, (title, df) in zip(axes, fits.items()):
@@ -104,13 +104,14 @@ def item_fit_scatter(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3):
         ax.set_title(f"{title}\nitem RMSE = {rmse:.3f}", fontsize=10)
         ax.set_xlabel("model-implied safe rate")
         ax.set_ylabel("observed safe rate")
-    fig.tight_layout()
     return fig
 
 
 def ceiling_separation(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ceiling: float = CEILING,
                        ncols: int = 3):
-    """Models above the ceiling spread out in theta: safety score against theta, ceiling marked.
+    """Models above the ceiling spread out in theta: safety score against fitted ability, ceiling marked.
+
+    The fitted ability is on the x axis, as in :func:`theta_vs_score`.
 
     Parameters
     ----------
@@ -120,14 +121,14 @@ def ceiling_separation(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, cei
     for ax, (title, (theta, score)) in zip(axes, panels.items()):
         score = score.reindex(theta.index)
         above = score > ceiling
-        ax.scatter(theta[~above], score[~above], s=14, color="#7f7f7f", label=f"$\\leq$ {ceiling}")
-        ax.scatter(theta[above], score[above], s=14, color="#d62728", label=f"> {ceiling} ({int(above.sum())})")
+        ax.scatter(theta[~above], score[~above], s=14, color="#999999", marker="o", label=f"$\\leq$ {ceiling}")
+        ax.scatter(theta[above], score[above], s=16, color="#D55E00", marker="^",
+                   label=f"> {ceiling} ({int(above.sum())})")
         ax.axhline(ceiling, color="k", lw=0.8, ls=":")
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel(r"$\hat\theta$")
-        ax.set_ylabel("safety score")
-        ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+        ax.set_xlabel(THETA_LABEL)
+        ax.set_ylabel(SCORE_LABEL)
+        ax.legend(fontsize=8, loc="lower right")     # scores rise with theta: the lower right is empty
     return fig
 
 
@@ -140,7 +141,7 @@ def discrimination_spread(a_by_benchmark: Mapping[str, np.ndarray]):
         Drawn in the given order (sort by CV first to reproduce the paper's layout).
     """
     names = list(a_by_benchmark)
-    fig = Figure(figsize=(8, 0.75 * len(names) + 1.2))
+    fig = Figure(figsize=(8, 0.75 * len(names) + 1.2), layout="constrained")
     ax = fig.subplots()
     data = [np.log10(np.asarray(a_by_benchmark[n], dtype=float)) for n in names]
     parts = ax.violinplot(data, orientation="horizontal", showmedians=True, widths=0.8)
@@ -152,22 +153,34 @@ def discrimination_spread(a_by_benchmark: Mapping[str, np.ndarray]):
     ax.set_xticks(np.log10(ticks))
     ax.set_xticklabels([f"{t:g}" for t in ticks])
     ax.set_xlabel("discrimination $a$ (log scale)")
-    fig.tight_layout()
     return fig
 
 
-def _curves(ax, summary: pd.DataFrame, methods, *, band: str):
+def _plain_log_axis(axis):
+    """A log-scaled axis labelled 1, 10, 100, 1000 (plain numbers, not powers of ten)."""
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _curves(ax, summary: pd.DataFrame, methods, *, band: str, threshold: float | None, ceiling: float | None):
     for method in methods:
         rows = summary[summary["method"] == method].sort_values("k")
         if rows.empty:
             continue
-        label, colour, style = METHOD_STYLE.get(method, (method, None, "-"))
-        ax.plot(rows["k"], rows["mean"], style, color=colour, label=label, lw=1.6)
-        if band == "sd":
-            ax.fill_between(rows["k"], rows["mean"] - rows["sd"], rows["mean"] + rows["sd"], color=colour, alpha=0.12)
+        st = METHOD_STYLE.get(method, MethodStyle(method, "#333333", "-", ""))
+        ax.plot(rows["k"], rows["mean"], color=st.colour, linestyle=st.linestyle, marker=st.marker or None,
+                markersize=4, lw=st.linewidth, label=st.label, zorder=3 if method == "fluid" else 2)
+        if band == "sd" and st.band:
+            ax.fill_between(rows["k"], rows["mean"] - rows["sd"], rows["mean"] + rows["sd"], color=st.colour,
+                            alpha=0.15, lw=0, label=f"{st.label} $\\pm$ 1 SD over splits")
+    if threshold is not None:
+        ax.axhline(threshold, color="k", lw=0.8, ls=(0, (1, 2)), label=f"{threshold:g} agreement target")
+    if ceiling is not None:
+        ax.axhline(ceiling, color="#6a3d9a", lw=1.0, ls=(0, (6, 2, 1, 2)), label=f"IRT ceiling ({ceiling:.2f})")
     ax.set_xscale("log")
-    ax.axhline(0.9, color="k", lw=0.7, ls=":")
-    ax.set_xlabel("items per model $k$")
+    _plain_log_axis(ax.xaxis)
+    ax.set_xlabel("items per model $k$ (log scale)")
     ax.set_ylabel(r"agreement (Spearman $\rho$)")
 
 
@@ -177,9 +190,22 @@ def _summarise(results: pd.DataFrame) -> pd.DataFrame:
     return curves(results.drop(columns="benchmark", errors="ignore"))
 
 
+def _legend_below(fig, axes, *, ncol: int = 4):
+    """One legend for the figure, below the axes so it never covers a curve."""
+    handles, labels, seen = [], [], set()
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in seen:
+                seen.add(lab)
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8, frameon=False)
+
+
 def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None = None, band: str = "sd",
-                     ylim=(0.0, 1.0)):
-    """Figure 4: mean agreement against budget k for every method, shaded by 1 SD over splits.
+                     ylim=(0.0, 1.0), ceiling: float | None = None, threshold: float | None = 0.9):
+    """Figure 4: mean agreement against budget k for every method; Fluid and Random shaded by 1 SD over splits.
 
     Parameters
     ----------
@@ -188,29 +214,43 @@ def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None =
     methods : sequence of str, optional
         Which methods to draw, in legend order; default all present.
     band : {"sd", "none"}
+        Shade 1 SD over splits around Fluid and Random (the other methods are never shaded).
+    ceiling : float, optional
+        Drawn as a labelled horizontal line "IRT ceiling".
+    threshold : float or None
+        The agreement target, drawn as a labelled line (default 0.9; ``None`` to leave it out).
     """
     methods = list(METHOD_STYLE) if methods is None else list(methods)
-    fig = Figure(figsize=(7.5, 4.5))
+    fig = Figure(figsize=(7.5, 5.2), layout="constrained")
     ax = fig.subplots()
-    _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band)
+    _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band,
+            threshold=threshold, ceiling=ceiling)
     ax.set_ylim(*ylim)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=8, ncol=2, loc="lower right")
-    fig.tight_layout()
+    _legend_below(fig, [ax], ncol=3)
     return fig
 
 
 def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods=None, ncols: int = 2,
-                   band: str = "sd", ylim=(0.0, 1.0)):
-    """Appendix F: the agreement curves of every benchmark, one panel each, one shared legend."""
+                   band: str = "sd", ylim=(0.0, 1.0), ceiling: float | Mapping[str, float] | None = None,
+                   threshold: float | None = 0.9):
+    """Appendix F: the agreement curves of every benchmark, one panel each, one shared legend below.
+
+    Parameters
+    ----------
+    ceiling : float or mapping of title -> float, optional
+        An "IRT ceiling" line in every panel (a float) or in the panels named (a mapping).
+    threshold : float or None
+        The agreement target line (default 0.9).
+    """
     methods = list(METHOD_STYLE) if methods is None else list(methods)
     fig, axes = _grid(len(results_by_benchmark), ncols=ncols, size=(5.2, 3.6))
     for ax, (title, results) in zip(axes, results_by_benchmark.items()):
-        _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band)
+        line = ceiling.get(title) if isinstance(ceiling, Mapping) else ceiling
+        _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band,
+                threshold=threshold, ceiling=line)
         ax.set_ylim(*ylim)
         ax.set_title(title, fontsize=10)
-    handles, labels = axes[0].get_legend_handles_labels() if len(results_by_benchmark) else ([], [])
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    _legend_below(fig, axes[:len(results_by_benchmark)], ncol=4)
     return fig

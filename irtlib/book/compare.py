@@ -2,12 +2,16 @@
 
 Every chapter ends with one. Each row names the paper number it compares against by its
 reference in :func:`irtlib.book.paper.numbers` (e.g. ``"FIGURE3_CV[wmdp-bio]"``), so a test can check
-that every number the paper reports is set beside ours somewhere in the book.
+that every number the paper reports is set beside ours somewhere in the book. The reader sees
+where the number stands in the paper instead (:func:`cite`, e.g. "Figure 3"); the rendered table
+keeps the reference only as the tooltip (``title`` attribute) of that cell.
 """
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +19,7 @@ import pandas as pd
 
 from . import paper
 
-__all__ = ["Row", "row", "comparison_table", "style_comparison"]
+__all__ = ["Row", "row", "cite", "comparison_table", "style_comparison"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,64 @@ def _rounded(x, digits):
     return round(float(x), digits) if _is_number(x) else x
 
 
+#: Where in the paper each table of :mod:`irtlib.book.paper` is reported (SUMMARY.md, "Reported results").
+_CITATIONS = {
+    "TABLE1": "Table 1",
+    "FIGURE3_CV": "Figure 3",
+    "ITEM_RMSE": "Appendix E",
+    "CEILING": "Ceiling separation (Results)",
+    "SPEARMAN_THETA_SCORE": "Figure 2",
+    "TABLE2_LEFT": "Table 2, left column",
+    "TABLE2_RIGHT": "Table 2, right column",
+    "SAFETYBENCH_APPENDIX_F": "Appendix F",
+    "VARIANCE_FILTER": "Binarization (Method)",
+    "PRIORS": "Appendix B",
+    "ABILITY_ESTIMATION": "Model: 2PL (Method)",
+    "PROTOCOL": "Evaluation (Method)",
+}
+
+_REF = re.compile(r"^([A-Z0-9_]+)\[([^\]]+)\](.*)$")
+
+
+def cite(ref: str) -> str:
+    """Where in the paper a number stands, in words, from its reference.
+
+    Parameters
+    ----------
+    ref : str
+        A key of :func:`irtlib.book.paper.numbers` (``"TABLE2_LEFT[airbench2024].fluid"``).
+
+    Returns
+    -------
+    str
+        E.g. ``"Table 2, left column"``, ``"Figure 3"``, ``"Appendix E"``, ``"Abstract (savings)"``.
+
+    Examples
+    --------
+    >>> cite("TABLE2_RIGHT[harmbench].values.fluid")
+    'Table 2, right column'
+    >>> cite("SAVINGS[abstract_static_range].1")
+    'Abstract (savings)'
+    """
+    m = _REF.match(ref)
+    if not m:
+        raise KeyError(f"not a paper reference: {ref!r}")
+    family, key = m.group(1), m.group(2)
+    if family == "SAVINGS":        # the abstract states some savings, the body (Results) the others
+        return "Abstract (savings)" if key.startswith("abstract") else "Results, savings (body)"
+    if family in _CITATIONS:
+        return _CITATIONS[family]
+    table = getattr(paper, family, None)
+    if isinstance(table, paper.PaperTable):
+        return table.source[:1].upper() + table.source[1:]
+    raise KeyError(f"no paper table {family!r} (reference {ref!r})")
+
+
+def _is_percent(ref: str) -> bool:
+    """Numbers the paper prints as percentages: k/N of Table 2 and every saving."""
+    return ref.endswith("k_over_n") or ref.startswith("SAVINGS[")
+
+
 def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
     """Lay rows out as the book's comparison table.
 
@@ -71,7 +133,9 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``quantity``, ``paper``, ``ours``, ``difference`` (ours - paper, where both are
-        numbers), ``tolerance``, ``within`` ("yes" / "no" / "n/a"), ``note`` and ``paper ref``.
+        numbers), ``tolerance``, ``within`` ("yes" / "no" / "n/a"), ``note``, ``source in the paper``
+        (where the paper reports it, :func:`cite`) and ``ref`` (the key of
+        :func:`irtlib.book.paper.numbers`; hidden by :func:`style_comparison`).
     """
     records = []
     for r in rows:
@@ -89,28 +153,70 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
             "tolerance": "" if r.tolerance is None else r.tolerance,
             "within": within,
             "note": r.note,
-            "paper ref": r.ref,
+            "source in the paper": cite(r.ref),
+            "ref": r.ref,
         })
-    table = pd.DataFrame.from_records(records, columns=["quantity", "paper", "ours", "difference", "tolerance",
-                                                        "within", "note", "paper ref"])
+    table = pd.DataFrame.from_records(records, columns=COLUMNS)
     return table.astype(object)
 
 
-def style_comparison(table: pd.DataFrame):
+#: Columns of :func:`comparison_table`, in order.
+COLUMNS = ["quantity", "paper", "ours", "difference", "tolerance", "within", "note", "source in the paper", "ref"]
+_NUMERIC = ("paper", "ours", "difference", "tolerance")
+
+
+def _shown(value, *, percent: bool = False) -> str:
+    """One cell as the reader sees it: at most three decimals, percentages with one, integers with commas."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, (bool, np.bool_)) or not _is_number(value):
+        return html.escape(str(value))
+    if percent:
+        text = f"{float(value):.1%}"
+        return "0.0%" if text == "-0.0%" else text
+    if isinstance(value, (int, np.integer)) or float(value).is_integer():
+        return f"{int(value):,}"
+    text = f"{float(value):,.3f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def style_comparison(table: pd.DataFrame, *, caption: str | None = None):
     """Render a comparison table in full (every row, no index), rows outside tolerance shaded.
+
+    Every number is shown with at most three decimals (trailing zeros dropped), integers with
+    thousands separators, and the numbers the paper prints as percentages (Table 2's k/N, the
+    savings) as percentages with one decimal. The ``ref`` column is hidden; each reference stays
+    in the HTML as the tooltip of its "source in the paper" cell.
+
+    Parameters
+    ----------
+    table : DataFrame
+        From :func:`comparison_table`.
+    caption : str, optional
+        A caption above the table.
 
     Returns
     -------
     pandas Styler
         Unlike a DataFrame's own display, a Styler is never truncated to ``display.max_rows``.
     """
+    refs = table["ref"] if "ref" in table.columns else pd.Series("", index=table.index)
+    shown = pd.DataFrame(index=table.index)
+    for col in table.columns:
+        if col in _NUMERIC:
+            shown[col] = [_shown(v, percent=_is_percent(ref)) for v, ref in zip(table[col], refs)]
+        elif col == "source in the paper":
+            shown[col] = [f'<span title="{html.escape(ref)}">{html.escape(str(v))}</span>' for v, ref in zip(table[col], refs)]
+        else:
+            shown[col] = [_shown(v) for v in table[col]]
+
     def shade(r):
         colour = "background-color: #fde2e1" if r["within"] == "no" else ""
         return [colour] * len(r)
 
-    def number(v):
-        if isinstance(v, float):
-            return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else f"{int(v)}"
-        return str(v)
-
-    return table.style.apply(shade, axis=1).format(number).hide(axis="index")
+    styler = shown.style.apply(shade, axis=1).hide(axis="index")
+    if "ref" in shown.columns:
+        styler = styler.hide(subset=["ref"], axis="columns")
+    if caption:
+        styler = styler.set_caption(html.escape(caption))
+    return styler
