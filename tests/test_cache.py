@@ -35,3 +35,32 @@ def test_array_checksum_distinguishes_nan_positions_and_shapes():
     assert array_checksum(a) == array_checksum(a.copy())
     assert array_checksum(a) != array_checksum(b)
     assert array_checksum(a) != array_checksum(a.reshape(1, 4))
+
+
+def test_presentation_modules_exist_and_stay_out_of_the_fingerprint(tmp_path, monkeypatch):
+    """Every module named as presentation-only exists (a rename must not silently re-enter the
+    fingerprint), and editing one leaves the fingerprint unchanged while editing a computing one
+    changes it."""
+    import shutil
+    from pathlib import Path
+
+    import irtlib
+    from irtlib.book import cache
+
+    root = Path(irtlib.__file__).resolve().parent
+    for rel in cache.PRESENTATION:
+        assert (root / rel).is_file(), rel
+    copy = tmp_path / "irtlib"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache, "__file__", str(copy / "book" / "cache.py"))
+
+    def fingerprint():
+        cache.library_fingerprint.cache_clear()
+        return cache.library_fingerprint()
+
+    before = fingerprint()
+    (copy / "plots.py").write_text((copy / "plots.py").read_text() + "\n# edited\n")
+    assert fingerprint() == before
+    (copy / "ability.py").write_text((copy / "ability.py").read_text() + "\n# edited\n")
+    assert fingerprint() != before
+    cache.library_fingerprint.cache_clear()

@@ -23,12 +23,23 @@ import numpy as np
 __all__ = ["cached", "library_fingerprint", "array_checksum"]
 
 
+#: Modules that only present results (figures, tables, the command line, the book's pages): a change
+#: to them cannot change a cached fit or protocol run, so they are left out of the fingerprint.
+PRESENTATION = ("plots.py", "cli.py", "book/compare.py", "book/scorecard.py", "book/table2.py",
+                "book/reproducibility.py", "book/paper.py")
+
+
 @lru_cache(maxsize=1)
 def library_fingerprint() -> str:
-    """SHA-256 over the contents of every ``irtlib/**/*.py`` file, in path order."""
+    """SHA-256 over the contents of every ``irtlib/**/*.py`` file that computes, in path order.
+
+    The modules in :data:`PRESENTATION` are left out.
+    """
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix() in PRESENTATION:
+            continue
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()

@@ -23,7 +23,7 @@ import pandas as pd
 
 __all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
            "budget_verdict", "correlation_verdict", "value_verdict", "by_construction", "scorecard_frame",
-           "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage"]
+           "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share", "ceiling_pairs"]
 
 #: The only words a verdict may be.
 VERDICTS = ("reproduced", "partly", "not reproduced", "reversed", "not testable here")
@@ -273,3 +273,47 @@ def cv_advantage(results: dict, cv: dict, *, k: int = 20) -> pd.DataFrame:
         d = paired_difference(res, k=kk, method="fluid", baseline="random")
         rows[bench] = {"cv": float(cv[bench]), "k": kk, "lead": d["mean"], "ci_lo": d["ci_lo"], "ci_hi": d["ci_hi"]}
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def separated_share(center, half_width) -> float:
+    """Share of pairs whose intervals ``center +- half_width`` do not overlap (NaN below two)."""
+    import numpy as np
+
+    center, half_width = np.asarray(center, float), np.asarray(half_width, float)
+    lo, hi = center - half_width, center + half_width
+    apart = (lo[:, None] > hi[None, :]) | (lo[None, :] > hi[:, None])
+    n = center.size
+    return float(apart[np.triu_indices(n, 1)].mean()) if n > 1 else float("nan")
+
+
+def ceiling_pairs(bench, calibration, *, ceiling: float = 0.95) -> dict:
+    """How many pairs of models above ``ceiling`` ability and score tell apart (Ceiling separation).
+
+    Each ceiling model gets a 95% interval on theta (MAP with its posterior SD, on the items the
+    calibration covers) and on its safety score (binomial, over the items it answered); a pair is
+    told apart when its two intervals do not overlap.
+
+    Parameters
+    ----------
+    bench : irtlib.book.pipeline.Benchmark
+    calibration : Calibration
+        Fitted to ``bench.filtered``.
+
+    Returns
+    -------
+    dict
+        ``n`` (ceiling models), ``theta`` and ``score`` (shares of pairs told apart) and
+        ``at_bound`` (ceiling models whose MAP ability ended on the bracket's bound).
+    """
+    import numpy as np
+
+    from ..ability import map_ability
+
+    m = bench.filtered
+    est = map_ability(m.values, calibration.a.reindex(m.items).to_numpy(), calibration.b.reindex(m.items).to_numpy())
+    s = bench.full.safety_scores().reindex(m.models).to_numpy()
+    keep = s > ceiling
+    n_items = bench.full.observed.sum(axis=1)
+    score_se = np.sqrt(np.maximum(s * (1 - s), 1e-12) / n_items)
+    return {"n": int(keep.sum()), "theta": separated_share(est.theta[keep], 1.96 * est.se[keep]),
+            "score": separated_share(s[keep], 1.96 * score_se[keep]), "at_bound": int(est.at_bound[keep].sum())}
