@@ -32,6 +32,8 @@ class TablesFromFigures(Transform):
             table = captioned_table(figure.rawsource, *figure.children, **figure.attributes)
             table["classes"] = [c for c in figure["classes"] if c != "table"] + ["captioned-table"]
             figure.replace_self(table)
+            for node_id in table["ids"]:          # labels resolve through document.ids
+                self.document.ids[node_id] = table
 
 
 def setup(app):
