@@ -108,3 +108,53 @@ def test_claims_accept_only_the_allowed_verdicts_and_rules():
         sc.Claim("c", "Figure 2", "sim", "0.99", "", "confirmed", "bound")
     with pytest.raises(ValueError, match="rule 'vibes'"):
         sc.Claim("c", "Figure 2", "sim", "0.99", "", "reproduced", "vibes")
+
+
+def _bench_results(bench, k_values):
+    """Protocol-like results for one benchmark: every method at the given k, two splits."""
+    from irtlib.agreement import METHODS
+    rows = [(s, m, k, v + 0.01 * s) for k, v in k_values.items() for m in METHODS for s in range(2)]
+    return pd.DataFrame(rows, columns=["split", "method", "k", "agreement"]).assign(benchmark=bench)
+
+
+def test_at_paper_budgets_reads_the_papers_k_and_judges_within():
+    from irtlib.book import paper, table2
+
+    res = {"harmbench": _bench_results("harmbench", {9: 0.6, 17: 0.9, 30: 0.95})}
+    long = table2.at_paper_budgets(res)
+    left = long[long["column"] == "left"].set_index("method")
+    assert (left["k"] == paper.TABLE2_LEFT["harmbench"].k).all()          # 17, swept
+    assert left.loc["fluid", "mean"] == pytest.approx(0.905)
+    assert left.loc["fluid", "paper"] == paper.TABLE2_LEFT["harmbench"].fluid
+    # paper 0.90 against ours 0.905 +- t(1) * 0.0071 / sqrt(2) = +-0.064 (+0.03): inside
+    assert bool(left.loc["fluid", "within"])
+    far = table2.at_paper_budgets(res, tolerance=0.0)
+    far = far[(far["column"] == "left")].set_index("method")
+    lo, hi = far.loc["fluid", ["ci_lo", "ci_hi"]]
+    assert bool(far.loc["fluid", "within"]) == (lo <= 0.90 <= hi)
+    right = long[long["column"] == "right"]
+    assert (right["k"] == 9).all()                                           # the paper's right k for HarmBench
+
+
+def test_compact_layouts_and_budget_comparison():
+    from irtlib.book import table2
+
+    res = {"harmbench": _bench_results("harmbench", {9: 0.6, 17: 0.9, 30: 0.95}),
+           "simplesafetytests": _bench_results("simplesafetytests", {20: 0.8, 63: 0.85})}
+    long = table2.at_paper_budgets(res)
+    wide = table2.compact(long, column="left", methods=["fluid", "random"], labels={"fluid": "Fluid"})
+    assert list(wide.index) == ["harmbench", "simplesafetytests"]
+    assert wide.loc["harmbench", ("", "k")] == "17" and wide.loc["harmbench", ("Fluid", "ours")] == pytest.approx(0.905)
+    tall = table2.compact(long, column="right", methods=["fluid", "anchor-points", "disco"], layout="long")
+    assert tall[["benchmark", "method"]].values.tolist() == [
+        ["simplesafetytests", "fluid"], ["simplesafetytests", "anchor-points"], ["simplesafetytests", "disco"]]
+    with pytest.raises(ValueError, match="layout"):
+        table2.compact(long, column="left", methods=["fluid"], layout="diagonal")
+    assert table2.format_budget(3431, at_least=True) == "> 3,431" and table2.format_budget(None) == "-"
+    summary = summarise_table2(pd.concat(res.values()), {"harmbench": 400, "simplesafetytests": 100})
+    budgets = table2.budget_comparison(summary)
+    # HarmBench: Fluid first reaches 0.90 at k = 17 (the paper's 17): reproduced
+    assert budgets.loc["harmbench", "left k (ours)"] == "17"
+    assert budgets.loc["harmbench", "left verdict"] == "reproduced"
+    # SimpleSafetyTests: never reaches 0.90 within the sweep up to 63: censored, "> 63"
+    assert budgets.loc["simplesafetytests", "left k (ours)"] == "> 63"

@@ -80,15 +80,44 @@ def at_paper_budgets(results: dict, *, tolerance: float = TOLERANCE, level: floa
     return pd.DataFrame(rows)
 
 
-def compact(long: pd.DataFrame, *, column: str, methods, names: dict | None = None) -> pd.DataFrame:
-    """One column of Table 2 as a compact table: per benchmark, k and each method's paper | ours.
+def compact(long: pd.DataFrame, *, column: str, methods, names: dict | None = None, labels: dict | None = None,
+            layout: str = "wide") -> pd.DataFrame:
+    """One column of Table 2 as a compact table, the paper's value beside ours.
+
+    Parameters
+    ----------
+    long : DataFrame
+        :func:`at_paper_budgets`.
+    column : {"left", "right"}
+    methods : sequence of str
+        Methods to show, in order.
+    names, labels : dict, optional
+        Display names of benchmarks and of methods.
+    layout : {"wide", "long"}
+        ``wide``: one row per benchmark, two columns (paper, ours) per method (Table 2's left
+        column: three methods everywhere). ``long``: one row per reported value, columns
+        benchmark, k, method, paper, ours (the right column, where each benchmark reports other
+        methods).
 
     Returns
     -------
-    DataFrame indexed by benchmark display name
-        ``k``, then for each method two columns ``(method, "paper")`` and ``(method, "ours")``.
+    DataFrame
+        ``wide``: indexed by benchmark, columns ``("", "k")`` then ``(method, "paper")`` and
+        ``(method, "ours")``. ``long``: a plain frame.
     """
     t = long[long["column"] == column]
+    labels = labels or {}
+    if layout == "long":
+        t = t[t["method"].isin(list(methods))].copy()
+        t["order"] = t["method"].map({m: i for i, m in enumerate(methods)})
+        t = t.sort_values(["order"], kind="stable").sort_values("benchmark", key=lambda b: b.map(
+            {bb: i for i, bb in enumerate(dict.fromkeys(long["benchmark"]))}), kind="stable")
+        return pd.DataFrame({"benchmark": t["benchmark"].map(lambda b: (names or {}).get(b, b)),
+                             "k": [format_budget(int(k)) for k in t["k_paper"]],
+                             "method": t["method"].map(lambda m: labels.get(m, m)),
+                             "paper": t["paper"].to_numpy(), "ours": t["mean"].to_numpy()}).reset_index(drop=True)
+    if layout != "wide":
+        raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
     frame = {}
     for bench, tb in t.groupby("benchmark", sort=False):
         tb = tb.set_index("method")
@@ -96,8 +125,8 @@ def compact(long: pd.DataFrame, *, column: str, methods, names: dict | None = No
                                         at_least=bench == "safetybench" and column == "left")}
         for m in methods:
             if m in tb.index:
-                rec[(m, "paper")] = float(tb.loc[m, "paper"])
-                rec[(m, "ours")] = float(tb.loc[m, "mean"])
+                rec[(labels.get(m, m), "paper")] = float(tb.loc[m, "paper"])
+                rec[(labels.get(m, m), "ours")] = float(tb.loc[m, "mean"])
         frame[(names or {}).get(bench, bench)] = rec
     out = pd.DataFrame.from_dict(frame, orient="index")
     out.columns = pd.MultiIndex.from_tuples(out.columns)
