@@ -110,7 +110,7 @@ def verdict_cells(html: str) -> list[str] | None:
     for table in _soup(html).find_all("table"):
         rows = table.find_all("tr")
         column = None
-        for row_index, row in enumerate(rows):
+        for row in rows:
             position, positions = 0, []
             for cell in row.find_all(["th", "td"], recursive=False):
                 positions.append((position, cell))
@@ -118,7 +118,7 @@ def verdict_cells(html: str) -> list[str] | None:
             if column is None:
                 for pos, cell in positions:
                     if cell.name == "th" and _text(cell).lower() == "verdict":
-                        column, header_row = pos, row_index
+                        column = pos
                         found = [] if found is None else found
                         break
                 continue
