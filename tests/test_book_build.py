@@ -208,9 +208,15 @@ def test_make_book_renders_executed_notebooks(tmp_path):
     assert source.exists()
     executed = json.loads(source.read_text())
     tags = [cell["metadata"].get("tags", []) for cell in executed["cells"]]
-    assert ["injected-parameters"] in tags
+    # ... which keeps papermill's cells (tagged remove-cell: not on the page)
+    assert ["injected-parameters", "remove-cell"] in tags and ["parameters", "remove-cell"] in tags
     assert executed["metadata"]["papermill"]["parameters"] == {"QUICK": True}
-    assert "QUICK is True" in (html / "book" / "intro.html").read_text()
+    intro_html = (html / "book" / "intro.html").read_text()
+    assert "QUICK is True" in intro_html  # outputs shown ...
+    assert "QUICK = False" not in intro_html and "tag_parameters" not in intro_html  # ... parameters not
+    assert "tag_hide-input" in intro_html  # code folded
+    assert re.search(r'<div class="[^"]*\bquick-build\b[^"]*admonition', intro_html)  # a QUICK build says so
+    assert "quick-build" not in (html / "book" / "notes.html").read_text()
     assert (html / "book" / "notes.html").exists()
     config = yaml.safe_load((book / "_build" / "src" / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "off"
@@ -437,8 +443,8 @@ def test_quick_banner_goes_right_after_the_title():
     cells = notebook["cells"]
     assert cells[0]["source"] == "(ch-x)=\n# The title\n"
     banner = cells[1]["source"]
-    assert banner.startswith(":::{admonition} Quick build\n:class: warning quick-build\n")
-    assert "This page was built with `QUICK=True`" in banner and banner.rstrip().endswith(":::")
+    assert banner.startswith("```{admonition} Quick build\n:class: warning quick-build\n")
+    assert "This page was built with `QUICK=True`" in banner and banner.rstrip().endswith("```")
     assert "Reduced on this page" not in banner
     assert cells[2]["source"].startswith("\n:::{note}") and "Intro text." in cells[2]["source"]
     assert len(cells) == 5

@@ -187,11 +187,12 @@ def quick_settings(notebook: dict) -> dict[str, str]:
 
 
 def quick_banner_source(settings: dict[str, str]) -> str:
-    lines = [":::{admonition} Quick build", f":class: warning {QUICK_BANNER_CLASS}", GENERIC_QUICK_TEXT]
+    # a backtick fence, not ":::": it needs no colon_fence extension
+    lines = ["```{admonition} Quick build", f":class: warning {QUICK_BANNER_CLASS}", "", GENERIC_QUICK_TEXT]
     if settings:
         lines += ["", "Reduced on this page (quick value, full value in parentheses):", ""]
         lines += [f"- {name}: {value}" for name, value in settings.items()]
-    lines.append(":::")
+    lines.append("```")
     return "\n".join(lines) + "\n"
 
 
