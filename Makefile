@@ -87,7 +87,8 @@ EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_LAST)
 # Library sources and the data files tracked by git (the committed release under data/;
 # untracked downloads do not count): changing any of them re-executes every chapter.
 LIB_SRC := $(shell find irtlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
-DATA_SRC := $(wildcard $(shell git ls-files data 2>/dev/null))
+# Not data/README.md: the datasheet is a page of the book (tools/make_build_tree.py), not an input.
+DATA_SRC := $(filter-out data/README.md,$(wildcard $(shell git ls-files data 2>/dev/null)))
 
 # Papermill arguments for every chapter.  QUICK=1 (or true/yes) -> -p QUICK True.
 QUICK ?=

@@ -102,8 +102,10 @@ GOOD_INTRO = _chapter(
     "Intro",
     """
     import numpy as np
+    from myst_nb import glue
     value = float(np.sqrt(16.0)) + SEED
     print("QUICK is", QUICK)
+    glue("quick_settings", {"tiny splits": "2 (20)"} if QUICK else {}, display=False)
     value
     """,
 )
@@ -216,6 +218,7 @@ def test_make_book_renders_executed_notebooks(tmp_path):
     assert "QUICK = False" not in intro_html and "tag_parameters" not in intro_html  # ... parameters not
     assert "tag_hide-input" in intro_html  # code folded
     assert re.search(r'<div class="[^"]*\bquick-build\b[^"]*admonition', intro_html)  # a QUICK build says so
+    assert "tiny splits: 2 (20)" in intro_html  # with the settings the chapter glued
     assert "quick-build" not in (html / "book" / "notes.html").read_text()
     assert (html / "book" / "notes.html").exists()
     config = yaml.safe_load((book / "_build" / "src" / "_config.yml").read_text())
