@@ -211,6 +211,11 @@ def test_mathjax_is_served_from_the_book(visited):
     assert not mathjax_blocked, f"MathJax asked the network for {mathjax_blocked}"
 
 
+def test_pages_need_no_network(visited):
+    """Nothing a page asks for lives outside the book (every such request was aborted)."""
+    assert not visited["blocked"], f"requests outside the book (blocked): {sorted(set(visited['blocked']))[:10]}"
+
+
 def test_table2_fits_the_text_column(visited):
     """Every table of class table2-compact on the Table 2 page is no wider than the text column."""
     page = visited["page"]
