@@ -540,7 +540,8 @@ def test_build_tree_config_points_at_the_shipped_mathjax(tmp_path):
     assert config["sphinx"]["config"]["mathjax_path"] == "mathjax/es5/tex-mml-chtml.js"
     assert "_mathjax" in config["sphinx"]["config"]["html_extra_path"]
     assert (out / "_mathjax" / "_static" / "mathjax" / "es5" / "tex-mml-chtml.js").is_file()
-    assert not (out / "_static").exists(), "jupyter-book would add every .js under _static to every page"
+    assert not list((out / "_static").rglob("*.js")), "jupyter-book would add every .js under _static to every page"
+    assert (out / "_static" / "book.css").is_file()
     assert (out / "book" / "datasheet.md").read_text().startswith("(datasheet)=\n# ")
     intro = json.loads((out / "book" / "intro.ipynb").read_text())
     assert any("quick-build" in "".join(c["source"]) for c in intro["cells"])

@@ -16,7 +16,8 @@ into ``_build/executed/``.  This script builds a copy of the book in which:
   ``book/datasheet`` is ``data/README.md``, the simulated release's datasheet)
   are written with a label on their title and their in-page links rewritten;
 * everything else under ``book/`` (plain MyST pages, ``references.bib``,
-  images, ...) is copied as is.  Jupytext notebooks that are not in the toc are
+  images, ...) is copied as is, and so is ``_static/`` (the book's CSS, e.g. the
+  class ``table2-compact`` for wide tables).  Jupytext notebooks that are not in the toc are
   left out.
 
 Cell tags: only the argument on the page
@@ -89,6 +90,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import chapters  # noqa: E402  (tools/chapters.py)
 
 BOOK_DIR = "book"
+STATIC_DIR = "_static"  # the book's CSS (jupyter-book adds each .css/.js in it to every page)
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store")
 
 # ---------------------------------------------------------------------------
@@ -416,6 +418,9 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
 
     if (root / BOOK_DIR).is_dir():
         shutil.copytree(root / BOOK_DIR, out / BOOK_DIR, ignore=ignore)
+    # the book's stylesheets: jupyter-book links every .css under the tree's _static/
+    if (root / STATIC_DIR).is_dir():
+        shutil.copytree(root / STATIC_DIR, out / STATIC_DIR, ignore=IGNORED)
 
     # 3. executed notebooks in place of the toc's notebook pages; generated pages
     placed = []
