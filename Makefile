@@ -9,13 +9,15 @@
 #   make chapter CH=03_fluid [QUICK=1] [PARAMS="-p N_SPLITS 20"]
 #                    re-execute one chapter (book/03_fluid.md) into _build/executed/03_fluid.ipynb
 #   make html        render the HTML again from the executed notebooks (executes what is out of date)
-#   make mathjax     fetch MathJax 3 from npm into _build/mathjax/ (only for the offline browser test)
+#   make mathjax     fetch MathJax 3 from npm into _build/mathjax/ (only needed without the
+#                    django-static-mathjax pip package of the `book` extra)
 #   make clean       remove _build/ and artifacts/ (keeps .venv/);  make distclean also removes .venv/
 #
 # How the book is built (see tools/*.py for details):
 #   book/<chapter>.md  --jupytext+papermill-->  _build/executed/<chapter>.ipynb   (tools/run_chapter.py)
 #   _build/executed/*.ipynb  --checked-->  no error outputs, every code cell ran  (tools/check_executed.py)
-#   _config.yml (execution off) + _toc.yml + book/ with executed .ipynb  -->  _build/src/  (tools/make_build_tree.py)
+#   _config.yml (execution off) + _toc.yml + book/ with executed .ipynb (cell tags, QUICK banner)
+#     + the datasheet page + MathJax 3  -->  _build/src/  (tools/make_build_tree.py)
 #   _build/src/  --jupyter-book build --all -W -n --keep-going-->  _build/html/
 # Chapters run with the repository root as working directory.  A chapter is re-executed
 # when its .md, any irtlib/**/*.py, a git-tracked file under data/, or the papermill
@@ -85,7 +87,8 @@ EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_LAST)
 # Library sources and the data files tracked by git (the committed release under data/;
 # untracked downloads do not count): changing any of them re-executes every chapter.
 LIB_SRC := $(shell find irtlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
-DATA_SRC := $(wildcard $(shell git ls-files data 2>/dev/null))
+# Not data/README.md: the datasheet is a page of the book (tools/make_build_tree.py), not an input.
+DATA_SRC := $(filter-out data/README.md,$(wildcard $(shell git ls-files data 2>/dev/null)))
 
 # Papermill arguments for every chapter.  QUICK=1 (or true/yes) -> -p QUICK True.
 QUICK ?=
@@ -161,8 +164,9 @@ chapter: | $(VENV_STAMP)
 	$(VPY) tools/check_executed.py $(EXEC_DIR)/$(CH_NAME).ipynb
 
 # ---------------------------------------------------------------------------
-# MathJax 3 for the browser test: the built pages load it from a CDN, which a
-# machine without internet cannot reach; tests/test_browser.py serves this copy instead.
+# MathJax 3 ships with the book (_build/html/_static/mathjax), normally from the pip package
+# django-static-mathjax (the `book` extra).  Without it, tools/make_build_tree.py takes this
+# copy from npm; without either the pages load MathJax from a CDN (it says so).
 # ---------------------------------------------------------------------------
 MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR := $(BUILD)/mathjax

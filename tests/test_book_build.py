@@ -102,8 +102,10 @@ GOOD_INTRO = _chapter(
     "Intro",
     """
     import numpy as np
+    from myst_nb import glue
     value = float(np.sqrt(16.0)) + SEED
     print("QUICK is", QUICK)
+    glue("quick_settings", {"tiny splits": "2 (20)"} if QUICK else {}, display=False)
     value
     """,
 )
@@ -208,9 +210,16 @@ def test_make_book_renders_executed_notebooks(tmp_path):
     assert source.exists()
     executed = json.loads(source.read_text())
     tags = [cell["metadata"].get("tags", []) for cell in executed["cells"]]
-    assert ["injected-parameters"] in tags
+    # ... which keeps papermill's cells (tagged remove-cell: not on the page)
+    assert ["injected-parameters", "remove-cell"] in tags and ["parameters", "remove-cell"] in tags
     assert executed["metadata"]["papermill"]["parameters"] == {"QUICK": True}
-    assert "QUICK is True" in (html / "book" / "intro.html").read_text()
+    intro_html = (html / "book" / "intro.html").read_text()
+    assert "QUICK is True" in intro_html  # outputs shown ...
+    assert "QUICK = False" not in intro_html and "tag_parameters" not in intro_html  # ... parameters not
+    assert "tag_hide-input" in intro_html  # code folded
+    assert re.search(r'<div class="[^"]*\bquick-build\b[^"]*admonition', intro_html)  # a QUICK build says so
+    assert "tiny splits: 2 (20)" in intro_html  # with the settings the chapter glued
+    assert "quick-build" not in (html / "book" / "notes.html").read_text()
     assert (html / "book" / "notes.html").exists()
     config = yaml.safe_load((book / "_build" / "src" / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "off"
@@ -268,11 +277,15 @@ def test_toc_entries_exist():
     assert toc["root"] == "book/intro"
     files = _toc_files(toc)
     assert files and len(files) == len(set(files)), "duplicate toc entries"
-    missing = [f for f in files if not any((ROOT / f"{f}{s}").is_file() for s in ("", ".md", ".ipynb"))]
+    missing = [f for f in files if f not in chapters.GENERATED_PAGES
+               and not any((ROOT / f"{f}{s}").is_file() for s in ("", ".md", ".ipynb"))]
     assert not missing, f"_toc.yml lists files that do not exist: {missing}"
     # the Makefile's stdlib parser sees the same pages as YAML does
     assert [re.sub(r"\.(md|ipynb)$", "", f) for f in files] == chapters.toc_entries(ROOT / "_toc.yml")
     assert files[-2:] == ["book/reproducibility", "book/references"], "keep these two last"
+    assert "book/datasheet" in files, "the datasheet (data/README.md) is a page of the book"
+    for entry in chapters.GENERATED_PAGES:
+        assert (ROOT / chapters.GENERATED_PAGES[entry][0]).is_file()
 
 
 def _literal_assignments(source: str) -> bool:
@@ -352,3 +365,184 @@ def test_chapters_rejects_globs_and_missing_files(tmp_path):
         [sys.executable, str(TOOLS / "chapters.py"), "--root", str(tmp_path)], capture_output=True, text=True
     )
     assert result.returncode == 1 and "book/missing" in result.stderr
+
+
+# ---------------------------------------------------------------------------
+# tools/make_build_tree.py: cell tags, QUICK banner, generated pages, MathJax
+# ---------------------------------------------------------------------------
+import make_build_tree  # noqa: E402  (tools/make_build_tree.py)
+
+
+def _md(source: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def _tagged(source: str, *tags: str) -> dict:
+    cell = _code(source, 1)
+    if tags:
+        cell["metadata"]["tags"] = list(tags)
+    return cell
+
+
+def test_tag_policy_keeps_only_the_argument_on_the_page():
+    notebook = _executed_notebook(
+        [
+            _md("# Title"),
+            _tagged("QUICK = False", "parameters"),
+            _tagged("QUICK = True\n", "injected-parameters"),
+            _tagged("x = compute()"),
+            _tagged("glue('x', x, display=False)", "remove-cell"),
+            _tagged("model.fit()  # the lesson", "show-input"),
+            _tagged("plot()", "remove-input"),
+            _tagged("table()", "hide_input"),  # underscore spelling counts
+            _tagged("answer()", "solution"),
+            _tagged("answer(); shown()", "solution", "show-input"),
+            _tagged("folded()", "hide-cell"),
+            _tagged("y = 2", "remove-output"),
+        ]
+    )
+    added = make_build_tree.apply_tag_policy(notebook)
+    tags = [cell["metadata"].get("tags") for cell in notebook["cells"]]
+    assert tags == [
+        None,  # markdown cells untouched
+        ["parameters", "remove-cell"],
+        ["injected-parameters", "remove-cell"],
+        ["hide-input"],
+        ["remove-cell"],
+        ["show-input"],
+        ["remove-input"],
+        ["hide_input"],
+        ["solution", "hide-cell"],
+        ["solution", "show-input"],
+        ["hide-cell"],
+        ["remove-output", "hide-input"],
+    ]
+    assert added == {"remove-cell": 2, "hide-cell": 1, "hide-input": 2}
+    # idempotent: a second pass adds nothing
+    assert make_build_tree.apply_tag_policy(notebook) == {"remove-cell": 0, "hide-cell": 0, "hide-input": 0}
+
+
+def _glue_output(name: str, text: str, display: bool = False) -> dict:
+    prefix = "" if display else make_build_tree.GLUE_PREFIX
+    return {"output_type": "display_data", "data": {prefix + "text/plain": text},
+            "metadata": {"scrapbook": {"name": name, "mime_prefix": prefix}}}
+
+
+def _quick_notebook(quick, settings_output: dict | None = None) -> dict:
+    notebook = _executed_notebook(
+        [
+            _md("(ch-x)=\n# The title\n\n:::{note}\n# not a title inside a fence\n:::\n\nIntro text.\n"),
+            _tagged("QUICK = False", "parameters"),
+            _code("n = 3", 1, [settings_output] if settings_output else []),
+        ]
+    )
+    notebook["metadata"]["papermill"]["parameters"] = {"QUICK": quick}
+    return notebook
+
+
+def test_quick_banner_goes_right_after_the_title():
+    notebook = _quick_notebook(True)
+    assert make_build_tree.add_quick_banner(notebook)
+    cells = notebook["cells"]
+    assert cells[0]["source"] == "(ch-x)=\n# The title\n"
+    banner = cells[1]["source"]
+    assert banner.startswith("```{admonition} Quick build\n:class: warning quick-build\n")
+    assert "This page was built with `QUICK=True`" in banner and banner.rstrip().endswith("```")
+    assert "Reduced on this page" not in banner
+    assert cells[2]["source"].startswith("\n:::{note}") and "Intro text." in cells[2]["source"]
+    assert len(cells) == 5
+
+
+def test_quick_banner_lists_glued_settings():
+    glued = _glue_output("quick_settings", repr({"train/test splits": "10 (100)", "py-irt epochs": "200 (2000)"}))
+    notebook = _quick_notebook(True, glued)
+    make_build_tree.add_quick_banner(notebook)
+    banner = notebook["cells"][1]["source"]
+    assert "- train/test splits: 10 (100)\n- py-irt epochs: 200 (2000)\n" in banner
+    # a JSON string works too, and so does a displayed glue
+    as_json = _glue_output("quick_settings", repr(json.dumps({"sweep": "5 (40)"})), display=True)
+    assert make_build_tree.quick_settings(_quick_notebook(True, as_json)) == {"sweep": "5 (40)"}
+    with pytest.raises(ValueError, match="must be a dict"):
+        make_build_tree.quick_settings(_quick_notebook(True, _glue_output("quick_settings", "[1, 2]")))
+    with pytest.raises(ValueError, match="not a dict literal"):
+        make_build_tree.quick_settings(_quick_notebook(True, _glue_output("quick_settings", "<object at 0x1>")))
+
+
+@pytest.mark.parametrize("quick", [False, None, "False"])
+def test_no_quick_banner_on_a_full_build(quick):
+    notebook = _quick_notebook(quick)
+    before = json.dumps(notebook)
+    assert not make_build_tree.add_quick_banner(notebook)
+    assert json.dumps(notebook) == before
+
+
+def test_quick_banner_without_a_title_goes_first():
+    notebook = _executed_notebook([_md("no title here"), _code("x = 1", 1)])
+    notebook["metadata"]["papermill"]["parameters"] = {"QUICK": True}
+    assert make_build_tree.add_quick_banner(notebook)
+    assert "quick-build" in notebook["cells"][0]["source"]
+    assert notebook["cells"][1]["source"] == "no title here"
+
+
+def test_datasheet_page_gets_a_label_and_resolvable_links(tmp_path):
+    page = make_build_tree.generated_page(ROOT / "data" / "README.md", "datasheet", "*note*")
+    assert page.startswith("(datasheet)=\n# Datasheet")
+    assert "](#" not in page, "in-page Markdown links must become {ref} roles"
+    assert "{ref}`Real data <datasheet-real-data>`" in page
+    assert "(datasheet-real-data)=\n## Real data" in page
+    readme = tmp_path / "README.md"
+    readme.write_text("# T\n\nSee [x](#nowhere).\n")
+    with pytest.raises(ValueError, match="nowhere"):
+        make_build_tree.generated_page(readme, "t", "")
+    readme.write_text("# T\n\nSee [the manifest](manifest.json) and [site](https://example.org).\n"
+                      "```\n[not](#a-link)\n```\n")
+    page = make_build_tree.generated_page(readme, "t", "")
+    assert f"the manifest (`{(tmp_path / 'manifest.json').as_posix()}`)" in page
+    assert "[site](https://example.org)" in page and "[not](#a-link)" in page
+
+
+def _fake_mathjax(directory: Path, version: str = make_build_tree.MATHJAX_VERSION) -> Path:
+    for name in ("es5/tex-mml-chtml.js", "es5/tex-svg.js", "es5/output/chtml/fonts/woff-v2/a.woff",
+                 "es5/output/svg/fonts/tex.js", "es5/input/tex/extensions/ams.js", "LICENSE"):
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text("x")
+    (directory / "package.json").write_text(json.dumps({"name": "mathjax", "version": version}))
+    return directory
+
+
+def test_mathjax_is_found_checked_and_copied(tmp_path, monkeypatch):
+    good = _fake_mathjax(tmp_path / "good")
+    wrong = _fake_mathjax(tmp_path / "wrong", version="3.1.0")
+    assert make_build_tree.find_mathjax(tmp_path, good) == good.resolve()
+    assert make_build_tree.find_mathjax(tmp_path, wrong) is None
+    assert make_build_tree.find_mathjax(tmp_path, tmp_path / "missing") is None
+    monkeypatch.setenv("MATHJAX_DIR", str(good))
+    assert make_build_tree.find_mathjax(tmp_path) == good.resolve()
+    target = make_build_tree.copy_mathjax(good, tmp_path / "src")
+    assert target == tmp_path / "src" / "_mathjax" / "_static" / "mathjax"
+    copied = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+    assert copied == ["LICENSE", "es5/input/tex/extensions/ams.js", "es5/output/chtml/fonts/woff-v2/a.woff",
+                      "es5/tex-mml-chtml.js"]
+
+
+def test_build_tree_config_points_at_the_shipped_mathjax(tmp_path):
+    """The build tree of the real book: MathJax configuration, tags, the datasheet page."""
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    for entry, _, notebook in chapters.pages(ROOT / "_toc.yml", ROOT):
+        if notebook:
+            nb = _quick_notebook(True)
+            (executed / f"{Path(entry).name}.ipynb").write_text(json.dumps(nb))
+    out = tmp_path / "src"
+    make_build_tree.build_tree(ROOT, executed, out, mathjax=_fake_mathjax(tmp_path / "mj"))
+    config = yaml.safe_load((out / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "off"
+    assert config["sphinx"]["config"]["mathjax_path"] == "mathjax/es5/tex-mml-chtml.js"
+    assert "_mathjax" in config["sphinx"]["config"]["html_extra_path"]
+    assert (out / "_mathjax" / "_static" / "mathjax" / "es5" / "tex-mml-chtml.js").is_file()
+    assert not list((out / "_static").rglob("*.js")), "jupyter-book would add every .js under _static to every page"
+    assert (out / "_static" / "book.css").is_file()
+    assert (out / "book" / "datasheet.md").read_text().startswith("(datasheet)=\n# ")
+    intro = json.loads((out / "book" / "intro.ipynb").read_text())
+    assert any("quick-build" in "".join(c["source"]) for c in intro["cells"])
+    assert ["parameters", "remove-cell"] in [c["metadata"].get("tags") for c in intro["cells"]]

@@ -19,6 +19,11 @@ Usage::
 
 Each line is a toc entry without suffix, relative to the repository root, for
 example ``book/intro``.
+
+A few pages are *generated*: their source lives outside ``book/`` and
+tools/make_build_tree.py writes the page into the build tree
+(``GENERATED_PAGES``: ``book/datasheet`` is ``data/README.md``).  They are plain
+pages.
 """
 
 from __future__ import annotations
@@ -30,6 +35,15 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUFFIXES = (".md", ".ipynb")
+
+# toc entry -> (source file relative to the root, label of the page's title, note under the title)
+GENERATED_PAGES = {
+    "book/datasheet": (
+        "data/README.md",
+        "datasheet",
+        "*This page is `data/README.md`, the datasheet shipped with the simulated release in `data/`.*",
+    ),
+}
 
 _ENTRY = re.compile(r"^\s*(?:-\s+)?(root|file|glob)\s*:\s*(.*?)\s*$")
 
@@ -65,6 +79,11 @@ def toc_entries(toc: Path) -> list[str]:
 
 def page_path(entry: str, root: Path = REPO_ROOT) -> Path:
     """Return the source file of a toc entry (``.md`` preferred over ``.ipynb``)."""
+    if entry in GENERATED_PAGES:
+        candidate = root / GENERATED_PAGES[entry][0]
+        if candidate.is_file():
+            return candidate
+        raise FileNotFoundError(f"toc entry {entry!r} is generated from {candidate}, which is missing")
     for suffix in SUFFIXES:
         candidate = root / f"{entry}{suffix}"
         if candidate.is_file():
