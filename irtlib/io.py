@@ -389,6 +389,9 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
     kind, compression = "csv", None
     try:
         kind, compression = _sniff(path)
+        if kind != "parquet" and path.suffix.lower() in (".parquet", ".pq"):
+            kind = "parquet"
+            raise ValueError("not a Parquet file (it does not begin with PAR1)")
         if kind == "parquet":
             import pyarrow.parquet as pq
 
@@ -589,15 +592,13 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
 
 def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, source) -> str:
     cols = set(map(str, frame.columns))
-    if item_column in cols and score_column in cols:
+    if item_column in cols:
         return "long"
-    if item_column not in cols and score_column not in cols:
+    if score_column not in cols:
         return "wide"
-    have, lack = (item_column, score_column) if item_column in cols else (score_column, item_column)
-    raise ValueError(f"{source}: has a {have!r} column but no {lack!r} column, so it is neither a long file "
-                     f"(model, item, score) nor clearly a wide one: for a wide file whose item is named {have!r} "
-                     f"pass --layout wide; for a long file name the {lack} column with "
-                     f"--{'item' if lack == item_column else 'score'}-column")
+    raise ValueError(f"{source}: has a {score_column!r} column but no {item_column!r} column: if it is a wide file "
+                     f"with an item named {score_column!r}, pass --layout wide; if it is a long file, name its item "
+                     "column with --item-column")
 
 
 def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
