@@ -611,7 +611,7 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
 
     from . import __version__, plots
     from .bank import calibrate_bank
-    from .io import DIRECTORY_MARKER, atomic_directory, check_writable
+    from .io import atomic_directory, check_writable
 
     say = progress or (lambda message: None)
     out_dir = check_writable(out_dir, force=force, directory=True)
@@ -627,8 +627,7 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
     scores = m.safety_scores().reindex(theta.index)
     fit = bank.items.rename(columns={"safe_rate": "observed"})[["observed", "expected", "residual"]]
     diag = bank.meta["diagnostics"]
-    with atomic_directory(out_dir, force=force, marker=DIRECTORY_MARKER,
-                          note=f"irtlib {__version__} report of {data.source}\n") as tmp:
+    with atomic_directory(out_dir, force=force, note=f"irtlib {__version__} report of {data.source}\n") as tmp:
         figures = {
             "theta_vs_score.png": ("Ability against safety score (Figure 2)",
                                    plots.theta_vs_score({name: (theta, scores)}, ncols=1)),

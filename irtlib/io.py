@@ -138,6 +138,19 @@ def _written_by_irtlib(path: Path, magic) -> bool:
         return False
 
 
+def _foreign_entries(path: Path) -> list[str]:
+    """Entries of an output directory that its marker does not list (added by someone else)."""
+    import json
+
+    try:
+        listed = json.loads((path / DIRECTORY_MARKER).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, list):
+        return [DIRECTORY_MARKER]             # unreadable marker: do not trust the directory
+    return sorted(set(os.listdir(path)) - set(map(str, listed)) - {DIRECTORY_MARKER})
+
+
 def check_writable(path, *, force: bool = False, magic: bytes | str | None = None,
                    directory: bool = False) -> Path:
     """Check, before any work is done, that an output can be written at ``path``.
@@ -184,6 +197,10 @@ def check_writable(path, *, force: bool = False, magic: bytes | str | None = Non
                 raise FileExistsError(f"{path}: already exists and is {what} irtlib did not write (no "
                                       f"{DIRECTORY_MARKER} marker); --force replaces only irtlib's own output: "
                                       "remove it yourself or choose another name")
+            extra = _foreign_entries(path)
+            if extra:
+                raise FileExistsError(f"{path}: holds {shown(extra[0])}, which irtlib did not write; --force replaces "
+                                      "only irtlib's own output: move it out of the directory first")
         elif path.is_symlink() or not path.is_file() or not _written_by_irtlib(path, magic):
             raise FileExistsError(f"{path}: already exists and was not written by irtlib; --force replaces "
                                   "only irtlib's own output: remove it yourself or choose another name")
@@ -253,24 +270,24 @@ def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = 
 
 
 @contextlib.contextmanager
-def atomic_directory(path, *, force: bool = False, marker: str = DIRECTORY_MARKER, note: str = ""):
+def atomic_directory(path, *, force: bool = False, note: str = ""):
     """Build a directory in a temporary sibling and rename it into place when the block succeeds.
 
     Yields the temporary directory's path; write the outputs into it. When the block ends
-    normally the marker file (recording ``note``) is added, and the directory is renamed to
-    ``path``: an existing ``path`` is replaced only with ``force`` and only when it holds the
-    marker (a previous output of irtlib). When the block raises, or is interrupted (Ctrl-C,
-    SIGTERM), the temporary directory is removed and ``path`` is left as it was.
+    normally the marker file :data:`DIRECTORY_MARKER` (recording ``note`` and the files) is
+    added, and the directory is renamed to ``path``: an existing ``path`` is replaced only with
+    ``force``, and only when it holds the marker (a previous output of irtlib) and nothing the
+    marker does not list. When the block raises or is interrupted (Ctrl-C, or SIGTERM, which
+    the command line turns into an exception) the temporary directory is removed and ``path``
+    is left as it was. The directory gets the usual permissions (``0777`` less the umask).
 
     Parameters
     ----------
     path : path-like
     force : bool
         Replace a previous irtlib output at ``path``.
-    marker : str
-        Name of the marker file.
     note : str
-        Its content (e.g. which command wrote the directory).
+        Recorded in the marker (e.g. which command wrote the directory), with the list of files.
 
     Raises
     ------
@@ -285,7 +302,11 @@ def atomic_directory(path, *, force: bool = False, marker: str = DIRECTORY_MARKE
     try:
         os.chmod(tmp, 0o777 & ~_umask())           # mkdtemp makes 0700
         yield tmp
-        (tmp / marker).write_text(note or "written by irtlib\n", encoding="utf-8")
+        import json
+
+        files = sorted(os.listdir(tmp))
+        (tmp / DIRECTORY_MARKER).write_text(json.dumps({"written_by": "irtlib", "note": note, "files": files}, indent=1) + "\n",
+                                  encoding="utf-8")
         if os.path.lexists(path):
             check_writable(path, force=force, directory=True)          # still irtlib's?
             old = Path(_temporary(path, directory=True))                 # an empty directory, unique
