@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import atomic_write
+from .. import io as _io
 from . import simulate as _sim
 
 __all__ = [
@@ -101,7 +101,7 @@ def atomic_write(path, data: bytes, *, overwrite: bool = False) -> bool:
             raise FileExistsError(f"{path} exists with different content; pass overwrite=True "
                                   f"(--force) to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data, force=True, fsync=True)
+    _io.atomic_write(path, data, force=True, fsync=True)
     return True
 
 
