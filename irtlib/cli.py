@@ -343,6 +343,8 @@ def _stdin_callback(bank, out: _Out):
         while True:
             print("    response (1 safe, 0 unsafe, s skip, q quit): ", end="", file=sys.stderr, flush=True)
             line = sys.stdin.readline()
+            if not interactive:
+                print(file=sys.stderr)       # the answer is not echoed: end the prompt's line
             if line == "":
                 raise _EndOfInput("end of input")
             state["line"] += 1

@@ -146,7 +146,7 @@ class ResponseMatrix:
         nonnum = np.isnan(scores) & ~pd.isna(raw)
         if nonnum.any():
             row = int(np.flatnonzero(nonnum)[0])
-            raise ValueError(f"{source}: row {row}: score {raw[row]!r} in column {score!r} is not numeric")
+            raise ValueError(f"{source}: row {row}: score {shown(raw[row])} in column {score!r} is not numeric")
         bad = ~np.isnan(scores) & (scores != 0.0) & (scores != 1.0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -204,8 +204,8 @@ class ResponseMatrix:
         if nonnum.any():
             r, c = np.argwhere(nonnum)[0]
             raise ValueError(
-                f"{source}: row {r} (model {df.index[r]!r}), column {df.columns[c]!r}: "
-                f"{df.iat[r, c]!r} is not numeric"
+                f"{source}: row {r} (model {shown(df.index[r])}), column {shown(df.columns[c])}: "
+                f"{shown(df.iat[r, c])} is not numeric"
             )
         return cls(numeric.to_numpy(dtype=float), df.index, df.columns, source=source)
 

@@ -488,7 +488,7 @@ def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndar
     bad = np.isnan(nums) & ~values.isna().to_numpy()
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise _row_error(source, pos, f"{what} {values.iloc[pos]!r} in column {column!r} is not a number")
+        raise _row_error(source, pos, f"{what} {shown(values.iloc[pos])} in column {shown(column)} is not a number")
     return nums
 
 
@@ -517,6 +517,8 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         hint = "; name them with --model-column/--item-column/--score-column/--key-column"
+        if frame.shape[1] == 1:
+            hint += " (or give the field separator with --sep if it is not , tab ; or |)"
         raise ValueError(f"{source}: missing column(s) {missing} (found {list(map(str, frame.columns))[:8]}){hint}")
     if len(frame) == 0:
         raise ValueError(f"{source}: no data rows")
@@ -543,7 +545,7 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         if len(conflicts):
             m, i = conflicts.index[0]
             rows = np.flatnonzero((models == m) & (items == i)) + 1
-            raise ValueError(f"{source}: rows {rows[:5].tolist()}: model {m!r}, item {i!r} has conflicting "
+            raise ValueError(f"{source}: rows {rows[:5].tolist()}: model {shown(m)}, item {shown(i)} has conflicting "
                              f"scores ({len(conflicts)} such pairs)")
     prompts = None
     if prompt_column and prompt_column in frame.columns:
@@ -564,14 +566,16 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
 
 def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> ResponseMatrix:
     if frame.shape[1] < 2 or len(frame) == 0:
+        hint = (" (if its fields are separated by something other than , tab ; or |, give the separator with "
+                "--sep)") if frame.shape[1] == 1 else ""
         raise ValueError(f"{source}: a wide file needs a model column and at least one item column, "
-                         f"and one row per model (found {len(frame)} rows x {frame.shape[1]} columns)")
+                         f"and one row per model (found {len(frame)} rows x {frame.shape[1]} columns){hint}")
     col = model_column if model_column in frame.columns else frame.columns[0]
     models = _ids(frame, col, source)
     dup = pd.Index(models).duplicated()
     if dup.any():
         pos = int(np.flatnonzero(dup)[0])
-        raise _row_error(source, pos, f"model {models[pos]!r} appears in more than one row")
+        raise _row_error(source, pos, f"model {shown(models[pos])} appears in more than one row")
     body = frame.drop(columns=[col])
     items = [str(c).strip() for c in body.columns]
     values = np.empty(body.shape)
@@ -580,7 +584,7 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> Resp
 
     def where(flat, text):
         r, c = divmod(flat, body.shape[1])
-        return _row_error(source, r, f"model {models[r]!r}, column {items[c]!r}: {text}")
+        return _row_error(source, r, f"model {shown(models[r])}, column {shown(items[c])}: {text}")
 
     binary = _binarize_numeric(values.ravel(), rule, threshold, where=where).reshape(values.shape)
     binary, models, items = _drop_blank(binary, models, items, source)
@@ -603,7 +607,7 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
     nums = frame["score"].to_numpy(dtype=float)
 
     def where(pos, text):
-        return ValueError(f"{source}: model {frame['model'].iloc[pos]!r}, item {frame['item'].iloc[pos]!r}: {text}")
+        return ValueError(f"{source}: model {shown(frame['model'].iloc[pos])}, item {shown(frame['item'].iloc[pos])}: {text}")
 
     scores = _binarize_numeric(nums, "strict" if rule == "auto" else rule, threshold, where=where)
     tidy = pd.DataFrame({"model": frame["model"].astype(str).to_numpy(),
@@ -733,10 +737,11 @@ def read_model_responses(path, *, model: str | None = None, **options) -> pd.Ser
     models = list(matrix.models)
     if model is None:
         if len(models) > 1:
-            shown = ", ".join(map(repr, models[:5])) + (" ..." if len(models) > 5 else "")
-            raise ValueError(f"{path}: holds {len(models)} models ({shown}); choose one with --model")
+            listed = ", ".join(map(shown, models[:5])) + (" ..." if len(models) > 5 else "")
+            raise ValueError(f"{path}: holds {len(models)} models ({listed}); choose one with --model")
         model = models[0]
     if str(model) not in set(map(str, models)):
-        raise ValueError(f"{path}: no model {model!r} (found {len(models)} models, e.g. {models[:3]})")
+        raise ValueError(f"{path}: no model {shown(model)} (found {len(models)} models, "
+                         f"e.g. {', '.join(shown(m) for m in models[:3])})")
     row = matrix.to_frame().loc[str(model)]
     return row.dropna().rename(str(model))

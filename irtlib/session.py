@@ -196,9 +196,9 @@ def _as_response(response, item) -> int:
     try:
         value = float(response)
     except (TypeError, ValueError):
-        raise ValueError(f"response {response!r} for item {item!r} is not 0 or 1") from None
+        raise ValueError(f"response {shown(response)} for item {shown(item)} is not 0 or 1") from None
     if value not in (0.0, 1.0):
-        raise ValueError(f"response {response!r} for item {item!r} is not 0 or 1")
+        raise ValueError(f"response {shown(response)} for item {shown(item)} is not 0 or 1")
     return int(value)
 
 
@@ -325,10 +325,10 @@ class AdaptiveSession:
     def _check_item(self, item) -> int:
         expected = self.propose()
         if expected is None:
-            raise ValueError(f"item {item!r}: the session has already stopped ({self.stop_reason})")
+            raise ValueError(f"item {shown(item)}: the session has already stopped ({self.stop_reason})")
         if str(item) != expected:
             where = "is not in the item bank" if str(item) not in self._index else "was not proposed"
-            raise ValueError(f"item {item!r} {where}: the session proposed item {expected!r}")
+            raise ValueError(f"item {shown(item)} {where}: the session proposed item {shown(expected)}")
         return self._pending
 
     def record(self, item, response) -> None:
@@ -477,7 +477,7 @@ class AdaptiveSession:
         """
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"{source}: not an irtlib session state (format {got!r}, expected {STATE_FORMAT!r})")
+            raise ValueError(f"{source}: not an irtlib session state (format {shown(got)}, expected {STATE_FORMAT!r})")
         if state.get("bank_sha256") != bank.checksum:
             raise ValueError(f"{source}: was made with another item bank (checksum "
                              f"{str(state.get('bank_sha256'))[:12]}..., this bank {bank.checksum[:12]}...)")
@@ -486,12 +486,13 @@ class AdaptiveSession:
         if not isinstance(settings, dict) or not isinstance(events, list):
             raise ValueError(f"{source}: corrupt session state ('settings' or 'events' malformed)")
         try:
-            session = cls(bank, model=state.get("model"),
-                          max_items=max_items if max_items is not None or target_se is not None else settings.get("max_items"),
-                          target_se=target_se if max_items is not None or target_se is not None else settings.get("target_se"),
-                          prior_mean=settings.get("prior_mean", 0.0), prior_sd=settings.get("prior_sd", 1.0))
+            session = cls(bank, model=state.get("model"), max_items=settings.get("max_items"),
+                          target_se=settings.get("target_se"), prior_mean=settings.get("prior_mean", 0.0),
+                          prior_sd=settings.get("prior_sd", 1.0))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{source}: corrupt session settings ({exc})") from None
+        if max_items is not None or target_se is not None:      # the caller's rules replace the stored ones
+            session.set_stopping(max_items=max_items, target_se=target_se)
         stopping = (session.max_items, session.target_se)
         session.max_items, session.target_se = len(bank) + 1, None   # replay every event, whatever the budget
         for n, event in enumerate(events, start=1):
