@@ -631,6 +631,21 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     Returns
     -------
     ItemBank
+
+    Raises
+    ------
+    ValueError
+        Fewer than two models, an unknown engine, a ``variance_threshold`` outside [0, 0.25), or
+        ``interval_folds`` below 2 or above half the models.
+    ImportError
+        ``engine="pyirt"`` without the ``pyirt`` extra (torch, pyro-ppl, py-irt).
+
+    Warns
+    -----
+    IntervalCheckWarning
+        The interval check was asked for but could not run (fewer than
+        :data:`MIN_MODELS_INTERVAL_CHECK` models, or a fold could not be refitted); the header's
+        ``interval_check`` is then ``{"skipped": reason}``.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")

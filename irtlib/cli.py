@@ -254,6 +254,14 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
                        help="which benchmark of a HELM directory holding several (e.g. harmbench)")
 
 
+def _check_engine(args) -> None:
+    """``--engine pyirt`` without torch/pyro/py-irt: fail before reading any data."""
+    if getattr(args, "engine", "map") == "pyirt":
+        from .calibrate import _load_pyirt_engine
+
+        _load_pyirt_engine()
+
+
 def _input_kwargs(args) -> dict:
     return {"rule": args.binarize, "threshold": args.threshold, "layout": args.layout,
             "model_column": args.model_column, "item_column": args.item_column,
@@ -268,6 +276,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
     from .io import check_writable, load_responses
 
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
+    _check_engine(args)
     out.progress(f"reading {args.responses}")
     data = load_responses(args.responses, **_input_kwargs(args))
     m = data.matrix
@@ -450,6 +459,9 @@ def _evaluate_all(args, out: _Out) -> int:
     if args.responses is None or args.state is not None or args.model is not None:
         raise CLIUsageError("--all-models needs --responses FILE and excludes --state and --model")
     bank = read_bank(args.bank)
+    note = _plain_interval_note(bank)
+    if note:
+        out.warn(note)
     frame = read_responses(args.responses, **_input_kwargs(args)).to_frame()
     bank.check_items(frame.columns, source=str(args.responses))
     max_items, target_se = args.max_items, args.target_se
@@ -466,7 +478,7 @@ def _evaluate_all(args, out: _Out) -> int:
         session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=str(model))
         results.append(session.run(row.get))
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": str(args.responses),
-           "max_items": max_items, "target_se": target_se,
+           "max_items": max_items, "target_se": target_se, "interval_note": note,
            "results": [r.to_dict(with_items=False) for r in results]}
     lines = [f"{'model':<28} {'items':>5} {'theta':>7} {'SE':>6}  {'predicted score (95% interval)':<32}"]
     for r in results:
@@ -487,6 +499,7 @@ def _cmd_agreement(args, out: _Out) -> int:
 
     if args.output is not None:
         check_writable(_output_path(args.output), force=args.force, magic=AGREEMENT_MAGIC)
+    _check_engine(args)
     out.progress(f"reading {args.responses}")
     matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
@@ -580,8 +593,10 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
                  rule: str = "as given", progress=None, show_progress: bool = False) -> dict:
     """Write a small static HTML report of a benchmark: fit, spread of a, ceiling, agreement.
 
-    The directory is built next to ``out_dir`` and renamed into place at the end, so a failure
-    leaves nothing half-written, and an existing ``out_dir`` is only replaced with ``force``.
+    The directory is built next to ``out_dir`` and renamed into place at the end
+    (:func:`irtlib.io.atomic_directory`), so a failure or an interruption leaves nothing
+    half-written. It holds a marker file listing what irtlib wrote; an existing ``out_dir`` is
+    replaced only with ``force``, and only when it is such a report with nothing added.
 
     Parameters
     ----------
@@ -593,7 +608,7 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
     engine, n_splits, ks, n_test, seed, n_jobs, methods
         Calibration engine and agreement-protocol settings (see ``irtlib agreement``).
     force : bool
-        Replace an existing ``out_dir``.
+        Replace an existing ``out_dir`` that is a previous irtlib report.
     variance_threshold : float
     rule : str
         The binarization rule the data were read with (shown in the report).
@@ -695,6 +710,7 @@ def _cmd_report(args, out: _Out) -> int:
     if args.output.strip() == "":
         raise CLIUsageError("-o: the output path is empty")
     out_dir = check_writable(Path(args.output), force=args.force, directory=True)
+    _check_engine(args)
     out.progress(f"reading {args.responses}")
     data = load_responses(args.responses, **_input_kwargs(args))
     if args.n_splits > 0 and args.n_test >= data.matrix.shape[0] - 1:

@@ -205,7 +205,7 @@ def test_duplicate_column_names_in_a_wide_file(ws, cli):
     proc = cli("calibrate", "dup.csv", "-o", "out.csv", cwd=ws)
     assert error_line(proc, 1) == ("irtlib: error: dup.csv: column 'q0000' appears twice (columns 2 and 3); "
                                    "column names must be unique")
-    assert_untouched(before, ws) or True
+    assert_untouched(before, ws)
     assert not (ws / "out.csv").exists()
     # names equal once the surrounding whitespace is removed are duplicates too
     (ws / "dup.csv").write_text(text.replace("q0000,q0000", "q0000, q0000 ", 1))
@@ -471,6 +471,18 @@ def test_force_never_replaces_a_users_file(ws, cli):
         assert line.startswith(f"irtlib: error: {args[args.index('-o') + 1]}: already exists and was not written by "
                                "irtlib; --force replaces only irtlib's own output"), line
     assert_untouched(before, ws)
+    # irtlib's own outputs are replaced with --force: a bank, a subset, agreement results
+    for args in (("calibrate", "wide.csv", "-o", "b.csv", "--no-interval-check", "-q"),
+                 ("subset", "bank.csv", "--method", "random", "-k", "3", "-o", "s.csv"),
+                 ("agreement", "wide.csv", "--n-splits", "1", "--methods", "fluid,random", "--ks", "5", "-q",
+                  "-o", "a.csv")):
+        out = ws / args[args.index("-o") + 1]
+        assert cli(*args, cwd=ws).returncode == 0
+        inode = out.stat().st_ino
+        proc = cli(*args, "--force", cwd=ws)
+        assert proc.returncode == 0, proc.stderr
+        assert out.stat().st_ino != inode                          # a new file, renamed into place
+    assert_untouched(before, ws)
 
 
 # ---------------------------------------------------------------------------- misleading messages
@@ -579,6 +591,10 @@ def test_few_models_say_the_interval_check_is_skipped(ws, cli):
     note = json.loads(proc.stdout)["interval_note"]
     assert note.startswith("small.csv: the score interval is the plain 2PL one") and "only 8 models" in note
     assert f"irtlib: warning: {note}" in proc.stderr
+    proc = cli("evaluate", "small.csv", "--responses", "eight.csv", "--all-models", "--max-items", "5", "--json",
+               "-q", cwd=ws)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["interval_note"] == note
+    assert proc.stderr.splitlines() == [f"irtlib: warning: {note}"]
     # a bank with the check says nothing
     proc = cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m001", "--max-items", "5", "--json",
                "-q", cwd=ws)
@@ -631,7 +647,7 @@ def test_report_without_agreement_for_few_models(ws, cli):
     assert line == ("irtlib report: error: eight.csv: 8 models are too few for --n-test 10 (the agreement protocol "
                     "needs --n-test + 2): lower --n-test, or pass --n-splits 0 to write the report without the "
                     "agreement section")
-    assert_untouched(before, ws) or True
+    assert_untouched(before, ws)
     assert not (ws / "rep").exists()
     proc = cli("report", "eight.csv", "-o", "rep", "--n-splits", "0", "--json", "-q", cwd=ws)
     assert proc.returncode == 0, proc.stderr
