@@ -21,7 +21,7 @@ import gzip
 import hashlib
 import io
 import json
-import os
+import os  # noqa: F401 - kept as release.os (tests patch os.replace through it)
 import zlib
 from pathlib import Path
 
