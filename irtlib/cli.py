@@ -4,11 +4,13 @@ Thin by design: each subcommand parses its options, calls the Python API (:mod:`
 :mod:`irtlib.bank`, :mod:`irtlib.session`, :mod:`irtlib.subsets`, :mod:`irtlib.agreement`) and
 prints. Conventions:
 
-- exit status 0 on success, 2 on a usage error (argparse), 1 on bad input or any other failure,
-  130 when interrupted;
+- exit status 0 on success, 2 on a usage error (argparse, or :class:`CLIUsageError`), 1 on bad
+  input or any other failure, 130 when interrupted, 143 on SIGTERM (handled like Ctrl-C);
 - errors are one line, ``irtlib: error: <file>: row N: ...``, with no traceback (``--debug``
-  shows it);
-- outputs are written atomically and never replace an existing file without ``--force``;
+  shows it); irtlib's warnings are ``irtlib: warning: ...`` lines;
+- outputs are written atomically (:func:`irtlib.io.atomic_write`, :func:`irtlib.io.atomic_directory`)
+  with the umask's permissions; the destination is checked before any work is done; an
+  existing output is replaced only with ``--force``, and only when irtlib wrote it;
 - ``--json`` prints one JSON document on stdout; progress and prompts go to stderr; ``--quiet``
   silences progress.
 """
@@ -103,8 +105,7 @@ def _output_path(text: str, option: str = "-o") -> Path:
     if text.strip() == "":
         raise CLIUsageError(f"{option}: the output path is empty")
     if text.endswith(("/", "\\")) or text in (".", ".."):
-        raise CLIUsageError(f"{option} {text}: names a directory; give a file name (e.g. {text.rstrip('/')}/bank.csv)"
-                            if text not in (".", "..") else f"{option} {text}: names a directory; give a file name")
+        raise CLIUsageError(f"{option} {text}: names a directory; give a file name")
     return Path(text)
 
 

@@ -14,9 +14,11 @@ Errors are :class:`ValueError` with a one-line message that names the file and t
 Rows are counted from 1 after the header, so "row N" is line N + 1 of a CSV file (unless quoted
 fields span several lines).
 
-Outputs are written with :func:`atomic_write`: to a temporary file in the target directory, then
-renamed over the target, so an interrupted or failed write leaves nothing half-written, and an
-existing file is never replaced unless ``force=True``.
+Outputs are written with :func:`atomic_write` (files) and :func:`atomic_directory` (directories):
+to a temporary file or directory beside the target, then renamed over it, so an interrupted or
+failed write leaves nothing half-written; they get the usual permissions (the umask's). An
+existing output is never replaced unless ``force=True``, and then only when irtlib wrote it
+(:func:`check_writable`, which also checks the destination before any work is done).
 """
 
 from __future__ import annotations
