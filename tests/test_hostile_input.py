@@ -545,7 +545,8 @@ def test_compression_and_separator_are_detected(ws, cli, variant):
 
 
 def test_unknown_separator_offers_sep(ws, cli):
-    (ws / "odd.csv").write_text("model:item:score\nm1:q1:1\nm2:q1:0\n")
+    rows = [f"m{m}:q{q}:{int((m + q) % 3 == 0)}" for m in range(4) for q in range(3)]
+    (ws / "odd.csv").write_text("model:item:score\n" + "\n".join(rows) + "\n")
     line = error_line(cli("calibrate", "odd.csv", "-o", "b.csv", cwd=ws), 1)
     assert "odd.csv" in line and "--sep" in line, line
     assert cli("calibrate", "odd.csv", "-o", "b.csv", "--sep", ":", "--no-interval-check", "--variance-threshold",
