@@ -425,12 +425,23 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
         header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
                              compression=compression)
         _check_header([str(v) for v in header.iloc[0].tolist()] if len(header) else [], path)
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], compression=compression)
+        with warnings.catch_warnings():
+            # rows longer than the header: pandas would silently take the first column as the index
+            # (shifting every column by one) or drop the extra fields; both are wrong answers
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            try:
+                return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
+                                   compression=compression, index_col=False)
+            except pd.errors.ParserWarning:
+                width = len(header.columns)
+                raise ValueError(f"{path}: rows have more fields than the header's {width} columns (a separator at "
+                                 "the end of each line?): every row needs exactly one field per column") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, ImportError,
             EOFError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         what = "Parquet" if kind == "parquet" else ("CSV" if compression is None else f"{compression}-compressed CSV")
-        hint = "" if kind == "parquet" else " (give the field separator with --sep if it is not , tab ; or |)"
+        hint = " (give the field separator with --sep if it is not , tab ; or |)" \
+            if kind != "parquet" and isinstance(exc, pd.errors.ParserError) else ""
         raise ValueError(f"{path}: cannot read as a {what} table: {first}{hint}") from None
     except ValueError as exc:
         if str(exc).startswith(str(path)):

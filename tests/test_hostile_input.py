@@ -703,3 +703,30 @@ def test_pyirt_engine_without_torch_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"engine=\"pyirt\" needs torch, pyro-ppl and py-irt.*"
                                           r"pip install 'irtlib\[pyirt\]'"):
         fit_2pl(m, engine="pyirt")
+
+
+def test_rows_longer_than_the_header_are_not_shifted(ws, cli):
+    """pandas takes the first column as the index when every row has one field too many, shifting
+    every column by one (the model names would become the first item's scores)."""
+    lines = (ws / "wide.csv").read_text().splitlines()
+    reference = cli("calibrate", "wide.csv", "-o", "ref.csv", "--no-interval-check", "--json", "-q", cwd=ws)
+    # one extra, non-empty field on every row: refused
+    (ws / "shifted.csv").write_text("\n".join([lines[0]] + [line + ",1" for line in lines[1:]]) + "\n")
+    before = snapshot(ws)
+    proc = cli("calibrate", "shifted.csv", "-o", "b.csv", cwd=ws)
+    assert error_line(proc, 1) == ("irtlib: error: shifted.csv: rows have more fields than the header's 61 columns "
+                                   "(a separator at the end of each line?): every row needs exactly one field per "
+                                   "column")
+    assert_untouched(before, ws)
+    # a separator at the end of every data row: read as it is meant, not shifted
+    (ws / "trailing-rows.csv").write_text("\n".join([lines[0]] + [line + "," for line in lines[1:]]) + "\n")
+    proc = cli("calibrate", "trailing-rows.csv", "-o", "b1.csv", "--no-interval-check", "--json", "-q", cwd=ws)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert json.loads(proc.stdout)["bank_sha256"] == json.loads(reference.stdout)["bank_sha256"]
+    # at the end of every line, header included: an empty column, left out with a warning
+    (ws / "trailing.csv").write_text("\n".join(line + "," for line in lines) + "\n")
+    proc = cli("calibrate", "trailing.csv", "-o", "b2.csv", "--no-interval-check", "--json", "-q", cwd=ws)
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines() == ["irtlib: warning: trailing.csv: left out 1 item with only blank scores: "
+                                        "'Unnamed: 61'"]
+    assert json.loads(proc.stdout)["bank_sha256"] == json.loads(reference.stdout)["bank_sha256"]
