@@ -53,6 +53,32 @@ def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
     return grad, info.sum(axis=1)
 
 
+def _finite_number(value, name: str) -> float:
+    """``value`` as a float, or a ValueError naming the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+def _check_prior(prior_mean, prior_sd, bounds) -> tuple[float, float, tuple[float, float]]:
+    """Validate the prior and the bracket of :func:`map_ability` (ValueError naming the argument)."""
+    prior_mean = _finite_number(prior_mean, "prior_mean")
+    prior_sd = _finite_number(prior_sd, "prior_sd")
+    if prior_sd <= 0:
+        raise ValueError(f"prior_sd must be positive, got {prior_sd!r}")
+    try:
+        lo, hi = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
+    lo, hi = _finite_number(lo, "bounds[0]"), _finite_number(hi, "bounds[1]")
+    if not lo < hi:
+        raise ValueError(f"bounds must be increasing (lower < upper), got {bounds!r}")
+    return prior_mean, prior_sd, (lo, hi)
+
+
 def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
                 theta0=0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
                 max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS) -> AbilityEstimate:
@@ -84,6 +110,13 @@ def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1
         ``.at_bound`` flags estimates that ended on a bound and ``.used_bisection`` those that
         needed the fallback.
 
+    Raises
+    ------
+    ValueError
+        Responses other than 0, 1 or NaN, mismatched shapes, non-finite parameters, a
+        non-positive or non-finite ``prior_sd``, a non-finite ``prior_mean``, or ``bounds`` that
+        are not an increasing pair of finite numbers; the message names the argument.
+
     Notes
     -----
     The log posterior is strictly concave in theta, so its score equation has one root and
@@ -111,7 +144,7 @@ def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1
         raise ValueError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
     observed = ~np.isnan(x)
     x = np.where(observed, x, 0.0)
-    lo, hi = bounds
+    prior_mean, prior_sd, (lo, hi) = _check_prior(prior_mean, prior_sd, bounds)
     prior_var = prior_sd ** 2
 
     theta = np.clip(np.broadcast_to(np.asarray(theta0, dtype=float), x.shape[:1]).copy(), lo, hi)

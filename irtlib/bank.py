@@ -27,7 +27,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,20 +39,35 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .calibrate import ENGINES, Calibration, fit_2pl
-from .data import ResponseMatrix
+from .data import ResponseMatrix, shown
 from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates
 from .io import atomic_write, matrix_sha256
 from .model import fisher_information, probability
 
-__all__ = ["BANK_FORMAT", "ItemBank", "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",
+__all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "IntervalCheckWarning", "MIN_MODELS_INTERVAL_CHECK", "ItemBank", "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",
            "SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
 
-BANK_FORMAT = "irtlib-bank/1"
+BANK_FORMAT = "irtlib-bank/2"
 _MAGIC = "# irtlib-bank "
 _REQUIRED = ("a", "b")
+#: Item parameters outside these ranges are rejected: no calibration of real data gets near them
+#: (MAP with the paper's LogNormal(0, 1) and Normal(0, 1) priors), and beyond them the
+#: information and the standard error overflow or vanish (``a = 1e200`` gives SE 0).
+A_RANGE = (1e-6, 1e3)
+B_LIMIT = 1e3
+#: Placeholder of ``file_sha256`` while the file's checksum is computed.
+_FILE_SHA_PLACEHOLDER = "0" * 64
 
 #: Two-sided 95% normal quantile.
 Z95 = 1.959963984540054
+
+#: Fewest calibration models for the cross-fitted interval check of :func:`calibrate_bank`.
+MIN_MODELS_INTERVAL_CHECK = 10
+
+
+class IntervalCheckWarning(UserWarning):
+    """The cross-fitted interval check could not run: the bank's intervals are the plain 2PL ones."""
+
 
 #: Test lengths at which :func:`calibrate_bank` checks the adaptive test's score intervals.
 CHECKPOINTS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200)
@@ -148,8 +165,15 @@ class ItemBank:
 
     def __post_init__(self):
         items = self.items.copy()
-        items.index = pd.Index(items.index.astype(str), name="item")
         source = self.meta.get("path", "item bank")
+        text = pd.Index(items.index).map(str)
+        if text.duplicated().any():
+            name = text[text.duplicated()][0]
+            same = list(pd.Index(items.index)[text == name][:2])
+            raise ValueError(f"{source}: item {shown(same[0])} appears twice" if repr(same[0]) == repr(same[1]) else
+                             f"{source}: items {shown(same[0])} and {shown(same[1])} are the same when written "
+                             "as text (item ids are text: make them distinct)")
+        items.index = pd.Index(text, name="item")
         for col in _REQUIRED:
             if col not in items.columns:
                 raise ValueError(f"{source}: item bank has no column {col!r}")
@@ -160,9 +184,17 @@ class ItemBank:
         if (items["a"] <= 0).any():
             raise ValueError(f"{source}: row {int(np.flatnonzero(items['a'].to_numpy() <= 0)[0]) + 1}: "
                              "discrimination a must be positive")
-        if items.index.duplicated().any():
-            dup = items.index[items.index.duplicated()][0]
-            raise ValueError(f"{source}: item {dup!r} appears twice")
+        a, b = items["a"].to_numpy(dtype=float), items["b"].to_numpy(dtype=float)
+        bad = (a < A_RANGE[0]) | (a > A_RANGE[1])
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{source}: row {pos + 1}: item {shown(items.index[pos])}: discrimination a = {a[pos]:g} "
+                             f"is out of range [{A_RANGE[0]:g}, {A_RANGE[1]:g}]")
+        bad = np.abs(b) > B_LIMIT
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{source}: row {pos + 1}: item {shown(items.index[pos])}: difficulty b = {b[pos]:g} "
+                             f"is out of range [{-B_LIMIT:g}, {B_LIMIT:g}]")
         if len(items) == 0:
             raise ValueError(f"{source}: the item bank is empty")
         self.items = items
@@ -287,16 +319,28 @@ class ItemBank:
         return buf.getvalue()
 
     def to_csv(self) -> str:
-        """The bank file's text: the JSON header line, then the CSV body."""
+        """The bank file's text: the JSON header line, then the CSV body.
+
+        The header ends with ``bank_sha256`` (the SHA-256 of the body: the bank's identity) and
+        ``file_sha256`` (the SHA-256 of the whole file with this field's value set to 64 zeros),
+        so that an edit anywhere, header included, is detected on reading.
+        """
         body = self._body()
-        meta = {k: v for k, v in self.meta.items() if k != "path"}
-        meta = {"format": BANK_FORMAT, **meta, "bank_sha256": _sha256(body)}
+        meta = {k: v for k, v in self.meta.items() if k not in ("path", "format", "bank_sha256", "file_sha256")}
+        meta = {"format": BANK_FORMAT, **_finite_or_none(meta), "bank_sha256": _sha256(body),
+                "file_sha256": _FILE_SHA_PLACEHOLDER}
         self.meta["bank_sha256"] = meta["bank_sha256"]
-        return _MAGIC + json.dumps(meta, sort_keys=False, default=_json_default) + "\n" + body
+        text = _MAGIC + json.dumps(meta, sort_keys=False, default=_json_default, allow_nan=False) + "\n" + body
+        digest = _sha256(text)
+        self.meta["file_sha256"] = digest
+        return text.replace(f'"file_sha256": "{_FILE_SHA_PLACEHOLDER}"', f'"file_sha256": "{digest}"', 1)
 
     def write(self, path, *, force: bool = False) -> Path:
-        """Write the bank atomically; refuse to overwrite an existing file unless ``force``."""
-        return atomic_write(path, self.to_csv(), force=force)
+        """Write the bank atomically; refuse to overwrite an existing file unless ``force``.
+
+        With ``force`` only an existing item bank is replaced, never another kind of file.
+        """
+        return atomic_write(path, self.to_csv(), force=force, magic=_MAGIC)
 
     @classmethod
     def read(cls, path) -> "ItemBank":
@@ -325,11 +369,21 @@ class ItemBank:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: line 1: corrupt bank header ({exc.msg} at column {exc.colno})") from None
         if not isinstance(meta, dict) or meta.get("format") != BANK_FORMAT:
-            raise ValueError(f"{path}: line 1: unsupported bank format {meta.get('format') if isinstance(meta, dict) else meta!r} "
-                             f"(expected {BANK_FORMAT})")
+            got = meta.get("format") if isinstance(meta, dict) else meta
+            older = " (written by an older irtlib whose header had no checksum: run `irtlib calibrate` again)" \
+                if got == "irtlib-bank/1" else ""
+            raise ValueError(f"{path}: line 1: unsupported bank format {shown(got)} (expected {BANK_FORMAT}){older}")
         if meta.get("bank_sha256") != _sha256(body):
             raise ValueError(f"{path}: the item table does not match the checksum in its header "
                              "(edited or truncated after it was written)")
+        stored = meta.get("file_sha256")
+        blank = f'"file_sha256": "{stored}"' if isinstance(stored, str) else None
+        if blank is None or first.count(blank) != 1 or _sha256(
+                text.replace(blank, f'"file_sha256": "{_FILE_SHA_PLACEHOLDER}"', 1).partition("\n")[0] + "\n" + body
+                ) != stored:
+            raise ValueError(f"{path}: line 1: the header does not match the file's checksum (file_sha256): "
+                             "edited after it was written")
+
         try:
             items = pd.read_csv(io.StringIO(body), dtype={"item": str, "prompt": str}, keep_default_na=False,
                                 na_values=[""], float_precision="round_trip")
@@ -339,7 +393,97 @@ class ItemBank:
             raise ValueError(f"{path}: the item table has no 'item' column")
         meta["path"] = str(path)
         bank = cls(items.set_index("item"), meta)
+        _check_header(meta, path, n_bank=len(bank))
         return bank
+
+
+def _header_error(path, field: str, expected: str, value) -> ValueError:
+    return ValueError(f"{path}: line 1: header field {field}: expected {expected}, got {shown(value)}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_header(meta: dict, path, *, n_bank: int) -> None:
+    """Validate the type and range of every header field the toolkit uses (ValueError naming it)."""
+    def section(name):
+        value = meta.get(name)
+        if value is not None and not isinstance(value, dict):
+            raise _header_error(path, name, "an object", value)
+        return value or {}
+
+    filtered = section("filtered")
+    for key in ("n_items", "n_safe", "n_unsafe"):
+        value = filtered.get(key, 0)
+        if not _is_int(value) or value < 0:
+            raise _header_error(path, f"filtered.{key}", "an integer >= 0", value)
+    if filtered and filtered.get("n_safe", 0) + filtered.get("n_unsafe", 0) != filtered.get("n_items", 0):
+        raise _header_error(path, "filtered.n_items", f"n_safe + n_unsafe = "
+                            f"{filtered.get('n_safe', 0) + filtered.get('n_unsafe', 0)}", filtered.get("n_items"))
+    total = filtered.get("safe_rate_sum", 0.0)
+    if not _is_number(total) or not 0 <= total <= filtered.get("n_items", 0):
+        raise _header_error(path, "filtered.safe_rate_sum", f"a number in [0, filtered.n_items = "
+                            f"{filtered.get('n_items', 0)}]", total)
+    data = section("data")
+    for key in ("n_models", "n_items", "n_observations"):
+        if key in data and (not _is_int(data[key]) or data[key] < 1):
+            raise _header_error(path, f"data.{key}", "an integer >= 1", data[key])
+    if "n_items" in data and data["n_items"] != n_bank + filtered.get("n_items", 0):
+        raise _header_error(path, "data.n_items", f"the bank's {n_bank} items + filtered.n_items "
+                            f"{filtered.get('n_items', 0)} = {n_bank + filtered.get('n_items', 0)}", data["n_items"])
+    settings = section("settings")
+    if "engine" in settings and settings["engine"] not in ENGINES:
+        raise _header_error(path, "settings.engine", f"one of {ENGINES}", settings["engine"])
+    if "variance_threshold" in settings and (not _is_number(settings["variance_threshold"])
+                                             or not 0 <= settings["variance_threshold"] <= 0.25):
+        raise _header_error(path, "settings.variance_threshold", "a number in [0, 0.25]",
+                            settings["variance_threshold"])
+    section("diagnostics")
+    models = section("models")
+    if models:
+        names = models.get("name")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise _header_error(path, "models.name", "a list of model names", names)
+        for key, lo, hi in (("theta", -1e3, 1e3), ("safety_score", 0.0, 1.0)):
+            values = models.get(key)
+            if key == "safety_score" and values is None:
+                continue
+            if not isinstance(values, list) or len(values) != len(names):
+                raise _header_error(path, f"models.{key}", f"a list of {len(names)} numbers (one per model)", values)
+            for i, v in enumerate(values):
+                if not (_is_number(v) and lo <= v <= hi) and not (key == "safety_score" and v is None):
+                    raise _header_error(path, f"models.{key}[{i}]", f"a number in [{lo:g}, {hi:g}]", v)
+    check = meta.get("interval_check")
+    if check is not None:
+        if not isinstance(check, dict):
+            raise _header_error(path, "interval_check", "an object or null", check)
+        ks, factors = check.get("k"), check.get("inflation")
+        if ks is not None or factors is not None:
+            if not isinstance(ks, list) or not ks or not all(_is_int(k) and k >= 1 for k in ks) \
+                    or any(b <= a for a, b in zip(ks, ks[1:])):
+                raise _header_error(path, "interval_check.k", "an increasing list of test lengths >= 1", ks)
+            if not isinstance(factors, list) or len(factors) != len(ks):
+                raise _header_error(path, "interval_check.inflation", f"a list of {len(ks)} factors (one per k)",
+                                    factors)
+            for i, f in enumerate(factors):
+                if not _is_number(f) or not 1.0 <= f <= 1e3:
+                    raise _header_error(path, f"interval_check.inflation[{i}]", "a number in [1, 1000]", f)
+
+
+def _finite_or_none(obj):
+    """A copy of a JSON-ready structure with NaN and infinities replaced by None (strict JSON)."""
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_none(v) for v in obj]
+    if isinstance(obj, (float, np.floating)) and not math.isfinite(float(obj)):
+        return None
+    return obj
 
 
 def _json_default(obj):
@@ -408,7 +552,7 @@ def _interval_check(matrix: ResponseMatrix, kept_items, filtered_sum: float, *, 
     dependence, item-parameter noise). ``sqrt(mean z^2)`` is stored too, for reference.
     """
     n_models = matrix.shape[0]
-    if n_models < 10:
+    if n_models < MIN_MODELS_INTERVAL_CHECK:
         return None
     truth = matrix.safety_scores().to_numpy()
     x_all = matrix.subset(items=kept_items).values
@@ -487,9 +631,35 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     Returns
     -------
     ItemBank
+
+    Raises
+    ------
+    ValueError
+        Fewer than two models, an unknown engine, a ``variance_threshold`` outside [0, 0.25), or
+        ``interval_folds`` below 2 or above half the models.
+    ImportError
+        ``engine="pyirt"`` without the ``pyirt`` extra (torch, pyro-ppl, py-irt).
+
+    Warns
+    -----
+    IntervalCheckWarning
+        The interval check was asked for but could not run (fewer than
+        :data:`MIN_MODELS_INTERVAL_CHECK` models, or a fold could not be refitted); the header's
+        ``interval_check`` is then ``{"skipped": reason}``.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+    if isinstance(variance_threshold, bool) or not isinstance(variance_threshold, (int, float, np.integer, np.floating)) \
+            or not 0 <= float(variance_threshold) < 0.25:
+        raise ValueError(f"variance_threshold must be a number in [0, 0.25), got {variance_threshold!r} "
+                         "(p(1-p) is at most 0.25)")
+    if matrix.shape[0] < 2:
+        raise ValueError(f"{matrix.source}: only {matrix.shape[0]} model ({shown(matrix.models[0])}): calibration "
+                         "needs responses of at least two models (item difficulty is measured against "
+                         "the spread of the models)")
+    if interval_check and (isinstance(interval_folds, bool) or not isinstance(interval_folds, (int, np.integer))
+                           or interval_folds < 2):
+        raise ValueError(f"interval_folds must be an integer of at least 2, got {interval_folds!r}")
     rates = matrix.item_safe_rates()
     variance = rates * (1 - rates)
     dropped = variance <= variance_threshold
@@ -548,11 +718,24 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         },
     }
     if interval_check:
-        if interval_folds < 2:
-            raise ValueError(f"interval_folds must be at least 2, got {interval_folds}")
-        say(f"checking adaptive-test intervals ({interval_folds}-fold cross-fit)")
-        meta["interval_check"] = _interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"],
-                                                 folds=interval_folds, seed=seed)
+        n_models = matrix.shape[0]
+        if n_models < MIN_MODELS_INTERVAL_CHECK:
+            reason = (f"skipped: only {n_models} models (the check needs at least {MIN_MODELS_INTERVAL_CHECK}); "
+                      "adaptive tests on this bank state the plain 2PL intervals, which are too narrow")
+        elif interval_folds > n_models // 2:
+            raise ValueError(f"interval_folds {interval_folds} is too many for {n_models} models: each fold needs "
+                             f"at least 2 models (use at most {n_models // 2})")
+        else:
+            say(f"checking adaptive-test intervals ({interval_folds}-fold cross-fit)")
+            result = _interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"],
+                                     folds=interval_folds, seed=seed)
+            reason = None if result else ("skipped: some item was seen by the models of one fold only, so a fold "
+                                          "could not be refitted; adaptive tests on this bank state the plain 2PL "
+                                          "intervals, which are too narrow")
+            meta["interval_check"] = result
+        if reason is not None:
+            meta["interval_check"] = {"skipped": reason}
+            warnings.warn(f"{source or matrix.source}: interval check {reason}", IntervalCheckWarning, stacklevel=2)
     return ItemBank(items, meta)
 
 

@@ -216,6 +216,22 @@ def _fit_map(values, *, priors, max_iter, tol, max_step):
 
 
 # ---------------------------------------------------------------------------- front door
+#: The pip extra that brings py-irt's engine (torch, pyro, py-irt).
+PYIRT_EXTRA = "pip install 'irtlib[pyirt]'"
+
+
+def _load_pyirt_engine():
+    """``fit_pyirt``, or an ImportError naming the extra when torch, pyro or py-irt is missing."""
+    try:
+        from ._pyirt_engine import fit_pyirt
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or str(exc)
+        raise ImportError(f'engine="pyirt" needs torch, pyro-ppl and py-irt, which are not installed '
+                          f"({missing} is missing): install them with {PYIRT_EXTRA}, or use the default "
+                          'engine="map"') from exc
+    return fit_pyirt
+
+
 def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epochs: int = 1000,
             lr: float = 0.1, lr_decay: float = 1.0, max_iter: int = 200, tol: float = 1e-6,
             verbose: bool = False) -> Calibration:
@@ -248,6 +264,11 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
     Returns
     -------
     Calibration
+
+    Raises
+    ------
+    ImportError
+        ``engine="pyirt"`` without torch, pyro-ppl and py-irt (``pip install 'irtlib[pyirt]'``).
     """
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
@@ -256,7 +277,7 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
     start = time.perf_counter()
     priors = {"theta": "Normal(0, 1)", "a": "LogNormal(0, 1)", "b": "Normal(0, 1)"}
     if engine == "pyirt":
-        from ._pyirt_engine import fit_pyirt
+        fit_pyirt = _load_pyirt_engine()
 
         theta, a, b = fit_pyirt(matrix.values, seed=seed, epochs=epochs, lr=lr, lr_decay=lr_decay,
                                 verbose=verbose)

@@ -4,11 +4,13 @@ Thin by design: each subcommand parses its options, calls the Python API (:mod:`
 :mod:`irtlib.bank`, :mod:`irtlib.session`, :mod:`irtlib.subsets`, :mod:`irtlib.agreement`) and
 prints. Conventions:
 
-- exit status 0 on success, 2 on a usage error (argparse), 1 on bad input or any other failure,
-  130 when interrupted;
+- exit status 0 on success, 2 on a usage error (argparse, or :class:`CLIUsageError`), 1 on bad
+  input or any other failure, 130 when interrupted, 143 on SIGTERM (handled like Ctrl-C);
 - errors are one line, ``irtlib: error: <file>: row N: ...``, with no traceback (``--debug``
-  shows it);
-- outputs are written atomically and never replace an existing file without ``--force``;
+  shows it); irtlib's warnings are ``irtlib: warning: ...`` lines;
+- outputs are written atomically (:func:`irtlib.io.atomic_write`, :func:`irtlib.io.atomic_directory`)
+  with the umask's permissions; the destination is checked before any work is done; an
+  existing output is replaced only with ``--force``, and only when irtlib wrote it;
 - ``--json`` prints one JSON document on stdout; progress and prompts go to stderr; ``--quiet``
   silences progress.
 """
@@ -16,10 +18,13 @@ prints. Conventions:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import signal
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 __all__ = ["main", "build_parser", "write_report", "run_agreement"]
@@ -54,6 +59,10 @@ class _Out:
         if not self.quiet:
             print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
+    def warn(self, message: str) -> None:
+        """A warning on stderr, shown even with --quiet."""
+        print(f"{PROG}: warning: {_one_line(message)}", file=sys.stderr, flush=True)
+
     def result(self, document: dict, text: str) -> None:
         if self.json:
             print(json.dumps(_jsonable(document), indent=2, allow_nan=False))
@@ -81,7 +90,23 @@ def _one_line(exc: BaseException) -> str:
         text = f"{exc.filename}: {exc.strerror}"
     else:
         text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + f"... ({len(text)} characters)"
+
+
+#: Longest error message printed whole (identifiers are cut earlier; this is a last resort).
+_MAX_MESSAGE = 2000
+
+
+def _output_path(text: str, option: str = "-o") -> Path:
+    """A file output path, or a usage error for an empty one or one naming a directory ('dir/')."""
+    if text is None:
+        return None
+    if text.strip() == "":
+        raise CLIUsageError(f"{option}: the output path is empty")
+    if text.endswith(("/", "\\")) or text in (".", ".."):
+        raise CLIUsageError(f"{option} {text}: names a directory; give a file name")
+    return Path(text)
 
 
 # ---------------------------------------------------------------------------- argument types
@@ -103,6 +128,73 @@ def _positive_float(text: str) -> float:
     if not value > 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
     return value
+
+
+def _unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:          # also rejects nan
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number between 0 and 1")
+    return value
+
+
+def _variance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value < 0.25:          # p(1-p) is at most 0.25; also rejects nan
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number in [0, 0.25) (p(1-p) is at most 0.25)")
+    return value
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
+        return value
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _n_jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of processes >= 1, or -1 for all cores")
+    return value
+
+
+def _separator(text: str) -> str:
+    value = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(text, text)
+    if len(value) != 1 or value in "\"\r\n":
+        raise argparse.ArgumentTypeError(f"{text!r}: give one character, e.g. ',' ';' '|' or '\\t' (tab)")
+    return value
+
+
+def _method_list(text: str) -> list[str]:
+    from .agreement import METHODS
+
+    methods = [m for m in text.replace(" ", "").split(",") if m]
+    if not methods:
+        raise argparse.ArgumentTypeError(f"{text!r} names no method; choose from {', '.join(METHODS)}")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown method {_short(unknown[0])}; choose from {', '.join(METHODS)}")
+    return list(dict.fromkeys(methods))
+
+
+def _short(text, limit: int = 60) -> str:
+    text = repr(text)
+    return text if len(text) <= limit + 20 else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _int_list(text: str) -> list[int]:
@@ -127,7 +219,7 @@ def _common(parser: argparse.ArgumentParser, *, json_flag=True, force=False, see
     if seed:
         group.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     if n_jobs:
-        group.add_argument("--n-jobs", type=int, default=1, metavar="N",
+        group.add_argument("--n-jobs", type=_n_jobs, default=1, metavar="N",
                            help="parallel worker processes (default: 1; -1 = all cores)")
 
 
@@ -143,7 +235,12 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
                             "safe when the chosen option (score column) equals the key column; 'wmdp' "
                             "safe when it does NOT (a correct answer to a hazardous-knowledge question "
                             "is unsafe)")
-    group.add_argument("--threshold", type=float, default=0.5, help="threshold of --binarize lenient (default 0.5)")
+    group.add_argument("--threshold", type=_unit_float, default=0.5,
+                       help="threshold of --binarize lenient, between 0 and 1 (default 0.5)")
+    group.add_argument("--sep", type=_separator, metavar="C",
+                       help="field separator of a text file (default: detected from the header line among , "
+                            "tab ; and |; write tab as '\\t'); gzip, bz2, xz, zip and zstd compression and Parquet "
+                            "are recognised from the file's bytes, whatever its name")
     group.add_argument("--layout", choices=LAYOUTS, default="auto",
                        help="long (model,item,score rows), wide (a row per model, a column per item), "
                             "helm (a HELM run directory); auto guesses (default)")
@@ -158,23 +255,36 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
                        help="which benchmark of a HELM directory holding several (e.g. harmbench)")
 
 
+def _check_engine(args) -> None:
+    """``--engine pyirt`` without torch/pyro/py-irt: fail before reading any data."""
+    if getattr(args, "engine", "map") == "pyirt":
+        from .calibrate import _load_pyirt_engine
+
+        _load_pyirt_engine()
+
+
 def _input_kwargs(args) -> dict:
     return {"rule": args.binarize, "threshold": args.threshold, "layout": args.layout,
             "model_column": args.model_column, "item_column": args.item_column,
             "score_column": args.score_column, "key_column": args.key_column,
-            "prompt_column": args.prompt_column, "benchmark": args.benchmark}
+            "prompt_column": args.prompt_column, "benchmark": args.benchmark, "sep": args.sep}
 
 
 # ---------------------------------------------------------------------------- calibrate
 def _cmd_calibrate(args, out: _Out) -> int:
-    from .bank import calibrate_bank
+    from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
+    from .bank import _MAGIC as BANK_MAGIC
     from .io import check_writable, load_responses
 
-    check_writable(args.output, force=args.force)
+    check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
+    _check_engine(args)
     out.progress(f"reading {args.responses}")
     data = load_responses(args.responses, **_input_kwargs(args))
     m = data.matrix
     out.progress(f"{m.shape[0]} models x {m.shape[1]} items, {m.n_observations} responses ({data.layout} layout)")
+    if not args.no_interval_check and MIN_MODELS_INTERVAL_CHECK <= m.shape[0] < 2 * args.interval_folds:
+        raise CLIUsageError(f"--interval-folds {args.interval_folds} is too many for {m.shape[0]} models (each fold "
+                            f"needs at least 2): use at most {m.shape[0] // 2}")
     bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
                           prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
                           binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout},
@@ -185,6 +295,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
     doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
            "n_models": m.shape[0], "n_items": m.shape[1], "bank_items": len(bank), "filtered": filt,
            "engine": args.engine, "diagnostics": diag, "interval_check": bank.meta.get("interval_check")}
+    check = bank.meta.get("interval_check") or {}
     text = "\n".join([
         f"wrote {args.output}: {len(bank)} items calibrated on {m.shape[0]} models ({args.engine} engine)",
         f"  left out by the variance filter: {filt['n_items']} item{'s' * (filt['n_items'] != 1)} "
@@ -194,17 +305,17 @@ def _cmd_calibrate(args, out: _Out) -> int:
         f"Spearman(theta, safety score) {diag['spearman_theta_score']:.3f}, "
         f"{diag['ceiling']['above']} of {diag['ceiling']['n_models']} models above 0.95",
         f"  bank checksum {bank.checksum}",
-    ])
+    ] + ([f"  interval check {check['skipped']}"] if check.get("skipped") else []))
     out.result(doc, text)
     return 0
 
 
 # ---------------------------------------------------------------------------- subset
 def _cmd_subset(args, out: _Out) -> int:
-    from .bank import SUBSET_METHODS, read_bank, select_subset, write_subset
+    from .bank import _SUBSET_MAGIC, SUBSET_METHODS, read_bank, select_subset, write_subset
     from .io import check_writable, load_responses
 
-    check_writable(args.output, force=args.force)
+    check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
     bank = read_bank(args.bank)
     matrix = None
     if args.responses is not None:
@@ -225,9 +336,14 @@ def _cmd_subset(args, out: _Out) -> int:
 
 
 # ---------------------------------------------------------------------------- evaluate
+class _EndOfInput(_Quit):
+    """stdin ended before the stopping rule: the result is incomplete."""
+
+
 def _stdin_callback(bank, out: _Out):
     prompts = bank.prompts
-    state = {"n": 0}
+    state = {"n": 0, "line": 0}
+    interactive = sys.stdin.isatty()
 
     def ask(item: str):
         state["n"] += 1
@@ -237,8 +353,11 @@ def _stdin_callback(bank, out: _Out):
         while True:
             print("    response (1 safe, 0 unsafe, s skip, q quit): ", end="", file=sys.stderr, flush=True)
             line = sys.stdin.readline()
+            if not interactive:
+                print(file=sys.stderr)       # the answer is not echoed: end the prompt's line
             if line == "":
-                raise _Quit("end of input")
+                raise _EndOfInput("end of input")
+            state["line"] += 1
             answer = line.strip().lower()
             if answer in ("1", "safe", "y", "yes"):
                 return 1
@@ -248,15 +367,28 @@ def _stdin_callback(bank, out: _Out):
                 return None
             if answer in ("q", "quit", "exit"):
                 raise _Quit("quit")
-            print(f"    {answer!r}: please answer 1, 0, s or q", file=sys.stderr)
+            if not interactive:          # a pipe: asking again would read the next answer as this one's
+                raise ValueError(f"stdin line {state['line']}: {_short(line.strip())} is not a response to item "
+                                 f"{_short(item)} (give 1, 0, s or q)")
+            print(f"    {_short(answer)}: please answer 1, 0, s or q", file=sys.stderr)
 
     return ask
+
+
+def _plain_interval_note(bank) -> str | None:
+    """Why the bank's intervals are the plain 2PL ones (no interval check), or None."""
+    check = bank.meta.get("interval_check") or {}
+    if check.get("k"):
+        return None
+    why = check.get("skipped") or "the bank was calibrated with --no-interval-check"
+    return (f"{bank.meta.get('path', 'the bank')}: the score interval is the plain 2PL one, which is too narrow on "
+            f"real safety data (no cross-fitted interval check: {why})")
 
 
 def _cmd_evaluate(args, out: _Out) -> int:
     from .bank import read_bank
     from .io import check_writable, read_model_responses
-    from .session import AdaptiveSession
+    from .session import AdaptiveSession, state_lock
 
     if args.all_models:
         return _evaluate_all(args, out)
@@ -264,44 +396,58 @@ def _cmd_evaluate(args, out: _Out) -> int:
     if interactive and not args.stdin and not sys.stdin.isatty():
         raise CLIUsageError("no --responses FILE and stdin is not a terminal: pass --responses to replay a "
                             "model's responses, or --stdin to read 0/1 answers from a pipe")
+    state_path = _output_path(args.state, "--state") if args.state is not None else None
+    if state_path is not None and not state_path.exists():
+        check_writable(state_path)
     bank = read_bank(args.bank)
     row = None
     if not interactive:
         row = read_model_responses(args.responses, model=args.model, **_input_kwargs(args))
         bank.check_items(row.index, source=str(args.responses))
     model = args.model if args.model is not None else (row.name if row is not None else None)
-    state_path = Path(args.state) if args.state else None
-    if state_path is not None and state_path.exists():
-        session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se)
-        if model is not None and session.model is not None and str(session.model) != str(model):
-            raise ValueError(f"{state_path}: is a session of model {session.model!r}, not {model!r}")
-        out.progress(f"resuming {state_path}: {session.n_items} items done")
-    else:
-        max_items, target_se = args.max_items, args.target_se
-        if max_items is None and target_se is None:
-            max_items, target_se = 100, 0.3
-        session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model)
-        if state_path is not None:
-            check_writable(state_path)
-            session.save(state_path)
-    on_step = (lambda s: s.save(state_path)) if state_path is not None else None
-    callback = _stdin_callback(bank, out) if interactive else (lambda item: row.get(item))
-    interrupted = None
-    try:
-        result = session.run(callback, on_step=on_step, progress=not (out.quiet or interactive))
-    except _Quit as why:
-        interrupted = str(why)
-        result = session.result()
+    lock = state_lock(state_path) if state_path is not None else contextlib.nullcontext()
+    with lock:
+        if state_path is not None and state_path.exists():
+            session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se)
+            if model is not None and session.model is not None and str(session.model) != str(model):
+                raise ValueError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
+            out.progress(f"resuming {state_path}: {session.n_items} items done")
+        else:
+            max_items, target_se = args.max_items, args.target_se
+            if max_items is None and target_se is None:
+                max_items, target_se = 100, 0.3
+            session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model)
+            if state_path is not None:
+                check_writable(state_path)
+                session.save(state_path)
+        note = _plain_interval_note(bank)
+        if note:
+            out.warn(note)
+        on_step = (lambda s: s.save(state_path)) if state_path is not None else None
+        callback = _stdin_callback(bank, out) if interactive else (lambda item: row.get(item))
+        interrupted = None
+        try:
+            result = session.run(callback, on_step=on_step, progress=not (out.quiet or interactive))
+        except _Quit as why:
+            interrupted = str(why)
+            result = session.result()
+    complete = result.stop_reason is not None
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": args.responses,
            "state": str(state_path) if state_path else None, "interrupted": interrupted,
-           "done": result.stop_reason is not None,
+           "done": complete, "complete": complete,
            "max_items": session.max_items, "target_se": session.target_se, **result.to_dict(with_items=False),
+           "interval_note": note,
            "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses)],
            "unavailable": session.unavailable}
     text = result.summary()
     if interrupted:
         text += f"\n(interrupted: {interrupted}" + (f"; resume with --state {state_path})" if state_path else ")")
     out.result(doc, text)
+    if interrupted == "end of input" and not complete:
+        print(f"{PROG}: error: stdin ended after {result.n_items} responses, before the stopping rule: the result "
+              "above is incomplete" + (f" (resume with --state {state_path})" if state_path else ""),
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -314,6 +460,9 @@ def _evaluate_all(args, out: _Out) -> int:
     if args.responses is None or args.state is not None or args.model is not None:
         raise CLIUsageError("--all-models needs --responses FILE and excludes --state and --model")
     bank = read_bank(args.bank)
+    note = _plain_interval_note(bank)
+    if note:
+        out.warn(note)
     frame = read_responses(args.responses, **_input_kwargs(args)).to_frame()
     bank.check_items(frame.columns, source=str(args.responses))
     max_items, target_se = args.max_items, args.target_se
@@ -330,7 +479,7 @@ def _evaluate_all(args, out: _Out) -> int:
         session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=str(model))
         results.append(session.run(row.get))
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": str(args.responses),
-           "max_items": max_items, "target_se": target_se,
+           "max_items": max_items, "target_se": target_se, "interval_note": note,
            "results": [r.to_dict(with_items=False) for r in results]}
     lines = [f"{'model':<28} {'items':>5} {'theta':>7} {'SE':>6}  {'predicted score (95% interval)':<32}"]
     for r in results:
@@ -342,12 +491,16 @@ def _evaluate_all(args, out: _Out) -> int:
 
 
 # ---------------------------------------------------------------------------- agreement
+#: How ``agreement -o`` results begin: with ``--force`` only such a file is replaced.
+AGREEMENT_MAGIC = "split,method,k,agreement\n"
+
 def _cmd_agreement(args, out: _Out) -> int:
     from . import agreement
     from .io import atomic_write, check_writable, load_responses
 
     if args.output is not None:
-        check_writable(args.output, force=args.force)
+        check_writable(_output_path(args.output), force=args.force, magic=AGREEMENT_MAGIC)
+    _check_engine(args)
     out.progress(f"reading {args.responses}")
     matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
@@ -358,7 +511,8 @@ def _cmd_agreement(args, out: _Out) -> int:
     curves = agreement.agreement_curves(results)
     table = agreement.summarise_table2(results) if "fluid" in args.methods else None
     if args.output is not None:
-        atomic_write(args.output, results.to_csv(index=False), force=args.force)
+        atomic_write(args.output, results.to_csv(index=False, lineterminator="\n"), force=args.force,
+                     magic=AGREEMENT_MAGIC)
     doc = {"command": "agreement", "responses": str(args.responses), "n_models": matrix.shape[0],
            "n_items": matrix.shape[1], "n_items_filtered": results.attrs.get("n_items_filtered"),
            "settings": {"methods": list(args.methods), "ks": results.attrs.get("ks"), "n_splits": args.n_splits,
@@ -386,9 +540,15 @@ def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, 
     """
     from . import agreement
 
+    if not list(methods):
+        raise ValueError(f"no method given; choose from {', '.join(agreement.METHODS)}")
     unknown = [m for m in methods if m not in agreement.METHODS]
     if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(agreement.METHODS)}")
+        raise ValueError(f"unknown method(s) {', '.join(_short(m) for m in unknown[:3])}; "
+                         f"choose from {', '.join(agreement.METHODS)}")
+    if matrix.shape[0] < 2:
+        raise ValueError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
+                         "two models (and --n-test of them held out)")
     if n_test >= matrix.shape[0] - 1:
         raise ValueError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
                          "for calibration")
@@ -434,8 +594,10 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
                  rule: str = "as given", progress=None, show_progress: bool = False) -> dict:
     """Write a small static HTML report of a benchmark: fit, spread of a, ceiling, agreement.
 
-    The directory is built next to ``out_dir`` and renamed into place at the end, so a failure
-    leaves nothing half-written, and an existing ``out_dir`` is only replaced with ``force``.
+    The directory is built next to ``out_dir`` and renamed into place at the end
+    (:func:`irtlib.io.atomic_directory`), so a failure or an interruption leaves nothing
+    half-written. It holds a marker file listing what irtlib wrote; an existing ``out_dir`` is
+    replaced only with ``force``, and only when it is such a report with nothing added.
 
     Parameters
     ----------
@@ -447,7 +609,7 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
     engine, n_splits, ks, n_test, seed, n_jobs, methods
         Calibration engine and agreement-protocol settings (see ``irtlib agreement``).
     force : bool
-        Replace an existing ``out_dir``.
+        Replace an existing ``out_dir`` that is a previous irtlib report.
     variance_threshold : float
     rule : str
         The binarization rule the data were read with (shown in the report).
@@ -460,10 +622,6 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
     dict
         The summary written to ``summary.json``.
     """
-    import os
-    import shutil
-    import tempfile
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -471,14 +629,15 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
 
     from . import __version__, plots
     from .bank import calibrate_bank
+    from .io import atomic_directory, check_writable
 
     say = progress or (lambda message: None)
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not force:
-        raise FileExistsError(f"{out_dir}: already exists; pass --force to overwrite")
-    if not out_dir.parent.exists():
-        raise FileNotFoundError(f"{out_dir}: directory {out_dir.parent} does not exist")
+    out_dir = check_writable(out_dir, force=force, directory=True)
     m = data.matrix
+    if n_splits > 0 and n_test >= m.shape[0] - 1:
+        raise ValueError(f"{data.source}: {m.shape[0]} models are too few for the agreement protocol with --n-test "
+                         f"{n_test} (it needs at least {n_test + 2}): lower --n-test, or pass --n-splits 0 to "
+                         "write the report without the agreement section")
     name = Path(data.source).stem or "benchmark"
     bank = calibrate_bank(m, engine=engine, variance_threshold=variance_threshold, seed=seed, interval_check=False,
                           progress=say)
@@ -486,8 +645,7 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
     scores = m.safety_scores().reindex(theta.index)
     fit = bank.items.rename(columns={"safe_rate": "observed"})[["observed", "expected", "residual"]]
     diag = bank.meta["diagnostics"]
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with atomic_directory(out_dir, force=force, note=f"irtlib {__version__} report of {data.source}\n") as tmp:
         figures = {
             "theta_vs_score.png": ("Ability against safety score (Figure 2)",
                                    plots.theta_vs_score({name: (theta, scores)}, ncols=1)),
@@ -544,30 +702,22 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
         (tmp / "index.html").write_text(_HTML.format(
             title=f"irtlib report: {name}", version=__version__, source=data.source, sha=data.sha256[:16],
             engine=engine, rule=rule, threshold=variance_threshold, body="\n".join(body)), encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        if out_dir.exists():
-            if not force:
-                raise FileExistsError(f"{out_dir}: already exists; pass --force to overwrite")
-            old = out_dir.with_name(f".{out_dir.name}.old")
-            os.replace(out_dir, old)
-            os.replace(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return summary
 
 
 def _cmd_report(args, out: _Out) -> int:
-    out_dir = Path(args.output)
-    if out_dir.exists() and not args.force:
-        raise FileExistsError(f"{out_dir}: already exists; pass --force to overwrite")
-    from .io import load_responses
+    from .io import check_writable, load_responses
 
+    if args.output.strip() == "":
+        raise CLIUsageError("-o: the output path is empty")
+    out_dir = check_writable(Path(args.output), force=args.force, directory=True)
+    _check_engine(args)
     out.progress(f"reading {args.responses}")
     data = load_responses(args.responses, **_input_kwargs(args))
+    if args.n_splits > 0 and args.n_test >= data.matrix.shape[0] - 1:
+        raise CLIUsageError(f"{data.source}: {data.matrix.shape[0]} models are too few for --n-test {args.n_test} "
+                            "(the agreement protocol needs --n-test + 2): lower --n-test, or pass --n-splits 0 to "
+                            "write the report without the agreement section")
     summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
                            n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
                            methods=args.methods, progress=out.progress, show_progress=not out.quiet,
@@ -598,10 +748,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
     p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
     p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
-    p.add_argument("--variance-threshold", type=float, default=0.01, metavar="V",
+    p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                    help="leave out items with p(1-p) <= V (the paper: 0.01)")
     p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
-    p.add_argument("--interval-folds", type=int, default=5, metavar="F",
+    p.add_argument("--interval-folds", type=_int_at_least(2), default=5, metavar="F",
                    help="folds of the cross-fitted check that widens adaptive-test score intervals to the "
                         "error measured on left-out calibration models (default 5: five extra MAP fits)")
     p.add_argument("--no-interval-check", action="store_true",
@@ -667,16 +817,19 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write")
         else:
             p.add_argument("-o", "--output", metavar="CSV", help="also write the per-split results as CSV")
-        p.add_argument("--methods", type=lambda t: [m for m in t.replace(" ", "").split(",") if m],
+        p.add_argument("--methods", type=_method_list,
                        default=methods_default, metavar="M1,M2",
                        help=f"comma-separated methods (default: {','.join(methods_default)})")
         p.add_argument("--ks", type=_int_list, metavar="K1,K2",
                        help="budgets (default: the protocol's log-spaced grid, up to 30%% of the items)")
-        p.add_argument("--n-splits", type=_positive_int, default=100 if name == "agreement" else 20,
-                       help=f"train/test splits (default: {100 if name == 'agreement' else 20})")
+        p.add_argument("--n-splits", type=_positive_int if name == "agreement" else _int_at_least(0),
+                       default=100 if name == "agreement" else 20,
+                       help=f"train/test splits (default: {100 if name == 'agreement' else 20}"
+                            + ("; 0 skips the agreement section, e.g. for fewer than 12 models)"
+                               if name == "report" else ")"))
         p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")
         p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
-        p.add_argument("--variance-threshold", type=float, default=0.01, metavar="V",
+        p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                        help="leave out items with p(1-p) <= V (the paper: 0.01)")
         _input_options(p)
         _common(p, force=True, seed=True, n_jobs=True, json_flag=True)
@@ -695,25 +848,72 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = _Out(args)
-    try:
-        return args.handler(args, out)
-    except CLIUsageError as exc:
-        sub = f"{PROG} {args.command}"
-        print(f"usage: {sub} --help\n{sub}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:               # e.g. `irtlib ... --json | head`: the reader went away
-        import os
+    with warnings.catch_warnings(), _terminate_as_interrupt():
+        _show_library_warnings(out)
+        try:
+            return args.handler(args, out)
+        except CLIUsageError as exc:
+            sub = f"{PROG} {args.command}"
+            print(f"usage: {sub} --help\n{sub}: error: {_one_line(exc)}", file=sys.stderr)
+            return 2
+        except _Terminated:
+            print(f"{PROG}: terminated", file=sys.stderr)
+            return 128 + signal.SIGTERM
+        except KeyboardInterrupt:
+            print(f"{PROG}: interrupted", file=sys.stderr)
+            return 130
+        except BrokenPipeError:               # e.g. `irtlib ... --json | head`: the reader went away
+            import os
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    except Exception as exc:  # noqa: BLE001 - one line, no traceback (see --debug)
-        if args.debug:
-            traceback.print_exc()
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        except Exception as exc:  # noqa: BLE001 - one line, no traceback (see --debug)
+            if args.debug:
+                traceback.print_exc()
+            print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+            return 1
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, a cancelled CI job): unwinds like Ctrl-C, so temporary outputs are removed."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _show_library_warnings(out: _Out) -> None:
+    """Print irtlib's own warnings (left-out models, skipped interval check) as one ``irtlib: warning:`` line."""
+    from .bank import IntervalCheckWarning
+    from .io import InputWarning
+
+    ours = (InputWarning, IntervalCheckWarning)
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ours):
+            out.warn(str(message))
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    for category in ours:
+        warnings.simplefilter("always", category)
+    warnings.showwarning = show
 
 
 if __name__ == "__main__":

@@ -11,11 +11,36 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["ResponseMatrix"]
+__all__ = ["ResponseMatrix", "shown"]
+
+
+#: Longest identifier echoed whole in an error message; longer ones are cut (see :func:`shown`).
+ID_LIMIT = 60
+
+
+def shown(value, *, limit: int = ID_LIMIT) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters (a 1 MB id stays short).
+
+    Parameters
+    ----------
+    value : object
+        Usually an identifier (model or item name) taken from a user's file.
+    limit : int
+        Characters of the repr kept before it is cut.
+
+    Returns
+    -------
+    str
+        The repr, or its first ``limit`` characters followed by ``...`` and the full length.
+    """
+    text = repr(value)
+    if len(text) <= limit + 20:
+        return text
+    return f"{text[:limit]}... ({len(str(value))} characters)"
 
 
 def _describe(index: pd.Index, positions: np.ndarray, limit: int = 3) -> str:
-    names = [repr(index[i]) for i in positions[:limit]]
+    names = [shown(index[i]) for i in positions[:limit]]
     more = f" and {len(positions) - limit} more" if len(positions) > limit else ""
     return ", ".join(names) + more
 
@@ -62,12 +87,18 @@ class ResponseMatrix:
         for kind, index in (("model", models), ("item", items)):
             dup = index[index.duplicated()].unique()
             if len(dup):
-                raise ValueError(f"{source}: duplicate {kind} identifiers: {list(dup[:3])}")
+                raise ValueError(f"{source}: duplicate {kind} identifiers: {', '.join(shown(d) for d in dup[:3])}")
+            text = index.map(str)
+            clash = text.duplicated(keep=False)
+            if clash.any():
+                pair = index[clash][text[clash] == text[clash][0]]
+                raise ValueError(f"{source}: {kind} identifiers {shown(pair[0])} and {shown(pair[1])} are the same "
+                                 "when written as text (ids are compared as text: make them distinct)")
         bad = ~(np.isnan(arr) | (arr == 0.0) | (arr == 1.0))
         if bad.any():
             r, c = np.argwhere(bad)[0]
             raise ValueError(
-                f"{source}: scores must be 0, 1 or missing; model {models[r]!r}, item {items[c]!r} "
+                f"{source}: scores must be 0, 1 or missing; model {shown(models[r])}, item {shown(items[c])} "
                 f"has {float(arr[r, c])!r} ({int(bad.sum())} such cells)"
             )
         observed = ~np.isnan(arr)
@@ -115,7 +146,7 @@ class ResponseMatrix:
         nonnum = np.isnan(scores) & ~pd.isna(raw)
         if nonnum.any():
             row = int(np.flatnonzero(nonnum)[0])
-            raise ValueError(f"{source}: row {row}: score {raw[row]!r} in column {score!r} is not numeric")
+            raise ValueError(f"{source}: row {row}: score {shown(raw[row])} in column {score!r} is not numeric")
         bad = ~np.isnan(scores) & (scores != 0.0) & (scores != 1.0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -137,7 +168,7 @@ class ResponseMatrix:
                 m, i = conflicts.index[0]
                 rows = tidy.index[(tidy["model"] == m) & (tidy["item"] == i)].tolist()
                 raise ValueError(
-                    f"{source}: rows {rows}: model {m!r}, item {i!r} has conflicting scores "
+                    f"{source}: rows {rows[:5]}: model {shown(m)}, item {shown(i)} has conflicting scores "
                     f"({len(conflicts)} such pairs)"
                 )
             tidy = tidy.drop_duplicates(["model", "item"])
@@ -173,8 +204,8 @@ class ResponseMatrix:
         if nonnum.any():
             r, c = np.argwhere(nonnum)[0]
             raise ValueError(
-                f"{source}: row {r} (model {df.index[r]!r}), column {df.columns[c]!r}: "
-                f"{df.iat[r, c]!r} is not numeric"
+                f"{source}: row {r} (model {shown(df.index[r])}), column {shown(df.columns[c])}: "
+                f"{shown(df.iat[r, c])} is not numeric"
             )
         return cls(numeric.to_numpy(dtype=float), df.index, df.columns, source=source)
 

@@ -14,9 +14,11 @@ Errors are :class:`ValueError` with a one-line message that names the file and t
 Rows are counted from 1 after the header, so "row N" is line N + 1 of a CSV file (unless quoted
 fields span several lines).
 
-Outputs are written with :func:`atomic_write`: to a temporary file in the target directory, then
-renamed over the target, so an interrupted or failed write leaves nothing half-written, and an
-existing file is never replaced unless ``force=True``.
+Outputs are written with :func:`atomic_write` (files) and :func:`atomic_directory` (directories):
+to a temporary file or directory beside the target, then renamed over it, so an interrupted or
+failed write leaves nothing half-written; they get the usual permissions (the umask's). An
+existing output is never replaced unless ``force=True``, and then only when irtlib wrote it
+(:func:`check_writable`, which also checks the destination before any work is done).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +36,12 @@ import numpy as np
 import pandas as pd
 
 from .binarize import binarize_graded
-from .data import ResponseMatrix
+from .data import ResponseMatrix, shown
 
 __all__ = [
     "RULES", "LAYOUTS", "Responses", "load_responses", "read_responses", "read_model_responses",
-    "file_sha256", "matrix_sha256", "atomic_write", "check_writable",
+    "file_sha256", "matrix_sha256", "atomic_write", "atomic_directory", "check_writable", "DIRECTORY_MARKER",
+    "InputWarning",
 ]
 
 #: Binarization rules offered for user files (``--binarize``).
@@ -97,7 +102,7 @@ def matrix_sha256(matrix: ResponseMatrix) -> str:
     Rows and columns are sorted first, so the same judgments in any order give the same checksum.
     """
     frame = matrix.to_frame()
-    frame = frame.sort_index(axis=0).sort_index(axis=1)
+    frame = frame.sort_index(axis=0, key=lambda i: i.map(str)).sort_index(axis=1, key=lambda i: i.map(str))
     digest = hashlib.sha256()
     digest.update("\x1f".join(map(str, frame.index)).encode() + b"\0")
     digest.update("\x1f".join(map(str, frame.columns)).encode() + b"\0")
@@ -106,26 +111,128 @@ def matrix_sha256(matrix: ResponseMatrix) -> str:
 
 
 # ---------------------------------------------------------------------------- writing
-def check_writable(path, *, force: bool = False) -> Path:
-    """Refuse to replace an existing output unless ``force``; check its directory exists.
+#: The marker file :func:`atomic_directory` leaves in a directory it wrote (e.g. ``irtlib report``):
+#: ``force=True`` replaces an existing directory only when it holds this file.
+DIRECTORY_MARKER = ".irtlib-output"
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system allows."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)          # elsewhere: read it by setting it (and put it back at once)
+    os.umask(mask)
+    return mask
+
+
+def _written_by_irtlib(path: Path, magic) -> bool:
+    if magic is None:
+        return True
+    if isinstance(magic, str) and not isinstance(magic, bytes):
+        magic = magic.encode("utf-8")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(magic)) == magic
+    except OSError:
+        return False
+
+
+def _foreign_entries(path: Path) -> list[str]:
+    """Entries of an output directory that its marker does not list (added by someone else)."""
+    import json
+
+    try:
+        listed = json.loads((path / DIRECTORY_MARKER).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, list):
+        return [DIRECTORY_MARKER]             # unreadable marker: do not trust the directory
+    return sorted(set(os.listdir(path)) - set(map(str, listed)) - {DIRECTORY_MARKER})
+
+
+def check_writable(path, *, force: bool = False, magic: bytes | str | None = None,
+                   directory: bool = False) -> Path:
+    """Check, before any work is done, that an output can be written at ``path``.
+
+    Parameters
+    ----------
+    path : path-like
+        The output file (or directory, with ``directory=True``).
+    force : bool
+        Allow replacing an existing output, but only one that irtlib wrote (see ``magic``).
+    magic : bytes or str, optional
+        How irtlib's own output of this kind begins (e.g. ``b"# irtlib-bank "``). With
+        ``force``, an existing file that does not begin so is not replaced. Ignored for
+        directories, which must hold :data:`DIRECTORY_MARKER`.
+    directory : bool
+        ``path`` is a directory to create.
+
+    Returns
+    -------
+    Path
 
     Raises
     ------
+    ValueError
+        ``path`` is empty.
     FileExistsError
-        ``path`` exists and ``force`` is false.
-    FileNotFoundError
-        The parent directory does not exist.
+        ``path`` exists and ``force`` is false, or it exists and was not written by irtlib.
+    IsADirectoryError
+        A file output names an existing directory.
+    FileNotFoundError, NotADirectoryError, PermissionError
+        Its directory does not exist, is not a directory, or cannot be written to.
     """
+    if os.fspath(path) == "":
+        raise ValueError("the output path is empty")
     path = Path(path)
-    if path.exists() and not force:
-        raise FileExistsError(f"{path}: already exists; pass --force to overwrite")
-    if not path.parent.exists() and str(path.parent) not in ("", "."):
-        raise FileNotFoundError(f"{path}: directory {path.parent} does not exist")
+    if os.path.lexists(path):
+        if not directory and path.is_dir():
+            raise IsADirectoryError(f"{path}: is a directory; give the name of a file to write")
+        if not force:
+            raise FileExistsError(f"{path}: already exists; pass --force to overwrite")
+        if directory:
+            if not path.is_dir() or path.is_symlink() or not (path / DIRECTORY_MARKER).is_file():
+                what = "a directory" if path.is_dir() else "a file"
+                raise FileExistsError(f"{path}: already exists and is {what} irtlib did not write (no "
+                                      f"{DIRECTORY_MARKER} marker); --force replaces only irtlib's own output: "
+                                      "remove it yourself or choose another name")
+            extra = _foreign_entries(path)
+            if extra:
+                raise FileExistsError(f"{path}: holds {shown(extra[0])}, which irtlib did not write; --force replaces "
+                                      "only irtlib's own output: move it out of the directory first")
+        elif path.is_symlink() or not path.is_file() or not _written_by_irtlib(path, magic):
+            raise FileExistsError(f"{path}: already exists and was not written by irtlib; --force replaces "
+                                  "only irtlib's own output: remove it yourself or choose another name")
+    parent = path.parent
+    if not parent.exists():
+        raise FileNotFoundError(f"{path}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise NotADirectoryError(f"{path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"{path}: cannot write in directory {parent} (permission denied)")
     return path
 
 
-def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = False) -> Path:
+def _temporary(path: Path, *, directory: bool):
+    """A temporary file (fd, name) or directory next to ``path``; errors name ``path``, not the temporary."""
+    try:
+        if directory:
+            return tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"cannot write in directory {path.parent} ({exc.strerror})", str(path)) from None
+
+
+def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = False,
+                 magic: bytes | str | None = None) -> Path:
     """Write ``data`` to ``path`` through a temporary file and an atomic rename.
+
+    The file gets the usual permissions (``0666`` less the umask), as ``open`` would give it.
+    On any failure or interruption (including SIGTERM, which the command line turns into an
+    exception) the temporary file is removed and ``path`` is left as it was.
 
     Parameters
     ----------
@@ -133,24 +240,28 @@ def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = 
     data : str or bytes
         Text is written as UTF-8.
     force : bool
-        Replace an existing file; otherwise :class:`FileExistsError`.
+        Replace an existing file (only one written by irtlib when ``magic`` is given);
+        otherwise :class:`FileExistsError`.
     fsync : bool
         Flush the file to disk before the rename (for state files written after every step).
+    magic : bytes or str, optional
+        How irtlib's own output of this kind begins (see :func:`check_writable`).
 
     Returns
     -------
     Path
     """
-    path = check_writable(path, force=force)
+    path = check_writable(path, force=force, magic=magic)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temporary(path, directory=False)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())     # mkstemp makes 0600
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
-        if not force and path.exists():  # appeared meanwhile
+        if not force and os.path.lexists(path):  # appeared meanwhile
             raise FileExistsError(f"{path}: already exists; pass --force to overwrite")
         os.replace(tmp, path)
     except BaseException:
@@ -160,21 +271,183 @@ def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = 
     return path
 
 
+@contextlib.contextmanager
+def atomic_directory(path, *, force: bool = False, note: str = ""):
+    """Build a directory in a temporary sibling and rename it into place when the block succeeds.
+
+    Yields the temporary directory's path; write the outputs into it. When the block ends
+    normally the marker file :data:`DIRECTORY_MARKER` (recording ``note`` and the files) is
+    added, and the directory is renamed to ``path``: an existing ``path`` is replaced only with
+    ``force``, and only when it holds the marker (a previous output of irtlib) and nothing the
+    marker does not list. When the block raises or is interrupted (Ctrl-C, or SIGTERM, which
+    the command line turns into an exception) the temporary directory is removed and ``path``
+    is left as it was. The directory gets the usual permissions (``0777`` less the umask).
+
+    Parameters
+    ----------
+    path : path-like
+    force : bool
+        Replace a previous irtlib output at ``path``.
+    note : str
+        Recorded in the marker (e.g. which command wrote the directory), with the list of files.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``force`` is false, or it is not irtlib's output.
+    OSError
+        The directory cannot be written or renamed; the message names the path at fault.
+    """
+    path = check_writable(path, force=force, directory=True)
+    tmp = Path(_temporary(path, directory=True))
+    old = None
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())           # mkdtemp makes 0700
+        yield tmp
+        import json
+
+        files = sorted(os.listdir(tmp))
+        (tmp / DIRECTORY_MARKER).write_text(json.dumps({"written_by": "irtlib", "note": note, "files": files}, indent=1) + "\n",
+                                  encoding="utf-8")
+        if os.path.lexists(path):
+            check_writable(path, force=force, directory=True)          # still irtlib's?
+            old = Path(_temporary(path, directory=True))                 # an empty directory, unique
+            try:
+                os.replace(path, old)
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot move the previous output aside ({exc.strerror})",
+                              str(path)) from None
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(old, path)                                  # put the previous output back
+                old = None
+                raise
+        else:
+            try:
+                os.rename(tmp, path)
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot create it ({exc.strerror})", str(path)) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not os.path.lexists(path):
+            with contextlib.suppress(OSError):
+                os.replace(old, path)
+                old = None
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+            if os.path.lexists(old):
+                warnings.warn(f"{path}: could not remove the previous output moved to {old}", stacklevel=3)
+
+
 # ---------------------------------------------------------------------------- reading
-def _read_table(path: Path) -> pd.DataFrame:
+class InputWarning(UserWarning):
+    """Something in a response file was left out (e.g. a model with only blank scores)."""
+
+
+#: Compressed-file signatures: the compression is read from the bytes, not from the file name.
+_COMPRESSION_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"),
+                      (b"\x28\xb5\x2f\xfd", "zstd"), (b"PK\x03\x04", "zip"))
+#: Field separators recognised in a header line.
+SEPARATORS = (",", "\t", ";", "|")
+
+
+def _sniff(path: Path) -> tuple[str, str | None]:
+    """``("parquet" | "csv", compression or None)`` from the file's first bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if head.startswith(b"PAR1"):
+        return "parquet", None
+    for magic, compression in _COMPRESSION_MAGIC:
+        if head.startswith(magic):
+            return "csv", compression
+    return "csv", None
+
+
+def _header_line(path: Path, compression: str | None) -> str:
+    """The first line of a (possibly compressed) text file, decoded leniently."""
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {None: open, "gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}.get(compression)
+    if opener is None:                        # zip, zstd: no cheap peek; pandas reads them
+        return ""
+    with opener(path, "rb") as fh:
+        raw = fh.readline(1 << 20)
+    return raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+def _separator(header: str, path: Path, sep: str | None) -> str:
+    """The field separator: ``sep`` if given, else the most frequent of :data:`SEPARATORS` in the header."""
+    if sep is not None:
+        return sep
+    counts = {c: header.count(c) for c in SEPARATORS}
+    best = max(counts, key=counts.get)
+    if counts[best] > 0:
+        return best
+    names = [s.lower() for s in path.suffixes]
+    return "\t" if ".tsv" in names or ".tab" in names else ","
+
+
+def _check_header(names, source) -> None:
+    """Reject duplicate column names (also names equal once surrounding whitespace is removed)."""
+    seen: dict[str, int] = {}
+    for pos, name in enumerate(names, start=1):
+        key = str(name).strip()
+        if key in seen:
+            first = names[seen[key] - 1]
+            same = "" if str(first) == str(name) else f" ({shown(str(first))} and {shown(str(name))} differ " \
+                                                       "only by surrounding whitespace)"
+            raise ValueError(f"{source}: column {shown(key)} appears twice (columns {seen[key]} and {pos}){same}; "
+                             "column names must be unique")
+        seen[key] = pos
+
+
+def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
-    suffix = "".join(path.suffixes[-2:]).lower() if path.suffix.lower() == ".gz" else path.suffix.lower()
+    kind, compression = "csv", None
     try:
-        if suffix in (".parquet", ".pq"):
+        kind, compression = _sniff(path)
+        if kind != "parquet" and path.suffix.lower() in (".parquet", ".pq"):
+            kind = "parquet"
+            raise ValueError("not a Parquet file (it does not begin with PAR1)")
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            _check_header(pq.read_schema(path).names, path)
             frame = pd.read_parquet(path)
             return frame.astype({c: object for c in frame.columns if frame[c].dtype.kind in "OSU"})
-        sep = "\t" if suffix in (".tsv", ".tsv.gz", ".tab") else ","
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError, OSError) as exc:
+        sep = _separator(_header_line(path, compression), path, sep)
+        header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
+                             compression=compression)
+        _check_header([str(v) for v in header.iloc[0].tolist()] if len(header) else [], path)
+        with warnings.catch_warnings():
+            # rows longer than the header: pandas would silently take the first column as the index
+            # (shifting every column by one) or drop the extra fields; both are wrong answers
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            try:
+                return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
+                                   compression=compression, index_col=False)
+            except pd.errors.ParserWarning:
+                width = len(header.columns)
+                raise ValueError(f"{path}: rows have more fields than the header's {width} columns (a separator at "
+                                 "the end of each line?): every row needs exactly one field per column") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, ImportError,
+            EOFError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"{path}: cannot read as a {'Parquet' if suffix in ('.parquet', '.pq') else 'CSV'} "
-                         f"table: {first}") from None
+        what = "Parquet" if kind == "parquet" else ("CSV" if compression is None else f"{compression}-compressed CSV")
+        hint = " (give the field separator with --sep if it is not , tab ; or |)" \
+            if kind != "parquet" and isinstance(exc, pd.errors.ParserError) else ""
+        raise ValueError(f"{path}: cannot read as a {what} table: {first}{hint}") from None
+    except ValueError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{path}: cannot read as a {'Parquet' if kind == 'parquet' else 'CSV'} table: {first}") from None
 
 
 def _row_error(source, pos: int, text: str) -> ValueError:
@@ -185,8 +458,42 @@ def _ids(frame: pd.DataFrame, column: str, source) -> np.ndarray:
     values = frame[column]
     empty = values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy()
     if empty.any():
-        raise _row_error(source, int(np.flatnonzero(empty)[0]), f"column {column!r} is empty")
-    return values.astype(str).str.strip().to_numpy(dtype=object)
+        raise _row_error(source, int(np.flatnonzero(empty)[0]), f"column {shown(column)} is empty")
+    raw = values.astype(str)
+    stripped = raw.str.strip()
+    padded = (raw != stripped).to_numpy()
+    if padded.any():
+        # "m005" and "m005 " would become one id: refuse rather than merge two models or items
+        forms = pd.DataFrame({"raw": raw.to_numpy(), "id": stripped.to_numpy()}).drop_duplicates()
+        clash = forms["id"].duplicated(keep=False).to_numpy()
+        if clash.any():
+            name = forms["id"].to_numpy()[clash][0]
+            variants = forms.loc[forms["id"] == name, "raw"].tolist()
+            rows = [int(np.flatnonzero((raw == v).to_numpy())[0]) + 1 for v in variants[:2]]
+            raise ValueError(f"{source}: rows {rows[0]} and {rows[1]}: {column} ids {shown(variants[0])} and "
+                             f"{shown(variants[1])} differ only by surrounding whitespace; make them identical "
+                             "or clearly different")
+    return stripped.to_numpy(dtype=object)
+
+
+def _warn_dropped(source, kind: str, names) -> None:
+    names = list(names)
+    if names:
+        listed = ", ".join(shown(str(n)) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        warnings.warn(f"{source}: left out {len(names)} {kind}{'s' * (len(names) != 1)} with only blank scores: "
+                      f"{listed}", InputWarning, stacklevel=4)
+
+
+def _drop_blank(values: np.ndarray, models, items, source):
+    """Drop models (rows) and items (columns) without an observed score, with a warning naming them."""
+    models, items = np.asarray(models, dtype=object), np.asarray(items, dtype=object)
+    rows = ~np.isnan(values).all(axis=1)
+    cols = ~np.isnan(values).all(axis=0)
+    if not rows.any():
+        raise ValueError(f"{source}: every score is blank")
+    _warn_dropped(source, "model", models[~rows])
+    _warn_dropped(source, "item", items[~cols])
+    return values[rows][:, cols], models[rows], items[cols]
 
 
 def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndarray:
@@ -194,7 +501,7 @@ def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndar
     bad = np.isnan(nums) & ~values.isna().to_numpy()
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise _row_error(source, pos, f"{what} {values.iloc[pos]!r} in column {column!r} is not a number")
+        raise _row_error(source, pos, f"{what} {shown(values.iloc[pos])} in column {shown(column)} is not a number")
     return nums
 
 
@@ -223,6 +530,8 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         hint = "; name them with --model-column/--item-column/--score-column/--key-column"
+        if frame.shape[1] == 1:
+            hint += " (or give the field separator with --sep if it is not , tab ; or |)"
         raise ValueError(f"{source}: missing column(s) {missing} (found {list(map(str, frame.columns))[:8]}){hint}")
     if len(frame) == 0:
         raise ValueError(f"{source}: no data rows")
@@ -249,7 +558,7 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         if len(conflicts):
             m, i = conflicts.index[0]
             rows = np.flatnonzero((models == m) & (items == i)) + 1
-            raise ValueError(f"{source}: rows {rows[:5].tolist()}: model {m!r}, item {i!r} has conflicting "
+            raise ValueError(f"{source}: rows {rows[:5].tolist()}: model {shown(m)}, item {shown(i)} has conflicting "
                              f"scores ({len(conflicts)} such pairs)")
     prompts = None
     if prompt_column and prompt_column in frame.columns:
@@ -258,20 +567,28 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         if keep.any():
             prompts = pd.Series(text.to_numpy()[keep], index=items[keep]).astype(str)
             prompts = prompts[~prompts.index.duplicated()].rename("prompt")
+    blank_models = pd.Index(pd.unique(models)).difference(pd.Index(pd.unique(models[~np.isnan(scores)])), sort=False)
+    blank_items = pd.Index(pd.unique(items)).difference(pd.Index(pd.unique(items[~np.isnan(scores)])), sort=False)
+    if np.isnan(scores).all():
+        raise ValueError(f"{source}: every score is blank")
+    _warn_dropped(source, "model", blank_models)
+    _warn_dropped(source, "item", blank_items)
     matrix = ResponseMatrix.from_long(tidy, source=str(source))
     return matrix, prompts
 
 
 def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> ResponseMatrix:
     if frame.shape[1] < 2 or len(frame) == 0:
+        hint = (" (if its fields are separated by something other than , tab ; or |, give the separator with "
+                "--sep)") if frame.shape[1] == 1 else ""
         raise ValueError(f"{source}: a wide file needs a model column and at least one item column, "
-                         f"and one row per model (found {len(frame)} rows x {frame.shape[1]} columns)")
+                         f"and one row per model (found {len(frame)} rows x {frame.shape[1]} columns){hint}")
     col = model_column if model_column in frame.columns else frame.columns[0]
     models = _ids(frame, col, source)
     dup = pd.Index(models).duplicated()
     if dup.any():
         pos = int(np.flatnonzero(dup)[0])
-        raise _row_error(source, pos, f"model {models[pos]!r} appears in more than one row")
+        raise _row_error(source, pos, f"model {shown(models[pos])} appears in more than one row")
     body = frame.drop(columns=[col])
     items = [str(c).strip() for c in body.columns]
     values = np.empty(body.shape)
@@ -280,11 +597,11 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> Resp
 
     def where(flat, text):
         r, c = divmod(flat, body.shape[1])
-        return _row_error(source, r, f"model {models[r]!r}, column {items[c]!r}: {text}")
+        return _row_error(source, r, f"model {shown(models[r])}, column {shown(items[c])}: {text}")
 
     binary = _binarize_numeric(values.ravel(), rule, threshold, where=where).reshape(values.shape)
-    keep = ~np.isnan(binary).all(axis=0)
-    return ResponseMatrix(binary[:, keep], models, np.asarray(items, dtype=object)[keep], source=str(source))
+    binary, models, items = _drop_blank(binary, models, items, source)
+    return ResponseMatrix(binary, models, items, source=str(source))
 
 
 def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
@@ -303,7 +620,7 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
     nums = frame["score"].to_numpy(dtype=float)
 
     def where(pos, text):
-        return ValueError(f"{source}: model {frame['model'].iloc[pos]!r}, item {frame['item'].iloc[pos]!r}: {text}")
+        return ValueError(f"{source}: model {shown(frame['model'].iloc[pos])}, item {shown(frame['item'].iloc[pos])}: {text}")
 
     scores = _binarize_numeric(nums, "strict" if rule == "auto" else rule, threshold, where=where)
     tidy = pd.DataFrame({"model": frame["model"].astype(str).to_numpy(),
@@ -311,15 +628,21 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
     return ResponseMatrix.from_long(tidy, source=source)
 
 
-def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str) -> str:
+def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, source) -> str:
     cols = set(map(str, frame.columns))
-    return "long" if item_column in cols or score_column in cols else "wide"
+    if item_column in cols:
+        return "long"
+    if score_column not in cols:
+        return "wide"
+    raise ValueError(f"{source}: has a {score_column!r} column but no {item_column!r} column: if it is a wide file "
+                     f"with an item named {score_column!r}, pass --layout wide; if it is a long file, name its item "
+                     "column with --item-column")
 
 
 def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
                    model_column: str = "model", item_column: str = "item", score_column: str = "score",
                    key_column: str = "key", prompt_column: str | None = "prompt",
-                   benchmark: str | None = None) -> Responses:
+                   benchmark: str | None = None, sep: str | None = None) -> Responses:
     """Read and binarize a response file.
 
     Parameters
@@ -339,6 +662,10 @@ def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: 
         file; ``prompt_column=None`` ignores prompt text).
     benchmark : str, optional
         Which benchmark of a HELM directory holding runs of several (e.g. ``"harmbench"``).
+    sep : str, optional
+        Field separator of a text table. Default: the most frequent of ``,``, tab, ``;`` and
+        ``|`` in the header line. Compression (gzip, bz2, xz, zip, zstd) and Parquet are
+        recognised from the file's first bytes, whatever its name.
 
     Returns
     -------
@@ -347,15 +674,26 @@ def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: 
     Raises
     ------
     ValueError
-        Unreadable file, missing columns, a non-numeric or out-of-range score, an empty id, or
-        conflicting duplicate judgments; the message names the file and the row.
+        Unreadable file, missing or duplicate columns, a non-numeric or out-of-range score, an
+        empty id, ids differing only by surrounding whitespace, or conflicting duplicate
+        judgments; the message names the file and the row or column.
     FileNotFoundError
         ``path`` does not exist.
+
+    Warns
+    -----
+    InputWarning
+        Models or items with only blank scores are left out (in every layout), and named.
     """
     if rule not in RULES:
         raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(threshold) <= 1.0:
+        raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in "\"\r\n"):
+        raise ValueError(f"sep must be one character (e.g. ',' or '\\t' or ';'), got {sep!r}")
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
@@ -369,10 +707,10 @@ def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: 
     else:
         if path.is_dir():
             raise ValueError(f"{path}: is a directory; --layout {layout} expects a file")
-        frame = _read_table(path)
+        frame = _read_table(path, sep=sep)
         frame.columns = [str(c).strip() for c in frame.columns]
         if layout == "auto":
-            layout = _detect_layout(frame, item_column=item_column, score_column=score_column)
+            layout = _detect_layout(frame, item_column=item_column, score_column=score_column, source=path)
         if layout == "long":
             matrix, prompts = _long(frame, path, rule=rule, threshold=threshold, model_column=model_column,
                                     item_column=item_column, score_column=score_column, key_column=key_column,
@@ -412,10 +750,11 @@ def read_model_responses(path, *, model: str | None = None, **options) -> pd.Ser
     models = list(matrix.models)
     if model is None:
         if len(models) > 1:
-            shown = ", ".join(map(repr, models[:5])) + (" ..." if len(models) > 5 else "")
-            raise ValueError(f"{path}: holds {len(models)} models ({shown}); choose one with --model")
+            listed = ", ".join(map(shown, models[:5])) + (" ..." if len(models) > 5 else "")
+            raise ValueError(f"{path}: holds {len(models)} models ({listed}); choose one with --model")
         model = models[0]
     if str(model) not in set(map(str, models)):
-        raise ValueError(f"{path}: no model {model!r} (found {len(models)} models, e.g. {models[:3]})")
+        raise ValueError(f"{path}: no model {shown(model)} (found {len(models)} models, "
+                         f"e.g. {', '.join(shown(m) for m in models[:3])})")
     row = matrix.to_frame().loc[str(model)]
     return row.dropna().rename(str(model))

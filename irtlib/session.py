@@ -29,8 +29,10 @@ at the same test length (``EvaluationResult.interval_inflation``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -39,14 +41,75 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .ability import map_ability
+from .ability import THETA_BOUNDS, _check_prior, map_ability
 from .bank import Z95, ItemBank, score_interval
+from .data import shown
 from .io import atomic_write
 from .model import fisher_information
 
-__all__ = ["STATE_FORMAT", "AdaptiveSession", "EvaluationResult"]
+__all__ = ["STATE_FORMAT", "AdaptiveSession", "EvaluationResult", "StateLockedError", "state_lock"]
 
 STATE_FORMAT = "irtlib-session/1"
+
+
+class StateLockedError(RuntimeError):
+    """Another process holds the lock of a session state file (see :func:`state_lock`)."""
+
+
+@contextlib.contextmanager
+def state_lock(path):
+    """Hold an exclusive lock on a session state file while the block runs.
+
+    Two evaluations writing one state file would each overwrite the other's answers, and one
+    session would be lost. The lock is an advisory ``flock`` on a hidden sibling file
+    ``.NAME.lock`` (the state itself is replaced by a rename after every response, so it cannot
+    carry the lock); it is removed when the block ends. A process killed with SIGKILL leaves
+    the file behind but not the lock, so the next evaluation proceeds.
+
+    Parameters
+    ----------
+    path : path-like
+        The state file (it need not exist yet).
+
+    Raises
+    ------
+    StateLockedError
+        Another process holds the lock; the message names the state file and that process.
+    """
+    try:
+        import fcntl
+    except ImportError:                     # no flock (Windows): no lock
+        yield
+        return
+    path = Path(path)
+    lock = path.with_name(f".{path.name}.lock")
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot create the lock file {lock} ({exc.strerror})", str(path)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.read(fd, 64).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise StateLockedError(f"{path}: in use by another evaluation (process {other or 'unknown'}); wait for "
+                                   "it to finish, or use another --state file") from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)                        # the holder removed it meanwhile: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -133,9 +196,9 @@ def _as_response(response, item) -> int:
     try:
         value = float(response)
     except (TypeError, ValueError):
-        raise ValueError(f"response {response!r} for item {item!r} is not 0 or 1") from None
+        raise ValueError(f"response {shown(response)} for item {shown(item)} is not 0 or 1") from None
     if value not in (0.0, 1.0):
-        raise ValueError(f"response {response!r} for item {item!r} is not 0 or 1")
+        raise ValueError(f"response {shown(response)} for item {shown(item)} is not 0 or 1")
     return int(value)
 
 
@@ -157,7 +220,9 @@ class AdaptiveSession:
     Raises
     ------
     ValueError
-        Neither stopping rule given, or a non-positive one.
+        Neither stopping rule given, a stopping rule that is not a positive number (``max_items``
+        a positive integer), a non-positive or non-finite ``prior_sd``, a non-finite
+        ``prior_mean``, or a ``model`` that is not a name; the message names the argument.
 
     Examples
     --------
@@ -177,8 +242,10 @@ class AdaptiveSession:
         if not isinstance(bank, ItemBank):
             raise TypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
         self.bank = bank
-        self.model = model
-        self.prior_mean, self.prior_sd = float(prior_mean), float(prior_sd)
+        if model is not None and (isinstance(model, bool) or not isinstance(model, (str, int, np.integer))):
+            raise ValueError(f"model must be the model's name (a string) or None, got {shown(model)}")
+        self.model = None if model is None else str(model)
+        self.prior_mean, self.prior_sd, _ = _check_prior(prior_mean, prior_sd, THETA_BOUNDS)
         self.set_stopping(max_items=max_items, target_se=target_se)
         self._a, self._b = bank.a, bank.b
         self._index = bank.item_ids
@@ -194,10 +261,13 @@ class AdaptiveSession:
         """Change the stopping rules (e.g. extend the budget of a resumed session)."""
         if max_items is None and target_se is None:
             raise ValueError("give a budget (max_items) and/or a target standard error (target_se)")
-        if max_items is not None and (int(max_items) != max_items or max_items < 1):
-            raise ValueError(f"max_items must be a positive integer, got {max_items!r}")
-        if target_se is not None and not (0 < target_se):
-            raise ValueError(f"target_se must be positive, got {target_se!r}")
+        if max_items is not None and (isinstance(max_items, (bool, np.bool_))
+                                      or not isinstance(max_items, (int, np.integer)) or max_items < 1):
+            raise ValueError(f"max_items must be a positive integer, got {shown(max_items)}")
+        if target_se is not None and (isinstance(target_se, (bool, np.bool_))
+                                      or not isinstance(target_se, (int, float, np.integer, np.floating))
+                                      or not math.isfinite(target_se) or not 0 < target_se):
+            raise ValueError(f"target_se must be a positive number, got {shown(target_se)}")
         self.max_items = None if max_items is None else int(max_items)
         self.target_se = None if target_se is None else float(target_se)
 
@@ -255,10 +325,10 @@ class AdaptiveSession:
     def _check_item(self, item) -> int:
         expected = self.propose()
         if expected is None:
-            raise ValueError(f"item {item!r}: the session has already stopped ({self.stop_reason})")
+            raise ValueError(f"item {shown(item)}: the session has already stopped ({self.stop_reason})")
         if str(item) != expected:
             where = "is not in the item bank" if str(item) not in self._index else "was not proposed"
-            raise ValueError(f"item {item!r} {where}: the session proposed item {expected!r}")
+            raise ValueError(f"item {shown(item)} {where}: the session proposed item {shown(expected)}")
         return self._pending
 
     def record(self, item, response) -> None:
@@ -407,7 +477,7 @@ class AdaptiveSession:
         """
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"{source}: not an irtlib session state (format {got!r}, expected {STATE_FORMAT!r})")
+            raise ValueError(f"{source}: not an irtlib session state (format {shown(got)}, expected {STATE_FORMAT!r})")
         if state.get("bank_sha256") != bank.checksum:
             raise ValueError(f"{source}: was made with another item bank (checksum "
                              f"{str(state.get('bank_sha256'))[:12]}..., this bank {bank.checksum[:12]}...)")
@@ -416,12 +486,13 @@ class AdaptiveSession:
         if not isinstance(settings, dict) or not isinstance(events, list):
             raise ValueError(f"{source}: corrupt session state ('settings' or 'events' malformed)")
         try:
-            session = cls(bank, model=state.get("model"),
-                          max_items=max_items if max_items is not None or target_se is not None else settings.get("max_items"),
-                          target_se=target_se if max_items is not None or target_se is not None else settings.get("target_se"),
-                          prior_mean=float(settings.get("prior_mean", 0.0)), prior_sd=float(settings.get("prior_sd", 1.0)))
+            session = cls(bank, model=state.get("model"), max_items=settings.get("max_items"),
+                          target_se=settings.get("target_se"), prior_mean=settings.get("prior_mean", 0.0),
+                          prior_sd=settings.get("prior_sd", 1.0))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{source}: corrupt session settings ({exc})") from None
+        if max_items is not None or target_se is not None:      # the caller's rules replace the stored ones
+            session.set_stopping(max_items=max_items, target_se=target_se)
         stopping = (session.max_items, session.target_se)
         session.max_items, session.target_se = len(bank) + 1, None   # replay every event, whatever the budget
         for n, event in enumerate(events, start=1):

@@ -58,7 +58,12 @@ def test_bank_never_overwritten_without_force(bank, tmp_path):
     with pytest.raises(FileExistsError, match="--force"):
         bank.write(target)
     assert target.read_text() == "precious"
-    bank.write(target, force=True)
+    with pytest.raises(FileExistsError, match="not written by irtlib"):   # --force replaces only a bank
+        bank.write(target, force=True)
+    assert target.read_text() == "precious"
+    target.unlink()
+    bank.write(target)
+    bank.write(target, force=True)                                        # a previous bank: replaced
     assert read_bank(target).checksum == bank.checksum
     assert [p.name for p in tmp_path.iterdir()] == ["bank.csv"]   # no temporary file left behind
 

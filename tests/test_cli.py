@@ -211,16 +211,20 @@ def test_interactive_evaluation_over_a_pipe(work):
 
     bank = read_bank(work["root"] / "bank.csv")
     proc = irtlib("evaluate", "bank.csv", "--stdin", "--max-items", "3", "--json", cwd=work["root"],
-                  stdin="1\nmaybe\n0\ns\n1\n", check=0)
+                  stdin="1\n0\ns\n1\n", check=0)
     doc = json.loads(proc.stdout)
     assert [e["response"] for e in doc["administered"]] == [1, 0, 1] and len(doc["unavailable"]) == 1
-    assert doc["done"] and "please answer 1, 0, s or q" in proc.stderr
+    assert doc["done"] and doc["complete"]
     assert doc["administered"][0]["item"] in bank.item_ids
-    # end of input before the budget: the partial result, marked as interrupted
+    # a pipe cannot be asked again: an invalid answer is an error naming the line (tests/test_hostile_input.py)
+    proc = irtlib("evaluate", "bank.csv", "--stdin", "--max-items", "3", cwd=work["root"], stdin="1\nmaybe\n0\n")
+    assert "stdin line 2: 'maybe' is not a response" in one_line_error(proc)
+    # end of input before the budget: the partial result, marked as incomplete, and exit status 1
     proc = irtlib("evaluate", "bank.csv", "--stdin", "--max-items", "5", "--json", cwd=work["root"],
-                  stdin="1\n", check=0)
+                  stdin="1\n", check=1)
     doc = json.loads(proc.stdout)
     assert doc["n_items"] == 1 and not doc["done"] and doc["interrupted"] == "end of input"
+    assert doc["complete"] is False and "before the stopping rule" in proc.stderr
 
 
 def test_evaluate_without_responses_or_terminal_is_a_usage_error(work, cli):
@@ -297,8 +301,13 @@ def test_outputs_are_never_overwritten_without_force(work, tmp_path, cli):
     sub.write_text("keep\n")
     proc = cli("subset", work["root"] / "bank.csv", "--method", "random", "-k", "5", "-o", sub, cwd=tmp_path)
     assert "already exists" in one_line_error(proc) and sub.read_text() == "keep\n"
-    assert cli("subset", work["root"] / "bank.csv", "--method", "random", "-k", "5", "-o", sub, "--force",
-               cwd=tmp_path).returncode == 0
+    proc = cli("subset", work["root"] / "bank.csv", "--method", "random", "-k", "5", "-o", sub, "--force",
+               cwd=tmp_path)                    # --force replaces only irtlib's own output
+    assert "not written by irtlib" in one_line_error(proc) and sub.read_text() == "keep\n"
+    sub.unlink()
+    for force in ((), ("--force",)):
+        assert cli("subset", work["root"] / "bank.csv", "--method", "random", "-k", "5", "-o", sub, *force,
+                   cwd=tmp_path).returncode == 0
     assert sub.read_text().startswith("# irtlib-subset ")
     report = tmp_path / "report"
     report.mkdir()
@@ -380,7 +389,7 @@ def test_agreement_command(work, cli, tmp_path):
     assert text.startswith("Table 2 summary") and "mean agreement" in text
     proc = cli("agreement", work["root"] / "train.csv", "--binarize", "strict", "--methods", "fluid,oracle",
                cwd=tmp_path)
-    assert "unknown method(s) ['oracle']" in one_line_error(proc)
+    assert proc.returncode == 2 and "unknown method 'oracle'; choose from fluid" in proc.stderr
 
 
 def test_report_command(work, cli, tmp_path):

@@ -10,8 +10,8 @@ Layout of a release directory (the repository's ``data/``)::
 
 Every file is a CSV (``\\n`` line ends, floats with 10 significant digits) compressed by gzip at
 level 9 with a zero modification time and no file name in the header, so the same tables always
-give the same bytes. Files are written atomically (a temporary file in the same directory, then
-``os.replace``): a failure never leaves a half-written file, and an existing file with different
+give the same bytes. Files are written atomically by :func:`irtlib.io.atomic_write` (a temporary
+file in the same directory, then ``os.replace``, with the umask's permissions): a failure never leaves a half-written file, and an existing file with different
 content is never overwritten unless asked.
 """
 
@@ -21,13 +21,13 @@ import gzip
 import hashlib
 import io
 import json
-import os
-import tempfile
+import os  # noqa: F401 - kept as release.os (tests patch os.replace through it)
 import zlib
 from pathlib import Path
 
 import pandas as pd
 
+from .. import io as _io
 from . import simulate as _sim
 
 __all__ = [
@@ -101,20 +101,7 @@ def atomic_write(path, data: bytes, *, overwrite: bool = False) -> bool:
             raise FileExistsError(f"{path} exists with different content; pass overwrite=True "
                                   f"(--force) to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)    # mkstemp makes 0600; give the file normal permissions
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _io.atomic_write(path, data, force=True, fsync=True)
     return True
 
 
