@@ -728,11 +728,18 @@ def _cmd_report(args, out: _Out) -> int:
 
 
 # ---------------------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (exit status 2), not argparse's usage block."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``irtlib`` argument parser with its five subcommands."""
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Calibrate, subset and adaptively evaluate a safety benchmark with 2PL item response "
                     "theory (Fluid Benchmarking). Run `irtlib COMMAND --help` for each command.",

@@ -96,7 +96,9 @@ def test_every_command_has_help(command, cli, tmp_path):
 
 
 def test_usage_errors_exit_2(work, cli):
-    assert irtlib(check=2).stderr.startswith("usage: irtlib")          # through a real process
+    stderr = irtlib(check=2).stderr                                      # through a real process
+    assert stderr.startswith("irtlib: error: the following arguments are required: COMMAND")
+    assert stderr.count("\n") == 1                                      # one line, no usage block
     proc = cli("evaluate", "bank.csv", "--max-items", "0", cwd=work["root"])
     assert proc.returncode == 2 and "argument --max-items: '0' must be at least 1" in proc.stderr
     proc = cli("calibrate", "train.csv", "--engine", "nope", cwd=work["root"])
