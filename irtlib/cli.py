@@ -110,67 +110,35 @@ def _output_path(text: str, option: str = "-o") -> Path:
 
 
 # ---------------------------------------------------------------------------- argument types
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+def _number(parse, accept, requirement: str, *, name: str | None = None):
+    """An argparse type: ``parse`` the text (int or float), then require ``accept(value)``.
 
+    ``requirement`` follows the quoted text in the error: "'0' must be at least 1", "'x' is not a number".
+    """
+    kind = "an integer" if parse is int else "a number"
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
+    def convert(text: str):
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+        if not accept(value):                # NaN fails every comparison, so it is rejected too
+            raise argparse.ArgumentTypeError(f"{text!r}{requirement}")
+        return value
 
-
-def _unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:          # also rejects nan
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number between 0 and 1")
-    return value
-
-
-def _variance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value < 0.25:          # p(1-p) is at most 0.25; also rejects nan
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number in [0, 0.25) (p(1-p) is at most 0.25)")
-    return value
+    convert.__name__ = name or requirement.strip(" :")
+    return convert
 
 
 def _int_at_least(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
-        return value
-    parse.__name__ = f"integer >= {minimum}"
-    return parse
+    return _number(int, lambda v: v >= minimum, f" must be at least {minimum}", name=f"integer >= {minimum}")
 
 
-def _n_jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value == 0 or value < -1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of processes >= 1, or -1 for all cores")
-    return value
+_positive_int = _int_at_least(1)
+_positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), " must be a positive number")
+_unit_float = _number(float, lambda v: 0.0 <= v <= 1.0, " must be a number between 0 and 1")
+_variance = _number(float, lambda v: 0.0 <= v < 0.25, " must be a number in [0, 0.25) (p(1-p) is at most 0.25)")
+_n_jobs = _number(int, lambda v: v >= 1 or v == -1, ": give a number of processes >= 1, or -1 for all cores")
 
 
 def _separator(text: str) -> str:
