@@ -22,7 +22,7 @@ from ..diagnostics import agreement_ceiling, coefficient_of_variation
 from .cache import cached
 
 __all__ = ["BASELINE", "FACTORS", "FACTOR_LABELS", "study_matrix", "setting_budgets", "run_setting",
-           "study_settings", "run_study"]
+           "study_settings", "run_study", "COMBINED"]
 
 #: The reference setting: SafetyBench's generator (29 models = 19 training + 10 test per split,
 #: the release's guessing, dimension correlation 0.7 and discrimination mixture, no shift), on
@@ -37,6 +37,10 @@ FACTORS = {
     "CV of a": ("a_cv", (0.2, 0.5, 0.9, 1.3)),
     "ability shift": ("ability_shift", (0.0, 1.0, 2.0, 3.0)),
 }
+
+#: Every factor at once at the level that moved the study toward SafetyBench's reversal
+#: (few training models, doubled guessing, weakly correlated dimensions, population above the items).
+COMBINED = {"n_models": 29, "guess_scale": 2.0, "dim_correlation": 0.3, "a_cv": None, "ability_shift": 3.0}
 
 #: How a level reads in tables and figures.
 FACTOR_LABELS = {
@@ -69,7 +73,7 @@ def study_matrix(settings: dict, *, n_items: int, seed: int = _sim.DEFAULT_SEED)
     return datasets.binarize_raw("safetybench", sim.responses, sim.items, models=sim.models["model"])
 
 
-def setting_budgets(n_items: int, *, max_k: int, n_points: int, must=(20,)) -> list[int]:
+def setting_budgets(n_items: int, *, max_k: int, n_points: int, must=(19, 20)) -> list[int]:
     """A log grid up to ``max_k`` (at most the bank) plus the budgets in ``must``."""
     top = min(int(max_k), int(n_items))
     return sorted(set(budget_grid(n_items, max_k=top, n_points=n_points)) | {k for k in must if k <= top})
@@ -110,19 +114,22 @@ def run_setting(settings: dict, *, n_items: int = 1000, data_seed: int = _sim.DE
     return cached(compute, key=key, cache_dir=cache_dir)
 
 
-def study_settings(factors=None) -> list[tuple[str, object, dict]]:
-    """``(factor, level, settings)`` for every level of every factor, baseline elsewhere."""
+def study_settings(factors=None, *, combined: bool = False) -> list[tuple[str, object, dict]]:
+    """``(factor, level, settings)`` for every level of every factor, baseline elsewhere.
+
+    ``combined=True`` appends ``("combined", "all", COMBINED)``.
+    """
     factors = FACTORS if factors is None else factors
-    out = []
+    out = [("combined", "all", dict(COMBINED))] if combined else []
     for factor, (knob, levels) in factors.items():
         for level in levels:
             out.append((factor, level, {**BASELINE, knob: level}))
-    return out
+    return out[1:] + out[:1] if combined else out
 
 
 def run_study(factors=None, *, k: int = 20, n_items: int = 1000, data_seed: int = _sim.DEFAULT_SEED, seed: int = 0,
               n_splits: int = 20, n_test: int = 10, max_k: int = 300, n_points: int = 12, engine: str = "map",
-              n_jobs: int = 1, cache_dir=None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+              n_jobs: int = 1, cache_dir=None, combined: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Run every setting once (a setting shared by several factors runs once) and summarise.
 
     Returns
@@ -136,16 +143,16 @@ def run_study(factors=None, *, k: int = 20, n_items: int = 1000, data_seed: int 
     curves : DataFrame
         :func:`agreement_curves` of every setting, with ``factor`` and ``level`` columns.
     runs : dict
-        ``{settings key: run_setting output}``.
+        ``{(factor, level): run_setting output}`` (shared settings share one run).
     """
-    rows, frames, runs = [], [], {}
-    for factor, level, settings in study_settings(factors):
+    rows, frames, runs, by_settings = [], [], {}, {}
+    for factor, level, settings in study_settings(factors, combined=combined):
         skey = tuple(sorted(settings.items(), key=lambda kv: kv[0]))
-        if skey not in runs:
-            runs[skey] = run_setting(settings, n_items=n_items, data_seed=data_seed, seed=seed, n_splits=n_splits,
+        if skey not in by_settings:
+            by_settings[skey] = run_setting(settings, n_items=n_items, data_seed=data_seed, seed=seed, n_splits=n_splits,
                                      n_test=n_test, max_k=max_k, n_points=n_points, engine=engine, n_jobs=n_jobs,
                                      cache_dir=cache_dir)
-        run = runs[skey]
+        run = runs[(factor, level)] = by_settings[skey]
         res = run["results"]
         curves = agreement_curves(res)
         wide = curves.pivot(index="k", columns="method", values="mean")
