@@ -641,6 +641,9 @@ def simulate_variant(name: str = "safetybench", *, seed: int = DEFAULT_SEED, n_m
     if n_models is not None:
         if int(n_models) < 3:
             raise ValueError(f"n_models must be at least 3, got {n_models!r}")
+        if spec.n_models != pop.n_models:
+            raise ValueError(f"{name} takes a subset of its population; vary n_models only for a benchmark "
+                             "that uses its whole population (safetybench, wmdp-bio)")
         pop_changes["n_models"] = int(n_models)
         spec_changes["n_models"] = int(n_models)
     if n_items is not None:
@@ -656,9 +659,6 @@ def simulate_variant(name: str = "safetybench", *, seed: int = DEFAULT_SEED, n_m
         spec_changes.update(p_high=0.0, mu_low=mu, sd_low=sigma, mu_high=mu, sd_high=sigma)
     pop = replace(pop, **pop_changes)
     spec = replace(spec, **spec_changes)
-    if pop.n_models != spec.n_models:
-        raise ValueError(f"{name} takes a subset of its population; vary n_models only for a benchmark "
-                         "that uses its whole population (safetybench, wmdp-bio)")
     everyone = _draw_population(pop, seed)
     if guess_scale != 1.0:
         everyone["gen_guess"] = np.clip(everyone["gen_guess"] * float(guess_scale), 0.0, 1.0)
