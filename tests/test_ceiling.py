@@ -137,3 +137,17 @@ def test_protocol_groups_none_identical_and_grouped_runs():
     assert not g["agreement"].equals(a["agreement"])
     c = agreement_ceiling(m, n_splits=3, n_test=6, groups=groups, n_test_groups=2)
     assert c.attrs["grouped"] and c.notna().all()
+
+
+def test_ceiling_benchmark_and_table(tmp_path):
+    from irtlib.book.ceiling import ceiling_benchmark, ceiling_table
+    from irtlib.book.pipeline import load_benchmark
+
+    bench = load_benchmark("simplesafetytests")
+    c = ceiling_benchmark(bench, n_splits=3, cache_dir=tmp_path)
+    pd.testing.assert_series_equal(c, agreement_ceiling(bench.full, n_splits=3))
+    pd.testing.assert_series_equal(c, ceiling_benchmark(bench, n_splits=3, cache_dir=tmp_path))
+    t = ceiling_table({"sst": c, "with_nan": pd.Series([1.0, np.nan, 0.5])})
+    assert t.loc["sst", "mean"] == pytest.approx(c.mean())
+    assert t.loc["with_nan", "mean"] == pytest.approx(0.5) and t.loc["with_nan", "n_undefined"] == 1
+    assert ceiling_table({"x": pd.Series([1.0, np.nan, 0.5])}, nan_policy="omit").loc["x", "mean"] == pytest.approx(0.75)

@@ -94,3 +94,36 @@ def test_simulated_default_rule_unchanged():
     a = datasets.load("simplesafetytests")
     b = datasets.load("simplesafetytests", rule="strict")
     np.testing.assert_array_equal(a.values, b.values)
+
+
+# ------------------------------------------------------------------ the chapter's pipeline and claims
+def test_claims_without_data_are_not_testable():
+    from irtlib.book import pandaguard_claims as pg
+
+    rows = pg.claims(None)
+    assert len(rows) == 7
+    assert {r.verdict for r in rows} == {"not testable here"}
+    assert {r.evidence for r in rows} == {"n/a"}
+
+
+@needs_data
+def test_run_headline_and_claims_on_the_real_data():
+    from irtlib.agreement import METHODS
+    from irtlib.book import pandaguard_claims as pg
+    from irtlib.book.scorecard import VERDICTS
+
+    result = pg.run(data_dir=SHARED, n_splits=3, ks=[1, 5, 20, 89])
+    assert result["n_items"] == 100 and result["n_items_filtered"] == 89
+    assert 0.9 < result["spearman_theta_score"] < 1.0
+    grouped = result["grouped"]["results"]
+    assert grouped.attrs["grouped"] and grouped.attrs["n_groups"] == 8
+    for p in pg.PROTOCOLS:
+        res, ceiling = result[p]["results"], result[p]["ceiling"]
+        assert len(ceiling) == 3 and set(res["method"]) == set(METHODS)
+        fluid_all = res[(res["method"] == "fluid") & (res["k"] == 89)].set_index("split")["agreement"]
+        np.testing.assert_allclose(fluid_all.to_numpy(), ceiling.to_numpy(), atol=1e-9)   # every item: the ceiling
+    head = pg.headline(result)
+    assert list(head["protocol"]) == list(pg.PROTOCOLS.values())
+    rows = pg.claims(result)
+    assert len(rows) == 7 and all(r.verdict in VERDICTS for r in rows)
+    assert rows[0].verdict == ("reproduced" if result["spearman_theta_score"] >= 0.97 else "not reproduced")
