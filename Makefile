@@ -106,6 +106,9 @@ export PAPERMILL_ARGS
 # (irtlib/datasets/real.py); without them the chapter renders a note on how to download them.
 IRTLIB_REAL_DATA ?= $(wildcard $(CURDIR)/../shared/realdata/airbench2024_helm22)
 export IRTLIB_REAL_DATA
+# Real PandaGuard / JailbreakBench judgments for book/09_pandaguard, read the same way.
+IRTLIB_PANDAGUARD_DATA ?= $(wildcard $(CURDIR)/../shared/realdata/pandaguard_jbb)
+export IRTLIB_PANDAGUARD_DATA
 
 # The papermill arguments of the last run, rewritten only when they change, so that
 # `make book` after `make book QUICK=1` re-executes every chapter with the new value.

@@ -67,7 +67,7 @@ from .subsets import (anchor_points_path, disco, information_matrix, marginal_fi
                       Subset, _greedy_se, b_quartile_bins)
 
 __all__ = [
-    "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibrate_split",
+    "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
     "static_selections", "run_split", "run_splits", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
     "mean_interval_halfwidth", "summarise_table2", "table2",
 ]
@@ -145,14 +145,62 @@ def _stream(seed, split: int, j: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(int(split), int(j)))
 
 
-def split_models(n_models: int, n_test: int, seed, split: int) -> tuple[np.ndarray, np.ndarray]:
-    """Training and test rows of split ``split`` (sorted positions)."""
+def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
+                 n_test_groups: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Training and test rows of split ``split`` (sorted positions).
+
+    Parameters
+    ----------
+    n_models, n_test : int
+        Rows of the matrix, and test models per split.
+    seed, split
+        The protocol's seed and the split number (stream ``split`` of ``seed``).
+    groups : array_like, shape (n_models,), optional
+        A group label per model (e.g. the base model of an attacked configuration). None (the
+        paper's protocol): ``n_test`` models drawn at random, the rest train. Given: the split
+        draws ``n_test_groups`` whole groups, its ``n_test`` test models are drawn from their
+        members, and *every* member of those groups leaves training (held-out groups: no
+        configuration of a test model's base model is calibrated on). With ``groups=None`` the
+        result is exactly the ungrouped split, so existing runs are unchanged.
+    n_test_groups : int
+        Groups held out per split (only with ``groups``).
+
+    Returns
+    -------
+    train, test : ndarray of int
+        Sorted row positions. With ``groups`` the two need not cover every row.
+    """
     if not 1 <= n_test < n_models - 1:
         raise ValueError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
     rng = np.random.default_rng(_stream(seed, split, _STREAM_SPLIT))
-    test = np.sort(rng.choice(n_models, size=n_test, replace=False))
-    train = np.setdiff1d(np.arange(n_models), test)
+    if groups is None:
+        test = np.sort(rng.choice(n_models, size=n_test, replace=False))
+        train = np.setdiff1d(np.arange(n_models), test)
+        return train, test
+    labels = np.asarray(groups)
+    if labels.shape != (n_models,):
+        raise ValueError(f"groups must have one label per model ({n_models}), got shape {labels.shape}")
+    uniq, code = np.unique(labels, return_inverse=True)
+    n_test_groups = int(n_test_groups)
+    if not 1 <= n_test_groups < uniq.size:
+        raise ValueError(f"n_test_groups must be between 1 and the number of groups minus 1 "
+                         f"({uniq.size - 1}), got {n_test_groups}")
+    held = np.sort(rng.choice(uniq.size, size=n_test_groups, replace=False))
+    out = np.isin(code, held)
+    members = np.flatnonzero(out)
+    if members.size < n_test:
+        raise ValueError(f"n_test ({n_test}) exceeds the {members.size} members of the held-out groups; "
+                         f"raise n_test_groups or lower n_test")
+    train = np.flatnonzero(~out)
+    if train.size < 2:
+        raise ValueError("held-out groups leave fewer than 2 training models")
+    test = np.sort(rng.choice(members, size=n_test, replace=False))
     return train, test
+
+
+def calibration_seed(seed, split: int) -> int:
+    """The integer seed split ``split`` passes to its calibration (stream 3 of the split)."""
+    return int(_stream(seed, split, _STREAM_CALIBRATION).generate_state(1)[0])
 
 
 def calibrate_split(train_values, *, engine: str = "map", seed: int = 0):
@@ -212,16 +260,16 @@ def _blas_limit(n_threads):
 
 def run_split(values, reference, split: int, *, ks, methods=METHODS, n_test: int = 10, seed=0,
               engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
-              blas_threads: int | None = 1) -> dict:
+              blas_threads: int | None = 1, groups=None, n_test_groups: int = 1) -> dict:
     """One train/test split of the protocol (see :func:`run_splits`)."""
     return run_splits(values, reference, [split], ks=ks, methods=methods, n_test=n_test, seed=seed,
                       engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
-                      blas_threads=blas_threads)
+                      blas_threads=blas_threads, groups=groups, n_test_groups=n_test_groups)
 
 
 def run_splits(values, reference, splits, *, ks, methods=METHODS, n_test: int = 10, seed=0,
                engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
-               blas_threads: int | None = 1) -> dict:
+               blas_threads: int | None = 1, groups=None, n_test_groups: int = 1) -> dict:
     """Some train/test splits of the protocol, with their Fluid tests run together.
 
     Each split is calibrated, selects its static subsets and scores its test models on its
@@ -238,7 +286,7 @@ def run_splits(values, reference, splits, *, ks, methods=METHODS, n_test: int = 
         Full-benchmark safety scores.
     splits : sequence of int
         Split numbers (each selects its own random streams).
-    ks, methods, n_test, seed, engine, anchor_solver, prior_information
+    ks, methods, n_test, seed, engine, anchor_solver, prior_information, groups, n_test_groups
         See :func:`run_protocol`.
     blas_threads : int or None
         Threads BLAS may use here (None: leave it alone). Splits run in parallel, and
@@ -253,20 +301,21 @@ def run_splits(values, reference, splits, *, ks, methods=METHODS, n_test: int = 
     with _blas_limit(blas_threads):
         return _run_splits(np.asarray(values, float), np.asarray(reference, float), list(splits), ks=ks,
                            methods=tuple(methods), n_test=n_test, seed=seed, engine=engine,
-                           anchor_solver=anchor_solver, prior_information=prior_information)
+                           anchor_solver=anchor_solver, prior_information=prior_information,
+                           groups=groups, n_test_groups=n_test_groups)
 
 
 def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engine, anchor_solver,
-                   prior_information, clock):
+                   prior_information, clock, groups=None, n_test_groups=1):
     """Everything of one split except Fluid: calibration, static subsets, their scores, Random."""
     t0 = time.perf_counter()
-    train, test = split_models(values.shape[0], n_test, seed, split)
+    train, test = split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups)
     x_train = values[train]
     # Items no training model saw cannot be calibrated: they leave this split's pool.
     pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))
     x_train = x_train[:, pool]
     ks = [k for k in ks if k <= pool.size]
-    calib_seed = int(_stream(seed, split, _STREAM_CALIBRATION).generate_state(1)[0])
+    calib_seed = calibration_seed(seed, split)
     a, b, theta_train = calibrate_split(x_train, engine=engine, seed=calib_seed)
     t = time.perf_counter()
     clock["calibration"] += t - t0
@@ -300,13 +349,13 @@ def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engin
 
 
 def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine, anchor_solver,
-                prior_information):
+                prior_information, groups=None, n_test_groups=1):
     clock = dict.fromkeys(("calibration", "static selection", "random", "static scoring", "fluid"), 0.0)
     t0 = time.perf_counter()
     ks = sorted({int(k) for k in ks})
     preps = [_prepare_split(values, reference, split, ks=ks, methods=methods, n_test=n_test, seed=seed,
                             engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
-                            clock=clock) for split in splits]
+                            clock=clock, groups=groups, n_test_groups=n_test_groups) for split in splits]
     if "fluid" in methods:
         t = time.perf_counter()
         # one vectorised run over every split's test models, each with its split's parameters;
@@ -351,7 +400,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
                  seed: int = 0, engine: str = "map", n_jobs: int = 1, variance_threshold: float | None = 0.01,
                  reference: str = "full", anchor_solver: str = "auto", prior_information: float = 0.0,
                  progress: bool | None = None, blas_threads: int | None = 1,
-                 split_batch: int = 10) -> pd.DataFrame:
+                 split_batch: int = 10, groups=None, n_test_groups: int = 1) -> pd.DataFrame:
     """The paper's agreement protocol: every method, every budget, every split.
 
     Parameters
@@ -389,6 +438,13 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
         Splits per joblib task; their Fluid tests run as one vectorised batch, which is what
         makes the adaptive loop cheap per model (see :func:`run_splits`). Results do not depend
         on it.
+    groups : array_like, shape (n_models,), optional
+        A group label per model (e.g. the base model of attacked configurations). None: the
+        paper's protocol. Given: each split holds out ``n_test_groups`` whole groups, draws its
+        ``n_test`` test models from their members and leaves every member out of training
+        (:func:`split_models`).
+    n_test_groups : int
+        Groups held out per split (only with ``groups``).
 
     Returns
     -------
@@ -414,13 +470,19 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     ks = budget_grid(n_items) if ks is None else sorted({int(k) for k in ks})
     if not ks or ks[0] < 1 or ks[-1] > n_items:
         raise ValueError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
-    split_models(filtered.shape[0], n_test, seed, 0)          # validates n_test
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != (matrix.shape[0],):
+            raise ValueError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
+    split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
 
     from joblib import Parallel, delayed
 
     values = np.ascontiguousarray(filtered.values)
     kwargs = dict(ks=ks, methods=methods, n_test=n_test, seed=seed, engine=engine, anchor_solver=anchor_solver,
                   prior_information=prior_information, blas_threads=blas_threads)
+    if groups is not None:
+        kwargs.update(groups=groups, n_test_groups=int(n_test_groups))
     batch = max(1, int(split_batch))
     chunks = [list(range(i, min(i + batch, int(n_splits)))) for i in range(0, int(n_splits), batch)]
     tasks = (delayed(run_splits)(values, ref, chunk, **kwargs) for chunk in chunks)
@@ -453,6 +515,9 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
         "reference": reference, "anchor_solver": anchor_solver, "prior_information": prior_information,
         "split_batch": batch, "seconds": seconds,
     })
+    if groups is not None:
+        df.attrs.update({"grouped": True, "n_groups": int(np.unique(groups).size),
+                         "n_test_groups": int(n_test_groups)})
     return df
 
 

@@ -12,7 +12,8 @@ from .calibrate import Calibration
 from .data import ResponseMatrix
 from .model import probability
 
-__all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING"]
+__all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING",
+           "agreement_ceiling"]
 
 #: The safety score above which the paper calls a benchmark saturated.
 CEILING = 0.95
@@ -87,3 +88,94 @@ def ceiling_counts(scores, *, ceiling: float = CEILING) -> dict:
     s = np.asarray(scores, dtype=float)
     return {"n_models": int(s.size), "above": int((s > ceiling).sum()),
             "at_or_above": int((s >= ceiling).sum()), "perfect": int((s == 1.0).sum())}
+
+
+def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, n_test_groups):
+    """Ceilings of some splits (one joblib task of :func:`agreement_ceiling`)."""
+    from .ability import map_ability
+    from .agreement import calibrate_split, calibration_seed, spearman, split_models
+
+    out = []
+    for split in splits:
+        train, test = split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups)
+        x_train = values[train]
+        pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))      # as the protocol: seen in training
+        a, b, _ = calibrate_split(x_train[:, pool], engine=engine, seed=calibration_seed(seed, split))
+        # only now are the test rows touched, for scoring
+        theta = np.asarray(map_ability(values[np.ix_(test, pool)], a, b).theta)
+        out.append(spearman(theta, reference[test]))
+    return out
+
+
+def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: int = 10, seed: int = 0,
+                      engine: str = "map", variance_threshold: float | None = 0.01, reference: str = "full",
+                      groups=None, n_test_groups: int = 1, n_jobs: int = 1) -> pd.Series:
+    """The agreement an ability-scored method reaches with every item: one value per split.
+
+    An IRT-scored method (Fluid, Random IRT, the three Fisher subsets) ranks the test models by
+    their MAP ability, but agreement is Spearman's rho against the plain full-benchmark safety
+    score. Even with all items given, ability and score need not order ten test models alike, so
+    those methods converge, as ``k`` grows, to this ceiling and not to 1 (the score-scored
+    methods, Random, DISCO and Anchor Points, converge to 1). Paper, section "Evaluation"; the
+    ceiling itself is this book's addition.
+
+    Per split, exactly as :func:`irtlib.agreement.run_protocol` with the same arguments: the
+    same test models (:func:`irtlib.agreement.split_models`), the 2PL calibrated on the training
+    rows only (same engine and calibration seed) over the items some training model saw; then
+    the test models' MAP abilities on all those items (:func:`irtlib.map_ability`) and their
+    Spearman correlation with the test models' full safety scores. Test responses are used only
+    for scoring.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix, shape (n_models, n_items)
+        Binary responses, unfiltered (the variance filter runs here, as in the protocol).
+    n_splits, n_test, seed, engine, variance_threshold, reference, groups, n_test_groups
+        As in :func:`irtlib.agreement.run_protocol`; equal values give equal splits.
+    n_jobs : int
+        Splits in parallel (joblib); results do not depend on it.
+
+    Returns
+    -------
+    Series, shape (n_splits,), indexed by ``split``
+        Spearman's rho per split (NaN where undefined: constant abilities or scores among the
+        test models). ``attrs`` records the settings.
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` is not a :class:`~irtlib.data.ResponseMatrix`.
+    ValueError
+        Bad ``n_splits``, ``reference``, ``n_test`` or ``groups``.
+    """
+    from .agreement import split_models
+
+    if not isinstance(matrix, ResponseMatrix):
+        raise TypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
+    if int(n_splits) < 1:
+        raise ValueError(f"n_splits must be at least 1, got {n_splits}")
+    if reference not in ("full", "filtered"):
+        raise ValueError(f"reference must be 'full' or 'filtered', got {reference!r}")
+    filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
+    ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != (matrix.shape[0],):
+            raise ValueError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
+    split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
+    values = np.ascontiguousarray(filtered.values)
+    kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups)
+    splits = list(range(int(n_splits)))
+    if int(n_jobs) == 1:
+        rho = _ceiling_splits(values, ref, splits, **kwargs)
+    else:
+        from joblib import Parallel, delayed
+
+        chunks = [splits[i:i + 10] for i in range(0, len(splits), 10)]
+        rho = [r for part in Parallel(n_jobs=n_jobs)(delayed(_ceiling_splits)(values, ref, c, **kwargs)
+                                                      for c in chunks) for r in part]
+    out = pd.Series(np.asarray(rho, float), index=pd.RangeIndex(len(splits), name="split"), name="ceiling")
+    out.attrs.update({"source": matrix.source, "n_splits": int(n_splits), "n_test": int(n_test), "seed": seed,
+                      "engine": engine, "variance_threshold": variance_threshold, "reference": reference,
+                      "grouped": groups is not None, "n_test_groups": int(n_test_groups)})
+    return out

@@ -12,7 +12,9 @@ multiple choice, ceilings, spread of discrimination), generated deterministicall
 >>> raw = datasets.load_raw("harmbench")    # the judges' graded scores
 >>> items = datasets.load_items("harmbench")
 
-Real data: ``load("airbench2024-real")`` reads real AIR-Bench 2024 judgments of 22 models,
+Real data: ``load("pandaguard-jbb")`` reads the PandaGuard jailbreak judgments on JailbreakBench
+(704 attacked configurations x 100 behaviours; :mod:`irtlib.datasets.pandaguard`) from
+``data_dir=`` or ``$IRTLIB_PANDAGUARD_DATA``. ``load("airbench2024-real")`` reads real AIR-Bench 2024 judgments of 22 models,
 downloaded once by :func:`irtlib.datasets.real.download_airbench` into a directory given as
 ``data_dir=`` or by the environment variable ``IRTLIB_REAL_DATA``. HELM Safety's own per-instance
 results (the paper's source) can be read with :mod:`irtlib.datasets.helm`.
@@ -41,7 +43,7 @@ __all__ = [
 #: The six simulated benchmarks (the paper's six, by id).
 SIMULATED = tuple(_paper.BENCHMARKS)
 #: Real data sets that can be loaded after a download.
-REAL = ("airbench2024-real",)
+REAL = ("pandaguard-jbb", "airbench2024-real")
 #: Environment variable naming the real-data directory.
 DATA_ENV = "IRTLIB_REAL_DATA"
 #: Environment variable that overrides where the simulated release is read from.
@@ -66,12 +68,16 @@ def display_name(name: str) -> str:
     _check_name(name)
     if name == "airbench2024-real":
         return "AIR-Bench 2024 (real, 22 models)"
+    if name == "pandaguard-jbb":
+        return "PandaGuard JailbreakBench (real, 704 configurations)"
     return _paper.DISPLAY_NAMES[name]
 
 
 def paper_facts(name: str) -> dict:
     """What the paper reports about a benchmark (see :func:`irtlib.book.paper.facts`)."""
     _check_name(name)
+    if name == "pandaguard-jbb":
+        return {}      # not one of the paper's benchmarks
     return _paper.facts("airbench2024" if name == "airbench2024-real" else name)
 
 
@@ -117,6 +123,9 @@ def load_raw(name: str, *, data_dir=None) -> pd.DataFrame:
         the key is in :func:`load_items` (``safe_option`` or ``answer``).
     """
     _check_name(name)
+    if name == "pandaguard-jbb":
+        from . import pandaguard
+        return pandaguard.load_pandaguard_raw(data_dir, graded=True)
     if name == "airbench2024-real":
         from . import real
         return real.load_airbench_raw(data_dir)
@@ -132,6 +141,9 @@ def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
     key for multiple choice (``n_options`` and ``safe_option`` or ``answer``), and the
     generating parameters ``gen_a, gen_b`` (simulation only; real data: the risk categories)."""
     _check_name(name)
+    if name == "pandaguard-jbb":
+        from . import pandaguard
+        return pandaguard.load_pandaguard_items(data_dir)
     if name == "airbench2024-real":
         from . import real
         return real.load_airbench_items(data_dir)
@@ -142,6 +154,9 @@ def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
     """Model metadata of the benchmark's whole population (``model, population`` and the
     generating latent traits ``gen_*``; real data: ``model, origin``)."""
     _check_name(name)
+    if name == "pandaguard-jbb":
+        from . import pandaguard
+        return pandaguard.load_pandaguard_models(data_dir)
     if name == "airbench2024-real":
         from . import real
         return real.load_airbench_models(data_dir)
@@ -212,18 +227,21 @@ def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str
     return ResponseMatrix(values, model_index, item_index, source=src)
 
 
-def load(name: str, *, rule: str = "strict", data_dir=None) -> ResponseMatrix:
+def load(name: str, *, rule: str | None = None, data_dir=None) -> ResponseMatrix:
     """The binarized response matrix of a benchmark, with the paper's rule.
 
     Parameters
     ----------
     name : str
         One of :func:`names` (``include_real=True`` for ``"airbench2024-real"``).
-    rule : {"strict", "lenient"}
-        Graded benchmarks: ``strict`` (default, the paper's rule) or ``lenient``.
+    rule : {"strict", "lenient"} or None
+        Graded benchmarks: ``strict`` (the paper's rule; what None means) or ``lenient``.
+        ``"pandaguard-jbb"`` also takes ``"binary"``, its default (None): the file's own 0/1,
+        jailbroken iff the judge's rating is 10 (see :mod:`irtlib.datasets.pandaguard`).
     data_dir : path-like, optional
         Simulated: the release directory (default: the repository's ``data/`` or
-        ``$IRTLIB_SIM_DATA``). Real: the downloaded data (default ``$IRTLIB_REAL_DATA``).
+        ``$IRTLIB_SIM_DATA``). Real: the downloaded data (default ``$IRTLIB_REAL_DATA``;
+        ``$IRTLIB_PANDAGUARD_DATA`` for ``"pandaguard-jbb"``).
 
     Returns
     -------
@@ -238,6 +256,10 @@ def load(name: str, *, rule: str = "strict", data_dir=None) -> ResponseMatrix:
         Missing release or real-data files (the message says how to get them).
     """
     _check_name(name)
+    if name == "pandaguard-jbb":
+        from . import pandaguard
+        return pandaguard.load_pandaguard(data_dir, rule="binary" if rule is None else rule)
+    rule = "strict" if rule is None else rule
     if name == "airbench2024-real":
         from . import real
         return real.load_airbench(data_dir, rule=rule)
