@@ -131,7 +131,8 @@ $(EXECUTED_LAST): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
 $(EXEC_DIR)/03_ceiling.ipynb $(EXEC_DIR)/04_discrimination.ipynb: $(EXEC_DIR)/02_fit.ipynb
 $(EXEC_DIR)/06_table2.ipynb: $(EXEC_DIR)/05_selection.ipynb
 # The scorecard (book/scorecard) reads the fits, protocol runs and real-data runs of these.
-$(EXEC_DIR)/scorecard.ipynb: $(EXEC_DIR)/02_fit.ipynb $(EXEC_DIR)/05_selection.ipynb $(EXEC_DIR)/07_real_data.ipynb
+$(EXEC_DIR)/scorecard.ipynb: $(EXEC_DIR)/02_fit.ipynb $(EXEC_DIR)/05_selection.ipynb $(EXEC_DIR)/07_real_data.ipynb \
+	$(EXEC_DIR)/09_pandaguard.ipynb
 
 executed: $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
