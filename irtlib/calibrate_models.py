@@ -9,7 +9,12 @@ responses.
 Models (``x = 1`` a safe response, ``z = a_j (theta_m - b_j)``):
 
 - ``"1pl"``: ``P = sigmoid(a (theta_m - b_j))`` with one discrimination ``a`` shared by every item
-  (the Rasch model with a free common slope; ``log a ~ Normal(0, 1)``).
+  (the Rasch model with a free common slope). Its prior is the 2PL's evaluated at ``a_j = a`` for
+  every item, ``n_items * (log a)^2 / 2``: the 1PL is the 2PL constrained to equal slopes, on the
+  same posterior. (A single ``Normal(0, 1)`` on ``log a`` would not fix the scale: under joint MAP,
+  shrinking every theta and b by a factor k and growing the one slope by k leaves the likelihood
+  unchanged and raises the Normal priors of theta and b by far more than it costs the slope's,
+  so the mode runs off to a slope of 15 or more.)
 - ``"2pl"``: ``P = sigmoid(a_j (theta_m - b_j))`` (the paper's model); fitted by
   :func:`irtlib.calibrate.fit_map`, so ``fit_irt(m, model="2pl")`` equals ``fit_2pl(m, engine="map")``.
 - ``"3pl"``: ``P = c_j + (1 - c_j) sigmoid(a_j (theta_m - b_j))`` with a lower asymptote ``c_j``
@@ -86,7 +91,10 @@ class _Point:
         self.a = np.exp(alpha)
         self.z = self.a * (theta[:, None] - b)
         (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
-        lp = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * (((alpha - ma) / sa) ** 2).sum() \
+        # the 1PL's shared slope carries the 2PL's prior of every item's slope (weight n_items):
+        # the 1PL is the 2PL constrained to a_j = a, on the same posterior
+        weight = x.shape[1] if alpha.size == 1 else 1.0
+        lp = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * weight * (((alpha - ma) / sa) ** 2).sum() \
             - 0.5 * (((b - mb) / sb) ** 2).sum()
         if gamma is None:
             self.s = expit(self.z)
@@ -140,13 +148,14 @@ def _step(x, mask, pt: _Point, priors):
     g_b = -a_row * g_z.sum(axis=0) - (pt.b - mb) / sb**2
     j_tt = wa @ a_row + 1.0 / st**2
     if shared:
-        g_al = np.array([(g_z * z).sum() - (pt.alpha[0] - ma) / sa**2])
+        n_items = x.shape[1]
+        g_al = np.array([(g_z * z).sum() - n_items * (pt.alpha[0] - ma) / sa**2])
         grads = [g_b]
         blocks = np.array([[a_row**2 * w_zz.sum(axis=0) + 1.0 / sb**2]])          # (1, 1, J)
         cross = [-(wa * a_row)]                                                    # theta x b: (M, J)
         wz = w_zz * z
         # dense block: abilities plus the shared slope
-        dense = np.diag(np.append(j_tt, (wz * z).sum() + 1.0 / sa**2))
+        dense = np.diag(np.append(j_tt, (wz * z).sum() + n_items / sa**2))
         t_al = (wz * a_row).sum(axis=1)
         dense[:n_models, n_models] = t_al
         dense[n_models, :n_models] = t_al
