@@ -202,12 +202,13 @@ def _step(x, mask, pt: _Point, priors):
 
 
 def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, start):
-    theta, a2, b = start                      # the 2PL's posterior mode: close to the others' modes
+    theta, a2, b, c0 = start                  # e.g. the 2PL's posterior mode: close to the others' modes
     if model == "1pl":
         alpha, gamma = np.array([np.log(a2).mean()]), None
     else:
         pc, qc = priors[3]
-        alpha, gamma = np.log(a2), np.full(x.shape[1], logit((pc - 1.0) / (pc + qc - 2.0)))
+        c0 = np.full(x.shape[1], (pc - 1.0) / (pc + qc - 2.0)) if c0 is None else np.clip(c0, 1e-6, 1 - 1e-6)
+        alpha, gamma = np.log(a2), logit(c0)
     pt = _Point(x, mask, theta, alpha, b, gamma, priors)
     converged, it, small = False, 0, 0
     for it in range(1, max_iter + 1):
@@ -239,7 +240,7 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
 
 def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0),
                    prior_b=(0.0, 1.0), prior_c=(5.0, 17.0), max_iter: int = 500, tol: float = 1e-6,
-                   gain_tol: float = 1e-6, max_step: float = 2.0) -> dict:
+                   gain_tol: float = 1e-6, max_step: float = 2.0, start: dict | None = None) -> dict:
     """Joint posterior mode of the 1PL, 2PL or 3PL on a plain array (the engine of :func:`fit_irt`).
 
     Parameters
@@ -258,6 +259,9 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
         differences between models that :func:`compare_models` reports).
     max_step : float
         The largest move of any parameter per iteration.
+    start : dict, optional
+        1PL / 3PL: start from these ``theta``, ``a``, ``b`` (and ``c``) instead of the 2PL's mode
+        (e.g. a previous fit of the same data).
 
     Returns
     -------
@@ -293,14 +297,22 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
                       (1 - np.where(obs, x, 0)) * np.log(np.clip(1 - p, _P_FLOOR, 1)), 0.0)
         info = dict(info, log_likelihood=float(ll.sum()))
         return {"theta": theta, "a": a, "b": b, "c": None, "info": info}
-    start = fit_map(x, prior_theta=prior_theta, prior_log_a=prior_log_a, prior_b=prior_b, max_step=max_step)
+    if start is None:
+        th0, a0, b0, _ = fit_map(x, prior_theta=prior_theta, prior_log_a=prior_log_a, prior_b=prior_b,
+                                 max_step=max_step)
+        start = (th0, a0, b0, None)
+    else:
+        start = (np.asarray(start["theta"], float), np.asarray(start["a"], float), np.asarray(start["b"], float),
+                 None if start.get("c") is None else np.asarray(start["c"], float))
+        if start[0].shape != x.shape[:1] or start[1].shape != x.shape[1:] or start[2].shape != x.shape[1:]:
+            raise ValueError(f"start: parameters do not match values of shape {x.shape}")
     observed = ~np.isnan(x)
     mask = None if observed.all() else observed.astype(float)
     x = np.where(observed, x, 0.0)
     priors = (tuple(prior_theta), tuple(prior_log_a), tuple(prior_b), tuple(prior_c))
     with threadpool_limits(limits=1, user_api="blas"):
         pt, info = _fit_generic(x, mask, model=model, priors=priors, max_iter=max_iter, tol=tol,
-                                gain_tol=gain_tol * observed.sum(), max_step=max_step, start=start[:3])
+                                gain_tol=gain_tol * observed.sum(), max_step=max_step, start=start)
     a = np.full(x.shape[1], pt.a[0]) if model == "1pl" else pt.a
     return {"theta": pt.theta, "a": a, "b": pt.b, "c": pt.c, "info": info}
 
@@ -402,7 +414,9 @@ def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), fold
     Every observed cell is assigned to one of ``folds`` folds at random; for each fold the model is
     refitted with that fold's cells removed, and the held-out cells are scored with the refitted
     abilities and item parameters (every model and item keeps most of its responses, so both
-    sides of a held-out cell are estimated).
+    sides of a held-out cell are estimated). Each refit starts cold (from its own data's 2PL
+    mode), never from the full-data fit: with a stopping tolerance, a start that has seen the
+    held-out cells would leak them into the comparison.
 
     Parameters
     ----------
@@ -445,6 +459,7 @@ def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), fold
     rows = []
     for model in models:
         start = time.perf_counter()
+        full = fit_irt_values(x, model=model, prior_c=prior_c, max_iter=max_iter, tol=tol)
         heldout = np.zeros(x.shape)
         for f in range(int(folds)):
             test = fold_of == f
@@ -452,7 +467,6 @@ def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), fold
             fit = fit_irt_values(train, model=model, prior_c=prior_c, max_iter=max_iter, tol=tol)
             p = irt_probability(fit["theta"][:, None], fit["a"], fit["b"], fit["c"])
             heldout[test] = _loglik_cells(x[test], p[test])
-        full = fit_irt_values(x, model=model, prior_c=prior_c, max_iter=max_iter, tol=tol)
         p = irt_probability(full["theta"][:, None], full["a"], full["b"], full["c"])
         ll = float(_loglik_cells(np.where(observed, x, 0.0), p)[observed].sum())
         k = n_parameters(model, *x.shape)
