@@ -442,17 +442,31 @@ def _within_pairs(codes):
     return pairs["i_x"].to_numpy(), pairs["i_y"].to_numpy(), pairs["g"].to_numpy()
 
 
+def _sample_within_pairs(codes, sizes, n_pairs, n, seed):
+    """``n`` within-group pairs drawn uniformly (with replacement) without listing them all."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    members = np.argsort(np.where(codes >= 0, codes, np.iinfo(np.int64).max), kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    g = rng.choice(sizes.size, size=n, p=n_pairs / n_pairs.sum())
+    size = sizes[g].astype(np.int64)
+    first = rng.integers(0, size)
+    second = rng.integers(0, size - 1)
+    second = second + (second >= first)                     # a different member of the same group
+    return members[offsets[g] + first], members[offsets[g] + second]
+
+
 def _summary(sum_all, n_items, within_values, sum_within, n_within, threshold):
     n_all_pairs = n_items * (n_items - 1) / 2
     n_between = n_all_pairs - n_within
     mean_all = sum_all / n_all_pairs
+    some = n_within > 0 and within_values.size > 0
     return pd.Series({
         "mean_within": sum_within / n_within if n_within else np.nan,
         "mean_between": (sum_all - sum_within) / n_between if n_between else np.nan,
         "mean_all": mean_all,
         "expected_independent": -1.0 / (n_items - 1),
-        "median_within": float(np.median(within_values)) if n_within else np.nan,
-        "share_within_above": float(np.mean(within_values - mean_all > threshold)) if n_within else np.nan,
+        "median_within": float(np.median(within_values)) if some else np.nan,
+        "share_within_above": float(np.mean(within_values - mean_all > threshold)) if some else np.nan,
         "n_within_pairs": float(n_within), "n_between_pairs": float(n_between),
     })
 
@@ -480,7 +494,7 @@ def summarise_q3(q3_frame: pd.DataFrame, groups, *, threshold: float = 0.2) -> p
 
 
 def q3_summary(matrix: ResponseMatrix, calibration: Calibration, groups, *, threshold: float = 0.2,
-               by_group: bool = False, chunk: int = 200_000):
+               by_group: bool = False, max_pairs: int = 500_000, seed: int = 0, chunk: int = 200_000):
     """Yen's Q3 summarised within and between item groups, without the full Q3 matrix.
 
     Parameters
@@ -494,6 +508,12 @@ def q3_summary(matrix: ResponseMatrix, calibration: Calibration, groups, *, thre
         See :func:`summarise_q3`.
     by_group : bool
         Also return the mean Q3 within each group (a Series indexed by group label).
+    max_pairs : int
+        The median and the share above the threshold are taken over all within pairs, or over
+        ``max_pairs`` pairs drawn at random (uniformly, with replacement, seeded) when there are
+        more (large sub-categories of a long bank have millions); the means are always exact.
+    seed : int
+        Seeds that sample.
     chunk : int
         Within pairs processed per block (bounds memory).
 
@@ -518,17 +538,28 @@ def q3_summary(matrix: ResponseMatrix, calibration: Calibration, groups, *, thre
     n = z.shape[1]
     total = z.sum(axis=1)
     sum_all = (total @ total - n) / 2.0
-    i, j, g = _within_pairs(codes)
+    grouped = codes >= 0
+    n_groups = int(codes.max()) + 1 if grouped.any() else 0
+    group_sums = np.zeros((z.shape[0], n_groups))
+    np.add.at(group_sums.T, codes[grouped], z[:, grouped].T)
+    sizes = np.bincount(codes[grouped], minlength=n_groups).astype(float)
+    within_sums = ((group_sums**2).sum(axis=0) - sizes) / 2.0           # per group
+    n_pairs = sizes * (sizes - 1.0) / 2.0
+    if n_pairs.sum() > max_pairs:
+        i, j = _sample_within_pairs(codes, sizes, n_pairs, max_pairs, seed)
+    else:
+        i, j, _ = _within_pairs(codes)
     vals = np.empty(i.size)
     for lo in range(0, i.size, chunk):
         sl = slice(lo, lo + chunk)
         vals[sl] = np.einsum("mk,mk->k", z[:, i[sl]], z[:, j[sl]])
-    out = _summary(sum_all, n, vals, vals.sum(), vals.size, threshold)
+    out = _summary(sum_all, n, vals, within_sums.sum(), n_pairs.sum(), threshold)
     if not by_group:
         return out
-    per = pd.Series(vals).groupby(g).mean()
-    per.index = pd.Index(np.asarray(labels)[per.index.to_numpy()], name="group")
-    return out, per.rename("mean_q3")
+    keep = n_pairs > 0
+    per = pd.Series(within_sums[keep] / n_pairs[keep], index=pd.Index(np.asarray(labels)[keep], name="group"),
+                    name="mean_q3")
+    return out, per
 
 
 # ---------------------------------------------------------------------------- dimensionality

@@ -387,3 +387,13 @@ def test_fluid_irt_ranks_models_with_a_3pl_bank():
     out = fluid_agreement(as_matrix(values), model="3pl", ks=[5, 20], n_splits=2, n_test=10, seed=0)
     assert list(out.columns) == ["split", "method", "k", "agreement", "model"] and len(out) == 4
     assert out["agreement"].between(-1, 1).all()
+
+
+def test_q3_summary_sampled_pairs_keep_exact_means(testlets):
+    m, cal, groups = testlets
+    exact = q3_summary(m, cal, groups)
+    sampled = q3_summary(m, cal, groups, max_pairs=50, seed=3)
+    for key in ("mean_within", "mean_between", "mean_all", "n_within_pairs"):
+        assert sampled[key] == pytest.approx(exact[key], abs=1e-12)
+    assert abs(sampled["share_within_above"] - exact["share_within_above"]) < 0.2
+    pd.testing.assert_series_equal(sampled, q3_summary(m, cal, groups, max_pairs=50, seed=3))
