@@ -107,12 +107,13 @@ def heldout_comparison(tables: Mapping[str, pd.DataFrame], *, reference: str = "
     names = list(tables)
     fig = Figure(figsize=(7.5, 0.55 * len(names) + 1.4))
     ax = fig.subplots()
-    colours = {"1pl": "#1f77b4", "2pl": "#7f7f7f", "3pl": "#ff7f0e"}
+    colours = {"1pl": "#1f77b4", "2pl": "#7f7f7f", "3pl": "#ff7f0e", "3pl-top": "#9467bd"}
+    names_ = {"1pl": "1PL", "2pl": "2PL", "3pl": "3PL (lower asymptote)", "3pl-top": "3PL (upper asymptote)"}
     for i, name in enumerate(names):
         t = tables[name].set_index("model")
         ref = t.loc[reference, "heldout_loglik"]
         for model, row in t.iterrows():
-            ax.plot(row["heldout_loglik"] - ref, i, "o", color=colours.get(model, "k"), label=model.upper())
+            ax.plot(row["heldout_loglik"] - ref, i, "o", color=colours.get(model, "k"), label=names_.get(model, model))
     ax.axvline(0, color="k", lw=0.8, ls=":")
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names, fontsize=9)
@@ -124,19 +125,23 @@ def heldout_comparison(tables: Mapping[str, pd.DataFrame], *, reference: str = "
     return fig
 
 
-def agreement_pair(curves: Mapping[str, pd.DataFrame], *, title: str | None = None, ylim=(0.0, 1.0)):
+def agreement_pair(curves: Mapping[str, pd.DataFrame], *, title: str | None = None, ylim=(0.0, 1.0),
+                   styles: Mapping[str, tuple] | None = None):
     """Mean agreement against k (shading 1 SD over splits) for a few labelled curves.
 
     Parameters
     ----------
     curves : mapping of label -> DataFrame
         Output of :func:`irtlib.agreement_curves` restricted to one method (``k``, ``mean``, ``sd``).
+    styles : mapping of label -> (colour, line style), optional
+        Default: a fixed palette in order.
     """
     fig = Figure(figsize=(7.0, 4.2))
     ax = fig.subplots()
     palette = ["#d62728", "#1f77b4", "#7f7f7f", "#2ca02c", "#9467bd", "#ff7f0e"]
-    styles = ["-", "--", "-", ":", "-.", "-"]
-    for (label, df), colour, style in zip(curves.items(), palette, styles):
+    line_styles = ["-", "--", "-", ":", "-.", "-"]
+    chosen = [(styles or {}).get(label, (c, ls)) for label, c, ls in zip(curves, palette, line_styles)]
+    for (label, df), (colour, style) in zip(curves.items(), chosen):
         df = df.sort_values("k")
         ax.plot(df["k"], df["mean"], style, color=colour, label=label, lw=1.6)
         ax.fill_between(df["k"], df["mean"] - df["sd"], df["mean"] + df["sd"], color=colour, alpha=0.12)

@@ -416,3 +416,21 @@ def test_item_fit_uses_a_3pl_calibrations_asymptote():
     dropped = Calibration(a=three.a, b=three.b, theta=three.theta, engine="map", settings={"model": "2pl"})
     # the same curves without their floor misfit: measured 53% of items flagged, mean p 0.18
     assert item_fit(m, dropped)["flagged"].mean() > 0.3
+
+
+def test_figures_build(clean_2pl, testlets):
+    from matplotlib.figure import Figure
+
+    from irtlib import plots_fit
+
+    m, cal = clean_2pl
+    tm, tcal, groups = testlets
+    dims = dimensionality(m, cal, n=4, n_replications=2, refit=False)
+    table = pd.DataFrame({"model": ["1pl", "2pl"], "heldout_loglik": [-0.6, -0.5], "heldout_se": [0.01, 0.01]})
+    curve = pd.DataFrame({"k": [1, 2, 4], "mean": [0.2, 0.5, 0.9], "sd": [0.1, 0.1, 0.05]})
+    figs = [plots_fit.sx2_pvalues({"a": item_fit(m, cal)}),
+            plots_fit.q3_heatmap(q3(tm, tcal, items=tm.items[:12]), groups, title="t"),
+            plots_fit.scree({"a": dims, "b": dims}),
+            plots_fit.heldout_comparison({"a": table}),
+            plots_fit.agreement_pair({"x": curve, "y": curve}, styles={"x": ("k", ":")})]
+    assert all(isinstance(f, Figure) and f.axes for f in figs)
