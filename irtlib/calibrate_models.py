@@ -285,17 +285,14 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise ValueError(f"values must be 0, 1 or NaN; cell ({r}, {c}) has {x[r, c]!r}")
-    for name, (lo, hi) in (("prior_c", prior_c),):
-        if not (lo > 1 and hi > 1):
-            raise ValueError(f"{name} must have both Beta parameters above 1 (a mode inside (0, 1)), got {prior_c}")
+    if len(prior_c) != 2 or not (prior_c[0] > 1 and prior_c[1] > 1):
+        raise ValueError(f"prior_c must be two Beta parameters above 1 (a mode inside (0, 1)), got {prior_c}")
     if model == "2pl":
         theta, a, b, info = fit_map(x, prior_theta=prior_theta, prior_log_a=prior_log_a, prior_b=prior_b,
                                     max_iter=min(max_iter, 200), tol=tol, max_step=max_step)
-        p = irt_probability(theta[:, None], a, b)
         obs = ~np.isnan(x)
-        ll = np.where(obs, np.where(obs, x, 0) * np.log(np.clip(p, _P_FLOOR, 1)) +
-                      (1 - np.where(obs, x, 0)) * np.log(np.clip(1 - p, _P_FLOOR, 1)), 0.0)
-        info = dict(info, log_likelihood=float(ll.sum()))
+        ll = _loglik_cells(np.where(obs, x, 0.0), irt_probability(theta[:, None], a, b))[obs].sum()
+        info = dict(info, log_likelihood=float(ll))
         return {"theta": theta, "a": a, "b": b, "c": None, "info": info}
     if start is None:
         th0, a0, b0, _ = fit_map(x, prior_theta=prior_theta, prior_log_a=prior_log_a, prior_b=prior_b,
@@ -527,11 +524,13 @@ def map_ability_irt(responses, a, b, c=None, *, theta0=0.0, prior_sd: float = 1.
 
 
 def _item_information(theta, a, b, c):
+    """Fisher information about theta, (n_models, n_items): ``a^2 P (1 - P)`` (2PL), Birnbaum's
+    ``a^2 (1 - c) s^2 (1 - s) / P`` with ``s = sigmoid(a (theta - b))`` (3PL)."""
     s = expit(a * (theta[:, None] - b))
     if c is None:
         return a * a * s * (1.0 - s)
     p = c + (1.0 - c) * s
-    return a * a * (1.0 - c) ** 2 * s * s * (1.0 - s) / np.maximum(p, _P_FLOOR)
+    return a * a * (1.0 - c) * s * s * (1.0 - s) / np.maximum(p, _P_FLOOR)
 
 
 def fluid_irt(responses, a, b, c=None, *, budget: int) -> np.ndarray:

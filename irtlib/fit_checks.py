@@ -70,7 +70,7 @@ def _information(p, a, c, theta, b):
     from scipy.special import expit
 
     s = expit(a * (theta - b))
-    return a * a * (1.0 - c) ** 2 * s * s * (1.0 - s) / np.maximum(p, 1e-12) * 1.0
+    return a * a * (1.0 - c) * s * s * (1.0 - s) / np.maximum(p, 1e-12)
 
 
 def _n_item_parameters(calibration: Calibration) -> int:

@@ -434,3 +434,16 @@ def test_figures_build(clean_2pl, testlets):
             plots_fit.heldout_comparison({"a": table}),
             plots_fit.agreement_pair({"x": curve, "y": curve}, styles={"x": ("k", ":")})]
     assert all(isinstance(f, Figure) and f.axes for f in figs)
+
+
+def test_3pl_information_is_the_bernoulli_information():
+    # I(theta) = P'(theta)^2 / (P (1 - P)), checked by a numerical derivative
+    from irtlib.calibrate_models import _item_information
+
+    theta = np.array([-1.0, 0.3, 2.0])
+    a, b, c = np.array([0.7, 1.5, 2.5]), np.array([0.0, 1.0, -0.5]), np.array([0.0, 0.2, 0.4])
+    p = lambda t: c + (1 - c) * expit(a * (t[:, None] - b))   # noqa: E731
+    h = 1e-6
+    dp = (p(theta + h) - p(theta - h)) / (2 * h)
+    np.testing.assert_allclose(_item_information(theta, a, b, c), dp**2 / (p(theta) * (1 - p(theta))), rtol=1e-6)
+    np.testing.assert_allclose(_item_information(theta, a, b, None)[:, 0], _item_information(theta, a, b, c)[:, 0])
