@@ -447,3 +447,17 @@ def test_3pl_information_is_the_bernoulli_information():
     dp = (p(theta + h) - p(theta - h)) / (2 * h)
     np.testing.assert_allclose(_item_information(theta, a, b, c), dp**2 / (p(theta) * (1 - p(theta))), rtol=1e-6)
     np.testing.assert_allclose(_item_information(theta, a, b, None)[:, 0], _item_information(theta, a, b, c)[:, 0])
+
+
+def test_leave_one_out_deconvolution_is_stable_on_a_longer_bank():
+    # the deconvolved rest-score distribution of each item equals a fresh Lord-Wingersky run without it
+    from irtlib.fit_checks import _leave_one_out_exact
+
+    rng = np.random.default_rng(19)
+    nodes = np.linspace(-4, 4, 15)
+    p = expit(np.exp(rng.normal(0, 0.8, 120)) * (nodes[:, None] - rng.normal(0, 1.5, 120)))
+    rest = np.arange(0, 120, 7)
+    got = _leave_one_out_exact(lord_wingersky(p), p, rest)                  # (J, R, Q)
+    for j in (0, 17, 64, 119):
+        direct = lord_wingersky(np.delete(p, j, axis=1))[:, rest].T          # (R, Q)
+        np.testing.assert_allclose(got[j], direct, atol=1e-12)
