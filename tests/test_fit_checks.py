@@ -461,3 +461,28 @@ def test_leave_one_out_deconvolution_is_stable_on_a_longer_bank():
     for j in (0, 17, 64, 119):
         direct = lord_wingersky(np.delete(p, j, axis=1))[:, rest].T          # (R, Q)
         np.testing.assert_allclose(got[j], direct, atol=1e-12)
+
+
+def test_sx2_calibrated_in_the_book_regime(sim_80x2000):
+    # fewer models than items, as in the book: 80 x 2,000 from the 2PL with log a ~ N(0, 1)
+    values, *_ = sim_80x2000
+    m = as_matrix(values).filter_variance()
+    fit = item_fit(m, fit_2pl(m, engine="map"))
+    # measured: 4.6% of p-values below 0.05, mean p 0.55, 0.15% flagged (normal approximation)
+    assert fit.attrs["score_distribution"] == "normal"
+    assert 0.02 <= (fit["p_value"] < 0.05).mean() <= 0.08
+    assert fit["flagged"].mean() <= 0.01
+
+
+def test_simulate_fitted_keeps_shape_missing_cells_and_seed(clean_2pl):
+    from irtlib.fit_checks import simulate_fitted
+
+    m, cal = clean_2pl
+    holes = m.values.copy()
+    holes[:5, 0] = np.nan
+    mh = as_matrix(holes)
+    sim = simulate_fitted(mh, cal, seed=1)
+    assert sim.shape == mh.shape and np.isnan(sim.values[:5, 0]).all() and sim.observed.sum() == mh.observed.sum()
+    assert sim == simulate_fitted(mh, cal, seed=1) and not sim == simulate_fitted(mh, cal, seed=2)
+    expected = cal.probabilities().to_numpy().mean(axis=0)
+    assert np.abs(np.nanmean(sim.values, axis=0) - expected).max() < 0.06
