@@ -168,10 +168,16 @@ def test_item_fit_bad_input(clean_2pl):
         item_fit(m, cal, method="chi2")
     with pytest.raises(ValueError, match="n_groups"):
         item_fit(m, cal, n_groups=2)
-    other = as_matrix(np.ones((3, 2)) * np.array([[1, 0], [0, 1], [1, 1]]))
+    stranger = Calibration(a=cal.a, b=cal.b, theta=pd.Series([0.0], index=["zz"]), engine="map")
     with pytest.raises(ValueError, match="no theta for model"):
-        item_fit(other.subset(models=other.models[:2]), Calibration(a=cal.a, b=cal.b, theta=pd.Series([0.0], index=["zz"]),
-                                                                   engine="map"))
+        item_fit(m, stranger)
+    unknown_items = Calibration(a=cal.a.iloc[:3], b=cal.b.iloc[:3], theta=cal.theta, engine="map")
+    with pytest.raises(ValueError, match=r"no parameters for item\(s\) \['i0003'"):
+        q3(m, unknown_items)
+    with pytest.raises(ValueError, match="alpha must lie in"):
+        item_fit(m, cal, alpha=1.5)
+    with pytest.raises(ValueError, match="n_replications"):
+        dimensionality(m, cal, n_replications=0)
 
 
 # ---------------------------------------------------------------------------- Q3
@@ -298,7 +304,8 @@ def test_parameter_recovery_of_each_model():
     assert pearsonr(theta, f2["theta"])[0] > 0.97 and pearsonr(b, f2["b"])[0] > 0.95
     assert pearsonr(a, f2["a"])[0] > 0.9
     rng = np.random.default_rng(11)
-    theta, b, a, c = rng.normal(size=300), rng.normal(0.5, 1, 400), np.exp(rng.normal(0.3, 0.3, 400)), rng.beta(5, 17, 400)
+    theta, b = rng.normal(size=300), rng.normal(0.5, 1, 400)
+    a, c = np.exp(rng.normal(0.3, 0.3, 400)), rng.beta(5, 17, 400)
     values = (rng.random((300, 400)) < c + (1 - c) * expit(a * (theta[:, None] - b))).astype(float)
     f3 = fit_irt_values(values, model="3pl")
     # measured: r(theta) 0.989, r(a) 0.662, r(b) 0.953, r(c) 0.523; mean c 0.197 (true 0.224)
