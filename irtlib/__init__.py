@@ -13,8 +13,10 @@ from .agreement import METHODS, agreement_curves, budget_grid, run_protocol, sum
 from .bank import ItemBank, calibrate_bank, read_bank, select_subset
 from .binarize import binarize_choice, binarize_graded, binarize_wmdp
 from .calibrate import Calibration, fit_2pl
+from .calibrate_models import compare_models, fit_irt
 from .data import ResponseMatrix
-from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates, item_rmse
+from .diagnostics import (ceiling_counts, coefficient_of_variation, dimensionality, item_fit, item_rates, item_rmse,
+                          q3, q3_summary)
 from .io import load_responses, read_model_responses, read_responses
 from .model import expected_score, fisher_information, log_likelihood, probability, sigmoid
 from .session import AdaptiveSession, EvaluationResult
@@ -29,5 +31,5 @@ __all__ = [
     "calibrate_bank", "load_responses", "read_bank", "read_model_responses", "read_responses", "select_subset",
     "binarize_choice", "binarize_graded", "binarize_wmdp",
     "ceiling_counts", "coefficient_of_variation", "expected_score", "fisher_information",
-    "fit_2pl", "item_rates", "item_rmse", "log_likelihood", "map_ability", "probability", "sigmoid",
+    "fit_2pl", "fit_irt", "compare_models", "item_fit", "q3", "q3_summary", "dimensionality", "item_rates", "item_rmse", "log_likelihood", "map_ability", "probability", "sigmoid",
 ]

@@ -42,6 +42,9 @@ class Calibration:
         Wall time of the fit.
     diagnostics : dict
         Engine-specific facts (iterations, convergence, final log posterior).
+    c : Series, indexed by item, or None
+        Lower asymptote of a 3PL fit (:func:`irtlib.calibrate_models.fit_irt`); None for the 2PL
+        (and the 1PL), so ``P = c + (1 - c) sigmoid(a (theta - b))`` reduces to the paper's model.
     """
 
     a: pd.Series
@@ -51,15 +54,22 @@ class Calibration:
     settings: dict = field(default_factory=dict)
     seconds: float = float("nan")
     diagnostics: dict = field(default_factory=dict)
+    c: pd.Series | None = None
 
     def probabilities(self) -> pd.DataFrame:
-        """Model-implied probability of a safe response, models x items."""
+        """Model-implied probability of a safe response, models x items (with ``c`` if set)."""
         p = probability(self.theta.to_numpy()[:, None], self.a.to_numpy(), self.b.to_numpy())
+        if self.c is not None:
+            c = self.c.reindex(self.a.index).to_numpy()
+            p = c + (1.0 - c) * p
         return pd.DataFrame(p, index=self.theta.index, columns=self.a.index)
 
     def items_frame(self) -> pd.DataFrame:
-        """Item parameters as a DataFrame with columns ``a`` and ``b``."""
-        return pd.DataFrame({"a": self.a, "b": self.b})
+        """Item parameters as a DataFrame with columns ``a`` and ``b`` (and ``c`` for a 3PL)."""
+        cols = {"a": self.a, "b": self.b}
+        if self.c is not None:
+            cols["c"] = self.c
+        return pd.DataFrame(cols)
 
 
 # ---------------------------------------------------------------------------- MAP engine

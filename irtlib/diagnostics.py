@@ -1,6 +1,8 @@
 """Fit diagnostics the paper reports: item-level RMSE, spread of discrimination, ceilings.
 
 Paper, sections "Reported results" (fit quality, appendix E; ceiling separation; Figure 3).
+The standard psychometric checks the paper does not run (item fit, Yen's Q3, residual
+dimensionality) live in :mod:`irtlib.fit_checks` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from .data import ResponseMatrix
 from .model import probability
 
 __all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING",
-           "agreement_ceiling"]
+           "agreement_ceiling", "item_fit", "q3", "q3_summary", "summarise_q3", "dimensionality",
+           "residual_eigenvalues"]
 
 #: The safety score above which the paper calls a benchmark saturated.
 CEILING = 0.95
+
+from .fit_checks import dimensionality, item_fit, q3, q3_summary, residual_eigenvalues, summarise_q3  # noqa: E402
 
 
 def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
