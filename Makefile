@@ -128,7 +128,7 @@ $(EXECUTED_LAST): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
 # Chapters run in parallel.  Chapters that reuse another's cached results (irtlib.cache in
 # _build/cache) run after it, so the expensive work is done once: the py-irt fits of 02_fit
 # serve 03 and 04; the agreement protocol of 05_selection serves 06_table2.
-$(EXEC_DIR)/03_ceiling.ipynb $(EXEC_DIR)/04_discrimination.ipynb: $(EXEC_DIR)/02_fit.ipynb
+$(EXEC_DIR)/03_ceiling.ipynb $(EXEC_DIR)/04_discrimination.ipynb $(EXEC_DIR)/04b_model_fit.ipynb: $(EXEC_DIR)/02_fit.ipynb
 $(EXEC_DIR)/06_table2.ipynb: $(EXEC_DIR)/05_selection.ipynb
 # The scorecard (book/scorecard) reads the fits, protocol runs and real-data runs of these.
 $(EXEC_DIR)/scorecard.ipynb: $(EXEC_DIR)/02_fit.ipynb $(EXEC_DIR)/05_selection.ipynb $(EXEC_DIR)/07_real_data.ipynb \
