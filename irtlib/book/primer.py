@@ -199,9 +199,9 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
 
 #: matplotlib's player buttons draw Font Awesome icons from a CDN; the book reads offline, so
 #: the stylesheet link is dropped and each icon becomes a plain character.
-_ICONS = {"fa-minus": "\u2212", "fa-fast-backward": "\u23ee", "fa-step-backward": "\u25c0\u2759",
+_ICONS = {"fa-minus": "\u2212", "fa-fast-backward": "\u2759\u25c0\u25c0", "fa-step-backward": "\u2759\u25c0",
           "fa-play fa-flip-horizontal": "\u25c0", "fa-pause": "\u2759\u2759", "fa-play": "\u25b6",
-          "fa-step-forward": "\u2759\u25b6", "fa-fast-forward": "\u23ed", "fa-plus": "+"}
+          "fa-step-forward": "\u25b6\u2759", "fa-fast-forward": "\u25b6\u25b6\u2759", "fa-plus": "+"}
 
 
 def animation_html(animation, *, default_mode: str = "once") -> str:
