@@ -241,3 +241,15 @@ def test_make_pdf_output():
     html = (ROOT / "_build" / "pdf" / "_build" / "singlehtml" / "index.html").read_text(encoding="utf-8")
     for title in ("IRT and adaptive testing in one chapter", "Glossary", "Notation", "Fluid and static selection"):
         assert title in html, title
+
+
+def test_makefile_has_the_course_kit_targets(tmp_path):
+    """`make -n student` and `make -n pdf` name the tools and the outputs the README promises."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for target, expected in (("student", ["tools/student.py", "_build/student"]),
+                             ("pdf", ["--builder singlehtml", "tools/pdf.py", "_build/pdf/book.pdf"])):
+        done = subprocess.run(["make", "-n", target, "MANAGE_VENV=0", f"VENV={Path(PYTHON).parent.parent}"],
+                              cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        for text in expected:
+            assert text in done.stdout, (target, text)

@@ -188,3 +188,50 @@ def test_animation_steps_in_the_browser():
         httpd.server_close()
     assert not [e for e in errors if "THEBE_JS_URL" not in e], errors
     assert not blocked, blocked
+
+
+# ----------------------------------------------------------------------------- notation, glossary
+def test_primer_notation_and_glossary_are_in_the_toc_in_place():
+    sys_path = str(ROOT / "tools")
+    import sys
+
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    import chapters
+
+    entries = chapters.toc_entries(ROOT / "_toc.yml")
+    assert entries.index("book/00_primer") == entries.index("book/01_data") - 1
+    assert entries.index("book/scorecard") < entries.index("book/00_primer")
+    assert entries.index("book/reproducibility") < entries.index("book/notation") < entries.index("book/references")
+    assert entries.index("book/reproducibility") < entries.index("book/glossary") < entries.index("book/references")
+
+
+def test_glossary_has_the_terms_the_chapters_use():
+    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    body = re.search(r"```\{glossary\}\n(.*?)\n```", text, re.S).group(1)
+    terms = {line.strip().lower() for line in body.splitlines() if line.strip() and not line.startswith(" ")}
+    assert len(terms) >= 25
+    for required in ("ability", "discrimination", "difficulty", "item information", "test information", "map",
+                     "posterior", "prior", "fisher scoring", "cat", "maximum information", "agreement",
+                     "spearman's rho", "variance filter", "binarization", "strict rule", "ceiling", "calibration",
+                     "item bank", "static subset", "anchor points", "local independence", "unidimensionality"):
+        assert required in terms, required
+    used = set()
+    for page in sorted((ROOT / "book").glob("*.md")):
+        for match in re.finditer(r"\{term\}`([^`]+)`", page.read_text(encoding="utf-8")):
+            target = re.search(r"<([^>]+)>$", match.group(1))
+            used.add((target.group(1) if target else match.group(1)).strip().lower())
+    assert used and used <= terms, f"{{term}} links to terms the glossary lacks: {sorted(used - terms)}"
+    linked_from = [p.stem for p in sorted((ROOT / "book").glob("0*.md")) if "{term}`" in p.read_text()]
+    assert len(linked_from) >= 8, linked_from
+
+
+def test_no_page_shows_raw_glue_markup():
+    html = ROOT / "_build" / "html" / "book"
+    if not (html / "00_primer.html").is_file():
+        pytest.skip("no built book: make book QUICK=1")
+    from bs4 import BeautifulSoup
+
+    for page in sorted(html.glob("*.html")):
+        text = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").get_text(" ")
+        assert "{glue:" not in text and "{term}" not in text, f"{page.name} shows unrendered markup"

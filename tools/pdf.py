@@ -54,7 +54,16 @@ def print_pdf(index: Path, output: Path, *, timeout_ms: int = 120_000) -> None:
     if not CHROMIUM.exists():
         raise FileNotFoundError(f"{CHROMIUM} not found: apt-get install -y chromium (never `playwright install`)")
     index = index.resolve()
-    handler = functools.partial(_Quiet, directory=str(index.parent))
+    root = index.parent
+    # jupyter-book's index.html only redirects to the root page (book/intro.html in singlehtml),
+    # which Sphinx wrote with links relative to the output root (_static/..., _images/...): print
+    # a copy of it placed at the root, where those links resolve.
+    redirect = re.search(r'http-equiv="Refresh" content="0; url=([^"]+)"', index.read_text(encoding="utf-8"))
+    if redirect:
+        single = root / "_print.html"
+        single.write_text((root / redirect.group(1)).read_text(encoding="utf-8"), encoding="utf-8")
+        index = single
+    handler = functools.partial(_Quiet, directory=str(root))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     server = f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -71,7 +80,7 @@ def print_pdf(index: Path, output: Path, *, timeout_ms: int = 120_000) -> None:
                 return r.abort()
 
             page.route("**/*", route)
-            page.goto(f"{server}/{index.name}", wait_until="load", timeout=timeout_ms)
+            page.goto(f"{server}/{index.relative_to(root).as_posix()}", wait_until="load", timeout=timeout_ms)
             if page.evaluate("document.querySelectorAll('.math').length") > 0:
                 page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise",
                                        timeout=timeout_ms)
