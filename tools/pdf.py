@@ -16,8 +16,8 @@ builder on the executed chapters) and calls this script, which
 3. prints the page to A4 with backgrounds (``page.pdf``): figures and tables as on screen;
    folded code stays folded, as in the HTML book.
 
-:func:`pdf_facts` counts pages and embedded images of a PDF with the standard library only
-(the tests use it).
+:func:`pdf_facts` counts pages, embedded images and fonts (MathJax's fonts mean rendered math)
+of a PDF with the standard library only (the tests use it).
 """
 
 from __future__ import annotations
@@ -115,10 +115,13 @@ def pdf_facts(path: Path) -> dict[str, int]:
         except zlib.error:
             pass
     pages = images = 0
+    fonts: set[str] = set()
     for chunk in chunks:
         pages += len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", chunk))
         images += len(re.findall(rb"/Subtype\s*/Image\b", chunk))
-    return {"pages": pages, "images": images, "bytes": len(data)}
+        fonts |= {f.decode().split("+")[-1] for f in re.findall(rb"/(?:BaseFont|FontName)\s*/([A-Za-z0-9+\-_]+)", chunk)}
+    mathjax = sorted(f for f in fonts if f.startswith("MathJax"))
+    return {"pages": pages, "images": images, "bytes": len(data), "fonts": sorted(fonts), "mathjax_fonts": mathjax}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print_pdf(index, output)
     facts = pdf_facts(output)
-    print(f"pdf: {output}: {facts['pages']} pages, {facts['images']} images, {facts['bytes'] / 1e6:.1f} MB")
+    print(f"pdf: {output}: {facts['pages']} pages, {facts['images']} images, "
+          f"{len(facts['mathjax_fonts'])} MathJax fonts (rendered math), {facts['bytes'] / 1e6:.1f} MB")
     return 0
 
 
