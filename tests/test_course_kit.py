@@ -239,7 +239,7 @@ def test_make_pdf_output():
     assert facts["pages"] >= 40, facts
     assert facts["images"] >= 20, facts
     assert {"MathJax_Main-Regular", "MathJax_Math-Italic"} <= set(facts["mathjax_fonts"]), facts["fonts"]
-    html = (ROOT / "_build" / "pdf" / "_build" / "singlehtml" / "index.html").read_text(encoding="utf-8")
+    html = (ROOT / "_build" / "pdf" / "_build" / "singlehtml" / "_print.html").read_text(encoding="utf-8")
     for title in ("IRT and adaptive testing in one chapter", "Glossary", "Notation", "Fluid and static selection"):
         assert title in html, title
 
