@@ -11,8 +11,9 @@ MyST notebook) it writes
 
 * ``<out>/<name>.ipynb``, the **student notebook**: every code cell tagged ``solution`` is
   replaced by an empty exercise cell (tagged ``solution``, holding only a comment that asks for
-  the student's code), and every solution dropdown (a ``{admonition}`` whose title starts with
-  "Solution") is removed from the Markdown cells;
+  the student's code), every solution dropdown (a ``{admonition}`` whose title starts with
+  "Solution") is removed from the Markdown cells, and so are the hidden cells (``remove-cell``)
+  of the "Exercises" section, which compute the written solutions;
 * ``<out>/answers/<name>.ipynb``, the **answer notebook**: the chapter as it is, solutions
   included.
 
@@ -74,6 +75,10 @@ def strip_solution_dropdowns(text: str) -> tuple[str, int]:
     return "".join(out), removed
 
 
+def _is_hidden(cell) -> bool:
+    return cell.get("cell_type") == "code" and "remove-cell" in (cell.get("metadata", {}).get("tags") or [])
+
+
 def _clear(cell) -> None:
     if cell.get("cell_type") == "code":
         cell["outputs"] = []
@@ -87,14 +92,20 @@ def student_and_answers(notebook) -> tuple[dict, dict]:
         _clear(cell)
     student = copy.deepcopy(answers)
     cells = []
+    in_exercises = False
     for cell in student["cells"]:
         if is_solution_cell(cell):
             cell["source"] = PLACEHOLDER
         elif cell.get("cell_type") == "markdown":
+            headings = re.findall(r"^## (.*)$", _source(cell), re.M)
+            if headings:
+                in_exercises = headings[-1].strip().lower().startswith("exercises")
             text, removed = strip_solution_dropdowns(_source(cell))
             if removed and not text.strip():
                 continue
             cell["source"] = text
+        elif in_exercises and _is_hidden(cell):
+            continue            # computes (and glues) the written solutions: not for students
         cells.append(cell)
     student["cells"] = cells
     return student, answers
