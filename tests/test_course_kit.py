@@ -167,6 +167,11 @@ def test_handler_reads_myst_and_passes_json_through(tmp_path):
     plain = tmp_path / "x.ipynb"
     plain.write_text(json.dumps(notebook))
     assert handler.read(str(plain)) == plain.read_text()
+    # an output path in a jupytext format is written through jupytext, and reads back the same
+    handler.write(json.dumps(notebook), str(tmp_path / "y.md"))
+    assert (tmp_path / "y.md").read_text().startswith("---\njupyter")
+    again = json.loads(handler.read(str(tmp_path / "y.md")))
+    assert [c["source"] for c in again["cells"]] == [c["source"] for c in notebook["cells"]]
 
 
 def _entry_point_path(tmp_path: Path) -> str:
