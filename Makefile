@@ -9,6 +9,10 @@
 #   make chapter CH=03_fluid [QUICK=1] [PARAMS="-p N_SPLITS 20"]
 #                    re-execute one chapter (book/03_fluid.md) into _build/executed/03_fluid.ipynb
 #   make html        render the HTML again from the executed notebooks (executes what is out of date)
+#   make student     the course kit: _build/student/<chapter>.ipynb without solutions, and the
+#                    answer notebooks _build/student/answers/<chapter>.ipynb (tools/student.py)
+#   make pdf         the whole book as one PDF, _build/pdf/book.pdf: Jupyter Book's single-page
+#                    HTML printed by headless Chromium (tools/pdf.py; no TeX needed)
 #   make mathjax     fetch MathJax 3 from npm into _build/mathjax/ (only needed without the
 #                    django-static-mathjax pip package of the `book` extra)
 #   make clean       remove _build/ and artifacts/ (keeps .venv/);  make distclean also removes .venv/
@@ -28,7 +32,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.PHONY: all venv test book executed html chapter mathjax clean distclean FORCE
+.PHONY: all venv test book executed html chapter student pdf mathjax clean distclean FORCE
 
 all: book
 
@@ -166,6 +170,28 @@ chapter: | $(VENV_STAMP)
 	$(VPY) tools/run_chapter.py book/$(CH_NAME).md $(EXEC_DIR)/$(CH_NAME).ipynb --cwd $(CURDIR) \
 		-- $(PAPERMILL_ARGS) $(if $(filter book/$(CH_NAME),$(LAST)),-p EXECUTED_DIR $(EXEC_DIR))
 	$(VPY) tools/check_executed.py $(EXEC_DIR)/$(CH_NAME).ipynb
+
+# ---------------------------------------------------------------------------
+# Course kit and PDF
+# ---------------------------------------------------------------------------
+STUDENT_DIR := $(BUILD)/student
+PDF_DIR := $(BUILD)/pdf
+
+# Student notebooks (solution cells emptied, solution dropdowns removed, no outputs) and answer
+# notebooks, straight from the chapter sources: nothing is executed.
+student: | $(VENV_STAMP)
+	rm -rf $(STUDENT_DIR)
+	$(VPY) tools/student.py --out $(STUDENT_DIR) $(NOTEBOOKS)
+
+# The executed chapters rendered as one HTML page (jupyter-book's singlehtml builder, in its own
+# tree so that the HTML book is left alone), then printed to PDF by headless Chromium.
+pdf: executed | $(VENV_STAMP)
+	$(VPY) tools/check_executed.py $(EXECUTED)
+	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(PDF_DIR)/src
+	rm -rf $(PDF_DIR)/_build
+	$(JUPYTER_BOOK) build --builder singlehtml -W -n --keep-going --path-output $(CURDIR)/$(PDF_DIR) $(PDF_DIR)/src
+	$(VPY) tools/pdf.py $(PDF_DIR)/_build/singlehtml/index.html $(PDF_DIR)/book.pdf
+	@echo "pdf: $(PDF_DIR)/book.pdf"
 
 # ---------------------------------------------------------------------------
 # MathJax 3 ships with the book (_build/html/_static/mathjax), normally from the pip package
