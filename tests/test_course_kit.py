@@ -147,7 +147,7 @@ def test_pyproject_registers_the_papermill_handler():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     target = project["entry-points"]["papermill.io"]["jupytext://"]
     module, _, name = target.partition(":")
-    assert (module, name) == ("irtlib.book.papermill_io", "JupytextHandler")
+    assert (module, name) == ("irtlib.book._papermill_handler", "JupytextHandler")
 
 
 def test_handler_reads_myst_and_passes_json_through(tmp_path):
@@ -262,3 +262,13 @@ def test_makefile_has_the_course_kit_targets(tmp_path):
         assert done.returncode == 0, done.stderr
         for text in expected:
             assert text in done.stdout, (target, text)
+
+
+def test_the_handler_module_imports_before_and_after_papermill():
+    """With the entry point installed, `import irtlib.book.papermill_io` must work in a fresh
+    interpreter whether or not papermill was imported first (papermill imports the handler while
+    it loads its entry points)."""
+    for code in ("import irtlib.book.papermill_io as m; assert m.JupytextHandler",
+                 "import papermill, irtlib.book.papermill_io as m; assert m.JupytextHandler"):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
