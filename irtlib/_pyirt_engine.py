@@ -64,6 +64,7 @@ from py_irt.config import IrtConfig  # noqa: E402
 from py_irt.dataset import Dataset  # noqa: E402
 from py_irt.models.abstract_model import IrtModel  # noqa: E402
 from torch.distributions import constraints  # noqa: E402
+from .errors import InputError
 
 __all__ = ["PaperTwoParamLog", "fit_pyirt"]
 
@@ -215,14 +216,14 @@ class PaperTwoParamLog(IrtModel):
 def _validate(values: np.ndarray) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 2:
-        raise ValueError(f"values must be 2-D (n_models, n_items), got shape {arr.shape}")
+        raise InputError(f"values must be 2-D (n_models, n_items), got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"values must be non-empty, got shape {arr.shape}")
+        raise InputError(f"values must be non-empty, got shape {arr.shape}")
     observed = ~np.isnan(arr)
     if not np.all((arr[observed] == 0.0) | (arr[observed] == 1.0)):
-        raise ValueError("values must contain only 0.0, 1.0 or NaN")
+        raise InputError("values must contain only 0.0, 1.0 or NaN")
     if not observed.any():
-        raise ValueError("values has no observed (non-NaN) cell")
+        raise InputError("values has no observed (non-NaN) cell")
     return arr
 
 
@@ -346,13 +347,13 @@ def fit_pyirt(
 
     arr = _validate(values)
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+        raise InputError(f"seed must be an integer in [0, 2**32), got {seed!r}")
     if int(epochs) < 1:
-        raise ValueError(f"epochs must be >= 1, got {epochs}")
+        raise InputError(f"epochs must be >= 1, got {epochs}")
     if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be positive, got {lr}")
+        raise InputError(f"lr must be positive, got {lr}")
     if not (math.isfinite(lr_decay) and 0 < lr_decay <= 1):
-        raise ValueError(f"lr_decay must be in (0, 1], got {lr_decay}")
+        raise InputError(f"lr_decay must be in (0, 1], got {lr_decay}")
 
     dataset, subject_ids, item_ids = _build_dataset(arr)
     config = IrtConfig(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InputError
 from .model import probability
 
 __all__ = ["AbilityEstimate", "map_ability", "THETA_BOUNDS"]
@@ -56,10 +57,10 @@ def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
 def _finite_number(value, name: str) -> float:
     """``value`` as a float, or a ValueError naming the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
+        raise InputError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise InputError(f"{name} must be finite, got {value!r}")
     return value
 
 
@@ -68,14 +69,14 @@ def _check_prior(prior_mean, prior_sd, bounds) -> tuple[float, float, tuple[floa
     prior_mean = _finite_number(prior_mean, "prior_mean")
     prior_sd = _finite_number(prior_sd, "prior_sd")
     if prior_sd <= 0:
-        raise ValueError(f"prior_sd must be positive, got {prior_sd!r}")
+        raise InputError(f"prior_sd must be positive, got {prior_sd!r}")
     try:
         lo, hi = bounds
     except (TypeError, ValueError):
-        raise ValueError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
+        raise InputError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
     lo, hi = _finite_number(lo, "bounds[0]"), _finite_number(hi, "bounds[1]")
     if not lo < hi:
-        raise ValueError(f"bounds must be increasing (lower < upper), got {bounds!r}")
+        raise InputError(f"bounds must be increasing (lower < upper), got {bounds!r}")
     return prior_mean, prior_sd, (lo, hi)
 
 
@@ -128,20 +129,20 @@ def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1
     one_model = x.ndim == 1
     x = np.atleast_2d(x)
     if x.ndim != 2:
-        raise ValueError(f"responses must be 1-D or 2-D, got shape {np.shape(responses)}")
+        raise InputError(f"responses must be 1-D or 2-D, got shape {np.shape(responses)}")
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     for name, arr in (("a", a), ("b", b)):
         if arr.shape[-1:] != x.shape[-1:] or (arr.ndim == 2 and arr.shape[0] not in (1, x.shape[0])) or arr.ndim > 2:
-            raise ValueError(
+            raise InputError(
                 f"{name} has shape {arr.shape} but responses have shape {x.shape}: "
                 f"expected ({x.shape[1]},) or ({x.shape[0]}, {x.shape[1]})"
             )
         if not np.isfinite(arr).all():
-            raise ValueError(f"{name} contains non-finite values")
+            raise InputError(f"{name} contains non-finite values")
     if np.any((x != 0) & (x != 1) & ~np.isnan(x)):
         bad = x[(x != 0) & (x != 1) & ~np.isnan(x)][0]
-        raise ValueError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
+        raise InputError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
     observed = ~np.isnan(x)
     x = np.where(observed, x, 0.0)
     prior_mean, prior_sd, (lo, hi) = _check_prior(prior_mean, prior_sd, bounds)

@@ -60,6 +60,7 @@ from typing import Protocol
 import numpy as np
 from scipy.special import expit
 
+from .errors import InputError
 from .ability import THETA_BOUNDS, map_ability
 from .model import fisher_information
 
@@ -114,9 +115,9 @@ class Trajectory:
         """
         k = int(k)
         if not 1 <= k <= self.budget:
-            raise ValueError(f"k must be between 1 and the budget {self.budget}, got {k}")
+            raise InputError(f"k must be between 1 and the budget {self.budget}, got {k}")
         if not np.isin(k, self.steps):
-            raise ValueError(f"the estimate after {k} items was not recorded (recorded: "
+            raise InputError(f"the estimate after {k} items was not recorded (recorded: "
                              f"{self.steps.size} steps; pass record=... to run_adaptive)")
         return self.estimate[:, k - 1]
 
@@ -197,9 +198,9 @@ class MaxInformation:
     def __init__(self, *, cache_size: int = 256, radii=(0.001, 0.003, 0.01, 0.03), screen: bool = True):
         radii = np.sort(np.asarray(radii, dtype=float))
         if cache_size < 0:
-            raise ValueError("cache_size must be >= 0")
+            raise InputError("cache_size must be >= 0")
         if radii.size == 0 or radii[0] < 0:
-            raise ValueError("radii must be non-empty and non-negative")
+            raise InputError("radii must be non-empty and non-negative")
         self.cache_size, self.radii, self.screen = int(cache_size), radii, bool(screen)
 
     def begin(self, a, b, available, rng=None) -> "_MaxInfoRun":
@@ -561,7 +562,7 @@ class MapEstimator:
         self.max_newton = int(max_newton)
         self.order, self.radius = int(order), float(radius)
         if self.order < 0 or self.radius <= 0:
-            raise ValueError("order must be >= 0 and radius > 0")
+            raise InputError("order must be >= 0 and radius > 0")
 
     def begin(self, n_models, budget, theta0=0.0) -> "_MapRun":
         return _MapRun(self, n_models, budget, theta0)
@@ -788,20 +789,20 @@ def _check_inputs(responses, a, b, budget):
     if x.ndim == 1:
         x = x[None, :]
     if x.ndim != 2:
-        raise ValueError(f"responses must be a (n_models, n_items) array, got shape {np.shape(responses)}")
+        raise InputError(f"responses must be a (n_models, n_items) array, got shape {np.shape(responses)}")
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     if a.shape != b.shape or a.shape not in ((x.shape[1],), x.shape):
-        raise ValueError(f"a and b must have shape ({x.shape[1]},) or {x.shape} to match responses "
+        raise InputError(f"a and b must have shape ({x.shape[1]},) or {x.shape} to match responses "
                          f"{x.shape}; got {a.shape} and {b.shape}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("a and b must be finite")
+        raise InputError("a and b must be finite")
     bad = ~np.isnan(x) & (x != 0) & (x != 1)
     if bad.any():
-        raise ValueError(f"responses must be 0, 1 or NaN; found {x[bad][0]!r}")
+        raise InputError(f"responses must be 0, 1 or NaN; found {x[bad][0]!r}")
     budget = int(budget)
     if not 1 <= budget <= x.shape[1]:
-        raise ValueError(f"budget must be between 1 and the {x.shape[1]} items, got {budget}")
+        raise InputError(f"budget must be between 1 and the {x.shape[1]} items, got {budget}")
     return x, a, b, budget
 
 
@@ -846,7 +847,7 @@ def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = No
     selector = MaxInformation() if selector is None else selector
     estimator = MapEstimator() if estimator is None else estimator
     if selector.adaptive and not estimator.provides_ability:
-        raise ValueError(f"{selector!r} needs an ability estimate; {estimator!r} gives none")
+        raise InputError(f"{selector!r} needs an ability estimate; {estimator!r} gives none")
     n_models = x.shape[0]
     rows = np.arange(n_models)
     if selector.adaptive or record is None:
@@ -854,7 +855,7 @@ def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = No
     else:
         steps = np.unique(np.asarray(record, dtype=int))
         if steps.size == 0 or steps[0] < 1 or steps[-1] > budget:
-            raise ValueError(f"record must hold test lengths between 1 and {budget}")
+            raise InputError(f"record must hold test lengths between 1 and {budget}")
     want = np.zeros(budget + 1, dtype=bool)
     want[steps] = True
 

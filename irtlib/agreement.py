@@ -59,6 +59,7 @@ import pandas as pd
 from scipy import stats
 from scipy.stats import rankdata
 
+from .errors import InputError
 from .ability import map_ability
 from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, run_adaptive
 from .calibrate import fit_2pl
@@ -104,12 +105,12 @@ def budget_grid(n_items: int, *, max_k: int | None = None, n_points: int = 25, m
     """
     n_items = int(n_items)
     if n_items < 1:
-        raise ValueError("n_items must be positive")
+        raise InputError("n_items must be positive")
     if max_k is None:
         max_k = min(n_items, max(min_max_k, math.ceil(max_fraction * n_items)))
     max_k = int(max_k)
     if not 1 <= max_k <= n_items:
-        raise ValueError(f"max_k must be between 1 and n_items ({n_items}), got {max_k}")
+        raise InputError(f"max_k must be between 1 and n_items ({n_items}), got {max_k}")
     grid = np.unique(np.round(np.geomspace(1, max_k, max(int(n_points), 2))).astype(int))
     return [int(k) for k in grid]
 
@@ -171,7 +172,7 @@ def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
         Sorted row positions. With ``groups`` the two need not cover every row.
     """
     if not 1 <= n_test < n_models - 1:
-        raise ValueError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
+        raise InputError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
     rng = np.random.default_rng(_stream(seed, split, _STREAM_SPLIT))
     if groups is None:
         test = np.sort(rng.choice(n_models, size=n_test, replace=False))
@@ -179,21 +180,21 @@ def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
         return train, test
     labels = np.asarray(groups)
     if labels.shape != (n_models,):
-        raise ValueError(f"groups must have one label per model ({n_models}), got shape {labels.shape}")
+        raise InputError(f"groups must have one label per model ({n_models}), got shape {labels.shape}")
     uniq, code = np.unique(labels, return_inverse=True)
     n_test_groups = int(n_test_groups)
     if not 1 <= n_test_groups < uniq.size:
-        raise ValueError(f"n_test_groups must be between 1 and the number of groups minus 1 "
+        raise InputError(f"n_test_groups must be between 1 and the number of groups minus 1 "
                          f"({uniq.size - 1}), got {n_test_groups}")
     held = np.sort(rng.choice(uniq.size, size=n_test_groups, replace=False))
     out = np.isin(code, held)
     members = np.flatnonzero(out)
     if members.size < n_test:
-        raise ValueError(f"n_test ({n_test}) exceeds the {members.size} members of the held-out groups; "
+        raise InputError(f"n_test ({n_test}) exceeds the {members.size} members of the held-out groups; "
                          f"raise n_test_groups or lower n_test")
     train = np.flatnonzero(~out)
     if train.size < 2:
-        raise ValueError("held-out groups leave fewer than 2 training models")
+        raise InputError("held-out groups leave fewer than 2 training models")
     test = np.sort(rng.choice(members, size=n_test, replace=False))
     return train, test
 
@@ -459,21 +460,21 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     methods = METHODS if methods is None else tuple(dict.fromkeys(methods))
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
-        raise ValueError(f"unknown method(s) {unknown}; choose from {METHODS}")
+        raise InputError(f"unknown method(s) {unknown}; choose from {METHODS}")
     if reference not in ("full", "filtered"):
-        raise ValueError(f"reference must be 'full' or 'filtered', got {reference!r}")
+        raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     if int(n_splits) < 1:
-        raise ValueError("n_splits must be at least 1")
+        raise InputError("n_splits must be at least 1")
     filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
     ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
     n_items = filtered.shape[1]
     ks = budget_grid(n_items) if ks is None else sorted({int(k) for k in ks})
     if not ks or ks[0] < 1 or ks[-1] > n_items:
-        raise ValueError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
+        raise InputError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape != (matrix.shape[0],):
-            raise ValueError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
+            raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
     split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
 
     from joblib import Parallel, delayed
@@ -527,7 +528,7 @@ def _nan_fill(values: pd.Series, nan_policy: str) -> pd.Series:
         return values.fillna(0.0)
     if nan_policy == "omit":
         return values
-    raise ValueError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
+    raise InputError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
 
 
 def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: float = 0.95) -> pd.DataFrame:
@@ -577,7 +578,7 @@ def mean_interval_halfwidth(sd, n, *, level: float = 0.95) -> np.ndarray:
     """
     sd, n = np.asarray(sd, dtype=float), np.asarray(n, dtype=float)
     if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+        raise InputError(f"level must lie in (0, 1), got {level!r}")
     with np.errstate(invalid="ignore", divide="ignore"):
         t = stats.t.ppf(0.5 + level / 2.0, np.where(n >= 2, n - 1, np.nan))
         return t * sd / np.sqrt(n)
@@ -609,10 +610,10 @@ def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: s
     wide = at.pivot_table(index="split", columns="method", values="agreement", dropna=False)
     for m in (method, baseline):
         if m not in wide.columns:
-            raise ValueError(f"method {m!r} has no results at k = {k}")
+            raise InputError(f"method {m!r} has no results at k = {k}")
     d = (_nan_fill(wide[method], nan_policy) - _nan_fill(wide[baseline], nan_policy)).dropna().to_numpy()
     if d.size == 0:
-        raise ValueError(f"no split has both {method!r} and {baseline!r} at k = {k}")
+        raise InputError(f"no split has both {method!r} and {baseline!r} at k = {k}")
     mean = float(d.mean())
     half = float(mean_interval_halfwidth(d.std(ddof=1) if d.size > 1 else np.nan, d.size, level=level))
     return {"mean": mean, "ci_lo": mean - half, "ci_hi": mean + half, "share_ahead": float((d > 0).mean()),
@@ -646,17 +647,17 @@ def agreement_at(results: pd.DataFrame, budgets, *, methods=None, nan_policy: st
         curves = curves.assign(benchmark=None)
         budgets = {None: budgets}
     elif not isinstance(budgets, Mapping):
-        raise ValueError("budgets must map benchmark -> k when results hold a 'benchmark' column")
+        raise InputError("budgets must map benchmark -> k when results hold a 'benchmark' column")
     frames = []
     for bench, k in budgets.items():
         curve = curves[curves["benchmark"] == bench] if bench is not None else curves
         if curve.empty:
-            raise ValueError(f"no results for benchmark {bench!r}")
+            raise InputError(f"no results for benchmark {bench!r}")
         at = curve[curve["k"] == int(k)]
         if at.empty:
             swept = np.sort(curve["k"].unique())
             near = swept[np.argsort(np.abs(swept - int(k)))[:2]]
-            raise ValueError(f"k = {k} was not swept for benchmark {bench!r} (nearest swept: {sorted(near.tolist())})")
+            raise InputError(f"k = {k} was not swept for benchmark {bench!r} (nearest swept: {sorted(near.tolist())})")
         if methods is not None:
             at = at[at["method"].isin(list(methods))]
         frames.append(at)
@@ -728,7 +729,7 @@ def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 
     """
     curves = agreement_curves(results, nan_policy=nan_policy, level=level)
     if "fluid" not in set(curves["method"]):
-        raise ValueError("Table 2 needs the 'fluid' method in the results")
+        raise InputError("Table 2 needs the 'fluid' method in the results")
     groups = curves.groupby("benchmark", sort=False) if "benchmark" in curves.columns else [(None, curves)]
     out = []
     for bench, curve in groups:

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from .errors import InputError
 from .calibrate import ENGINES, Calibration, fit_2pl
 from .data import ResponseMatrix, shown
 from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates
@@ -170,33 +171,33 @@ class ItemBank:
         if text.duplicated().any():
             name = text[text.duplicated()][0]
             same = list(pd.Index(items.index)[text == name][:2])
-            raise ValueError(f"{source}: item {shown(same[0])} appears twice" if repr(same[0]) == repr(same[1]) else
+            raise InputError(f"{source}: item {shown(same[0])} appears twice" if repr(same[0]) == repr(same[1]) else
                              f"{source}: items {shown(same[0])} and {shown(same[1])} are the same when written "
                              "as text (item ids are text: make them distinct)")
         items.index = pd.Index(text, name="item")
         for col in _REQUIRED:
             if col not in items.columns:
-                raise ValueError(f"{source}: item bank has no column {col!r}")
+                raise InputError(f"{source}: item bank has no column {col!r}")
             items[col] = pd.to_numeric(items[col], errors="coerce")
             bad = ~np.isfinite(items[col].to_numpy(dtype=float))
             if bad.any():
-                raise ValueError(f"{source}: row {int(np.flatnonzero(bad)[0]) + 1}: {col} is not a finite number")
+                raise InputError(f"{source}: row {int(np.flatnonzero(bad)[0]) + 1}: {col} is not a finite number")
         if (items["a"] <= 0).any():
-            raise ValueError(f"{source}: row {int(np.flatnonzero(items['a'].to_numpy() <= 0)[0]) + 1}: "
+            raise InputError(f"{source}: row {int(np.flatnonzero(items['a'].to_numpy() <= 0)[0]) + 1}: "
                              "discrimination a must be positive")
         a, b = items["a"].to_numpy(dtype=float), items["b"].to_numpy(dtype=float)
         bad = (a < A_RANGE[0]) | (a > A_RANGE[1])
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{source}: row {pos + 1}: item {shown(items.index[pos])}: discrimination a = {a[pos]:g} "
+            raise InputError(f"{source}: row {pos + 1}: item {shown(items.index[pos])}: discrimination a = {a[pos]:g} "
                              f"is out of range [{A_RANGE[0]:g}, {A_RANGE[1]:g}]")
         bad = np.abs(b) > B_LIMIT
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{source}: row {pos + 1}: item {shown(items.index[pos])}: difficulty b = {b[pos]:g} "
+            raise InputError(f"{source}: row {pos + 1}: item {shown(items.index[pos])}: difficulty b = {b[pos]:g} "
                              f"is out of range [{-B_LIMIT:g}, {B_LIMIT:g}]")
         if len(items) == 0:
-            raise ValueError(f"{source}: the item bank is empty")
+            raise InputError(f"{source}: the item bank is empty")
         self.items = items
 
     # ------------------------------------------------------------------ accessors
@@ -305,11 +306,11 @@ class ItemBank:
         items = pd.Index(pd.Index(items).astype(str))
         present = self.item_ids.isin(items)
         if present.sum() < min_overlap:
-            raise ValueError(f"{source}: only {int(present.sum())} of its {len(items)} items are in the item bank "
+            raise InputError(f"{source}: only {int(present.sum())} of its {len(items)} items are in the item bank "
                              f"{self.meta.get('path', '')!s} ({len(self)} items): responses from another benchmark?")
         if require_all and not present.all():
             missing = list(self.item_ids[~present][:3])
-            raise ValueError(f"{source}: {int((~present).sum())} bank items are missing from the responses, "
+            raise InputError(f"{source}: {int((~present).sum())} bank items are missing from the responses, "
                              f"e.g. {missing}: responses from another benchmark?")
 
     # ------------------------------------------------------------------ file format
@@ -359,46 +360,46 @@ class ItemBank:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise ValueError(f"{path}: not an irtlib item bank (not UTF-8 text)") from None
+            raise InputError(f"{path}: not an irtlib item bank (not UTF-8 text)") from None
         first, _, body = text.partition("\n")
         if not first.startswith(_MAGIC):
-            raise ValueError(f"{path}: not an irtlib item bank (line 1 should start with {_MAGIC.strip()!r}; "
+            raise InputError(f"{path}: not an irtlib item bank (line 1 should start with {_MAGIC.strip()!r}; "
                              "make one with `irtlib calibrate`)")
         try:
             meta = json.loads(first[len(_MAGIC):])
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line 1: corrupt bank header ({exc.msg} at column {exc.colno})") from None
+            raise InputError(f"{path}: line 1: corrupt bank header ({exc.msg} at column {exc.colno})") from None
         if not isinstance(meta, dict) or meta.get("format") != BANK_FORMAT:
             got = meta.get("format") if isinstance(meta, dict) else meta
             older = " (written by an older irtlib whose header had no checksum: run `irtlib calibrate` again)" \
                 if got == "irtlib-bank/1" else ""
-            raise ValueError(f"{path}: line 1: unsupported bank format {shown(got)} (expected {BANK_FORMAT}){older}")
+            raise InputError(f"{path}: line 1: unsupported bank format {shown(got)} (expected {BANK_FORMAT}){older}")
         if meta.get("bank_sha256") != _sha256(body):
-            raise ValueError(f"{path}: the item table does not match the checksum in its header "
+            raise InputError(f"{path}: the item table does not match the checksum in its header "
                              "(edited or truncated after it was written)")
         stored = meta.get("file_sha256")
         blank = f'"file_sha256": "{stored}"' if isinstance(stored, str) else None
         if blank is None or first.count(blank) != 1 or _sha256(
                 text.replace(blank, f'"file_sha256": "{_FILE_SHA_PLACEHOLDER}"', 1).partition("\n")[0] + "\n" + body
                 ) != stored:
-            raise ValueError(f"{path}: line 1: the header does not match the file's checksum (file_sha256): "
+            raise InputError(f"{path}: line 1: the header does not match the file's checksum (file_sha256): "
                              "edited after it was written")
 
         try:
             items = pd.read_csv(io.StringIO(body), dtype={"item": str, "prompt": str}, keep_default_na=False,
                                 na_values=[""], float_precision="round_trip")
         except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-            raise ValueError(f"{path}: cannot parse the item table: {str(exc).splitlines()[0]}") from None
+            raise InputError(f"{path}: cannot parse the item table: {str(exc).splitlines()[0]}") from None
         if "item" not in items.columns:
-            raise ValueError(f"{path}: the item table has no 'item' column")
+            raise InputError(f"{path}: the item table has no 'item' column")
         meta["path"] = str(path)
         bank = cls(items.set_index("item"), meta)
         _check_header(meta, path, n_bank=len(bank))
         return bank
 
 
-def _header_error(path, field: str, expected: str, value) -> ValueError:
-    return ValueError(f"{path}: line 1: header field {field}: expected {expected}, got {shown(value)}")
+def _header_error(path, field: str, expected: str, value) -> InputError:
+    return InputError(f"{path}: line 1: header field {field}: expected {expected}, got {shown(value)}")
 
 
 def _is_int(value) -> bool:
@@ -648,18 +649,18 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         ``interval_check`` is then ``{"skipped": reason}``.
     """
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+        raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
     if isinstance(variance_threshold, bool) or not isinstance(variance_threshold, (int, float, np.integer, np.floating)) \
             or not 0 <= float(variance_threshold) < 0.25:
-        raise ValueError(f"variance_threshold must be a number in [0, 0.25), got {variance_threshold!r} "
+        raise InputError(f"variance_threshold must be a number in [0, 0.25), got {variance_threshold!r} "
                          "(p(1-p) is at most 0.25)")
     if matrix.shape[0] < 2:
-        raise ValueError(f"{matrix.source}: only {matrix.shape[0]} model ({shown(matrix.models[0])}): calibration "
+        raise InputError(f"{matrix.source}: only {matrix.shape[0]} model ({shown(matrix.models[0])}): calibration "
                          "needs responses of at least two models (item difficulty is measured against "
                          "the spread of the models)")
     if interval_check and (isinstance(interval_folds, bool) or not isinstance(interval_folds, (int, np.integer))
                            or interval_folds < 2):
-        raise ValueError(f"interval_folds must be an integer of at least 2, got {interval_folds!r}")
+        raise InputError(f"interval_folds must be an integer of at least 2, got {interval_folds!r}")
     rates = matrix.item_safe_rates()
     variance = rates * (1 - rates)
     dropped = variance <= variance_threshold
@@ -723,7 +724,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
             reason = (f"skipped: only {n_models} models (the check needs at least {MIN_MODELS_INTERVAL_CHECK}); "
                       "adaptive tests on this bank state the plain 2PL intervals, which are too narrow")
         elif interval_folds > n_models // 2:
-            raise ValueError(f"interval_folds {interval_folds} is too many for {n_models} models: each fold needs "
+            raise InputError(f"interval_folds {interval_folds} is too many for {n_models} models: each fold needs "
                              f"at least 2 models (use at most {n_models // 2})")
         else:
             say(f"checking adaptive-test intervals ({interval_folds}-fold cross-fit)")
@@ -774,15 +775,15 @@ def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMat
         medoid represents; 1 otherwise), ``a``, ``b``.
     """
     if method not in SUBSET_METHODS["all"]:
-        raise ValueError(f"unknown subset method {method!r}; choose one of {SUBSET_METHODS['all']}")
+        raise InputError(f"unknown subset method {method!r}; choose one of {SUBSET_METHODS['all']}")
     if not 1 <= k <= len(bank):
-        raise ValueError(f"k must be between 1 and the bank's {len(bank)} items, got {k}")
+        raise InputError(f"k must be between 1 and the bank's {len(bank)} items, got {k}")
     if responses is not None:
         source = responses.source
         bank.check_items(responses.items, source=source, require_all=True)
         responses = responses.subset(items=bank.item_ids)
     elif method in SUBSET_METHODS["needs_responses"]:
-        raise ValueError(f"subset method {method!r} needs the calibration responses")
+        raise InputError(f"subset method {method!r} needs the calibration responses")
     items, weights = _run_subset_method(bank, method=method, k=k, responses=responses, seed=seed)
     items = pd.Index([str(i) for i in items], name="item")
     weights = np.ones(len(items)) if weights is None else np.asarray(weights, dtype=float)
@@ -803,16 +804,16 @@ def _run_subset_method(bank, *, method, k, responses, seed):
     try:
         from . import subsets
     except ImportError:
-        raise ValueError(f"subset method {method!r} needs irtlib.subsets, which this installation lacks") from None
+        raise InputError(f"subset method {method!r} needs irtlib.subsets, which this installation lacks") from None
     func = getattr(subsets, method.replace("-", "_"), None)
     if func is None:
-        raise ValueError(f"irtlib.subsets has no function {method.replace('-', '_')!r}")
+        raise InputError(f"irtlib.subsets has no function {method.replace('-', '_')!r}")
     theta = bank.calibration_theta
     theta_values = theta.to_numpy()
     if responses is not None and len(theta):
         common = [m for m in responses.models if m in set(theta.index)]
         if not common:
-            raise ValueError(f"{responses.source}: none of its models is one the bank was calibrated on")
+            raise InputError(f"{responses.source}: none of its models is one the bank was calibrated on")
         responses = responses.subset(models=common)
         theta_values = theta.reindex(common).to_numpy()
     values = None if responses is None else responses.values
@@ -837,11 +838,11 @@ def _run_subset_method(bank, *, method, k, responses, seed):
             continue
         if name not in offer:
             if param.default is param.empty:
-                raise ValueError(f"irtlib.subsets.{func.__name__} needs {name!r}, which `irtlib subset` cannot supply")
+                raise InputError(f"irtlib.subsets.{func.__name__} needs {name!r}, which `irtlib subset` cannot supply")
             continue
         if offer[name] is None:
             if param.default is param.empty:
-                raise ValueError(f"subset method {method!r} needs the calibration responses (--responses FILE)")
+                raise InputError(f"subset method {method!r} needs the calibration responses (--responses FILE)")
             continue
         if param.kind == param.POSITIONAL_ONLY:
             args.append(offer[name])
@@ -894,10 +895,10 @@ def read_subset(path) -> tuple[pd.DataFrame, dict]:
     path = Path(path)
     first, _, body = path.read_text(encoding="utf-8").partition("\n")
     if not first.startswith(_SUBSET_MAGIC):
-        raise ValueError(f"{path}: not an irtlib subset file (line 1 should start with {_SUBSET_MAGIC.strip()!r})")
+        raise InputError(f"{path}: not an irtlib subset file (line 1 should start with {_SUBSET_MAGIC.strip()!r})")
     try:
         meta = json.loads(first[len(_SUBSET_MAGIC):])
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: line 1: corrupt subset header ({exc.msg})") from None
+        raise InputError(f"{path}: line 1: corrupt subset header ({exc.msg})") from None
     frame = pd.read_csv(io.StringIO(body), dtype={"item": str}).set_index("item")
     return frame, meta

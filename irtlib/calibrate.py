@@ -16,6 +16,7 @@ import scipy.linalg
 from threadpoolctl import threadpool_limits
 from scipy.special import log_expit
 
+from .errors import InputError, MissingDependencyError
 from .data import ResponseMatrix
 from .model import probability
 
@@ -221,12 +222,12 @@ PYIRT_EXTRA = "pip install 'irtlib[pyirt]'"
 
 
 def _load_pyirt_engine():
-    """``fit_pyirt``, or an ImportError naming the extra when torch, pyro or py-irt is missing."""
+    """``fit_pyirt``, or a :class:`~irtlib.errors.MissingDependencyError` (an ImportError) naming the extra when torch, pyro or py-irt is missing."""
     try:
         from ._pyirt_engine import fit_pyirt
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
-        raise ImportError(f'engine="pyirt" needs torch, pyro-ppl and py-irt, which are not installed '
+        raise MissingDependencyError(f'engine="pyirt" needs torch, pyro-ppl and py-irt, which are not installed '
                           f"({missing} is missing): install them with {PYIRT_EXTRA}, or use the default "
                           'engine="map"') from exc
     return fit_pyirt
@@ -273,7 +274,7 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+        raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
     start = time.perf_counter()
     priors = {"theta": "Normal(0, 1)", "a": "LogNormal(0, 1)", "b": "Normal(0, 1)"}
     if engine == "pyirt":

@@ -4,8 +4,10 @@ Thin by design: each subcommand parses its options, calls the Python API (:mod:`
 :mod:`irtlib.bank`, :mod:`irtlib.session`, :mod:`irtlib.subsets`, :mod:`irtlib.agreement`) and
 prints. Conventions:
 
-- exit status 0 on success, 2 on a usage error (argparse, or :class:`CLIUsageError`), 1 on bad
-  input or any other failure, 130 when interrupted, 143 on SIGTERM (handled like Ctrl-C);
+- exit status 0 on success, 2 on a usage error (argparse, or :class:`irtlib.errors.UsageError`),
+  1 on bad input (:class:`irtlib.errors.IrtlibError`) or a file-system error (:class:`OSError`),
+  3 on an internal error (any other exception: a bug in irtlib, traceback with ``--debug``),
+  130 when interrupted, 143 on SIGTERM (handled like Ctrl-C);
 - errors are one line, ``irtlib: error: <file>: row N: ...``, with no traceback (``--debug``
   shows it); irtlib's warnings are ``irtlib: warning: ...`` lines;
 - outputs are written atomically (:func:`irtlib.io.atomic_write`, :func:`irtlib.io.atomic_directory`)
@@ -26,6 +28,7 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
+from .errors import InputError, IrtlibError, UsageError
 
 __all__ = ["main", "build_parser", "write_report", "run_agreement"]
 
@@ -41,8 +44,8 @@ DEFAULT_METHODS = ("fluid", "random", "random-irt", "total-fisher", "marginal-fi
                    "anchor-points", "disco")
 
 
-class CLIUsageError(Exception):
-    """A usage problem found after parsing (reported like argparse's, exit status 2)."""
+#: A usage problem found after parsing (reported like argparse's, exit status 2).
+CLIUsageError = UsageError
 
 
 class _Quit(Exception):
@@ -336,7 +339,7 @@ def _stdin_callback(bank, out: _Out):
             if answer in ("q", "quit", "exit"):
                 raise _Quit("quit")
             if not interactive:          # a pipe: asking again would read the next answer as this one's
-                raise ValueError(f"stdin line {state['line']}: {_short(line.strip())} is not a response to item "
+                raise InputError(f"stdin line {state['line']}: {_short(line.strip())} is not a response to item "
                                  f"{_short(item)} (give 1, 0, s or q)")
             print(f"    {_short(answer)}: please answer 1, 0, s or q", file=sys.stderr)
 
@@ -378,7 +381,7 @@ def _cmd_evaluate(args, out: _Out) -> int:
         if state_path is not None and state_path.exists():
             session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se)
             if model is not None and session.model is not None and str(session.model) != str(model):
-                raise ValueError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
+                raise InputError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
             out.progress(f"resuming {state_path}: {session.n_items} items done")
         else:
             max_items, target_se = args.max_items, args.target_se
@@ -509,16 +512,16 @@ def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, 
     from . import agreement
 
     if not list(methods):
-        raise ValueError(f"no method given; choose from {', '.join(agreement.METHODS)}")
+        raise InputError(f"no method given; choose from {', '.join(agreement.METHODS)}")
     unknown = [m for m in methods if m not in agreement.METHODS]
     if unknown:
-        raise ValueError(f"unknown method(s) {', '.join(_short(m) for m in unknown[:3])}; "
+        raise InputError(f"unknown method(s) {', '.join(_short(m) for m in unknown[:3])}; "
                          f"choose from {', '.join(agreement.METHODS)}")
     if matrix.shape[0] < 2:
-        raise ValueError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
+        raise InputError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
                          "two models (and --n-test of them held out)")
     if n_test >= matrix.shape[0] - 1:
-        raise ValueError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
+        raise InputError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
                          "for calibration")
     return agreement.run_protocol(matrix, methods=list(methods), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
                                   engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
@@ -603,7 +606,7 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
     out_dir = check_writable(out_dir, force=force, directory=True)
     m = data.matrix
     if n_splits > 0 and n_test >= m.shape[0] - 1:
-        raise ValueError(f"{data.source}: {m.shape[0]} models are too few for the agreement protocol with --n-test "
+        raise InputError(f"{data.source}: {m.shape[0]} models are too few for the agreement protocol with --n-test "
                          f"{n_test} (it needs at least {n_test + 2}): lower --n-test, or pass --n-splits 0 to "
                          "write the report without the agreement section")
     name = Path(data.source).stem or "benchmark"
@@ -711,7 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Calibrate, subset and adaptively evaluate a safety benchmark with 2PL item response "
                     "theory (Fluid Benchmarking). Run `irtlib COMMAND --help` for each command.",
-        epilog="Exit status: 0 ok, 1 bad input or failure, 2 usage error.")
+        epilog="Exit status: 0 ok, 1 bad input or failure, 2 usage error, 3 internal error (a bug; see --debug).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -842,11 +845,19 @@ def main(argv=None) -> int:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
-        except Exception as exc:  # noqa: BLE001 - one line, no traceback (see --debug)
+        except (IrtlibError, OSError) as exc:     # bad input, a missing file, a full disk: the user can fix it
             if args.debug:
                 traceback.print_exc()
             print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
             return 1
+        except Exception as exc:  # noqa: BLE001 - anything else is a bug in irtlib
+            if args.debug:
+                traceback.print_exc()
+            print(f"{PROG}: internal error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+            if not args.debug:
+                print(f"{PROG}: this is a bug in irtlib, not a problem with the input: please report it with "
+                      "the traceback that --debug shows", file=sys.stderr)
+            return 3
 
 
 class _Terminated(KeyboardInterrupt):

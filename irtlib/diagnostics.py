@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
 from .calibrate import Calibration
 from .data import ResponseMatrix
 from .model import probability
@@ -39,12 +40,12 @@ def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame
     theta = calibration.theta.reindex(matrix.models).to_numpy()
     if np.isnan(theta).any():
         missing = list(matrix.models[np.isnan(theta)][:3])
-        raise ValueError(f"calibration has no theta for model(s) {missing}")
+        raise InputError(f"calibration has no theta for model(s) {missing}")
     a = calibration.a.reindex(matrix.items).to_numpy()
     b = calibration.b.reindex(matrix.items).to_numpy()
     if np.isnan(a).any():
         missing = list(matrix.items[np.isnan(a)][:3])
-        raise ValueError(f"calibration has no parameters for item(s) {missing}")
+        raise InputError(f"calibration has no parameters for item(s) {missing}")
     observed = matrix.observed
     p = np.where(observed, probability(theta[:, None], a, b), np.nan)
     obs = np.nanmean(matrix.values, axis=0)
@@ -153,15 +154,15 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: in
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
     if int(n_splits) < 1:
-        raise ValueError(f"n_splits must be at least 1, got {n_splits}")
+        raise InputError(f"n_splits must be at least 1, got {n_splits}")
     if reference not in ("full", "filtered"):
-        raise ValueError(f"reference must be 'full' or 'filtered', got {reference!r}")
+        raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
     ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape != (matrix.shape[0],):
-            raise ValueError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
+            raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
     split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
     values = np.ascontiguousarray(filtered.values)
     kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups)

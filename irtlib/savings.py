@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
 from .subsets import STATIC_METHODS
 
 __all__ = ["first_budget", "savings_table", "table2_column"]
@@ -33,7 +34,7 @@ def first_budget(curves: pd.DataFrame, methods, *, threshold: float = 0.90):
     wide = curves.pivot_table(index="k", columns="method", values="mean").sort_index()
     present = [m for m in methods if m in wide.columns]
     if not present:
-        raise ValueError(f"none of the methods {list(methods)} is in the curves")
+        raise InputError(f"none of the methods {list(methods)} is in the curves")
     best = wide[present].max(axis=1)
     hit = best.index[best >= threshold]
     return int(hit.min()) if len(hit) else None

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InputError
 from .ability import map_ability
 from .model import fisher_information
 
@@ -72,7 +73,7 @@ class Subset:
 def _check_k(k, n_items: int) -> int:
     k = int(k)
     if not 1 <= k <= n_items:
-        raise ValueError(f"k must be between 1 and the {n_items} items, got {k}")
+        raise InputError(f"k must be between 1 and the {n_items} items, got {k}")
     return k
 
 
@@ -259,7 +260,7 @@ def marginal_fisher_bq(a, b, theta_train, k: int, *, n_bins: int = 4, prior_info
         See above and :func:`marginal_fisher`.
     """
     if start not in ("best", "lowest"):
-        raise ValueError(f"start must be 'best' or 'lowest', got {start!r}")
+        raise InputError(f"start must be 'best' or 'lowest', got {start!r}")
     info = information_matrix(a, b, theta_train)
     bins = b_quartile_bins(b, n_bins)
     return Subset(_greedy_se(info, k, prior_information=prior_information, bins=bins,
@@ -449,7 +450,7 @@ def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_it
     if solver == "auto":
         solver = "fasterpam" if n_items <= pam_max_items else "alternate"
     if solver not in ("fasterpam", "alternate"):
-        raise ValueError(f"solver must be 'auto', 'fasterpam' or 'alternate', got {solver!r}")
+        raise InputError(f"solver must be 'auto', 'fasterpam' or 'alternate', got {solver!r}")
     rng = np.random.default_rng(seed)
     u = correlation_features(x)
     out = {}
@@ -539,7 +540,7 @@ def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean
     x = np.asarray(values, float)[:, subset.items]
     if how == "map":
         if a is None or b is None:
-            raise ValueError("how='map' needs the item parameters a and b")
+            raise InputError("how='map' needs the item parameters a and b")
         return np.asarray(map_ability(x, np.asarray(a, float)[subset.items], np.asarray(b, float)[subset.items],
                                       prior_mean=prior_mean, prior_sd=prior_sd,
                                       theta0=prior_mean if theta0 is None else theta0).theta)
@@ -547,10 +548,10 @@ def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean
         w = np.ones(subset.items.size)
     elif how == "weighted":
         if subset.weights is None:
-            raise ValueError("how='weighted' needs a subset with weights")
+            raise InputError("how='weighted' needs a subset with weights")
         w = subset.weights
     else:
-        raise ValueError(f"how must be 'map', 'mean' or 'weighted', got {how!r}")
+        raise InputError(f"how must be 'map', 'mean' or 'weighted', got {how!r}")
     obs = ~np.isnan(x)
     den = obs @ w
     with np.errstate(invalid="ignore", divide="ignore"):

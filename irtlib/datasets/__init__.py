@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..book import paper as _paper
 from ..binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
 from ..data import ResponseMatrix
@@ -60,7 +61,7 @@ def names(*, include_real: bool = False) -> tuple:
 
 def _check_name(name: str) -> None:
     if name not in SIMULATED and name not in REAL:
-        raise ValueError(f"unknown benchmark {name!r}; choose one of {list(SIMULATED + REAL)}")
+        raise InputError(f"unknown benchmark {name!r}; choose one of {list(SIMULATED + REAL)}")
 
 
 def display_name(name: str) -> str:
@@ -97,7 +98,7 @@ def _read(name: str, table: str, data_dir, manifest=None) -> pd.DataFrame:
     d = _sim_dir(data_dir)
     manifest = _release.read_manifest(d) if manifest is None else manifest
     if name not in manifest["benchmarks"]:
-        raise ValueError(f"{d / _release.MANIFEST}: benchmark {name!r} is not in this release")
+        raise InputError(f"{d / _release.MANIFEST}: benchmark {name!r} is not in this release")
     dtype = {"model": str, "item": str}
     if table == "responses":
         dtype.update({"score": str, "judge_1": str, "judge_2": str, "chosen": str})
@@ -195,7 +196,7 @@ def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str
         ``(n_models, n_items)``, 1 = safe, NaN = not observed.
     """
     if rule not in RULES:
-        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
     src = f"{name} ({rule})"
     if "score" in raw.columns:
         allowed = two_judge_scores if "judge_1" in raw.columns else (0.0, 0.5, 1.0)
@@ -203,25 +204,25 @@ def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str
                                name=f"{name} score")
     elif "chosen" in raw.columns:
         if rule != "strict":
-            raise ValueError(f"{name}: multiple choice has a single binarization rule; "
+            raise InputError(f"{name}: multiple choice has a single binarization rule; "
                              f"rule={rule!r} applies to graded judges only")
         key_col = "answer" if "answer" in items.columns else "safe_option"
         keys = items.set_index("item")[key_col].reindex(raw["item"]).to_numpy(dtype=object)
         if pd.isna(keys).any():
             bad = raw["item"].to_numpy()[pd.isna(keys)][0]
-            raise ValueError(f"{name}: item {bad!r} has responses but no {key_col} in the items table")
+            raise InputError(f"{name}: item {bad!r} has responses but no {key_col} in the items table")
         chosen = raw["chosen"].to_numpy(dtype=object)
         safe = binarize_wmdp(chosen, keys) if key_col == "answer" else binarize_choice(chosen, keys)
     else:
-        raise ValueError(f"{name}: raw responses need a 'score' or a 'chosen' column; found {list(raw.columns)}")
+        raise InputError(f"{name}: raw responses need a 'score' or a 'chosen' column; found {list(raw.columns)}")
     model_index = pd.Index(pd.unique(raw["model"]) if models is None else models)
     item_index = pd.Index(items["item"])
     r = model_index.get_indexer(raw["model"])
     c = item_index.get_indexer(raw["item"])
     if (c < 0).any():
-        raise ValueError(f"{name}: item {raw['item'].to_numpy()[c < 0][0]!r} is not in the items table")
+        raise InputError(f"{name}: item {raw['item'].to_numpy()[c < 0][0]!r} is not in the items table")
     if (r < 0).any():
-        raise ValueError(f"{name}: model {raw['model'].to_numpy()[r < 0][0]!r} is not in the model list")
+        raise InputError(f"{name}: model {raw['model'].to_numpy()[r < 0][0]!r} is not in the model list")
     values = np.full((len(model_index), len(item_index)), np.nan)
     values[r, c] = safe
     return ResponseMatrix(values, model_index, item_index, source=src)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..data import ResponseMatrix
 
 __all__ = ["NAME", "DATA_ENV", "FILES", "PINNED_SHA256", "PANDAGUARD_RULES", "FACTS", "resolve_data_dir",
@@ -91,7 +92,7 @@ def verify_pandaguard(data_dir=None) -> dict:
     for fname in FILES:
         digest = hashlib.sha256((d / fname).read_bytes()).hexdigest()
         if digest != PINNED_SHA256[fname]:
-            raise ValueError(f"{d / fname}: SHA-256 {digest} does not match the pinned {PINNED_SHA256[fname]}")
+            raise InputError(f"{d / fname}: SHA-256 {digest} does not match the pinned {PINNED_SHA256[fname]}")
         out[fname] = digest
     return out
 
@@ -120,7 +121,7 @@ def load_pandaguard_raw(data_dir=None, *, graded: bool = False, verify: bool = T
     allowed = GRADED_LEVELS if graded else (0.0, 1.0)
     bad = ~np.isin(np.round(df["score"].to_numpy(), 4), allowed)
     if bad.any():
-        raise ValueError(f"{d}: score {df['score'].to_numpy()[bad][0]!r} is not one of {allowed}")
+        raise InputError(f"{d}: score {df['score'].to_numpy()[bad][0]!r} is not one of {allowed}")
     return df
 
 
@@ -133,7 +134,7 @@ def load_pandaguard_items(data_dir=None) -> pd.DataFrame:
 def _split_ids(ids) -> pd.DataFrame:
     parts = pd.Series(list(ids), dtype=str).str.split("|", expand=True)
     if parts.shape[1] != 3:
-        raise ValueError("PandaGuard model ids must read 'target|attack|defence'")
+        raise InputError("PandaGuard model ids must read 'target|attack|defence'")
     return pd.DataFrame({"model": list(ids), "target": parts[0].to_numpy(), "attack": parts[1].to_numpy(),
                          "defence": parts[2].to_numpy()})
 
@@ -168,7 +169,7 @@ def load_pandaguard(data_dir=None, *, rule: str = "binary", verify: bool = True)
         output could not be parsed (3,249 cells), never counted as safe.
     """
     if rule not in PANDAGUARD_RULES:
-        raise ValueError(f"unknown rule {rule!r} for {NAME}; choose one of {PANDAGUARD_RULES}")
+        raise InputError(f"unknown rule {rule!r} for {NAME}; choose one of {PANDAGUARD_RULES}")
     raw = load_pandaguard_raw(data_dir, graded=rule != "binary", verify=verify)
     score = raw["score"].to_numpy()
     if rule == "binary":
@@ -181,7 +182,7 @@ def load_pandaguard(data_dir=None, *, rule: str = "binary", verify: bool = True)
     items = pd.Index(load_pandaguard_items(data_dir)["item"])
     c = items.get_indexer(raw["item"])
     if (c < 0).any():
-        raise ValueError(f"item {raw['item'].to_numpy()[c < 0][0]!r} is not in items.csv")
+        raise InputError(f"item {raw['item'].to_numpy()[c < 0][0]!r} is not in items.csv")
     values = np.full((len(models), len(items)), np.nan)
     values[models.get_indexer(raw["model"]), c] = safe
     return ResponseMatrix(values, models, items, source=f"{NAME} ({rule})")

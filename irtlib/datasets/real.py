@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix
 from .release import atomic_write, fetch_url
@@ -94,22 +95,22 @@ def _parse_source(data: bytes, name: str) -> pd.DataFrame:
     try:
         df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise ValueError(f"{name}: not a readable CSV ({exc}); truncated or corrupted download?") from None
+        raise InputError(f"{name}: not a readable CSV ({exc}); truncated or corrupted download?") from None
     missing = [c for c in SOURCE_COLUMNS if c not in df.columns]
     if missing:
-        raise ValueError(f"{name}: missing column(s) {missing}; found {list(df.columns)}")
+        raise InputError(f"{name}: missing column(s) {missing}; found {list(df.columns)}")
     if len(df) != N_BASE_PROMPTS:
-        raise ValueError(f"{name}: {len(df)} rows, expected {N_BASE_PROMPTS} (truncated or corrupted download?)")
+        raise InputError(f"{name}: {len(df)} rows, expected {N_BASE_PROMPTS} (truncated or corrupted download?)")
     idx = pd.to_numeric(df["prompt_idx"], errors="coerce")
     if idx.isna().any() or not np.array_equal(np.sort(idx.to_numpy()), np.arange(N_BASE_PROMPTS)):
         bad = int(np.flatnonzero(idx.isna().to_numpy())[0]) if idx.isna().any() else None
         where = f"row {bad + 1}: " if bad is not None else ""
-        raise ValueError(f"{name}: {where}column 'prompt_idx' must hold 0..{N_BASE_PROMPTS - 1} once each")
+        raise InputError(f"{name}: {where}column 'prompt_idx' must hold 0..{N_BASE_PROMPTS - 1} once each")
     score = pd.to_numeric(df["score"], errors="coerce")
     bad = score.isna().to_numpy() | ~np.isin(score.to_numpy(), (0.0, 0.5, 1.0))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name}: row {row + 1}: column 'score' is {df['score'].iloc[row]!r}, "
+        raise InputError(f"{name}: row {row + 1}: column 'score' is {df['score'].iloc[row]!r}, "
                          f"expected 0, 0.5 or 1")
     df = df.assign(prompt_idx=idx.astype(int), score=score)
     return df.sort_values("prompt_idx", kind="stable").reset_index(drop=True)
@@ -137,7 +138,7 @@ def _convert(sources: dict) -> dict:
                 meta = cats.reset_index(drop=True)
             elif not cats.reset_index(drop=True).equals(meta):
                 row = int(np.flatnonzero((cats.reset_index(drop=True) != meta).any(axis=1).to_numpy())[0])
-                raise ValueError(f"{name}: row {row + 1}: risk categories differ from "
+                raise InputError(f"{name}: row {row + 1}: risk categories differ from "
                                  f"{source_path(VARIANTS[0], MODELS[0])}'s for the same prompt_idx")
             prompts.setdefault(variant, df["prompt"].to_numpy())
             hf_row = 3 * df["prompt_idx"].to_numpy() + v_i
@@ -165,7 +166,7 @@ def _write_outputs(dest: Path, outputs: dict, source_sums: dict, *, commit: str,
     if verify and commit == PINNED_COMMIT:
         for fname, data in outputs.items():
             if _sha256(data) != PINNED_SHA256[fname]:
-                raise ValueError(f"{fname}: converted file's sha256 {_sha256(data)} does not match the "
+                raise InputError(f"{fname}: converted file's sha256 {_sha256(data)} does not match the "
                                  f"pinned {PINNED_SHA256[fname]}; nothing was written")
     dest.mkdir(parents=True, exist_ok=True)
     for fname, data in outputs.items():
@@ -291,7 +292,7 @@ def verify_airbench(data_dir=None) -> dict:
     for fname in FILES:
         digest = _sha256((d / fname).read_bytes())
         if digest != expected[fname]:
-            raise ValueError(f"{d / fname}: sha256 {digest} does not match the expected {expected[fname]} "
+            raise InputError(f"{d / fname}: sha256 {digest} does not match the expected {expected[fname]} "
                              f"(truncated, corrupted or edited file; download again)")
         out[fname] = digest
     return out
@@ -304,7 +305,7 @@ def load_airbench_raw(data_dir=None, *, verify: bool = True) -> pd.DataFrame:
         verify_airbench(d)
     df = pd.read_csv(d / "responses_graded.csv", dtype={"model": str, "item": str})
     if list(df.columns) != ["model", "item", "score"]:
-        raise ValueError(f"{d / 'responses_graded.csv'}: columns {list(df.columns)}, expected model, item, score")
+        raise InputError(f"{d / 'responses_graded.csv'}: columns {list(df.columns)}, expected model, item, score")
     return df
 
 
@@ -335,7 +336,7 @@ def load_airbench(data_dir=None, *, rule: str = "strict", verify: bool = True) -
         Check the files' checksums first.
     """
     if rule not in RULES:
-        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
     raw = load_airbench_raw(data_dir, verify=verify)
     safe = binarize_graded(raw["score"].to_numpy(), rule=rule, name="responses_graded.csv score")
     models = pd.Index(pd.unique(raw["model"]))

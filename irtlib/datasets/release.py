@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import InputError
 from .. import io as _io
 from . import simulate as _sim
 
@@ -53,7 +54,7 @@ def fetch_url(url: str, *, timeout: float = 300) -> bytes:
         data = resp.read()
         length = resp.headers.get("Content-Length")
     if length is not None and int(length) != len(data):
-        raise ValueError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
+        raise InputError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
     return data
 
 
@@ -152,10 +153,10 @@ def read_manifest(data_dir) -> dict:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
     for key in ("files", "benchmarks"):
         if key not in manifest:
-            raise ValueError(f"{path}: missing the {key!r} section")
+            raise InputError(f"{path}: missing the {key!r} section")
     return manifest
 
 
@@ -184,7 +185,7 @@ def write_release(data_dir, names=None, *, seed: int = _sim.DEFAULT_SEED,
     names = list(_sim.SPECS) if names is None else list(names)
     for n in names:
         if n not in _sim.SPECS:
-            raise ValueError(f"unknown simulated benchmark {n!r}; choose from {sorted(_sim.SPECS)}")
+            raise InputError(f"unknown simulated benchmark {n!r}; choose from {sorted(_sim.SPECS)}")
     try:
         manifest = read_manifest(data_dir)
     except FileNotFoundError:
@@ -286,11 +287,11 @@ def verify_file(path, entry: dict) -> bytes:
         raise FileNotFoundError(f"{path}: missing (listed in the manifest)")
     data = path.read_bytes()
     if "bytes" in entry and len(data) != entry["bytes"]:
-        raise ValueError(f"{path}: {len(data)} bytes, the manifest says {entry['bytes']} "
+        raise InputError(f"{path}: {len(data)} bytes, the manifest says {entry['bytes']} "
                          f"(truncated or corrupted file)")
     digest = sha256(data)
     if digest != entry["sha256"]:
-        raise ValueError(f"{path}: sha256 {digest} does not match the manifest's "
+        raise InputError(f"{path}: sha256 {digest} does not match the manifest's "
                          f"{entry['sha256']} (corrupted or edited file)")
     return data
 
@@ -312,15 +313,15 @@ def read_table(data_dir, rel: str, *, manifest: dict | None = None, dtype=None) 
     entry = manifest["files"].get(rel)
     path = Path(data_dir) / rel
     if entry is None:
-        raise ValueError(f"{path}: not listed in {Path(data_dir) / MANIFEST}")
+        raise InputError(f"{path}: not listed in {Path(data_dir) / MANIFEST}")
     data = verify_file(path, entry)
     try:
         raw = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
-        raise ValueError(f"{path}: not a valid gzip file ({exc})") from None
+        raise InputError(f"{path}: not a valid gzip file ({exc})") from None
     df = pd.read_csv(io.BytesIO(raw), dtype=dtype, keep_default_na=False, na_values=[""])
     if list(df.columns) != entry.get("columns", list(df.columns)):
-        raise ValueError(f"{path}: columns {list(df.columns)} differ from the manifest's {entry['columns']}")
+        raise InputError(f"{path}: columns {list(df.columns)} differ from the manifest's {entry['columns']}")
     if len(df) != entry.get("rows", len(df)):
-        raise ValueError(f"{path}: {len(df)} rows, the manifest says {entry['rows']}")
+        raise InputError(f"{path}: {len(df)} rows, the manifest says {entry['rows']}")
     return df
