@@ -66,7 +66,7 @@ from .model import fisher_information
 
 __all__ = [
     "Trajectory", "Selector", "Estimator", "MaxInformation", "RandomSelection", "MapEstimator",
-    "MeanScoreEstimator", "run_adaptive", "run_adaptive_reference", "METHODS",
+    "MeanScoreEstimator", "run_adaptive", "run_adaptive_reference",
 ]
 
 
@@ -776,14 +776,6 @@ class _MapRun:
 
 
 # ---------------------------------------------------------------------------- the loop
-#: The paper's three adaptive-loop methods: (selector, estimator) factories.
-METHODS = {
-    "fluid": (MaxInformation, MapEstimator),
-    "random": (RandomSelection, MeanScoreEstimator),
-    "random-irt": (RandomSelection, MapEstimator),
-}
-
-
 def _check_inputs(responses, a, b, budget):
     x = np.asarray(responses, dtype=float)
     if x.ndim == 1:

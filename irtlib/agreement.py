@@ -60,12 +60,13 @@ from scipy import stats
 from scipy.stats import rankdata
 
 from .errors import InputError
+from . import methods as _methods
 from .ability import map_ability
-from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, run_adaptive
+from .adaptive import run_adaptive
 from .calibrate import fit_2pl
 from .data import ResponseMatrix
-from .subsets import (anchor_points_path, disco, information_matrix, marginal_fisher_bq, score_subset,
-                      Subset, _greedy_se, b_quartile_bins)
+from .methods import Training
+from .subsets import score_subset
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
@@ -73,11 +74,10 @@ __all__ = [
     "mean_interval_halfwidth", "summarise_table2", "table2",
 ]
 
-#: Method identifiers, shared with the command line, in the order results are reported.
-METHODS = ("fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq",
-           "anchor-points", "disco")
+#: Method identifiers in the order results are reported (from the registry, :mod:`irtlib.methods`).
+METHODS = _methods.METHOD_IDS
 #: Methods that score a test model by its MAP ability (the rest use a safety score).
-IRT_METHODS = ("fluid", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq")
+IRT_METHODS = _methods.irt_ids()
 
 _STREAM_SPLIT, _STREAM_RANDOM, _STREAM_ANCHOR, _STREAM_CALIBRATION = range(4)
 
@@ -224,29 +224,15 @@ def static_selections(train_values, a, b, theta_train, ks, *, methods=METHODS, s
                       anchor_solver: str = "auto", prior_information: float = 0.0) -> dict:
     """Every requested static method's subsets, from training data only.
 
-    Returns ``{method: {k: Subset}}`` for the static methods among ``methods``. The nested methods
-    are run once, to the largest ``k``, and sliced.
+    Returns ``{method: {k: Subset}}`` for the static methods among ``methods``, each chosen by its
+    registry entry's ``select`` (:mod:`irtlib.methods`; nested methods run once, to the largest
+    ``k``, and are sliced).
     """
     ks = sorted({int(k) for k in ks})
-    kmax = ks[-1]
-    out = {}
-    need_info = {"total-fisher", "marginal-fisher", "marginal-fisher-bq"} & set(methods)
-    info = information_matrix(a, b, theta_train) if need_info else None
-    if "total-fisher" in methods:
-        order = np.argsort(-info.sum(axis=0), kind="stable")
-        out["total-fisher"] = {k: Subset(order[:k]) for k in ks}
-    if "marginal-fisher" in methods:
-        order = _greedy_se(info, kmax, prior_information=prior_information)
-        out["marginal-fisher"] = {k: Subset(order[:k]) for k in ks}
-    if "marginal-fisher-bq" in methods:
-        order = _greedy_se(info, kmax, prior_information=prior_information, bins=b_quartile_bins(b))
-        out["marginal-fisher-bq"] = {k: Subset(order[:k]) for k in ks}
-    if "disco" in methods:
-        order = disco(train_values, kmax).items
-        out["disco"] = {k: Subset(order[:k]) for k in ks}
-    if "anchor-points" in methods:
-        out["anchor-points"] = anchor_points_path(train_values, ks, seed=seed, solver=anchor_solver)
-    return out
+    training = Training(a=np.asarray(a, float), b=np.asarray(b, float), theta=np.asarray(theta_train, float),
+                        values=np.asarray(train_values, float), seed=seed, prior_information=prior_information,
+                        anchor_solver=anchor_solver)
+    return {m: _methods.REGISTRY[m].select(training, ks) for m in _methods.static_ids() if m in methods}
 
 
 def _blas_limit(n_threads):
@@ -330,16 +316,16 @@ def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engin
     scores = {}
     t = time.perf_counter()
     random_seed = _stream(seed, split, _STREAM_RANDOM)
-    # (exact Newton passes suit estimates at a few budgets better than Taylor moments)
-    for method, estimator in (("random", MeanScoreEstimator()), ("random-irt", MapEstimator(order=0))):
-        if method in methods:
-            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=RandomSelection(), estimator=estimator,
+    for method in methods:                # random items: every such method shares the split's stream
+        entry = _methods.REGISTRY[method]
+        if entry.kind == "adaptive" and entry.random_items:
+            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector(), estimator=entry.estimator(),
                                 seed=random_seed, record=ks)
             scores[method] = [traj.estimate[:, k - 1] for k in ks]
     t2 = time.perf_counter()
     clock["random"] += t2 - t
     for method, subsets in static.items():
-        how = "map" if method in IRT_METHODS else ("weighted" if method == "anchor-points" else "mean")
+        how = _methods.REGISTRY[method].scorer
         scores[method], prev = [], None
         for k in ks:                      # MAP on k items starts from the estimate on fewer
             prev = score_subset(x_test, subsets[k], how=how, a=a, b=b, theta0=prev)
@@ -357,7 +343,10 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
     preps = [_prepare_split(values, reference, split, ks=ks, methods=methods, n_test=n_test, seed=seed,
                             engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
                             clock=clock, groups=groups, n_test_groups=n_test_groups) for split in splits]
-    if "fluid" in methods:
+    # adaptive methods with chosen (not random) items: one vectorised run over every split's test models
+    for method in [m for m in methods if _methods.REGISTRY[m].kind == "adaptive"
+                   and not _methods.REGISTRY[m].random_items]:
+        entry = _methods.REGISTRY[method]
         t = time.perf_counter()
         # one vectorised run over every split's test models, each with its split's parameters;
         # items outside a split's pool are unavailable to its models
@@ -374,13 +363,13 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
             p["rows"] = r
             at += p["test"].size
         kmax = max(p["ks"][-1] for p in preps)
-        traj = run_adaptive(x, a, b, budget=kmax, selector=MaxInformation(), estimator=MapEstimator())
+        traj = run_adaptive(x, a, b, budget=kmax, selector=entry.selector(), estimator=entry.estimator())
         for p in preps:
-            p["scores"]["fluid"] = [traj.estimate[p["rows"], k - 1] for k in p["ks"]]
+            p["scores"][method] = [traj.estimate[p["rows"], k - 1] for k in p["ks"]]
         clock["fluid"] += time.perf_counter() - t
     out_rows = []
     for p in preps:
-        for method in METHODS:
+        for method in _methods.ids():
             if method in p["scores"]:
                 rho = spearman(np.vstack(p["scores"][method]), p["reference"])
                 out_rows.extend((p["split"], method, k, float(r)) for k, r in zip(p["ks"], rho))
@@ -457,10 +446,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     """
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
-    methods = METHODS if methods is None else tuple(dict.fromkeys(methods))
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or not methods:
-        raise InputError(f"unknown method(s) {unknown}; choose from {METHODS}")
+    methods = _methods.check_methods(methods)
     if reference not in ("full", "filtered"):
         raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     if int(n_splits) < 1:
@@ -505,7 +491,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     finally:
         if bar is not None:
             bar.close()
-    order = {m: i for i, m in enumerate(METHODS)}
+    order = {m: i for i, m in enumerate(_methods.ids())}
     df = pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
     df = df.sort_values(["split", "method", "k"], key=lambda s: s.map(order) if s.name == "method" else s,
                         kind="stable").reset_index(drop=True)

@@ -38,10 +38,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from .errors import InputError
+from . import methods
 from .calibrate import ENGINES, Calibration, fit_2pl
 from .data import ResponseMatrix, shown
 from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates
+from .errors import InputError
 from .io import atomic_write, matrix_sha256
 from .model import fisher_information, probability
 
@@ -742,10 +743,10 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
 
 # ---------------------------------------------------------------------------- static subsets
 #: The static subset methods of ``irtlib subset``; ``needs_responses``: methods that need the
-#: calibration response matrix, not just the bank.
+#: calibration response matrix, not just the bank (both from :mod:`irtlib.methods`).
 SUBSET_METHODS = {
-    "all": ("total-fisher", "marginal-fisher", "marginal-fisher-bq", "anchor-points", "disco", "random"),
-    "needs_responses": ("anchor-points",),
+    "all": methods.subset_ids(),
+    "needs_responses": tuple(m for m in methods.subset_ids() if methods.REGISTRY[m].needs_responses),
 }
 
 _SUBSET_MAGIC = "# irtlib-subset "
@@ -759,8 +760,9 @@ def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMat
     ----------
     bank : ItemBank
     method : {"total-fisher", "marginal-fisher", "marginal-fisher-bq", "anchor-points", "disco", "random"}
-        See :mod:`irtlib.subsets`. The Fisher methods use the calibration models' abilities stored
-        in the bank; DISCO uses the bank's item safe rates; anchor points needs ``responses``.
+        See :mod:`irtlib.methods` and :mod:`irtlib.subsets`. The Fisher methods use the calibration
+        models' abilities stored in the bank; DISCO uses the bank's item safe rates; anchor points
+        needs ``responses``.
     k : int
         Number of items (at most the bank's size).
     responses : ResponseMatrix, optional
@@ -774,106 +776,40 @@ def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMat
         Columns ``rank`` (1 = chosen first), ``weight`` (anchor points: the number of items each
         medoid represents; 1 otherwise), ``a``, ``b``.
     """
-    if method not in SUBSET_METHODS["all"]:
-        raise InputError(f"unknown subset method {method!r}; choose one of {SUBSET_METHODS['all']}")
+    entry = methods.REGISTRY[methods.check_methods([method], allowed=methods.subset_ids())[0]]
     if not 1 <= k <= len(bank):
         raise InputError(f"k must be between 1 and the bank's {len(bank)} items, got {k}")
     if responses is not None:
         source = responses.source
         bank.check_items(responses.items, source=source, require_all=True)
         responses = responses.subset(items=bank.item_ids)
-    elif method in SUBSET_METHODS["needs_responses"]:
+    elif entry.needs_responses:
         raise InputError(f"subset method {method!r} needs the calibration responses")
-    items, weights = _run_subset_method(bank, method=method, k=k, responses=responses, seed=seed)
-    items = pd.Index([str(i) for i in items], name="item")
-    weights = np.ones(len(items)) if weights is None else np.asarray(weights, dtype=float)
+    chosen = entry.select(_training(bank, responses, seed), [int(k)])[int(k)]
+    items = pd.Index([str(i) for i in bank.item_ids[np.asarray(chosen.items, dtype=int)]], name="item")
+    weights = np.ones(len(items)) if chosen.weights is None else np.asarray(chosen.weights, dtype=float)
     out = pd.DataFrame({"rank": np.arange(1, len(items) + 1), "weight": weights}, index=items)
     return out.join(bank.items[["a", "b"]])
 
 
-def _run_subset_method(bank, *, method, k, responses, seed):
-    """Dispatch to :mod:`irtlib.subsets`; returns (items, weights or None).
-
-    The bank supplies what the methods need: item parameters ``a``, ``b``, the calibration
-    models' abilities ``theta`` and the item safe rates; ``responses`` (restricted to the bank's
-    items) supplies the response matrix where a method needs it.
-    """
-    rng = np.random.default_rng(seed)
-    if method == "random":
-        return list(bank.item_ids[rng.choice(len(bank), size=k, replace=False)]), None
-    try:
-        from . import subsets
-    except ImportError:
-        raise InputError(f"subset method {method!r} needs irtlib.subsets, which this installation lacks") from None
-    func = getattr(subsets, method.replace("-", "_"), None)
-    if func is None:
-        raise InputError(f"irtlib.subsets has no function {method.replace('-', '_')!r}")
+def _training(bank: ItemBank, responses: ResponseMatrix | None, seed: int):
+    """What a bank offers a selection method: its item parameters, the calibration models'
+    abilities, the items' safe rates and (when given) the calibration responses of the models
+    the bank was calibrated on, restricted to the bank's items."""
     theta = bank.calibration_theta
     theta_values = theta.to_numpy()
-    if responses is not None and len(theta):
-        common = [m for m in responses.models if m in set(theta.index)]
-        if not common:
-            raise InputError(f"{responses.source}: none of its models is one the bank was calibrated on")
-        responses = responses.subset(models=common)
-        theta_values = theta.reindex(common).to_numpy()
-    values = None if responses is None else responses.values
+    values = None
+    if responses is not None:
+        if len(theta):
+            common = [m for m in responses.models if m in set(theta.index)]
+            if not common:
+                raise InputError(f"{responses.source}: none of its models is one the bank was calibrated on")
+            responses = responses.subset(models=common)
+            theta_values = theta.reindex(common).to_numpy()
+        values = responses.values
     rates = bank.items["safe_rate"].to_numpy(dtype=float) if "safe_rate" in bank.items else None
-    if rates is None and values is not None:
-        rates = np.nanmean(values, axis=0)
-    offer = {
-        "a": bank.a, "b": bank.b, "k": int(k), "theta": theta_values, "thetas": theta_values,
-        "theta_train": theta_values, "abilities": theta_values,
-        "matrix": responses, "responses": values, "x": values, "values": values, "train": responses,
-        # DISCO only needs the items' safe rates: without responses, a one-row matrix of the bank's
-        # calibration safe rates has exactly those column means
-        "train_values": values if values is not None else (rates[None, :] if method == "disco" else None),
-        "safe_rate": rates, "safe_rates": rates, "p": rates,
-        "seed": seed, "rng": rng, "random_state": seed, "items": bank.item_ids,
-    }
-    import inspect
-
-    args, kwargs = [], {}
-    for name, param in inspect.signature(func).parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        if name not in offer:
-            if param.default is param.empty:
-                raise InputError(f"irtlib.subsets.{func.__name__} needs {name!r}, which `irtlib subset` cannot supply")
-            continue
-        if offer[name] is None:
-            if param.default is param.empty:
-                raise InputError(f"subset method {method!r} needs the calibration responses (--responses FILE)")
-            continue
-        if param.kind == param.POSITIONAL_ONLY:
-            args.append(offer[name])
-        else:
-            kwargs[name] = offer[name]
-    return _subset_result(func(*args, **kwargs), bank)
-
-
-def _subset_result(out, bank):
-    """Normalise a subset function's return value to (item ids, weights or None)."""
-    weights = None
-    if isinstance(out, tuple) and len(out) == 2:
-        out, weights = out
-    elif hasattr(out, "items") and not isinstance(out, (pd.Series, pd.DataFrame, dict)) and not callable(out.items):
-        out, weights = out.items, getattr(out, "weights", None)
-    if isinstance(out, pd.DataFrame):
-        weights = out["weight"].to_numpy() if "weight" in out.columns else weights
-        out = out["item"].tolist() if "item" in out.columns else list(out.index)
-    elif isinstance(out, pd.Series):
-        if out.dtype.kind in "fi" and not out.index.equals(pd.RangeIndex(len(out))):
-            weights, out = out.to_numpy(), list(out.index)
-        else:
-            out = out.tolist()
-    out = list(np.asarray(out).ravel())
-    if out and all(isinstance(v, (int, np.integer)) for v in out):
-        out = list(bank.item_ids[np.asarray(out, dtype=int)])
-    if weights is not None:
-        weights = np.asarray(weights, dtype=float)
-        if weights.shape != (len(out),):
-            weights = None
-    return out, weights
+    return methods.Training(a=np.asarray(bank.a, float), b=np.asarray(bank.b, float), theta=np.asarray(theta_values, float),
+                    values=values, safe_rates=rates, seed=seed)
 
 
 def write_subset(path, chosen: pd.DataFrame, *, bank: ItemBank, method: str, k: int, seed: int = 0,

@@ -39,9 +39,6 @@ ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior
                "'pyirt' runs py-irt's variational fit exactly as the paper did (tens of seconds to minutes)")
 
 
-#: Methods of ``agreement`` and ``report`` by default: all of the paper's eight.
-DEFAULT_METHODS = ("fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq",
-                   "anchor-points", "disco")
 
 
 #: A usage problem found after parsing (reported like argparse's, exit status 2).
@@ -152,14 +149,15 @@ def _separator(text: str) -> str:
 
 
 def _method_list(text: str) -> list[str]:
-    from .agreement import METHODS
+    from .methods import ids
 
+    known = ids()
     methods = [m for m in text.replace(" ", "").split(",") if m]
     if not methods:
-        raise argparse.ArgumentTypeError(f"{text!r} names no method; choose from {', '.join(METHODS)}")
-    unknown = [m for m in methods if m not in METHODS]
+        raise argparse.ArgumentTypeError(f"{text!r} names no method; choose from {', '.join(known)}")
+    unknown = [m for m in methods if m not in known]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown method {_short(unknown[0])}; choose from {', '.join(METHODS)}")
+        raise argparse.ArgumentTypeError(f"unknown method {_short(unknown[0])}; choose from {', '.join(known)}")
     return list(dict.fromkeys(methods))
 
 
@@ -283,7 +281,8 @@ def _cmd_calibrate(args, out: _Out) -> int:
 
 # ---------------------------------------------------------------------------- subset
 def _cmd_subset(args, out: _Out) -> int:
-    from .bank import _SUBSET_MAGIC, SUBSET_METHODS, read_bank, select_subset, write_subset
+    from .bank import _SUBSET_MAGIC, read_bank, select_subset, write_subset
+    from .methods import REGISTRY
     from .io import check_writable, load_responses
 
     check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
@@ -292,7 +291,7 @@ def _cmd_subset(args, out: _Out) -> int:
     if args.responses is not None:
         out.progress(f"reading {args.responses}")
         matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
-    elif args.method in SUBSET_METHODS["needs_responses"]:
+    elif REGISTRY[args.method].needs_responses:
         raise CLIUsageError(f"--method {args.method} needs the training responses: pass --responses FILE")
     if args.k > len(bank):
         raise CLIUsageError(f"-k {args.k} is larger than the bank ({len(bank)} items)")
@@ -510,13 +509,9 @@ def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, 
     score on all items (the paper's R). ``ks`` defaults to the protocol's log-spaced budget grid.
     """
     from . import agreement
+    from .methods import check_methods
 
-    if not list(methods):
-        raise InputError(f"no method given; choose from {', '.join(agreement.METHODS)}")
-    unknown = [m for m in methods if m not in agreement.METHODS]
-    if unknown:
-        raise InputError(f"unknown method(s) {', '.join(_short(m) for m in unknown[:3])}; "
-                         f"choose from {', '.join(agreement.METHODS)}")
+    methods = check_methods(list(methods))
     if matrix.shape[0] < 2:
         raise InputError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
                          "two models (and --n-test of them held out)")
@@ -631,7 +626,9 @@ def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=N
         if n_splits > 0:
             from . import agreement
 
-            methods = list(methods or DEFAULT_METHODS)
+            from .methods import ids
+
+            methods = list(methods or ids())
             say(f"agreement protocol: {n_splits} splits, methods {','.join(methods)}")
             results = run_agreement(m, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
                                     engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
@@ -739,7 +736,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p, force=True, seed=True)
     p.set_defaults(handler=_cmd_calibrate)
 
-    from .bank import SUBSET_METHODS
+    from .methods import ids, subset_ids
 
     p = sub.add_parser("subset", help="choose a fixed item subset from a bank",
                        description="Choose k items from an item bank with one of the paper's static subset "
@@ -747,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "anchor-points needs the training responses (--responses); the Fisher "
                                    "methods use the calibration abilities stored in the bank.")
     p.add_argument("bank", metavar="BANK", help="item bank written by `irtlib calibrate`")
-    p.add_argument("--method", required=True, choices=SUBSET_METHODS["all"], help="selection method")
+    p.add_argument("--method", required=True, choices=subset_ids(), help="selection method")
     p.add_argument("-k", type=_positive_int, required=True, help="number of items")
     p.add_argument("-o", "--output", required=True, metavar="ITEMS", help="CSV of chosen items to write")
     p.add_argument("--responses", metavar="FILE", help="the calibration responses (needed by anchor-points)")
@@ -779,7 +776,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(handler=_cmd_evaluate)
 
-    methods_default = list(DEFAULT_METHODS)
+    methods_default = list(ids())       # all of the paper's eight, from the registry
     for name, handler, helptext, description in (
         ("agreement", _cmd_agreement, "run the paper's agreement protocol and print the Table 2 summary",
          "Repeatedly split the models into training and test models, calibrate on the training models, "

@@ -20,6 +20,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .diagnostics import CEILING, coefficient_of_variation
+from .methods import METHOD_IDS, REGISTRY
 
 __all__ = [
     "METHOD_STYLE", "MethodStyle", "THETA_LABEL", "theta_vs_score", "item_fit_scatter", "ceiling_separation",
@@ -42,19 +43,20 @@ class MethodStyle(NamedTuple):
     band: bool = False          # draw the spread over splits (only for Fluid and Random: more is unreadable)
 
 
-#: Style of every selection method (shared by all agreement figures). Colours are the Okabe-Ito
+#: Style of every selection method (shared by all agreement figures; labels from :mod:`irtlib.methods`). Colours are the Okabe-Ito
 #: colour-blind-safe palette (its grey in place of its yellow, which is unreadable on white);
 #: every method also has its own (line style, marker) pair, so the curves stay apart in greyscale.
-METHOD_STYLE = {
-    "fluid": MethodStyle("Fluid Benchmarking", "#D55E00", "-", "o", 2.8, True),
-    "random": MethodStyle("Random", "#000000", "--", "", 1.6, True),
-    "random-irt": MethodStyle("Random IRT", "#999999", ":", "x"),
-    "total-fisher": MethodStyle("Total Fisher", "#0072B2", "-.", "s"),
-    "marginal-fisher": MethodStyle("Marginal Fisher", "#009E73", "-", "^"),
-    "marginal-fisher-bq": MethodStyle("Marginal Fisher (b-quartiles)", "#56B4E9", "--", "v"),
-    "anchor-points": MethodStyle("Anchor Points", "#CC79A7", ":", "D"),
-    "disco": MethodStyle("DISCO", "#E69F00", "-.", "P"),
-}
+METHOD_STYLE = {method: MethodStyle(REGISTRY[method].name, *style) for method, style in {
+    "fluid": ("#D55E00", "-", "o", 2.8, True),
+    "random": ("#000000", "--", "", 1.6, True),
+    "random-irt": ("#999999", ":", "x"),
+    "total-fisher": ("#0072B2", "-.", "s"),
+    "marginal-fisher": ("#009E73", "-", "^"),
+    "marginal-fisher-bq": ("#56B4E9", "--", "v"),
+    "anchor-points": ("#CC79A7", ":", "D"),
+    "disco": ("#E69F00", "-.", "P"),
+}.items()}
+assert tuple(METHOD_STYLE) == METHOD_IDS, "every method of the registry needs a style"
 
 
 def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):

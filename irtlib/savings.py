@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .subsets import STATIC_METHODS
+from .methods import static_ids
 
 __all__ = ["first_budget", "savings_table", "table2_column"]
 
@@ -56,7 +56,7 @@ def savings_table(curves: pd.DataFrame, n_items: dict, *, threshold: float = 0.9
         Columns ``adaptive``, ``best static``, ``marginal-fisher``: the saving, NaN where the
         threshold is not reached within the sweep.
     """
-    groups = {"adaptive": ["fluid"], "best static": list(STATIC_METHODS), "marginal-fisher": ["marginal-fisher"]}
+    groups = {"adaptive": ["fluid"], "best static": list(static_ids()), "marginal-fisher": ["marginal-fisher"]}
     rows = {}
     for bench, curve in curves.groupby("benchmark", sort=False):
         n = n_items[bench]

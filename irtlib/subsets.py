@@ -38,12 +38,9 @@ from .model import fisher_information
 __all__ = [
     "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",
     "anchor_points", "anchor_points_path", "disco", "correlation_features", "kmedoids_loss",
-    "score_subset", "summed_se", "STATIC_METHODS",
+    "score_subset", "summed_se",
 ]
 
-#: Static method identifiers (shared with the command line) and whether they are nested.
-STATIC_METHODS = {"total-fisher": True, "marginal-fisher": True, "marginal-fisher-bq": True,
-                  "anchor-points": False, "disco": True}
 
 
 @dataclass(frozen=True)

@@ -217,34 +217,3 @@ def test_atomic_write_keeps_existing_file(tmp_path):
     assert target.read_text() == "two"
     with pytest.raises(FileNotFoundError, match="does not exist"):
         atomic_write(tmp_path / "nodir" / "x.txt", "x")
-
-
-def test_subset_adapter_supplies_arguments_and_reads_results(bank, matrix, monkeypatch):
-    """select_subset calls irtlib.subsets by signature and accepts indices, ids or (items, weights)."""
-    import sys
-    import types
-
-    fake = types.ModuleType("irtlib.subsets")
-    seen = {}
-
-    def total_fisher(a, b, theta, k):
-        seen["theta"] = theta
-        return np.argsort(-a)[:k]                               # positions
-
-    def anchor_points(responses, k, *, seed=0):
-        seen["shape"] = responses.shape
-        ids = [f"q{j:03d}" for j in range(10, 10 + k)]
-        return ids, np.full(k, responses.shape[1] / k)           # (ids, weights)
-
-    fake.total_fisher, fake.anchor_points = total_fisher, anchor_points
-    monkeypatch.setitem(sys.modules, "irtlib.subsets", fake)
-    import irtlib
-
-    monkeypatch.setattr(irtlib, "subsets", fake, raising=False)
-    chosen = select_subset(bank, method="total-fisher", k=5)
-    assert list(chosen.index) == list(bank.item_ids[np.argsort(-bank.a)[:5]])
-    assert np.allclose(seen["theta"], bank.calibration_theta.to_numpy())
-    chosen = select_subset(bank, method="anchor-points", k=4, responses=matrix)
-    assert seen["shape"] == (40, len(bank)) and chosen["weight"].sum() == pytest.approx(len(bank))
-    with pytest.raises(ValueError, match="needs the calibration responses"):
-        select_subset(bank, method="anchor-points", k=4)

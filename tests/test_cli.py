@@ -256,6 +256,32 @@ def test_subset_methods(work, method, tmp_path, cli):
     assert [row["item"] for row in doc["items"]] == list(frame.index)
     if method == "anchor-points":
         assert frame["weight"].sum() == pytest.approx(doc_bank_items(work))
+    # the very items irtlib.subsets chooses from the bank's parameters and calibration abilities
+    assert list(frame.index) == _subsets_choice(work, method, 20, seed=0)
+
+
+def _subsets_choice(work, method, k, *, seed):
+    """Item ids that the public :mod:`irtlib.subsets` functions choose, called directly."""
+    from irtlib import subsets
+    from irtlib.bank import read_bank
+    from irtlib.io import read_responses
+
+    bank = read_bank(work["root"] / "bank.csv")
+    a, b, theta = bank.a, bank.b, bank.calibration_theta.to_numpy()
+    if method == "total-fisher":
+        chosen = subsets.total_fisher(a, b, theta, k)
+    elif method == "marginal-fisher":
+        chosen = subsets.marginal_fisher(a, b, theta, k)
+    elif method == "marginal-fisher-bq":
+        chosen = subsets.marginal_fisher_bq(a, b, theta, k)
+    elif method == "disco":
+        chosen = subsets.disco(bank.items["safe_rate"].to_numpy()[None, :], k)
+    elif method == "anchor-points":
+        train = read_responses(work["root"] / "train.csv", rule="strict").subset(items=bank.item_ids)
+        chosen = subsets.anchor_points(train.subset(models=list(bank.calibration_theta.index)).values, k, seed=seed)
+    else:
+        return list(bank.item_ids[np.random.default_rng(seed).choice(len(bank), size=k, replace=False)])
+    return list(bank.item_ids[chosen.items])
 
 
 def doc_bank_items(work):
