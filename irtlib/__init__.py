@@ -6,7 +6,6 @@ response matrices and the paper's binarization rules, the 2PL model and its cali
 Benchmarking, static subsets and the agreement protocol.
 """
 
-from . import datasets
 from .ability import AbilityEstimate, map_ability
 from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory, run_adaptive
 from .agreement import METHODS, agreement_curves, budget_grid, run_protocol, summarise_table2
@@ -20,6 +19,22 @@ from .model import expected_score, fisher_information, log_likelihood, probabili
 from .session import AdaptiveSession, EvaluationResult
 
 __version__ = "0.1.0"
+
+#: Subpackages and modules loaded only when first used (``irtlib.datasets``, ``from irtlib import
+#: plots``): the core imports no book module, no plotting library and no torch.
+_LAZY = ("datasets", "book", "plots", "cli", "methods", "errors", "subsets", "savings", "model", "io")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "datasets",

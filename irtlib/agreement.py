@@ -56,8 +56,6 @@ from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from scipy.stats import rankdata
 
 from .errors import InputError
 from . import methods as _methods
@@ -125,6 +123,8 @@ def spearman(x, y) -> np.ndarray | float:
     x : array_like, shape (n,) or (n_rows, n)
     y : array_like, shape (n,)
     """
+    from scipy.stats import rankdata     # scipy.stats takes a second to import: only when used
+
     x = np.asarray(x, float)
     y = np.asarray(y, float)
     one = x.ndim == 1
@@ -566,6 +566,8 @@ def mean_interval_halfwidth(sd, n, *, level: float = 0.95) -> np.ndarray:
     if not 0.0 < level < 1.0:
         raise InputError(f"level must lie in (0, 1), got {level!r}")
     with np.errstate(invalid="ignore", divide="ignore"):
+        from scipy import stats
+
         t = stats.t.ppf(0.5 + level / 2.0, np.where(n >= 2, n - 1, np.nan))
         return t * sd / np.sqrt(n)
 

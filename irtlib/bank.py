@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from . import methods
 from .calibrate import ENGINES, Calibration, fit_2pl
@@ -504,6 +503,8 @@ def _spearman(x, y) -> float:
     """Spearman correlation, NaN (without a warning) when either input is constant."""
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
+    from scipy.stats import spearmanr
+
     return float(spearmanr(x, y)[0])
 
 
