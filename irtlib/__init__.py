@@ -6,6 +6,9 @@ response matrices and the paper's binarization rules, the 2PL model and its cali
 Benchmarking, static subsets and the agreement protocol.
 """
 
+#: The package version: the one place it is kept (pyproject.toml reads it; banks record it).
+__version__ = "0.1.0"
+
 from .ability import AbilityEstimate, map_ability
 from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory, run_adaptive
 from .agreement import METHODS, agreement_curves, budget_grid, run_protocol, summarise_table2
@@ -17,8 +20,6 @@ from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates, i
 from .io import load_responses, read_model_responses, read_responses
 from .model import expected_score, fisher_information, log_likelihood, probability, sigmoid
 from .session import AdaptiveSession, EvaluationResult
-
-__version__ = "0.1.0"
 
 #: Subpackages and modules loaded only when first used (``irtlib.datasets``, ``from irtlib import
 #: plots``): the core imports no book module, no plotting library and no torch.
