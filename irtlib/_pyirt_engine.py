@@ -202,15 +202,6 @@ class PaperTwoParamLog(IrtModel):
             "log_disc_sd": store["scale_slope"].detach().cpu().tolist(),
         }
 
-    def predict(self, subjects, items, params_from_file: dict | None = None) -> np.ndarray:
-        """P(x = 1) for paired subject and item indices (py-irt interface)."""
-        params = self.export() if params_from_file is None else params_from_file
-        subjects = np.asarray(subjects, dtype=int)
-        items = np.asarray(items, dtype=int)
-        theta = np.asarray(params["ability"], dtype=float)[subjects]
-        b = np.asarray(params["diff"], dtype=float)[items]
-        a = np.asarray(params["disc"], dtype=float)[items]
-        return 1.0 / (1.0 + np.exp(-a * (theta - b)))
 
 
 def _validate(values: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError
-from .model import probability
+from .model import sigmoid
 
 __all__ = ["AbilityEstimate", "map_ability", "THETA_BOUNDS"]
 
@@ -47,9 +47,11 @@ class AbilityEstimate(tuple):
 
 def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
     """Gradient of the log posterior and the total information, per model."""
-    p = probability(theta[:, None], a, b)
+    z = a * (theta[:, None] - b)
+    p = sigmoid(z)
     resid = np.where(observed, x - p, 0.0)
-    info = np.where(observed, a * a * p * (1.0 - p), 0.0)
+    # P (1 - P) as sigmoid(z) sigmoid(-z), the tail-safe form of irtlib.model.fisher_information
+    info = np.where(observed, a * a * p * sigmoid(-z), 0.0)
     grad = (a * resid).sum(axis=1) - (theta - prior_mean) / prior_var
     return grad, info.sum(axis=1)
 

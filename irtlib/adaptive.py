@@ -96,15 +96,6 @@ class Trajectory:
         """Number of steps run."""
         return self.items.shape[1]
 
-    @property
-    def n_models(self) -> int:
-        return self.items.shape[0]
-
-    @property
-    def theta(self) -> np.ndarray:
-        """Alias of :attr:`estimate` (the MAP ability when the estimator is :class:`MapEstimator`)."""
-        return self.estimate
-
     def at(self, k: int) -> np.ndarray:
         """Estimates after ``k`` items, shape ``(n_models,)``.
 
@@ -120,10 +111,6 @@ class Trajectory:
             raise InputError(f"the estimate after {k} items was not recorded (recorded: "
                              f"{self.steps.size} steps; pass record=... to run_adaptive)")
         return self.estimate[:, k - 1]
-
-    def items_at(self, k: int) -> np.ndarray:
-        """The first ``k`` items given to every model, shape ``(n_models, k)``."""
-        return self.items[:, :k]
 
 
 # ---------------------------------------------------------------------------- protocols
@@ -249,13 +236,8 @@ def _screen(info32, twin, gap):
     v1 = info32[r, k].copy()
     if info32.shape[1] == 1:
         return k, v1.astype(float), np.ones(r.size, dtype=bool)
-    if twin is None:
-        info32[r, k] = -np.inf
-        v2 = info32.max(axis=1)
-        info32[r, k] = v1
-    else:
-        mine = twin[k] if twin.ndim == 1 else twin[r, k]
-        v2 = np.where(twin == mine[:, None], np.float32(-np.inf), info32).max(axis=1)
+    mine = twin[k] if twin.ndim == 1 else twin[r, k]    # (screening always labels twins: never None)
+    v2 = np.where(twin == mine[:, None], np.float32(-np.inf), info32).max(axis=1)
     return k, v1.astype(float), v2 < v1 * np.float32(1.0 - gap)
 
 
@@ -473,11 +455,9 @@ class _RandomRun:
         self.t = 0
 
     def select(self, theta=None):
-        if self.t >= self.order.shape[1]:
-            out = np.full(self.order.shape[0], -1, dtype=np.intp)
-        else:
-            out = self.order[:, self.t].astype(np.intp)
-            out[self.t >= self.n_available] = -1
+        # the budget is at most the number of items, so t < order.shape[1]
+        out = self.order[:, self.t].astype(np.intp)
+        out[self.t >= self.n_available] = -1
         self.t += 1
         return out
 
@@ -504,11 +484,8 @@ class _MeanRun:
         self.safe = np.zeros(n_models)
         self.seen = np.zeros(n_models)
 
-    def push(self, a, b, x):
-        obs = ~np.isnan(x)
-        self.safe += np.where(obs, x, 0.0)
-        self.seen += obs
-
+    # No item-by-item ``push``: an adaptive selector needs an ability estimate, which this estimator
+    # does not give (run_adaptive refuses the pair), so its items are always chosen up front.
     def push_block(self, a, b, x):
         """Several items per model at once: arrays of shape (n_models, m)."""
         obs = ~np.isnan(x)

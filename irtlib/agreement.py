@@ -68,8 +68,8 @@ from .subsets import score_subset
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
-    "static_selections", "run_split", "run_splits", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
-    "mean_interval_halfwidth", "summarise_table2", "table2",
+    "static_selections", "run_splits", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
+    "mean_interval_halfwidth", "summarise_table2",
 ]
 
 #: Method identifiers in the order results are reported (from the registry, :mod:`irtlib.methods`).
@@ -243,15 +243,6 @@ def _blas_limit(n_threads):
     except ImportError:    # pragma: no cover - threadpoolctl comes with the scientific stack
         return nullcontext()
     return threadpool_limits(limits=int(n_threads))
-
-
-def run_split(values, reference, split: int, *, ks, methods=METHODS, n_test: int = 10, seed=0,
-              engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
-              blas_threads: int | None = 1, groups=None, n_test_groups: int = 1) -> dict:
-    """One train/test split of the protocol (see :func:`run_splits`)."""
-    return run_splits(values, reference, [split], ks=ks, methods=methods, n_test=n_test, seed=seed,
-                      engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
-                      blas_threads=blas_threads, groups=groups, n_test_groups=n_test_groups)
 
 
 def run_splits(values, reference, splits, *, ks, methods=METHODS, n_test: int = 10, seed=0,
@@ -740,7 +731,3 @@ def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 
                     row = {"benchmark": bench, **row}
                 out.append(row)
     return pd.DataFrame(out)
-
-
-#: Alias of :func:`summarise_table2` (the name the command line looks for).
-table2 = summarise_table2

@@ -18,7 +18,6 @@ from scipy.special import log_expit
 
 from .errors import InputError, MissingDependencyError
 from .data import ResponseMatrix
-from .model import probability
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES"]
 
@@ -52,15 +51,6 @@ class Calibration:
     settings: dict = field(default_factory=dict)
     seconds: float = float("nan")
     diagnostics: dict = field(default_factory=dict)
-
-    def probabilities(self) -> pd.DataFrame:
-        """Model-implied probability of a safe response, models x items."""
-        p = probability(self.theta.to_numpy()[:, None], self.a.to_numpy(), self.b.to_numpy())
-        return pd.DataFrame(p, index=self.theta.index, columns=self.a.index)
-
-    def items_frame(self) -> pd.DataFrame:
-        """Item parameters as a DataFrame with columns ``a`` and ``b``."""
-        return pd.DataFrame({"a": self.a, "b": self.b})
 
 
 # ---------------------------------------------------------------------------- MAP engine

@@ -134,8 +134,9 @@ class ResponseMatrix:
         ------
         ValueError
             Missing columns, non-numeric scores, scores outside {0, 1}, or one (model, item)
-            pair with conflicting scores; the message names the row (0-based position in
-            ``df``) at fault.
+            pair with conflicting scores; the message names the row at fault, 1-based
+            as a spreadsheet numbers the data rows (the first row of ``df`` is row 1), like
+            :mod:`irtlib.io`'s messages.
         """
         missing = [c for c in (model, item, score) if c not in df.columns]
         if missing:
@@ -147,18 +148,18 @@ class ResponseMatrix:
         nonnum = np.isnan(scores) & ~pd.isna(raw)
         if nonnum.any():
             row = int(np.flatnonzero(nonnum)[0])
-            raise InputError(f"{source}: row {row}: score {shown(raw[row])} in column {score!r} is not numeric")
+            raise InputError(f"{source}: row {row + 1}: score {shown(raw[row])} in column {score!r} is not numeric")
         bad = ~np.isnan(scores) & (scores != 0.0) & (scores != 1.0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise InputError(
-                f"{source}: row {row}: score {float(scores[row])!r} in column {score!r} is not 0 or 1 "
+                f"{source}: row {row + 1}: score {float(scores[row])!r} in column {score!r} is not 0 or 1 "
                 f"({int(bad.sum())} such rows; binarize graded scores first)"
             )
         for col in (model, item):
             nulls = df[col].isna().to_numpy()
             if nulls.any():
-                raise InputError(f"{source}: row {int(np.flatnonzero(nulls)[0])}: column {col!r} is empty")
+                raise InputError(f"{source}: row {int(np.flatnonzero(nulls)[0]) + 1}: column {col!r} is empty")
         tidy = pd.DataFrame({"model": df[model].to_numpy(), "item": df[item].to_numpy(), "score": scores})
         tidy = tidy[~np.isnan(scores)]
         dup = tidy.duplicated(["model", "item"], keep=False)
@@ -167,7 +168,7 @@ class ResponseMatrix:
             conflicts = spread[spread > 1]
             if len(conflicts):
                 m, i = conflicts.index[0]
-                rows = tidy.index[(tidy["model"] == m) & (tidy["item"] == i)].tolist()
+                rows = [r + 1 for r in tidy.index[(tidy["model"] == m) & (tidy["item"] == i)].tolist()]
                 raise InputError(
                     f"{source}: rows {rows[:5]}: model {shown(m)}, item {shown(i)} has conflicting scores "
                     f"({len(conflicts)} such pairs)"
@@ -205,7 +206,7 @@ class ResponseMatrix:
         if nonnum.any():
             r, c = np.argwhere(nonnum)[0]
             raise InputError(
-                f"{source}: row {r} (model {shown(df.index[r])}), column {shown(df.columns[c])}: "
+                f"{source}: row {r + 1} (model {shown(df.index[r])}), column {shown(df.columns[c])}: "
                 f"{shown(df.iat[r, c])} is not numeric"
             )
         return cls(numeric.to_numpy(dtype=float), df.index, df.columns, source=source)

@@ -618,12 +618,15 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
         raise InputError(f"{path}: no runs of benchmark {benchmark!r} (found {', '.join(sorted(runs))})")
     frame = runs[benchmark]
     source = f"{path} ({benchmark})"
+    rule = "strict" if rule == "auto" else rule
+    if rule in ("strict", "lenient"):
+        return helm.to_matrix(frame, rule=rule, threshold=threshold, source=source, name_rule=False)
     nums = frame["score"].to_numpy(dtype=float)
 
     def where(pos, text):
         return InputError(f"{source}: model {shown(frame['model'].iloc[pos])}, item {shown(frame['item'].iloc[pos])}: {text}")
 
-    scores = _binarize_numeric(nums, "strict" if rule == "auto" else rule, threshold, where=where)
+    scores = _binarize_numeric(nums, rule, threshold, where=where)      # "binary": scores already 0/1
     tidy = pd.DataFrame({"model": frame["model"].astype(str).to_numpy(),
                          "item": frame["item"].astype(str).to_numpy(), "score": scores})
     return ResponseMatrix.from_long(tidy, source=source)

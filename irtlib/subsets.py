@@ -62,10 +62,6 @@ class Subset:
     def __len__(self) -> int:
         return int(self.items.size)
 
-    def head(self, k: int) -> "Subset":
-        """The first ``k`` items (the subset for budget ``k`` of a nested method)."""
-        return Subset(self.items[:k], None if self.weights is None else self.weights[:k])
-
 
 def _check_k(k, n_items: int) -> int:
     k = int(k)

@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..binarize import RULES, binarize_graded
-from ..data import ResponseMatrix
+from ..data import ResponseMatrix, shown
 from .release import atomic_write, fetch_url
 
 __all__ = [
@@ -236,17 +236,28 @@ def read_runs(root, *, scenarios=None, stat: str | None = None) -> dict:
     return out
 
 
-def to_matrix(long: pd.DataFrame, *, rule: str = "strict", source: str = "HELM runs") -> ResponseMatrix:
-    """Binarize HELM safety scores into a models x items matrix.
+def to_matrix(long: pd.DataFrame, *, rule: str = "strict", threshold: float = 0.5, source: str = "HELM runs",
+              name_rule: bool = True) -> ResponseMatrix:
+    """Binarize HELM safety scores into a models x items matrix: the one place HELM scores are binarized.
 
     ``strict`` (the paper's rule): safe only at the top score 1 (for two-judge scores: both
-    judges gave 1); ``lenient``: score >= 0.5. Missing scores stay missing.
+    judges gave 1); ``lenient``: score >= ``threshold`` (0.5). Missing scores stay missing. A
+    score outside [0, 1] raises :class:`~irtlib.errors.InputError` naming the model and the item.
+    The matrix's source is ``"<source> (<rule>)"``, or ``source`` with ``name_rule=False``
+    (:func:`irtlib.load_responses` on a HELM directory).
     """
     if rule not in RULES:
         raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
-    safe = binarize_graded(long["score"].to_numpy(dtype=float), rule=rule, allowed=None, name=f"{source} score")
-    df = pd.DataFrame({"model": long["model"].to_numpy(), "item": long["item"].to_numpy(), "score": safe})
-    return ResponseMatrix.from_long(df, source=f"{source} ({rule})")
+    nums = long["score"].to_numpy(dtype=float)
+    bad = ~np.isnan(nums) & ((nums < 0.0) | (nums > 1.0))
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{source}: model {shown(long['model'].iloc[pos])}, item {shown(long['item'].iloc[pos])}: "
+                         f"graded score {nums[pos]:g} is outside [0, 1]")
+    safe = binarize_graded(nums, rule=rule, threshold=threshold, allowed=None, name=f"{source} score")
+    df = pd.DataFrame({"model": long["model"].astype(str).to_numpy(), "item": long["item"].astype(str).to_numpy(),
+                       "score": np.asarray(safe, dtype=float)})
+    return ResponseMatrix.from_long(df, source=f"{source} ({rule})" if name_rule else source)
 
 
 # ---------------------------------------------------------------------------- download
