@@ -38,7 +38,10 @@ def test_calibrate_bank_filters_and_records_settings(bank, matrix):
     assert list(bank.calibration_theta.index) == list(matrix.models)
     assert {"a", "b", "safe_rate", "n_models", "expected", "residual"} <= set(bank.items.columns)
     check = bank.meta["interval_check"]
-    assert check and min(check["inflation"]) >= 1.0 and len(check["k"]) == len(check["inflation"])
+    # the check's checkpoints up to the longest test (145 items) and its fold settings
+    assert check["k"] == [1, 2, 3, 5, 10, 20, 30, 50, 100] and check["n_models"] == 40 and check["seed"] == 0
+    # on 2PL data the 2PL intervals need little widening: the factors stay near 1 (observed 1.0 to 1.44)
+    assert max(check["inflation"]) < 1.8 and check["inflation"][0] < 1.2
 
 
 def test_bank_round_trip_is_exact(bank, tmp_path):
@@ -111,16 +114,41 @@ def test_score_interval_is_ordered_and_monotone(bank):
     score, lo, hi = score_interval(bank.a, bank.b, theta, np.full(7, 0.3))
     assert np.all(lo <= score) and np.all(score <= hi)
     assert np.all(np.diff(score) > 0)
-    _, lo2, hi2 = score_interval(bank.a, bank.b, theta, np.full(7, 0.3), inflation=2.0)
-    assert np.all(hi2 - lo2 >= hi - lo)
+    theta = np.linspace(-1, 1, 5)
+    score, lo, hi = score_interval(bank.a, bank.b, theta, np.full(5, 0.1))
+    _, lo2, hi2 = score_interval(bank.a, bank.b, theta, np.full(5, 0.1), inflation=2.0)
+    inner = (lo2 > 0) & (hi2 < 1)                     # where clipping to [0, 1] does not act
+    assert inner.sum() >= 3
+    np.testing.assert_allclose((hi2 - score)[inner], 2.0 * (hi - score)[inner], rtol=1e-12)
+    np.testing.assert_allclose((score - lo2)[inner], 2.0 * (score - lo)[inner], rtol=1e-12)
 
 
-def test_interval_inflation_interpolates(bank):
-    check = bank.meta["interval_check"]
-    k0, f0 = check["k"][3], check["inflation"][3]
-    assert bank.interval_inflation(k0) == pytest.approx(f0)
-    assert bank.interval_inflation(10_000) == pytest.approx(check["inflation"][-1])
-    assert ItemBank(bank.items, {}).interval_inflation(10) == 1.0
+def test_score_interval_against_a_hand_computation():
+    """Two items, one known: the score, and each half-width as hypot(theta part, Bernoulli part) / n_full."""
+    a, b = np.array([1.0, 2.0]), np.array([0.0, 1.0])
+    theta, se, z = 0.5, 0.4, 1.959963984540054
+    p = lambda t: 1 / (1 + np.exp(-a[1] * (t - b[1])))           # the unknown item
+    spread = z * np.sqrt(p(theta) * (1 - p(theta)))
+    n_full, filtered_sum = 5, 1.8                                  # 3 filtered items with 1.8 safe in all
+    score = (1.0 + p(theta) + filtered_sum) / n_full
+    lo = score - np.hypot(p(theta) - p(theta - z * se), spread) / n_full * 1.5
+    hi = score + np.hypot(p(theta + z * se) - p(theta), spread) / n_full * 1.5
+    got = score_interval(a, b, theta, se, known_mask=np.array([True, False]), known_sum=1.0,
+                         filtered_sum=filtered_sum, n_full=n_full, inflation=1.5)
+    np.testing.assert_allclose(got, (score, lo, hi), rtol=1e-12)
+
+
+def test_interval_inflation_interpolates_in_log_test_length(bank):
+    check = {"k": [1, 10, 100], "inflation": [3.0, 2.0, 1.2]}
+    b = ItemBank(bank.items, {"interval_check": check})
+    assert b.interval_inflation(10) == pytest.approx(2.0)                       # at a knot
+    assert b.interval_inflation(round(10 ** 0.5 * 1000) / 1000) == pytest.approx(2.5, abs=1e-4)   # halfway in log k
+    assert b.interval_inflation(30) == pytest.approx(2.0 - 0.8 * np.log(3) / np.log(10))
+    assert b.interval_inflation(10_000) == pytest.approx(1.2)                   # beyond the last knot: the last
+    low = ItemBank(bank.items, {"interval_check": {"k": [1, 100], "inflation": [1.4, 0.6]}})
+    assert low.interval_inflation(100) == 1.0                                   # never below 1
+    assert ItemBank(bank.items, {}).interval_inflation(10) == 1.0               # no check: the plain interval
+    assert ItemBank(bank.items, {"interval_check": {"skipped": "only 5 models"}}).interval_inflation(10) == 1.0
 
 
 def test_random_subset_and_subset_file(bank, tmp_path):

@@ -154,9 +154,14 @@ def test_all_missing_row_and_column_get_prior_like_estimates():
     values, _, _, _ = simulate_2pl(12, 40, seed=3)
     values[4, :] = np.nan
     values[:, 7] = np.nan
-    theta, a, b = fit_pyirt(values, seed=0, epochs=30)
+    theta, a, b = fit_pyirt(values, seed=0, epochs=300)
     assert theta.shape == (12,) and a.shape == b.shape == (40,)
     assert np.all(np.isfinite(theta)) and np.all(np.isfinite(a)) and np.all(np.isfinite(b))
+    # no data: the posterior is the prior, theta ~ N(0, 1), b ~ N(0, 1), a ~ LogNormal(0, 1), whose
+    # locations the variational fit moves towards (observed: theta -0.11, a 1.06, b 0.26)
+    assert abs(theta[4]) < 0.35 and abs(b[7]) < 0.35 and 0.8 < a[7] < 1.25
+    others = np.delete(theta, 4)
+    assert others.std() > 0.7 and abs(theta[4]) < np.median(np.abs(others))   # the data move the others away
 
 
 # --- determinism and global state ----------------------------------------------
