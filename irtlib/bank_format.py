@@ -372,6 +372,9 @@ def _check_header(meta: dict, path, *, n_bank: int) -> None:
         names = models.get("name")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise _header_error(path, "models.name", "a list of model names", names)
+        if len(set(names)) != len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise _header_error(path, "models.name", f"distinct model names ({shown(twice)} appears twice)", twice)
         for key, lo, hi in (("theta", -1e3, 1e3), ("safety_score", 0.0, 1.0)):
             values = models.get(key)
             if key == "safety_score" and values is None:

@@ -259,3 +259,24 @@ def test_cv_story_fluid_gains_with_discrimination_spread():
     assert fluid_k <= 5 and random_k >= 30 and gap10 > 0.15
     fluid_k, random_k, gap10 = found[0.0]
     assert fluid_k >= 0.5 * random_k and abs(gap10) < 0.1
+
+
+def test_table2_over_several_benchmarks_at_once():
+    """Stacked results with a benchmark column: each benchmark's rows are its own Table 2."""
+    ks = [1, 2, 4, 8, 16, 32]
+    one = _fake_results({"fluid": dict(zip(ks, [0.5, 0.8, 0.91, 0.93, 0.95, 0.96])),
+                         "random": dict(zip(ks, [0.6, 0.7, 0.8, 0.92, 0.96, 0.97]))}, noise=0.02)
+    two = _fake_results({"fluid": dict(zip(ks, [0.3, 0.5, 0.6, 0.7, 0.8, 0.85])),
+                         "random": dict(zip(ks, [0.2, 0.3, 0.4, 0.5, 0.6, 0.7]))}, noise=0.01)
+    both = pd.concat([one.assign(benchmark="first"), two.assign(benchmark="second")], ignore_index=True)
+    table = summarise_table2(both, n_items={"first": 1000, "second": 200})
+    assert list(dict.fromkeys(table["benchmark"])) == ["first", "second"]
+    for name, res, n in (("first", one, 1000), ("second", two, 200)):
+        alone = summarise_table2(res, n_items=n)
+        mine = table[table["benchmark"] == name].drop(columns="benchmark").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, alone)
+    second = table[table["benchmark"] == "second"].set_index(["column", "method"])
+    # never reaches 0.90: the largest k, censored; Random never catches up within the sweep
+    assert second.loc[("left", "fluid"), "status"] == "not reached" and second.loc[("left", "fluid"), "k"] == 32
+    assert second.loc[("right", "fluid"), "status"] == "not caught up within the sweep"
+    assert second.loc[("left", "fluid"), "censored"] and second.loc[("left", "fluid"), "k_over_n"] == 32 / 200

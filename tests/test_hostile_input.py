@@ -730,3 +730,38 @@ def test_rows_longer_than_the_header_are_not_shifted(ws, cli):
     assert proc.stderr.splitlines() == ["irtlib: warning: trailing.csv: left out 1 item with only blank scores: "
                                         "'Unnamed: 61'"]
     assert json.loads(proc.stdout)["bank_sha256"] == json.loads(reference.stdout)["bank_sha256"]
+
+
+def test_duplicate_ids_in_a_matrix_and_in_banks(ws, cli):
+    """Duplicate model or item ids are refused wherever they can enter: a matrix, a bank's item
+    table (through the file and the CLI), and a bank header's list of calibration models."""
+    from irtlib.bank import ItemBank, read_bank
+    from irtlib.data import ResponseMatrix
+
+    with pytest.raises(ValueError, match="duplicate model identifiers: 'm1'"):
+        ResponseMatrix([[1, 0], [0, 1]], ["m1", "m1"], ["a", "b"])
+    with pytest.raises(ValueError, match="duplicate item identifiers: 'a'"):
+        ResponseMatrix([[1, 0], [0, 1]], ["m1", "m2"], ["a", "a"])
+    with pytest.raises(ValueError, match="item bank: item 'q1' appears twice"):
+        ItemBank(pd.DataFrame({"a": [1.0, 1.2], "b": [0.0, 0.5]}, index=["q1", "q1"]), {})
+
+    def twice(frame):
+        frame.loc[5, "item"] = frame.loc[4, "item"]
+        return frame
+
+    rehash_body(ws / "bank.csv", twice)
+    with pytest.raises(ValueError, match="appears twice"):
+        read_bank(ws / "bank.csv")
+    proc = cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m001", cwd=ws)
+    assert "appears twice" in error_line(proc, 1)
+
+
+def test_duplicate_calibration_models_in_a_bank_header(ws):
+    from irtlib.bank import read_bank
+
+    def edit(meta):
+        meta["models"]["name"][1] = meta["models"]["name"][0]
+
+    rehash(ws / "bank.csv", edit)
+    with pytest.raises(ValueError, match=r"header field models.name: expected distinct model names \('m000' appears"):
+        read_bank(ws / "bank.csv")

@@ -203,3 +203,42 @@ def test_target_se_on_airbench_sized_data():
     print(f"\nAIR-Bench-sized bank ({len(bank)} items): SE <= 0.3 after {min(used)}-{max(used)} items "
           f"(median {np.median(used):g})")
     assert np.median(used) <= 3 and max(used) <= 8                   # observed: median 2, at most 6
+
+
+def test_resuming_a_state_with_skipped_items(bank, data, tmp_path):
+    """Skips survive a save and load: the resumed test never proposes them and ends as an uninterrupted one."""
+    row = _answers(data, "m57")
+
+    def unavailable(item):               # items q000, q003, q006, ...: not in the replay
+        return int(item[1:]) % 3 == 0
+
+    def answer(item):
+        return None if unavailable(item) else row.get(item)
+
+    whole = AdaptiveSession(bank, max_items=15, model="m57").run(answer)
+    assert whole.n_items == 15
+    given = list(zip(whole.items, whole.responses))
+    # the same test, saved after 6 responses (and the skips among them), then resumed
+    first = AdaptiveSession(bank, max_items=15, model="m57")
+    skips = []
+    while first.n_items < 6:
+        item = first.propose()
+        if unavailable(item):
+            first.skip(item)
+            skips.append(item)
+        else:
+            first.record(item, row.get(item))
+    assert skips, "no skip before the save: the test would not test resuming skips"
+    first.save(tmp_path / "state.json")
+    resumed = AdaptiveSession.load(tmp_path / "state.json", bank)
+    assert list(resumed.unavailable) == skips and resumed.n_items == 6
+    proposed = []
+
+    def later(item):
+        proposed.append(item)
+        return answer(item)
+
+    result = resumed.run(later)
+    assert not set(proposed) & set(skips)
+    assert list(zip(result.items, result.responses)) == given
+    assert result.theta == pytest.approx(whole.theta, abs=1e-12) and result.se == pytest.approx(whole.se, abs=1e-12)
