@@ -69,7 +69,7 @@ from .subsets import score_subset
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
     "static_selections", "run_splits", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
-    "mean_interval_halfwidth", "summarise_table2",
+    "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
 
 #: Method identifiers in the order results are reported (from the registry, :mod:`irtlib.methods`).
@@ -497,6 +497,25 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
         df.attrs.update({"grouped": True, "n_groups": int(np.unique(groups).size),
                          "n_test_groups": int(n_test_groups)})
     return df
+
+
+def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, engine="map", n_jobs=1,
+                  variance_threshold=0.01, progress=False):
+    """Run :func:`run_protocol` on a user's (unfiltered) response matrix, as ``irtlib agreement`` does.
+
+    The protocol applies the variance filter itself and measures agreement against the safety
+    score on all items (the paper's R). ``ks`` defaults to the protocol's log-spaced budget grid.
+    """
+    methods = _methods.check_methods(list(methods))
+    if matrix.shape[0] < 2:
+        raise InputError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
+                         "two models (and --n-test of them held out)")
+    if n_test >= matrix.shape[0] - 1:
+        raise InputError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
+                         "for calibration")
+    return run_protocol(matrix, methods=list(methods), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+                                  engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
+                                  progress=progress)
 
 
 # ---------------------------------------------------------------------------- summaries

@@ -28,9 +28,23 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
+
 from .errors import InputError, IrtlibError, UsageError
 
-__all__ = ["main", "build_parser", "write_report", "run_agreement"]
+__all__ = ["main", "build_parser"]
+
+
+def __getattr__(name: str):
+    """``irtlib.cli.write_report`` and ``run_agreement``: now in :mod:`irtlib.report` and :mod:`irtlib.agreement`."""
+    if name == "write_report":
+        from .report import write_report
+
+        return write_report
+    if name == "run_agreement":
+        from .agreement import run_agreement
+
+        return run_agreement
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 PROG = "irtlib"
 
@@ -65,24 +79,11 @@ class _Out:
 
     def result(self, document: dict, text: str) -> None:
         if self.json:
-            print(json.dumps(_jsonable(document), indent=2, allow_nan=False))
+            from .report import jsonable
+
+            print(json.dumps(jsonable(document), indent=2, allow_nan=False))
         else:
             print(text)
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy scalars
-        try:
-            obj = obj.item()
-        except (TypeError, ValueError):
-            pass
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def _one_line(exc: BaseException) -> str:
@@ -475,7 +476,7 @@ def _cmd_agreement(args, out: _Out) -> int:
     matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
                  f"{args.n_test} test models; methods {','.join(args.methods)}")
-    results = run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits, n_test=args.n_test,
+    results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits, n_test=args.n_test,
                             seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
                             variance_threshold=args.variance_threshold, progress=not out.quiet)
     curves = agreement.agreement_curves(results)
@@ -501,28 +502,6 @@ def _cmd_agreement(args, out: _Out) -> int:
     return 0
 
 
-def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, engine="map", n_jobs=1,
-                  variance_threshold=0.01, progress=False):
-    """Run :func:`irtlib.agreement.run_protocol` on a user's (unfiltered) response matrix.
-
-    The protocol applies the variance filter itself and measures agreement against the safety
-    score on all items (the paper's R). ``ks`` defaults to the protocol's log-spaced budget grid.
-    """
-    from . import agreement
-    from .methods import check_methods
-
-    methods = check_methods(list(methods))
-    if matrix.shape[0] < 2:
-        raise InputError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
-                         "two models (and --n-test of them held out)")
-    if n_test >= matrix.shape[0] - 1:
-        raise InputError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
-                         "for calibration")
-    return agreement.run_protocol(matrix, methods=list(methods), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
-                                  engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
-                                  progress=progress)
-
-
 def _table2_text(table) -> str:
     """Table 2 as the paper prints it: one line per column (left/right), mean agreement per method."""
     lines = []
@@ -535,144 +514,6 @@ def _table2_text(table) -> str:
 
 
 # ---------------------------------------------------------------------------- report
-_HTML = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
-table {{ border-collapse: collapse; margin: 1rem 0; }} td, th {{ border: 1px solid #ccc; padding: .25rem .6rem; text-align: right; }}
-th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left; }}
-img {{ max-width: 100%; }} .note {{ color: #555; font-size: .92rem; }}
-</style></head><body>
-<h1>{title}</h1>
-<p class="note">Written by irtlib {version} from <code>{source}</code> (SHA-256 <code>{sha}</code>), {engine} engine,
-binarization {rule}, variance threshold {threshold}. Safety score = share of safe responses; theta = 2PL ability.</p>
-{body}
-</body></html>
-"""
-
-
-def _html_table(frame) -> str:
-    return frame.to_html(border=0, float_format=lambda v: f"{v:.3f}", na_rep="")
-
-
-def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=None, n_test: int = 10,
-                 seed: int = 0, n_jobs: int = 1, force: bool = False, methods=None, variance_threshold: float = 0.01,
-                 rule: str = "as given", progress=None, show_progress: bool = False) -> dict:
-    """Write a small static HTML report of a benchmark: fit, spread of a, ceiling, agreement.
-
-    The directory is built next to ``out_dir`` and renamed into place at the end
-    (:func:`irtlib.io.atomic_directory`), so a failure or an interruption leaves nothing
-    half-written. It holds a marker file listing what irtlib wrote; an existing ``out_dir`` is
-    replaced only with ``force``, and only when it is such a report with nothing added.
-
-    Parameters
-    ----------
-    data : irtlib.io.Responses
-        The benchmark (see :func:`irtlib.io.load_responses`).
-    out_dir : path-like
-        Directory to create: ``index.html``, one PNG per figure, ``summary.json`` and
-        ``agreement.csv``.
-    engine, n_splits, ks, n_test, seed, n_jobs, methods
-        Calibration engine and agreement-protocol settings (see ``irtlib agreement``).
-    force : bool
-        Replace an existing ``out_dir`` that is a previous irtlib report.
-    variance_threshold : float
-    rule : str
-        The binarization rule the data were read with (shown in the report).
-    progress : callable(str), optional
-    show_progress : bool
-        Progress bars for the agreement protocol.
-
-    Returns
-    -------
-    dict
-        The summary written to ``summary.json``.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from . import __version__, plots
-    from .bank import calibrate_bank
-    from .io import atomic_directory, check_writable
-
-    say = progress or (lambda message: None)
-    out_dir = check_writable(out_dir, force=force, directory=True)
-    m = data.matrix
-    if n_splits > 0 and n_test >= m.shape[0] - 1:
-        raise InputError(f"{data.source}: {m.shape[0]} models are too few for the agreement protocol with --n-test "
-                         f"{n_test} (it needs at least {n_test + 2}): lower --n-test, or pass --n-splits 0 to "
-                         "write the report without the agreement section")
-    name = Path(data.source).stem or "benchmark"
-    bank = calibrate_bank(m, engine=engine, variance_threshold=variance_threshold, seed=seed, interval_check=False,
-                          progress=say)
-    theta = bank.calibration_theta
-    scores = m.safety_scores().reindex(theta.index)
-    fit = bank.items.rename(columns={"safe_rate": "observed"})[["observed", "expected", "residual"]]
-    diag = bank.meta["diagnostics"]
-    with atomic_directory(out_dir, force=force, note=f"irtlib {__version__} report of {data.source}\n") as tmp:
-        figures = {
-            "theta_vs_score.png": ("Ability against safety score (Figure 2)",
-                                   plots.theta_vs_score({name: (theta, scores)}, ncols=1)),
-            "item_fit.png": ("Observed against model-implied item safe rates (appendix E)",
-                             plots.item_fit_scatter({name: fit}, ncols=1)),
-            "discrimination.png": ("Spread of discrimination a (Figure 3)",
-                                   plots.discrimination_spread({name: bank.a})),
-            "ceiling.png": ("Models above the 0.95 ceiling, spread out in theta",
-                            plots.ceiling_separation({name: (theta, scores)}, ncols=1)),
-        }
-        agreement_html, table2, results = "<p>Agreement protocol not run (0 splits).</p>", None, None
-        if n_splits > 0:
-            from . import agreement
-
-            from .methods import ids
-
-            methods = list(methods or ids())
-            say(f"agreement protocol: {n_splits} splits, methods {','.join(methods)}")
-            results = run_agreement(m, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
-                                    engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
-                                    progress=show_progress)
-            results.to_csv(tmp / "agreement.csv", index=False)
-            figures["agreement.png"] = (f"Agreement with the full benchmark against k ({n_splits} splits, "
-                                        f"{n_test} test models each; shading 1 SD)",
-                                        plots.agreement_curves(results, title=name))
-            curves = agreement.agreement_curves(results)
-            table2 = agreement.summarise_table2(results) if "fluid" in methods else None
-            agreement_html = ("<h3>Table 2 summary</h3>" + _html_table(table2) if table2 is not None else "") + \
-                "<h3>Mean agreement by budget k</h3>" + \
-                _html_table(curves.pivot(index="k", columns="method", values="mean"))
-        for fname, (_, fig) in figures.items():
-            fig.savefig(tmp / fname, dpi=110, bbox_inches="tight")
-            plt.close(fig)
-        import pandas as pd
-
-        facts = pd.DataFrame({"value": [
-            m.shape[0], m.shape[1], m.n_observations, len(bank), bank.filtered["n_items"],
-            diag["item_rmse"], diag["cv_a"], diag["spearman_theta_score"], diag["ceiling"]["above"],
-        ]}, index=["models", "items", "responses", "items calibrated", "items left out (variance <= "
-                   f"{variance_threshold})", "item RMSE", "CV of a", "Spearman(theta, safety score)",
-                   "models above 0.95"])
-        body = ["<h2>Summary</h2>", facts.to_html(border=0, header=False, float_format=lambda v: f"{v:.3f}")]
-        for fname, (caption, _) in figures.items():
-            if fname == "agreement.png":
-                continue
-            body += [f"<h2>{caption}</h2>", f'<img src="{fname}" alt="{caption}">']
-        body += ["<h2>Agreement</h2>"]
-        if "agreement.png" in figures:
-            body += [f'<p class="note">{figures["agreement.png"][0]}</p>', '<img src="agreement.png" alt="agreement">']
-        body += [agreement_html]
-        summary = {"source": data.source, "sha256": data.sha256, "n_models": m.shape[0], "n_items": m.shape[1],
-                   "bank_items": len(bank), "filtered": bank.filtered, "diagnostics": diag,
-                   "agreement": None if table2 is None else table2.to_dict(orient="records"),
-                   "figures": list(figures)}
-        (tmp / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2))
-        (tmp / "index.html").write_text(_HTML.format(
-            title=f"irtlib report: {name}", version=__version__, source=data.source, sha=data.sha256[:16],
-            engine=engine, rule=rule, threshold=variance_threshold, body="\n".join(body)), encoding="utf-8")
-    return summary
-
-
 def _cmd_report(args, out: _Out) -> int:
     from .io import check_writable, load_responses
 
@@ -686,6 +527,8 @@ def _cmd_report(args, out: _Out) -> int:
         raise CLIUsageError(f"{data.source}: {data.matrix.shape[0]} models are too few for --n-test {args.n_test} "
                             "(the agreement protocol needs --n-test + 2): lower --n-test, or pass --n-splits 0 to "
                             "write the report without the agreement section")
+    from .report import write_report
+
     summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
                            n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
                            methods=args.methods, progress=out.progress, show_progress=not out.quiet,
@@ -706,6 +549,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``irtlib`` argument parser with its five subcommands."""
     from . import __version__
+    from .calibrate import ENGINES
 
     parser = _Parser(
         prog=PROG,
@@ -722,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "data checksum and the bank checksum.")
     p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
     p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
-    p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
+    p.add_argument("--engine", choices=ENGINES, default="map", help=ENGINE_HELP)
     p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                    help="leave out items with p(1-p) <= V (the paper: 0.01)")
     p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
@@ -803,7 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
                             + ("; 0 skips the agreement section, e.g. for fewer than 12 models)"
                                if name == "report" else ")"))
         p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")
-        p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
+        p.add_argument("--engine", choices=ENGINES, default="map", help=ENGINE_HELP)
         p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                        help="leave out items with p(1-p) <= V (the paper: 0.01)")
         _input_options(p)

@@ -151,3 +151,28 @@ def test_the_registry_drives_the_command_line(monkeypatch):
     assert "first-items" in next(a for a in sub["subset"]._actions if a.dest == "method").choices
     action = next(a for a in sub["agreement"]._actions if a.dest == "methods")
     assert action.type("first-items") == ["first-items"] and "first-items" in action.default
+
+
+def test_the_command_line_holds_no_library_logic(matrix):
+    """write_report and run_agreement live in the library; the CLI's names are the library's."""
+    from irtlib import cli, report
+    from irtlib.calibrate import ENGINES
+
+    assert cli.write_report is report.write_report and cli.run_agreement is agreement.run_agreement
+    with pytest.raises(AttributeError):
+        cli.no_such_name  # noqa: B018
+    parser = cli.build_parser()
+    sub = parser._subparsers._group_actions[0].choices
+    for command in ("calibrate", "agreement", "report"):
+        engine = next(a for a in sub[command]._actions if a.dest == "engine")
+        assert tuple(engine.choices) == ENGINES
+    with pytest.raises(InputError, match="unknown method 'nope'"):
+        agreement.run_agreement(matrix, methods=["nope"])
+    with pytest.raises(InputError, match="leaves fewer than 2"):
+        agreement.run_agreement(matrix, methods=["disco"], n_test=39)
+    one = matrix.subset(models=matrix.models[:1])
+    with pytest.raises(InputError, match="at least two models"):
+        agreement.run_agreement(one, methods=["disco"])
+    res = agreement.run_agreement(matrix, methods=["disco", "fluid"], ks=[2, 4], n_splits=1, n_test=8)
+    assert set(res["method"]) == {"disco", "fluid"} and report.jsonable({"x": np.float64("nan"), "y": (1, 2)}) == \
+        {"x": None, "y": [1, 2]}
