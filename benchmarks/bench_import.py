@@ -39,7 +39,7 @@ def _time(command: list[str], env: dict) -> float:
 
 def loaded_modules(env: dict) -> list[str]:
     """The :data:`HEAVY` modules present in ``sys.modules`` after ``import irtlib``."""
-    code = ("import sys, irtlib; print(','.join(m for m in %r if m in sys.modules))" % (HEAVY,))
+    code = f"import sys, irtlib; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, check=True)
     return [m for m in out.stdout.strip().split(",") if m]
 

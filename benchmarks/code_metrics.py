@@ -20,14 +20,14 @@ def functions(root: Path = PACKAGE) -> list[tuple[int, str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         rel = path.relative_to(root.parent).as_posix()
 
-        def visit(node, prefix=""):
+        def visit(node, prefix="", rel=rel):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     name = prefix + child.name
                     out.append((child.end_lineno - child.lineno + 1, f"{rel}:{name}"))
-                    visit(child, name + ".")
+                    visit(child, name + ".", rel)
                 elif isinstance(child, ast.ClassDef):
-                    visit(child, prefix + child.name + ".")
+                    visit(child, prefix + child.name + ".", rel)
 
         visit(tree)
     return sorted(out, reverse=True)
@@ -43,10 +43,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=10)
     args = parser.parse_args(argv)
-    print(f"longest functions (lines):")
+    print("longest functions (lines):")
     for n, name in functions()[:args.top]:
         print(f"  {n:5d}  {name}")
-    print(f"largest modules (lines):")
+    print("largest modules (lines):")
     for n, name in modules()[:args.top]:
         print(f"  {n:5d}  {name}")
 

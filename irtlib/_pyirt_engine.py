@@ -1,19 +1,19 @@
-"""py-irt 0.7.1 calibration backend for ``fit_2pl(..., engine="pyirt")``.
+r"""py-irt 0.7.1 calibration backend for ``fit_2pl(..., engine="pyirt")``.
 
 The paper ("Model: 2PL"; appendix B, following Fluid Benchmarking) calibrates the
 two-parameter logistic model
 
 .. math::
 
-    P(x_{mj} = 1 \\mid \\theta_m, a_j, b_j) = \\sigma\\big(a_j (\\theta_m - b_j)\\big)
+    P(x_{mj} = 1 \mid \theta_m, a_j, b_j) = \sigma\big(a_j (\theta_m - b_j)\big)
 
 with py-irt (version 0.7.0 or later): stochastic variational inference, 1,000 epochs,
-Adam with learning rate 0.1, priors :math:`\\theta_m \\sim N(0, 1)`,
-:math:`b_j \\sim N(0, 1)` and :math:`a_j \\sim \\mathrm{LogNormal}(0, 1)`.
+Adam with learning rate 0.1, priors :math:`\theta_m \sim N(0, 1)`,
+:math:`b_j \sim N(0, 1)` and :math:`a_j \sim \mathrm{LogNormal}(0, 1)`.
 
 py-irt's built-in 2PL (``"2pl"``, :class:`py_irt.models.TwoParamLog`) does not carry
-these priors (its "vague" priors are :math:`b \\sim N(0, 0.1)` and
-:math:`a \\sim \\mathrm{LogNormal}(0, 0.1)`), so this module defines its own model class,
+these priors (its "vague" priors are :math:`b \sim N(0, 0.1)` and
+:math:`a \sim \mathrm{LogNormal}(0, 0.1)`), so this module defines its own model class,
 :class:`PaperTwoParamLog`, and hands it to py-irt's trainer through
 ``IrtConfig(model_type=PaperTwoParamLog)``. py-irt still does the data handling
 (:class:`py_irt.dataset.Dataset`), the SVI loop and the export; this module adds
@@ -64,7 +64,8 @@ from py_irt.config import IrtConfig  # noqa: E402
 from py_irt.dataset import Dataset  # noqa: E402
 from py_irt.models.abstract_model import IrtModel  # noqa: E402
 from torch.distributions import constraints  # noqa: E402
-from .errors import InputError
+
+from .errors import InputError  # noqa: E402
 
 __all__ = ["PaperTwoParamLog", "fit_pyirt"]
 

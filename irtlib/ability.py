@@ -36,6 +36,7 @@ class AbilityEstimate(tuple):
     """
 
     def __new__(cls, theta, se, at_bound, used_bisection):
+        """An estimate that unpacks as ``(theta, se)`` and carries ``at_bound`` and ``used_bisection``."""
         obj = super().__new__(cls, (theta, se))
         obj.theta, obj.se = theta, se
         obj.at_bound, obj.used_bisection = at_bound, used_bisection

@@ -60,8 +60,8 @@ from typing import Protocol
 import numpy as np
 from scipy.special import expit
 
-from .errors import InputError
 from .ability import THETA_BOUNDS, map_ability
+from .errors import InputError
 from .model import fisher_information
 
 __all__ = [
@@ -143,6 +143,7 @@ class Estimator(Protocol):
     provides_ability: bool
 
     def begin(self, n_models: int, budget: int, theta0) -> EstimatorRun:
+        """Start estimating ``n_models`` models for up to ``budget`` items from ``theta0``."""
         ...
 
 
@@ -190,7 +191,8 @@ class MaxInformation:
             raise InputError("radii must be non-empty and non-negative")
         self.cache_size, self.radii, self.screen = int(cache_size), radii, bool(screen)
 
-    def begin(self, a, b, available, rng=None) -> "_MaxInfoRun":
+    def begin(self, a, b, available, rng=None) -> _MaxInfoRun:
+        """Start selecting for one run: item parameters, the available items (models x items), the random generator."""
         return _MaxInfoRun(a, b, available, self.cache_size, self.radii, self.screen)
 
     def __repr__(self) -> str:
@@ -224,8 +226,9 @@ def _information32(theta32, a32, b32, q32):
 
 
 def _screen(info32, twin, gap):
-    """Argmax per row of screened values (blocked entries negative) and whether it is certain:
-    every other item is more than the margin below the best, so the exact argmax is the same.
+    """Argmax per row of screened values (blocked entries negative) and whether it is certain.
+
+    Certain: every other item is more than the margin below the best, so the exact argmax is the same.
 
     ``twin`` (same shape) labels items with identical ``a`` and ``b``: their information is
     identical, so the first of them (the lowest index, which ``argmax`` returns) is the exact
@@ -242,8 +245,10 @@ def _screen(info32, twin, gap):
 
 
 def _twin_labels(a, b):
-    """Labels (int32, same shape as ``a``) shared exactly by items with equal ``a`` and ``b`` (per
-    row for per-model parameters; identical rows are labelled once)."""
+    """Labels (int32, same shape as ``a``) shared exactly by items with equal ``a`` and ``b``.
+
+    Per row for per-model parameters; identical rows are labelled once.
+    """
     if a.ndim == 1:
         return np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
     out = np.empty(a.shape, dtype=np.int32)
@@ -325,10 +330,10 @@ class _MaxInfoRun:
         unsure = np.flatnonzero(~sure & (best >= 0))             # near-ties: decide exactly
         if unsure.size:
             u = rows[unsure]
-            pick[unsure] = self._refine(info32[unsure], blocked[unsure], th[unsure],
+            tu = th[unsure]
+            pick[unsure] = self._refine(info32[unsure], blocked[unsure], tu,
                                         lambda cols, sub=None: self._exact(u if sub is None else u[sub],
-                                                                           th[unsure] if sub is None else th[unsure][sub],
-                                                                           cols))[0]
+                                                                           tu if sub is None else tu[sub], cols))[0]
         return pick
 
     def _refine(self, info32, blocked, th, exact):
@@ -383,8 +388,10 @@ class _MaxInfoRun:
             self.bound[rows, i] = np.exp(lim) * (1.0 + 1e-4)     # undo the logs, rounding margin
 
     def _candidates(self, theta):
-        """Best unused candidate of every model: (column, value that is certainly not above
-        its exact information, value known exactly)."""
+        """Best unused candidate of every model.
+
+        Returns (column, a value certainly not above its exact information, value known exactly).
+        """
         if not self.screen:
             info = _information(theta[:, None], self.ca, self.cb)
             info[self.used] = -np.inf
@@ -439,7 +446,8 @@ class RandomSelection:
 
     adaptive = False
 
-    def begin(self, a, b, available, rng) -> "_RandomRun":
+    def begin(self, a, b, available, rng) -> _RandomRun:
+        """Start selecting for one run: a random order of each model's available items, drawn from ``rng``."""
         return _RandomRun(np.asarray(available, dtype=bool), rng)
 
     def __repr__(self) -> str:
@@ -472,7 +480,8 @@ class MeanScoreEstimator:
 
     provides_ability = False
 
-    def begin(self, n_models, budget, theta0=0.0) -> "_MeanRun":
+    def begin(self, n_models, budget, theta0=0.0) -> _MeanRun:
+        """Start estimating ``n_models`` models (``budget`` and ``theta0`` are not needed)."""
         return _MeanRun(n_models)
 
     def __repr__(self) -> str:
@@ -541,7 +550,8 @@ class MapEstimator:
         if self.order < 0 or self.radius <= 0:
             raise InputError("order must be >= 0 and radius > 0")
 
-    def begin(self, n_models, budget, theta0=0.0) -> "_MapRun":
+    def begin(self, n_models, budget, theta0=0.0) -> _MapRun:
+        """Start estimating ``n_models`` models for up to ``budget`` items, every model from ``theta0``."""
         return _MapRun(self, n_models, budget, theta0)
 
     def __repr__(self) -> str:

@@ -57,12 +57,12 @@ from contextlib import nullcontext
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
 from . import methods as _methods
 from .ability import map_ability
 from .adaptive import run_adaptive
 from .calibrate import fit_2pl
 from .data import ResponseMatrix
+from .errors import InputError
 from .methods import Training
 from .subsets import score_subset
 
@@ -123,7 +123,7 @@ def spearman(x, y) -> np.ndarray | float:
     x : array_like, shape (n,) or (n_rows, n)
     y : array_like, shape (n,)
     """
-    from scipy.stats import rankdata     # scipy.stats takes a second to import: only when used
+    from scipy.stats import rankdata  # scipy.stats takes a second to import: only when used
 
     x = np.asarray(x, float)
     y = np.asarray(y, float)
@@ -363,7 +363,7 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
         for method in _methods.ids():
             if method in p["scores"]:
                 rho = spearman(np.vstack(p["scores"][method]), p["reference"])
-                out_rows.extend((p["split"], method, k, float(r)) for k, r in zip(p["ks"], rho))
+                out_rows.extend((p["split"], method, k, float(r)) for k, r in zip(p["ks"], rho, strict=True))
     clock["total"] = time.perf_counter() - t0
     return {"rows": out_rows, "tests": {p["split"]: p["test"] for p in preps}, "seconds": clock}
 

@@ -110,7 +110,8 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     """
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
-    if isinstance(variance_threshold, bool) or not isinstance(variance_threshold, (int, float, np.integer, np.floating)) \
+    numeric = (int, float, np.integer, np.floating)
+    if isinstance(variance_threshold, bool) or not isinstance(variance_threshold, numeric) \
             or not 0 <= float(variance_threshold) < 0.25:
         raise InputError(f"variance_threshold must be a number in [0, 0.25), got {variance_threshold!r} "
                          "(p(1-p) is at most 0.25)")

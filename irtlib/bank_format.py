@@ -266,7 +266,7 @@ class ItemBank:
         return atomic_write(path, self.to_csv(), force=force, magic=_MAGIC)
 
     @classmethod
-    def read(cls, path) -> "ItemBank":
+    def read(cls, path) -> ItemBank:
         """Read a bank file, checking its header and its checksum.
 
         Raises
@@ -391,7 +391,7 @@ def _check_header(meta: dict, path, *, n_bank: int) -> None:
         ks, factors = check.get("k"), check.get("inflation")
         if ks is not None or factors is not None:
             if not isinstance(ks, list) or not ks or not all(_is_int(k) and k >= 1 for k in ks) \
-                    or any(b <= a for a, b in zip(ks, ks[1:])):
+                    or any(b <= a for a, b in zip(ks, ks[1:], strict=False)):
                 raise _header_error(path, "interval_check.k", "an increasing list of test lengths >= 1", ks)
             if not isinstance(factors, list) or len(factors) != len(ks):
                 raise _header_error(path, "interval_check.inflation", f"a list of {len(ks)} factors (one per k)",

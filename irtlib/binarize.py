@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from .errors import InputError
 
 __all__ = ["GRADED_SCORES", "binarize_graded", "binarize_choice", "binarize_wmdp", "RULES"]

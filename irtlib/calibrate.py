@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import scipy.linalg
-from threadpoolctl import threadpool_limits
 from scipy.special import log_expit
+from threadpoolctl import threadpool_limits
 
-from .errors import InputError, MissingDependencyError
 from .data import ResponseMatrix
+from .errors import InputError, MissingDependencyError
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES"]
 
@@ -177,7 +177,8 @@ def _fit_map(values, *, priors, max_iter, tol, max_step):
     state = _State(x, mask, theta, np.zeros(x.shape[1]), b, priors)
     converged, newton = False, False
     it = 0
-    for it in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        it += 1
         accepted = None
         for use_newton in ((True, False) if newton else (False,)):
             step = _scoring_step(x, mask, state, priors, newton=use_newton)
@@ -212,7 +213,10 @@ PYIRT_EXTRA = "pip install 'irtlib[pyirt]'"
 
 
 def _load_pyirt_engine():
-    """``fit_pyirt``, or a :class:`~irtlib.errors.MissingDependencyError` (an ImportError) naming the extra when torch, pyro or py-irt is missing."""
+    """``fit_pyirt``, or a :class:`~irtlib.errors.MissingDependencyError` naming the extra.
+
+    Raised (an ImportError) when torch, pyro or py-irt is missing.
+    """
     try:
         from ._pyirt_engine import fit_pyirt
     except ImportError as exc:

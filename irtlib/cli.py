@@ -242,8 +242,8 @@ def _input_kwargs(args) -> dict:
 
 # ---------------------------------------------------------------------------- calibrate
 def _cmd_calibrate(args, out: _Out) -> int:
-    from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
     from .bank import _MAGIC as BANK_MAGIC
+    from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
     from .io import check_writable, load_responses
 
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
@@ -283,8 +283,8 @@ def _cmd_calibrate(args, out: _Out) -> int:
 # ---------------------------------------------------------------------------- subset
 def _cmd_subset(args, out: _Out) -> int:
     from .bank import _SUBSET_MAGIC, read_bank, select_subset, write_subset
-    from .methods import REGISTRY
     from .io import check_writable, load_responses
+    from .methods import REGISTRY
 
     check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
     bank = read_bank(args.bank)
@@ -408,7 +408,7 @@ def _cmd_evaluate(args, out: _Out) -> int:
            "done": complete, "complete": complete,
            "max_items": session.max_items, "target_se": session.target_se, **result.to_dict(with_items=False),
            "interval_note": note,
-           "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses)],
+           "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses, strict=True)],
            "unavailable": session.unavailable}
     text = result.summary()
     if interrupted:
@@ -476,7 +476,8 @@ def _cmd_agreement(args, out: _Out) -> int:
     matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
                  f"{args.n_test} test models; methods {','.join(args.methods)}")
-    results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits, n_test=args.n_test,
+    results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits,
+                                      n_test=args.n_test,
                             seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
                             variance_threshold=args.variance_threshold, progress=not out.quiet)
     curves = agreement.agreement_curves(results)
@@ -509,7 +510,8 @@ def _table2_text(table) -> str:
         first = rows.iloc[0]
         lines.append(f"  {column}: k = {k} ({first['k_over_n']:.1%} of the items, saving {first['saving']:.1%}; "
                      f"{first['status']})")
-        lines.append("    " + "  ".join(f"{r['method']} {r['mean']:.2f} (SD {r['sd']:.2f})" for _, r in rows.iterrows()))
+        means = (f"{r['method']} {r['mean']:.2f} (SD {r['sd']:.2f})" for _, r in rows.iterrows())
+        lines.append("    " + "  ".join(means))
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
 from .errors import InputError
 
 __all__ = ["ResponseMatrix", "shown"]
@@ -116,7 +117,7 @@ class ResponseMatrix:
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_long(cls, df: pd.DataFrame, *, model: str = "model", item: str = "item",
-                  score: str = "score", source: str = "long responses") -> "ResponseMatrix":
+                  score: str = "score", source: str = "long responses") -> ResponseMatrix:
         """Build a matrix from a long table with one row per (model, item) judgment.
 
         Parameters
@@ -182,7 +183,7 @@ class ResponseMatrix:
 
     @classmethod
     def from_wide(cls, df: pd.DataFrame, *, model: str | None = None,
-                  source: str = "wide responses") -> "ResponseMatrix":
+                  source: str = "wide responses") -> ResponseMatrix:
         """Build a matrix from a wide table: one row per model, one column per item.
 
         Parameters
@@ -266,7 +267,7 @@ class ResponseMatrix:
         p = self.item_safe_rates()
         return (p * (1.0 - p)).rename("variance")
 
-    def filter_variance(self, threshold: float = 0.01) -> "ResponseMatrix":
+    def filter_variance(self, threshold: float = 0.01) -> ResponseMatrix:
         """Drop items whose binomial variance ``p (1 - p)`` is at most ``threshold``.
 
         Paper, section "Binarization": items with response variance at most 0.01 across models
@@ -283,7 +284,7 @@ class ResponseMatrix:
             raise InputError(f"{self.source}: no item has variance above {threshold}")
         return self._take(slice(None), keep)
 
-    def subset(self, *, models=None, items=None) -> "ResponseMatrix":
+    def subset(self, *, models=None, items=None) -> ResponseMatrix:
         """Restrict to some models and/or items, in the order given.
 
         Parameters
@@ -313,5 +314,5 @@ class ResponseMatrix:
             raise InputError(f"{self.source}: unknown {kind}(s) {unknown}")
         return pos
 
-    def _take(self, rows, cols) -> "ResponseMatrix":
+    def _take(self, rows, cols) -> ResponseMatrix:
         return ResponseMatrix(self._values[rows][:, cols], self._models[rows], self._items[cols], source=self.source)

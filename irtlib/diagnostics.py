@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
 from .calibrate import Calibration
 from .data import ResponseMatrix
+from .errors import InputError
 from .model import probability
 
 __all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING",

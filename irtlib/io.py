@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
 from .binarize import binarize_graded
 from .data import ResponseMatrix, shown
+from .errors import InputError
 
 __all__ = [
     "RULES", "LAYOUTS", "Responses", "load_responses", "read_responses", "read_model_responses",
@@ -308,7 +308,8 @@ def atomic_directory(path, *, force: bool = False, note: str = ""):
         import json
 
         files = sorted(os.listdir(tmp))
-        (tmp / DIRECTORY_MARKER).write_text(json.dumps({"written_by": "irtlib", "note": note, "files": files}, indent=1) + "\n",
+        marker = {"written_by": "irtlib", "note": note, "files": files}
+        (tmp / DIRECTORY_MARKER).write_text(json.dumps(marker, indent=1) + "\n",
                                   encoding="utf-8")
         if os.path.lexists(path):
             check_writable(path, force=force, directory=True)          # still irtlib's?
@@ -448,7 +449,8 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
         if str(exc).startswith(str(path)):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: cannot read as a {'Parquet' if kind == 'parquet' else 'CSV'} table: {first}") from None
+        table = "Parquet" if kind == "parquet" else "CSV"
+        raise InputError(f"{path}: cannot read as a {table} table: {first}") from None
 
 
 def _row_error(source, pos: int, text: str) -> InputError:
@@ -624,7 +626,8 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
     nums = frame["score"].to_numpy(dtype=float)
 
     def where(pos, text):
-        return InputError(f"{source}: model {shown(frame['model'].iloc[pos])}, item {shown(frame['item'].iloc[pos])}: {text}")
+        model, item = shown(frame["model"].iloc[pos]), shown(frame["item"].iloc[pos])
+        return InputError(f"{source}: model {model}, item {item}: {text}")
 
     scores = _binarize_numeric(nums, rule, threshold, where=where)      # "binary": scores already 0/1
     tidy = pd.DataFrame({"model": frame["model"].astype(str).to_numpy(),

@@ -69,6 +69,7 @@ class Training:
 
     @property
     def n_items(self) -> int:
+        """Number of items to choose from."""
         return int(np.shape(self.a)[0])
 
     def rates(self) -> np.ndarray:

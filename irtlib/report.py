@@ -37,7 +37,8 @@ _HTML = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
-table {{ border-collapse: collapse; margin: 1rem 0; }} td, th {{ border: 1px solid #ccc; padding: .25rem .6rem; text-align: right; }}
+table {{ border-collapse: collapse; margin: 1rem 0; }}
+td, th {{ border: 1px solid #ccc; padding: .25rem .6rem; text-align: right; }}
 th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left; }}
 img {{ max-width: 100%; }} .note {{ color: #555; font-size: .92rem; }}
 </style></head><body>

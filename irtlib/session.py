@@ -41,10 +41,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import InputError, IrtlibError
 from .ability import THETA_BOUNDS, _check_prior, map_ability
 from .bank import Z95, ItemBank, score_interval
 from .data import shown
+from .errors import InputError, IrtlibError
 from .io import atomic_write
 from .model import fisher_information
 
@@ -362,7 +362,7 @@ class AdaptiveSession:
                           prior_mean=self.prior_mean, prior_sd=self.prior_sd, theta0=self.theta)
         self.theta, self.se = float(est.theta), float(est.se)
 
-    def run(self, callback: Callable[[str], object], *, on_step: Callable[["AdaptiveSession"], None] | None = None,
+    def run(self, callback: Callable[[str], object], *, on_step: Callable[[AdaptiveSession], None] | None = None,
             progress: bool = False) -> EvaluationResult:
         """Run the test to its end, asking ``callback`` for each response.
 
@@ -457,7 +457,7 @@ class AdaptiveSession:
 
     @classmethod
     def from_dict(cls, state: dict, bank: ItemBank, *, source: str = "session state", max_items=None,
-                  target_se=None) -> "AdaptiveSession":
+                  target_se=None) -> AdaptiveSession:
         """Rebuild a session from :meth:`to_dict` output, replaying and checking every event.
 
         Parameters
@@ -510,7 +510,7 @@ class AdaptiveSession:
         return session
 
     @classmethod
-    def load(cls, path, bank: ItemBank, *, max_items=None, target_se=None) -> "AdaptiveSession":
+    def load(cls, path, bank: ItemBank, *, max_items=None, target_se=None) -> AdaptiveSession:
         """Resume a session from a state file written by :meth:`save` (see :meth:`from_dict`).
 
         Raises

@@ -72,9 +72,12 @@ def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMat
 
 
 def _training(bank: ItemBank, responses: ResponseMatrix | None, seed: int):
-    """What a bank offers a selection method: its item parameters, the calibration models'
-    abilities, the items' safe rates and (when given) the calibration responses of the models
-    the bank was calibrated on, restricted to the bank's items."""
+    """What a bank offers a selection method (:class:`irtlib.methods.Training`).
+
+    Its item parameters, the calibration models' abilities, the items' safe rates and (when
+    given) the calibration responses of the models
+    the bank was calibrated on, restricted to the bank's items.
+    """
     theta = bank.calibration_theta
     theta_values = theta.to_numpy()
     values = None
@@ -87,7 +90,8 @@ def _training(bank: ItemBank, responses: ResponseMatrix | None, seed: int):
             theta_values = theta.reindex(common).to_numpy()
         values = responses.values
     rates = bank.items["safe_rate"].to_numpy(dtype=float) if "safe_rate" in bank.items else None
-    return methods.Training(a=np.asarray(bank.a, float), b=np.asarray(bank.b, float), theta=np.asarray(theta_values, float),
+    return methods.Training(a=np.asarray(bank.a, float), b=np.asarray(bank.b, float),
+                            theta=np.asarray(theta_values, float),
                     values=values, safe_rates=rates, seed=seed)
 
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
 from .ability import map_ability
+from .errors import InputError
 from .model import fisher_information
 
 __all__ = [
@@ -307,8 +307,10 @@ def kmedoids_loss(u, medoids) -> float:
 
 
 def _assign(u, um, chunk=4096):
-    """Nearest of the medoid vectors ``um`` (rows) for every row of ``u`` (largest dot product,
-    ties: first medoid), and that similarity."""
+    """Nearest of the medoid vectors ``um`` (rows) for every row of ``u``, and that similarity.
+
+    Nearest: the largest dot product; ties go to the first medoid.
+    """
     n = u.shape[0]
     lab = np.empty(n, dtype=np.intp)
     best = np.empty(n)
@@ -383,9 +385,12 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
 
 
 def _grow(u, med, k, best, rng, weight=None):
-    """Add ``k - len(med)`` medoids by D-sampling (probability proportional to the distance to
-    the nearest current medoid, times the point's multiplicity, without replacement); uniform
-    when there is none."""
+    """Add ``k - len(med)`` medoids by D-sampling.
+
+    Probability proportional to the distance to
+    the nearest current medoid, times the point's multiplicity, without replacement; uniform
+    when there is none.
+    """
     n = u.shape[0]
     taken = np.zeros(n, dtype=bool)
     taken[med] = True

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import simulate_2pl
 
 from irtlib.ability import map_ability
-from irtlib.adaptive import (MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory,
-                             run_adaptive, run_adaptive_reference)
+from irtlib.adaptive import (
+    MapEstimator,
+    MaxInformation,
+    MeanScoreEstimator,
+    RandomSelection,
+    Trajectory,
+    run_adaptive,
+    run_adaptive_reference,
+)
 from irtlib.model import fisher_information
-
-from conftest import simulate_2pl
 
 
 def _administered(x, traj, k):

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import simulate_2pl
 
 from irtlib.bank import ItemBank, calibrate_bank, read_bank, read_subset, score_interval, select_subset, write_subset
 from irtlib.data import ResponseMatrix
 from irtlib.io import atomic_write, load_responses, matrix_sha256, read_model_responses, read_responses
-
-from conftest import simulate_2pl
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +126,9 @@ def test_score_interval_against_a_hand_computation():
     """Two items, one known: the score, and each half-width as hypot(theta part, Bernoulli part) / n_full."""
     a, b = np.array([1.0, 2.0]), np.array([0.0, 1.0])
     theta, se, z = 0.5, 0.4, 1.959963984540054
-    p = lambda t: 1 / (1 + np.exp(-a[1] * (t - b[1])))           # the unknown item
+    def p(t):                                                      # the unknown item
+        return 1 / (1 + np.exp(-a[1] * (t - b[1])))
+
     spread = z * np.sqrt(p(theta) * (1 - p(theta)))
     n_full, filtered_sum = 5, 1.8                                  # 3 filtered items with 1.8 safe in all
     score = (1.0 + p(theta) + filtered_sum) / n_full

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import simulate_2pl
 
 GOLDEN = Path(__file__).with_name("fixtures") / "golden.json"

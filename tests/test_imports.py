@@ -24,7 +24,7 @@ def _loaded(code: str, *args: str) -> list[str]:
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=120)
-    line = next(l for l in proc.stderr.splitlines() if l.startswith("MODULES="))
+    line = next(text for text in proc.stderr.splitlines() if text.startswith("MODULES="))
     return json.loads(line[len("MODULES="):])
 
 
@@ -41,7 +41,6 @@ def test_the_core_loads_nothing_it_does_not_need(code, args):
 
 def test_lazy_subpackages_still_import():
     import irtlib
-
     from irtlib import datasets
     assert irtlib.datasets is datasets and callable(datasets.load)
     import irtlib.plots

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
+from conftest import simulate_2pl
 
 from irtlib import agreement, methods, subsets
 from irtlib.bank import SUBSET_METHODS, calibrate_bank, select_subset
 from irtlib.data import ResponseMatrix
 from irtlib.errors import InputError
 from irtlib.methods import REGISTRY, Method, Training
-
-from conftest import simulate_2pl
 
 
 @pytest.fixture(scope="module")

@@ -132,7 +132,7 @@ def test_dataset_excludes_missing_cells_and_keeps_ids():
     assert len(dataset.observations) == int(np.sum(~np.isnan(values)))
     seen = set()
     for s_ix, i_ix, y in zip(
-        dataset.observation_subjects, dataset.observation_items, dataset.observations
+        dataset.observation_subjects, dataset.observation_items, dataset.observations, strict=False
     ):
         row = subject_ids.index(dataset.ix_to_subject_id[int(s_ix)])
         col = item_ids.index(dataset.ix_to_item_id[int(i_ix)])
@@ -176,10 +176,10 @@ def test_same_seed_is_bit_identical_and_other_seed_differs(small):
     first = fit_pyirt(small, seed=5, epochs=60)
     second = fit_pyirt(small, seed=5, epochs=60)
     other = fit_pyirt(small, seed=6, epochs=60)
-    for x, y in zip(first, second):
+    for x, y in zip(first, second, strict=False):
         assert x.dtype == np.float64
         np.testing.assert_array_equal(x, y)
-    for x, z in zip(first, other):
+    for x, z in zip(first, other, strict=False):
         assert not np.array_equal(x, z)
 
 

@@ -119,7 +119,8 @@ def test_truncated_source_is_named_and_nothing_written(tmp_path, fake_source):
         return data[: len(data) // 3] if "perturb1_cohere_command-r_result" in url else data
 
     dest = tmp_path / "air"
-    with pytest.raises(ValueError, match=r"clean_data/perturb1/perturb1_cohere_command-r_result\.csv: .*(truncated|rows)"):
+    where = r"clean_data/perturb1/perturb1_cohere_command-r_result\.csv: .*(truncated|rows)"
+    with pytest.raises(ValueError, match=where):
         real.download_airbench(dest, fetch=truncated)
     assert not dest.exists() or not any(dest.iterdir())
 

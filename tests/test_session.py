@@ -7,14 +7,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import simulate_2pl
 
 from irtlib.ability import map_ability
 from irtlib.bank import ItemBank, calibrate_bank, score_interval
 from irtlib.data import ResponseMatrix
 from irtlib.model import fisher_information
 from irtlib.session import AdaptiveSession
-
-from conftest import simulate_2pl
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +160,8 @@ def test_load_rejects_other_banks_and_corrupt_or_edited_states(bank, data, tmp_p
     proposed = state["events"][2]["item"]
     state["events"][2]["item"] = next(i for i in bank.item_ids if i not in {e["item"] for e in state["events"]})
     (tmp_path / "edited.json").write_text(json.dumps(state))
-    with pytest.raises(ValueError, match=f"edited.json: event 3: .*was not proposed: the session proposed item '{proposed}'"):
+    message = f"edited.json: event 3: .*was not proposed: the session proposed item '{proposed}'"
+    with pytest.raises(ValueError, match=message):
         AdaptiveSession.load(tmp_path / "edited.json", bank)
     state["events"][2] = {"item": proposed, "response": 2}
     (tmp_path / "badvalue.json").write_text(json.dumps(state))
@@ -217,7 +217,7 @@ def test_resuming_a_state_with_skipped_items(bank, data, tmp_path):
 
     whole = AdaptiveSession(bank, max_items=15, model="m57").run(answer)
     assert whole.n_items == 15
-    given = list(zip(whole.items, whole.responses))
+    given = list(zip(whole.items, whole.responses, strict=True))
     # the same test, saved after 6 responses (and the skips among them), then resumed
     first = AdaptiveSession(bank, max_items=15, model="m57")
     skips = []
@@ -240,5 +240,5 @@ def test_resuming_a_state_with_skipped_items(bank, data, tmp_path):
 
     result = resumed.run(later)
     assert not set(proposed) & set(skips)
-    assert list(zip(result.items, result.responses)) == given
+    assert list(zip(result.items, result.responses, strict=True)) == given
     assert result.theta == pytest.approx(whole.theta, abs=1e-12) and result.se == pytest.approx(whole.se, abs=1e-12)

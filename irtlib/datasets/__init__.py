@@ -14,7 +14,8 @@ multiple choice, ceilings, spread of discrimination), generated deterministicall
 
 Real data: ``load("pandaguard-jbb")`` reads the PandaGuard jailbreak judgments on JailbreakBench
 (704 attacked configurations x 100 behaviours; :mod:`irtlib.datasets.pandaguard`) from
-``data_dir=`` or ``$IRTLIB_PANDAGUARD_DATA``. ``load("airbench2024-real")`` reads real AIR-Bench 2024 judgments of 22 models,
+``data_dir=`` or ``$IRTLIB_PANDAGUARD_DATA``. ``load("airbench2024-real")`` reads real AIR-Bench 2024
+judgments of 22 models,
 downloaded once by :func:`irtlib.datasets.real.download_airbench` into a directory given as
 ``data_dir=`` or by the environment variable ``IRTLIB_REAL_DATA``. HELM Safety's own per-instance
 results (the paper's source) can be read with :mod:`irtlib.datasets.helm`.
@@ -28,12 +29,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..book import paper as _paper
 from ..binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
+from ..book import paper as _paper
 from ..data import ResponseMatrix
+from ..errors import InputError
 from . import release as _release
-from . import simulate as _sim
+from . import simulate as simulate  # loaded with the package: irtlib.datasets.simulate
 
 __all__ = [
     "SIMULATED", "REAL", "DATA_ENV", "SIM_DATA_ENV", "names", "display_name", "paper_facts",
@@ -138,9 +139,12 @@ def load_raw(name: str, *, data_dir=None) -> pd.DataFrame:
 
 
 def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
-    """Item metadata: ``item, cluster, variant, category, subcategory, dimension``, the answer
+    """Item metadata of a benchmark.
+
+    Columns ``item, cluster, variant, category, subcategory, dimension``, the answer
     key for multiple choice (``n_options`` and ``safe_option`` or ``answer``), and the
-    generating parameters ``gen_a, gen_b`` (simulation only; real data: the risk categories)."""
+    generating parameters ``gen_a, gen_b`` (simulation only; real data: the risk categories).
+    """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
@@ -152,8 +156,11 @@ def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
 
 
 def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
-    """Model metadata of the benchmark's whole population (``model, population`` and the
-    generating latent traits ``gen_*``; real data: ``model, origin``)."""
+    """Model metadata of the benchmark's whole population.
+
+    Columns ``model, population`` and the generating latent traits ``gen_*``; real data:
+    ``model, origin``.
+    """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
@@ -165,8 +172,11 @@ def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
 
 
 def metadata(name: str, *, data_dir=None) -> dict:
-    """``{"items": load_items(...), "models": load_models(...), "display_name": ...,
-    "paper": paper_facts(...)}``."""
+    """Everything known about a benchmark besides its responses.
+
+    ``{"items": load_items(...), "models": load_models(...), "display_name": ...,
+    "paper": paper_facts(...)}``.
+    """
     return {"items": load_items(name, data_dir=data_dir), "models": load_models(name, data_dir=data_dir),
             "display_name": display_name(name), "paper": paper_facts(name)}
 

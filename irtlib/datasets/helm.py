@@ -43,9 +43,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix, shown
+from ..errors import InputError
 from .release import atomic_write, fetch_url
 
 __all__ = [

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
 from ..data import ResponseMatrix
+from ..errors import InputError
 
 __all__ = ["NAME", "DATA_ENV", "FILES", "PINNED_SHA256", "PANDAGUARD_RULES", "FACTS", "resolve_data_dir",
            "verify_pandaguard", "load_pandaguard", "load_pandaguard_raw", "load_pandaguard_items",
@@ -140,9 +140,12 @@ def _split_ids(ids) -> pd.DataFrame:
 
 
 def load_pandaguard_models(data_dir=None) -> pd.DataFrame:
-    """One row per configuration: ``model`` (``target|attack|defence``), ``target`` (the base
+    """One row per configuration of the PandaGuard matrix.
+
+    Columns ``model`` (``target|attack|defence``), ``target`` (the base
     model, the group for held-out-base-model splits), ``attack``, ``defence``; in the order of
-    :func:`load_pandaguard`'s rows."""
+    :func:`load_pandaguard`'s rows.
+    """
     d = resolve_data_dir(data_dir)
     ids = pd.read_csv(d / "responses.csv", usecols=["model"], dtype=str)["model"]
     return _split_ids(sorted(pd.unique(ids)))

@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix
+from ..errors import InputError
 from .release import atomic_write, fetch_url
 
 __all__ = [
@@ -146,7 +146,7 @@ def _convert(sources: dict) -> dict:
     resp = pd.concat(responses, ignore_index=True).sort_values(["model", "hf_row"], kind="stable")
     item_names = np.array([f"air_{i:04d}" for i in range(3 * N_BASE_PROMPTS)], dtype=object)
     resp_rows = zip(resp["model"], item_names[resp["hf_row"].to_numpy()],
-                    (f"{s:g}" for s in resp["score"].to_numpy()))
+                    (f"{s:g}" for s in resp["score"].to_numpy()), strict=False)
     item_rows = []
     for row in range(3 * N_BASE_PROMPTS):
         p, v_i = divmod(row, 3)
@@ -229,8 +229,10 @@ def download_airbench(dest, *, commit: str = PINNED_COMMIT, fetch: Callable[[str
 
 def convert_airbench(source_dir, dest, *, commit: str = PINNED_COMMIT, overwrite: bool = False,
                      verify: bool = True) -> Path:
-    """Convert an existing checkout's ``clean_data/`` (``source_dir`` = the repository root) to
-    the tidy files in ``dest``; same checks as :func:`download_airbench`."""
+    """Convert an existing checkout's ``clean_data/`` to the tidy files in ``dest``.
+
+    ``source_dir`` is the repository root; same checks as :func:`download_airbench`.
+    """
     root = Path(source_dir)
 
     def local(url: str) -> bytes:
@@ -310,8 +312,11 @@ def load_airbench_raw(data_dir=None, *, verify: bool = True) -> pd.DataFrame:
 
 
 def load_airbench_items(data_dir=None) -> pd.DataFrame:
-    """Item metadata; adds ``cluster`` (the base prompt, ``hf_row // 3``) and ``category``
-    (the level-4 category id ``cate_idx``) to the file's columns."""
+    """Item metadata of the real AIR-Bench 2024 data.
+
+    Adds ``cluster`` (the base prompt, ``hf_row // 3``) and ``category`` (the level-4 category
+    id ``cate_idx``) to the file's columns.
+    """
     d = resolve_data_dir(data_dir)
     items = pd.read_csv(d / "items.csv", dtype={"item": str, "cate_idx": str})
     return items.assign(cluster=items["hf_row"] // 3, category=items["cate_idx"])

@@ -1,4 +1,4 @@
-"""Writing and reading the simulated release: compact, checksummed, byte-reproducible files.
+r"""Writing and reading the simulated release: compact, checksummed, byte-reproducible files.
 
 Layout of a release directory (the repository's ``data/``)::
 
@@ -8,10 +8,11 @@ Layout of a release directory (the repository's ``data/``)::
     <benchmark>/items.csv.gz            item metadata (category, cluster, variant, key, ...)
     <benchmark>/models.csv.gz           model metadata (population, generating traits)
 
-Every file is a CSV (``\\n`` line ends, floats with 10 significant digits) compressed by gzip at
+Every file is a CSV (``\n`` line ends, floats with 10 significant digits) compressed by gzip at
 level 9 with a zero modification time and no file name in the header, so the same tables always
 give the same bytes. Files are written atomically by :func:`irtlib.io.atomic_write` (a temporary
-file in the same directory, then ``os.replace``, with the umask's permissions): a failure never leaves a half-written file, and an existing file with different
+file in the same directory, then ``os.replace``, with the umask's permissions): a failure never
+leaves a half-written file, and an existing file with different
 content is never overwritten unless asked.
 """
 
@@ -27,8 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputError
 from .. import io as _io
+from ..errors import InputError
 from . import simulate as _sim
 
 __all__ = [
@@ -64,13 +65,13 @@ def sha256(data: bytes) -> str:
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    """A DataFrame as deterministic CSV bytes (UTF-8, ``\\n``, no index, ``%.10g`` floats)."""
+    r"""A DataFrame as deterministic CSV bytes (UTF-8, ``\n``, no index, ``%.10g`` floats)."""
     text = df.to_csv(index=False, lineterminator="\n", float_format="%.10g")
     return text.encode("utf-8")
 
 
 def gzip_bytes(data: bytes) -> bytes:
-    """gzip ``data`` reproducibly: level 9, modification time 0, no file name in the header."""
+    """Gzip ``data`` reproducibly: level 9, modification time 0, no file name in the header."""
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 

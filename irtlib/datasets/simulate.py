@@ -35,6 +35,7 @@ from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
+
 from ..errors import InputError
 
 __all__ = [
@@ -523,7 +524,7 @@ def _generate(spec: BenchmarkSpec, pop: Population, everyone: pd.DataFrame, seed
     if spec.missing_blocks:
         who = rng.choice(n_m, spec.missing_blocks, replace=False)
         which = rng.choice(spec.n_subcategories, spec.missing_blocks, replace=False)
-        for m, s in zip(who, which):     # a handful of blocks, not cells
+        for m, s in zip(who, which, strict=True):     # a handful of blocks, not cells
             observed[m, sub == s] = False
     if spec.missing_cells:
         flat = rng.choice(n_m * n_i, spec.missing_cells, replace=False)
