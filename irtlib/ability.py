@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._typing import ArrayLike
 from .errors import InputError
 from .model import sigmoid
 
@@ -83,8 +84,8 @@ def _check_prior(prior_mean, prior_sd, bounds) -> tuple[float, float, tuple[floa
     return prior_mean, prior_sd, (lo, hi)
 
 
-def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
-                theta0=0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
+def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
+                theta0: ArrayLike = 0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
                 max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS) -> AbilityEstimate:
     """Posterior-mode abilities of many models at once.
 

@@ -54,12 +54,14 @@ How it is fast (each exact; see :class:`MaxInformation` and :class:`MapEstimator
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 from scipy.special import expit
 
+from ._typing import ArrayLike, Seed
 from .ability import THETA_BOUNDS, map_ability
 from .errors import InputError
 from .model import fisher_information
@@ -142,7 +144,7 @@ class Estimator(Protocol):
 
     provides_ability: bool
 
-    def begin(self, n_models: int, budget: int, theta0) -> EstimatorRun:
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike) -> EstimatorRun:
         """Start estimating ``n_models`` models for up to ``budget`` items from ``theta0``."""
         ...
 
@@ -191,7 +193,8 @@ class MaxInformation:
             raise InputError("radii must be non-empty and non-negative")
         self.cache_size, self.radii, self.screen = int(cache_size), radii, bool(screen)
 
-    def begin(self, a, b, available, rng=None) -> _MaxInfoRun:
+    def begin(self, a: ArrayLike, b: ArrayLike, available: ArrayLike,
+              rng: np.random.Generator | None = None) -> _MaxInfoRun:
         """Start selecting for one run: item parameters, the available items (models x items), the random generator."""
         return _MaxInfoRun(a, b, available, self.cache_size, self.radii, self.screen)
 
@@ -446,7 +449,7 @@ class RandomSelection:
 
     adaptive = False
 
-    def begin(self, a, b, available, rng) -> _RandomRun:
+    def begin(self, a: ArrayLike, b: ArrayLike, available: ArrayLike, rng: np.random.Generator | None) -> _RandomRun:
         """Start selecting for one run: a random order of each model's available items, drawn from ``rng``."""
         return _RandomRun(np.asarray(available, dtype=bool), rng)
 
@@ -480,7 +483,7 @@ class MeanScoreEstimator:
 
     provides_ability = False
 
-    def begin(self, n_models, budget, theta0=0.0) -> _MeanRun:
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike = 0.0) -> _MeanRun:
         """Start estimating ``n_models`` models (``budget`` and ``theta0`` are not needed)."""
         return _MeanRun(n_models)
 
@@ -550,7 +553,7 @@ class MapEstimator:
         if self.order < 0 or self.radius <= 0:
             raise InputError("order must be >= 0 and radius > 0")
 
-    def begin(self, n_models, budget, theta0=0.0) -> _MapRun:
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike = 0.0) -> _MapRun:
         """Start estimating ``n_models`` models for up to ``budget`` items, every model from ``theta0``."""
         return _MapRun(self, n_models, budget, theta0)
 
@@ -785,9 +788,9 @@ def _check_inputs(responses, a, b, budget):
     return x, a, b, budget
 
 
-def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = None,
-                 estimator: Estimator | None = None, seed=None, theta0: float = 0.0,
-                 record=None) -> Trajectory:
+def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: int, selector: Selector | None = None,
+                 estimator: Estimator | None = None, seed: Seed | None = None, theta0: float = 0.0,
+                 record: Sequence[int] | None = None) -> Trajectory:
     """Algorithm 1 for many models at once, replayed on their response rows.
 
     Parameters
@@ -877,7 +880,8 @@ def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = No
     return Trajectory(items=items, estimate=out, steps=steps)
 
 
-def run_adaptive_reference(responses, a, b, *, budget: int, theta0: float = 0.0, prior_mean: float = 0.0,
+def run_adaptive_reference(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: int, theta0: float = 0.0,
+                           prior_mean: float = 0.0,
                            prior_sd: float = 1.0, warm_start: bool = False) -> Trajectory:
     """Fluid Benchmarking, one model and one step at a time: the straightforward loop.
 

@@ -51,13 +51,14 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
 
 from . import methods as _methods
+from ._typing import ArrayLike, Seed
 from .ability import map_ability
 from .adaptive import run_adaptive
 from .calibrate import fit_2pl
@@ -113,7 +114,7 @@ def budget_grid(n_items: int, *, max_k: int | None = None, n_points: int = 25, m
     return [int(k) for k in grid]
 
 
-def spearman(x, y) -> np.ndarray | float:
+def spearman(x: ArrayLike, y: ArrayLike) -> np.ndarray | float:
     """Spearman's rho (average ranks for ties), row-wise for 2-D ``x``.
 
     Equals :func:`scipy.stats.spearmanr`; NaN when either side is constant or has a NaN.
@@ -146,7 +147,7 @@ def _stream(seed, split: int, j: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(int(split), int(j)))
 
 
-def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
+def split_models(n_models: int, n_test: int, seed: Seed, split: int, *, groups: ArrayLike | None = None,
                  n_test_groups: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Training and test rows of split ``split`` (sorted positions).
 
@@ -199,12 +200,13 @@ def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
     return train, test
 
 
-def calibration_seed(seed, split: int) -> int:
+def calibration_seed(seed: Seed, split: int) -> int:
     """The integer seed split ``split`` passes to its calibration (stream 3 of the split)."""
     return int(_stream(seed, split, _STREAM_CALIBRATION).generate_state(1)[0])
 
 
-def calibrate_split(train_values, *, engine: str = "map", seed: int = 0):
+def calibrate_split(train_values: ArrayLike, *, engine: str = "map",
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Item parameters and training abilities from the training rows only.
 
     Returns ``(a, b, theta_train)``: the 2PL fitted by :func:`irtlib.fit_2pl` (``engine``) and the
@@ -220,7 +222,8 @@ def calibrate_split(train_values, *, engine: str = "map", seed: int = 0):
     return a, b, theta
 
 
-def static_selections(train_values, a, b, theta_train, ks, *, methods=METHODS, seed=0,
+def static_selections(train_values: ArrayLike, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, ks: Sequence[int],
+                      *, methods: Sequence[str] = METHODS, seed: Seed = 0,
                       anchor_solver: str = "auto", prior_information: float = 0.0) -> dict:
     """Every requested static method's subsets, from training data only.
 
@@ -245,9 +248,10 @@ def _blas_limit(n_threads):
     return threadpool_limits(limits=int(n_threads))
 
 
-def run_splits(values, reference, splits, *, ks, methods=METHODS, n_test: int = 10, seed=0,
+def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *, ks: Sequence[int],
+               methods: Sequence[str] = METHODS, n_test: int = 10, seed: Seed = 0,
                engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
-               blas_threads: int | None = 1, groups=None, n_test_groups: int = 1) -> dict:
+               blas_threads: int | None = 1, groups: ArrayLike | None = None, n_test_groups: int = 1) -> dict:
     """Some train/test splits of the protocol, with their Fluid tests run together.
 
     Each split is calibrated, selects its static subsets and scores its test models on its
@@ -377,11 +381,12 @@ def _progress_wanted(progress) -> bool:
     return bool(progress)
 
 
-def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int = 100, n_test: int = 10,
+def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None, ks: Sequence[int] | None = None,
+                 n_splits: int = 100, n_test: int = 10,
                  seed: int = 0, engine: str = "map", n_jobs: int = 1, variance_threshold: float | None = 0.01,
                  reference: str = "full", anchor_solver: str = "auto", prior_information: float = 0.0,
                  progress: bool | None = None, blas_threads: int | None = 1,
-                 split_batch: int = 10, groups=None, n_test_groups: int = 1) -> pd.DataFrame:
+                 split_batch: int = 10, groups: ArrayLike | None = None, n_test_groups: int = 1) -> pd.DataFrame:
     """The paper's agreement protocol: every method, every budget, every split.
 
     Parameters
@@ -499,8 +504,9 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     return df
 
 
-def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, engine="map", n_jobs=1,
-                  variance_threshold=0.01, progress=False):
+def run_agreement(matrix: ResponseMatrix, *, methods: Sequence[str], ks: Sequence[int] | None = None,
+                  n_splits: int = 100, n_test: int = 10, seed: Seed = 0, engine: str = "map", n_jobs: int = 1,
+                  variance_threshold: float | None = 0.01, progress: bool | None = False) -> pd.DataFrame:
     """Run :func:`run_protocol` on a user's (unfiltered) response matrix, as ``irtlib agreement`` does.
 
     The protocol applies the variance filter itself and measures agreement against the safety
@@ -562,7 +568,7 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: 
     return out.drop(columns="n").reset_index()
 
 
-def mean_interval_halfwidth(sd, n, *, level: float = 0.95) -> np.ndarray:
+def mean_interval_halfwidth(sd: ArrayLike, n: ArrayLike, *, level: float = 0.95) -> np.ndarray:
     """Half-width of the Student-t confidence interval of a mean: ``t_{(1+level)/2, n-1} sd / sqrt(n)``.
 
     Parameters
@@ -618,7 +624,8 @@ def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: s
             "n_splits": int(d.size)}
 
 
-def agreement_at(results: pd.DataFrame, budgets, *, methods=None, nan_policy: str = "zero",
+def agreement_at(results: pd.DataFrame, budgets: int | Mapping[str, int], *, methods: Sequence[str] | None = None,
+                 nan_policy: str = "zero",
                  level: float = 0.95) -> pd.DataFrame:
     """Mean agreement of each method at given budgets, with its confidence interval.
 
@@ -688,7 +695,8 @@ def _crossings(curve: pd.DataFrame, threshold: float, baseline: str):
     return k_left, reached, k_right, status
 
 
-def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 0.90, nan_policy: str = "zero",
+def summarise_table2(results: pd.DataFrame, n_items: int | Mapping[str, int] | None = None, *,
+                     threshold: float = 0.90, nan_policy: str = "zero",
                      level: float = 0.95, baseline: str = "random") -> pd.DataFrame:
     """Table 2 from protocol results, with the spread over splits the paper does not report.
 

@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from ._typing import ArrayLike, PathLike
 from .calibrate import ENGINES
 from .data import shown
 from .errors import InputError
@@ -173,12 +175,12 @@ class ItemBank:
                 f"sha256={self.checksum[:12]}...)")
 
     # ------------------------------------------------------------------ predictions
-    def expected_bank_score(self, theta) -> np.ndarray:
+    def expected_bank_score(self, theta: ArrayLike) -> np.ndarray:
         """Mean over bank items of ``P(theta, a_j, b_j)``: the predicted score on the bank."""
         theta = np.asarray(theta, dtype=float)
         return probability(theta[..., None], self.a, self.b).mean(axis=-1)
 
-    def predicted_full_score(self, theta, *, known: pd.Series | None = None) -> np.ndarray:
+    def predicted_full_score(self, theta: ArrayLike, *, known: pd.Series | None = None) -> np.ndarray:
         """Predicted safety score on the full benchmark (bank items plus filtered items).
 
         Parameters
@@ -216,7 +218,8 @@ class ItemBank:
         value = float(np.interp(np.log(n_items), np.log(np.asarray(ks, float)), np.asarray(factors, float)))
         return max(1.0, value)
 
-    def check_items(self, items, *, source: str, require_all: bool = False, min_overlap: int = 1) -> None:
+    def check_items(self, items: Sequence[str], *, source: str, require_all: bool = False,
+                    min_overlap: int = 1) -> None:
         """Check that response data belong to this bank's benchmark.
 
         Raises
@@ -258,7 +261,7 @@ class ItemBank:
         self.meta["file_sha256"] = digest
         return text.replace(f'"file_sha256": "{_FILE_SHA_PLACEHOLDER}"', f'"file_sha256": "{digest}"', 1)
 
-    def write(self, path, *, force: bool = False) -> Path:
+    def write(self, path: PathLike, *, force: bool = False) -> Path:
         """Write the bank atomically; refuse to overwrite an existing file unless ``force``.
 
         With ``force`` only an existing item bank is replaced, never another kind of file.
@@ -266,7 +269,7 @@ class ItemBank:
         return atomic_write(path, self.to_csv(), force=force, magic=_MAGIC)
 
     @classmethod
-    def read(cls, path) -> ItemBank:
+    def read(cls, path: PathLike) -> ItemBank:
         """Read a bank file, checking its header and its checksum.
 
         Raises
@@ -424,6 +427,6 @@ def _json_default(obj):
     return str(obj)
 
 
-def read_bank(path) -> ItemBank:
+def read_bank(path: PathLike) -> ItemBank:
     """Read an item bank file (see :meth:`ItemBank.read`)."""
     return ItemBank.read(path)

@@ -16,6 +16,7 @@ import scipy.linalg
 from scipy.special import log_expit
 from threadpoolctl import threadpool_limits
 
+from ._typing import ArrayLike
 from .data import ResponseMatrix
 from .errors import InputError, MissingDependencyError
 
@@ -123,8 +124,10 @@ def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
     return d_t, d_aa * h_al + d_ab * h_b, d_ab * h_al + d_bb * h_b
 
 
-def fit_map(values, *, prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0), prior_b=(0.0, 1.0),
-            max_iter: int = 200, tol: float = 1e-6, max_step: float = 2.0):
+def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
+            prior_log_a: tuple[float, float] = (0.0, 1.0), prior_b: tuple[float, float] = (0.0, 1.0),
+            max_iter: int = 200, tol: float = 1e-6,
+            max_step: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Joint posterior mode of the 2PL with the paper's priors (the fast engine).
 
     Parameters

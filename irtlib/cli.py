@@ -27,6 +27,7 @@ import signal
 import sys
 import traceback
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import InputError, IrtlibError, UsageError
@@ -658,7 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``irtlib`` command line; returns the exit status.
 
     Parameters

@@ -20,7 +20,7 @@ __all__ = ["ResponseMatrix", "shown"]
 ID_LIMIT = 60
 
 
-def shown(value, *, limit: int = ID_LIMIT) -> str:
+def shown(value: object, *, limit: int = ID_LIMIT) -> str:
     """``repr(value)`` for a message, cut to about ``limit`` characters (a 1 MB id stays short).
 
     Parameters
@@ -284,7 +284,7 @@ class ResponseMatrix:
             raise InputError(f"{self.source}: no item has variance above {threshold}")
         return self._take(slice(None), keep)
 
-    def subset(self, *, models=None, items=None) -> ResponseMatrix:
+    def subset(self, *, models: Sequence[str] | None = None, items: Sequence[str] | None = None) -> ResponseMatrix:
         """Restrict to some models and/or items, in the order given.
 
         Parameters

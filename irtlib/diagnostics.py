@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._typing import ArrayLike
 from .calibrate import Calibration
 from .data import ResponseMatrix
 from .errors import InputError
@@ -61,7 +62,7 @@ def item_rmse(matrix: ResponseMatrix, calibration: Calibration) -> float:
     return float(np.sqrt(np.mean(item_rates(matrix, calibration)["residual"] ** 2)))
 
 
-def coefficient_of_variation(a, *, ddof: int = 1) -> float:
+def coefficient_of_variation(a: ArrayLike, *, ddof: int = 1) -> float:
     """Coefficient of variation ``SD(a) / mean(a)`` of item discriminations (Figure 3).
 
     The paper does not say which SD it used; we use the sample SD (``ddof=1``). On 100 items
@@ -71,7 +72,7 @@ def coefficient_of_variation(a, *, ddof: int = 1) -> float:
     return float(np.std(a, ddof=ddof) / np.mean(a))
 
 
-def ceiling_counts(scores, *, ceiling: float = CEILING) -> dict:
+def ceiling_counts(scores: ArrayLike, *, ceiling: float = CEILING) -> dict:
     """How many models score above the ceiling.
 
     Parameters
@@ -110,7 +111,7 @@ def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, 
 
 def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: int = 10, seed: int = 0,
                       engine: str = "map", variance_threshold: float | None = 0.01, reference: str = "full",
-                      groups=None, n_test_groups: int = 1, n_jobs: int = 1) -> pd.Series:
+                      groups: ArrayLike | None = None, n_test_groups: int = 1, n_jobs: int = 1) -> pd.Series:
     """The agreement an ability-scored method reaches with every item: one value per split.
 
     An IRT-scored method (Fluid, Random IRT, the three Fisher subsets) ranks the test models by

@@ -8,6 +8,8 @@ widened (:meth:`irtlib.ItemBank.interval_inflation`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .calibrate import fit_2pl
@@ -58,8 +60,8 @@ def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
         yield k, theta, se, known, known_sum
 
 
-def _interval_check(matrix: ResponseMatrix, kept_items, filtered_sum: float, *, folds: int = 5, seed: int = 0,
-                    checkpoints=CHECKPOINTS) -> dict | None:
+def _interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_sum: float, *, folds: int = 5,
+                    seed: int = 0, checkpoints: Sequence[int] = CHECKPOINTS) -> dict | None:
     """Cross-fitted check of the adaptive test's score intervals on the calibration models.
 
     The calibration models are split into ``folds`` groups; for each group the bank's items are

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._typing import ArrayLike
 from .model import probability
 
 __all__ = ["Z95", "score_interval"]
@@ -18,8 +19,10 @@ __all__ = ["Z95", "score_interval"]
 Z95 = 1.959963984540054
 
 
-def score_interval(a, b, theta, se, *, known_mask=None, known_sum=0.0, filtered_sum: float = 0.0,
-                   n_full: int | None = None, inflation=1.0, z: float = Z95):
+def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, *,
+                   known_mask: ArrayLike | None = None, known_sum: ArrayLike = 0.0, filtered_sum: float = 0.0,
+                   n_full: int | None = None, inflation: ArrayLike = 1.0,
+                   z: float = Z95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Predicted full-benchmark safety score and its interval, vectorised over models.
 
     Parameters

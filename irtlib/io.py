@@ -29,12 +29,15 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ._typing import PathLike
 from .binarize import binarize_graded
 from .data import ResponseMatrix, shown
 from .errors import InputError
@@ -83,7 +86,7 @@ class Responses:
 
 
 # ---------------------------------------------------------------------------- checksums
-def file_sha256(path) -> str:
+def file_sha256(path: PathLike) -> str:
     """SHA-256 of a file's bytes, or of every file under a directory (relative paths included)."""
     path = Path(path)
     digest = hashlib.sha256()
@@ -154,7 +157,7 @@ def _foreign_entries(path: Path) -> list[str]:
     return sorted(set(os.listdir(path)) - set(map(str, listed)) - {DIRECTORY_MARKER})
 
 
-def check_writable(path, *, force: bool = False, magic: bytes | str | None = None,
+def check_writable(path: PathLike, *, force: bool = False, magic: bytes | str | None = None,
                    directory: bool = False) -> Path:
     """Check, before any work is done, that an output can be written at ``path``.
 
@@ -227,7 +230,7 @@ def _temporary(path: Path, *, directory: bool):
         raise type(exc)(exc.errno, f"cannot write in directory {path.parent} ({exc.strerror})", str(path)) from None
 
 
-def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = False,
+def atomic_write(path: PathLike, data: str | bytes, *, force: bool = False, fsync: bool = False,
                  magic: bytes | str | None = None) -> Path:
     """Write ``data`` to ``path`` through a temporary file and an atomic rename.
 
@@ -273,7 +276,7 @@ def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = 
 
 
 @contextlib.contextmanager
-def atomic_directory(path, *, force: bool = False, note: str = ""):
+def atomic_directory(path: PathLike, *, force: bool = False, note: str = "") -> Iterator[Path]:
     """Build a directory in a temporary sibling and rename it into place when the block succeeds.
 
     Yields the temporary directory's path; write the outputs into it. When the block ends
@@ -646,7 +649,7 @@ def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, 
                      "column with --item-column")
 
 
-def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
+def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
                    model_column: str = "model", item_column: str = "item", score_column: str = "score",
                    key_column: str = "key", prompt_column: str | None = "prompt",
                    benchmark: str | None = None, sep: str | None = None) -> Responses:
@@ -727,12 +730,12 @@ def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: 
     return Responses(matrix=matrix, prompts=prompts, layout=layout, sha256=file_sha256(path), source=str(path))
 
 
-def read_responses(path, **options) -> ResponseMatrix:
+def read_responses(path: PathLike, **options: Any) -> ResponseMatrix:
     """Read a response file into a :class:`ResponseMatrix` (see :func:`load_responses`)."""
     return load_responses(path, **options).matrix
 
 
-def read_model_responses(path, *, model: str | None = None, **options) -> pd.Series:
+def read_model_responses(path: PathLike, *, model: str | None = None, **options: Any) -> pd.Series:
     """One model's binarized responses from a long or wide file, for replaying an evaluation.
 
     Parameters

@@ -235,7 +235,7 @@ def irt_ids() -> tuple[str, ...]:
     return tuple(m.id for m in REGISTRY.values() if m.scorer == "map")
 
 
-def check_methods(methods, *, allowed: Sequence[str] | None = None) -> tuple[str, ...]:
+def check_methods(methods: Sequence[str], *, allowed: Sequence[str] | None = None) -> tuple[str, ...]:
     """``methods`` as a tuple without repeats, or an :class:`~irtlib.errors.InputError` naming the unknown one.
 
     ``allowed`` defaults to every method; ``None`` for ``methods`` means all of ``allowed``.

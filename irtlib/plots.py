@@ -11,7 +11,7 @@ for Fluid and Random only). The fitted ability theta is on the x axis wherever i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -207,8 +207,9 @@ def _legend_below(fig, axes, *, ncol: int = 4):
         fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8, frameon=False)
 
 
-def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None = None, band: str = "sd",
-                     ylim=(0.0, 1.0), ceiling: float | None = None, threshold: float | None = 0.9):
+def agreement_curves(results: pd.DataFrame, *, methods: Sequence[str] | None = None, title: str | None = None,
+                     band: str = "sd", ylim: tuple[float, float] | None = (0.0, 1.0), ceiling: float | None = None,
+                     threshold: float | None = 0.9) -> Figure:
     """Figure 4: mean agreement against budget k for every method; Fluid and Random shaded by 1 SD over splits.
 
     Parameters
@@ -236,9 +237,9 @@ def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None =
     return fig
 
 
-def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods=None, ncols: int = 2,
-                   band: str = "sd", ylim=(0.0, 1.0), ceiling: float | Mapping[str, float] | None = None,
-                   threshold: float | None = 0.9):
+def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods: Sequence[str] | None = None,
+                   ncols: int = 2, band: str = "sd", ylim: tuple[float, float] | None = (0.0, 1.0),
+                   ceiling: float | Mapping[str, float] | None = None, threshold: float | None = 0.9) -> Figure:
     """Appendix F: the agreement curves of every benchmark, one panel each, one shared legend below.
 
     Parameters

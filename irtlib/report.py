@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from ._typing import PathLike
 from .errors import InputError
+from .io import Responses
 
 __all__ = ["write_report", "jsonable"]
 
 
-def jsonable(obj):
+def jsonable(obj: Any) -> Any:
     """``obj`` with numpy scalars as Python numbers, tuples as lists and NaN or infinities as None (strict JSON)."""
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
@@ -54,9 +58,12 @@ def _html_table(frame) -> str:
     return frame.to_html(border=0, float_format=lambda v: f"{v:.3f}", na_rep="")
 
 
-def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=None, n_test: int = 10,
-                 seed: int = 0, n_jobs: int = 1, force: bool = False, methods=None, variance_threshold: float = 0.01,
-                 rule: str = "as given", progress=None, show_progress: bool = False) -> dict:
+def write_report(data: Responses, out_dir: PathLike, *, engine: str = "map", n_splits: int = 20,
+                 ks: Sequence[int] | None = None, n_test: int = 10,
+                 seed: int = 0, n_jobs: int = 1, force: bool = False, methods: Sequence[str] | None = None,
+                 variance_threshold: float = 0.01,
+                 rule: str = "as given", progress: Callable[[str], None] | None = None,
+                 show_progress: bool = False) -> dict:
     """Write a small static HTML report of a benchmark: fit, spread of a, ceiling, agreement.
 
     The directory is built next to ``out_dir`` and renamed into place at the end

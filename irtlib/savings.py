@@ -6,6 +6,8 @@ N items saves ``1 - k / N``; "Reported results, savings" gives the savings at 90
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -15,7 +17,7 @@ from .methods import static_ids
 __all__ = ["first_budget", "savings_table", "table2_column"]
 
 
-def first_budget(curves: pd.DataFrame, methods, *, threshold: float = 0.90):
+def first_budget(curves: pd.DataFrame, methods: Sequence[str], *, threshold: float = 0.90) -> int | None:
     """Smallest swept k at which the best of ``methods`` reaches ``threshold`` mean agreement.
 
     Parameters
@@ -67,7 +69,7 @@ def savings_table(curves: pd.DataFrame, n_items: dict, *, threshold: float = 0.9
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def table2_column(table: pd.DataFrame, which: str, methods) -> pd.DataFrame:
+def table2_column(table: pd.DataFrame, which: str, methods: Sequence[str]) -> pd.DataFrame:
     """One column of Table 2 laid out per benchmark, with the spread over splits.
 
     Parameters

@@ -34,13 +34,14 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ._typing import PathLike
 from .ability import THETA_BOUNDS, _check_prior, map_ability
 from .bank import Z95, ItemBank, score_interval
 from .data import shown
@@ -58,7 +59,7 @@ class StateLockedError(IrtlibError, RuntimeError):
 
 
 @contextlib.contextmanager
-def state_lock(path):
+def state_lock(path: PathLike) -> Iterator[None]:
     """Hold an exclusive lock on a session state file while the block runs.
 
     Two evaluations writing one state file would each overwrite the other's answers, and one
@@ -332,7 +333,7 @@ class AdaptiveSession:
             raise InputError(f"item {shown(item)} {where}: the session proposed item {shown(expected)}")
         return self._pending
 
-    def record(self, item, response) -> None:
+    def record(self, item: str, response: int | float | None) -> None:
         """Record the response (1 safe, 0 unsafe) to the proposed item and update ``theta``.
 
         Raises
@@ -349,7 +350,7 @@ class AdaptiveSession:
         self._pending = None
         self._update()
 
-    def skip(self, item) -> None:
+    def skip(self, item: str) -> None:
         """Mark the proposed item unavailable: it is not given and never proposed again."""
         pos = self._check_item(item)
         self._used[pos] = True
@@ -451,13 +452,13 @@ class AdaptiveSession:
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
 
-    def save(self, path) -> Path:
+    def save(self, path: PathLike) -> Path:
         """Write the state atomically (temporary file, fsync, rename), replacing the old state."""
         return atomic_write(path, json.dumps(self.to_dict(), indent=1) + "\n", force=True, fsync=True)
 
     @classmethod
-    def from_dict(cls, state: dict, bank: ItemBank, *, source: str = "session state", max_items=None,
-                  target_se=None) -> AdaptiveSession:
+    def from_dict(cls, state: dict, bank: ItemBank, *, source: str = "session state", max_items: int | None = None,
+                  target_se: float | None = None) -> AdaptiveSession:
         """Rebuild a session from :meth:`to_dict` output, replaying and checking every event.
 
         Parameters
@@ -510,7 +511,8 @@ class AdaptiveSession:
         return session
 
     @classmethod
-    def load(cls, path, bank: ItemBank, *, max_items=None, target_se=None) -> AdaptiveSession:
+    def load(cls, path: PathLike, bank: ItemBank, *, max_items: int | None = None,
+             target_se: float | None = None) -> AdaptiveSession:
         """Resume a session from a state file written by :meth:`save` (see :meth:`from_dict`).
 
         Raises

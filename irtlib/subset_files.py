@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import methods
+from ._typing import PathLike
 from .bank_format import ItemBank
 from .data import ResponseMatrix
 from .errors import InputError
@@ -95,7 +96,7 @@ def _training(bank: ItemBank, responses: ResponseMatrix | None, seed: int):
                     values=values, safe_rates=rates, seed=seed)
 
 
-def write_subset(path, chosen: pd.DataFrame, *, bank: ItemBank, method: str, k: int, seed: int = 0,
+def write_subset(path: PathLike, chosen: pd.DataFrame, *, bank: ItemBank, method: str, k: int, seed: int = 0,
                  force: bool = False) -> Path:
     """Write a chosen subset as CSV (item, rank, weight, a, b) under a one-line JSON header.
 
@@ -109,7 +110,7 @@ def write_subset(path, chosen: pd.DataFrame, *, bank: ItemBank, method: str, k: 
     return atomic_write(path, _SUBSET_MAGIC + json.dumps(meta) + "\n" + buf.getvalue(), force=force)
 
 
-def read_subset(path) -> tuple[pd.DataFrame, dict]:
+def read_subset(path: PathLike) -> tuple[pd.DataFrame, dict]:
     """Read a subset file written by :func:`write_subset`: ``(items frame, header dict)``."""
     path = Path(path)
     first, _, body = path.read_text(encoding="utf-8").partition("\n")

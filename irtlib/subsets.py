@@ -27,10 +27,12 @@ points -- see :func:`score_subset`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ._typing import ArrayLike, Seed
 from .ability import map_ability
 from .errors import InputError
 from .model import fisher_information
@@ -70,13 +72,13 @@ def _check_k(k, n_items: int) -> int:
     return k
 
 
-def information_matrix(a, b, theta) -> np.ndarray:
+def information_matrix(a: ArrayLike, b: ArrayLike, theta: ArrayLike) -> np.ndarray:
     """``I_j(theta_m)`` for every model and item, shape ``(n_models, n_items)``."""
     return fisher_information(np.asarray(theta, float)[:, None], np.asarray(a, float), np.asarray(b, float))
 
 
 # ---------------------------------------------------------------------------- Fisher methods
-def total_fisher(a, b, theta_train, k: int) -> Subset:
+def total_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int) -> Subset:
     """Total Fisher: the ``k`` items with the largest ``sum_m I_j(theta_m)``.
 
     Ties go to the lower item position. Nested.
@@ -87,7 +89,7 @@ def total_fisher(a, b, theta_train, k: int) -> Subset:
     return Subset(order[:k])
 
 
-def summed_se(info_sum, prior_information: float = 0.0) -> float:
+def summed_se(info_sum: ArrayLike, prior_information: float = 0.0) -> float:
     """``sum_m 1 / sqrt(prior_information + info_sum_m)``: the Marginal Fisher objective."""
     with np.errstate(divide="ignore"):
         return float((1.0 / np.sqrt(prior_information + np.asarray(info_sum, float))).sum())
@@ -201,7 +203,8 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
     return chosen
 
 
-def marginal_fisher(a, b, theta_train, k: int, *, prior_information: float = 0.0) -> Subset:
+def marginal_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *,
+                    prior_information: float = 0.0) -> Subset:
     """Marginal Fisher: greedy minimisation of the training models' summed standard error.
 
     Parameters
@@ -233,7 +236,8 @@ def b_quartile_bins(b, n_bins: int = 4) -> np.ndarray:
     return (rank * n_bins) // b.size
 
 
-def marginal_fisher_bq(a, b, theta_train, k: int, *, n_bins: int = 4, prior_information: float = 0.0,
+def marginal_fisher_bq(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *, n_bins: int = 4,
+                       prior_information: float = 0.0,
                        start: str = "best") -> Subset:
     """Marginal Fisher constrained to the quartiles of ``b``.
 
@@ -261,7 +265,7 @@ def marginal_fisher_bq(a, b, theta_train, k: int, *, n_bins: int = 4, prior_info
 
 
 # ---------------------------------------------------------------------------- DISCO
-def disco(train_values, k: int) -> Subset:
+def disco(train_values: ArrayLike, k: int) -> Subset:
     """DISCO, adapted: items in decreasing binary entropy of their training safe rate.
 
     ``H(p) = -p log p - (1 - p) log(1 - p)`` with ``p`` the share of safe responses among the
@@ -277,7 +281,7 @@ def disco(train_values, k: int) -> Subset:
 
 
 # ---------------------------------------------------------------------------- anchor points
-def correlation_features(train_values) -> np.ndarray:
+def correlation_features(train_values: ArrayLike) -> np.ndarray:
     """Item vectors whose dot products are the Pearson correlations between items.
 
     Returns ``U`` of shape ``(n_items, n_train + 2)`` with unit rows: item ``j``'s centred
@@ -300,7 +304,7 @@ def correlation_features(train_values) -> np.ndarray:
     return u
 
 
-def kmedoids_loss(u, medoids) -> float:
+def kmedoids_loss(u: ArrayLike, medoids: ArrayLike) -> float:
     """Sum over items of the correlation distance to the nearest medoid."""
     sim = u @ u[np.asarray(medoids)].T
     return float((1.0 - sim.max(axis=1)).sum())
@@ -406,7 +410,8 @@ def _grow(u, med, k, best, rng, weight=None):
     return np.r_[np.asarray(med, dtype=np.intp), extra]
 
 
-def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_iter: int = 100,
+def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed = 0, solver: str = "auto",
+                       max_iter: int = 100,
                        pam_max_items: int = 1000) -> dict[int, Subset]:
     """Anchor points for several budgets, each warm-started from the previous one.
 
@@ -495,7 +500,7 @@ def _as_subset(med, lab) -> Subset:
     return Subset(med[order], sizes[order])
 
 
-def anchor_points(train_values, k: int, *, seed=0, solver: str = "auto", max_iter: int = 100,
+def anchor_points(train_values: ArrayLike, k: int, *, seed: Seed = 0, solver: str = "auto", max_iter: int = 100,
                   pam_max_items: int = 1000) -> Subset:
     """Anchor points, adapted (appendix D): K-medoids medoids weighted by cluster size.
 
@@ -513,8 +518,9 @@ def anchor_points(train_values, k: int, *, seed=0, solver: str = "auto", max_ite
 
 
 # ---------------------------------------------------------------------------- scoring
-def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean: float = 0.0,
-                 prior_sd: float = 1.0, theta0=None) -> np.ndarray:
+def score_subset(values: ArrayLike, subset: Subset, *, how: str, a: ArrayLike | None = None,
+                 b: ArrayLike | None = None, prior_mean: float = 0.0,
+                 prior_sd: float = 1.0, theta0: ArrayLike | None = None) -> np.ndarray:
     """How a subset scores models (paper, section "Evaluation").
 
     Parameters

@@ -24,11 +24,13 @@ results (the paper's source) can be read with :mod:`irtlib.datasets.helm`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .._typing import PathLike
 from ..binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
 from ..book import paper as _paper
 from ..data import ResponseMatrix
@@ -106,7 +108,7 @@ def _read(name: str, table: str, data_dir, manifest=None) -> pd.DataFrame:
     return _release.read_table(d, f"{name}/{table}.csv.gz", manifest=manifest, dtype=dtype)
 
 
-def load_raw(name: str, *, data_dir=None) -> pd.DataFrame:
+def load_raw(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
     """The native (unbinarized) responses, one row per observed (model, item).
 
     Parameters
@@ -138,7 +140,7 @@ def load_raw(name: str, *, data_dir=None) -> pd.DataFrame:
     return df
 
 
-def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
+def load_items(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
     """Item metadata of a benchmark.
 
     Columns ``item, cluster, variant, category, subcategory, dimension``, the answer
@@ -155,7 +157,7 @@ def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
     return _read(name, "items", data_dir)
 
 
-def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
+def load_models(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
     """Model metadata of the benchmark's whole population.
 
     Columns ``model, population`` and the generating latent traits ``gen_*``; real data:
@@ -171,7 +173,7 @@ def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
     return _read(name, "models", data_dir)
 
 
-def metadata(name: str, *, data_dir=None) -> dict:
+def metadata(name: str, *, data_dir: PathLike | None = None) -> dict:
     """Everything known about a benchmark besides its responses.
 
     ``{"items": load_items(...), "models": load_models(...), "display_name": ...,
@@ -182,7 +184,7 @@ def metadata(name: str, *, data_dir=None) -> dict:
 
 
 def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str = "strict",
-                 models=None) -> ResponseMatrix:
+                 models: Sequence[str] | None = None) -> ResponseMatrix:
     """Apply the paper's binarization to native responses.
 
     Parameters
@@ -238,7 +240,7 @@ def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str
     return ResponseMatrix(values, model_index, item_index, source=src)
 
 
-def load(name: str, *, rule: str | None = None, data_dir=None) -> ResponseMatrix:
+def load(name: str, *, rule: str | None = None, data_dir: PathLike | None = None) -> ResponseMatrix:
     """The binarized response matrix of a benchmark, with the paper's rule.
 
     Parameters

@@ -37,12 +37,13 @@ from __future__ import annotations
 import json
 import sys
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .._typing import PathLike
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix, shown
 from ..errors import InputError
@@ -98,7 +99,7 @@ def _model_of(spec: dict, path: Path) -> str:
     raise InputError(f"{path}: no model (adapter_spec.model, or model= in the run name)")
 
 
-def read_run(run_dir, *, stat: str | None = None, trial: int = 0) -> pd.DataFrame:
+def read_run(run_dir: PathLike, *, stat: str | None = None, trial: int = 0) -> pd.DataFrame:
     """Read one HELM run directory into a long table of safety scores.
 
     Parameters
@@ -194,7 +195,7 @@ def _run_dirs(root: Path):
     return sorted(p.parent for p in root.rglob("per_instance_stats.json"))
 
 
-def read_runs(root, *, scenarios=None, stat: str | None = None) -> dict:
+def read_runs(root: PathLike, *, scenarios: Sequence[str] | None = None, stat: str | None = None) -> dict:
     """Read every run under ``root`` (a suite directory or a whole ``benchmark_output``).
 
     Parameters
@@ -272,7 +273,8 @@ def run_file_url(project: str, suite: str, run_name: str, fname: str) -> str:
             f"{urllib.parse.quote(run_name, safe='')}/{fname}")
 
 
-def download_suite(dest, *, project: str = "safety", release: str = "v1.0.0", scenarios=None,
+def download_suite(dest: PathLike, *, project: str = "safety", release: str = "v1.0.0",
+                   scenarios: Sequence[str] | None = None,
                    fetch: Callable[[str], bytes] | None = None, overwrite: bool = False,
                    progress: bool = False) -> list:
     """Download the run files of a HELM release's safety runs.

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._typing import PathLike
 from ..data import ResponseMatrix
 from ..errors import InputError
 
@@ -58,7 +59,7 @@ FACTS = {"n_models": 704, "n_items": 100, "n_observed": 67151, "mean_binary": 0.
 GRADED_LEVELS = tuple(round((10 - r) / 9, 4) for r in range(10, 0, -1))
 
 
-def resolve_data_dir(data_dir=None) -> Path:
+def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
     """The data directory: ``data_dir`` or ``$IRTLIB_PANDAGUARD_DATA``.
 
     Raises
@@ -79,7 +80,7 @@ def resolve_data_dir(data_dir=None) -> Path:
     return d
 
 
-def verify_pandaguard(data_dir=None) -> dict:
+def verify_pandaguard(data_dir: PathLike | None = None) -> dict:
     """Check the files against :data:`PINNED_SHA256`; returns ``{file: digest}``.
 
     Raises
@@ -97,7 +98,7 @@ def verify_pandaguard(data_dir=None) -> dict:
     return out
 
 
-def load_pandaguard_raw(data_dir=None, *, graded: bool = False, verify: bool = True) -> pd.DataFrame:
+def load_pandaguard_raw(data_dir: PathLike | None = None, *, graded: bool = False, verify: bool = True) -> pd.DataFrame:
     """The tidy responses, one row per observed (configuration, item).
 
     Parameters
@@ -125,7 +126,7 @@ def load_pandaguard_raw(data_dir=None, *, graded: bool = False, verify: bool = T
     return df
 
 
-def load_pandaguard_items(data_dir=None) -> pd.DataFrame:
+def load_pandaguard_items(data_dir: PathLike | None = None) -> pd.DataFrame:
     """``item, goal`` for the 100 JailbreakBench behaviours (``jbb_000`` .. ``jbb_099``)."""
     d = resolve_data_dir(data_dir)
     return pd.read_csv(d / "items.csv", dtype=str)
@@ -139,7 +140,7 @@ def _split_ids(ids) -> pd.DataFrame:
                          "defence": parts[2].to_numpy()})
 
 
-def load_pandaguard_models(data_dir=None) -> pd.DataFrame:
+def load_pandaguard_models(data_dir: PathLike | None = None) -> pd.DataFrame:
     """One row per configuration of the PandaGuard matrix.
 
     Columns ``model`` (``target|attack|defence``), ``target`` (the base
@@ -151,7 +152,7 @@ def load_pandaguard_models(data_dir=None) -> pd.DataFrame:
     return _split_ids(sorted(pd.unique(ids)))
 
 
-def load_pandaguard(data_dir=None, *, rule: str = "binary", verify: bool = True) -> ResponseMatrix:
+def load_pandaguard(data_dir: PathLike | None = None, *, rule: str = "binary", verify: bool = True) -> ResponseMatrix:
     """The PandaGuard / JailbreakBench matrix: 704 configurations x 100 behaviours, 1 = safe.
 
     Parameters

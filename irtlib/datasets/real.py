@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._typing import PathLike
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix
 from ..errors import InputError
@@ -177,7 +178,7 @@ def _write_outputs(dest: Path, outputs: dict, source_sums: dict, *, commit: str,
     atomic_write(dest / CHECKSUM_FILE, (header + "\n".join(lines) + "\n").encode(), overwrite=True)
 
 
-def download_airbench(dest, *, commit: str = PINNED_COMMIT, fetch: Callable[[str], bytes] | None = None,
+def download_airbench(dest: PathLike, *, commit: str = PINNED_COMMIT, fetch: Callable[[str], bytes] | None = None,
                       overwrite: bool = False, verify: bool = True, progress: bool = False) -> Path:
     """Download the 3 x 22 source CSVs and convert them to the tidy files in ``dest``.
 
@@ -227,7 +228,7 @@ def download_airbench(dest, *, commit: str = PINNED_COMMIT, fetch: Callable[[str
     return dest
 
 
-def convert_airbench(source_dir, dest, *, commit: str = PINNED_COMMIT, overwrite: bool = False,
+def convert_airbench(source_dir: PathLike, dest: PathLike, *, commit: str = PINNED_COMMIT, overwrite: bool = False,
                      verify: bool = True) -> Path:
     """Convert an existing checkout's ``clean_data/`` to the tidy files in ``dest``.
 
@@ -245,7 +246,7 @@ def convert_airbench(source_dir, dest, *, commit: str = PINNED_COMMIT, overwrite
     return download_airbench(dest, commit=commit, fetch=local, overwrite=overwrite, verify=verify)
 
 
-def resolve_data_dir(data_dir=None) -> Path:
+def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
     """The real-data directory: ``data_dir`` or ``$IRTLIB_REAL_DATA``.
 
     Raises
@@ -267,7 +268,7 @@ def resolve_data_dir(data_dir=None) -> Path:
     return d
 
 
-def verify_airbench(data_dir=None) -> dict:
+def verify_airbench(data_dir: PathLike | None = None) -> dict:
     """Check the tidy files against ``SHA256SUMS`` (if present) or the pinned checksums.
 
     Returns
@@ -300,7 +301,7 @@ def verify_airbench(data_dir=None) -> dict:
     return out
 
 
-def load_airbench_raw(data_dir=None, *, verify: bool = True) -> pd.DataFrame:
+def load_airbench_raw(data_dir: PathLike | None = None, *, verify: bool = True) -> pd.DataFrame:
     """The graded judgments: ``model, item, score`` (score in {0, 0.5, 1}), 125,268 rows."""
     d = resolve_data_dir(data_dir)
     if verify:
@@ -311,7 +312,7 @@ def load_airbench_raw(data_dir=None, *, verify: bool = True) -> pd.DataFrame:
     return df
 
 
-def load_airbench_items(data_dir=None) -> pd.DataFrame:
+def load_airbench_items(data_dir: PathLike | None = None) -> pd.DataFrame:
     """Item metadata of the real AIR-Bench 2024 data.
 
     Adds ``cluster`` (the base prompt, ``hf_row // 3``) and ``category`` (the level-4 category
@@ -322,13 +323,13 @@ def load_airbench_items(data_dir=None) -> pd.DataFrame:
     return items.assign(cluster=items["hf_row"] // 3, category=items["cate_idx"])
 
 
-def load_airbench_models(data_dir=None) -> pd.DataFrame:
+def load_airbench_models(data_dir: PathLike | None = None) -> pd.DataFrame:
     """``model, origin`` for the 22 models."""
     d = resolve_data_dir(data_dir)
     return pd.read_csv(d / "models.csv", dtype=str)
 
 
-def load_airbench(data_dir=None, *, rule: str = "strict", verify: bool = True) -> ResponseMatrix:
+def load_airbench(data_dir: PathLike | None = None, *, rule: str = "strict", verify: bool = True) -> ResponseMatrix:
     """The real AIR-Bench 2024 matrix, 22 models x 5,694 items, binarized.
 
     Parameters

@@ -24,11 +24,14 @@ import io
 import json
 import os  # noqa: F401 - kept as release.os (tests patch os.replace through it)
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from .. import io as _io
+from .._typing import PathLike
 from ..errors import InputError
 from . import simulate as _sim
 
@@ -75,7 +78,7 @@ def gzip_bytes(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
-def atomic_write(path, data: bytes, *, overwrite: bool = False) -> bool:
+def atomic_write(path: PathLike, data: bytes, *, overwrite: bool = False) -> bool:
     """Write ``data`` to ``path`` atomically.
 
     Parameters
@@ -137,7 +140,7 @@ def _benchmark_entry(name: str, files: dict, seed: int) -> dict:
             "files": sorted(files)}
 
 
-def read_manifest(data_dir) -> dict:
+def read_manifest(data_dir: PathLike) -> dict:
     """Read ``manifest.json`` from a release directory.
 
     Raises
@@ -161,7 +164,7 @@ def read_manifest(data_dir) -> dict:
     return manifest
 
 
-def write_release(data_dir, names=None, *, seed: int = _sim.DEFAULT_SEED,
+def write_release(data_dir: PathLike, names: Sequence[str] | None = None, *, seed: int = _sim.DEFAULT_SEED,
                   overwrite: bool = False) -> dict:
     """Generate benchmarks and write their files and the manifest.
 
@@ -218,7 +221,7 @@ def write_release(data_dir, names=None, *, seed: int = _sim.DEFAULT_SEED,
     return manifest
 
 
-def check_release(data_dir, names=None, *, seed: int | None = None) -> list:
+def check_release(data_dir: PathLike, names: Sequence[str] | None = None, *, seed: int | None = None) -> list:
     """Regenerate benchmarks in memory and compare them with the files and the manifest.
 
     Parameters
@@ -267,7 +270,7 @@ def check_release(data_dir, names=None, *, seed: int | None = None) -> list:
     return problems
 
 
-def verify_file(path, entry: dict) -> bytes:
+def verify_file(path: PathLike, entry: dict) -> bytes:
     """Read a release file and check it against its manifest entry.
 
     Returns
@@ -297,7 +300,7 @@ def verify_file(path, entry: dict) -> bytes:
     return data
 
 
-def read_table(data_dir, rel: str, *, manifest: dict | None = None, dtype=None) -> pd.DataFrame:
+def read_table(data_dir: PathLike, rel: str, *, manifest: dict | None = None, dtype: Any | None = None) -> pd.DataFrame:
     """Read one release table after verifying its checksum.
 
     Parameters

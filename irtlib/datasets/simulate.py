@@ -36,6 +36,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from .._typing import ArrayLike
 from ..errors import InputError
 
 __all__ = [
@@ -426,7 +427,7 @@ def _draw_items(spec: BenchmarkSpec, rng: np.random.Generator) -> pd.DataFrame:
     return items
 
 
-def format_score(values) -> np.ndarray:
+def format_score(values: ArrayLike) -> np.ndarray:
     """Judge scores as the strings written to disk: ``"0"``, ``"0.25"``, ``"0.5"``, ``"0.75"``, ``"1"``."""
     v = np.asarray(values, dtype=float)
     out = np.array([f"{x:g}" for x in v.ravel()], dtype=object).reshape(v.shape)
