@@ -54,7 +54,7 @@ def test_bank_round_trip_is_exact(bank, tmp_path):
     assert (tmp_path / "copy.csv").read_text().split("\n", 1)[1] == path.read_text().split("\n", 1)[1]
 
 
-def test_bank_never_overwritten_without_force(bank, tmp_path):
+def test_nothing_is_overwritten_without_force(bank, tmp_path):
     target = tmp_path / "bank.csv"
     target.write_text("precious")
     with pytest.raises(FileExistsError, match="--force"):
@@ -68,6 +68,16 @@ def test_bank_never_overwritten_without_force(bank, tmp_path):
     bank.write(target, force=True)                                        # a previous bank: replaced
     assert read_bank(target).checksum == bank.checksum
     assert [p.name for p in tmp_path.iterdir()] == ["bank.csv"]   # no temporary file left behind
+    # the writer itself (banks, states, subsets, reports and the release all use it)
+    other = tmp_path / "out.txt"
+    atomic_write(other, "one")
+    with pytest.raises(FileExistsError):
+        atomic_write(other, "two")
+    assert other.read_text() == "one"
+    atomic_write(other, "two", force=True)
+    assert other.read_text() == "two"
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        atomic_write(tmp_path / "nodir" / "x.txt", "x")
 
 
 def test_edited_or_foreign_bank_is_rejected(bank, tmp_path):
@@ -234,15 +244,3 @@ def test_read_model_responses(tmp_path):
     assert row.name == "m3" and row.to_dict() == {"001": 0.0, "002": 1.0}
     with pytest.raises(ValueError, match="no model 'zz'"):
         read_model_responses(path, model="zz")
-
-
-def test_atomic_write_keeps_existing_file(tmp_path):
-    target = tmp_path / "out.txt"
-    atomic_write(target, "one")
-    with pytest.raises(FileExistsError):
-        atomic_write(target, "two")
-    assert target.read_text() == "one"
-    atomic_write(target, "two", force=True)
-    assert target.read_text() == "two"
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        atomic_write(tmp_path / "nodir" / "x.txt", "x")

@@ -671,6 +671,14 @@ def test_long_ids_are_cut_in_messages(ws, cli):
     assert shown("short") == "'short'" and len(shown(huge)) < 100
 
 
+def _other_item(state):
+    """A bank item the session never proposed, in place of event 4's (an edited state)."""
+    from irtlib.bank import read_bank
+
+    used = {e["item"] for e in state["events"]}
+    state["events"][3]["item"] = next(i for i in read_bank(state["_bank"]).item_ids if i not in used)
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda s: s["settings"].update(prior_sd=0), "corrupt session settings (prior_sd must be positive, got 0.0)"),
     (lambda s: s["settings"].update(prior_sd="abc"), "corrupt session settings (prior_sd must be a number, got 'abc')"),
@@ -679,15 +687,29 @@ def test_long_ids_are_cut_in_messages(ws, cli):
     (lambda s: s["settings"].update(max_items=-3), "corrupt session settings (max_items must be a positive integer"),
     (lambda s: s.update(model=["m"]), "corrupt session settings (model must be the model's name"),
     (lambda s: s.update(events="x"), "corrupt session state ('settings' or 'events' malformed)"),
-])
-def test_corrupt_state_fields_name_file_and_field(ws, cli, edit, message):
-    assert cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m002", "--max-items", "3",
+    (lambda s: s.update(bank_sha256="0" * 64), "was made with another item bank"),
+    (_other_item, "event 4: item"),
+    ("truncated", "corrupt session state"),
+    (lambda s: None, "is a session of model 'm002', not 'm003'"),
+], ids=["prior_sd=0", "prior_sd=abc", "target_se=text", "max_items<0", "model=list", "events=text",
+        "another bank", "edited event", "truncated", "another model"])
+def test_corrupt_or_edited_states_are_rejected_untouched(ws, cli, edit, message):
+    """The one command-line test of bad state files (the library's is test_session's): one line naming
+    the file and what is wrong, exit 1, and nothing written."""
+    assert cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m002", "--max-items", "5",
                "--state", "state.json", "-q", cwd=ws).returncode == 0
-    state = json.loads((ws / "state.json").read_text())
-    edit(state)
-    (ws / "state.json").write_text(json.dumps(state))
+    text = (ws / "state.json").read_text()
+    if edit == "truncated":
+        (ws / "state.json").write_text(text[:-30])
+    else:
+        state = json.loads(text)
+        state["_bank"] = ws / "bank.csv"
+        edit(state)
+        del state["_bank"]
+        (ws / "state.json").write_text(json.dumps(state))
+    model = "m003" if "another model" in message or "not 'm003'" in message else "m002"
     before = snapshot(ws)
-    proc = cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m002", "--max-items", "6",
+    proc = cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", model, "--max-items", "8",
                "--state", "state.json", cwd=ws)
     line = error_line(proc, 1)
     assert line.startswith("irtlib: error: state.json: ") and message in line, line
