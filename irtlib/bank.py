@@ -108,20 +108,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         :data:`MIN_MODELS_INTERVAL_CHECK` models, or a fold could not be refitted); the header's
         ``interval_check`` is then ``{"skipped": reason}``.
     """
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
-    numeric = (int, float, np.integer, np.floating)
-    if isinstance(variance_threshold, bool) or not isinstance(variance_threshold, numeric) \
-            or not 0 <= float(variance_threshold) < 0.25:
-        raise InputError(f"variance_threshold must be a number in [0, 0.25), got {variance_threshold!r} "
-                         "(p(1-p) is at most 0.25)")
-    if matrix.shape[0] < 2:
-        raise InputError(f"{matrix.source}: only {matrix.shape[0]} model ({shown(matrix.models[0])}): calibration "
-                         "needs responses of at least two models (item difficulty is measured against "
-                         "the spread of the models)")
-    if interval_check and (isinstance(interval_folds, bool) or not isinstance(interval_folds, (int, np.integer))
-                           or interval_folds < 2):
-        raise InputError(f"interval_folds must be an integer of at least 2, got {interval_folds!r}")
+    _check_settings(matrix, engine, variance_threshold, interval_check, interval_folds)
     rates = matrix.item_safe_rates()
     variance = rates * (1 - rates)
     dropped = variance <= variance_threshold
@@ -139,9 +126,40 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     })
     if prompts is not None:
         items["prompt"] = prompts.reindex(items.index.astype(str)).to_numpy()
+    meta = _header(matrix, kept, cal, fit, rates, dropped, engine=engine, variance_threshold=variance_threshold,
+                   seed=seed, source=source, data_sha256=data_sha256, binarize=binarize)
+    if interval_check:
+        meta["interval_check"] = _run_interval_check(matrix, kept, meta, folds=interval_folds, seed=seed,
+                                                     source=source, say=say)
+    return ItemBank(items, meta)
+
+
+def _check_settings(matrix: ResponseMatrix, engine: str, variance_threshold: float, interval_check: bool,
+                    interval_folds: int) -> None:
+    """:func:`calibrate_bank`'s argument checks (InputError naming the setting)."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+    numeric = (int, float, np.integer, np.floating)
+    if isinstance(variance_threshold, bool) or not isinstance(variance_threshold, numeric) \
+            or not 0 <= float(variance_threshold) < 0.25:
+        raise InputError(f"variance_threshold must be a number in [0, 0.25), got {variance_threshold!r} "
+                         "(p(1-p) is at most 0.25)")
+    if matrix.shape[0] < 2:
+        raise InputError(f"{matrix.source}: only {matrix.shape[0]} model ({shown(matrix.models[0])}): calibration "
+                         "needs responses of at least two models (item difficulty is measured against "
+                         "the spread of the models)")
+    if interval_check and (isinstance(interval_folds, bool) or not isinstance(interval_folds, (int, np.integer))
+                           or interval_folds < 2):
+        raise InputError(f"interval_folds must be an integer of at least 2, got {interval_folds!r}")
+
+
+def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit: pd.DataFrame, rates: pd.Series,
+            dropped: pd.Series, *, engine: str, variance_threshold: float, seed: int, source: str | None,
+            data_sha256: str | None, binarize: dict | None) -> dict:
+    """The bank header: provenance, settings, what the filter removed, fit diagnostics, calibration models."""
     scores_full = matrix.safety_scores()
     theta = cal.theta
-    meta = {
+    return {
         "irtlib_version": _version(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "data": {
@@ -179,23 +197,25 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
             "safety_score": [float(s) for s in scores_full.reindex(theta.index).to_numpy()],
         },
     }
-    if interval_check:
-        n_models = matrix.shape[0]
-        if n_models < MIN_MODELS_INTERVAL_CHECK:
-            reason = (f"skipped: only {n_models} models (the check needs at least {MIN_MODELS_INTERVAL_CHECK}); "
-                      "adaptive tests on this bank state the plain 2PL intervals, which are too narrow")
-        elif interval_folds > n_models // 2:
-            raise InputError(f"interval_folds {interval_folds} is too many for {n_models} models: each fold needs "
-                             f"at least 2 models (use at most {n_models // 2})")
-        else:
-            say(f"checking adaptive-test intervals ({interval_folds}-fold cross-fit)")
-            result = _interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"],
-                                     folds=interval_folds, seed=seed)
-            reason = None if result else ("skipped: some item was seen by the models of one fold only, so a fold "
-                                          "could not be refitted; adaptive tests on this bank state the plain 2PL "
-                                          "intervals, which are too narrow")
-            meta["interval_check"] = result
-        if reason is not None:
-            meta["interval_check"] = {"skipped": reason}
-            warnings.warn(f"{source or matrix.source}: interval check {reason}", IntervalCheckWarning, stacklevel=2)
-    return ItemBank(items, meta)
+
+
+def _run_interval_check(matrix: ResponseMatrix, kept: ResponseMatrix, meta: dict, *, folds: int, seed: int,
+                        source: str | None, say: Callable[[str], None]) -> dict:
+    """The header's ``interval_check``: the cross-fitted check's result, or ``{"skipped": reason}`` with a warning."""
+    n_models = matrix.shape[0]
+    if n_models < MIN_MODELS_INTERVAL_CHECK:
+        reason = (f"skipped: only {n_models} models (the check needs at least {MIN_MODELS_INTERVAL_CHECK}); "
+                  "adaptive tests on this bank state the plain 2PL intervals, which are too narrow")
+    elif folds > n_models // 2:
+        raise InputError(f"interval_folds {folds} is too many for {n_models} models: each fold needs "
+                         f"at least 2 models (use at most {n_models // 2})")
+    else:
+        say(f"checking adaptive-test intervals ({folds}-fold cross-fit)")
+        result = _interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"], folds=folds, seed=seed)
+        if result:
+            return result
+        reason = ("skipped: some item was seen by the models of one fold only, so a fold could not be refitted; "
+                  "adaptive tests on this bank state the plain 2PL intervals, which are too narrow")
+    # stacklevel 3: the warning points at the caller of calibrate_bank
+    warnings.warn(f"{source or matrix.source}: interval check {reason}", IntervalCheckWarning, stacklevel=3)
+    return {"skipped": reason}
