@@ -552,7 +552,6 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``irtlib`` argument parser with its five subcommands."""
     from . import __version__
-    from .calibrate import ENGINES
 
     parser = _Parser(
         prog=PROG,
@@ -562,6 +561,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
+    _add_calibrate(sub)
+    _add_subset(sub)
+    _add_evaluate(sub)
+    _add_protocol_commands(sub)
+    return parser
+
+
+def _add_calibrate(sub) -> None:
+    from .calibrate import ENGINES
+
     p = sub.add_parser("calibrate", help="fit the 2PL model and write an item bank",
                        description="Read a response file, binarize it, drop items with (near-)zero variance, fit "
                                    "the 2PL model and write an item bank: a CSV of item, a, b, safe rate and fit "
@@ -569,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "data checksum and the bank checksum.")
     p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
     p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
-    p.add_argument("--engine", choices=ENGINES, default="map", help=ENGINE_HELP)
+    p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
     p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                    help="leave out items with p(1-p) <= V (the paper: 0.01)")
     p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
@@ -583,7 +592,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p, force=True, seed=True)
     p.set_defaults(handler=_cmd_calibrate)
 
-    from .methods import ids, subset_ids
+
+def _add_subset(sub) -> None:
+    from .methods import subset_ids
 
     p = sub.add_parser("subset", help="choose a fixed item subset from a bank",
                        description="Choose k items from an item bank with one of the paper's static subset "
@@ -599,6 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p, force=True, seed=True)
     p.set_defaults(handler=_cmd_subset)
 
+
+def _add_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="adaptive test of a new model on a bank",
                        description="Adaptive test (Fluid Benchmarking): propose the most informative item at "
                                    "the current ability, record the response, update the ability by MAP, and "
@@ -622,6 +635,12 @@ def build_parser() -> argparse.ArgumentParser:
     _input_options(p, title="options for --responses")
     _common(p)
     p.set_defaults(handler=_cmd_evaluate)
+
+
+def _add_protocol_commands(sub) -> None:
+    """``agreement`` and ``report``: the agreement protocol's options, shared."""
+    from .calibrate import ENGINES
+    from .methods import ids
 
     methods_default = list(ids())       # all of the paper's eight, from the registry
     for name, handler, helptext, description in (
@@ -650,13 +669,12 @@ def build_parser() -> argparse.ArgumentParser:
                             + ("; 0 skips the agreement section, e.g. for fewer than 12 models)"
                                if name == "report" else ")"))
         p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")
-        p.add_argument("--engine", choices=ENGINES, default="map", help=ENGINE_HELP)
+        p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
         p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                        help="leave out items with p(1-p) <= V (the paper: 0.01)")
         _input_options(p)
         _common(p, force=True, seed=True, n_jobs=True, json_flag=True)
         p.set_defaults(handler=handler)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
