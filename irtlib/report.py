@@ -41,7 +41,7 @@ _HTML = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
-table {{ border-collapse: collapse; margin: 1rem 0; }}
+table {{ border-collapse: collapse; margin: 1rem 0; }} \
 td, th {{ border: 1px solid #ccc; padding: .25rem .6rem; text-align: right; }}
 th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left; }}
 img {{ max-width: 100%; }} .note {{ color: #555; font-size: .92rem; }}
@@ -129,42 +129,22 @@ def write_report(data: Responses, out_dir: PathLike, *, engine: str = "map", n_s
             "ceiling.png": ("Models above the 0.95 ceiling, spread out in theta",
                             plots.ceiling_separation({name: (theta, scores)}, ncols=1)),
         }
-        agreement_html, table2, results = "<p>Agreement protocol not run (0 splits).</p>", None, None
+        agreement_html, table2 = "<p>Agreement protocol not run (0 splits).</p>", None
         if n_splits > 0:
             methods = list(methods or ids())
             say(f"agreement protocol: {n_splits} splits, methods {','.join(methods)}")
-            results = agreement.run_agreement(m, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
-                                    engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
-                                    progress=show_progress)
+            results = agreement.run_agreement(m, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test,
+                                              seed=seed, engine=engine, n_jobs=n_jobs,
+                                              variance_threshold=variance_threshold, progress=show_progress)
             results.to_csv(tmp / "agreement.csv", index=False)
             figures["agreement.png"] = (f"Agreement with the full benchmark against k ({n_splits} splits, "
                                         f"{n_test} test models each; shading 1 SD)",
                                         plots.agreement_curves(results, title=name))
-            curves = agreement.agreement_curves(results)
-            table2 = agreement.summarise_table2(results) if "fluid" in methods else None
-            agreement_html = ("<h3>Table 2 summary</h3>" + _html_table(table2) if table2 is not None else "") + \
-                "<h3>Mean agreement by budget k</h3>" + \
-                _html_table(curves.pivot(index="k", columns="method", values="mean"))
+            table2, agreement_html = _agreement_tables(results, methods)
         for fname, (_, fig) in figures.items():
             fig.savefig(tmp / fname, dpi=110, bbox_inches="tight")
             plt.close(fig)
-        import pandas as pd
-
-        facts = pd.DataFrame({"value": [
-            m.shape[0], m.shape[1], m.n_observations, len(bank), bank.filtered["n_items"],
-            diag["item_rmse"], diag["cv_a"], diag["spearman_theta_score"], diag["ceiling"]["above"],
-        ]}, index=["models", "items", "responses", "items calibrated", "items left out (variance <= "
-                   f"{variance_threshold})", "item RMSE", "CV of a", "Spearman(theta, safety score)",
-                   "models above 0.95"])
-        body = ["<h2>Summary</h2>", facts.to_html(border=0, header=False, float_format=lambda v: f"{v:.3f}")]
-        for fname, (caption, _) in figures.items():
-            if fname == "agreement.png":
-                continue
-            body += [f"<h2>{caption}</h2>", f'<img src="{fname}" alt="{caption}">']
-        body += ["<h2>Agreement</h2>"]
-        if "agreement.png" in figures:
-            body += [f'<p class="note">{figures["agreement.png"][0]}</p>', '<img src="agreement.png" alt="agreement">']
-        body += [agreement_html]
+        body = _body(m, bank, variance_threshold, figures, agreement_html)
         summary = {"source": data.source, "sha256": data.sha256, "n_models": m.shape[0], "n_items": m.shape[1],
                    "bank_items": len(bank), "filtered": bank.filtered, "diagnostics": diag,
                    "agreement": None if table2 is None else table2.to_dict(orient="records"),
@@ -174,3 +154,36 @@ def write_report(data: Responses, out_dir: PathLike, *, engine: str = "map", n_s
             title=f"irtlib report: {name}", version=__version__, source=data.source, sha=data.sha256[:16],
             engine=engine, rule=rule, threshold=variance_threshold, body="\n".join(body)), encoding="utf-8")
     return summary
+
+
+def _agreement_tables(results, methods: Sequence[str]) -> tuple:
+    """Table 2 (when Fluid ran; else None) and the report's HTML of it and of the mean agreement curves."""
+    from . import agreement
+
+    curves = agreement.agreement_curves(results)
+    table2 = agreement.summarise_table2(results) if "fluid" in methods else None
+    html = ("<h3>Table 2 summary</h3>" + _html_table(table2) if table2 is not None else "") + \
+        "<h3>Mean agreement by budget k</h3>" + _html_table(curves.pivot(index="k", columns="method", values="mean"))
+    return table2, html
+
+
+def _body(m, bank, variance_threshold: float, figures: dict, agreement_html: str) -> list[str]:
+    """The report's HTML body: the summary facts, one section per figure, the agreement section."""
+    import pandas as pd
+
+    diag = bank.meta["diagnostics"]
+    facts = pd.DataFrame({"value": [
+        m.shape[0], m.shape[1], m.n_observations, len(bank), bank.filtered["n_items"],
+        diag["item_rmse"], diag["cv_a"], diag["spearman_theta_score"], diag["ceiling"]["above"],
+    ]}, index=["models", "items", "responses", "items calibrated", "items left out (variance <= "
+               f"{variance_threshold})", "item RMSE", "CV of a", "Spearman(theta, safety score)",
+               "models above 0.95"])
+    body = ["<h2>Summary</h2>", facts.to_html(border=0, header=False, float_format=lambda v: f"{v:.3f}")]
+    for fname, (caption, _) in figures.items():
+        if fname == "agreement.png":
+            continue
+        body += [f"<h2>{caption}</h2>", f'<img src="{fname}" alt="{caption}">']
+    body += ["<h2>Agreement</h2>"]
+    if "agreement.png" in figures:
+        body += [f'<p class="note">{figures["agreement.png"][0]}</p>', '<img src="agreement.png" alt="agreement">']
+    return body + [agreement_html]
