@@ -138,3 +138,32 @@ def test_never_in_the_repository():
     root = Path(__file__).resolve().parents[1]
     tracked = os.popen(f"git -C {root} ls-files").read().split()
     assert not [f for f in tracked if f.endswith("responses_graded.csv")]
+
+
+def test_convert_a_checkout_and_the_command(tmp_path, fake_source, monkeypatch, capsys):
+    """convert_airbench reads a local checkout; `python -m irtlib.datasets.real` downloads, converts, verifies."""
+    prefix = f"https://raw.githubusercontent.com/{real.REPOSITORY}/{real.PINNED_COMMIT}/"
+    checkout = tmp_path / "checkout"
+    for variant in real.VARIANTS:                     # a checkout holding every source file of the fake
+        for model in sorted({u.rsplit("/", 1)[1] for u in fake_source.calls if f"/{variant}/" in u}):
+            url = f"{prefix}clean_data/{variant}/{model}"
+            path = checkout / "clean_data" / variant / model
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(fake_source(url))
+    dest = real.convert_airbench(checkout, tmp_path / "converted")
+    assert set(real.verify_airbench(dest)) == set(real.FILES)
+    missing = next((checkout / "clean_data" / real.VARIANTS[0]).iterdir())
+    missing.unlink()
+    with pytest.raises(FileNotFoundError, match="missing source file"):
+        real.convert_airbench(checkout, tmp_path / "broken")
+    assert not (tmp_path / "broken").exists()
+
+    monkeypatch.setattr(real, "fetch_url", fake_source)
+    assert real.main(["download", str(tmp_path / "cmd")]) == 0
+    assert f"to {tmp_path / 'cmd'}" in capsys.readouterr().out
+    assert real.main(["verify", str(tmp_path / "cmd")]) == 0
+    assert capsys.readouterr().out.count("OK ") == len(real.FILES)
+    assert real.main(["download", str(tmp_path / "cmd")]) == 0               # same bytes: nothing to overwrite
+    capsys.readouterr()
+    assert real.main(["convert", str(checkout), str(tmp_path / "cmd2")]) == 1
+    assert capsys.readouterr().err.startswith("error: ")
