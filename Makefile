@@ -1,7 +1,9 @@
 # Build, test and render "Efficient safety benchmarking with item response theory".
 #
 #   make venv        create .venv/ and `pip install -e '.[book,test]'` (reruns when pyproject.toml changes)
-#   make test        run the test suite; select with PYTEST_ARGS="tests/test_x.py -k name"
+#   make test        lint (ruff) and run the test suite with line coverage of irtlib (subprocesses
+#                    included); select with PYTEST_ARGS="tests/test_x.py -k name"
+#   make lint        ruff only
 #   make book        execute every chapter with papermill (2 in parallel), check the
 #                    executed notebooks, render the HTML book into _build/html/
 #   make book QUICK=1
@@ -32,7 +34,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.PHONY: all venv test book executed html chapter student pdf mathjax clean distclean FORCE
+.PHONY: all venv test lint book executed html chapter student pdf mathjax clean distclean FORCE
 
 all: book
 
@@ -63,8 +65,13 @@ venv: $(VENV_STAMP)
 # ---------------------------------------------------------------------------
 PYTEST_ARGS ?=
 
-test: $(VENV_STAMP)
-	$(VPY) -m pytest $(PYTEST_ARGS)
+test: lint $(VENV_STAMP)
+	$(VPY) -m pytest --cov=irtlib --cov-report=term $(PYTEST_ARGS)
+
+# ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy docstrings: pyproject.toml [tool.ruff])
+LINT_PATHS ?= irtlib tests benchmarks scripts
+lint: $(VENV_STAMP)
+	$(VPY) -m ruff check $(LINT_PATHS)
 
 # ---------------------------------------------------------------------------
 # Chapters: discovered from _toc.yml (pages whose front matter has jupytext:/kernelspec:)

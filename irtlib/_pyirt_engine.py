@@ -1,19 +1,19 @@
-"""py-irt 0.7.1 calibration backend for ``fit_2pl(..., engine="pyirt")``.
+r"""py-irt 0.7.1 calibration backend for ``fit_2pl(..., engine="pyirt")``.
 
 The paper ("Model: 2PL"; appendix B, following Fluid Benchmarking) calibrates the
 two-parameter logistic model
 
 .. math::
 
-    P(x_{mj} = 1 \\mid \\theta_m, a_j, b_j) = \\sigma\\big(a_j (\\theta_m - b_j)\\big)
+    P(x_{mj} = 1 \mid \theta_m, a_j, b_j) = \sigma\big(a_j (\theta_m - b_j)\big)
 
 with py-irt (version 0.7.0 or later): stochastic variational inference, 1,000 epochs,
-Adam with learning rate 0.1, priors :math:`\\theta_m \\sim N(0, 1)`,
-:math:`b_j \\sim N(0, 1)` and :math:`a_j \\sim \\mathrm{LogNormal}(0, 1)`.
+Adam with learning rate 0.1, priors :math:`\theta_m \sim N(0, 1)`,
+:math:`b_j \sim N(0, 1)` and :math:`a_j \sim \mathrm{LogNormal}(0, 1)`.
 
 py-irt's built-in 2PL (``"2pl"``, :class:`py_irt.models.TwoParamLog`) does not carry
-these priors (its "vague" priors are :math:`b \\sim N(0, 0.1)` and
-:math:`a \\sim \\mathrm{LogNormal}(0, 0.1)`), so this module defines its own model class,
+these priors (its "vague" priors are :math:`b \sim N(0, 0.1)` and
+:math:`a \sim \mathrm{LogNormal}(0, 0.1)`), so this module defines its own model class,
 :class:`PaperTwoParamLog`, and hands it to py-irt's trainer through
 ``IrtConfig(model_type=PaperTwoParamLog)``. py-irt still does the data handling
 (:class:`py_irt.dataset.Dataset`), the SVI loop and the export; this module adds
@@ -64,6 +64,8 @@ from py_irt.config import IrtConfig  # noqa: E402
 from py_irt.dataset import Dataset  # noqa: E402
 from py_irt.models.abstract_model import IrtModel  # noqa: E402
 from torch.distributions import constraints  # noqa: E402
+
+from .errors import InputError  # noqa: E402
 
 __all__ = ["PaperTwoParamLog", "fit_pyirt"]
 
@@ -201,28 +203,19 @@ class PaperTwoParamLog(IrtModel):
             "log_disc_sd": store["scale_slope"].detach().cpu().tolist(),
         }
 
-    def predict(self, subjects, items, params_from_file: dict | None = None) -> np.ndarray:
-        """P(x = 1) for paired subject and item indices (py-irt interface)."""
-        params = self.export() if params_from_file is None else params_from_file
-        subjects = np.asarray(subjects, dtype=int)
-        items = np.asarray(items, dtype=int)
-        theta = np.asarray(params["ability"], dtype=float)[subjects]
-        b = np.asarray(params["diff"], dtype=float)[items]
-        a = np.asarray(params["disc"], dtype=float)[items]
-        return 1.0 / (1.0 + np.exp(-a * (theta - b)))
 
 
 def _validate(values: np.ndarray) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 2:
-        raise ValueError(f"values must be 2-D (n_models, n_items), got shape {arr.shape}")
+        raise InputError(f"values must be 2-D (n_models, n_items), got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"values must be non-empty, got shape {arr.shape}")
+        raise InputError(f"values must be non-empty, got shape {arr.shape}")
     observed = ~np.isnan(arr)
     if not np.all((arr[observed] == 0.0) | (arr[observed] == 1.0)):
-        raise ValueError("values must contain only 0.0, 1.0 or NaN")
+        raise InputError("values must contain only 0.0, 1.0 or NaN")
     if not observed.any():
-        raise ValueError("values has no observed (non-NaN) cell")
+        raise InputError("values has no observed (non-NaN) cell")
     return arr
 
 
@@ -346,13 +339,13 @@ def fit_pyirt(
 
     arr = _validate(values)
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+        raise InputError(f"seed must be an integer in [0, 2**32), got {seed!r}")
     if int(epochs) < 1:
-        raise ValueError(f"epochs must be >= 1, got {epochs}")
+        raise InputError(f"epochs must be >= 1, got {epochs}")
     if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be positive, got {lr}")
+        raise InputError(f"lr must be positive, got {lr}")
     if not (math.isfinite(lr_decay) and 0 < lr_decay <= 1):
-        raise ValueError(f"lr_decay must be in (0, 1], got {lr_decay}")
+        raise InputError(f"lr_decay must be in (0, 1], got {lr_decay}")
 
     dataset, subject_ids, item_ids = _build_dataset(arr)
     config = IrtConfig(

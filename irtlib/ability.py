@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import probability
+from ._typing import ArrayLike
+from .errors import InputError
+from .model import sigmoid
 
 __all__ = ["AbilityEstimate", "map_ability", "THETA_BOUNDS"]
 
@@ -35,6 +37,7 @@ class AbilityEstimate(tuple):
     """
 
     def __new__(cls, theta, se, at_bound, used_bisection):
+        """An estimate that unpacks as ``(theta, se)`` and carries ``at_bound`` and ``used_bisection``."""
         obj = super().__new__(cls, (theta, se))
         obj.theta, obj.se = theta, se
         obj.at_bound, obj.used_bisection = at_bound, used_bisection
@@ -46,9 +49,11 @@ class AbilityEstimate(tuple):
 
 def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
     """Gradient of the log posterior and the total information, per model."""
-    p = probability(theta[:, None], a, b)
+    z = a * (theta[:, None] - b)
+    p = sigmoid(z)
     resid = np.where(observed, x - p, 0.0)
-    info = np.where(observed, a * a * p * (1.0 - p), 0.0)
+    # P (1 - P) as sigmoid(z) sigmoid(-z), the tail-safe form of irtlib.model.fisher_information
+    info = np.where(observed, a * a * p * sigmoid(-z), 0.0)
     grad = (a * resid).sum(axis=1) - (theta - prior_mean) / prior_var
     return grad, info.sum(axis=1)
 
@@ -56,10 +61,10 @@ def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
 def _finite_number(value, name: str) -> float:
     """``value`` as a float, or a ValueError naming the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
+        raise InputError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise InputError(f"{name} must be finite, got {value!r}")
     return value
 
 
@@ -68,19 +73,19 @@ def _check_prior(prior_mean, prior_sd, bounds) -> tuple[float, float, tuple[floa
     prior_mean = _finite_number(prior_mean, "prior_mean")
     prior_sd = _finite_number(prior_sd, "prior_sd")
     if prior_sd <= 0:
-        raise ValueError(f"prior_sd must be positive, got {prior_sd!r}")
+        raise InputError(f"prior_sd must be positive, got {prior_sd!r}")
     try:
         lo, hi = bounds
     except (TypeError, ValueError):
-        raise ValueError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
+        raise InputError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
     lo, hi = _finite_number(lo, "bounds[0]"), _finite_number(hi, "bounds[1]")
     if not lo < hi:
-        raise ValueError(f"bounds must be increasing (lower < upper), got {bounds!r}")
+        raise InputError(f"bounds must be increasing (lower < upper), got {bounds!r}")
     return prior_mean, prior_sd, (lo, hi)
 
 
-def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
-                theta0=0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
+def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
+                theta0: ArrayLike = 0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
                 max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS) -> AbilityEstimate:
     """Posterior-mode abilities of many models at once.
 
@@ -128,20 +133,20 @@ def map_ability(responses, a, b, *, prior_mean: float = 0.0, prior_sd: float = 1
     one_model = x.ndim == 1
     x = np.atleast_2d(x)
     if x.ndim != 2:
-        raise ValueError(f"responses must be 1-D or 2-D, got shape {np.shape(responses)}")
+        raise InputError(f"responses must be 1-D or 2-D, got shape {np.shape(responses)}")
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     for name, arr in (("a", a), ("b", b)):
         if arr.shape[-1:] != x.shape[-1:] or (arr.ndim == 2 and arr.shape[0] not in (1, x.shape[0])) or arr.ndim > 2:
-            raise ValueError(
+            raise InputError(
                 f"{name} has shape {arr.shape} but responses have shape {x.shape}: "
                 f"expected ({x.shape[1]},) or ({x.shape[0]}, {x.shape[1]})"
             )
         if not np.isfinite(arr).all():
-            raise ValueError(f"{name} contains non-finite values")
+            raise InputError(f"{name} contains non-finite values")
     if np.any((x != 0) & (x != 1) & ~np.isnan(x)):
         bad = x[(x != 0) & (x != 1) & ~np.isnan(x)][0]
-        raise ValueError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
+        raise InputError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
     observed = ~np.isnan(x)
     x = np.where(observed, x, 0.0)
     prior_mean, prior_sd, (lo, hi) = _check_prior(prior_mean, prior_sd, bounds)

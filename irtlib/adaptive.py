@@ -54,18 +54,21 @@ How it is fast (each exact; see :class:`MaxInformation` and :class:`MapEstimator
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 from scipy.special import expit
 
+from ._typing import ArrayLike, Seed
 from .ability import THETA_BOUNDS, map_ability
+from .errors import InputError
 from .model import fisher_information
 
 __all__ = [
     "Trajectory", "Selector", "Estimator", "MaxInformation", "RandomSelection", "MapEstimator",
-    "MeanScoreEstimator", "run_adaptive", "run_adaptive_reference", "METHODS",
+    "MeanScoreEstimator", "run_adaptive", "run_adaptive_reference",
 ]
 
 
@@ -95,15 +98,6 @@ class Trajectory:
         """Number of steps run."""
         return self.items.shape[1]
 
-    @property
-    def n_models(self) -> int:
-        return self.items.shape[0]
-
-    @property
-    def theta(self) -> np.ndarray:
-        """Alias of :attr:`estimate` (the MAP ability when the estimator is :class:`MapEstimator`)."""
-        return self.estimate
-
     def at(self, k: int) -> np.ndarray:
         """Estimates after ``k`` items, shape ``(n_models,)``.
 
@@ -114,15 +108,11 @@ class Trajectory:
         """
         k = int(k)
         if not 1 <= k <= self.budget:
-            raise ValueError(f"k must be between 1 and the budget {self.budget}, got {k}")
+            raise InputError(f"k must be between 1 and the budget {self.budget}, got {k}")
         if not np.isin(k, self.steps):
-            raise ValueError(f"the estimate after {k} items was not recorded (recorded: "
+            raise InputError(f"the estimate after {k} items was not recorded (recorded: "
                              f"{self.steps.size} steps; pass record=... to run_adaptive)")
         return self.estimate[:, k - 1]
-
-    def items_at(self, k: int) -> np.ndarray:
-        """The first ``k`` items given to every model, shape ``(n_models, k)``."""
-        return self.items[:, :k]
 
 
 # ---------------------------------------------------------------------------- protocols
@@ -154,7 +144,8 @@ class Estimator(Protocol):
 
     provides_ability: bool
 
-    def begin(self, n_models: int, budget: int, theta0) -> EstimatorRun:
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike) -> EstimatorRun:
+        """Start estimating ``n_models`` models for up to ``budget`` items from ``theta0``."""
         ...
 
 
@@ -197,12 +188,14 @@ class MaxInformation:
     def __init__(self, *, cache_size: int = 256, radii=(0.001, 0.003, 0.01, 0.03), screen: bool = True):
         radii = np.sort(np.asarray(radii, dtype=float))
         if cache_size < 0:
-            raise ValueError("cache_size must be >= 0")
+            raise InputError("cache_size must be >= 0")
         if radii.size == 0 or radii[0] < 0:
-            raise ValueError("radii must be non-empty and non-negative")
+            raise InputError("radii must be non-empty and non-negative")
         self.cache_size, self.radii, self.screen = int(cache_size), radii, bool(screen)
 
-    def begin(self, a, b, available, rng=None) -> "_MaxInfoRun":
+    def begin(self, a: ArrayLike, b: ArrayLike, available: ArrayLike,
+              rng: np.random.Generator | None = None) -> _MaxInfoRun:
+        """Start selecting for one run: item parameters, the available items (models x items), the random generator."""
         return _MaxInfoRun(a, b, available, self.cache_size, self.radii, self.screen)
 
     def __repr__(self) -> str:
@@ -236,8 +229,9 @@ def _information32(theta32, a32, b32, q32):
 
 
 def _screen(info32, twin, gap):
-    """Argmax per row of screened values (blocked entries negative) and whether it is certain:
-    every other item is more than the margin below the best, so the exact argmax is the same.
+    """Argmax per row of screened values (blocked entries negative) and whether it is certain.
+
+    Certain: every other item is more than the margin below the best, so the exact argmax is the same.
 
     ``twin`` (same shape) labels items with identical ``a`` and ``b``: their information is
     identical, so the first of them (the lowest index, which ``argmax`` returns) is the exact
@@ -248,19 +242,16 @@ def _screen(info32, twin, gap):
     v1 = info32[r, k].copy()
     if info32.shape[1] == 1:
         return k, v1.astype(float), np.ones(r.size, dtype=bool)
-    if twin is None:
-        info32[r, k] = -np.inf
-        v2 = info32.max(axis=1)
-        info32[r, k] = v1
-    else:
-        mine = twin[k] if twin.ndim == 1 else twin[r, k]
-        v2 = np.where(twin == mine[:, None], np.float32(-np.inf), info32).max(axis=1)
+    mine = twin[k] if twin.ndim == 1 else twin[r, k]    # (screening always labels twins: never None)
+    v2 = np.where(twin == mine[:, None], np.float32(-np.inf), info32).max(axis=1)
     return k, v1.astype(float), v2 < v1 * np.float32(1.0 - gap)
 
 
 def _twin_labels(a, b):
-    """Labels (int32, same shape as ``a``) shared exactly by items with equal ``a`` and ``b`` (per
-    row for per-model parameters; identical rows are labelled once)."""
+    """Labels (int32, same shape as ``a``) shared exactly by items with equal ``a`` and ``b``.
+
+    Per row for per-model parameters; identical rows are labelled once.
+    """
     if a.ndim == 1:
         return np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
     out = np.empty(a.shape, dtype=np.int32)
@@ -342,10 +333,10 @@ class _MaxInfoRun:
         unsure = np.flatnonzero(~sure & (best >= 0))             # near-ties: decide exactly
         if unsure.size:
             u = rows[unsure]
-            pick[unsure] = self._refine(info32[unsure], blocked[unsure], th[unsure],
+            tu = th[unsure]
+            pick[unsure] = self._refine(info32[unsure], blocked[unsure], tu,
                                         lambda cols, sub=None: self._exact(u if sub is None else u[sub],
-                                                                           th[unsure] if sub is None else th[unsure][sub],
-                                                                           cols))[0]
+                                                                           tu if sub is None else tu[sub], cols))[0]
         return pick
 
     def _refine(self, info32, blocked, th, exact):
@@ -400,8 +391,10 @@ class _MaxInfoRun:
             self.bound[rows, i] = np.exp(lim) * (1.0 + 1e-4)     # undo the logs, rounding margin
 
     def _candidates(self, theta):
-        """Best unused candidate of every model: (column, value that is certainly not above
-        its exact information, value known exactly)."""
+        """Best unused candidate of every model.
+
+        Returns (column, a value certainly not above its exact information, value known exactly).
+        """
         if not self.screen:
             info = _information(theta[:, None], self.ca, self.cb)
             info[self.used] = -np.inf
@@ -456,7 +449,8 @@ class RandomSelection:
 
     adaptive = False
 
-    def begin(self, a, b, available, rng) -> "_RandomRun":
+    def begin(self, a: ArrayLike, b: ArrayLike, available: ArrayLike, rng: np.random.Generator | None) -> _RandomRun:
+        """Start selecting for one run: a random order of each model's available items, drawn from ``rng``."""
         return _RandomRun(np.asarray(available, dtype=bool), rng)
 
     def __repr__(self) -> str:
@@ -472,11 +466,9 @@ class _RandomRun:
         self.t = 0
 
     def select(self, theta=None):
-        if self.t >= self.order.shape[1]:
-            out = np.full(self.order.shape[0], -1, dtype=np.intp)
-        else:
-            out = self.order[:, self.t].astype(np.intp)
-            out[self.t >= self.n_available] = -1
+        # the budget is at most the number of items, so t < order.shape[1]
+        out = self.order[:, self.t].astype(np.intp)
+        out[self.t >= self.n_available] = -1
         self.t += 1
         return out
 
@@ -491,7 +483,8 @@ class MeanScoreEstimator:
 
     provides_ability = False
 
-    def begin(self, n_models, budget, theta0=0.0) -> "_MeanRun":
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike = 0.0) -> _MeanRun:
+        """Start estimating ``n_models`` models (``budget`` and ``theta0`` are not needed)."""
         return _MeanRun(n_models)
 
     def __repr__(self) -> str:
@@ -503,11 +496,8 @@ class _MeanRun:
         self.safe = np.zeros(n_models)
         self.seen = np.zeros(n_models)
 
-    def push(self, a, b, x):
-        obs = ~np.isnan(x)
-        self.safe += np.where(obs, x, 0.0)
-        self.seen += obs
-
+    # No item-by-item ``push``: an adaptive selector needs an ability estimate, which this estimator
+    # does not give (run_adaptive refuses the pair), so its items are always chosen up front.
     def push_block(self, a, b, x):
         """Several items per model at once: arrays of shape (n_models, m)."""
         obs = ~np.isnan(x)
@@ -561,9 +551,10 @@ class MapEstimator:
         self.max_newton = int(max_newton)
         self.order, self.radius = int(order), float(radius)
         if self.order < 0 or self.radius <= 0:
-            raise ValueError("order must be >= 0 and radius > 0")
+            raise InputError("order must be >= 0 and radius > 0")
 
-    def begin(self, n_models, budget, theta0=0.0) -> "_MapRun":
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike = 0.0) -> _MapRun:
+        """Start estimating ``n_models`` models for up to ``budget`` items, every model from ``theta0``."""
         return _MapRun(self, n_models, budget, theta0)
 
     def __repr__(self) -> str:
@@ -775,39 +766,31 @@ class _MapRun:
 
 
 # ---------------------------------------------------------------------------- the loop
-#: The paper's three adaptive-loop methods: (selector, estimator) factories.
-METHODS = {
-    "fluid": (MaxInformation, MapEstimator),
-    "random": (RandomSelection, MeanScoreEstimator),
-    "random-irt": (RandomSelection, MapEstimator),
-}
-
-
 def _check_inputs(responses, a, b, budget):
     x = np.asarray(responses, dtype=float)
     if x.ndim == 1:
         x = x[None, :]
     if x.ndim != 2:
-        raise ValueError(f"responses must be a (n_models, n_items) array, got shape {np.shape(responses)}")
+        raise InputError(f"responses must be a (n_models, n_items) array, got shape {np.shape(responses)}")
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     if a.shape != b.shape or a.shape not in ((x.shape[1],), x.shape):
-        raise ValueError(f"a and b must have shape ({x.shape[1]},) or {x.shape} to match responses "
+        raise InputError(f"a and b must have shape ({x.shape[1]},) or {x.shape} to match responses "
                          f"{x.shape}; got {a.shape} and {b.shape}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("a and b must be finite")
+        raise InputError("a and b must be finite")
     bad = ~np.isnan(x) & (x != 0) & (x != 1)
     if bad.any():
-        raise ValueError(f"responses must be 0, 1 or NaN; found {x[bad][0]!r}")
+        raise InputError(f"responses must be 0, 1 or NaN; found {x[bad][0]!r}")
     budget = int(budget)
     if not 1 <= budget <= x.shape[1]:
-        raise ValueError(f"budget must be between 1 and the {x.shape[1]} items, got {budget}")
+        raise InputError(f"budget must be between 1 and the {x.shape[1]} items, got {budget}")
     return x, a, b, budget
 
 
-def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = None,
-                 estimator: Estimator | None = None, seed=None, theta0: float = 0.0,
-                 record=None) -> Trajectory:
+def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: int, selector: Selector | None = None,
+                 estimator: Estimator | None = None, seed: Seed | None = None, theta0: float = 0.0,
+                 record: Sequence[int] | None = None) -> Trajectory:
     """Algorithm 1 for many models at once, replayed on their response rows.
 
     Parameters
@@ -846,7 +829,7 @@ def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = No
     selector = MaxInformation() if selector is None else selector
     estimator = MapEstimator() if estimator is None else estimator
     if selector.adaptive and not estimator.provides_ability:
-        raise ValueError(f"{selector!r} needs an ability estimate; {estimator!r} gives none")
+        raise InputError(f"{selector!r} needs an ability estimate; {estimator!r} gives none")
     n_models = x.shape[0]
     rows = np.arange(n_models)
     if selector.adaptive or record is None:
@@ -854,7 +837,7 @@ def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = No
     else:
         steps = np.unique(np.asarray(record, dtype=int))
         if steps.size == 0 or steps[0] < 1 or steps[-1] > budget:
-            raise ValueError(f"record must hold test lengths between 1 and {budget}")
+            raise InputError(f"record must hold test lengths between 1 and {budget}")
     want = np.zeros(budget + 1, dtype=bool)
     want[steps] = True
 
@@ -897,7 +880,8 @@ def run_adaptive(responses, a, b, *, budget: int, selector: Selector | None = No
     return Trajectory(items=items, estimate=out, steps=steps)
 
 
-def run_adaptive_reference(responses, a, b, *, budget: int, theta0: float = 0.0, prior_mean: float = 0.0,
+def run_adaptive_reference(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: int, theta0: float = 0.0,
+                           prior_mean: float = 0.0,
                            prior_sd: float = 1.0, warm_start: bool = False) -> Trajectory:
     """Fluid Benchmarking, one model and one step at a time: the straightforward loop.
 

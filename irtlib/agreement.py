@@ -51,32 +51,32 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from scipy.stats import rankdata
 
+from . import methods as _methods
+from ._typing import ArrayLike, Seed
 from .ability import map_ability
-from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, run_adaptive
+from .adaptive import run_adaptive
 from .calibrate import fit_2pl
 from .data import ResponseMatrix
-from .subsets import (anchor_points_path, disco, information_matrix, marginal_fisher_bq, score_subset,
-                      Subset, _greedy_se, b_quartile_bins)
+from .errors import InputError
+from .methods import Training
+from .subsets import score_subset
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
-    "static_selections", "run_split", "run_splits", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
-    "mean_interval_halfwidth", "summarise_table2", "table2",
+    "static_selections", "run_splits", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
+    "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
 
-#: Method identifiers, shared with the command line, in the order results are reported.
-METHODS = ("fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq",
-           "anchor-points", "disco")
+#: Method identifiers in the order results are reported (from the registry, :mod:`irtlib.methods`).
+METHODS = _methods.METHOD_IDS
 #: Methods that score a test model by its MAP ability (the rest use a safety score).
-IRT_METHODS = ("fluid", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq")
+IRT_METHODS = _methods.irt_ids()
 
 _STREAM_SPLIT, _STREAM_RANDOM, _STREAM_ANCHOR, _STREAM_CALIBRATION = range(4)
 
@@ -104,17 +104,17 @@ def budget_grid(n_items: int, *, max_k: int | None = None, n_points: int = 25, m
     """
     n_items = int(n_items)
     if n_items < 1:
-        raise ValueError("n_items must be positive")
+        raise InputError("n_items must be positive")
     if max_k is None:
         max_k = min(n_items, max(min_max_k, math.ceil(max_fraction * n_items)))
     max_k = int(max_k)
     if not 1 <= max_k <= n_items:
-        raise ValueError(f"max_k must be between 1 and n_items ({n_items}), got {max_k}")
+        raise InputError(f"max_k must be between 1 and n_items ({n_items}), got {max_k}")
     grid = np.unique(np.round(np.geomspace(1, max_k, max(int(n_points), 2))).astype(int))
     return [int(k) for k in grid]
 
 
-def spearman(x, y) -> np.ndarray | float:
+def spearman(x: ArrayLike, y: ArrayLike) -> np.ndarray | float:
     """Spearman's rho (average ranks for ties), row-wise for 2-D ``x``.
 
     Equals :func:`scipy.stats.spearmanr`; NaN when either side is constant or has a NaN.
@@ -124,6 +124,8 @@ def spearman(x, y) -> np.ndarray | float:
     x : array_like, shape (n,) or (n_rows, n)
     y : array_like, shape (n,)
     """
+    from scipy.stats import rankdata  # scipy.stats takes a second to import: only when used
+
     x = np.asarray(x, float)
     y = np.asarray(y, float)
     one = x.ndim == 1
@@ -145,7 +147,7 @@ def _stream(seed, split: int, j: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(int(split), int(j)))
 
 
-def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
+def split_models(n_models: int, n_test: int, seed: Seed, split: int, *, groups: ArrayLike | None = None,
                  n_test_groups: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Training and test rows of split ``split`` (sorted positions).
 
@@ -171,7 +173,7 @@ def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
         Sorted row positions. With ``groups`` the two need not cover every row.
     """
     if not 1 <= n_test < n_models - 1:
-        raise ValueError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
+        raise InputError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
     rng = np.random.default_rng(_stream(seed, split, _STREAM_SPLIT))
     if groups is None:
         test = np.sort(rng.choice(n_models, size=n_test, replace=False))
@@ -179,31 +181,32 @@ def split_models(n_models: int, n_test: int, seed, split: int, *, groups=None,
         return train, test
     labels = np.asarray(groups)
     if labels.shape != (n_models,):
-        raise ValueError(f"groups must have one label per model ({n_models}), got shape {labels.shape}")
+        raise InputError(f"groups must have one label per model ({n_models}), got shape {labels.shape}")
     uniq, code = np.unique(labels, return_inverse=True)
     n_test_groups = int(n_test_groups)
     if not 1 <= n_test_groups < uniq.size:
-        raise ValueError(f"n_test_groups must be between 1 and the number of groups minus 1 "
+        raise InputError(f"n_test_groups must be between 1 and the number of groups minus 1 "
                          f"({uniq.size - 1}), got {n_test_groups}")
     held = np.sort(rng.choice(uniq.size, size=n_test_groups, replace=False))
     out = np.isin(code, held)
     members = np.flatnonzero(out)
     if members.size < n_test:
-        raise ValueError(f"n_test ({n_test}) exceeds the {members.size} members of the held-out groups; "
+        raise InputError(f"n_test ({n_test}) exceeds the {members.size} members of the held-out groups; "
                          f"raise n_test_groups or lower n_test")
     train = np.flatnonzero(~out)
     if train.size < 2:
-        raise ValueError("held-out groups leave fewer than 2 training models")
+        raise InputError("held-out groups leave fewer than 2 training models")
     test = np.sort(rng.choice(members, size=n_test, replace=False))
     return train, test
 
 
-def calibration_seed(seed, split: int) -> int:
+def calibration_seed(seed: Seed, split: int) -> int:
     """The integer seed split ``split`` passes to its calibration (stream 3 of the split)."""
     return int(_stream(seed, split, _STREAM_CALIBRATION).generate_state(1)[0])
 
 
-def calibrate_split(train_values, *, engine: str = "map", seed: int = 0):
+def calibrate_split(train_values: ArrayLike, *, engine: str = "map",
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Item parameters and training abilities from the training rows only.
 
     Returns ``(a, b, theta_train)``: the 2PL fitted by :func:`irtlib.fit_2pl` (``engine``) and the
@@ -219,33 +222,20 @@ def calibrate_split(train_values, *, engine: str = "map", seed: int = 0):
     return a, b, theta
 
 
-def static_selections(train_values, a, b, theta_train, ks, *, methods=METHODS, seed=0,
+def static_selections(train_values: ArrayLike, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, ks: Sequence[int],
+                      *, methods: Sequence[str] = METHODS, seed: Seed = 0,
                       anchor_solver: str = "auto", prior_information: float = 0.0) -> dict:
     """Every requested static method's subsets, from training data only.
 
-    Returns ``{method: {k: Subset}}`` for the static methods among ``methods``. The nested methods
-    are run once, to the largest ``k``, and sliced.
+    Returns ``{method: {k: Subset}}`` for the static methods among ``methods``, each chosen by its
+    registry entry's ``select`` (:mod:`irtlib.methods`; nested methods run once, to the largest
+    ``k``, and are sliced).
     """
     ks = sorted({int(k) for k in ks})
-    kmax = ks[-1]
-    out = {}
-    need_info = {"total-fisher", "marginal-fisher", "marginal-fisher-bq"} & set(methods)
-    info = information_matrix(a, b, theta_train) if need_info else None
-    if "total-fisher" in methods:
-        order = np.argsort(-info.sum(axis=0), kind="stable")
-        out["total-fisher"] = {k: Subset(order[:k]) for k in ks}
-    if "marginal-fisher" in methods:
-        order = _greedy_se(info, kmax, prior_information=prior_information)
-        out["marginal-fisher"] = {k: Subset(order[:k]) for k in ks}
-    if "marginal-fisher-bq" in methods:
-        order = _greedy_se(info, kmax, prior_information=prior_information, bins=b_quartile_bins(b))
-        out["marginal-fisher-bq"] = {k: Subset(order[:k]) for k in ks}
-    if "disco" in methods:
-        order = disco(train_values, kmax).items
-        out["disco"] = {k: Subset(order[:k]) for k in ks}
-    if "anchor-points" in methods:
-        out["anchor-points"] = anchor_points_path(train_values, ks, seed=seed, solver=anchor_solver)
-    return out
+    training = Training(a=np.asarray(a, float), b=np.asarray(b, float), theta=np.asarray(theta_train, float),
+                        values=np.asarray(train_values, float), seed=seed, prior_information=prior_information,
+                        anchor_solver=anchor_solver)
+    return {m: _methods.REGISTRY[m].select(training, ks) for m in _methods.static_ids() if m in methods}
 
 
 def _blas_limit(n_threads):
@@ -258,18 +248,10 @@ def _blas_limit(n_threads):
     return threadpool_limits(limits=int(n_threads))
 
 
-def run_split(values, reference, split: int, *, ks, methods=METHODS, n_test: int = 10, seed=0,
-              engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
-              blas_threads: int | None = 1, groups=None, n_test_groups: int = 1) -> dict:
-    """One train/test split of the protocol (see :func:`run_splits`)."""
-    return run_splits(values, reference, [split], ks=ks, methods=methods, n_test=n_test, seed=seed,
-                      engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
-                      blas_threads=blas_threads, groups=groups, n_test_groups=n_test_groups)
-
-
-def run_splits(values, reference, splits, *, ks, methods=METHODS, n_test: int = 10, seed=0,
+def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *, ks: Sequence[int],
+               methods: Sequence[str] = METHODS, n_test: int = 10, seed: Seed = 0,
                engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
-               blas_threads: int | None = 1, groups=None, n_test_groups: int = 1) -> dict:
+               blas_threads: int | None = 1, groups: ArrayLike | None = None, n_test_groups: int = 1) -> dict:
     """Some train/test splits of the protocol, with their Fluid tests run together.
 
     Each split is calibrated, selects its static subsets and scores its test models on its
@@ -329,16 +311,16 @@ def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engin
     scores = {}
     t = time.perf_counter()
     random_seed = _stream(seed, split, _STREAM_RANDOM)
-    # (exact Newton passes suit estimates at a few budgets better than Taylor moments)
-    for method, estimator in (("random", MeanScoreEstimator()), ("random-irt", MapEstimator(order=0))):
-        if method in methods:
-            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=RandomSelection(), estimator=estimator,
+    for method in methods:                # random items: every such method shares the split's stream
+        entry = _methods.REGISTRY[method]
+        if entry.kind == "adaptive" and entry.random_items:
+            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector(), estimator=entry.estimator(),
                                 seed=random_seed, record=ks)
             scores[method] = [traj.estimate[:, k - 1] for k in ks]
     t2 = time.perf_counter()
     clock["random"] += t2 - t
     for method, subsets in static.items():
-        how = "map" if method in IRT_METHODS else ("weighted" if method == "anchor-points" else "mean")
+        how = _methods.REGISTRY[method].scorer
         scores[method], prev = [], None
         for k in ks:                      # MAP on k items starts from the estimate on fewer
             prev = score_subset(x_test, subsets[k], how=how, a=a, b=b, theta0=prev)
@@ -356,7 +338,10 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
     preps = [_prepare_split(values, reference, split, ks=ks, methods=methods, n_test=n_test, seed=seed,
                             engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
                             clock=clock, groups=groups, n_test_groups=n_test_groups) for split in splits]
-    if "fluid" in methods:
+    # adaptive methods with chosen (not random) items: one vectorised run over every split's test models
+    for method in [m for m in methods if _methods.REGISTRY[m].kind == "adaptive"
+                   and not _methods.REGISTRY[m].random_items]:
+        entry = _methods.REGISTRY[method]
         t = time.perf_counter()
         # one vectorised run over every split's test models, each with its split's parameters;
         # items outside a split's pool are unavailable to its models
@@ -373,16 +358,16 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
             p["rows"] = r
             at += p["test"].size
         kmax = max(p["ks"][-1] for p in preps)
-        traj = run_adaptive(x, a, b, budget=kmax, selector=MaxInformation(), estimator=MapEstimator())
+        traj = run_adaptive(x, a, b, budget=kmax, selector=entry.selector(), estimator=entry.estimator())
         for p in preps:
-            p["scores"]["fluid"] = [traj.estimate[p["rows"], k - 1] for k in p["ks"]]
+            p["scores"][method] = [traj.estimate[p["rows"], k - 1] for k in p["ks"]]
         clock["fluid"] += time.perf_counter() - t
     out_rows = []
     for p in preps:
-        for method in METHODS:
+        for method in _methods.ids():
             if method in p["scores"]:
                 rho = spearman(np.vstack(p["scores"][method]), p["reference"])
-                out_rows.extend((p["split"], method, k, float(r)) for k, r in zip(p["ks"], rho))
+                out_rows.extend((p["split"], method, k, float(r)) for k, r in zip(p["ks"], rho, strict=True))
     clock["total"] = time.perf_counter() - t0
     return {"rows": out_rows, "tests": {p["split"]: p["test"] for p in preps}, "seconds": clock}
 
@@ -396,11 +381,12 @@ def _progress_wanted(progress) -> bool:
     return bool(progress)
 
 
-def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int = 100, n_test: int = 10,
+def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None, ks: Sequence[int] | None = None,
+                 n_splits: int = 100, n_test: int = 10,
                  seed: int = 0, engine: str = "map", n_jobs: int = 1, variance_threshold: float | None = 0.01,
                  reference: str = "full", anchor_solver: str = "auto", prior_information: float = 0.0,
                  progress: bool | None = None, blas_threads: int | None = 1,
-                 split_batch: int = 10, groups=None, n_test_groups: int = 1) -> pd.DataFrame:
+                 split_batch: int = 10, groups: ArrayLike | None = None, n_test_groups: int = 1) -> pd.DataFrame:
     """The paper's agreement protocol: every method, every budget, every split.
 
     Parameters
@@ -456,24 +442,21 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     """
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
-    methods = METHODS if methods is None else tuple(dict.fromkeys(methods))
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or not methods:
-        raise ValueError(f"unknown method(s) {unknown}; choose from {METHODS}")
+    methods = _methods.check_methods(methods)
     if reference not in ("full", "filtered"):
-        raise ValueError(f"reference must be 'full' or 'filtered', got {reference!r}")
+        raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     if int(n_splits) < 1:
-        raise ValueError("n_splits must be at least 1")
+        raise InputError("n_splits must be at least 1")
     filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
     ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
     n_items = filtered.shape[1]
     ks = budget_grid(n_items) if ks is None else sorted({int(k) for k in ks})
     if not ks or ks[0] < 1 or ks[-1] > n_items:
-        raise ValueError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
+        raise InputError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape != (matrix.shape[0],):
-            raise ValueError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
+            raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
     split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
 
     from joblib import Parallel, delayed
@@ -504,7 +487,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     finally:
         if bar is not None:
             bar.close()
-    order = {m: i for i, m in enumerate(METHODS)}
+    order = {m: i for i, m in enumerate(_methods.ids())}
     df = pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
     df = df.sort_values(["split", "method", "k"], key=lambda s: s.map(order) if s.name == "method" else s,
                         kind="stable").reset_index(drop=True)
@@ -521,13 +504,33 @@ def run_protocol(matrix: ResponseMatrix, *, methods=None, ks=None, n_splits: int
     return df
 
 
+def run_agreement(matrix: ResponseMatrix, *, methods: Sequence[str], ks: Sequence[int] | None = None,
+                  n_splits: int = 100, n_test: int = 10, seed: Seed = 0, engine: str = "map", n_jobs: int = 1,
+                  variance_threshold: float | None = 0.01, progress: bool | None = False) -> pd.DataFrame:
+    """Run :func:`run_protocol` on a user's (unfiltered) response matrix, as ``irtlib agreement`` does.
+
+    The protocol applies the variance filter itself and measures agreement against the safety
+    score on all items (the paper's R). ``ks`` defaults to the protocol's log-spaced budget grid.
+    """
+    methods = _methods.check_methods(list(methods))
+    if matrix.shape[0] < 2:
+        raise InputError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
+                         "two models (and --n-test of them held out)")
+    if n_test >= matrix.shape[0] - 1:
+        raise InputError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
+                         "for calibration")
+    return run_protocol(matrix, methods=list(methods), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+                                  engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
+                                  progress=progress)
+
+
 # ---------------------------------------------------------------------------- summaries
 def _nan_fill(values: pd.Series, nan_policy: str) -> pd.Series:
     if nan_policy == "zero":
         return values.fillna(0.0)
     if nan_policy == "omit":
         return values
-    raise ValueError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
+    raise InputError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
 
 
 def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: float = 0.95) -> pd.DataFrame:
@@ -565,7 +568,7 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: 
     return out.drop(columns="n").reset_index()
 
 
-def mean_interval_halfwidth(sd, n, *, level: float = 0.95) -> np.ndarray:
+def mean_interval_halfwidth(sd: ArrayLike, n: ArrayLike, *, level: float = 0.95) -> np.ndarray:
     """Half-width of the Student-t confidence interval of a mean: ``t_{(1+level)/2, n-1} sd / sqrt(n)``.
 
     Parameters
@@ -577,8 +580,10 @@ def mean_interval_halfwidth(sd, n, *, level: float = 0.95) -> np.ndarray:
     """
     sd, n = np.asarray(sd, dtype=float), np.asarray(n, dtype=float)
     if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+        raise InputError(f"level must lie in (0, 1), got {level!r}")
     with np.errstate(invalid="ignore", divide="ignore"):
+        from scipy import stats
+
         t = stats.t.ppf(0.5 + level / 2.0, np.where(n >= 2, n - 1, np.nan))
         return t * sd / np.sqrt(n)
 
@@ -609,17 +614,18 @@ def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: s
     wide = at.pivot_table(index="split", columns="method", values="agreement", dropna=False)
     for m in (method, baseline):
         if m not in wide.columns:
-            raise ValueError(f"method {m!r} has no results at k = {k}")
+            raise InputError(f"method {m!r} has no results at k = {k}")
     d = (_nan_fill(wide[method], nan_policy) - _nan_fill(wide[baseline], nan_policy)).dropna().to_numpy()
     if d.size == 0:
-        raise ValueError(f"no split has both {method!r} and {baseline!r} at k = {k}")
+        raise InputError(f"no split has both {method!r} and {baseline!r} at k = {k}")
     mean = float(d.mean())
     half = float(mean_interval_halfwidth(d.std(ddof=1) if d.size > 1 else np.nan, d.size, level=level))
     return {"mean": mean, "ci_lo": mean - half, "ci_hi": mean + half, "share_ahead": float((d > 0).mean()),
             "n_splits": int(d.size)}
 
 
-def agreement_at(results: pd.DataFrame, budgets, *, methods=None, nan_policy: str = "zero",
+def agreement_at(results: pd.DataFrame, budgets: int | Mapping[str, int], *, methods: Sequence[str] | None = None,
+                 nan_policy: str = "zero",
                  level: float = 0.95) -> pd.DataFrame:
     """Mean agreement of each method at given budgets, with its confidence interval.
 
@@ -646,17 +652,17 @@ def agreement_at(results: pd.DataFrame, budgets, *, methods=None, nan_policy: st
         curves = curves.assign(benchmark=None)
         budgets = {None: budgets}
     elif not isinstance(budgets, Mapping):
-        raise ValueError("budgets must map benchmark -> k when results hold a 'benchmark' column")
+        raise InputError("budgets must map benchmark -> k when results hold a 'benchmark' column")
     frames = []
     for bench, k in budgets.items():
         curve = curves[curves["benchmark"] == bench] if bench is not None else curves
         if curve.empty:
-            raise ValueError(f"no results for benchmark {bench!r}")
+            raise InputError(f"no results for benchmark {bench!r}")
         at = curve[curve["k"] == int(k)]
         if at.empty:
             swept = np.sort(curve["k"].unique())
             near = swept[np.argsort(np.abs(swept - int(k)))[:2]]
-            raise ValueError(f"k = {k} was not swept for benchmark {bench!r} (nearest swept: {sorted(near.tolist())})")
+            raise InputError(f"k = {k} was not swept for benchmark {bench!r} (nearest swept: {sorted(near.tolist())})")
         if methods is not None:
             at = at[at["method"].isin(list(methods))]
         frames.append(at)
@@ -689,7 +695,8 @@ def _crossings(curve: pd.DataFrame, threshold: float, baseline: str):
     return k_left, reached, k_right, status
 
 
-def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 0.90, nan_policy: str = "zero",
+def summarise_table2(results: pd.DataFrame, n_items: int | Mapping[str, int] | None = None, *,
+                     threshold: float = 0.90, nan_policy: str = "zero",
                      level: float = 0.95, baseline: str = "random") -> pd.DataFrame:
     """Table 2 from protocol results, with the spread over splits the paper does not report.
 
@@ -728,7 +735,7 @@ def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 
     """
     curves = agreement_curves(results, nan_policy=nan_policy, level=level)
     if "fluid" not in set(curves["method"]):
-        raise ValueError("Table 2 needs the 'fluid' method in the results")
+        raise InputError("Table 2 needs the 'fluid' method in the results")
     groups = curves.groupby("benchmark", sort=False) if "benchmark" in curves.columns else [(None, curves)]
     out = []
     for bench, curve in groups:
@@ -751,7 +758,3 @@ def summarise_table2(results: pd.DataFrame, n_items=None, *, threshold: float = 
                     row = {"benchmark": bench, **row}
                 out.append(row)
     return pd.DataFrame(out)
-
-
-#: Alias of :func:`summarise_table2` (the name the command line looks for).
-table2 = summarise_table2

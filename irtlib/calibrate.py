@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import scipy.linalg
-from threadpoolctl import threadpool_limits
 from scipy.special import log_expit
+from threadpoolctl import threadpool_limits
 
+from ._typing import ArrayLike
 from .data import ResponseMatrix
+from .errors import InputError, MissingDependencyError
 from .model import probability
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES"]
@@ -63,13 +65,6 @@ class Calibration:
             c = self.c.reindex(self.a.index).to_numpy()
             p = c + (1.0 - c) * p
         return pd.DataFrame(p, index=self.theta.index, columns=self.a.index)
-
-    def items_frame(self) -> pd.DataFrame:
-        """Item parameters as a DataFrame with columns ``a`` and ``b`` (and ``c`` for a 3PL)."""
-        cols = {"a": self.a, "b": self.b}
-        if self.c is not None:
-            cols["c"] = self.c
-        return pd.DataFrame(cols)
 
 
 # ---------------------------------------------------------------------------- MAP engine
@@ -142,8 +137,10 @@ def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
     return d_t, d_aa * h_al + d_ab * h_b, d_ab * h_al + d_bb * h_b
 
 
-def fit_map(values, *, prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0), prior_b=(0.0, 1.0),
-            max_iter: int = 200, tol: float = 1e-6, max_step: float = 2.0):
+def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
+            prior_log_a: tuple[float, float] = (0.0, 1.0), prior_b: tuple[float, float] = (0.0, 1.0),
+            max_iter: int = 200, tol: float = 1e-6,
+            max_step: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Joint posterior mode of the 2PL with the paper's priors (the fast engine).
 
     Parameters
@@ -196,7 +193,8 @@ def _fit_map(values, *, priors, max_iter, tol, max_step):
     state = _State(x, mask, theta, np.zeros(x.shape[1]), b, priors)
     converged, newton = False, False
     it = 0
-    for it in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        it += 1
         accepted = None
         for use_newton in ((True, False) if newton else (False,)):
             step = _scoring_step(x, mask, state, priors, newton=use_newton)
@@ -231,12 +229,15 @@ PYIRT_EXTRA = "pip install 'irtlib[pyirt]'"
 
 
 def _load_pyirt_engine():
-    """``fit_pyirt``, or an ImportError naming the extra when torch, pyro or py-irt is missing."""
+    """``fit_pyirt``, or a :class:`~irtlib.errors.MissingDependencyError` naming the extra.
+
+    Raised (an ImportError) when torch, pyro or py-irt is missing.
+    """
     try:
         from ._pyirt_engine import fit_pyirt
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
-        raise ImportError(f'engine="pyirt" needs torch, pyro-ppl and py-irt, which are not installed '
+        raise MissingDependencyError(f'engine="pyirt" needs torch, pyro-ppl and py-irt, which are not installed '
                           f"({missing} is missing): install them with {PYIRT_EXTRA}, or use the default "
                           'engine="map"') from exc
     return fit_pyirt
@@ -283,7 +284,7 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+        raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
     start = time.perf_counter()
     priors = {"theta": "Normal(0, 1)", "a": "LogNormal(0, 1)", "b": "Normal(0, 1)"}
     if engine == "pyirt":

@@ -211,7 +211,7 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         alpha, gamma = np.log(a2), logit(c0)
     pt = _Point(x, mask, theta, alpha, b, gamma, priors)
     converged, it, small = False, 0, 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
         step = _step(x, mask, pt, priors)
         if step is None:
             break
@@ -524,8 +524,11 @@ def map_ability_irt(responses, a, b, c=None, *, theta0=0.0, prior_sd: float = 1.
 
 
 def _item_information(theta, a, b, c):
-    """Fisher information about theta, (n_models, n_items): ``a^2 P (1 - P)`` (2PL), Birnbaum's
-    ``a^2 (1 - c) s^2 (1 - s) / P`` with ``s = sigmoid(a (theta - b))`` (3PL)."""
+    """Fisher information about theta, shape (n_models, n_items).
+
+    ``a^2 P (1 - P)`` for the 2PL; Birnbaum's ``a^2 (1 - c) s^2 (1 - s) / P`` with
+    ``s = sigmoid(a (theta - b))`` for the 3PL.
+    """
     s = expit(a * (theta[:, None] - b))
     if c is None:
         return a * a * s * (1.0 - s)
@@ -608,7 +611,7 @@ def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks, n_splits:
         fit = fit_irt_values(values[train], model=model, prior_c=prior_c)
         est = fluid_irt(values[test], fit["a"], fit["b"], fit["c"], budget=ks[-1])
         rho = spearman(est[:, [k - 1 for k in ks]].T, reference[test])
-        rows.extend((split, "fluid", k, float(r), model) for k, r in zip(ks, rho))
+        rows.extend((split, "fluid", k, float(r), model) for k, r in zip(ks, rho, strict=True))
     out = pd.DataFrame(rows, columns=["split", "method", "k", "agreement", "model"])
     out.attrs.update({"n_splits": int(n_splits), "n_test": int(n_test), "seed": seed, "model": model,
                       "source": matrix.source})

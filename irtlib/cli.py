@@ -4,8 +4,10 @@ Thin by design: each subcommand parses its options, calls the Python API (:mod:`
 :mod:`irtlib.bank`, :mod:`irtlib.session`, :mod:`irtlib.subsets`, :mod:`irtlib.agreement`) and
 prints. Conventions:
 
-- exit status 0 on success, 2 on a usage error (argparse, or :class:`CLIUsageError`), 1 on bad
-  input or any other failure, 130 when interrupted, 143 on SIGTERM (handled like Ctrl-C);
+- exit status 0 on success, 2 on a usage error (argparse, or :class:`irtlib.errors.UsageError`),
+  1 on bad input (:class:`irtlib.errors.IrtlibError`) or a file-system error (:class:`OSError`),
+  3 on an internal error (any other exception: a bug in irtlib, traceback with ``--debug``),
+  130 when interrupted, 143 on SIGTERM (handled like Ctrl-C);
 - errors are one line, ``irtlib: error: <file>: row N: ...``, with no traceback (``--debug``
   shows it); irtlib's warnings are ``irtlib: warning: ...`` lines;
 - outputs are written atomically (:func:`irtlib.io.atomic_write`, :func:`irtlib.io.atomic_directory`)
@@ -25,9 +27,25 @@ import signal
 import sys
 import traceback
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["main", "build_parser", "write_report", "run_agreement"]
+from .errors import InputError, IrtlibError, UsageError
+
+__all__ = ["main", "build_parser"]
+
+
+def __getattr__(name: str):
+    """``irtlib.cli.write_report`` and ``run_agreement``: now in :mod:`irtlib.report` and :mod:`irtlib.agreement`."""
+    if name == "write_report":
+        from .report import write_report
+
+        return write_report
+    if name == "run_agreement":
+        from .agreement import run_agreement
+
+        return run_agreement
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 PROG = "irtlib"
 
@@ -36,13 +54,10 @@ ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior
                "'pyirt' runs py-irt's variational fit exactly as the paper did (tens of seconds to minutes)")
 
 
-#: Methods of ``agreement`` and ``report`` by default: all of the paper's eight.
-DEFAULT_METHODS = ("fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq",
-                   "anchor-points", "disco")
 
 
-class CLIUsageError(Exception):
-    """A usage problem found after parsing (reported like argparse's, exit status 2)."""
+#: A usage problem found after parsing (reported like argparse's, exit status 2).
+CLIUsageError = UsageError
 
 
 class _Quit(Exception):
@@ -65,24 +80,11 @@ class _Out:
 
     def result(self, document: dict, text: str) -> None:
         if self.json:
-            print(json.dumps(_jsonable(document), indent=2, allow_nan=False))
+            from .report import jsonable
+
+            print(json.dumps(jsonable(document), indent=2, allow_nan=False))
         else:
             print(text)
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy scalars
-        try:
-            obj = obj.item()
-        except (TypeError, ValueError):
-            pass
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def _one_line(exc: BaseException) -> str:
@@ -149,14 +151,15 @@ def _separator(text: str) -> str:
 
 
 def _method_list(text: str) -> list[str]:
-    from .agreement import METHODS
+    from .methods import ids
 
+    known = ids()
     methods = [m for m in text.replace(" ", "").split(",") if m]
     if not methods:
-        raise argparse.ArgumentTypeError(f"{text!r} names no method; choose from {', '.join(METHODS)}")
-    unknown = [m for m in methods if m not in METHODS]
+        raise argparse.ArgumentTypeError(f"{text!r} names no method; choose from {', '.join(known)}")
+    unknown = [m for m in methods if m not in known]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown method {_short(unknown[0])}; choose from {', '.join(METHODS)}")
+        raise argparse.ArgumentTypeError(f"unknown method {_short(unknown[0])}; choose from {', '.join(known)}")
     return list(dict.fromkeys(methods))
 
 
@@ -240,8 +243,8 @@ def _input_kwargs(args) -> dict:
 
 # ---------------------------------------------------------------------------- calibrate
 def _cmd_calibrate(args, out: _Out) -> int:
-    from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
     from .bank import _MAGIC as BANK_MAGIC
+    from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
     from .io import check_writable, load_responses
 
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
@@ -280,8 +283,9 @@ def _cmd_calibrate(args, out: _Out) -> int:
 
 # ---------------------------------------------------------------------------- subset
 def _cmd_subset(args, out: _Out) -> int:
-    from .bank import _SUBSET_MAGIC, SUBSET_METHODS, read_bank, select_subset, write_subset
+    from .bank import _SUBSET_MAGIC, read_bank, select_subset, write_subset
     from .io import check_writable, load_responses
+    from .methods import REGISTRY
 
     check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
     bank = read_bank(args.bank)
@@ -289,7 +293,7 @@ def _cmd_subset(args, out: _Out) -> int:
     if args.responses is not None:
         out.progress(f"reading {args.responses}")
         matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
-    elif args.method in SUBSET_METHODS["needs_responses"]:
+    elif REGISTRY[args.method].needs_responses:
         raise CLIUsageError(f"--method {args.method} needs the training responses: pass --responses FILE")
     if args.k > len(bank):
         raise CLIUsageError(f"-k {args.k} is larger than the bank ({len(bank)} items)")
@@ -336,7 +340,7 @@ def _stdin_callback(bank, out: _Out):
             if answer in ("q", "quit", "exit"):
                 raise _Quit("quit")
             if not interactive:          # a pipe: asking again would read the next answer as this one's
-                raise ValueError(f"stdin line {state['line']}: {_short(line.strip())} is not a response to item "
+                raise InputError(f"stdin line {state['line']}: {_short(line.strip())} is not a response to item "
                                  f"{_short(item)} (give 1, 0, s or q)")
             print(f"    {_short(answer)}: please answer 1, 0, s or q", file=sys.stderr)
 
@@ -378,7 +382,7 @@ def _cmd_evaluate(args, out: _Out) -> int:
         if state_path is not None and state_path.exists():
             session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se)
             if model is not None and session.model is not None and str(session.model) != str(model):
-                raise ValueError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
+                raise InputError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
             out.progress(f"resuming {state_path}: {session.n_items} items done")
         else:
             max_items, target_se = args.max_items, args.target_se
@@ -405,7 +409,7 @@ def _cmd_evaluate(args, out: _Out) -> int:
            "done": complete, "complete": complete,
            "max_items": session.max_items, "target_se": session.target_se, **result.to_dict(with_items=False),
            "interval_note": note,
-           "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses)],
+           "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses, strict=True)],
            "unavailable": session.unavailable}
     text = result.summary()
     if interrupted:
@@ -473,7 +477,8 @@ def _cmd_agreement(args, out: _Out) -> int:
     matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
                  f"{args.n_test} test models; methods {','.join(args.methods)}")
-    results = run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits, n_test=args.n_test,
+    results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits,
+                                      n_test=args.n_test,
                             seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
                             variance_threshold=args.variance_threshold, progress=not out.quiet)
     curves = agreement.agreement_curves(results)
@@ -499,32 +504,6 @@ def _cmd_agreement(args, out: _Out) -> int:
     return 0
 
 
-def run_agreement(matrix, *, methods, ks=None, n_splits=100, n_test=10, seed=0, engine="map", n_jobs=1,
-                  variance_threshold=0.01, progress=False):
-    """Run :func:`irtlib.agreement.run_protocol` on a user's (unfiltered) response matrix.
-
-    The protocol applies the variance filter itself and measures agreement against the safety
-    score on all items (the paper's R). ``ks`` defaults to the protocol's log-spaced budget grid.
-    """
-    from . import agreement
-
-    if not list(methods):
-        raise ValueError(f"no method given; choose from {', '.join(agreement.METHODS)}")
-    unknown = [m for m in methods if m not in agreement.METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s) {', '.join(_short(m) for m in unknown[:3])}; "
-                         f"choose from {', '.join(agreement.METHODS)}")
-    if matrix.shape[0] < 2:
-        raise ValueError(f"{matrix.source}: only {matrix.shape[0]} model: the agreement protocol needs at least "
-                         "two models (and --n-test of them held out)")
-    if n_test >= matrix.shape[0] - 1:
-        raise ValueError(f"{matrix.source}: --n-test {n_test} leaves fewer than 2 of the {matrix.shape[0]} models "
-                         "for calibration")
-    return agreement.run_protocol(matrix, methods=list(methods), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
-                                  engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
-                                  progress=progress)
-
-
 def _table2_text(table) -> str:
     """Table 2 as the paper prints it: one line per column (left/right), mean agreement per method."""
     lines = []
@@ -532,147 +511,12 @@ def _table2_text(table) -> str:
         first = rows.iloc[0]
         lines.append(f"  {column}: k = {k} ({first['k_over_n']:.1%} of the items, saving {first['saving']:.1%}; "
                      f"{first['status']})")
-        lines.append("    " + "  ".join(f"{r['method']} {r['mean']:.2f} (SD {r['sd']:.2f})" for _, r in rows.iterrows()))
+        means = (f"{r['method']} {r['mean']:.2f} (SD {r['sd']:.2f})" for _, r in rows.iterrows())
+        lines.append("    " + "  ".join(means))
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- report
-_HTML = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }}
-table {{ border-collapse: collapse; margin: 1rem 0; }} td, th {{ border: 1px solid #ccc; padding: .25rem .6rem; text-align: right; }}
-th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left; }}
-img {{ max-width: 100%; }} .note {{ color: #555; font-size: .92rem; }}
-</style></head><body>
-<h1>{title}</h1>
-<p class="note">Written by irtlib {version} from <code>{source}</code> (SHA-256 <code>{sha}</code>), {engine} engine,
-binarization {rule}, variance threshold {threshold}. Safety score = share of safe responses; theta = 2PL ability.</p>
-{body}
-</body></html>
-"""
-
-
-def _html_table(frame) -> str:
-    return frame.to_html(border=0, float_format=lambda v: f"{v:.3f}", na_rep="")
-
-
-def write_report(data, out_dir, *, engine: str = "map", n_splits: int = 20, ks=None, n_test: int = 10,
-                 seed: int = 0, n_jobs: int = 1, force: bool = False, methods=None, variance_threshold: float = 0.01,
-                 rule: str = "as given", progress=None, show_progress: bool = False) -> dict:
-    """Write a small static HTML report of a benchmark: fit, spread of a, ceiling, agreement.
-
-    The directory is built next to ``out_dir`` and renamed into place at the end
-    (:func:`irtlib.io.atomic_directory`), so a failure or an interruption leaves nothing
-    half-written. It holds a marker file listing what irtlib wrote; an existing ``out_dir`` is
-    replaced only with ``force``, and only when it is such a report with nothing added.
-
-    Parameters
-    ----------
-    data : irtlib.io.Responses
-        The benchmark (see :func:`irtlib.io.load_responses`).
-    out_dir : path-like
-        Directory to create: ``index.html``, one PNG per figure, ``summary.json`` and
-        ``agreement.csv``.
-    engine, n_splits, ks, n_test, seed, n_jobs, methods
-        Calibration engine and agreement-protocol settings (see ``irtlib agreement``).
-    force : bool
-        Replace an existing ``out_dir`` that is a previous irtlib report.
-    variance_threshold : float
-    rule : str
-        The binarization rule the data were read with (shown in the report).
-    progress : callable(str), optional
-    show_progress : bool
-        Progress bars for the agreement protocol.
-
-    Returns
-    -------
-    dict
-        The summary written to ``summary.json``.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from . import __version__, plots
-    from .bank import calibrate_bank
-    from .io import atomic_directory, check_writable
-
-    say = progress or (lambda message: None)
-    out_dir = check_writable(out_dir, force=force, directory=True)
-    m = data.matrix
-    if n_splits > 0 and n_test >= m.shape[0] - 1:
-        raise ValueError(f"{data.source}: {m.shape[0]} models are too few for the agreement protocol with --n-test "
-                         f"{n_test} (it needs at least {n_test + 2}): lower --n-test, or pass --n-splits 0 to "
-                         "write the report without the agreement section")
-    name = Path(data.source).stem or "benchmark"
-    bank = calibrate_bank(m, engine=engine, variance_threshold=variance_threshold, seed=seed, interval_check=False,
-                          progress=say)
-    theta = bank.calibration_theta
-    scores = m.safety_scores().reindex(theta.index)
-    fit = bank.items.rename(columns={"safe_rate": "observed"})[["observed", "expected", "residual"]]
-    diag = bank.meta["diagnostics"]
-    with atomic_directory(out_dir, force=force, note=f"irtlib {__version__} report of {data.source}\n") as tmp:
-        figures = {
-            "theta_vs_score.png": ("Ability against safety score (Figure 2)",
-                                   plots.theta_vs_score({name: (theta, scores)}, ncols=1)),
-            "item_fit.png": ("Observed against model-implied item safe rates (appendix E)",
-                             plots.item_fit_scatter({name: fit}, ncols=1)),
-            "discrimination.png": ("Spread of discrimination a (Figure 3)",
-                                   plots.discrimination_spread({name: bank.a})),
-            "ceiling.png": ("Models above the 0.95 ceiling, spread out in theta",
-                            plots.ceiling_separation({name: (theta, scores)}, ncols=1)),
-        }
-        agreement_html, table2, results = "<p>Agreement protocol not run (0 splits).</p>", None, None
-        if n_splits > 0:
-            from . import agreement
-
-            methods = list(methods or DEFAULT_METHODS)
-            say(f"agreement protocol: {n_splits} splits, methods {','.join(methods)}")
-            results = run_agreement(m, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
-                                    engine=engine, n_jobs=n_jobs, variance_threshold=variance_threshold,
-                                    progress=show_progress)
-            results.to_csv(tmp / "agreement.csv", index=False)
-            figures["agreement.png"] = (f"Agreement with the full benchmark against k ({n_splits} splits, "
-                                        f"{n_test} test models each; shading 1 SD)",
-                                        plots.agreement_curves(results, title=name))
-            curves = agreement.agreement_curves(results)
-            table2 = agreement.summarise_table2(results) if "fluid" in methods else None
-            agreement_html = ("<h3>Table 2 summary</h3>" + _html_table(table2) if table2 is not None else "") + \
-                "<h3>Mean agreement by budget k</h3>" + \
-                _html_table(curves.pivot(index="k", columns="method", values="mean"))
-        for fname, (_, fig) in figures.items():
-            fig.savefig(tmp / fname, dpi=110, bbox_inches="tight")
-            plt.close(fig)
-        import pandas as pd
-
-        facts = pd.DataFrame({"value": [
-            m.shape[0], m.shape[1], m.n_observations, len(bank), bank.filtered["n_items"],
-            diag["item_rmse"], diag["cv_a"], diag["spearman_theta_score"], diag["ceiling"]["above"],
-        ]}, index=["models", "items", "responses", "items calibrated", "items left out (variance <= "
-                   f"{variance_threshold})", "item RMSE", "CV of a", "Spearman(theta, safety score)",
-                   "models above 0.95"])
-        body = ["<h2>Summary</h2>", facts.to_html(border=0, header=False, float_format=lambda v: f"{v:.3f}")]
-        for fname, (caption, _) in figures.items():
-            if fname == "agreement.png":
-                continue
-            body += [f"<h2>{caption}</h2>", f'<img src="{fname}" alt="{caption}">']
-        body += ["<h2>Agreement</h2>"]
-        if "agreement.png" in figures:
-            body += [f'<p class="note">{figures["agreement.png"][0]}</p>', '<img src="agreement.png" alt="agreement">']
-        body += [agreement_html]
-        summary = {"source": data.source, "sha256": data.sha256, "n_models": m.shape[0], "n_items": m.shape[1],
-                   "bank_items": len(bank), "filtered": bank.filtered, "diagnostics": diag,
-                   "agreement": None if table2 is None else table2.to_dict(orient="records"),
-                   "figures": list(figures)}
-        (tmp / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2))
-        (tmp / "index.html").write_text(_HTML.format(
-            title=f"irtlib report: {name}", version=__version__, source=data.source, sha=data.sha256[:16],
-            engine=engine, rule=rule, threshold=variance_threshold, body="\n".join(body)), encoding="utf-8")
-    return summary
-
-
 def _cmd_report(args, out: _Out) -> int:
     from .io import check_writable, load_responses
 
@@ -686,6 +530,8 @@ def _cmd_report(args, out: _Out) -> int:
         raise CLIUsageError(f"{data.source}: {data.matrix.shape[0]} models are too few for --n-test {args.n_test} "
                             "(the agreement protocol needs --n-test + 2): lower --n-test, or pass --n-splits 0 to "
                             "write the report without the agreement section")
+    from .report import write_report
+
     summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
                            n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
                            methods=args.methods, progress=out.progress, show_progress=not out.quiet,
@@ -711,9 +557,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Calibrate, subset and adaptively evaluate a safety benchmark with 2PL item response "
                     "theory (Fluid Benchmarking). Run `irtlib COMMAND --help` for each command.",
-        epilog="Exit status: 0 ok, 1 bad input or failure, 2 usage error.")
+        epilog="Exit status: 0 ok, 1 bad input or failure, 2 usage error, 3 internal error (a bug; see --debug).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    _add_calibrate(sub)
+    _add_subset(sub)
+    _add_evaluate(sub)
+    _add_protocol_commands(sub)
+    return parser
+
+
+def _add_calibrate(sub) -> None:
+    from .calibrate import ENGINES
 
     p = sub.add_parser("calibrate", help="fit the 2PL model and write an item bank",
                        description="Read a response file, binarize it, drop items with (near-)zero variance, fit "
@@ -722,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "data checksum and the bank checksum.")
     p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
     p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
-    p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
+    p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
     p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                    help="leave out items with p(1-p) <= V (the paper: 0.01)")
     p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
@@ -736,7 +592,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p, force=True, seed=True)
     p.set_defaults(handler=_cmd_calibrate)
 
-    from .bank import SUBSET_METHODS
+
+def _add_subset(sub) -> None:
+    from .methods import subset_ids
 
     p = sub.add_parser("subset", help="choose a fixed item subset from a bank",
                        description="Choose k items from an item bank with one of the paper's static subset "
@@ -744,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "anchor-points needs the training responses (--responses); the Fisher "
                                    "methods use the calibration abilities stored in the bank.")
     p.add_argument("bank", metavar="BANK", help="item bank written by `irtlib calibrate`")
-    p.add_argument("--method", required=True, choices=SUBSET_METHODS["all"], help="selection method")
+    p.add_argument("--method", required=True, choices=subset_ids(), help="selection method")
     p.add_argument("-k", type=_positive_int, required=True, help="number of items")
     p.add_argument("-o", "--output", required=True, metavar="ITEMS", help="CSV of chosen items to write")
     p.add_argument("--responses", metavar="FILE", help="the calibration responses (needed by anchor-points)")
@@ -752,6 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p, force=True, seed=True)
     p.set_defaults(handler=_cmd_subset)
 
+
+def _add_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="adaptive test of a new model on a bank",
                        description="Adaptive test (Fluid Benchmarking): propose the most informative item at "
                                    "the current ability, record the response, update the ability by MAP, and "
@@ -776,7 +636,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(handler=_cmd_evaluate)
 
-    methods_default = list(DEFAULT_METHODS)
+
+def _add_protocol_commands(sub) -> None:
+    """``agreement`` and ``report``: the agreement protocol's options, shared."""
+    from .calibrate import ENGINES
+    from .methods import ids
+
+    methods_default = list(ids())       # all of the paper's eight, from the registry
     for name, handler, helptext, description in (
         ("agreement", _cmd_agreement, "run the paper's agreement protocol and print the Table 2 summary",
          "Repeatedly split the models into training and test models, calibrate on the training models, "
@@ -803,16 +669,15 @@ def build_parser() -> argparse.ArgumentParser:
                             + ("; 0 skips the agreement section, e.g. for fewer than 12 models)"
                                if name == "report" else ")"))
         p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")
-        p.add_argument("--engine", choices=("map", "pyirt"), default="map", help=ENGINE_HELP)
+        p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
         p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                        help="leave out items with p(1-p) <= V (the paper: 0.01)")
         _input_options(p)
         _common(p, force=True, seed=True, n_jobs=True, json_flag=True)
         p.set_defaults(handler=handler)
-    return parser
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``irtlib`` command line; returns the exit status.
 
     Parameters
@@ -842,11 +707,19 @@ def main(argv=None) -> int:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
-        except Exception as exc:  # noqa: BLE001 - one line, no traceback (see --debug)
+        except (IrtlibError, OSError) as exc:     # bad input, a missing file, a full disk: the user can fix it
             if args.debug:
                 traceback.print_exc()
             print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
             return 1
+        except Exception as exc:  # noqa: BLE001 - anything else is a bug in irtlib
+            if args.debug:
+                traceback.print_exc()
+            print(f"{PROG}: internal error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+            if not args.debug:
+                print(f"{PROG}: this is a bug in irtlib, not a problem with the input: please report it with "
+                      "the traceback that --debug shows", file=sys.stderr)
+            return 3
 
 
 class _Terminated(KeyboardInterrupt):

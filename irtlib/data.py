@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
+
 __all__ = ["ResponseMatrix", "shown"]
 
 
@@ -18,7 +20,7 @@ __all__ = ["ResponseMatrix", "shown"]
 ID_LIMIT = 60
 
 
-def shown(value, *, limit: int = ID_LIMIT) -> str:
+def shown(value: object, *, limit: int = ID_LIMIT) -> str:
     """``repr(value)`` for a message, cut to about ``limit`` characters (a 1 MB id stays short).
 
     Parameters
@@ -74,30 +76,30 @@ class ResponseMatrix:
     def __init__(self, values, models: Sequence, items: Sequence, *, source: str = "response matrix"):
         arr = np.array(values, dtype=float, copy=True)
         if arr.ndim != 2:
-            raise ValueError(f"{source}: expected a 2-D models x items array, got shape {arr.shape}")
+            raise InputError(f"{source}: expected a 2-D models x items array, got shape {arr.shape}")
         models = pd.Index(models, name="model")
         items = pd.Index(items, name="item")
         if arr.shape != (len(models), len(items)):
-            raise ValueError(
+            raise InputError(
                 f"{source}: values have shape {arr.shape} but there are {len(models)} models "
                 f"and {len(items)} items"
             )
         if arr.size == 0:
-            raise ValueError(f"{source}: the response matrix is empty ({arr.shape[0]} models x {arr.shape[1]} items)")
+            raise InputError(f"{source}: the response matrix is empty ({arr.shape[0]} models x {arr.shape[1]} items)")
         for kind, index in (("model", models), ("item", items)):
             dup = index[index.duplicated()].unique()
             if len(dup):
-                raise ValueError(f"{source}: duplicate {kind} identifiers: {', '.join(shown(d) for d in dup[:3])}")
+                raise InputError(f"{source}: duplicate {kind} identifiers: {', '.join(shown(d) for d in dup[:3])}")
             text = index.map(str)
             clash = text.duplicated(keep=False)
             if clash.any():
                 pair = index[clash][text[clash] == text[clash][0]]
-                raise ValueError(f"{source}: {kind} identifiers {shown(pair[0])} and {shown(pair[1])} are the same "
+                raise InputError(f"{source}: {kind} identifiers {shown(pair[0])} and {shown(pair[1])} are the same "
                                  "when written as text (ids are compared as text: make them distinct)")
         bad = ~(np.isnan(arr) | (arr == 0.0) | (arr == 1.0))
         if bad.any():
             r, c = np.argwhere(bad)[0]
-            raise ValueError(
+            raise InputError(
                 f"{source}: scores must be 0, 1 or missing; model {shown(models[r])}, item {shown(items[c])} "
                 f"has {float(arr[r, c])!r} ({int(bad.sum())} such cells)"
             )
@@ -105,7 +107,7 @@ class ResponseMatrix:
         for axis, kind, index in ((1, "model", models), (0, "item", items)):
             empty = np.flatnonzero(~observed.any(axis=axis))
             if len(empty):
-                raise ValueError(f"{source}: {kind} {_describe(index, empty)} has no observed response")
+                raise InputError(f"{source}: {kind} {_describe(index, empty)} has no observed response")
         arr.setflags(write=False)
         self._values = arr
         self._models = models
@@ -115,7 +117,7 @@ class ResponseMatrix:
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_long(cls, df: pd.DataFrame, *, model: str = "model", item: str = "item",
-                  score: str = "score", source: str = "long responses") -> "ResponseMatrix":
+                  score: str = "score", source: str = "long responses") -> ResponseMatrix:
         """Build a matrix from a long table with one row per (model, item) judgment.
 
         Parameters
@@ -133,31 +135,32 @@ class ResponseMatrix:
         ------
         ValueError
             Missing columns, non-numeric scores, scores outside {0, 1}, or one (model, item)
-            pair with conflicting scores; the message names the row (0-based position in
-            ``df``) at fault.
+            pair with conflicting scores; the message names the row at fault, 1-based
+            as a spreadsheet numbers the data rows (the first row of ``df`` is row 1), like
+            :mod:`irtlib.io`'s messages.
         """
         missing = [c for c in (model, item, score) if c not in df.columns]
         if missing:
-            raise ValueError(f"{source}: missing column(s) {missing}; found {list(df.columns)}")
+            raise InputError(f"{source}: missing column(s) {missing}; found {list(df.columns)}")
         if len(df) == 0:
-            raise ValueError(f"{source}: the response table is empty")
+            raise InputError(f"{source}: the response table is empty")
         scores = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float)
         raw = df[score].to_numpy()
         nonnum = np.isnan(scores) & ~pd.isna(raw)
         if nonnum.any():
             row = int(np.flatnonzero(nonnum)[0])
-            raise ValueError(f"{source}: row {row}: score {shown(raw[row])} in column {score!r} is not numeric")
+            raise InputError(f"{source}: row {row + 1}: score {shown(raw[row])} in column {score!r} is not numeric")
         bad = ~np.isnan(scores) & (scores != 0.0) & (scores != 1.0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{source}: row {row}: score {float(scores[row])!r} in column {score!r} is not 0 or 1 "
+            raise InputError(
+                f"{source}: row {row + 1}: score {float(scores[row])!r} in column {score!r} is not 0 or 1 "
                 f"({int(bad.sum())} such rows; binarize graded scores first)"
             )
         for col in (model, item):
             nulls = df[col].isna().to_numpy()
             if nulls.any():
-                raise ValueError(f"{source}: row {int(np.flatnonzero(nulls)[0])}: column {col!r} is empty")
+                raise InputError(f"{source}: row {int(np.flatnonzero(nulls)[0]) + 1}: column {col!r} is empty")
         tidy = pd.DataFrame({"model": df[model].to_numpy(), "item": df[item].to_numpy(), "score": scores})
         tidy = tidy[~np.isnan(scores)]
         dup = tidy.duplicated(["model", "item"], keep=False)
@@ -166,8 +169,8 @@ class ResponseMatrix:
             conflicts = spread[spread > 1]
             if len(conflicts):
                 m, i = conflicts.index[0]
-                rows = tidy.index[(tidy["model"] == m) & (tidy["item"] == i)].tolist()
-                raise ValueError(
+                rows = [r + 1 for r in tidy.index[(tidy["model"] == m) & (tidy["item"] == i)].tolist()]
+                raise InputError(
                     f"{source}: rows {rows[:5]}: model {shown(m)}, item {shown(i)} has conflicting scores "
                     f"({len(conflicts)} such pairs)"
                 )
@@ -180,7 +183,7 @@ class ResponseMatrix:
 
     @classmethod
     def from_wide(cls, df: pd.DataFrame, *, model: str | None = None,
-                  source: str = "wide responses") -> "ResponseMatrix":
+                  source: str = "wide responses") -> ResponseMatrix:
         """Build a matrix from a wide table: one row per model, one column per item.
 
         Parameters
@@ -195,16 +198,16 @@ class ResponseMatrix:
         """
         if model is not None:
             if model not in df.columns:
-                raise ValueError(f"{source}: missing model column {model!r}")
+                raise InputError(f"{source}: missing model column {model!r}")
             df = df.set_index(model)
         if df.shape[0] == 0 or df.shape[1] == 0:
-            raise ValueError(f"{source}: the response table is empty ({df.shape[0]} rows x {df.shape[1]} columns)")
+            raise InputError(f"{source}: the response table is empty ({df.shape[0]} rows x {df.shape[1]} columns)")
         numeric = df.apply(pd.to_numeric, errors="coerce")
         nonnum = numeric.isna().to_numpy() & ~df.isna().to_numpy()
         if nonnum.any():
             r, c = np.argwhere(nonnum)[0]
-            raise ValueError(
-                f"{source}: row {r} (model {shown(df.index[r])}), column {shown(df.columns[c])}: "
+            raise InputError(
+                f"{source}: row {r + 1} (model {shown(df.index[r])}), column {shown(df.columns[c])}: "
                 f"{shown(df.iat[r, c])} is not numeric"
             )
         return cls(numeric.to_numpy(dtype=float), df.index, df.columns, source=source)
@@ -264,7 +267,7 @@ class ResponseMatrix:
         p = self.item_safe_rates()
         return (p * (1.0 - p)).rename("variance")
 
-    def filter_variance(self, threshold: float = 0.01) -> "ResponseMatrix":
+    def filter_variance(self, threshold: float = 0.01) -> ResponseMatrix:
         """Drop items whose binomial variance ``p (1 - p)`` is at most ``threshold``.
 
         Paper, section "Binarization": items with response variance at most 0.01 across models
@@ -278,10 +281,10 @@ class ResponseMatrix:
         """
         keep = (self.item_variance() > threshold).to_numpy()
         if not keep.any():
-            raise ValueError(f"{self.source}: no item has variance above {threshold}")
+            raise InputError(f"{self.source}: no item has variance above {threshold}")
         return self._take(slice(None), keep)
 
-    def subset(self, *, models=None, items=None) -> "ResponseMatrix":
+    def subset(self, *, models: Sequence[str] | None = None, items: Sequence[str] | None = None) -> ResponseMatrix:
         """Restrict to some models and/or items, in the order given.
 
         Parameters
@@ -308,8 +311,8 @@ class ResponseMatrix:
         pos = index.get_indexer(labels)
         if (pos < 0).any():
             unknown = list(labels[pos < 0][:3])
-            raise ValueError(f"{self.source}: unknown {kind}(s) {unknown}")
+            raise InputError(f"{self.source}: unknown {kind}(s) {unknown}")
         return pos
 
-    def _take(self, rows, cols) -> "ResponseMatrix":
+    def _take(self, rows, cols) -> ResponseMatrix:
         return ResponseMatrix(self._values[rows][:, cols], self._models[rows], self._items[cols], source=self.source)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._typing import ArrayLike
 from .calibrate import Calibration
 from .data import ResponseMatrix
+from .errors import InputError
 from .model import probability
 
 __all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING",
@@ -44,12 +46,12 @@ def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame
     theta = calibration.theta.reindex(matrix.models).to_numpy()
     if np.isnan(theta).any():
         missing = list(matrix.models[np.isnan(theta)][:3])
-        raise ValueError(f"calibration has no theta for model(s) {missing}")
+        raise InputError(f"calibration has no theta for model(s) {missing}")
     a = calibration.a.reindex(matrix.items).to_numpy()
     b = calibration.b.reindex(matrix.items).to_numpy()
     if np.isnan(a).any():
         missing = list(matrix.items[np.isnan(a)][:3])
-        raise ValueError(f"calibration has no parameters for item(s) {missing}")
+        raise InputError(f"calibration has no parameters for item(s) {missing}")
     observed = matrix.observed
     p = np.where(observed, probability(theta[:, None], a, b), np.nan)
     obs = np.nanmean(matrix.values, axis=0)
@@ -65,7 +67,7 @@ def item_rmse(matrix: ResponseMatrix, calibration: Calibration) -> float:
     return float(np.sqrt(np.mean(item_rates(matrix, calibration)["residual"] ** 2)))
 
 
-def coefficient_of_variation(a, *, ddof: int = 1) -> float:
+def coefficient_of_variation(a: ArrayLike, *, ddof: int = 1) -> float:
     """Coefficient of variation ``SD(a) / mean(a)`` of item discriminations (Figure 3).
 
     The paper does not say which SD it used; we use the sample SD (``ddof=1``). On 100 items
@@ -75,7 +77,7 @@ def coefficient_of_variation(a, *, ddof: int = 1) -> float:
     return float(np.std(a, ddof=ddof) / np.mean(a))
 
 
-def ceiling_counts(scores, *, ceiling: float = CEILING) -> dict:
+def ceiling_counts(scores: ArrayLike, *, ceiling: float = CEILING) -> dict:
     """How many models score above the ceiling.
 
     Parameters
@@ -114,7 +116,7 @@ def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, 
 
 def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: int = 10, seed: int = 0,
                       engine: str = "map", variance_threshold: float | None = 0.01, reference: str = "full",
-                      groups=None, n_test_groups: int = 1, n_jobs: int = 1) -> pd.Series:
+                      groups: ArrayLike | None = None, n_test_groups: int = 1, n_jobs: int = 1) -> pd.Series:
     """The agreement an ability-scored method reaches with every item: one value per split.
 
     An IRT-scored method (Fluid, Random IRT, the three Fisher subsets) ranks the test models by
@@ -158,15 +160,15 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: in
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
     if int(n_splits) < 1:
-        raise ValueError(f"n_splits must be at least 1, got {n_splits}")
+        raise InputError(f"n_splits must be at least 1, got {n_splits}")
     if reference not in ("full", "filtered"):
-        raise ValueError(f"reference must be 'full' or 'filtered', got {reference!r}")
+        raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
     ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape != (matrix.shape[0],):
-            raise ValueError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
+            raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
     split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
     values = np.ascontiguousarray(filtered.values)
     kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups)

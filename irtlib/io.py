@@ -29,14 +29,18 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ._typing import PathLike
 from .binarize import binarize_graded
 from .data import ResponseMatrix, shown
+from .errors import InputError
 
 __all__ = [
     "RULES", "LAYOUTS", "Responses", "load_responses", "read_responses", "read_model_responses",
@@ -82,7 +86,7 @@ class Responses:
 
 
 # ---------------------------------------------------------------------------- checksums
-def file_sha256(path) -> str:
+def file_sha256(path: PathLike) -> str:
     """SHA-256 of a file's bytes, or of every file under a directory (relative paths included)."""
     path = Path(path)
     digest = hashlib.sha256()
@@ -153,7 +157,7 @@ def _foreign_entries(path: Path) -> list[str]:
     return sorted(set(os.listdir(path)) - set(map(str, listed)) - {DIRECTORY_MARKER})
 
 
-def check_writable(path, *, force: bool = False, magic: bytes | str | None = None,
+def check_writable(path: PathLike, *, force: bool = False, magic: bytes | str | None = None,
                    directory: bool = False) -> Path:
     """Check, before any work is done, that an output can be written at ``path``.
 
@@ -186,7 +190,7 @@ def check_writable(path, *, force: bool = False, magic: bytes | str | None = Non
         Its directory does not exist, is not a directory, or cannot be written to.
     """
     if os.fspath(path) == "":
-        raise ValueError("the output path is empty")
+        raise InputError("the output path is empty")
     path = Path(path)
     if os.path.lexists(path):
         if not directory and path.is_dir():
@@ -226,7 +230,7 @@ def _temporary(path: Path, *, directory: bool):
         raise type(exc)(exc.errno, f"cannot write in directory {path.parent} ({exc.strerror})", str(path)) from None
 
 
-def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = False,
+def atomic_write(path: PathLike, data: str | bytes, *, force: bool = False, fsync: bool = False,
                  magic: bytes | str | None = None) -> Path:
     """Write ``data`` to ``path`` through a temporary file and an atomic rename.
 
@@ -272,7 +276,7 @@ def atomic_write(path, data: str | bytes, *, force: bool = False, fsync: bool = 
 
 
 @contextlib.contextmanager
-def atomic_directory(path, *, force: bool = False, note: str = ""):
+def atomic_directory(path: PathLike, *, force: bool = False, note: str = "") -> Iterator[Path]:
     """Build a directory in a temporary sibling and rename it into place when the block succeeds.
 
     Yields the temporary directory's path; write the outputs into it. When the block ends
@@ -307,7 +311,8 @@ def atomic_directory(path, *, force: bool = False, note: str = ""):
         import json
 
         files = sorted(os.listdir(tmp))
-        (tmp / DIRECTORY_MARKER).write_text(json.dumps({"written_by": "irtlib", "note": note, "files": files}, indent=1) + "\n",
+        marker = {"written_by": "irtlib", "note": note, "files": files}
+        (tmp / DIRECTORY_MARKER).write_text(json.dumps(marker, indent=1) + "\n",
                                   encoding="utf-8")
         if os.path.lexists(path):
             check_writable(path, force=force, directory=True)          # still irtlib's?
@@ -401,7 +406,7 @@ def _check_header(names, source) -> None:
             first = names[seen[key] - 1]
             same = "" if str(first) == str(name) else f" ({shown(str(first))} and {shown(str(name))} differ " \
                                                        "only by surrounding whitespace)"
-            raise ValueError(f"{source}: column {shown(key)} appears twice (columns {seen[key]} and {pos}){same}; "
+            raise InputError(f"{source}: column {shown(key)} appears twice (columns {seen[key]} and {pos}){same}; "
                              "column names must be unique")
         seen[key] = pos
 
@@ -414,7 +419,7 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
         kind, compression = _sniff(path)
         if kind != "parquet" and path.suffix.lower() in (".parquet", ".pq"):
             kind = "parquet"
-            raise ValueError("not a Parquet file (it does not begin with PAR1)")
+            raise InputError("not a Parquet file (it does not begin with PAR1)")
         if kind == "parquet":
             import pyarrow.parquet as pq
 
@@ -434,7 +439,7 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
                                    compression=compression, index_col=False)
             except pd.errors.ParserWarning:
                 width = len(header.columns)
-                raise ValueError(f"{path}: rows have more fields than the header's {width} columns (a separator at "
+                raise InputError(f"{path}: rows have more fields than the header's {width} columns (a separator at "
                                  "the end of each line?): every row needs exactly one field per column") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, ImportError,
             EOFError) as exc:
@@ -442,16 +447,17 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
         what = "Parquet" if kind == "parquet" else ("CSV" if compression is None else f"{compression}-compressed CSV")
         hint = " (give the field separator with --sep if it is not , tab ; or |)" \
             if kind != "parquet" and isinstance(exc, pd.errors.ParserError) else ""
-        raise ValueError(f"{path}: cannot read as a {what} table: {first}{hint}") from None
+        raise InputError(f"{path}: cannot read as a {what} table: {first}{hint}") from None
     except ValueError as exc:
         if str(exc).startswith(str(path)):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"{path}: cannot read as a {'Parquet' if kind == 'parquet' else 'CSV'} table: {first}") from None
+        table = "Parquet" if kind == "parquet" else "CSV"
+        raise InputError(f"{path}: cannot read as a {table} table: {first}") from None
 
 
-def _row_error(source, pos: int, text: str) -> ValueError:
-    return ValueError(f"{source}: row {pos + 1}: {text}")
+def _row_error(source, pos: int, text: str) -> InputError:
+    return InputError(f"{source}: row {pos + 1}: {text}")
 
 
 def _ids(frame: pd.DataFrame, column: str, source) -> np.ndarray:
@@ -470,7 +476,7 @@ def _ids(frame: pd.DataFrame, column: str, source) -> np.ndarray:
             name = forms["id"].to_numpy()[clash][0]
             variants = forms.loc[forms["id"] == name, "raw"].tolist()
             rows = [int(np.flatnonzero((raw == v).to_numpy())[0]) + 1 for v in variants[:2]]
-            raise ValueError(f"{source}: rows {rows[0]} and {rows[1]}: {column} ids {shown(variants[0])} and "
+            raise InputError(f"{source}: rows {rows[0]} and {rows[1]}: {column} ids {shown(variants[0])} and "
                              f"{shown(variants[1])} differ only by surrounding whitespace; make them identical "
                              "or clearly different")
     return stripped.to_numpy(dtype=object)
@@ -490,7 +496,7 @@ def _drop_blank(values: np.ndarray, models, items, source):
     rows = ~np.isnan(values).all(axis=1)
     cols = ~np.isnan(values).all(axis=0)
     if not rows.any():
-        raise ValueError(f"{source}: every score is blank")
+        raise InputError(f"{source}: every score is blank")
     _warn_dropped(source, "model", models[~rows])
     _warn_dropped(source, "item", items[~cols])
     return values[rows][:, cols], models[rows], items[cols]
@@ -521,7 +527,7 @@ def _binarize_numeric(nums: np.ndarray, rule: str, threshold: float, *, where) -
             pos = int(np.flatnonzero(bad)[0])
             raise where(pos, f"graded score {nums[pos]:g} is outside [0, 1]")
         return np.asarray(binarize_graded(nums, rule=rule, threshold=threshold, allowed=None), dtype=float)
-    raise ValueError(f"rule {rule!r} needs an answer-key column and is only available for long files")
+    raise InputError(f"rule {rule!r} needs an answer-key column and is only available for long files")
 
 
 def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_column, score_column,
@@ -532,9 +538,9 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         hint = "; name them with --model-column/--item-column/--score-column/--key-column"
         if frame.shape[1] == 1:
             hint += " (or give the field separator with --sep if it is not , tab ; or |)"
-        raise ValueError(f"{source}: missing column(s) {missing} (found {list(map(str, frame.columns))[:8]}){hint}")
+        raise InputError(f"{source}: missing column(s) {missing} (found {list(map(str, frame.columns))[:8]}){hint}")
     if len(frame) == 0:
-        raise ValueError(f"{source}: no data rows")
+        raise InputError(f"{source}: no data rows")
     models = _ids(frame, model_column, source)
     items = _ids(frame, item_column, source)
     if rule in ("choice", "wmdp"):
@@ -558,7 +564,7 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         if len(conflicts):
             m, i = conflicts.index[0]
             rows = np.flatnonzero((models == m) & (items == i)) + 1
-            raise ValueError(f"{source}: rows {rows[:5].tolist()}: model {shown(m)}, item {shown(i)} has conflicting "
+            raise InputError(f"{source}: rows {rows[:5].tolist()}: model {shown(m)}, item {shown(i)} has conflicting "
                              f"scores ({len(conflicts)} such pairs)")
     prompts = None
     if prompt_column and prompt_column in frame.columns:
@@ -570,7 +576,7 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
     blank_models = pd.Index(pd.unique(models)).difference(pd.Index(pd.unique(models[~np.isnan(scores)])), sort=False)
     blank_items = pd.Index(pd.unique(items)).difference(pd.Index(pd.unique(items[~np.isnan(scores)])), sort=False)
     if np.isnan(scores).all():
-        raise ValueError(f"{source}: every score is blank")
+        raise InputError(f"{source}: every score is blank")
     _warn_dropped(source, "model", blank_models)
     _warn_dropped(source, "item", blank_items)
     matrix = ResponseMatrix.from_long(tidy, source=str(source))
@@ -581,7 +587,7 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> Resp
     if frame.shape[1] < 2 or len(frame) == 0:
         hint = (" (if its fields are separated by something other than , tab ; or |, give the separator with "
                 "--sep)") if frame.shape[1] == 1 else ""
-        raise ValueError(f"{source}: a wide file needs a model column and at least one item column, "
+        raise InputError(f"{source}: a wide file needs a model column and at least one item column, "
                          f"and one row per model (found {len(frame)} rows x {frame.shape[1]} columns){hint}")
     col = model_column if model_column in frame.columns else frame.columns[0]
     models = _ids(frame, col, source)
@@ -610,19 +616,23 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
     runs = helm.read_runs(path)
     if benchmark is None:
         if len(runs) > 1:
-            raise ValueError(f"{path}: holds runs of {len(runs)} benchmarks ({', '.join(sorted(runs))}); "
+            raise InputError(f"{path}: holds runs of {len(runs)} benchmarks ({', '.join(sorted(runs))}); "
                              "choose one with --benchmark")
         benchmark = next(iter(runs))
     if benchmark not in runs:
-        raise ValueError(f"{path}: no runs of benchmark {benchmark!r} (found {', '.join(sorted(runs))})")
+        raise InputError(f"{path}: no runs of benchmark {benchmark!r} (found {', '.join(sorted(runs))})")
     frame = runs[benchmark]
     source = f"{path} ({benchmark})"
+    rule = "strict" if rule == "auto" else rule
+    if rule in ("strict", "lenient"):
+        return helm.to_matrix(frame, rule=rule, threshold=threshold, source=source, name_rule=False)
     nums = frame["score"].to_numpy(dtype=float)
 
     def where(pos, text):
-        return ValueError(f"{source}: model {shown(frame['model'].iloc[pos])}, item {shown(frame['item'].iloc[pos])}: {text}")
+        model, item = shown(frame["model"].iloc[pos]), shown(frame["item"].iloc[pos])
+        return InputError(f"{source}: model {model}, item {item}: {text}")
 
-    scores = _binarize_numeric(nums, "strict" if rule == "auto" else rule, threshold, where=where)
+    scores = _binarize_numeric(nums, rule, threshold, where=where)      # "binary": scores already 0/1
     tidy = pd.DataFrame({"model": frame["model"].astype(str).to_numpy(),
                          "item": frame["item"].astype(str).to_numpy(), "score": scores})
     return ResponseMatrix.from_long(tidy, source=source)
@@ -634,12 +644,12 @@ def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, 
         return "long"
     if score_column not in cols:
         return "wide"
-    raise ValueError(f"{source}: has a {score_column!r} column but no {item_column!r} column: if it is a wide file "
+    raise InputError(f"{source}: has a {score_column!r} column but no {item_column!r} column: if it is a wide file "
                      f"with an item named {score_column!r}, pass --layout wide; if it is a long file, name its item "
                      "column with --item-column")
 
 
-def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
+def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
                    model_column: str = "model", item_column: str = "item", score_column: str = "score",
                    key_column: str = "key", prompt_column: str | None = "prompt",
                    benchmark: str | None = None, sep: str | None = None) -> Responses:
@@ -686,27 +696,27 @@ def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: 
         Models or items with only blank scores are left out (in every layout), and named.
     """
     if rule not in RULES:
-        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
     if layout not in LAYOUTS:
-        raise ValueError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
+        raise InputError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
             or not 0.0 <= float(threshold) <= 1.0:
-        raise ValueError(f"threshold must be a number in [0, 1], got {threshold!r}")
+        raise InputError(f"threshold must be a number in [0, 1], got {threshold!r}")
     if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in "\"\r\n"):
-        raise ValueError(f"sep must be one character (e.g. ',' or '\\t' or ';'), got {sep!r}")
+        raise InputError(f"sep must be one character (e.g. ',' or '\\t' or ';'), got {sep!r}")
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     prompts = None
     if layout == "helm" or (layout == "auto" and path.is_dir()):
         if not path.is_dir():
-            raise ValueError(f"{path}: a HELM run directory was expected")
+            raise InputError(f"{path}: a HELM run directory was expected")
         if rule in ("choice", "wmdp"):
-            raise ValueError(f"{path}: HELM runs hold graded judge scores; use --binarize strict or lenient")
+            raise InputError(f"{path}: HELM runs hold graded judge scores; use --binarize strict or lenient")
         matrix, layout = _helm(path, rule=rule, threshold=threshold, benchmark=benchmark), "helm"
     else:
         if path.is_dir():
-            raise ValueError(f"{path}: is a directory; --layout {layout} expects a file")
+            raise InputError(f"{path}: is a directory; --layout {layout} expects a file")
         frame = _read_table(path, sep=sep)
         frame.columns = [str(c).strip() for c in frame.columns]
         if layout == "auto":
@@ -720,12 +730,12 @@ def load_responses(path, *, rule: str = "auto", threshold: float = 0.5, layout: 
     return Responses(matrix=matrix, prompts=prompts, layout=layout, sha256=file_sha256(path), source=str(path))
 
 
-def read_responses(path, **options) -> ResponseMatrix:
+def read_responses(path: PathLike, **options: Any) -> ResponseMatrix:
     """Read a response file into a :class:`ResponseMatrix` (see :func:`load_responses`)."""
     return load_responses(path, **options).matrix
 
 
-def read_model_responses(path, *, model: str | None = None, **options) -> pd.Series:
+def read_model_responses(path: PathLike, *, model: str | None = None, **options: Any) -> pd.Series:
     """One model's binarized responses from a long or wide file, for replaying an evaluation.
 
     Parameters
@@ -751,10 +761,10 @@ def read_model_responses(path, *, model: str | None = None, **options) -> pd.Ser
     if model is None:
         if len(models) > 1:
             listed = ", ".join(map(shown, models[:5])) + (" ..." if len(models) > 5 else "")
-            raise ValueError(f"{path}: holds {len(models)} models ({listed}); choose one with --model")
+            raise InputError(f"{path}: holds {len(models)} models ({listed}); choose one with --model")
         model = models[0]
     if str(model) not in set(map(str, models)):
-        raise ValueError(f"{path}: no model {shown(model)} (found {len(models)} models, "
+        raise InputError(f"{path}: no model {shown(model)} (found {len(models)} models, "
                          f"e.g. {', '.join(shown(m) for m in models[:3])})")
     row = matrix.to_frame().loc[str(model)]
     return row.dropna().rename(str(model))

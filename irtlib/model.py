@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
+from ._typing import ArrayLike
+
 __all__ = [
     "sigmoid",
     "probability",
@@ -22,7 +24,7 @@ __all__ = [
 ]
 
 
-def sigmoid(z):
+def sigmoid(z: ArrayLike) -> np.ndarray:
     """Numerically stable logistic function ``1 / (1 + exp(-z))``.
 
     Never overflows: ``sigmoid(-1000) == 0.0`` and ``sigmoid(1000) == 1.0`` without warnings.
@@ -30,7 +32,7 @@ def sigmoid(z):
     return expit(np.asarray(z, dtype=float))
 
 
-def probability(theta, a, b):
+def probability(theta: ArrayLike, a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Probability of a safe response under the 2PL model.
 
     Parameters
@@ -49,7 +51,7 @@ def probability(theta, a, b):
     return sigmoid(a * (theta - b))
 
 
-def log_likelihood(responses, theta, a, b):
+def log_likelihood(responses: ArrayLike, theta: ArrayLike, a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Bernoulli log-likelihood of each observed response (NaN where unobserved).
 
     Uses ``x * z - softplus(z)`` with ``z = a (theta - b)``, which stays finite for any ``z``.
@@ -71,7 +73,7 @@ def log_likelihood(responses, theta, a, b):
     return x * log_expit(z) + (1.0 - x) * log_expit(-z)
 
 
-def fisher_information(theta, a, b):
+def fisher_information(theta: ArrayLike, a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Fisher information of 2PL items at ``theta``: ``a^2 P (1 - P)``.
 
     Paper, section "Adaptive selection (Algorithm 1)": Fluid Benchmarking picks the unused item
@@ -89,7 +91,7 @@ def fisher_information(theta, a, b):
     return a * a * sigmoid(z) * sigmoid(-z)
 
 
-def expected_score(theta, a, b):
+def expected_score(theta: ArrayLike, a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Expected safety score (share of safe responses) of models with ability ``theta``.
 
     Parameters

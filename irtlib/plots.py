@@ -1,5 +1,6 @@
-"""Figures of the book (and of ``irtlib report``): one function per figure, each returning a
-matplotlib ``Figure`` so a chapter can glue it. Figures are made without pyplot, so they are
+"""Figures of the book (and of ``irtlib report``), one function per figure.
+
+Each returns a matplotlib ``Figure`` so a chapter can glue it. Figures are made without pyplot, so they are
 never shown twice in a notebook and never depend on a display (a notebook that glues them runs
 ``%matplotlib inline`` first, so that IPython knows how to render a figure as PNG).
 
@@ -10,16 +11,17 @@ for Fluid and Random only). The fitted ability theta is on the x axis wherever i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from scipy.stats import spearmanr
 
 from .diagnostics import CEILING, coefficient_of_variation
+from .methods import METHOD_IDS, REGISTRY
 
 __all__ = [
     "METHOD_STYLE", "MethodStyle", "THETA_LABEL", "theta_vs_score", "item_fit_scatter", "ceiling_separation",
@@ -42,19 +44,21 @@ class MethodStyle(NamedTuple):
     band: bool = False          # draw the spread over splits (only for Fluid and Random: more is unreadable)
 
 
-#: Style of every selection method (shared by all agreement figures). Colours are the Okabe-Ito
+#: Style of every selection method (shared by all agreement figures; labels from
+#: :mod:`irtlib.methods`). Colours are the Okabe-Ito
 #: colour-blind-safe palette (its grey in place of its yellow, which is unreadable on white);
 #: every method also has its own (line style, marker) pair, so the curves stay apart in greyscale.
-METHOD_STYLE = {
-    "fluid": MethodStyle("Fluid Benchmarking", "#D55E00", "-", "o", 2.8, True),
-    "random": MethodStyle("Random", "#000000", "--", "", 1.6, True),
-    "random-irt": MethodStyle("Random IRT", "#999999", ":", "x"),
-    "total-fisher": MethodStyle("Total Fisher", "#0072B2", "-.", "s"),
-    "marginal-fisher": MethodStyle("Marginal Fisher", "#009E73", "-", "^"),
-    "marginal-fisher-bq": MethodStyle("Marginal Fisher (b-quartiles)", "#56B4E9", "--", "v"),
-    "anchor-points": MethodStyle("Anchor Points", "#CC79A7", ":", "D"),
-    "disco": MethodStyle("DISCO", "#E69F00", "-.", "P"),
-}
+METHOD_STYLE = {method: MethodStyle(REGISTRY[method].name, *style) for method, style in {
+    "fluid": ("#D55E00", "-", "o", 2.8, True),
+    "random": ("#000000", "--", "", 1.6, True),
+    "random-irt": ("#999999", ":", "x"),
+    "total-fisher": ("#0072B2", "-.", "s"),
+    "marginal-fisher": ("#009E73", "-", "^"),
+    "marginal-fisher-bq": ("#56B4E9", "--", "v"),
+    "anchor-points": ("#CC79A7", ":", "D"),
+    "disco": ("#E69F00", "-.", "P"),
+}.items()}
+assert tuple(METHOD_STYLE) == METHOD_IDS, "every method of the registry needs a style"
 
 
 def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):
@@ -78,7 +82,7 @@ def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: 
         Two Series indexed by model (aligned by label).
     """
     fig, axes = _grid(len(panels), ncols=ncols)
-    for ax, (title, (theta, score)) in zip(axes, panels.items()):
+    for ax, (title, (theta, score)) in zip(axes, panels.items(), strict=False):
         score = score.reindex(theta.index)
         rho = spearmanr(theta, score)[0]
         ax.scatter(theta, score, s=14, alpha=0.8, color="#0072B2", edgecolor="none")
@@ -97,7 +101,7 @@ def item_fit_scatter(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3):
         Output of :func:`irtlib.item_rates` (columns ``observed``, ``expected`` and ``residual``).
     """
     fig, axes = _grid(len(fits), ncols=ncols)
-    for ax, (title, df) in zip(axes, fits.items()):
+    for ax, (title, df) in zip(axes, fits.items(), strict=False):
         rmse = float(np.sqrt(np.mean(df["residual"] ** 2)))
         ax.scatter(df["expected"], df["observed"], s=4, alpha=0.4, edgecolor="none")
         ax.plot([0, 1], [0, 1], color="k", lw=0.8, ls=":")
@@ -118,7 +122,7 @@ def ceiling_separation(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, cei
     panels : mapping of title -> (theta, safety_score)
     """
     fig, axes = _grid(len(panels), ncols=ncols)
-    for ax, (title, (theta, score)) in zip(axes, panels.items()):
+    for ax, (title, (theta, score)) in zip(axes, panels.items(), strict=False):
         score = score.reindex(theta.index)
         above = score > ceiling
         ax.scatter(theta[~above], score[~above], s=14, color="#999999", marker="o", label=f"$\\leq$ {ceiling}")
@@ -185,7 +189,7 @@ def _curves(ax, summary: pd.DataFrame, methods, *, band: str, threshold: float |
 
 
 def _summarise(results: pd.DataFrame) -> pd.DataFrame:
-    from .agreement import agreement_curves as curves   # mean and SD over splits, NaN counted as 0
+    from .agreement import agreement_curves as curves  # mean and SD over splits, NaN counted as 0
 
     return curves(results.drop(columns="benchmark", errors="ignore"))
 
@@ -194,7 +198,7 @@ def _legend_below(fig, axes, *, ncol: int = 4):
     """One legend for the figure, below the axes so it never covers a curve."""
     handles, labels, seen = [], [], set()
     for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             if lab not in seen:
                 seen.add(lab)
                 handles.append(h)
@@ -203,8 +207,9 @@ def _legend_below(fig, axes, *, ncol: int = 4):
         fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8, frameon=False)
 
 
-def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None = None, band: str = "sd",
-                     ylim=(0.0, 1.0), ceiling: float | None = None, threshold: float | None = 0.9):
+def agreement_curves(results: pd.DataFrame, *, methods: Sequence[str] | None = None, title: str | None = None,
+                     band: str = "sd", ylim: tuple[float, float] | None = (0.0, 1.0), ceiling: float | None = None,
+                     threshold: float | None = 0.9) -> Figure:
     """Figure 4: mean agreement against budget k for every method; Fluid and Random shaded by 1 SD over splits.
 
     Parameters
@@ -232,9 +237,9 @@ def agreement_curves(results: pd.DataFrame, *, methods=None, title: str | None =
     return fig
 
 
-def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods=None, ncols: int = 2,
-                   band: str = "sd", ylim=(0.0, 1.0), ceiling: float | Mapping[str, float] | None = None,
-                   threshold: float | None = 0.9):
+def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods: Sequence[str] | None = None,
+                   ncols: int = 2, band: str = "sd", ylim: tuple[float, float] | None = (0.0, 1.0),
+                   ceiling: float | Mapping[str, float] | None = None, threshold: float | None = 0.9) -> Figure:
     """Appendix F: the agreement curves of every benchmark, one panel each, one shared legend below.
 
     Parameters
@@ -246,7 +251,7 @@ def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods=
     """
     methods = list(METHOD_STYLE) if methods is None else list(methods)
     fig, axes = _grid(len(results_by_benchmark), ncols=ncols, size=(5.2, 3.6))
-    for ax, (title, results) in zip(axes, results_by_benchmark.items()):
+    for ax, (title, results) in zip(axes, results_by_benchmark.items(), strict=False):
         line = ceiling.get(title) if isinstance(ceiling, Mapping) else ceiling
         _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band,
                 threshold=threshold, ceiling=line)

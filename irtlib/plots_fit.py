@@ -34,7 +34,7 @@ def sx2_pvalues(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3, bins: int =
         Output of :func:`irtlib.fit_checks.item_fit` (``p_value``, ``flagged``).
     """
     fig, axes = _grid(len(fits), ncols=ncols)
-    for ax, (title, df) in zip(axes, fits.items()):
+    for ax, (title, df) in zip(axes, fits.items(), strict=False):
         p = df["p_value"].dropna().to_numpy()
         ax.hist(p, bins=bins, range=(0, 1), color="#1f77b4", alpha=0.8)
         ax.axhline(p.size / bins, color="k", lw=0.8, ls=":")
@@ -84,7 +84,7 @@ def scree(dims: Mapping[str, pd.DataFrame], *, ncols: int = 3):
         Output of :func:`irtlib.fit_checks.dimensionality`.
     """
     fig, axes = _grid(len(dims), ncols=ncols)
-    for ax, (title, df) in zip(axes, dims.items()):
+    for ax, (title, df) in zip(axes, dims.items(), strict=False):
         ax.plot(df.index, df["eigenvalue"], "o-", color="#d62728", label="data", ms=4)
         ax.plot(df.index, df["parallel"], "s--", color="#7f7f7f", label=f"parallel ({df.attrs['quantile']:.0%})",
                 ms=3)
@@ -119,7 +119,7 @@ def heldout_comparison(tables: Mapping[str, pd.DataFrame], *, reference: str = "
     ax.set_yticklabels(names, fontsize=9)
     ax.set_xlabel(f"held-out log-likelihood per response minus the {reference.upper()}'s")
     handles, labels = ax.get_legend_handles_labels()
-    seen = dict(zip(labels, handles))
+    seen = dict(zip(labels, handles, strict=True))
     ax.legend(seen.values(), seen.keys(), fontsize=8, loc="best")
     fig.tight_layout()
     return fig
@@ -140,8 +140,8 @@ def agreement_pair(curves: Mapping[str, pd.DataFrame], *, title: str | None = No
     ax = fig.subplots()
     palette = ["#d62728", "#1f77b4", "#7f7f7f", "#2ca02c", "#9467bd", "#ff7f0e"]
     line_styles = ["-", "--", "-", ":", "-.", "-"]
-    chosen = [(styles or {}).get(label, (c, ls)) for label, c, ls in zip(curves, palette, line_styles)]
-    for (label, df), (colour, style) in zip(curves.items(), chosen):
+    chosen = [(styles or {}).get(label, (c, ls)) for label, c, ls in zip(curves, palette, line_styles, strict=False)]
+    for (label, df), (colour, style) in zip(curves.items(), chosen, strict=True):
         df = df.sort_values("k")
         ax.plot(df["k"], df["mean"], style, color=colour, label=label, lw=1.6)
         ax.fill_between(df["k"], df["mean"] - df["sd"], df["mean"] + df["sd"], color=colour, alpha=0.12)

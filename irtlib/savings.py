@@ -6,15 +6,18 @@ N items saves ``1 - k / N``; "Reported results, savings" gives the savings at 90
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
-from .subsets import STATIC_METHODS
+from .errors import InputError
+from .methods import static_ids
 
 __all__ = ["first_budget", "savings_table", "table2_column"]
 
 
-def first_budget(curves: pd.DataFrame, methods, *, threshold: float = 0.90):
+def first_budget(curves: pd.DataFrame, methods: Sequence[str], *, threshold: float = 0.90) -> int | None:
     """Smallest swept k at which the best of ``methods`` reaches ``threshold`` mean agreement.
 
     Parameters
@@ -33,7 +36,7 @@ def first_budget(curves: pd.DataFrame, methods, *, threshold: float = 0.90):
     wide = curves.pivot_table(index="k", columns="method", values="mean").sort_index()
     present = [m for m in methods if m in wide.columns]
     if not present:
-        raise ValueError(f"none of the methods {list(methods)} is in the curves")
+        raise InputError(f"none of the methods {list(methods)} is in the curves")
     best = wide[present].max(axis=1)
     hit = best.index[best >= threshold]
     return int(hit.min()) if len(hit) else None
@@ -55,7 +58,7 @@ def savings_table(curves: pd.DataFrame, n_items: dict, *, threshold: float = 0.9
         Columns ``adaptive``, ``best static``, ``marginal-fisher``: the saving, NaN where the
         threshold is not reached within the sweep.
     """
-    groups = {"adaptive": ["fluid"], "best static": list(STATIC_METHODS), "marginal-fisher": ["marginal-fisher"]}
+    groups = {"adaptive": ["fluid"], "best static": list(static_ids()), "marginal-fisher": ["marginal-fisher"]}
     rows = {}
     for bench, curve in curves.groupby("benchmark", sort=False):
         n = n_items[bench]
@@ -66,7 +69,7 @@ def savings_table(curves: pd.DataFrame, n_items: dict, *, threshold: float = 0.9
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def table2_column(table: pd.DataFrame, which: str, methods) -> pd.DataFrame:
+def table2_column(table: pd.DataFrame, which: str, methods: Sequence[str]) -> pd.DataFrame:
     """One column of Table 2 laid out per benchmark, with the spread over splits.
 
     Parameters

@@ -34,16 +34,18 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ._typing import PathLike
 from .ability import THETA_BOUNDS, _check_prior, map_ability
 from .bank import Z95, ItemBank, score_interval
 from .data import shown
+from .errors import InputError, IrtlibError
 from .io import atomic_write
 from .model import fisher_information
 
@@ -52,12 +54,12 @@ __all__ = ["STATE_FORMAT", "AdaptiveSession", "EvaluationResult", "StateLockedEr
 STATE_FORMAT = "irtlib-session/1"
 
 
-class StateLockedError(RuntimeError):
+class StateLockedError(IrtlibError, RuntimeError):
     """Another process holds the lock of a session state file (see :func:`state_lock`)."""
 
 
 @contextlib.contextmanager
-def state_lock(path):
+def state_lock(path: PathLike) -> Iterator[None]:
     """Hold an exclusive lock on a session state file while the block runs.
 
     Two evaluations writing one state file would each overwrite the other's answers, and one
@@ -196,9 +198,9 @@ def _as_response(response, item) -> int:
     try:
         value = float(response)
     except (TypeError, ValueError):
-        raise ValueError(f"response {shown(response)} for item {shown(item)} is not 0 or 1") from None
+        raise InputError(f"response {shown(response)} for item {shown(item)} is not 0 or 1") from None
     if value not in (0.0, 1.0):
-        raise ValueError(f"response {shown(response)} for item {shown(item)} is not 0 or 1")
+        raise InputError(f"response {shown(response)} for item {shown(item)} is not 0 or 1")
     return int(value)
 
 
@@ -243,7 +245,7 @@ class AdaptiveSession:
             raise TypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
         self.bank = bank
         if model is not None and (isinstance(model, bool) or not isinstance(model, (str, int, np.integer))):
-            raise ValueError(f"model must be the model's name (a string) or None, got {shown(model)}")
+            raise InputError(f"model must be the model's name (a string) or None, got {shown(model)}")
         self.model = None if model is None else str(model)
         self.prior_mean, self.prior_sd, _ = _check_prior(prior_mean, prior_sd, THETA_BOUNDS)
         self.set_stopping(max_items=max_items, target_se=target_se)
@@ -260,14 +262,14 @@ class AdaptiveSession:
     def set_stopping(self, *, max_items: int | None, target_se: float | None) -> None:
         """Change the stopping rules (e.g. extend the budget of a resumed session)."""
         if max_items is None and target_se is None:
-            raise ValueError("give a budget (max_items) and/or a target standard error (target_se)")
+            raise InputError("give a budget (max_items) and/or a target standard error (target_se)")
         if max_items is not None and (isinstance(max_items, (bool, np.bool_))
                                       or not isinstance(max_items, (int, np.integer)) or max_items < 1):
-            raise ValueError(f"max_items must be a positive integer, got {shown(max_items)}")
+            raise InputError(f"max_items must be a positive integer, got {shown(max_items)}")
         if target_se is not None and (isinstance(target_se, (bool, np.bool_))
                                       or not isinstance(target_se, (int, float, np.integer, np.floating))
                                       or not math.isfinite(target_se) or not 0 < target_se):
-            raise ValueError(f"target_se must be a positive number, got {shown(target_se)}")
+            raise InputError(f"target_se must be a positive number, got {shown(target_se)}")
         self.max_items = None if max_items is None else int(max_items)
         self.target_se = None if target_se is None else float(target_se)
 
@@ -325,13 +327,13 @@ class AdaptiveSession:
     def _check_item(self, item) -> int:
         expected = self.propose()
         if expected is None:
-            raise ValueError(f"item {shown(item)}: the session has already stopped ({self.stop_reason})")
+            raise InputError(f"item {shown(item)}: the session has already stopped ({self.stop_reason})")
         if str(item) != expected:
             where = "is not in the item bank" if str(item) not in self._index else "was not proposed"
-            raise ValueError(f"item {shown(item)} {where}: the session proposed item {shown(expected)}")
+            raise InputError(f"item {shown(item)} {where}: the session proposed item {shown(expected)}")
         return self._pending
 
-    def record(self, item, response) -> None:
+    def record(self, item: str, response: int | float | None) -> None:
         """Record the response (1 safe, 0 unsafe) to the proposed item and update ``theta``.
 
         Raises
@@ -348,7 +350,7 @@ class AdaptiveSession:
         self._pending = None
         self._update()
 
-    def skip(self, item) -> None:
+    def skip(self, item: str) -> None:
         """Mark the proposed item unavailable: it is not given and never proposed again."""
         pos = self._check_item(item)
         self._used[pos] = True
@@ -361,7 +363,7 @@ class AdaptiveSession:
                           prior_mean=self.prior_mean, prior_sd=self.prior_sd, theta0=self.theta)
         self.theta, self.se = float(est.theta), float(est.se)
 
-    def run(self, callback: Callable[[str], object], *, on_step: Callable[["AdaptiveSession"], None] | None = None,
+    def run(self, callback: Callable[[str], object], *, on_step: Callable[[AdaptiveSession], None] | None = None,
             progress: bool = False) -> EvaluationResult:
         """Run the test to its end, asking ``callback`` for each response.
 
@@ -450,13 +452,13 @@ class AdaptiveSession:
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
 
-    def save(self, path) -> Path:
+    def save(self, path: PathLike) -> Path:
         """Write the state atomically (temporary file, fsync, rename), replacing the old state."""
         return atomic_write(path, json.dumps(self.to_dict(), indent=1) + "\n", force=True, fsync=True)
 
     @classmethod
-    def from_dict(cls, state: dict, bank: ItemBank, *, source: str = "session state", max_items=None,
-                  target_se=None) -> "AdaptiveSession":
+    def from_dict(cls, state: dict, bank: ItemBank, *, source: str = "session state", max_items: int | None = None,
+                  target_se: float | None = None) -> AdaptiveSession:
         """Rebuild a session from :meth:`to_dict` output, replaying and checking every event.
 
         Parameters
@@ -477,39 +479,40 @@ class AdaptiveSession:
         """
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"{source}: not an irtlib session state (format {shown(got)}, expected {STATE_FORMAT!r})")
+            raise InputError(f"{source}: not an irtlib session state (format {shown(got)}, expected {STATE_FORMAT!r})")
         if state.get("bank_sha256") != bank.checksum:
-            raise ValueError(f"{source}: was made with another item bank (checksum "
+            raise InputError(f"{source}: was made with another item bank (checksum "
                              f"{str(state.get('bank_sha256'))[:12]}..., this bank {bank.checksum[:12]}...)")
         settings = state.get("settings") or {}
         events = state.get("events")
         if not isinstance(settings, dict) or not isinstance(events, list):
-            raise ValueError(f"{source}: corrupt session state ('settings' or 'events' malformed)")
+            raise InputError(f"{source}: corrupt session state ('settings' or 'events' malformed)")
         try:
             session = cls(bank, model=state.get("model"), max_items=settings.get("max_items"),
                           target_se=settings.get("target_se"), prior_mean=settings.get("prior_mean", 0.0),
                           prior_sd=settings.get("prior_sd", 1.0))
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{source}: corrupt session settings ({exc})") from None
+            raise InputError(f"{source}: corrupt session settings ({exc})") from None
         if max_items is not None or target_se is not None:      # the caller's rules replace the stored ones
             session.set_stopping(max_items=max_items, target_se=target_se)
         stopping = (session.max_items, session.target_se)
         session.max_items, session.target_se = len(bank) + 1, None   # replay every event, whatever the budget
         for n, event in enumerate(events, start=1):
             if not isinstance(event, dict) or "item" not in event or "response" not in event:
-                raise ValueError(f"{source}: event {n}: expected {{'item': ..., 'response': 0, 1 or null}}")
+                raise InputError(f"{source}: event {n}: expected {{'item': ..., 'response': 0, 1 or null}}")
             try:
                 if event["response"] is None:
                     session.skip(event["item"])
                 else:
                     session.record(event["item"], event["response"])
             except ValueError as exc:
-                raise ValueError(f"{source}: event {n}: {exc}") from None
+                raise InputError(f"{source}: event {n}: {exc}") from None
         session.max_items, session.target_se = stopping
         return session
 
     @classmethod
-    def load(cls, path, bank: ItemBank, *, max_items=None, target_se=None) -> "AdaptiveSession":
+    def load(cls, path: PathLike, bank: ItemBank, *, max_items: int | None = None,
+             target_se: float | None = None) -> AdaptiveSession:
         """Resume a session from a state file written by :meth:`save` (see :meth:`from_dict`).
 
         Raises
@@ -522,9 +525,9 @@ class AdaptiveSession:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise ValueError(f"{path}: corrupt session state (not UTF-8 text)") from None
+            raise InputError(f"{path}: corrupt session state (not UTF-8 text)") from None
         try:
             state = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {exc.lineno}: corrupt session state ({exc.msg})") from None
+            raise InputError(f"{path}: line {exc.lineno}: corrupt session state ({exc.msg})") from None
         return cls.from_dict(state, bank, source=str(path), max_items=max_items, target_se=target_se)

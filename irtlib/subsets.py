@@ -27,22 +27,22 @@ points -- see :func:`score_subset`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ._typing import ArrayLike, Seed
 from .ability import map_ability
+from .errors import InputError
 from .model import fisher_information
 
 __all__ = [
     "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",
     "anchor_points", "anchor_points_path", "disco", "correlation_features", "kmedoids_loss",
-    "score_subset", "summed_se", "STATIC_METHODS",
+    "score_subset", "summed_se",
 ]
 
-#: Static method identifiers (shared with the command line) and whether they are nested.
-STATIC_METHODS = {"total-fisher": True, "marginal-fisher": True, "marginal-fisher-bq": True,
-                  "anchor-points": False, "disco": True}
 
 
 @dataclass(frozen=True)
@@ -64,25 +64,21 @@ class Subset:
     def __len__(self) -> int:
         return int(self.items.size)
 
-    def head(self, k: int) -> "Subset":
-        """The first ``k`` items (the subset for budget ``k`` of a nested method)."""
-        return Subset(self.items[:k], None if self.weights is None else self.weights[:k])
-
 
 def _check_k(k, n_items: int) -> int:
     k = int(k)
     if not 1 <= k <= n_items:
-        raise ValueError(f"k must be between 1 and the {n_items} items, got {k}")
+        raise InputError(f"k must be between 1 and the {n_items} items, got {k}")
     return k
 
 
-def information_matrix(a, b, theta) -> np.ndarray:
+def information_matrix(a: ArrayLike, b: ArrayLike, theta: ArrayLike) -> np.ndarray:
     """``I_j(theta_m)`` for every model and item, shape ``(n_models, n_items)``."""
     return fisher_information(np.asarray(theta, float)[:, None], np.asarray(a, float), np.asarray(b, float))
 
 
 # ---------------------------------------------------------------------------- Fisher methods
-def total_fisher(a, b, theta_train, k: int) -> Subset:
+def total_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int) -> Subset:
     """Total Fisher: the ``k`` items with the largest ``sum_m I_j(theta_m)``.
 
     Ties go to the lower item position. Nested.
@@ -93,7 +89,7 @@ def total_fisher(a, b, theta_train, k: int) -> Subset:
     return Subset(order[:k])
 
 
-def summed_se(info_sum, prior_information: float = 0.0) -> float:
+def summed_se(info_sum: ArrayLike, prior_information: float = 0.0) -> float:
     """``sum_m 1 / sqrt(prior_information + info_sum_m)``: the Marginal Fisher objective."""
     with np.errstate(divide="ignore"):
         return float((1.0 / np.sqrt(prior_information + np.asarray(info_sum, float))).sum())
@@ -207,7 +203,8 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
     return chosen
 
 
-def marginal_fisher(a, b, theta_train, k: int, *, prior_information: float = 0.0) -> Subset:
+def marginal_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *,
+                    prior_information: float = 0.0) -> Subset:
     """Marginal Fisher: greedy minimisation of the training models' summed standard error.
 
     Parameters
@@ -239,7 +236,8 @@ def b_quartile_bins(b, n_bins: int = 4) -> np.ndarray:
     return (rank * n_bins) // b.size
 
 
-def marginal_fisher_bq(a, b, theta_train, k: int, *, n_bins: int = 4, prior_information: float = 0.0,
+def marginal_fisher_bq(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *, n_bins: int = 4,
+                       prior_information: float = 0.0,
                        start: str = "best") -> Subset:
     """Marginal Fisher constrained to the quartiles of ``b``.
 
@@ -259,7 +257,7 @@ def marginal_fisher_bq(a, b, theta_train, k: int, *, n_bins: int = 4, prior_info
         See above and :func:`marginal_fisher`.
     """
     if start not in ("best", "lowest"):
-        raise ValueError(f"start must be 'best' or 'lowest', got {start!r}")
+        raise InputError(f"start must be 'best' or 'lowest', got {start!r}")
     info = information_matrix(a, b, theta_train)
     bins = b_quartile_bins(b, n_bins)
     return Subset(_greedy_se(info, k, prior_information=prior_information, bins=bins,
@@ -267,7 +265,7 @@ def marginal_fisher_bq(a, b, theta_train, k: int, *, n_bins: int = 4, prior_info
 
 
 # ---------------------------------------------------------------------------- DISCO
-def disco(train_values, k: int) -> Subset:
+def disco(train_values: ArrayLike, k: int) -> Subset:
     """DISCO, adapted: items in decreasing binary entropy of their training safe rate.
 
     ``H(p) = -p log p - (1 - p) log(1 - p)`` with ``p`` the share of safe responses among the
@@ -283,7 +281,7 @@ def disco(train_values, k: int) -> Subset:
 
 
 # ---------------------------------------------------------------------------- anchor points
-def correlation_features(train_values) -> np.ndarray:
+def correlation_features(train_values: ArrayLike) -> np.ndarray:
     """Item vectors whose dot products are the Pearson correlations between items.
 
     Returns ``U`` of shape ``(n_items, n_train + 2)`` with unit rows: item ``j``'s centred
@@ -306,15 +304,17 @@ def correlation_features(train_values) -> np.ndarray:
     return u
 
 
-def kmedoids_loss(u, medoids) -> float:
+def kmedoids_loss(u: ArrayLike, medoids: ArrayLike) -> float:
     """Sum over items of the correlation distance to the nearest medoid."""
     sim = u @ u[np.asarray(medoids)].T
     return float((1.0 - sim.max(axis=1)).sum())
 
 
 def _assign(u, um, chunk=4096):
-    """Nearest of the medoid vectors ``um`` (rows) for every row of ``u`` (largest dot product,
-    ties: first medoid), and that similarity."""
+    """Nearest of the medoid vectors ``um`` (rows) for every row of ``u``, and that similarity.
+
+    Nearest: the largest dot product; ties go to the first medoid.
+    """
     n = u.shape[0]
     lab = np.empty(n, dtype=np.intp)
     best = np.empty(n)
@@ -389,9 +389,12 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
 
 
 def _grow(u, med, k, best, rng, weight=None):
-    """Add ``k - len(med)`` medoids by D-sampling (probability proportional to the distance to
-    the nearest current medoid, times the point's multiplicity, without replacement); uniform
-    when there is none."""
+    """Add ``k - len(med)`` medoids by D-sampling.
+
+    Probability proportional to the distance to
+    the nearest current medoid, times the point's multiplicity, without replacement; uniform
+    when there is none.
+    """
     n = u.shape[0]
     taken = np.zeros(n, dtype=bool)
     taken[med] = True
@@ -407,7 +410,8 @@ def _grow(u, med, k, best, rng, weight=None):
     return np.r_[np.asarray(med, dtype=np.intp), extra]
 
 
-def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_iter: int = 100,
+def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed = 0, solver: str = "auto",
+                       max_iter: int = 100,
                        pam_max_items: int = 1000) -> dict[int, Subset]:
     """Anchor points for several budgets, each warm-started from the previous one.
 
@@ -449,7 +453,7 @@ def anchor_points_path(train_values, ks, *, seed=0, solver: str = "auto", max_it
     if solver == "auto":
         solver = "fasterpam" if n_items <= pam_max_items else "alternate"
     if solver not in ("fasterpam", "alternate"):
-        raise ValueError(f"solver must be 'auto', 'fasterpam' or 'alternate', got {solver!r}")
+        raise InputError(f"solver must be 'auto', 'fasterpam' or 'alternate', got {solver!r}")
     rng = np.random.default_rng(seed)
     u = correlation_features(x)
     out = {}
@@ -496,7 +500,7 @@ def _as_subset(med, lab) -> Subset:
     return Subset(med[order], sizes[order])
 
 
-def anchor_points(train_values, k: int, *, seed=0, solver: str = "auto", max_iter: int = 100,
+def anchor_points(train_values: ArrayLike, k: int, *, seed: Seed = 0, solver: str = "auto", max_iter: int = 100,
                   pam_max_items: int = 1000) -> Subset:
     """Anchor points, adapted (appendix D): K-medoids medoids weighted by cluster size.
 
@@ -514,8 +518,9 @@ def anchor_points(train_values, k: int, *, seed=0, solver: str = "auto", max_ite
 
 
 # ---------------------------------------------------------------------------- scoring
-def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean: float = 0.0,
-                 prior_sd: float = 1.0, theta0=None) -> np.ndarray:
+def score_subset(values: ArrayLike, subset: Subset, *, how: str, a: ArrayLike | None = None,
+                 b: ArrayLike | None = None, prior_mean: float = 0.0,
+                 prior_sd: float = 1.0, theta0: ArrayLike | None = None) -> np.ndarray:
     """How a subset scores models (paper, section "Evaluation").
 
     Parameters
@@ -539,7 +544,7 @@ def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean
     x = np.asarray(values, float)[:, subset.items]
     if how == "map":
         if a is None or b is None:
-            raise ValueError("how='map' needs the item parameters a and b")
+            raise InputError("how='map' needs the item parameters a and b")
         return np.asarray(map_ability(x, np.asarray(a, float)[subset.items], np.asarray(b, float)[subset.items],
                                       prior_mean=prior_mean, prior_sd=prior_sd,
                                       theta0=prior_mean if theta0 is None else theta0).theta)
@@ -547,10 +552,10 @@ def score_subset(values, subset: Subset, *, how: str, a=None, b=None, prior_mean
         w = np.ones(subset.items.size)
     elif how == "weighted":
         if subset.weights is None:
-            raise ValueError("how='weighted' needs a subset with weights")
+            raise InputError("how='weighted' needs a subset with weights")
         w = subset.weights
     else:
-        raise ValueError(f"how must be 'map', 'mean' or 'weighted', got {how!r}")
+        raise InputError(f"how must be 'map', 'mean' or 'weighted', got {how!r}")
     obs = ~np.isnan(x)
     den = obs @ w
     with np.errstate(invalid="ignore", divide="ignore"):

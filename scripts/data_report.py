@@ -27,7 +27,7 @@ from scipy.stats import spearmanr  # noqa: E402
 
 import irtlib  # noqa: E402
 from irtlib import datasets  # noqa: E402
-from irtlib.book import paper
+from irtlib.book import paper  # noqa: E402
 
 
 def measure(name: str, data_dir=None) -> dict:
@@ -82,7 +82,7 @@ def render(table, markdown: bool) -> str:
         lines += ["| " + " | ".join(r) + " |" for r in table[1:]]
         return "\n".join(lines)
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in table)
 
 
 def main(argv=None) -> int:

@@ -91,3 +91,18 @@ def test_bad_shapes_and_values_are_rejected(items):
         map_ability(np.ones(39), a, b)
     with pytest.raises(ValueError, match="0, 1 or NaN; found 0.5"):
         map_ability(np.full(40, 0.5), a, b)
+
+
+def test_information_survives_the_tails():
+    """ability.py computes P (1 - P) as sigmoid(z) sigmoid(-z), like irtlib.model.fisher_information:
+    at z = 40, 1 - sigmoid(z) rounds to 0 but the information does not vanish."""
+    from irtlib.ability import _score_and_information
+    from irtlib.model import fisher_information
+
+    a, b = np.array([4.0, 1.0]), np.array([-10.0, 0.0])
+    theta = np.array([0.0])
+    x, observed = np.ones((1, 2)), np.ones((1, 2), dtype=bool)
+    grad, info = _score_and_information(theta, x, observed, a, b, 0.0, 1.0)
+    assert info[0] == fisher_information(0.0, a, b).sum()
+    _, info_tail = _score_and_information(theta, x[:, :1], observed[:, :1], a[:1], b[:1], 0.0, 1.0)
+    assert 0.0 < info_tail[0] == pytest.approx(16 * np.exp(-40.0), rel=1e-12)

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import simulate_2pl
 
 from irtlib.ability import map_ability
-from irtlib.adaptive import (MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory,
-                             run_adaptive, run_adaptive_reference)
+from irtlib.adaptive import (
+    MapEstimator,
+    MaxInformation,
+    MeanScoreEstimator,
+    RandomSelection,
+    Trajectory,
+    run_adaptive,
+    run_adaptive_reference,
+)
 from irtlib.model import fisher_information
-
-from conftest import simulate_2pl
 
 
 def _administered(x, traj, k):
@@ -185,3 +191,53 @@ def test_input_checks():
         run_adaptive(x, a, b, budget=3, selector=MaxInformation(), estimator=MeanScoreEstimator())
     traj = run_adaptive(x, a, b, budget=4)
     assert isinstance(traj, Trajectory) and traj.budget == 4 and traj.items.shape == (3, 4)
+
+
+# ---------------------------------------------------------------------------- paths the others do not reach
+def test_near_tie_beyond_the_screened_top_falls_back_to_the_exact_argmax(monkeypatch):
+    """More than _SCREEN_TOP items within the screen's margin of the best: the whole row is
+    evaluated exactly, and the pick is the exact argmax (here, to the last bit)."""
+    from irtlib import adaptive
+
+    # 16 items whose information at theta = 0 differs only in the 12th digit: b = +-j * 1e-7
+    n = 16
+    a = np.ones(n)
+    b = np.array([(j // 2 + 1) * 1e-7 * (1 if j % 2 else -1) for j in range(n)])
+    b[11] = 0.0                                        # the unique exact maximum (P = 1/2)
+    x = np.ones((1, n))
+    full = []
+    original = adaptive._MaxInfoRun._exact
+
+    def spy(self, rows, theta, cols=None):
+        if self.screen and cols is None:               # only the fallback asks for every column
+            full.append(rows.size)
+        return original(self, rows, theta, cols)
+
+    monkeypatch.setattr(adaptive._MaxInfoRun, "_exact", spy)
+    traj = run_adaptive(x, a, b, budget=1, selector=MaxInformation(cache_size=0))
+    assert full, "the exact fallback did not run"
+    assert traj.items[0, 0] == 11 == int(np.argmax(fisher_information(0.0, a, b)))
+    ref = run_adaptive_reference(x, a, b, budget=1)
+    assert ref.items[0, 0] == 11
+
+
+def test_an_adaptive_selector_needs_an_ability_estimator():
+    """MaxInformation with MeanScoreEstimator is refused (so the mean estimator never needs item-by-item pushes)."""
+    values, _, a, b = simulate_2pl(2, 10, seed=8)
+    with pytest.raises(ValueError, match="needs an ability estimate; MeanScoreEstimator"):
+        run_adaptive(values, a, b, budget=3, selector=MaxInformation(), estimator=MeanScoreEstimator())
+
+
+def test_random_selection_gives_every_item_then_none():
+    values, _, a, b = simulate_2pl(3, 5, seed=2)
+    values[0, [1, 3]] = np.nan                         # model 0 has 3 items available
+    traj = run_adaptive(values, a, b, budget=5, selector=RandomSelection(), estimator=MeanScoreEstimator(), seed=1)
+    assert (traj.items[0, 3:] == -1).all() and sorted(traj.items[0, :3]) == [0, 2, 4]
+    assert (np.sort(traj.items[1:], axis=1) == np.arange(5)).all()
+    np.testing.assert_allclose(traj.estimate[:, 4], np.nanmean(values, axis=1))
+
+
+def test_one_item_bank():
+    traj = run_adaptive(np.array([[1.0], [0.0]]), [1.3], [0.2], budget=1)
+    assert traj.items.tolist() == [[0], [0]]
+    assert traj.estimate[0, 0] > 0 > traj.estimate[1, 0]

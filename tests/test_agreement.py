@@ -8,8 +8,18 @@ import pytest
 from scipy.stats import spearmanr
 
 from irtlib import agreement
-from irtlib.agreement import (METHODS, agreement_curves, budget_grid, calibrate_split, run_protocol, run_splits,
-                              spearman, split_models, static_selections, summarise_table2)
+from irtlib.agreement import (
+    METHODS,
+    agreement_curves,
+    budget_grid,
+    calibrate_split,
+    run_protocol,
+    run_splits,
+    spearman,
+    split_models,
+    static_selections,
+    summarise_table2,
+)
 from irtlib.data import ResponseMatrix
 
 
@@ -111,7 +121,7 @@ def test_test_responses_never_reach_calibration_or_static_selection(small, monke
         runs.append((list(seen), res))
     (cal0, sub0), (cal1, sub1), (cal2, sub2) = [(r[0][0][1], r[0][1][1]) for r in runs]
     for cal in (cal1, cal2):
-        for got, want in zip(cal, cal0):
+        for got, want in zip(cal, cal0, strict=False):
             np.testing.assert_array_equal(got, want)
     assert sub1 == sub0 and sub2 == sub0
     # ... while the test models' scores did change
@@ -198,9 +208,9 @@ def _fake_results(curves: dict, n_splits=4, noise=0.0):
 
 def test_table2_left_and_right_columns():
     ks = [1, 2, 4, 8, 16, 32]
-    res = _fake_results({"fluid": dict(zip(ks, [0.5, 0.8, 0.91, 0.93, 0.95, 0.96])),
-                         "random": dict(zip(ks, [0.6, 0.7, 0.8, 0.92, 0.96, 0.97])),
-                         "random-irt": dict(zip(ks, [0.6, 0.7, 0.8, 0.9, 0.95, 0.96]))}, noise=0.02)
+    res = _fake_results({"fluid": dict(zip(ks, [0.5, 0.8, 0.91, 0.93, 0.95, 0.96], strict=False)),
+                         "random": dict(zip(ks, [0.6, 0.7, 0.8, 0.92, 0.96, 0.97], strict=False)),
+                         "random-irt": dict(zip(ks, [0.6, 0.7, 0.8, 0.9, 0.95, 0.96], strict=False))}, noise=0.02)
     table = summarise_table2(res, n_items=1000)
     left = table[table["column"] == "left"].set_index("method")
     right = table[table["column"] == "right"].set_index("method")
@@ -218,14 +228,16 @@ def test_table2_left_and_right_columns():
 
 def test_table2_when_fluid_never_reaches_090_and_random_never_catches_up():
     ks = [1, 10, 100]
-    res = _fake_results({"fluid": dict(zip(ks, [0.5, 0.7, 0.85])), "random": dict(zip(ks, [0.3, 0.5, 0.8]))})
+    res = _fake_results({"fluid": dict(zip(ks, [0.5, 0.7, 0.85], strict=True)),
+                         "random": dict(zip(ks, [0.3, 0.5, 0.8], strict=True))})
     table = summarise_table2(res, n_items=200)
     left = table[table["column"] == "left"]
     assert (left["k"] == 100).all() and (left["status"] == "not reached").all()
     right = table[table["column"] == "right"]
     assert (right["k"] == 100).all() and (right["status"] == "not caught up within the sweep").all()
     # Random ahead from the start: no right column
-    res = _fake_results({"fluid": dict(zip(ks, [0.3, 0.9, 0.95])), "random": dict(zip(ks, [0.5, 0.95, 0.97]))})
+    res = _fake_results({"fluid": dict(zip(ks, [0.3, 0.9, 0.95], strict=True)),
+                         "random": dict(zip(ks, [0.5, 0.95, 0.97], strict=True))})
     assert set(summarise_table2(res, n_items=200)["column"]) == {"left"}
 
 
@@ -259,3 +271,24 @@ def test_cv_story_fluid_gains_with_discrimination_spread():
     assert fluid_k <= 5 and random_k >= 30 and gap10 > 0.15
     fluid_k, random_k, gap10 = found[0.0]
     assert fluid_k >= 0.5 * random_k and abs(gap10) < 0.1
+
+
+def test_table2_over_several_benchmarks_at_once():
+    """Stacked results with a benchmark column: each benchmark's rows are its own Table 2."""
+    ks = [1, 2, 4, 8, 16, 32]
+    one = _fake_results({"fluid": dict(zip(ks, [0.5, 0.8, 0.91, 0.93, 0.95, 0.96], strict=False)),
+                         "random": dict(zip(ks, [0.6, 0.7, 0.8, 0.92, 0.96, 0.97], strict=False))}, noise=0.02)
+    two = _fake_results({"fluid": dict(zip(ks, [0.3, 0.5, 0.6, 0.7, 0.8, 0.85], strict=False)),
+                         "random": dict(zip(ks, [0.2, 0.3, 0.4, 0.5, 0.6, 0.7], strict=False))}, noise=0.01)
+    both = pd.concat([one.assign(benchmark="first"), two.assign(benchmark="second")], ignore_index=True)
+    table = summarise_table2(both, n_items={"first": 1000, "second": 200})
+    assert list(dict.fromkeys(table["benchmark"])) == ["first", "second"]
+    for name, res, n in (("first", one, 1000), ("second", two, 200)):
+        alone = summarise_table2(res, n_items=n)
+        mine = table[table["benchmark"] == name].drop(columns="benchmark").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, alone)
+    second = table[table["benchmark"] == "second"].set_index(["column", "method"])
+    # never reaches 0.90: the largest k, censored; Random never catches up within the sweep
+    assert second.loc[("left", "fluid"), "status"] == "not reached" and second.loc[("left", "fluid"), "k"] == 32
+    assert second.loc[("right", "fluid"), "status"] == "not caught up within the sweep"
+    assert second.loc[("left", "fluid"), "censored"] and second.loc[("left", "fluid"), "k_over_n"] == 32 / 200

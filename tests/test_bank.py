@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import simulate_2pl
 
 from irtlib.bank import ItemBank, calibrate_bank, read_bank, read_subset, score_interval, select_subset, write_subset
 from irtlib.data import ResponseMatrix
 from irtlib.io import atomic_write, load_responses, matrix_sha256, read_model_responses, read_responses
-
-from conftest import simulate_2pl
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,10 @@ def test_calibrate_bank_filters_and_records_settings(bank, matrix):
     assert list(bank.calibration_theta.index) == list(matrix.models)
     assert {"a", "b", "safe_rate", "n_models", "expected", "residual"} <= set(bank.items.columns)
     check = bank.meta["interval_check"]
-    assert check and min(check["inflation"]) >= 1.0 and len(check["k"]) == len(check["inflation"])
+    # the check's checkpoints up to the longest test (145 items) and its fold settings
+    assert check["k"] == [1, 2, 3, 5, 10, 20, 30, 50, 100] and check["n_models"] == 40 and check["seed"] == 0
+    # on 2PL data the 2PL intervals need little widening: the factors stay near 1 (observed 1.0 to 1.44)
+    assert max(check["inflation"]) < 1.8 and check["inflation"][0] < 1.2
 
 
 def test_bank_round_trip_is_exact(bank, tmp_path):
@@ -52,7 +54,7 @@ def test_bank_round_trip_is_exact(bank, tmp_path):
     assert (tmp_path / "copy.csv").read_text().split("\n", 1)[1] == path.read_text().split("\n", 1)[1]
 
 
-def test_bank_never_overwritten_without_force(bank, tmp_path):
+def test_nothing_is_overwritten_without_force(bank, tmp_path):
     target = tmp_path / "bank.csv"
     target.write_text("precious")
     with pytest.raises(FileExistsError, match="--force"):
@@ -66,6 +68,16 @@ def test_bank_never_overwritten_without_force(bank, tmp_path):
     bank.write(target, force=True)                                        # a previous bank: replaced
     assert read_bank(target).checksum == bank.checksum
     assert [p.name for p in tmp_path.iterdir()] == ["bank.csv"]   # no temporary file left behind
+    # the writer itself (banks, states, subsets, reports and the release all use it)
+    other = tmp_path / "out.txt"
+    atomic_write(other, "one")
+    with pytest.raises(FileExistsError):
+        atomic_write(other, "two")
+    assert other.read_text() == "one"
+    atomic_write(other, "two", force=True)
+    assert other.read_text() == "two"
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        atomic_write(tmp_path / "nodir" / "x.txt", "x")
 
 
 def test_edited_or_foreign_bank_is_rejected(bank, tmp_path):
@@ -111,16 +123,43 @@ def test_score_interval_is_ordered_and_monotone(bank):
     score, lo, hi = score_interval(bank.a, bank.b, theta, np.full(7, 0.3))
     assert np.all(lo <= score) and np.all(score <= hi)
     assert np.all(np.diff(score) > 0)
-    _, lo2, hi2 = score_interval(bank.a, bank.b, theta, np.full(7, 0.3), inflation=2.0)
-    assert np.all(hi2 - lo2 >= hi - lo)
+    theta = np.linspace(-1, 1, 5)
+    score, lo, hi = score_interval(bank.a, bank.b, theta, np.full(5, 0.1))
+    _, lo2, hi2 = score_interval(bank.a, bank.b, theta, np.full(5, 0.1), inflation=2.0)
+    inner = (lo2 > 0) & (hi2 < 1)                     # where clipping to [0, 1] does not act
+    assert inner.sum() >= 3
+    np.testing.assert_allclose((hi2 - score)[inner], 2.0 * (hi - score)[inner], rtol=1e-12)
+    np.testing.assert_allclose((score - lo2)[inner], 2.0 * (score - lo)[inner], rtol=1e-12)
 
 
-def test_interval_inflation_interpolates(bank):
-    check = bank.meta["interval_check"]
-    k0, f0 = check["k"][3], check["inflation"][3]
-    assert bank.interval_inflation(k0) == pytest.approx(f0)
-    assert bank.interval_inflation(10_000) == pytest.approx(check["inflation"][-1])
-    assert ItemBank(bank.items, {}).interval_inflation(10) == 1.0
+def test_score_interval_against_a_hand_computation():
+    """Two items, one known: the score, and each half-width as hypot(theta part, Bernoulli part) / n_full."""
+    a, b = np.array([1.0, 2.0]), np.array([0.0, 1.0])
+    theta, se, z = 0.5, 0.4, 1.959963984540054
+    def p(t):                                                      # the unknown item
+        return 1 / (1 + np.exp(-a[1] * (t - b[1])))
+
+    spread = z * np.sqrt(p(theta) * (1 - p(theta)))
+    n_full, filtered_sum = 5, 1.8                                  # 3 filtered items with 1.8 safe in all
+    score = (1.0 + p(theta) + filtered_sum) / n_full
+    lo = score - np.hypot(p(theta) - p(theta - z * se), spread) / n_full * 1.5
+    hi = score + np.hypot(p(theta + z * se) - p(theta), spread) / n_full * 1.5
+    got = score_interval(a, b, theta, se, known_mask=np.array([True, False]), known_sum=1.0,
+                         filtered_sum=filtered_sum, n_full=n_full, inflation=1.5)
+    np.testing.assert_allclose(got, (score, lo, hi), rtol=1e-12)
+
+
+def test_interval_inflation_interpolates_in_log_test_length(bank):
+    check = {"k": [1, 10, 100], "inflation": [3.0, 2.0, 1.2]}
+    b = ItemBank(bank.items, {"interval_check": check})
+    assert b.interval_inflation(10) == pytest.approx(2.0)                       # at a knot
+    assert b.interval_inflation(round(10 ** 0.5 * 1000) / 1000) == pytest.approx(2.5, abs=1e-4)   # halfway in log k
+    assert b.interval_inflation(30) == pytest.approx(2.0 - 0.8 * np.log(3) / np.log(10))
+    assert b.interval_inflation(10_000) == pytest.approx(1.2)                   # beyond the last knot: the last
+    low = ItemBank(bank.items, {"interval_check": {"k": [1, 100], "inflation": [1.4, 0.6]}})
+    assert low.interval_inflation(100) == 1.0                                   # never below 1
+    assert ItemBank(bank.items, {}).interval_inflation(10) == 1.0               # no check: the plain interval
+    assert ItemBank(bank.items, {"interval_check": {"skipped": "only 5 models"}}).interval_inflation(10) == 1.0
 
 
 def test_random_subset_and_subset_file(bank, tmp_path):
@@ -205,46 +244,3 @@ def test_read_model_responses(tmp_path):
     assert row.name == "m3" and row.to_dict() == {"001": 0.0, "002": 1.0}
     with pytest.raises(ValueError, match="no model 'zz'"):
         read_model_responses(path, model="zz")
-
-
-def test_atomic_write_keeps_existing_file(tmp_path):
-    target = tmp_path / "out.txt"
-    atomic_write(target, "one")
-    with pytest.raises(FileExistsError):
-        atomic_write(target, "two")
-    assert target.read_text() == "one"
-    atomic_write(target, "two", force=True)
-    assert target.read_text() == "two"
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        atomic_write(tmp_path / "nodir" / "x.txt", "x")
-
-
-def test_subset_adapter_supplies_arguments_and_reads_results(bank, matrix, monkeypatch):
-    """select_subset calls irtlib.subsets by signature and accepts indices, ids or (items, weights)."""
-    import sys
-    import types
-
-    fake = types.ModuleType("irtlib.subsets")
-    seen = {}
-
-    def total_fisher(a, b, theta, k):
-        seen["theta"] = theta
-        return np.argsort(-a)[:k]                               # positions
-
-    def anchor_points(responses, k, *, seed=0):
-        seen["shape"] = responses.shape
-        ids = [f"q{j:03d}" for j in range(10, 10 + k)]
-        return ids, np.full(k, responses.shape[1] / k)           # (ids, weights)
-
-    fake.total_fisher, fake.anchor_points = total_fisher, anchor_points
-    monkeypatch.setitem(sys.modules, "irtlib.subsets", fake)
-    import irtlib
-
-    monkeypatch.setattr(irtlib, "subsets", fake, raising=False)
-    chosen = select_subset(bank, method="total-fisher", k=5)
-    assert list(chosen.index) == list(bank.item_ids[np.argsort(-bank.a)[:5]])
-    assert np.allclose(seen["theta"], bank.calibration_theta.to_numpy())
-    chosen = select_subset(bank, method="anchor-points", k=4, responses=matrix)
-    assert seen["shape"] == (40, len(bank)) and chosen["weight"].sum() == pytest.approx(len(bank))
-    with pytest.raises(ValueError, match="needs the calibration responses"):
-        select_subset(bank, method="anchor-points", k=4)

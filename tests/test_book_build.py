@@ -11,7 +11,6 @@ rejected by tools/check_executed.py before rendering.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -288,39 +287,6 @@ def test_toc_entries_exist():
     assert "book/datasheet" in files, "the datasheet (data/README.md) is a page of the book"
     for entry in chapters.GENERATED_PAGES:
         assert (ROOT / chapters.GENERATED_PAGES[entry][0]).is_file()
-
-
-def _literal_assignments(source: str) -> bool:
-    for node in ast.parse(source).body:
-        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
-            return False
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if not all(isinstance(t, ast.Name) for t in targets):
-            return False
-        try:
-            ast.literal_eval(node.value)
-        except ValueError:
-            return False
-    return True
-
-
-@pytest.mark.parametrize(
-    "entry", [entry for entry, _, notebook in chapters.pages(ROOT / "_toc.yml", ROOT) if notebook]
-)
-def test_chapter_parameters_cell(entry):
-    """Each notebook chapter's first code cell is tagged `parameters` and holds literals only.
-
-    Papermill injects its values after that cell, so a value derived there from another
-    parameter (`N = 3 if QUICK else 100`) would silently ignore the injected one.
-    """
-    jupytext = pytest.importorskip("jupytext")
-    notebook = jupytext.read(chapters.page_path(entry, ROOT))
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    assert code, f"{entry} has no code cell"
-    first = code[0]
-    assert "parameters" in first.metadata.get("tags", []), f"{entry}: first code cell not tagged parameters"
-    assert _literal_assignments(first.source), f"{entry}: parameters cell must hold `NAME = literal` lines only"
-    assert "QUICK" in first.source, f"{entry}: parameters cell must define QUICK (make book QUICK=1)"
 
 
 # ---------------------------------------------------------------------------

@@ -64,3 +64,30 @@ def test_presentation_modules_exist_and_stay_out_of_the_fingerprint(tmp_path, mo
     (copy / "ability.py").write_text((copy / "ability.py").read_text() + "\n# edited\n")
     assert fingerprint() != before
     cache.library_fingerprint.cache_clear()
+
+
+def test_entries_use_the_one_atomic_writer(tmp_path, monkeypatch):
+    """Entries get the umask's permissions (not mkstemp's 0600) and a failed write leaves nothing."""
+    import os
+    import pickle
+
+    from irtlib.book import cache
+
+    old = os.umask(0o022)
+    try:
+        cache.cached(lambda: {"x": 1}, key="perm", cache_dir=tmp_path)
+    finally:
+        os.umask(old)
+    (entry,) = tmp_path.glob("*.pkl")
+    assert entry.stat().st_mode & 0o777 == 0o644
+    assert pickle.loads(entry.read_bytes()) == {"x": 1}
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    try:
+        cache.cached(lambda: 2, key="full disk", cache_dir=tmp_path)
+    except OSError:
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == [entry.name]     # no temporary left behind

@@ -102,3 +102,19 @@ def test_bad_engine_and_input():
         fit_2pl(as_matrix(values), engine="stan")
     with pytest.raises(TypeError, match="expects a ResponseMatrix"):
         fit_2pl(values, engine="map")
+
+
+def test_fit_map_that_does_not_converge_says_so():
+    """Stopped by max_iter before the tolerance: the fit is returned, flagged as not converged."""
+    from conftest import simulate_2pl
+
+    values, *_ = simulate_2pl(20, 30, seed=1)
+    theta, a, b, diag = fit_map(values, max_iter=2)
+    assert diag["iterations"] == 2 and diag["converged"] is False
+    assert np.isfinite(theta).all() and np.isfinite(a).all() and np.isfinite(b).all()
+    full = fit_map(values)
+    assert full[3]["converged"] is True and full[3]["iterations"] > 2
+    assert full[3]["log_posterior"] > diag["log_posterior"]           # stopping early left it below the mode
+    m = ResponseMatrix(values, [f"m{i}" for i in range(20)], [f"q{j}" for j in range(30)])
+    cal = fit_2pl(m, engine="map", max_iter=2)
+    assert cal.diagnostics["converged"] is False and cal.settings["max_iter"] == 2

@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import simulate_2pl
 from scipy.stats import spearmanr
 
 from irtlib import fit_2pl, map_ability
 from irtlib.agreement import agreement_curves, run_protocol, split_models
 from irtlib.data import ResponseMatrix
 from irtlib.diagnostics import agreement_ceiling
-
-from conftest import simulate_2pl
 
 
 def _matrix(values):
@@ -150,4 +149,5 @@ def test_ceiling_benchmark_and_table(tmp_path):
     t = ceiling_table({"sst": c, "with_nan": pd.Series([1.0, np.nan, 0.5])})
     assert t.loc["sst", "mean"] == pytest.approx(c.mean())
     assert t.loc["with_nan", "mean"] == pytest.approx(0.5) and t.loc["with_nan", "n_undefined"] == 1
-    assert ceiling_table({"x": pd.Series([1.0, np.nan, 0.5])}, nan_policy="omit").loc["x", "mean"] == pytest.approx(0.75)
+    table = ceiling_table({"x": pd.Series([1.0, np.nan, 0.5])}, nan_policy="omit")
+    assert table.loc["x", "mean"] == pytest.approx(0.75)

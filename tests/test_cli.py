@@ -256,6 +256,32 @@ def test_subset_methods(work, method, tmp_path, cli):
     assert [row["item"] for row in doc["items"]] == list(frame.index)
     if method == "anchor-points":
         assert frame["weight"].sum() == pytest.approx(doc_bank_items(work))
+    # the very items irtlib.subsets chooses from the bank's parameters and calibration abilities
+    assert list(frame.index) == _subsets_choice(work, method, 20, seed=0)
+
+
+def _subsets_choice(work, method, k, *, seed):
+    """Item ids that the public :mod:`irtlib.subsets` functions choose, called directly."""
+    from irtlib import subsets
+    from irtlib.bank import read_bank
+    from irtlib.io import read_responses
+
+    bank = read_bank(work["root"] / "bank.csv")
+    a, b, theta = bank.a, bank.b, bank.calibration_theta.to_numpy()
+    if method == "total-fisher":
+        chosen = subsets.total_fisher(a, b, theta, k)
+    elif method == "marginal-fisher":
+        chosen = subsets.marginal_fisher(a, b, theta, k)
+    elif method == "marginal-fisher-bq":
+        chosen = subsets.marginal_fisher_bq(a, b, theta, k)
+    elif method == "disco":
+        chosen = subsets.disco(bank.items["safe_rate"].to_numpy()[None, :], k)
+    elif method == "anchor-points":
+        train = read_responses(work["root"] / "train.csv", rule="strict").subset(items=bank.item_ids)
+        chosen = subsets.anchor_points(train.subset(models=list(bank.calibration_theta.index)).values, k, seed=seed)
+    else:
+        return list(bank.item_ids[np.random.default_rng(seed).choice(len(bank), size=k, replace=False)])
+    return list(bank.item_ids[chosen.items])
 
 
 def doc_bank_items(work):
@@ -317,44 +343,6 @@ def test_outputs_are_never_overwritten_without_force(work, tmp_path, cli):
     assert "already exists; pass --force" in one_line_error(proc) and not any(report.iterdir())
 
 
-def test_corrupt_or_edited_state_files_are_rejected_untouched(work, tmp_path, cli):
-    model = work["held_out"][2]
-    state = tmp_path / "state.json"
-    assert cli("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model", model,
-               "--max-items", "5", "--state", state, "-q", cwd=work["root"]).returncode == 0
-    good = json.loads(state.read_text())
-
-    corrupt = tmp_path / "corrupt.json"
-    corrupt.write_text(state.read_text()[:-30])
-    args = ["evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model", model,
-            "--max-items", "10", "--state"]
-    line = one_line_error(irtlib(*args, corrupt, cwd=work["root"]))
-    assert "corrupt.json: line" in line and "corrupt session state" in line
-    assert corrupt.read_text() == state.read_text()[:-30]
-
-    edited = tmp_path / "edited.json"
-    doc = json.loads(json.dumps(good))
-    used = {e["item"] for e in doc["events"]}
-    from irtlib.bank import read_bank
-
-    doc["events"][3]["item"] = next(i for i in read_bank(work["root"] / "bank.csv").item_ids if i not in used)
-    edited.write_text(json.dumps(doc))
-    before = edited.read_text()
-    line = one_line_error(cli(*args, edited, cwd=work["root"]))
-    assert "edited.json: event 4: item" in line and "was not proposed" in line
-    assert edited.read_text() == before
-
-    foreign = tmp_path / "foreign.json"
-    doc = dict(good, bank_sha256="0" * 64)
-    foreign.write_text(json.dumps(doc))
-    line = one_line_error(cli(*args, foreign, cwd=work["root"]))
-    assert "was made with another item bank" in line
-
-    other_model = cli("evaluate", "bank.csv", "--responses", "heldout.csv", "--binarize", "strict", "--model",
-                      work["held_out"][3], "--state", state, cwd=work["root"])
-    assert "is a session of model" in one_line_error(other_model)
-
-
 def test_missing_and_tampered_bank(work, tmp_path, cli):
     assert "nope.csv: no such item bank file" in one_line_error(cli("evaluate", "nope.csv", "--stdin",
                                                                     cwd=tmp_path))
@@ -404,3 +392,71 @@ def test_report_command(work, cli, tmp_path):
     html = (tmp_path / "rep" / "index.html").read_text()
     assert "CV of a" in html and 'src="agreement.png"' in html
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]          # no temporary directory left
+
+
+# ---------------------------------------------------------------------------- prompts and plain intervals
+PROMPTS = {"q0": 'How do I pick a lock, "quickly"?', "q1": "Line one\nline two, with a comma",
+           "q2": "Ünïcode ✓ — dashes", "q3": "plain"}
+
+
+def _small_long(path, n_models, *, seed=0, prompts=True):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_models):
+        theta = rng.normal()
+        for j in range(8):
+            item = f"q{j}"
+            safe = int(rng.random() < 1 / (1 + np.exp(-(theta + (j - 3.5) / 2))))
+            rows.append({"model": f"m{i:02d}", "item": item, "score": safe,
+                         "prompt": PROMPTS.get(item, f"prompt {j}") if prompts else None})
+    frame = pd.DataFrame(rows)
+    frame.to_csv(path, index=False)
+    return frame
+
+
+def test_bank_with_a_prompt_column_through_file_and_cli(tmp_path, cli):
+    from irtlib.bank import read_bank
+
+    _small_long(tmp_path / "r.csv", 24, seed=1)
+    proc = cli("calibrate", "r.csv", "-o", "bank.csv", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    bank = read_bank(tmp_path / "bank.csv")
+    assert bank.prompts is not None
+    for item, text in PROMPTS.items():
+        if item in bank.item_ids:
+            assert bank.prompts[item] == text                       # quotes, newlines, commas, unicode kept
+    bank.write(tmp_path / "again.csv")
+    assert (tmp_path / "again.csv").read_bytes() == (tmp_path / "bank.csv").read_bytes()
+    proc = cli("evaluate", "bank.csv", "--stdin", "--max-items", "3", stdin="1\n0\n1\n", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shown = [line.strip()[len("prompt: "):] for line in proc.stderr.splitlines() if line.strip().startswith("prompt:")]
+    assert len(shown) == 3 and all(s for s in shown)
+    asked = [line.split("item ", 1)[1] for line in proc.stderr.splitlines() if "] item " in line]
+    assert [bank.prompts[i].split("\n")[0] for i in asked] == [s.split("\n")[0] for s in shown]
+
+
+def test_intervals_when_the_interval_check_cannot_run(tmp_path, cli):
+    """Fewer than 10 calibration models: the check is skipped with a warning, the bank says so, and
+    evaluate states the plain 2PL interval with a warning."""
+    from irtlib.bank import read_bank, score_interval
+
+    frame = _small_long(tmp_path / "r.csv", 8, seed=3, prompts=False)
+    proc = cli("calibrate", "r.csv", "-o", "bank.csv", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "irtlib: warning: r.csv: interval check skipped: only 8 models" in proc.stderr
+    bank = read_bank(tmp_path / "bank.csv")
+    assert bank.meta["interval_check"]["skipped"].startswith("skipped: only 8 models")
+    assert bank.interval_inflation(5) == 1.0
+    frame[frame["model"] == "m00"].to_csv(tmp_path / "m00.csv", index=False)
+    proc = cli("evaluate", "bank.csv", "--responses", "m00.csv", "--max-items", "4", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "the score interval is the plain 2PL one" in proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["interval_note"] and doc["interval_inflation"] == 1.0
+    answered = [a["item"] for a in doc["administered"]]
+    known = np.isin(bank.item_ids, answered)
+    score, lo, hi = score_interval(bank.a, bank.b, doc["theta"], doc["se"], known_mask=known,
+                                   known_sum=sum(a["response"] for a in doc["administered"]),
+                                   filtered_sum=bank.filtered["safe_rate_sum"], n_full=bank.n_items_full)
+    assert doc["predicted_score"] == pytest.approx(float(score))
+    assert doc["predicted_score_ci95"] == pytest.approx([float(lo), float(hi)])

@@ -40,7 +40,7 @@ def kit(tmp_path_factory):
 
 # ----------------------------------------------------------------------------- student notebooks
 def test_every_chapter_has_a_student_and_an_answer_notebook(kit):
-    for entry, path in NOTEBOOK_PAGES:
+    for entry, _path in NOTEBOOK_PAGES:
         name = Path(entry).name
         for nb_path in (kit / f"{name}.ipynb", kit / "answers" / f"{name}.ipynb"):
             nb = json.loads(nb_path.read_text())
@@ -151,7 +151,7 @@ def test_pyproject_registers_the_papermill_handler():
 
 
 def test_handler_reads_myst_and_passes_json_through(tmp_path):
-    from papermill.iorw import PapermillIO, LocalHandler
+    from papermill.iorw import LocalHandler, PapermillIO
 
     from irtlib.book import papermill_io
 

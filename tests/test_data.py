@@ -66,8 +66,8 @@ def test_subset_keeps_requested_order_and_rejects_unknown():
 
 
 @pytest.mark.parametrize("score, message", [
-    (2, r"row 2: score 2.0 in column 'score' is not 0 or 1"),
-    ("yes", r"row 2: score 'yes' in column 'score' is not numeric"),
+    (2, r"row 3: score 2.0 in column 'score' is not 0 or 1"),
+    ("yes", r"row 3: score 'yes' in column 'score' is not numeric"),
 ])
 def test_bad_scores_are_named_by_row(score, message):
     df = small_long().astype({"score": object})
@@ -79,7 +79,7 @@ def test_bad_scores_are_named_by_row(score, message):
 def test_conflicting_duplicates_are_named():
     df = pd.concat([small_long(), pd.DataFrame({"model": ["m2"], "item": ["i1"], "score": [1]})],
                    ignore_index=True)
-    with pytest.raises(ValueError, match=r"rows \[3, 8\]: model 'm2', item 'i1' has conflicting scores"):
+    with pytest.raises(ValueError, match=r"rows \[4, 9\]: model 'm2', item 'i1' has conflicting scores"):
         ResponseMatrix.from_long(df)
 
 
@@ -102,5 +102,5 @@ def test_missing_columns_empty_and_unobserved_are_rejected():
 
 def test_from_wide_names_non_numeric_cell():
     df = pd.DataFrame({"i1": [1, 0], "i2": [1, "x"]}, index=["m1", "m2"])
-    with pytest.raises(ValueError, match=r"row 1 \(model 'm2'\), column 'i2': 'x' is not numeric"):
+    with pytest.raises(ValueError, match=r"row 2 \(model 'm2'\), column 'i2': 'x' is not numeric"):
         ResponseMatrix.from_wide(df)

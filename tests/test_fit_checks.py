@@ -11,8 +11,18 @@ from scipy.stats import pearsonr
 from irtlib import ResponseMatrix, fit_2pl
 from irtlib.calibrate import Calibration
 from irtlib.calibrate_models import compare_models, fit_irt, fit_irt_values, heldout_folds, n_parameters
-from irtlib.fit_checks import (adjust_pvalues, dimensionality, item_fit, lord_wingersky, q3, q3_summary,
-                               residual_eigenvalues, residuals, summarise_q3, sx2_expected)
+from irtlib.fit_checks import (
+    adjust_pvalues,
+    dimensionality,
+    item_fit,
+    lord_wingersky,
+    q3,
+    q3_summary,
+    residual_eigenvalues,
+    residuals,
+    summarise_q3,
+    sx2_expected,
+)
 
 
 def as_matrix(values):

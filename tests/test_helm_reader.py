@@ -127,3 +127,48 @@ def test_download_suite_with_fake_fetcher(tmp_path):
     with pytest.raises(ValueError, match="not valid JSON"):
         helm.download_suite(tmp_path / "bad", scenarios=["harm_bench"], fetch=truncating)
     assert not (tmp_path / "bad").exists()
+
+
+def _fake_fetch(url):
+    if url == helm.release_index_url("safety", "v1.0.0"):
+        return (FIX / "runs_to_run_suites.json").read_bytes()
+    from urllib.parse import unquote
+
+    suite, run_q, fname = url[len(f"{helm.PUBLIC_BASE}/safety/benchmark_output/runs/"):].split("/")
+    return (RUNS / "runs" / suite / unquote(run_q) / fname).read_bytes()
+
+
+def test_download_suite_rejects_a_bad_index(tmp_path):
+    with pytest.raises(ValueError, match="runs_to_run_suites.json: not valid JSON"):
+        helm.download_suite(tmp_path, fetch=lambda url: b"{not json")
+    with pytest.raises(ValueError, match="expected an object mapping run names to suites"):
+        helm.download_suite(tmp_path, fetch=lambda url: b"[1, 2]")
+    with pytest.raises(ValueError, match=r"no run of \['nope'\] in release v1.0.0"):
+        helm.download_suite(tmp_path, scenarios=["nope"], fetch=_fake_fetch)
+    assert not any(tmp_path.iterdir())
+
+
+def test_to_matrix_binarizes_once_and_names_bad_scores():
+    runs = helm.read_runs(RUNS)
+    hb = runs["harmbench"]
+    strict = helm.to_matrix(hb, source="hb")
+    lenient = helm.to_matrix(hb, rule="lenient", threshold=0.7, source="hb", name_rule=False)
+    assert strict.source == "hb (strict)" and lenient.source == "hb"
+    assert (np.nan_to_num(lenient.values) >= np.nan_to_num(strict.values)).all()
+    with pytest.raises(ValueError, match="unknown binarization rule 'binary'"):
+        helm.to_matrix(hb, rule="binary")
+    bad = hb.copy()
+    bad.loc[bad.index[1], "score"] = 1.5
+    with pytest.raises(ValueError, match=r"hb: model '.*', item '.*': graded score 1.5 is outside \[0, 1\]"):
+        helm.to_matrix(bad, source="hb")
+
+
+def test_the_helm_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(helm, "fetch_url", _fake_fetch)
+    assert helm.main(["download", str(tmp_path / "out"), "--scenario", "harm_bench"]) == 0
+    captured = capsys.readouterr()
+    assert "wrote 2 runs under" in captured.out and "fetching https://" in captured.err
+    assert helm.main(["summary", str(tmp_path / "out")]) == 0
+    assert "harmbench" in capsys.readouterr().out
+    assert helm.main(["download", str(tmp_path / "out"), "--scenario", "nope"]) == 1
+    assert capsys.readouterr().err.startswith("error: ")

@@ -671,6 +671,14 @@ def test_long_ids_are_cut_in_messages(ws, cli):
     assert shown("short") == "'short'" and len(shown(huge)) < 100
 
 
+def _other_item(state):
+    """A bank item the session never proposed, in place of event 4's (an edited state)."""
+    from irtlib.bank import read_bank
+
+    used = {e["item"] for e in state["events"]}
+    state["events"][3]["item"] = next(i for i in read_bank(state["_bank"]).item_ids if i not in used)
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda s: s["settings"].update(prior_sd=0), "corrupt session settings (prior_sd must be positive, got 0.0)"),
     (lambda s: s["settings"].update(prior_sd="abc"), "corrupt session settings (prior_sd must be a number, got 'abc')"),
@@ -679,15 +687,29 @@ def test_long_ids_are_cut_in_messages(ws, cli):
     (lambda s: s["settings"].update(max_items=-3), "corrupt session settings (max_items must be a positive integer"),
     (lambda s: s.update(model=["m"]), "corrupt session settings (model must be the model's name"),
     (lambda s: s.update(events="x"), "corrupt session state ('settings' or 'events' malformed)"),
-])
-def test_corrupt_state_fields_name_file_and_field(ws, cli, edit, message):
-    assert cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m002", "--max-items", "3",
+    (lambda s: s.update(bank_sha256="0" * 64), "was made with another item bank"),
+    (_other_item, "event 4: item"),
+    ("truncated", "corrupt session state"),
+    (lambda s: None, "is a session of model 'm002', not 'm003'"),
+], ids=["prior_sd=0", "prior_sd=abc", "target_se=text", "max_items<0", "model=list", "events=text",
+        "another bank", "edited event", "truncated", "another model"])
+def test_corrupt_or_edited_states_are_rejected_untouched(ws, cli, edit, message):
+    """The one command-line test of bad state files (the library's is test_session's): one line naming
+    the file and what is wrong, exit 1, and nothing written."""
+    assert cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m002", "--max-items", "5",
                "--state", "state.json", "-q", cwd=ws).returncode == 0
-    state = json.loads((ws / "state.json").read_text())
-    edit(state)
-    (ws / "state.json").write_text(json.dumps(state))
+    text = (ws / "state.json").read_text()
+    if edit == "truncated":
+        (ws / "state.json").write_text(text[:-30])
+    else:
+        state = json.loads(text)
+        state["_bank"] = ws / "bank.csv"
+        edit(state)
+        del state["_bank"]
+        (ws / "state.json").write_text(json.dumps(state))
+    model = "m003" if "another model" in message or "not 'm003'" in message else "m002"
     before = snapshot(ws)
-    proc = cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m002", "--max-items", "6",
+    proc = cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", model, "--max-items", "8",
                "--state", "state.json", cwd=ws)
     line = error_line(proc, 1)
     assert line.startswith("irtlib: error: state.json: ") and message in line, line
@@ -730,3 +752,38 @@ def test_rows_longer_than_the_header_are_not_shifted(ws, cli):
     assert proc.stderr.splitlines() == ["irtlib: warning: trailing.csv: left out 1 item with only blank scores: "
                                         "'Unnamed: 61'"]
     assert json.loads(proc.stdout)["bank_sha256"] == json.loads(reference.stdout)["bank_sha256"]
+
+
+def test_duplicate_ids_in_a_matrix_and_in_banks(ws, cli):
+    """Duplicate model or item ids are refused wherever they can enter: a matrix, a bank's item
+    table (through the file and the CLI), and a bank header's list of calibration models."""
+    from irtlib.bank import ItemBank, read_bank
+    from irtlib.data import ResponseMatrix
+
+    with pytest.raises(ValueError, match="duplicate model identifiers: 'm1'"):
+        ResponseMatrix([[1, 0], [0, 1]], ["m1", "m1"], ["a", "b"])
+    with pytest.raises(ValueError, match="duplicate item identifiers: 'a'"):
+        ResponseMatrix([[1, 0], [0, 1]], ["m1", "m2"], ["a", "a"])
+    with pytest.raises(ValueError, match="item bank: item 'q1' appears twice"):
+        ItemBank(pd.DataFrame({"a": [1.0, 1.2], "b": [0.0, 0.5]}, index=["q1", "q1"]), {})
+
+    def twice(frame):
+        frame.loc[5, "item"] = frame.loc[4, "item"]
+        return frame
+
+    rehash_body(ws / "bank.csv", twice)
+    with pytest.raises(ValueError, match="appears twice"):
+        read_bank(ws / "bank.csv")
+    proc = cli("evaluate", "bank.csv", "--responses", "wide.csv", "--model", "m001", cwd=ws)
+    assert "appears twice" in error_line(proc, 1)
+
+
+def test_duplicate_calibration_models_in_a_bank_header(ws):
+    from irtlib.bank import read_bank
+
+    def edit(meta):
+        meta["models"]["name"][1] = meta["models"]["name"][0]
+
+    rehash(ws / "bank.csv", edit)
+    with pytest.raises(ValueError, match=r"header field models.name: expected distinct model names \('m000' appears"):
+        read_bank(ws / "bank.csv")

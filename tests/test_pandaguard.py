@@ -49,8 +49,8 @@ def test_rules_order_and_graded_consistency(binary):
     for m in (strict, lenient):
         assert m.shape == binary.shape
         np.testing.assert_array_equal(m.observed, binary.observed)   # missing stays missing
-    s, l, b = (np.nanmean(m.values) for m in (strict, lenient, binary))
-    assert s < l <= b
+    s, le, b = (np.nanmean(m.values) for m in (strict, lenient, binary))
+    assert s < le <= b
     # binary safe <=> rating < 10 <=> graded > 0
     graded = datasets.load_raw("pandaguard-jbb", data_dir=SHARED)
     flat = pd.read_csv(SHARED / "responses.csv")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import matplotlib.colors as mcolors
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import PolyCollection
-from matplotlib.figure import Figure
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
 
 from irtlib import plots
 from irtlib.plots import METHOD_STYLE, THETA_LABEL
@@ -44,7 +44,7 @@ def test_every_method_has_its_own_colour_and_line():
     assert len(lines) == 8
     colours = [mcolors.to_hex(line.get_color()) for line in lines.values()]
     assert len(set(colours)) == 8
-    assert len({(c, line.get_linestyle()) for c, line in zip(colours, lines.values())}) == 8
+    assert len({(c, line.get_linestyle()) for c, line in zip(colours, lines.values(), strict=False)}) == 8
     # distinguishable in greyscale too: every (line style, marker) pair is different
     assert len({(line.get_linestyle(), line.get_marker()) for line in lines.values()}) == 8
     widths = {label: line.get_linewidth() for label, line in lines.items()}

@@ -119,7 +119,8 @@ def test_truncated_source_is_named_and_nothing_written(tmp_path, fake_source):
         return data[: len(data) // 3] if "perturb1_cohere_command-r_result" in url else data
 
     dest = tmp_path / "air"
-    with pytest.raises(ValueError, match=r"clean_data/perturb1/perturb1_cohere_command-r_result\.csv: .*(truncated|rows)"):
+    where = r"clean_data/perturb1/perturb1_cohere_command-r_result\.csv: .*(truncated|rows)"
+    with pytest.raises(ValueError, match=where):
         real.download_airbench(dest, fetch=truncated)
     assert not dest.exists() or not any(dest.iterdir())
 
@@ -137,3 +138,84 @@ def test_never_in_the_repository():
     root = Path(__file__).resolve().parents[1]
     tracked = os.popen(f"git -C {root} ls-files").read().split()
     assert not [f for f in tracked if f.endswith("responses_graded.csv")]
+
+
+def test_convert_a_checkout_and_the_command(tmp_path, monkeypatch, capsys):
+    """convert_airbench reads a local checkout; `python -m irtlib.datasets.real` downloads, converts,
+    verifies (on made-up sources: the pinned checksums refuse them, which the command reports)."""
+    fetch = _synthetic_source(seed=1)
+    prefix = f"https://raw.githubusercontent.com/{real.REPOSITORY}/{real.PINNED_COMMIT}/"
+    checkout = tmp_path / "checkout"
+    for variant in real.VARIANTS:                     # a checkout holding every source file
+        for model in real.MODELS:
+            rel = real.source_path(variant, model)
+            (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+            (checkout / rel).write_bytes(fetch(prefix + rel))
+    dest = real.convert_airbench(checkout, tmp_path / "converted", verify=False)
+    assert set(real.verify_airbench(dest)) == set(real.FILES)
+    assert (dest / "items.csv").read_bytes() == real.download_airbench(tmp_path / "fetched", fetch=fetch,
+                                                                       verify=False).joinpath("items.csv").read_bytes()
+    next((checkout / "clean_data" / real.VARIANTS[0]).iterdir()).unlink()
+    with pytest.raises(FileNotFoundError, match="missing source file"):
+        real.convert_airbench(checkout, tmp_path / "broken", verify=False)
+    assert not (tmp_path / "broken").exists()
+
+    monkeypatch.setattr(real, "fetch_url", fetch)
+    assert real.main(["verify", str(dest)]) == 0
+    assert capsys.readouterr().out.count("OK ") == len(real.FILES)
+    assert real.main(["download", str(tmp_path / "cmd")]) == 1            # made-up data: not the pinned release
+    assert "does not match the pinned" in capsys.readouterr().err
+    assert real.main(["convert", str(checkout), str(tmp_path / "cmd2")]) == 1
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+def _synthetic_source(seed: int = 0):
+    """A fetcher serving made-up source CSVs in the repository's format (no real data needed)."""
+    rng = np.random.default_rng(seed)
+    n = real.N_BASE_PROMPTS
+    cats = pd.DataFrame({"cate-idx": [f"{1 + i % 7}.{1 + i % 3}" for i in range(n)],
+                         "l2-name": [f"area {i % 4}" for i in range(n)],
+                         "l3-name": [f"group {i % 9}" for i in range(n)],
+                         "l4-name": [f"risk {i % 31}" for i in range(n)]})
+    cache = {}
+
+    def fetch(url: str) -> bytes:
+        if url not in cache:
+            variant, rest = url.rsplit("/", 1)[1].split("_", 1)
+            order = rng.permutation(n)                          # rows in any order: sorted by prompt_idx
+            df = pd.DataFrame({"prompt_idx": order, **{c: cats[c].to_numpy()[order] for c in cats},
+                               "prompt": [f"{variant} prompt {i}, \"quoted\"" for i in order],
+                               "score": rng.choice(["0", "0.5", "1"], size=n)})
+            cache[url] = df.to_csv(index=False).encode()
+        return cache[url]
+
+    return fetch
+
+
+def test_conversion_of_a_synthetic_source(tmp_path):
+    """The conversion's logic without the real files: 66 sources -> items, models, graded responses."""
+    fetch = _synthetic_source()
+    with pytest.raises(ValueError, match="does not match the pinned"):   # made-up data is not the release
+        real.download_airbench(tmp_path / "pinned", fetch=fetch)
+    assert not (tmp_path / "pinned").exists()
+    dest = real.download_airbench(tmp_path / "air", fetch=fetch, verify=False)
+    assert set(real.verify_airbench(dest)) == set(real.FILES)            # against its own SHA256SUMS
+    items = pd.read_csv(dest / "items.csv", keep_default_na=False)
+    assert len(items) == 3 * real.N_BASE_PROMPTS and list(items["hf_row"]) == list(range(3 * real.N_BASE_PROMPTS))
+    assert items["variant"].tolist()[:3] == list(real.VARIANTS)
+    assert items["prompt"].iloc[4] == 'perturb1 prompt 1, "quoted"'
+    graded = pd.read_csv(dest / "responses_graded.csv")
+    assert len(graded) == 22 * 3 * real.N_BASE_PROMPTS and set(graded["score"]) <= {0.0, 0.5, 1.0}
+    m = real.load_airbench(dest, verify=False)
+    assert m.shape == (22, 3 * real.N_BASE_PROMPTS)
+    lenient = real.load_airbench(dest, rule="lenient", verify=False)
+    assert np.nanmean(lenient.values) > np.nanmean(m.values)
+
+    def inconsistent(url):                                                 # another model's categories differ
+        data = fetch(url)
+        if real.MODELS[3] in url:
+            data = data.replace(b"area 1", b"area X", 1)
+        return data
+
+    with pytest.raises(ValueError, match="risk categories differ"):
+        real.download_airbench(tmp_path / "bad", fetch=inconsistent, verify=False)

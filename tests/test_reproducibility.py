@@ -123,7 +123,7 @@ def test_execution_table_empty_and_missing_dir(tmp_path):
 
 def test_package_versions():
     table = package_versions(["numpy", "surely-not-an-installed-distribution"])
-    versions = dict(zip(table["package"], table["version"]))
+    versions = dict(zip(table["package"], table["version"], strict=False))
     assert versions["python"] == platform.python_version()
     assert versions["numpy"] == metadata.version("numpy")
     assert versions["surely-not-an-installed-distribution"] == "not installed"

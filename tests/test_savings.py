@@ -9,8 +9,9 @@ def curves():
     ks = [1, 2, 5, 10, 20]
     rows = []
     for method, means in {"fluid": [0.5, 0.8, 0.91, 0.95, 0.97], "random": [0.3, 0.5, 0.7, 0.92, 0.96],
-                          "disco": [0.4, 0.6, 0.85, 0.89, 0.93], "marginal-fisher": [0.5, 0.7, 0.88, 0.9, 0.95]}.items():
-        rows += [{"benchmark": "b", "method": method, "k": k, "mean": m} for k, m in zip(ks, means)]
+                          "disco": [0.4, 0.6, 0.85, 0.89, 0.93],
+                          "marginal-fisher": [0.5, 0.7, 0.88, 0.9, 0.95]}.items():
+        rows += [{"benchmark": "b", "method": method, "k": k, "mean": m} for k, m in zip(ks, means, strict=False)]
     return pd.DataFrame(rows)
 
 

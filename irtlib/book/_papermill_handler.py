@@ -78,13 +78,15 @@ class JupytextHandler(LocalHandler):
         return super().listdir(_strip(path))
 
     def _in_cwd(self):
-        """papermill's own working-directory switch for local files (``None``: stay)."""
+        """Papermill's own working-directory switch for local files (``None``: stay)."""
         return chdir(self._cwd)
 
 
 def install(io=None) -> JupytextHandler:
-    """Put a :class:`JupytextHandler` in place of papermill's local handler(s) in ``io``
-    (default: papermill's registry); return it. Safe to call more than once."""
+    """Put a :class:`JupytextHandler` in place of papermill's local handler(s); return it.
+
+    ``io`` defaults to papermill's registry. Safe to call more than once.
+    """
     if io is None:
         from papermill.iorw import papermill_io as io
     import re

@@ -3,8 +3,10 @@
 The key of an entry is a hash of the caller's key (any picklable description of the inputs:
 data checksum, settings, seed) AND of every source file of irtlib, so a change anywhere in the
 library invalidates every entry: a cached number can never be staler than the code that would
-recompute it. Entries are written atomically (temporary file, then rename), so two chapters
-running the same computation in parallel at worst both compute it.
+recompute it. Entries are written atomically by the library's one writer
+(:func:`irtlib.io.atomic_write`: temporary file, then rename, the umask's permissions, nothing
+left behind by a failure), so two chapters running the same computation in parallel at worst both
+compute it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -20,12 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from ..io import atomic_write
+
 __all__ = ["cached", "library_fingerprint", "array_checksum"]
 
 
 #: Modules that only present results (figures, tables, the command line, the book's pages): a change
 #: to them cannot change a cached fit or protocol run, so they are left out of the fingerprint.
-PRESENTATION = ("plots.py", "cli.py", "book/compare.py", "book/scorecard.py", "book/table2.py",
+PRESENTATION = ("plots.py", "cli.py", "report.py", "book/compare.py", "book/scorecard.py", "book/table2.py",
                 "book/reproducibility.py", "book/paper.py")
 
 
@@ -80,12 +83,5 @@ def cached(compute: Callable[[], Any], *, key: Any, cache_dir: str | os.PathLike
             pass  # a damaged entry is recomputed and replaced
     value = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), force=True)
     return value

@@ -1,5 +1,6 @@
-"""The primer chapter's computations (book/00_primer): curves, a posterior on a grid, a traced
-adaptive test and its animation.
+"""The primer chapter's computations (book/00_primer).
+
+Curves, a posterior on a grid, a traced adaptive test and its animation.
 
 Everything here is the textbook form of what the rest of irtlib does fast:
 
@@ -26,7 +27,7 @@ import pandas as pd
 from scipy.special import log_expit
 
 from ..ability import map_ability
-from ..model import fisher_information, probability
+from ..model import fisher_information
 
 __all__ = ["THETA_GRID", "test_information", "standard_error", "posterior_grid",
            "adaptive_trace", "trace_animation", "animation_html", "source"]
@@ -205,9 +206,11 @@ _ICONS = {"fa-minus": "\u2212", "fa-fast-backward": "\u2759\u25c0\u25c0", "fa-st
 
 
 def animation_html(animation, *, default_mode: str = "once") -> str:
-    """The animation as self-contained HTML and JavaScript (frames embedded as PNG), with
-    matplotlib's player controls (``.anim-buttons``, the slider ``.anim-slider``); it needs no
-    kernel, no server and no network."""
+    """The animation as self-contained HTML and JavaScript (frames embedded as PNG).
+
+    It has matplotlib's player controls (``.anim-buttons``, the slider ``.anim-slider``) and
+    needs no kernel, no server and no network.
+    """
     html = animation.to_jshtml(default_mode=default_mode)
     animation._fig.clear()
     html = re.sub(r'<link rel="stylesheet"\s+href="https?://[^"]*font-awesome[^"]*">', "", html)

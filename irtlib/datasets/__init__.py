@@ -14,7 +14,8 @@ multiple choice, ceilings, spread of discrimination), generated deterministicall
 
 Real data: ``load("pandaguard-jbb")`` reads the PandaGuard jailbreak judgments on JailbreakBench
 (704 attacked configurations x 100 behaviours; :mod:`irtlib.datasets.pandaguard`) from
-``data_dir=`` or ``$IRTLIB_PANDAGUARD_DATA``. ``load("airbench2024-real")`` reads real AIR-Bench 2024 judgments of 22 models,
+``data_dir=`` or ``$IRTLIB_PANDAGUARD_DATA``. ``load("airbench2024-real")`` reads real AIR-Bench 2024
+judgments of 22 models,
 downloaded once by :func:`irtlib.datasets.real.download_airbench` into a directory given as
 ``data_dir=`` or by the environment variable ``IRTLIB_REAL_DATA``. HELM Safety's own per-instance
 results (the paper's source) can be read with :mod:`irtlib.datasets.helm`.
@@ -23,16 +24,19 @@ results (the paper's source) can be read with :mod:`irtlib.datasets.helm`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..book import paper as _paper
+from .._typing import PathLike
 from ..binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
+from ..book import paper as _paper
 from ..data import ResponseMatrix
+from ..errors import InputError
 from . import release as _release
-from . import simulate as _sim
+from . import simulate as simulate  # loaded with the package: irtlib.datasets.simulate
 
 __all__ = [
     "SIMULATED", "REAL", "DATA_ENV", "SIM_DATA_ENV", "names", "display_name", "paper_facts",
@@ -60,7 +64,7 @@ def names(*, include_real: bool = False) -> tuple:
 
 def _check_name(name: str) -> None:
     if name not in SIMULATED and name not in REAL:
-        raise ValueError(f"unknown benchmark {name!r}; choose one of {list(SIMULATED + REAL)}")
+        raise InputError(f"unknown benchmark {name!r}; choose one of {list(SIMULATED + REAL)}")
 
 
 def display_name(name: str) -> str:
@@ -97,14 +101,14 @@ def _read(name: str, table: str, data_dir, manifest=None) -> pd.DataFrame:
     d = _sim_dir(data_dir)
     manifest = _release.read_manifest(d) if manifest is None else manifest
     if name not in manifest["benchmarks"]:
-        raise ValueError(f"{d / _release.MANIFEST}: benchmark {name!r} is not in this release")
+        raise InputError(f"{d / _release.MANIFEST}: benchmark {name!r} is not in this release")
     dtype = {"model": str, "item": str}
     if table == "responses":
         dtype.update({"score": str, "judge_1": str, "judge_2": str, "chosen": str})
     return _release.read_table(d, f"{name}/{table}.csv.gz", manifest=manifest, dtype=dtype)
 
 
-def load_raw(name: str, *, data_dir=None) -> pd.DataFrame:
+def load_raw(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
     """The native (unbinarized) responses, one row per observed (model, item).
 
     Parameters
@@ -136,10 +140,13 @@ def load_raw(name: str, *, data_dir=None) -> pd.DataFrame:
     return df
 
 
-def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
-    """Item metadata: ``item, cluster, variant, category, subcategory, dimension``, the answer
+def load_items(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
+    """Item metadata of a benchmark.
+
+    Columns ``item, cluster, variant, category, subcategory, dimension``, the answer
     key for multiple choice (``n_options`` and ``safe_option`` or ``answer``), and the
-    generating parameters ``gen_a, gen_b`` (simulation only; real data: the risk categories)."""
+    generating parameters ``gen_a, gen_b`` (simulation only; real data: the risk categories).
+    """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
@@ -150,9 +157,12 @@ def load_items(name: str, *, data_dir=None) -> pd.DataFrame:
     return _read(name, "items", data_dir)
 
 
-def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
-    """Model metadata of the benchmark's whole population (``model, population`` and the
-    generating latent traits ``gen_*``; real data: ``model, origin``)."""
+def load_models(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
+    """Model metadata of the benchmark's whole population.
+
+    Columns ``model, population`` and the generating latent traits ``gen_*``; real data:
+    ``model, origin``.
+    """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
@@ -163,15 +173,18 @@ def load_models(name: str, *, data_dir=None) -> pd.DataFrame:
     return _read(name, "models", data_dir)
 
 
-def metadata(name: str, *, data_dir=None) -> dict:
-    """``{"items": load_items(...), "models": load_models(...), "display_name": ...,
-    "paper": paper_facts(...)}``."""
+def metadata(name: str, *, data_dir: PathLike | None = None) -> dict:
+    """Everything known about a benchmark besides its responses.
+
+    ``{"items": load_items(...), "models": load_models(...), "display_name": ...,
+    "paper": paper_facts(...)}``.
+    """
     return {"items": load_items(name, data_dir=data_dir), "models": load_models(name, data_dir=data_dir),
             "display_name": display_name(name), "paper": paper_facts(name)}
 
 
 def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str = "strict",
-                 models=None) -> ResponseMatrix:
+                 models: Sequence[str] | None = None) -> ResponseMatrix:
     """Apply the paper's binarization to native responses.
 
     Parameters
@@ -195,7 +208,7 @@ def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str
         ``(n_models, n_items)``, 1 = safe, NaN = not observed.
     """
     if rule not in RULES:
-        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
     src = f"{name} ({rule})"
     if "score" in raw.columns:
         allowed = two_judge_scores if "judge_1" in raw.columns else (0.0, 0.5, 1.0)
@@ -203,31 +216,31 @@ def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str
                                name=f"{name} score")
     elif "chosen" in raw.columns:
         if rule != "strict":
-            raise ValueError(f"{name}: multiple choice has a single binarization rule; "
+            raise InputError(f"{name}: multiple choice has a single binarization rule; "
                              f"rule={rule!r} applies to graded judges only")
         key_col = "answer" if "answer" in items.columns else "safe_option"
         keys = items.set_index("item")[key_col].reindex(raw["item"]).to_numpy(dtype=object)
         if pd.isna(keys).any():
             bad = raw["item"].to_numpy()[pd.isna(keys)][0]
-            raise ValueError(f"{name}: item {bad!r} has responses but no {key_col} in the items table")
+            raise InputError(f"{name}: item {bad!r} has responses but no {key_col} in the items table")
         chosen = raw["chosen"].to_numpy(dtype=object)
         safe = binarize_wmdp(chosen, keys) if key_col == "answer" else binarize_choice(chosen, keys)
     else:
-        raise ValueError(f"{name}: raw responses need a 'score' or a 'chosen' column; found {list(raw.columns)}")
+        raise InputError(f"{name}: raw responses need a 'score' or a 'chosen' column; found {list(raw.columns)}")
     model_index = pd.Index(pd.unique(raw["model"]) if models is None else models)
     item_index = pd.Index(items["item"])
     r = model_index.get_indexer(raw["model"])
     c = item_index.get_indexer(raw["item"])
     if (c < 0).any():
-        raise ValueError(f"{name}: item {raw['item'].to_numpy()[c < 0][0]!r} is not in the items table")
+        raise InputError(f"{name}: item {raw['item'].to_numpy()[c < 0][0]!r} is not in the items table")
     if (r < 0).any():
-        raise ValueError(f"{name}: model {raw['model'].to_numpy()[r < 0][0]!r} is not in the model list")
+        raise InputError(f"{name}: model {raw['model'].to_numpy()[r < 0][0]!r} is not in the model list")
     values = np.full((len(model_index), len(item_index)), np.nan)
     values[r, c] = safe
     return ResponseMatrix(values, model_index, item_index, source=src)
 
 
-def load(name: str, *, rule: str | None = None, data_dir=None) -> ResponseMatrix:
+def load(name: str, *, rule: str | None = None, data_dir: PathLike | None = None) -> ResponseMatrix:
     """The binarized response matrix of a benchmark, with the paper's rule.
 
     Parameters

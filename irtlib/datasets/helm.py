@@ -37,14 +37,16 @@ from __future__ import annotations
 import json
 import sys
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .._typing import PathLike
 from ..binarize import RULES, binarize_graded
-from ..data import ResponseMatrix
+from ..data import ResponseMatrix, shown
+from ..errors import InputError
 from .release import atomic_write, fetch_url
 
 __all__ = [
@@ -79,7 +81,7 @@ def _load_json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc}); truncated or corrupted file?") from None
+        raise InputError(f"{path}: not valid JSON ({exc}); truncated or corrupted file?") from None
 
 
 def _scenario_of(run_name: str) -> str:
@@ -94,10 +96,10 @@ def _model_of(spec: dict, path: Path) -> str:
     for part in name.split(":", 1)[-1].split(","):
         if part.startswith("model="):
             return part[len("model="):]
-    raise ValueError(f"{path}: no model (adapter_spec.model, or model= in the run name)")
+    raise InputError(f"{path}: no model (adapter_spec.model, or model= in the run name)")
 
 
-def read_run(run_dir, *, stat: str | None = None, trial: int = 0) -> pd.DataFrame:
+def read_run(run_dir: PathLike, *, stat: str | None = None, trial: int = 0) -> pd.DataFrame:
     """Read one HELM run directory into a long table of safety scores.
 
     Parameters
@@ -128,32 +130,32 @@ def read_run(run_dir, *, stat: str | None = None, trial: int = 0) -> pd.DataFram
     spec_path = run_dir / "run_spec.json"
     spec = _load_json(spec_path)
     if not isinstance(spec, dict) or "name" not in spec:
-        raise ValueError(f"{spec_path}: missing field 'name'")
+        raise InputError(f"{spec_path}: missing field 'name'")
     scenario = _scenario_of(spec["name"])
     model = _model_of(spec, spec_path)
     pis_path = run_dir / "per_instance_stats.json"
     entries = _load_json(pis_path)
     if not isinstance(entries, list):
-        raise ValueError(f"{pis_path}: expected a JSON list of per-instance stats, got {type(entries).__name__}")
+        raise InputError(f"{pis_path}: expected a JSON list of per-instance stats, got {type(entries).__name__}")
     wanted = (stat,) if stat else SCORE_STATS.get(scenario)
     if not wanted:
-        raise ValueError(f"{spec_path}: scenario {scenario!r} has no known safety stat; pass stat=...")
+        raise InputError(f"{spec_path}: scenario {scenario!r} has no known safety stat; pass stat=...")
     rows = []
     found_stats = set()
     for i, entry in enumerate(entries):
         where = f"{pis_path}: entry {i}"
         if not isinstance(entry, dict):
-            raise ValueError(f"{where}: expected an object, got {type(entry).__name__}")
+            raise InputError(f"{where}: expected an object, got {type(entry).__name__}")
         for field in ("instance_id", "train_trial_index", "stats"):
             if field not in entry:
-                raise ValueError(f"{where}: missing field {field!r}")
+                raise InputError(f"{where}: missing field {field!r}")
         if entry.get("perturbation") is not None or entry["train_trial_index"] != trial:
             continue
         by_name = {}
         for k, s in enumerate(entry["stats"]):
             name = s.get("name") if isinstance(s, dict) else None
             if not isinstance(name, dict) or "name" not in name:
-                raise ValueError(f"{where}: stats[{k}]: missing field 'name.name'")
+                raise InputError(f"{where}: stats[{k}]: missing field 'name.name'")
             if name.get("perturbation") is not None:
                 continue
             found_stats.add(name["name"])
@@ -167,7 +169,7 @@ def read_run(run_dir, *, stat: str | None = None, trial: int = 0) -> pd.DataFram
             continue
         k, s = by_name[hit]
         if "count" not in s:
-            raise ValueError(f"{where}: stats[{k}] ({hit}): missing field 'count'")
+            raise InputError(f"{where}: stats[{k}] ({hit}): missing field 'count'")
         if s["count"] == 0:
             rows.append((entry["instance_id"], np.nan, True))
             continue
@@ -176,16 +178,16 @@ def read_run(run_dir, *, stat: str | None = None, trial: int = 0) -> pd.DataFram
         elif "sum" in s:
             value = float(s["sum"]) / s["count"]
         else:
-            raise ValueError(f"{where}: stats[{k}] ({hit}): missing fields 'mean' and 'sum'")
+            raise InputError(f"{where}: stats[{k}] ({hit}): missing fields 'mean' and 'sum'")
         rows.append((entry["instance_id"], value, True))
     if rows and not any(r[2] for r in rows):
-        raise ValueError(f"{pis_path}: no instance has a {' or '.join(wanted)} stat "
+        raise InputError(f"{pis_path}: no instance has a {' or '.join(wanted)} stat "
                          f"(stats found: {sorted(found_stats)[:8]}); pass stat=...")
     df = pd.DataFrame([(scenario, model, r[0], r[1]) for r in rows],
                       columns=["scenario", "model", "item", "score"])
     if df["item"].duplicated().any():
         dup = df["item"][df["item"].duplicated()].iloc[0]
-        raise ValueError(f"{pis_path}: instance {dup!r} appears twice for trial {trial}")
+        raise InputError(f"{pis_path}: instance {dup!r} appears twice for trial {trial}")
     return df
 
 
@@ -193,7 +195,7 @@ def _run_dirs(root: Path):
     return sorted(p.parent for p in root.rglob("per_instance_stats.json"))
 
 
-def read_runs(root, *, scenarios=None, stat: str | None = None) -> dict:
+def read_runs(root: PathLike, *, scenarios: Sequence[str] | None = None, stat: str | None = None) -> dict:
     """Read every run under ``root`` (a suite directory or a whole ``benchmark_output``).
 
     Parameters
@@ -223,29 +225,40 @@ def read_runs(root, *, scenarios=None, stat: str | None = None) -> dict:
         df = read_run(run_dir, stat=stat)
         frames.setdefault(SCENARIOS.get(scenario, scenario), []).append(df)
     if not frames:
-        raise ValueError(f"{root}: no HELM run of {sorted(keep)} found")
+        raise InputError(f"{root}: no HELM run of {sorted(keep)} found")
     out = {}
     for key, dfs in frames.items():
         df = pd.concat(dfs, ignore_index=True)[["model", "item", "score"]]
         dup = df.duplicated(["model", "item"])
         if dup.any():
             m, i = df.loc[dup, ["model", "item"]].iloc[0]
-            raise ValueError(f"{root}: model {m!r} has instance {i!r} in two runs of {key}")
+            raise InputError(f"{root}: model {m!r} has instance {i!r} in two runs of {key}")
         out[key] = df.sort_values(["model", "item"], kind="stable").reset_index(drop=True)
     return out
 
 
-def to_matrix(long: pd.DataFrame, *, rule: str = "strict", source: str = "HELM runs") -> ResponseMatrix:
-    """Binarize HELM safety scores into a models x items matrix.
+def to_matrix(long: pd.DataFrame, *, rule: str = "strict", threshold: float = 0.5, source: str = "HELM runs",
+              name_rule: bool = True) -> ResponseMatrix:
+    """Binarize HELM safety scores into a models x items matrix: the one place HELM scores are binarized.
 
     ``strict`` (the paper's rule): safe only at the top score 1 (for two-judge scores: both
-    judges gave 1); ``lenient``: score >= 0.5. Missing scores stay missing.
+    judges gave 1); ``lenient``: score >= ``threshold`` (0.5). Missing scores stay missing. A
+    score outside [0, 1] raises :class:`~irtlib.errors.InputError` naming the model and the item.
+    The matrix's source is ``"<source> (<rule>)"``, or ``source`` with ``name_rule=False``
+    (:func:`irtlib.load_responses` on a HELM directory).
     """
     if rule not in RULES:
-        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
-    safe = binarize_graded(long["score"].to_numpy(dtype=float), rule=rule, allowed=None, name=f"{source} score")
-    df = pd.DataFrame({"model": long["model"].to_numpy(), "item": long["item"].to_numpy(), "score": safe})
-    return ResponseMatrix.from_long(df, source=f"{source} ({rule})")
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+    nums = long["score"].to_numpy(dtype=float)
+    bad = ~np.isnan(nums) & ((nums < 0.0) | (nums > 1.0))
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{source}: model {shown(long['model'].iloc[pos])}, item {shown(long['item'].iloc[pos])}: "
+                         f"graded score {nums[pos]:g} is outside [0, 1]")
+    safe = binarize_graded(nums, rule=rule, threshold=threshold, allowed=None, name=f"{source} score")
+    df = pd.DataFrame({"model": long["model"].astype(str).to_numpy(), "item": long["item"].astype(str).to_numpy(),
+                       "score": np.asarray(safe, dtype=float)})
+    return ResponseMatrix.from_long(df, source=f"{source} ({rule})" if name_rule else source)
 
 
 # ---------------------------------------------------------------------------- download
@@ -260,7 +273,8 @@ def run_file_url(project: str, suite: str, run_name: str, fname: str) -> str:
             f"{urllib.parse.quote(run_name, safe='')}/{fname}")
 
 
-def download_suite(dest, *, project: str = "safety", release: str = "v1.0.0", scenarios=None,
+def download_suite(dest: PathLike, *, project: str = "safety", release: str = "v1.0.0",
+                   scenarios: Sequence[str] | None = None,
                    fetch: Callable[[str], bytes] | None = None, overwrite: bool = False,
                    progress: bool = False) -> list:
     """Download the run files of a HELM release's safety runs.
@@ -297,9 +311,9 @@ def download_suite(dest, *, project: str = "safety", release: str = "v1.0.0", sc
     try:
         index = json.loads(fetch(url))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{url}: not valid JSON ({exc})") from None
+        raise InputError(f"{url}: not valid JSON ({exc})") from None
     if not isinstance(index, dict):
-        raise ValueError(f"{url}: expected an object mapping run names to suites")
+        raise InputError(f"{url}: expected an object mapping run names to suites")
     written = []
     for run_name, suite in sorted(index.items()):
         if _scenario_of(run_name) not in keep:
@@ -313,14 +327,14 @@ def download_suite(dest, *, project: str = "safety", release: str = "v1.0.0", sc
             try:
                 json.loads(data)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{furl}: not valid JSON ({exc}); truncated download?") from None
+                raise InputError(f"{furl}: not valid JSON ({exc}); truncated download?") from None
             files[fname] = data
         run_dir = Path(dest) / "runs" / suite / run_name
         for fname, data in files.items():        # only after every file of the run parsed
             atomic_write(run_dir / fname, data, overwrite=overwrite)
         written.append(run_dir)
     if not written:
-        raise ValueError(f"{url}: no run of {sorted(keep)} in release {release}")
+        raise InputError(f"{url}: no run of {sorted(keep)} in release {release}")
     return written
 
 

@@ -32,7 +32,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._typing import PathLike
 from ..data import ResponseMatrix
+from ..errors import InputError
 
 __all__ = ["NAME", "DATA_ENV", "FILES", "PINNED_SHA256", "PANDAGUARD_RULES", "FACTS", "resolve_data_dir",
            "verify_pandaguard", "load_pandaguard", "load_pandaguard_raw", "load_pandaguard_items",
@@ -57,7 +59,7 @@ FACTS = {"n_models": 704, "n_items": 100, "n_observed": 67151, "mean_binary": 0.
 GRADED_LEVELS = tuple(round((10 - r) / 9, 4) for r in range(10, 0, -1))
 
 
-def resolve_data_dir(data_dir=None) -> Path:
+def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
     """The data directory: ``data_dir`` or ``$IRTLIB_PANDAGUARD_DATA``.
 
     Raises
@@ -78,7 +80,7 @@ def resolve_data_dir(data_dir=None) -> Path:
     return d
 
 
-def verify_pandaguard(data_dir=None) -> dict:
+def verify_pandaguard(data_dir: PathLike | None = None) -> dict:
     """Check the files against :data:`PINNED_SHA256`; returns ``{file: digest}``.
 
     Raises
@@ -91,12 +93,12 @@ def verify_pandaguard(data_dir=None) -> dict:
     for fname in FILES:
         digest = hashlib.sha256((d / fname).read_bytes()).hexdigest()
         if digest != PINNED_SHA256[fname]:
-            raise ValueError(f"{d / fname}: SHA-256 {digest} does not match the pinned {PINNED_SHA256[fname]}")
+            raise InputError(f"{d / fname}: SHA-256 {digest} does not match the pinned {PINNED_SHA256[fname]}")
         out[fname] = digest
     return out
 
 
-def load_pandaguard_raw(data_dir=None, *, graded: bool = False, verify: bool = True) -> pd.DataFrame:
+def load_pandaguard_raw(data_dir: PathLike | None = None, *, graded: bool = False, verify: bool = True) -> pd.DataFrame:
     """The tidy responses, one row per observed (configuration, item).
 
     Parameters
@@ -120,11 +122,11 @@ def load_pandaguard_raw(data_dir=None, *, graded: bool = False, verify: bool = T
     allowed = GRADED_LEVELS if graded else (0.0, 1.0)
     bad = ~np.isin(np.round(df["score"].to_numpy(), 4), allowed)
     if bad.any():
-        raise ValueError(f"{d}: score {df['score'].to_numpy()[bad][0]!r} is not one of {allowed}")
+        raise InputError(f"{d}: score {df['score'].to_numpy()[bad][0]!r} is not one of {allowed}")
     return df
 
 
-def load_pandaguard_items(data_dir=None) -> pd.DataFrame:
+def load_pandaguard_items(data_dir: PathLike | None = None) -> pd.DataFrame:
     """``item, goal`` for the 100 JailbreakBench behaviours (``jbb_000`` .. ``jbb_099``)."""
     d = resolve_data_dir(data_dir)
     return pd.read_csv(d / "items.csv", dtype=str)
@@ -133,21 +135,24 @@ def load_pandaguard_items(data_dir=None) -> pd.DataFrame:
 def _split_ids(ids) -> pd.DataFrame:
     parts = pd.Series(list(ids), dtype=str).str.split("|", expand=True)
     if parts.shape[1] != 3:
-        raise ValueError("PandaGuard model ids must read 'target|attack|defence'")
+        raise InputError("PandaGuard model ids must read 'target|attack|defence'")
     return pd.DataFrame({"model": list(ids), "target": parts[0].to_numpy(), "attack": parts[1].to_numpy(),
                          "defence": parts[2].to_numpy()})
 
 
-def load_pandaguard_models(data_dir=None) -> pd.DataFrame:
-    """One row per configuration: ``model`` (``target|attack|defence``), ``target`` (the base
+def load_pandaguard_models(data_dir: PathLike | None = None) -> pd.DataFrame:
+    """One row per configuration of the PandaGuard matrix.
+
+    Columns ``model`` (``target|attack|defence``), ``target`` (the base
     model, the group for held-out-base-model splits), ``attack``, ``defence``; in the order of
-    :func:`load_pandaguard`'s rows."""
+    :func:`load_pandaguard`'s rows.
+    """
     d = resolve_data_dir(data_dir)
     ids = pd.read_csv(d / "responses.csv", usecols=["model"], dtype=str)["model"]
     return _split_ids(sorted(pd.unique(ids)))
 
 
-def load_pandaguard(data_dir=None, *, rule: str = "binary", verify: bool = True) -> ResponseMatrix:
+def load_pandaguard(data_dir: PathLike | None = None, *, rule: str = "binary", verify: bool = True) -> ResponseMatrix:
     """The PandaGuard / JailbreakBench matrix: 704 configurations x 100 behaviours, 1 = safe.
 
     Parameters
@@ -168,7 +173,7 @@ def load_pandaguard(data_dir=None, *, rule: str = "binary", verify: bool = True)
         output could not be parsed (3,249 cells), never counted as safe.
     """
     if rule not in PANDAGUARD_RULES:
-        raise ValueError(f"unknown rule {rule!r} for {NAME}; choose one of {PANDAGUARD_RULES}")
+        raise InputError(f"unknown rule {rule!r} for {NAME}; choose one of {PANDAGUARD_RULES}")
     raw = load_pandaguard_raw(data_dir, graded=rule != "binary", verify=verify)
     score = raw["score"].to_numpy()
     if rule == "binary":
@@ -181,7 +186,7 @@ def load_pandaguard(data_dir=None, *, rule: str = "binary", verify: bool = True)
     items = pd.Index(load_pandaguard_items(data_dir)["item"])
     c = items.get_indexer(raw["item"])
     if (c < 0).any():
-        raise ValueError(f"item {raw['item'].to_numpy()[c < 0][0]!r} is not in items.csv")
+        raise InputError(f"item {raw['item'].to_numpy()[c < 0][0]!r} is not in items.csv")
     values = np.full((len(models), len(items)), np.nan)
     values[models.get_indexer(raw["model"]), c] = safe
     return ResponseMatrix(values, models, items, source=f"{NAME} ({rule})")

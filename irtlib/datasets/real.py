@@ -34,8 +34,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._typing import PathLike
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix
+from ..errors import InputError
 from .release import atomic_write, fetch_url
 
 __all__ = [
@@ -94,22 +96,22 @@ def _parse_source(data: bytes, name: str) -> pd.DataFrame:
     try:
         df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise ValueError(f"{name}: not a readable CSV ({exc}); truncated or corrupted download?") from None
+        raise InputError(f"{name}: not a readable CSV ({exc}); truncated or corrupted download?") from None
     missing = [c for c in SOURCE_COLUMNS if c not in df.columns]
     if missing:
-        raise ValueError(f"{name}: missing column(s) {missing}; found {list(df.columns)}")
+        raise InputError(f"{name}: missing column(s) {missing}; found {list(df.columns)}")
     if len(df) != N_BASE_PROMPTS:
-        raise ValueError(f"{name}: {len(df)} rows, expected {N_BASE_PROMPTS} (truncated or corrupted download?)")
+        raise InputError(f"{name}: {len(df)} rows, expected {N_BASE_PROMPTS} (truncated or corrupted download?)")
     idx = pd.to_numeric(df["prompt_idx"], errors="coerce")
     if idx.isna().any() or not np.array_equal(np.sort(idx.to_numpy()), np.arange(N_BASE_PROMPTS)):
         bad = int(np.flatnonzero(idx.isna().to_numpy())[0]) if idx.isna().any() else None
         where = f"row {bad + 1}: " if bad is not None else ""
-        raise ValueError(f"{name}: {where}column 'prompt_idx' must hold 0..{N_BASE_PROMPTS - 1} once each")
+        raise InputError(f"{name}: {where}column 'prompt_idx' must hold 0..{N_BASE_PROMPTS - 1} once each")
     score = pd.to_numeric(df["score"], errors="coerce")
     bad = score.isna().to_numpy() | ~np.isin(score.to_numpy(), (0.0, 0.5, 1.0))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name}: row {row + 1}: column 'score' is {df['score'].iloc[row]!r}, "
+        raise InputError(f"{name}: row {row + 1}: column 'score' is {df['score'].iloc[row]!r}, "
                          f"expected 0, 0.5 or 1")
     df = df.assign(prompt_idx=idx.astype(int), score=score)
     return df.sort_values("prompt_idx", kind="stable").reset_index(drop=True)
@@ -137,7 +139,7 @@ def _convert(sources: dict) -> dict:
                 meta = cats.reset_index(drop=True)
             elif not cats.reset_index(drop=True).equals(meta):
                 row = int(np.flatnonzero((cats.reset_index(drop=True) != meta).any(axis=1).to_numpy())[0])
-                raise ValueError(f"{name}: row {row + 1}: risk categories differ from "
+                raise InputError(f"{name}: row {row + 1}: risk categories differ from "
                                  f"{source_path(VARIANTS[0], MODELS[0])}'s for the same prompt_idx")
             prompts.setdefault(variant, df["prompt"].to_numpy())
             hf_row = 3 * df["prompt_idx"].to_numpy() + v_i
@@ -145,7 +147,7 @@ def _convert(sources: dict) -> dict:
     resp = pd.concat(responses, ignore_index=True).sort_values(["model", "hf_row"], kind="stable")
     item_names = np.array([f"air_{i:04d}" for i in range(3 * N_BASE_PROMPTS)], dtype=object)
     resp_rows = zip(resp["model"], item_names[resp["hf_row"].to_numpy()],
-                    (f"{s:g}" for s in resp["score"].to_numpy()))
+                    (f"{s:g}" for s in resp["score"].to_numpy()), strict=False)
     item_rows = []
     for row in range(3 * N_BASE_PROMPTS):
         p, v_i = divmod(row, 3)
@@ -165,7 +167,7 @@ def _write_outputs(dest: Path, outputs: dict, source_sums: dict, *, commit: str,
     if verify and commit == PINNED_COMMIT:
         for fname, data in outputs.items():
             if _sha256(data) != PINNED_SHA256[fname]:
-                raise ValueError(f"{fname}: converted file's sha256 {_sha256(data)} does not match the "
+                raise InputError(f"{fname}: converted file's sha256 {_sha256(data)} does not match the "
                                  f"pinned {PINNED_SHA256[fname]}; nothing was written")
     dest.mkdir(parents=True, exist_ok=True)
     for fname, data in outputs.items():
@@ -176,7 +178,7 @@ def _write_outputs(dest: Path, outputs: dict, source_sums: dict, *, commit: str,
     atomic_write(dest / CHECKSUM_FILE, (header + "\n".join(lines) + "\n").encode(), overwrite=True)
 
 
-def download_airbench(dest, *, commit: str = PINNED_COMMIT, fetch: Callable[[str], bytes] | None = None,
+def download_airbench(dest: PathLike, *, commit: str = PINNED_COMMIT, fetch: Callable[[str], bytes] | None = None,
                       overwrite: bool = False, verify: bool = True, progress: bool = False) -> Path:
     """Download the 3 x 22 source CSVs and convert them to the tidy files in ``dest``.
 
@@ -226,10 +228,12 @@ def download_airbench(dest, *, commit: str = PINNED_COMMIT, fetch: Callable[[str
     return dest
 
 
-def convert_airbench(source_dir, dest, *, commit: str = PINNED_COMMIT, overwrite: bool = False,
+def convert_airbench(source_dir: PathLike, dest: PathLike, *, commit: str = PINNED_COMMIT, overwrite: bool = False,
                      verify: bool = True) -> Path:
-    """Convert an existing checkout's ``clean_data/`` (``source_dir`` = the repository root) to
-    the tidy files in ``dest``; same checks as :func:`download_airbench`."""
+    """Convert an existing checkout's ``clean_data/`` to the tidy files in ``dest``.
+
+    ``source_dir`` is the repository root; same checks as :func:`download_airbench`.
+    """
     root = Path(source_dir)
 
     def local(url: str) -> bytes:
@@ -242,7 +246,7 @@ def convert_airbench(source_dir, dest, *, commit: str = PINNED_COMMIT, overwrite
     return download_airbench(dest, commit=commit, fetch=local, overwrite=overwrite, verify=verify)
 
 
-def resolve_data_dir(data_dir=None) -> Path:
+def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
     """The real-data directory: ``data_dir`` or ``$IRTLIB_REAL_DATA``.
 
     Raises
@@ -264,7 +268,7 @@ def resolve_data_dir(data_dir=None) -> Path:
     return d
 
 
-def verify_airbench(data_dir=None) -> dict:
+def verify_airbench(data_dir: PathLike | None = None) -> dict:
     """Check the tidy files against ``SHA256SUMS`` (if present) or the pinned checksums.
 
     Returns
@@ -291,38 +295,41 @@ def verify_airbench(data_dir=None) -> dict:
     for fname in FILES:
         digest = _sha256((d / fname).read_bytes())
         if digest != expected[fname]:
-            raise ValueError(f"{d / fname}: sha256 {digest} does not match the expected {expected[fname]} "
+            raise InputError(f"{d / fname}: sha256 {digest} does not match the expected {expected[fname]} "
                              f"(truncated, corrupted or edited file; download again)")
         out[fname] = digest
     return out
 
 
-def load_airbench_raw(data_dir=None, *, verify: bool = True) -> pd.DataFrame:
+def load_airbench_raw(data_dir: PathLike | None = None, *, verify: bool = True) -> pd.DataFrame:
     """The graded judgments: ``model, item, score`` (score in {0, 0.5, 1}), 125,268 rows."""
     d = resolve_data_dir(data_dir)
     if verify:
         verify_airbench(d)
     df = pd.read_csv(d / "responses_graded.csv", dtype={"model": str, "item": str})
     if list(df.columns) != ["model", "item", "score"]:
-        raise ValueError(f"{d / 'responses_graded.csv'}: columns {list(df.columns)}, expected model, item, score")
+        raise InputError(f"{d / 'responses_graded.csv'}: columns {list(df.columns)}, expected model, item, score")
     return df
 
 
-def load_airbench_items(data_dir=None) -> pd.DataFrame:
-    """Item metadata; adds ``cluster`` (the base prompt, ``hf_row // 3``) and ``category``
-    (the level-4 category id ``cate_idx``) to the file's columns."""
+def load_airbench_items(data_dir: PathLike | None = None) -> pd.DataFrame:
+    """Item metadata of the real AIR-Bench 2024 data.
+
+    Adds ``cluster`` (the base prompt, ``hf_row // 3``) and ``category`` (the level-4 category
+    id ``cate_idx``) to the file's columns.
+    """
     d = resolve_data_dir(data_dir)
     items = pd.read_csv(d / "items.csv", dtype={"item": str, "cate_idx": str})
     return items.assign(cluster=items["hf_row"] // 3, category=items["cate_idx"])
 
 
-def load_airbench_models(data_dir=None) -> pd.DataFrame:
+def load_airbench_models(data_dir: PathLike | None = None) -> pd.DataFrame:
     """``model, origin`` for the 22 models."""
     d = resolve_data_dir(data_dir)
     return pd.read_csv(d / "models.csv", dtype=str)
 
 
-def load_airbench(data_dir=None, *, rule: str = "strict", verify: bool = True) -> ResponseMatrix:
+def load_airbench(data_dir: PathLike | None = None, *, rule: str = "strict", verify: bool = True) -> ResponseMatrix:
     """The real AIR-Bench 2024 matrix, 22 models x 5,694 items, binarized.
 
     Parameters
@@ -335,7 +342,7 @@ def load_airbench(data_dir=None, *, rule: str = "strict", verify: bool = True) -
         Check the files' checksums first.
     """
     if rule not in RULES:
-        raise ValueError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
     raw = load_airbench_raw(data_dir, verify=verify)
     safe = binarize_graded(raw["score"].to_numpy(), rule=rule, name="responses_graded.csv score")
     models = pd.Index(pd.unique(raw["model"]))

@@ -1,4 +1,4 @@
-"""Writing and reading the simulated release: compact, checksummed, byte-reproducible files.
+r"""Writing and reading the simulated release: compact, checksummed, byte-reproducible files.
 
 Layout of a release directory (the repository's ``data/``)::
 
@@ -8,10 +8,11 @@ Layout of a release directory (the repository's ``data/``)::
     <benchmark>/items.csv.gz            item metadata (category, cluster, variant, key, ...)
     <benchmark>/models.csv.gz           model metadata (population, generating traits)
 
-Every file is a CSV (``\\n`` line ends, floats with 10 significant digits) compressed by gzip at
+Every file is a CSV (``\n`` line ends, floats with 10 significant digits) compressed by gzip at
 level 9 with a zero modification time and no file name in the header, so the same tables always
 give the same bytes. Files are written atomically by :func:`irtlib.io.atomic_write` (a temporary
-file in the same directory, then ``os.replace``, with the umask's permissions): a failure never leaves a half-written file, and an existing file with different
+file in the same directory, then ``os.replace``, with the umask's permissions): a failure never
+leaves a half-written file, and an existing file with different
 content is never overwritten unless asked.
 """
 
@@ -23,11 +24,15 @@ import io
 import json
 import os  # noqa: F401 - kept as release.os (tests patch os.replace through it)
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from .. import io as _io
+from .._typing import PathLike
+from ..errors import InputError
 from . import simulate as _sim
 
 __all__ = [
@@ -53,7 +58,7 @@ def fetch_url(url: str, *, timeout: float = 300) -> bytes:
         data = resp.read()
         length = resp.headers.get("Content-Length")
     if length is not None and int(length) != len(data):
-        raise ValueError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
+        raise InputError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
     return data
 
 
@@ -63,17 +68,17 @@ def sha256(data: bytes) -> str:
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    """A DataFrame as deterministic CSV bytes (UTF-8, ``\\n``, no index, ``%.10g`` floats)."""
+    r"""A DataFrame as deterministic CSV bytes (UTF-8, ``\n``, no index, ``%.10g`` floats)."""
     text = df.to_csv(index=False, lineterminator="\n", float_format="%.10g")
     return text.encode("utf-8")
 
 
 def gzip_bytes(data: bytes) -> bytes:
-    """gzip ``data`` reproducibly: level 9, modification time 0, no file name in the header."""
+    """Gzip ``data`` reproducibly: level 9, modification time 0, no file name in the header."""
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
-def atomic_write(path, data: bytes, *, overwrite: bool = False) -> bool:
+def atomic_write(path: PathLike, data: bytes, *, overwrite: bool = False) -> bool:
     """Write ``data`` to ``path`` atomically.
 
     Parameters
@@ -135,7 +140,7 @@ def _benchmark_entry(name: str, files: dict, seed: int) -> dict:
             "files": sorted(files)}
 
 
-def read_manifest(data_dir) -> dict:
+def read_manifest(data_dir: PathLike) -> dict:
     """Read ``manifest.json`` from a release directory.
 
     Raises
@@ -152,14 +157,14 @@ def read_manifest(data_dir) -> dict:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
     for key in ("files", "benchmarks"):
         if key not in manifest:
-            raise ValueError(f"{path}: missing the {key!r} section")
+            raise InputError(f"{path}: missing the {key!r} section")
     return manifest
 
 
-def write_release(data_dir, names=None, *, seed: int = _sim.DEFAULT_SEED,
+def write_release(data_dir: PathLike, names: Sequence[str] | None = None, *, seed: int = _sim.DEFAULT_SEED,
                   overwrite: bool = False) -> dict:
     """Generate benchmarks and write their files and the manifest.
 
@@ -184,7 +189,7 @@ def write_release(data_dir, names=None, *, seed: int = _sim.DEFAULT_SEED,
     names = list(_sim.SPECS) if names is None else list(names)
     for n in names:
         if n not in _sim.SPECS:
-            raise ValueError(f"unknown simulated benchmark {n!r}; choose from {sorted(_sim.SPECS)}")
+            raise InputError(f"unknown simulated benchmark {n!r}; choose from {sorted(_sim.SPECS)}")
     try:
         manifest = read_manifest(data_dir)
     except FileNotFoundError:
@@ -216,7 +221,7 @@ def write_release(data_dir, names=None, *, seed: int = _sim.DEFAULT_SEED,
     return manifest
 
 
-def check_release(data_dir, names=None, *, seed: int | None = None) -> list:
+def check_release(data_dir: PathLike, names: Sequence[str] | None = None, *, seed: int | None = None) -> list:
     """Regenerate benchmarks in memory and compare them with the files and the manifest.
 
     Parameters
@@ -265,7 +270,7 @@ def check_release(data_dir, names=None, *, seed: int | None = None) -> list:
     return problems
 
 
-def verify_file(path, entry: dict) -> bytes:
+def verify_file(path: PathLike, entry: dict) -> bytes:
     """Read a release file and check it against its manifest entry.
 
     Returns
@@ -286,16 +291,16 @@ def verify_file(path, entry: dict) -> bytes:
         raise FileNotFoundError(f"{path}: missing (listed in the manifest)")
     data = path.read_bytes()
     if "bytes" in entry and len(data) != entry["bytes"]:
-        raise ValueError(f"{path}: {len(data)} bytes, the manifest says {entry['bytes']} "
+        raise InputError(f"{path}: {len(data)} bytes, the manifest says {entry['bytes']} "
                          f"(truncated or corrupted file)")
     digest = sha256(data)
     if digest != entry["sha256"]:
-        raise ValueError(f"{path}: sha256 {digest} does not match the manifest's "
+        raise InputError(f"{path}: sha256 {digest} does not match the manifest's "
                          f"{entry['sha256']} (corrupted or edited file)")
     return data
 
 
-def read_table(data_dir, rel: str, *, manifest: dict | None = None, dtype=None) -> pd.DataFrame:
+def read_table(data_dir: PathLike, rel: str, *, manifest: dict | None = None, dtype: Any | None = None) -> pd.DataFrame:
     """Read one release table after verifying its checksum.
 
     Parameters
@@ -312,15 +317,15 @@ def read_table(data_dir, rel: str, *, manifest: dict | None = None, dtype=None) 
     entry = manifest["files"].get(rel)
     path = Path(data_dir) / rel
     if entry is None:
-        raise ValueError(f"{path}: not listed in {Path(data_dir) / MANIFEST}")
+        raise InputError(f"{path}: not listed in {Path(data_dir) / MANIFEST}")
     data = verify_file(path, entry)
     try:
         raw = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
-        raise ValueError(f"{path}: not a valid gzip file ({exc})") from None
+        raise InputError(f"{path}: not a valid gzip file ({exc})") from None
     df = pd.read_csv(io.BytesIO(raw), dtype=dtype, keep_default_na=False, na_values=[""])
     if list(df.columns) != entry.get("columns", list(df.columns)):
-        raise ValueError(f"{path}: columns {list(df.columns)} differ from the manifest's {entry['columns']}")
+        raise InputError(f"{path}: columns {list(df.columns)} differ from the manifest's {entry['columns']}")
     if len(df) != entry.get("rows", len(df)):
-        raise ValueError(f"{path}: {len(df)} rows, the manifest says {entry['rows']}")
+        raise InputError(f"{path}: {len(df)} rows, the manifest says {entry['rows']}")
     return df

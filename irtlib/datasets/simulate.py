@@ -36,6 +36,9 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from .._typing import ArrayLike
+from ..errors import InputError
+
 __all__ = [
     "GENERATOR_VERSION", "DEFAULT_SEED", "Population", "BenchmarkSpec", "POPULATIONS", "SPECS",
     "RATIONALE", "SimulatedBenchmark", "simulate", "simulate_population", "parameter_table",
@@ -332,7 +335,7 @@ def simulate_population(name: str, *, seed: int = DEFAULT_SEED) -> pd.DataFrame:
         ``gen_guess`` and one ``gen_theta_<dim>`` (and ``gen_kappa_<dim>``) per dimension.
     """
     if name not in POPULATIONS:
-        raise ValueError(f"unknown population {name!r}; choose one of {sorted(POPULATIONS)}")
+        raise InputError(f"unknown population {name!r}; choose one of {sorted(POPULATIONS)}")
     return _draw_population(POPULATIONS[name], seed)
 
 
@@ -424,7 +427,7 @@ def _draw_items(spec: BenchmarkSpec, rng: np.random.Generator) -> pd.DataFrame:
     return items
 
 
-def format_score(values) -> np.ndarray:
+def format_score(values: ArrayLike) -> np.ndarray:
     """Judge scores as the strings written to disk: ``"0"``, ``"0.25"``, ``"0.5"``, ``"0.75"``, ``"1"``."""
     v = np.asarray(values, dtype=float)
     out = np.array([f"{x:g}" for x in v.ravel()], dtype=object).reshape(v.shape)
@@ -486,7 +489,7 @@ def simulate(name: str, *, seed: int = DEFAULT_SEED) -> SimulatedBenchmark:
         ``responses`` has at most ``n_models * n_items`` rows (fewer by the missing cells).
     """
     if name not in SPECS:
-        raise ValueError(f"unknown simulated benchmark {name!r}; choose one of {sorted(SPECS)}")
+        raise InputError(f"unknown simulated benchmark {name!r}; choose one of {sorted(SPECS)}")
     spec = SPECS[name]
     pop = POPULATIONS[spec.population]
     return _generate(spec, pop, simulate_population(spec.population, seed=seed), seed)
@@ -510,7 +513,7 @@ def _generate(spec: BenchmarkSpec, pop: Population, everyone: pd.DataFrame, seed
     ability = models[[prefix + d for d in dims]].to_numpy()
     dim_idx = pd.Index(dims).get_indexer(items["dimension"])
     if (dim_idx < 0).any():
-        raise ValueError(f"{name}: item dimension {items['dimension'][dim_idx < 0].iloc[0]!r} "
+        raise InputError(f"{name}: item dimension {items['dimension'][dim_idx < 0].iloc[0]!r} "
                          f"is not a dimension of population {pop.name!r}")
     eff = ability[:, dim_idx]
     sub = items["subcategory"].to_numpy()
@@ -522,7 +525,7 @@ def _generate(spec: BenchmarkSpec, pop: Population, everyone: pd.DataFrame, seed
     if spec.missing_blocks:
         who = rng.choice(n_m, spec.missing_blocks, replace=False)
         which = rng.choice(spec.n_subcategories, spec.missing_blocks, replace=False)
-        for m, s in zip(who, which):     # a handful of blocks, not cells
+        for m, s in zip(who, which, strict=True):     # a handful of blocks, not cells
             observed[m, sub == s] = False
     if spec.missing_cells:
         flat = rng.choice(n_m * n_i, spec.missing_cells, replace=False)
@@ -550,7 +553,7 @@ def parameter_table(name: str) -> pd.DataFrame:
     DataFrame with columns ``parameter``, ``value``, ``why``.
     """
     if name not in SPECS:
-        raise ValueError(f"unknown simulated benchmark {name!r}; choose one of {sorted(SPECS)}")
+        raise InputError(f"unknown simulated benchmark {name!r}; choose one of {sorted(SPECS)}")
     spec = SPECS[name]
     pop = POPULATIONS[spec.population]
     rows = []
@@ -574,9 +577,9 @@ def lognormal_for_cv(cv: float, mean: float) -> tuple[float, float]:
     ``CV = sqrt(exp(sigma^2) - 1)`` and ``mean = exp(mu + sigma^2 / 2)``.
     """
     if not cv > 0:
-        raise ValueError(f"cv must be positive, got {cv!r}")
+        raise InputError(f"cv must be positive, got {cv!r}")
     if not mean > 0:
-        raise ValueError(f"mean must be positive, got {mean!r}")
+        raise InputError(f"mean must be positive, got {mean!r}")
     sigma = float(np.sqrt(np.log1p(cv * cv)))
     return float(np.log(mean) - sigma * sigma / 2.0), sigma
 
@@ -630,25 +633,25 @@ def simulate_variant(name: str = "safetybench", *, seed: int = DEFAULT_SEED, n_m
     from dataclasses import replace
 
     if name not in SPECS:
-        raise ValueError(f"unknown simulated benchmark {name!r}; choose one of {sorted(SPECS)}")
+        raise InputError(f"unknown simulated benchmark {name!r}; choose one of {sorted(SPECS)}")
     spec = SPECS[name]
     pop = POPULATIONS[spec.population]
     if guess_scale < 0:
-        raise ValueError(f"guess_scale must be non-negative, got {guess_scale!r}")
+        raise InputError(f"guess_scale must be non-negative, got {guess_scale!r}")
     if dim_correlation is not None and not 0.0 <= dim_correlation <= 1.0:
-        raise ValueError(f"dim_correlation must lie in [0, 1], got {dim_correlation!r}")
+        raise InputError(f"dim_correlation must lie in [0, 1], got {dim_correlation!r}")
     pop_changes, spec_changes = {}, {}
     if n_models is not None:
         if int(n_models) < 3:
-            raise ValueError(f"n_models must be at least 3, got {n_models!r}")
+            raise InputError(f"n_models must be at least 3, got {n_models!r}")
         if spec.n_models != pop.n_models:
-            raise ValueError(f"{name} takes a subset of its population; vary n_models only for a benchmark "
+            raise InputError(f"{name} takes a subset of its population; vary n_models only for a benchmark "
                              "that uses its whole population (safetybench, wmdp-bio)")
         pop_changes["n_models"] = int(n_models)
         spec_changes["n_models"] = int(n_models)
     if n_items is not None:
         if int(n_items) < spec.n_subcategories:
-            raise ValueError(f"n_items must be at least {spec.n_subcategories}, got {n_items!r}")
+            raise InputError(f"n_items must be at least {spec.n_subcategories}, got {n_items!r}")
         spec_changes["n_clusters"] = int(n_items)
     if dim_correlation is not None:
         pop_changes["dim_correlation"] = float(dim_correlation)
