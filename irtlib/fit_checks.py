@@ -21,10 +21,11 @@ All functions take a :class:`~irtlib.data.ResponseMatrix` and the
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr
-from scipy.stats import chi2, norm
 
 from .calibrate import Calibration
 from .data import ResponseMatrix
@@ -253,6 +254,8 @@ def _sx2(x, observed, theta, a, b, c, *, n_groups, n_nodes, exact_max_items, n_p
     mu = float(theta.mean())
     sd = float(np.sqrt(theta.var() + np.mean(1.0 / (info + 1.0))))
     nodes = mu + sd * np.linspace(-6.0, 6.0, n_nodes)
+    from scipy.stats import norm  # imported where used: `import irtlib` stays light
+
     w = norm.pdf(np.linspace(-6.0, 6.0, n_nodes))
     w /= w.sum()
     p_nodes = _icc(nodes[:, None], a, b, c)
@@ -269,6 +272,8 @@ def _sx2(x, observed, theta, a, b, c, *, n_groups, n_nodes, exact_max_items, n_p
     terms = np.where(n_g > 0, np.nan_to_num(terms, nan=0.0, posinf=0.0), 0.0)
     stat = terms.sum(axis=0)
     df = (n_g > 0).sum(axis=0) - n_params
+    from scipy.stats import chi2
+
     p = np.where(df > 0, chi2.sf(stat, np.maximum(df, 1)), np.nan)
     return stat, df.astype(float), p, len(used)
 
@@ -369,6 +374,8 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
     else:
         p_cells = _icc(theta[:, None], a, b, c)
         ms, n, z = _mean_squares(x, observed, p_cells, method)
+        from scipy.stats import norm
+
         p = 2.0 * norm.sf(np.abs(z))
         out = pd.DataFrame({"statistic": ms, "df": n, "p_value": p, "zstd": z}, index=matrix.items)
     out["p_adjusted"] = adjust_pvalues(out["p_value"].to_numpy(), correction=correction)
@@ -396,7 +403,7 @@ def _standardised_columns(matrix, calibration):
     return z
 
 
-def q3(matrix: ResponseMatrix, calibration: Calibration, *, items=None) -> pd.DataFrame:
+def q3(matrix: ResponseMatrix, calibration: Calibration, *, items: Sequence[str] | None = None) -> pd.DataFrame:
     """Yen's (1984) Q3: correlations over models between items' residuals ``x - P(theta_hat)``.
 
     Parameters
@@ -474,7 +481,8 @@ def _summary(sum_all, n_items, within_values, sum_within, n_within, threshold):
     })
 
 
-def summarise_q3(q3_frame: pd.DataFrame, groups, *, threshold: float = 0.2) -> pd.Series:
+def summarise_q3(q3_frame: pd.DataFrame, groups: Mapping[str, object] | pd.Series, *,
+                 threshold: float = 0.2) -> pd.Series:
     """Q3 within and between item groups, from a full Q3 matrix (see :func:`q3_summary`).
 
     Parameters
@@ -496,8 +504,9 @@ def summarise_q3(q3_frame: pd.DataFrame, groups, *, threshold: float = 0.2) -> p
     return _summary(np.nansum(q[iu]), len(items), vals, np.nansum(vals), vals.size, threshold)
 
 
-def q3_summary(matrix: ResponseMatrix, calibration: Calibration, groups, *, threshold: float = 0.2,
-               by_group: bool = False, max_pairs: int = 500_000, seed: int = 0, chunk: int = 200_000):
+def q3_summary(matrix: ResponseMatrix, calibration: Calibration, groups: Mapping[str, object] | pd.Series, *,
+               threshold: float = 0.2, by_group: bool = False, max_pairs: int = 500_000, seed: int = 0,
+               chunk: int = 200_000) -> pd.Series | tuple[pd.Series, pd.Series]:
     """Yen's Q3 summarised within and between item groups, without the full Q3 matrix.
 
     Parameters
