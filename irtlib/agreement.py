@@ -69,7 +69,7 @@ from .subsets import score_subset
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
-    "static_selections", "run_splits", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
+    "static_selections", "run_splits", "protocol_data", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
     "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
 
@@ -381,6 +381,39 @@ def _progress_wanted(progress) -> bool:
     return bool(progress)
 
 
+def protocol_data(matrix: ResponseMatrix, *, variance_threshold: float | None, reference: str,
+                  groups: ArrayLike | None, n_test: int, seed: Seed, n_test_groups: int
+                  ) -> tuple[ResponseMatrix, np.ndarray, np.ndarray | None]:
+    """What every split of the protocol starts from: the filtered matrix and the reference scores.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix, shape (n_models, n_items)
+    variance_threshold : float or None
+        The paper's variance filter (0.01); None keeps every item.
+    reference : {"full", "filtered"}
+        Whose safety score agreement is measured against (the paper: the full benchmark).
+    groups : array_like, shape (n_models,), optional
+        Group labels; test models are drawn as whole groups (see :func:`split_models`).
+    n_test, seed, n_test_groups
+        Checked against the matrix by drawing split 0.
+
+    Returns
+    -------
+    filtered : ResponseMatrix
+    reference_scores : ndarray, shape (n_models,)
+    groups : ndarray or None
+    """
+    filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
+    ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != (matrix.shape[0],):
+            raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
+    split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
+    return filtered, ref, groups
+
+
 def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None, ks: Sequence[int] | None = None,
                  n_splits: int = 100, n_test: int = 10,
                  seed: int = 0, engine: str = "map", n_jobs: int = 1, variance_threshold: float | None = 0.01,
@@ -447,17 +480,12 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     if int(n_splits) < 1:
         raise InputError("n_splits must be at least 1")
-    filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
-    ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
+    filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
+                                          groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups)
     n_items = filtered.shape[1]
     ks = budget_grid(n_items) if ks is None else sorted({int(k) for k in ks})
     if not ks or ks[0] < 1 or ks[-1] > n_items:
         raise InputError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape != (matrix.shape[0],):
-            raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
-    split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
 
     from joblib import Parallel, delayed
 

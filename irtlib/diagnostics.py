@@ -155,7 +155,7 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: in
     ValueError
         Bad ``n_splits``, ``reference``, ``n_test`` or ``groups``.
     """
-    from .agreement import split_models
+    from .agreement import protocol_data
 
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
@@ -163,13 +163,8 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: in
         raise InputError(f"n_splits must be at least 1, got {n_splits}")
     if reference not in ("full", "filtered"):
         raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
-    filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
-    ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape != (matrix.shape[0],):
-            raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
-    split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
+    filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
+                                          groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups)
     values = np.ascontiguousarray(filtered.values)
     kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups)
     splits = list(range(int(n_splits)))
