@@ -69,8 +69,8 @@ from .subsets import score_subset
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
-    "static_selections", "run_splits", "protocol_data", "run_protocol", "agreement_curves", "agreement_at", "paired_difference",
-    "mean_interval_halfwidth", "summarise_table2", "run_agreement",
+    "static_selections", "run_splits", "protocol_data", "run_protocol", "agreement_curves", "agreement_at",
+    "paired_difference", "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
 
 #: Method identifiers in the order results are reported (from the registry, :mod:`irtlib.methods`).
