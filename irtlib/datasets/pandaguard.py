@@ -26,7 +26,6 @@ checksums.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ import pandas as pd
 from .._typing import PathLike
 from ..data import ResponseMatrix
 from ..errors import InputError
+from .real import data_directory
 
 __all__ = ["NAME", "DATA_ENV", "FILES", "PINNED_SHA256", "PANDAGUARD_RULES", "FACTS", "resolve_data_dir",
            "verify_pandaguard", "load_pandaguard", "load_pandaguard_raw", "load_pandaguard_items",
@@ -67,17 +67,9 @@ def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
     FileNotFoundError
         Neither is given, or a file is missing; the message says where to point.
     """
-    if data_dir is None:
-        data_dir = os.environ.get(DATA_ENV)
     how = (f"pass data_dir= or set {DATA_ENV} to a directory with {', '.join(FILES)} "
            "(a copy of the PandaGuard JailbreakBench judgments, see irtlib.datasets.pandaguard)")
-    if not data_dir:
-        raise FileNotFoundError(f"PandaGuard data: no directory given and {DATA_ENV} is not set; {how}")
-    d = Path(data_dir).expanduser()
-    missing = [f for f in FILES if not (d / f).exists()]
-    if missing:
-        raise FileNotFoundError(f"{d}: missing {missing}; {how}")
-    return d
+    return data_directory(data_dir, env=DATA_ENV, files=FILES, what="PandaGuard data", how=how)
 
 
 def verify_pandaguard(data_dir: PathLike | None = None) -> dict:

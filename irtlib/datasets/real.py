@@ -255,14 +255,27 @@ def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
         Neither is given, or the directory lacks the tidy files; the message says how to
         download them.
     """
-    if data_dir is None:
-        data_dir = os.environ.get(DATA_ENV)
     how = ("download them with `python -m irtlib.datasets.real download DIR` and pass "
            f"data_dir=DIR or set {DATA_ENV}=DIR")
+    return data_directory(data_dir, env=DATA_ENV, files=FILES, what="real AIR-Bench 2024 data", how=how)
+
+
+def data_directory(data_dir: PathLike | None, *, env: str, files, what: str, how: str) -> Path:
+    """A directory of external data: ``data_dir`` or ``$env``, holding every one of ``files``.
+
+    Shared by the real-data loaders (AIR-Bench 2024 here, PandaGuard in :mod:`.pandaguard`).
+
+    Raises
+    ------
+    FileNotFoundError
+        Neither is given, or a file is missing; the message names ``what`` and says ``how``.
+    """
+    if data_dir is None:
+        data_dir = os.environ.get(env)
     if not data_dir:
-        raise FileNotFoundError(f"real AIR-Bench 2024 data: no directory given and {DATA_ENV} is not set; {how}")
+        raise FileNotFoundError(f"{what}: no directory given and {env} is not set; {how}")
     d = Path(data_dir).expanduser()
-    missing = [f for f in FILES if not (d / f).exists()]
+    missing = [f for f in files if not (d / f).exists()]
     if missing:
         raise FileNotFoundError(f"{d}: missing {missing}; {how}")
     return d
