@@ -12,6 +12,7 @@ can check every verdict against its evidence.
 - :func:`budget_verdict`: a claim about the budget k at which something happens.
 - :func:`correlation_verdict`: a claim that two quantities move together across benchmarks.
 - :func:`value_verdict`: a reported value against ours with a confidence interval and a tolerance.
+- :func:`count_verdict`: counts computed from the data (models at the ceiling) against the paper's.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 __all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
-           "budget_verdict", "correlation_verdict", "value_verdict", "by_construction", "scorecard_frame",
-           "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share", "ceiling_pairs"]
+           "budget_verdict", "correlation_verdict", "value_verdict", "count_verdict", "by_construction",
+           "scorecard_frame", "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share", "ceiling_pairs"]
 
 #: The only words a verdict may be.
 VERDICTS = ("reproduced", "partly", "not reproduced", "reversed", "not testable here")
+
+#: What a claim's evidence may rest on (see :attr:`Claim.kind`).
+KINDS = ("real", "sim", "mixed", "")
 
 #: Tolerance for "matches" (agreement units) and the budget ratios used by the rules.
 MATCH_TOLERANCE = 0.03
@@ -51,6 +55,8 @@ RULES = {
                    "**reversed** if rho <= -0.6.",
     "value": "A reported value: **reproduced** if the paper's value lies in our 95% interval widened by the "
              "stated tolerance; **partly** if within twice that; **not reproduced** otherwise.",
+    "count": "A count of models computed from the data: **reproduced** if every count equals the paper's; "
+             "**partly** if each is within 2 models of it; **not reproduced** otherwise.",
     "construction": "**Not testable here**: the simulated release was generated to match this number "
                     "(`data/README.md`), so agreement would prove nothing; the real data test it where present.",
 }
@@ -76,6 +82,14 @@ class Claim:
         One of :data:`VERDICTS`.
     rule : str
         The key of :data:`RULES` that produced the verdict.
+    id : str
+        A stable identifier (letters, digits, ``_``), needed to publish the claim from the chapter
+        that tests it (:func:`irtlib.book.claims.publish`).
+    kind : str
+        What the evidence rests on: ``"real"`` (the paper's data or another real set), ``"sim"``
+        (the simulated release), ``"mixed"``, or ``""`` (not said).
+    note : str
+        Why a claim did not reproduce, where the chapter knows (one sentence; no typed numbers).
     """
 
     claim: str
@@ -85,12 +99,17 @@ class Claim:
     section: str
     verdict: str
     rule: str
+    id: str = ""
+    kind: str = ""
+    note: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
         if self.rule not in RULES:
             raise ValueError(f"rule {self.rule!r} is not one of {sorted(RULES)}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind {self.kind!r} is not one of {KINDS}")
 
 
 def _finite(x) -> bool:
@@ -185,15 +204,33 @@ def value_verdict(paper: float, ci_lo: float, ci_hi: float, *, tolerance: float)
     return "partly" if gap <= 2 * tolerance else "not reproduced"
 
 
+def count_verdict(ours, reported, *, slack: int = 2) -> str:
+    """Verdict of counts (models at the ceiling): exact, within ``slack`` models, or neither.
+
+    Parameters
+    ----------
+    ours, reported : sequence of int
+        One count per benchmark, ours and the paper's, in the same order.
+    """
+    ours, reported = [int(x) for x in ours], [int(x) for x in reported]
+    if not ours or len(ours) != len(reported):
+        return "not testable here"
+    gaps = [abs(o - r) for o, r in zip(ours, reported, strict=True)]
+    if max(gaps) == 0:
+        return "reproduced"
+    return "partly" if max(gaps) <= slack else "not reproduced"
+
+
 def by_construction() -> str:
     """Verdict of a claim whose number the simulated release was generated to match."""
     return "not testable here"
 
 
 def scorecard_frame(claims) -> pd.DataFrame:
-    """Lay claims out as the scorecard table (columns claim, source, data, evidence, section, verdict, rule)."""
+    """Lay claims out as the scorecard table (one column per :class:`Claim` field)."""
     frame = pd.DataFrame([c.__dict__ for c in claims],
-                         columns=["claim", "source", "data", "evidence", "section", "verdict", "rule"])
+                         columns=["claim", "source", "data", "evidence", "section", "verdict", "rule", "id", "kind",
+                                  "note"])
     return frame
 
 

@@ -1,0 +1,109 @@
+"""What data a page rests on, said from the data themselves.
+
+Every table, figure and sentence of the book names its data: the paper's own response matrices
+(the authors' release), another real set (22 real AIR-Bench 2024 models, PandaGuard), or the
+simulated release. The words come from each loaded benchmark's
+:class:`~irtlib.datasets.DataSource` (``Benchmark.data``), never from the chapter's text, so a
+caption is true for the build it is in: a build without the real files says "simulated" wherever
+it fell back, and a banner says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["KIND_WORDS", "kinds", "describe", "caption", "fallback_banner", "all_real", "short_label"]
+
+#: How each kind of source is named in a caption.
+KIND_WORDS = {
+    "paper": "the paper's data (the authors' released matrices)",
+    "real-subset": "real judgments",
+    "simulated": "the simulated release",
+}
+
+
+def _source(bench):
+    return bench.data
+
+
+def kinds(benches: Mapping) -> dict[str, str]:
+    """Benchmark id -> the kind of its source (``"paper"``, ``"real-subset"``, ``"simulated"``)."""
+    return {b: _source(bench).kind for b, bench in benches.items()}
+
+
+def all_real(benches: Mapping) -> bool:
+    """True when no benchmark of ``benches`` rests on the simulated release."""
+    return all(k != "simulated" for k in kinds(benches).values())
+
+
+def short_label(bench) -> str:
+    """A few words for a table column or legend: "paper's data", "real, 22 models", "simulated"."""
+    src = _source(bench)
+    if src.kind == "paper":
+        return "paper's data"
+    if src.kind == "simulated":
+        return "simulated"
+    n = bench.full.shape[0]
+    return f"real, {n} models"
+
+
+def _names(benches, ids) -> str:
+    names = [benches[b].display_name for b in ids]
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def describe(benches: Mapping) -> str:
+    """One clause naming the data of every benchmark in ``benches``, grouped by kind.
+
+    >>> describe(benches)  # doctest: +SKIP
+    "the paper's data (the authors' released matrices) for Anthropic Red Team, HarmBench,
+    SimpleSafetyTests and WMDP-Bio; real judgments of 22 of the paper's 82 models for
+    AIR-Bench 2024; the simulated release for SafetyBench"
+    """
+    by_kind: dict[str, list[str]] = {}
+    for b, kind in kinds(benches).items():
+        by_kind.setdefault(kind, []).append(b)
+    parts = []
+    for kind in ("paper", "real-subset", "simulated"):
+        ids = by_kind.get(kind)
+        if not ids:
+            continue
+        if kind == "real-subset":
+            parts.extend(f"{_source(benches[b]).label} for {benches[b].display_name}" for b in ids)
+        elif len(by_kind) == 1:
+            parts.append(KIND_WORDS[kind])
+        else:
+            parts.append(f"{KIND_WORDS[kind]} for {_names(benches, ids)}")
+    return "; ".join(parts)
+
+
+def caption(benches: Mapping) -> str:
+    """``describe`` as a caption's closing sentence: "Data: ... ."."""
+    text = describe(benches)
+    return f"Data: {text}." if text else ""
+
+
+def fallback_banner(benches: Mapping, *, real_expected: Mapping[str, bool]) -> str:
+    """Markdown for a warning box when a benchmark that has real data fell back to the simulation.
+
+    Parameters
+    ----------
+    benches : mapping
+        Benchmark id -> loaded ``Benchmark``.
+    real_expected : mapping
+        Benchmark id -> whether real data exist for it in principle (the build asked for them).
+
+    Returns
+    -------
+    str
+        Empty when nothing fell back.
+    """
+    fell = [b for b, bench in benches.items() if real_expected.get(b) and _source(bench).kind == "simulated"]
+    if not fell:
+        return ""
+    return (":::{warning}\n"
+            f"This build did not find the real data for {_names(benches, fell)}: the results on this page for "
+            f"{'it' if len(fell) == 1 else 'them'} rest on the simulated release. `python -m irtlib.datasets.authors "
+            "download` fetches the paper's files (or set `IRTLIB_PAPER_DATA`), then rebuild.\n:::")
