@@ -24,7 +24,8 @@ import pandas as pd
 
 __all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
            "budget_verdict", "correlation_verdict", "value_verdict", "count_verdict", "by_construction",
-           "scorecard_frame", "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share", "ceiling_pairs"]
+           "scorecard_frame", "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share",
+           "ceiling_pairs", "KINDS"]
 
 #: The only words a verdict may be.
 VERDICTS = ("reproduced", "partly", "not reproduced", "reversed", "not testable here")
