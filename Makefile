@@ -87,13 +87,18 @@ NOTEBOOKS := $(shell $(PYTHON) tools/chapters.py --notebooks)
 ifneq ($(.SHELLSTATUS),0)
 $(warning tools/chapters.py could not read _toc.yml: no chapters found)
 endif
-# book/reproducibility reads the other chapters' papermill metadata, so it runs last.
+# Two pages read the other executed chapters (-p EXECUTED_DIR): book/scorecard collects the claims
+# they published, book/reproducibility their papermill metadata (the scorecard's too), so it runs last.
+SCORECARD := $(filter book/scorecard,$(NOTEBOOKS))
 LAST := $(filter book/reproducibility,$(NOTEBOOKS))
-CHAPTERS := $(filter-out $(LAST),$(NOTEBOOKS))
+COLLECTORS := $(SCORECARD) $(LAST)
+CHAPTERS := $(filter-out $(COLLECTORS),$(NOTEBOOKS))
 executed_path = $(patsubst book/%,$(EXEC_DIR)/%.ipynb,$(1))
 EXECUTED_CHAPTERS := $(call executed_path,$(CHAPTERS))
+EXECUTED_SCORECARD := $(call executed_path,$(SCORECARD))
 EXECUTED_LAST := $(call executed_path,$(LAST))
-EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_LAST)
+EXECUTED_COLLECTORS := $(EXECUTED_SCORECARD) $(EXECUTED_LAST)
+EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_COLLECTORS)
 
 # Library sources and the data files tracked by git (the committed release under data/;
 # untracked downloads do not count): changing any of them re-executes every chapter.
@@ -132,18 +137,17 @@ $(PARAMS_STAMP): FORCE
 $(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
 
-# The reproducibility page runs after all other chapters and reads their metadata.
-$(EXECUTED_LAST): $(EXECUTED_CHAPTERS)
-$(EXECUTED_LAST): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
+# The scorecard runs after all chapters and collects their claims; the reproducibility page runs
+# after it and reads every page's metadata.
+$(EXECUTED_SCORECARD): $(EXECUTED_CHAPTERS)
+$(EXECUTED_LAST): $(EXECUTED_CHAPTERS) $(EXECUTED_SCORECARD)
+$(EXECUTED_COLLECTORS): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
 
 # Chapters run in parallel.  Chapters that reuse another's cached results (irtlib.cache in
 # _build/cache) run after it, so the expensive work is done once: the py-irt fits of 02_fit
 # serve 03 and 04; the agreement protocol of 05_selection serves 06_table2.
 $(EXEC_DIR)/03_ceiling.ipynb $(EXEC_DIR)/04_discrimination.ipynb $(EXEC_DIR)/04b_model_fit.ipynb: $(EXEC_DIR)/02_fit.ipynb
 $(EXEC_DIR)/06_table2.ipynb: $(EXEC_DIR)/05_selection.ipynb
-# The scorecard (book/scorecard) reads the fits, protocol runs and real-data runs of these.
-$(EXEC_DIR)/scorecard.ipynb: $(EXEC_DIR)/02_fit.ipynb $(EXEC_DIR)/05_selection.ipynb $(EXEC_DIR)/07_real_data.ipynb \
-	$(EXEC_DIR)/09_pandaguard.ipynb
 
 executed: $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
@@ -175,7 +179,7 @@ chapter: | $(VENV_STAMP)
 	@test -n "$(CH_NAME)" || { echo 'usage: make chapter CH=<name> [QUICK=1] [PARAMS="-p KEY VALUE"]' >&2; exit 2; }
 	@test -f book/$(CH_NAME).md || { echo "no chapter book/$(CH_NAME).md" >&2; exit 2; }
 	$(VPY) tools/run_chapter.py book/$(CH_NAME).md $(EXEC_DIR)/$(CH_NAME).ipynb --cwd $(CURDIR) \
-		-- $(PAPERMILL_ARGS) $(if $(filter book/$(CH_NAME),$(LAST)),-p EXECUTED_DIR $(EXEC_DIR))
+		-- $(PAPERMILL_ARGS) $(if $(filter book/$(CH_NAME),$(COLLECTORS)),-p EXECUTED_DIR $(EXEC_DIR))
 	$(VPY) tools/check_executed.py $(EXEC_DIR)/$(CH_NAME).ipynb
 
 # ---------------------------------------------------------------------------

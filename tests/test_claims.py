@@ -1,0 +1,89 @@
+"""One verdict per claim: what the chapters publish is what the scorecard shows, on every page."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from irtlib.book import claims as published
+from irtlib.book import scorecard as sc
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = ROOT / "_build" / "executed"
+
+
+def _glue_output(name: str, value: str) -> dict:
+    # what myst_nb.glue(name, value, display=False) writes into a notebook
+    return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name, "mime_prefix": ""}},
+            "data": {"text/plain": repr(value)}}
+
+
+def _notebook(path: Path, glued: dict) -> Path:
+    cells = [{"cell_type": "code", "source": "", "metadata": {}, "execution_count": 1,
+              "outputs": [_glue_output(k, v) for k, v in glued.items()]}]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def _claim(cid: str, verdict: str = "reproduced", kind: str = "real") -> sc.Claim:
+    return sc.Claim("a claim", "Figure 2", "the paper's data", "rho 0.99", "{ref}`ch-fit`", verdict, "bound",
+                    id=cid, kind=kind)
+
+
+def _published(c: sc.Claim) -> dict:
+    return {published.CLAIM_PREFIX + c.id: json.dumps(asdict(c)), published.VERDICT_PREFIX + c.id: c.verdict}
+
+
+def test_collect_reads_back_exactly_what_a_chapter_published(tmp_path):
+    a, b = _claim("fit_rho_real"), _claim("left_k_harmbench", "partly", "real")
+    _notebook(tmp_path / "02_fit.ipynb", {**_published(a), "other": "x"})
+    _notebook(tmp_path / "06_table2.ipynb", _published(b))
+    _notebook(tmp_path / "scorecard.ipynb", _published(_claim("fit_rho_real", "reversed")))   # skipped
+    assert published.collect(tmp_path) == [a, b]
+    verdicts = published.glued_verdicts(tmp_path)
+    assert set(verdicts["id"]) == {"fit_rho_real", "left_k_harmbench"}
+
+
+def test_a_claim_published_by_two_chapters_is_refused(tmp_path):
+    _notebook(tmp_path / "02_fit.ipynb", _published(_claim("fit_rho_real")))
+    _notebook(tmp_path / "03_ceiling.ipynb", _published(_claim("fit_rho_real")))
+    with pytest.raises(ValueError, match="02_fit and 03_ceiling"):
+        published.collect(tmp_path)
+
+
+def test_publish_refuses_missing_and_repeated_ids():
+    pytest.importorskip("myst_nb")
+    with pytest.raises(ValueError, match="needs an id"):
+        published.publish([_claim("")])
+    with pytest.raises(ValueError, match="published twice"):
+        published.publish([_claim("x"), _claim("x")])
+
+
+def test_claim_refuses_unknown_verdicts_and_kinds():
+    with pytest.raises(ValueError, match="verdict"):
+        _claim("x", verdict="close")
+    with pytest.raises(ValueError, match="kind"):
+        _claim("x", kind="real-ish")
+
+
+def test_count_verdict_on_hand_made_counts():
+    assert sc.count_verdict([67, 19, 0], [67, 19, 0]) == "reproduced"
+    assert sc.count_verdict([66, 17, 0], [67, 19, 0]) == "partly"
+    assert sc.count_verdict([60, 19], [67, 19]) == "not reproduced"
+    assert sc.count_verdict([], []) == "not testable here"
+
+
+def test_every_page_shows_the_scorecards_verdict_for_a_claim():
+    """In the built book, every verdict any page glued for a claim is the one its chapter published."""
+    if not (EXECUTED / "scorecard.ipynb").exists():
+        pytest.skip("no executed scorecard: run `make book QUICK=1` first")
+    card = {c.id: c.verdict for c in published.collect(EXECUTED)}
+    assert card, "the chapters published no claims"
+    shown = published.glued_verdicts(EXECUTED)
+    unknown = sorted(set(shown["id"]) - set(card))
+    assert not unknown, f"pages glue verdicts of claims no chapter published: {unknown}"
+    wrong = [(r.notebook, r.id, r.verdict, card[r.id]) for r in shown.itertuples() if r.verdict != card[r.id]]
+    assert not wrong, f"pages whose verdict differs from the scorecard's: {wrong}"
