@@ -18,16 +18,30 @@ __all__ = ["KIND_WORDS", "kinds", "describe", "caption", "fallback_banner", "all
 KIND_WORDS = {
     "paper": "the paper's data (the authors' released matrices)",
     "real-subset": "real judgments",
+    "real": "real judgments",
     "simulated": "the simulated release",
 }
 
 
 def _source(bench):
-    return bench.data
+    """A ``Benchmark``'s data source, or the ``DataSource`` itself."""
+    return getattr(bench, "data", bench)
+
+
+def _display(bench) -> str:
+    name = getattr(bench, "display_name", None)
+    if name is None:
+        from .. import datasets
+
+        name = datasets.display_name(_source(bench).benchmark)
+    return name
 
 
 def kinds(benches: Mapping) -> dict[str, str]:
-    """Benchmark id -> the kind of its source (``"paper"``, ``"real-subset"``, ``"simulated"``)."""
+    """Benchmark id -> the kind of its source (``"paper"``, ``"real-subset"``, ``"simulated"``).
+
+    ``benches`` maps benchmark ids to loaded ``Benchmark`` objects or to their ``DataSource``.
+    """
     return {b: _source(bench).kind for b, bench in benches.items()}
 
 
@@ -43,12 +57,12 @@ def short_label(bench) -> str:
         return "paper's data"
     if src.kind == "simulated":
         return "simulated"
-    n = bench.full.shape[0]
-    return f"real, {n} models"
+    shape = bench.full.shape if hasattr(bench, "full") else src.shape
+    return f"real, {shape[0]} models" if shape else "real"
 
 
 def _names(benches, ids) -> str:
-    names = [benches[b].display_name for b in ids]
+    names = [_display(benches[b]) for b in ids]
     if len(names) <= 1:
         return "".join(names)
     return ", ".join(names[:-1]) + " and " + names[-1]
@@ -66,12 +80,12 @@ def describe(benches: Mapping) -> str:
     for b, kind in kinds(benches).items():
         by_kind.setdefault(kind, []).append(b)
     parts = []
-    for kind in ("paper", "real-subset", "simulated"):
+    for kind in ("paper", "real-subset", "real", "simulated"):
         ids = by_kind.get(kind)
         if not ids:
             continue
-        if kind == "real-subset":
-            parts.extend(f"{_source(benches[b]).label} for {benches[b].display_name}" for b in ids)
+        if kind in ("real-subset", "real"):
+            parts.extend(f"{_source(benches[b]).label} for {_display(benches[b])}" for b in ids)
         elif len(by_kind) == 1:
             parts.append(KIND_WORDS[kind])
         else:
