@@ -130,37 +130,43 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
     """
     Claim = scorecard.Claim
     data = "real PandaGuard JailbreakBench (704 configurations, {})"
+    na = "not testable here"
     rows = []
     if result is None:
-        na = "not testable here"
         rows.append(Claim("Spearman(theta, safety score) is between 0.97 and 1.00", "Figure 2",
-                          data.format("all"), "n/a", section, na, "bound"))
-        for label in PROTOCOLS.values():
+                          data.format("all"), "n/a", section, na, "bound", id="pg_rho", kind="real"))
+        for key, label in PROTOCOLS.items():
             rows += [Claim(f"Fluid beats Random at a small budget (k = {k})", "Figure 4, Table 2", data.format(label),
-                           "n/a", section, na, "direction"),
+                           "n/a", section, na, "direction", id=f"pg_fluid_random_{key}", kind="real"),
                      Claim("Random and Random IRT are nearly indistinguishable", "Figure 4", data.format(label),
-                           "n/a", section, na, "match"),
+                           "n/a", section, na, "match", id=f"pg_random_randomirt_{key}", kind="real"),
                      Claim("Fluid reaches 0.90 agreement saving at least 80% of the items", "Abstract",
-                           data.format(label), "n/a", section, na, "bound")]
+                           data.format(label), "n/a", section, na, "bound", id=f"pg_saving_{key}", kind="real")]
         return rows
     rho = result["spearman_theta_score"]
     rows.append(Claim("Spearman(theta, safety score) is between 0.97 and 1.00", "Figure 2", data.format("all"),
-                      f"rho = {rho:.3f}", section, scorecard.bound_verdict([rho], bound=0.97), "bound"))
+                      f"rho = {rho:.3f}", section, scorecard.bound_verdict([rho], bound=0.97), "bound",
+                      id="pg_rho", kind="real"))
     head = headline(result, k=k)
+    keys = {label: key for key, label in PROTOCOLS.items()}
     for _, h in head.iterrows():
         label = h["protocol"]
+        key = keys[label]
         rows.append(Claim(f"Fluid beats Random at a small budget (k = {int(h['k'])})", "Figure 4, Table 2",
                           data.format(label),
                           f"Fluid - Random = {h['diff_k']:.3f} [{h['diff_lo']:.3f}, {h['diff_hi']:.3f}]", section,
-                          scorecard.direction_verdict(h["diff_k"], h["diff_lo"], h["diff_hi"]), "direction"))
+                          scorecard.direction_verdict(h["diff_k"], h["diff_lo"], h["diff_hi"]), "direction",
+                          id=f"pg_fluid_random_{key}", kind="real"))
         rows.append(Claim("Random and Random IRT are nearly indistinguishable", "Figure 4", data.format(label),
                           f"Random - Random IRT at k = {int(h['k'])}: {h['random_irt_diff']:.3f} "
                           f"[{h['rirt_lo']:.3f}, {h['rirt_hi']:.3f}]", section,
-                          scorecard.match_verdict(h["random_irt_diff"], h["rirt_lo"], h["rirt_hi"]), "match"))
+                          scorecard.match_verdict(h["random_irt_diff"], h["rirt_lo"], h["rirt_hi"]), "match",
+                          id=f"pg_random_randomirt_{key}", kind="real"))
         saving = h["saving_fluid"]
         ev = (f"Fluid first reaches 0.90 at k = {int(h['k_fluid_090'])} of {result['n_items']}: saves {saving:.0%}"
               if np.isfinite(saving) else "Fluid never reaches 0.90 within the sweep")
         rows.append(Claim("Fluid reaches 0.90 agreement saving at least 80% of the items", "Abstract",
                           data.format(label), ev, section,
-                          scorecard.bound_verdict([saving if np.isfinite(saving) else -1.0], bound=0.80), "bound"))
+                          scorecard.bound_verdict([saving if np.isfinite(saving) else -1.0], bound=0.80), "bound",
+                          id=f"pg_saving_{key}", kind="real"))
     return rows
