@@ -48,6 +48,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 PROG = "irtlib"
+RESPONSES_HELP = "long or wide CSV/Parquet file, a JSON-lines file (.jsonl), or a HELM run directory"
 
 ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior mode of the paper's "
                "model and priors in seconds and gives the same item and model ranking as py-irt; "
@@ -214,7 +215,9 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
                             "are recognised from the file's bytes, whatever its name")
     group.add_argument("--layout", choices=LAYOUTS, default="auto",
                        help="long (model,item,score rows), wide (a row per model, a column per item), "
-                            "helm (a HELM run directory); auto guesses (default)")
+                            "helm (a HELM run directory), jsonl (one JSON object per model: subject_id and "
+                            "responses, the paper's authors' format); auto guesses (default; a .jsonl name or a "
+                            "file beginning with '{' is jsonl)")
     group.add_argument("--model-column", default="model", metavar="NAME", help="default: model")
     group.add_argument("--item-column", default="item", metavar="NAME", help="default: item")
     group.add_argument("--score-column", default="score", metavar="NAME", help="default: score")
@@ -576,7 +579,7 @@ def _add_calibrate(sub) -> None:
                                    "the 2PL model and write an item bank: a CSV of item, a, b, safe rate and fit "
                                    "diagnostics, whose first line is a JSON header recording the settings, the "
                                    "data checksum and the bank checksum.")
-    p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
+    p.add_argument("responses", metavar="RESPONSES", help=RESPONSES_HELP)
     p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
     p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
     p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
@@ -653,7 +656,7 @@ def _add_protocol_commands(sub) -> None:
          "spread of discrimination (CV of a), the ceiling, and the agreement curves."),
     ):
         p = sub.add_parser(name, help=helptext, description=description)
-        p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
+        p.add_argument("responses", metavar="RESPONSES", help=RESPONSES_HELP)
         if name == "report":
             p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write")
         else:
