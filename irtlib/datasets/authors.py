@@ -51,7 +51,7 @@ __all__ = [
     "REPOSITORY", "COMMIT", "DATA_COMMIT", "RAW_URL", "DATA_ENV", "SHARED_NAME", "PaperFile", "FILES",
     "RESPONSE_FILES", "UNVERIFIED", "Located", "cache_directory", "search_path", "locate", "find",
     "read_verified", "load_stored", "load_matrix", "load_items", "load_fits", "file_url", "download",
-    "DownloadResult", "main",
+    "DownloadResult", "status_lines", "main",
 ]
 
 #: The authors' repository and the commit whose files are pinned (data added in :data:`DATA_COMMIT`).

@@ -74,6 +74,8 @@ PINNED_SHA256 = {
     "responses_graded.csv": "099b49062511f6be861734762341a7bafb1290284ca86d4d55822b999f389f74",
 }
 DATA_ENV = "IRTLIB_REAL_DATA"
+#: The shared copy beside the checkout (``../shared/realdata/<name>``), used when no directory is given.
+SHARED_NAME = "airbench2024_helm22"
 
 
 def source_path(variant: str, model: str) -> str:
@@ -242,7 +244,7 @@ def convert_airbench(source_dir: PathLike, dest: PathLike, *, commit: str = PINN
 
 
 def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
-    """The real-data directory: ``data_dir`` or ``$IRTLIB_REAL_DATA``.
+    """The real-data directory: ``data_dir``, ``$IRTLIB_REAL_DATA``, or the shared copy beside the checkout.
 
     Raises
     ------
@@ -252,7 +254,8 @@ def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
     """
     how = ("download them with `python -m irtlib.datasets.real download DIR` and pass "
            f"data_dir=DIR or set {DATA_ENV}=DIR")
-    return data_directory(data_dir, env=DATA_ENV, files=FILES, what="real AIR-Bench 2024 data", how=how)
+    return data_directory(data_dir, env=DATA_ENV, files=FILES, what="real AIR-Bench 2024 data", how=how,
+                          shared=SHARED_NAME)
 
 
 def shared_directory(name: str) -> Path:

@@ -38,8 +38,6 @@ SOURCES = ("auto", "real", "simulated")
 SOURCE_ENV = "IRTLIB_DATA"
 #: Kinds of data a benchmark can resolve to (``"real"``: a real data set that is not one of the paper's).
 KINDS = ("paper", "real-subset", "simulated", "real")
-#: The shared copy of the 22-model AIR-Bench judgments, under ``../shared/realdata/``.
-AIRBENCH22_SHARED = "airbench2024_helm22"
 
 
 @dataclass(frozen=True)
@@ -112,8 +110,7 @@ def _paper(name: str, data_dir: PathLike | None) -> DataSource | None:
 
 def _airbench22(data_dir: PathLike | None) -> DataSource | None:
     try:
-        d = real.data_directory(data_dir, env=real.DATA_ENV, files=real.FILES, what="", how="",
-                                shared=AIRBENCH22_SHARED)
+        d = real.resolve_data_dir(data_dir)
     except FileNotFoundError:
         return None
     return DataSource("airbench2024", "real-subset",
