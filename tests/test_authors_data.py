@@ -376,3 +376,25 @@ def test_unverified_download_of_the_wrong_shape_is_refused(tmp_path, monkeypatch
         server.shutdown()
         server.server_close()
     assert list((tmp_path / "d").iterdir()) == []
+
+
+@needs_shared
+def test_irtlib_paper_data_command(mirror, tmp_path, capsys):
+    from irtlib.cli import main
+
+    _, url = mirror
+    assert main(["paper-data", "download", "--dest", str(tmp_path / "d"), "--base-url", url, "wmdp-bio"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("downloaded wmdp-bio: ") and "sha256 verified" in out
+    assert (tmp_path / "d" / "wmdp_irt_data.jsonl").read_bytes() == (SHARED / "wmdp_irt_data.jsonl").read_bytes()
+    assert main(["paper-data", "download", "--dest", str(tmp_path / "d"), "safetybench"]) == 2
+    assert "add --with-unverified" in capsys.readouterr().err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["paper-data", "download", "--dest", str(tmp_path / "e"), "--base-url", f"http://127.0.0.1:{port}",
+                 "harmbench"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("irtlib: error: cannot download http://127.0.0.1:")
+    assert main(["paper-data", "list"]) == 0
+    assert "harmbench: " in capsys.readouterr().out

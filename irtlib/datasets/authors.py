@@ -63,6 +63,8 @@ RAW_URL = "https://raw.githubusercontent.com/{repo}/{commit}/{path}"
 DATA_ENV = "IRTLIB_PAPER_DATA"
 #: Name of the shared copy under ``../shared/realdata/``.
 SHARED_NAME = "paper"
+#: Seconds a download may stall before it fails (each file is about 1 MB; AIR-Bench and SafetyBench a few MB).
+FETCH_TIMEOUT = 60
 #: Sidecar suffix recording the SHA-256 a download saw for a file whose checksum is not known here.
 OBSERVED_SUFFIX = ".sha256"
 
@@ -454,7 +456,7 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
     OSError
         The network or the file system failed (the message names the URL or the path).
     """
-    fetch = fetch_url if fetch is None else fetch
+    fetch = functools.partial(fetch_url, timeout=FETCH_TIMEOUT) if fetch is None else fetch
     if names is None or len(names) == 0:
         keys = list(DEFAULT_DOWNLOAD) + (list(UNVERIFIED) if with_unverified else [])
     else:

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from .._typing import PathLike
 from ..errors import InputError
-from . import authors, real
 
 __all__ = ["SOURCES", "SOURCE_ENV", "KINDS", "DataSource", "source_setting", "resolve"]
 
@@ -97,6 +96,8 @@ def source_setting(source: str | None = None) -> str:
 
 
 def _paper(name: str, data_dir: PathLike | None) -> DataSource | None:
+    from . import authors
+
     if name not in authors.RESPONSE_FILES:
         return None
     found = authors.locate(name, data_dir=data_dir)
@@ -109,6 +110,8 @@ def _paper(name: str, data_dir: PathLike | None) -> DataSource | None:
 
 
 def _airbench22(data_dir: PathLike | None) -> DataSource | None:
+    from . import real
+
     try:
         d = real.resolve_data_dir(data_dir)
     except FileNotFoundError:
@@ -126,6 +129,8 @@ def _simulated(name: str, data_dir: PathLike | None) -> DataSource:
 
 
 def _how(name: str) -> str:
+    from . import authors, real
+
     if name in authors.UNVERIFIED:
         how = (f"download the authors' file with `python -m irtlib.datasets.authors download --with-unverified {name}`"
                f" (or set {authors.DATA_ENV}=DIR)")
@@ -162,7 +167,7 @@ def resolve(name: str, *, source: str | None = None, data_dir: PathLike | None =
     FileNotFoundError
         ``source="real"`` and no real data for ``name``; the message says how to get them.
     """
-    from . import REAL, SIMULATED
+    from . import REAL, SIMULATED, real
 
     explicit = source
     source = source_setting(source)
