@@ -388,7 +388,11 @@ def file_url(key: str, *, base_url: str | None = None, commit: str = COMMIT) -> 
 
 @dataclass(frozen=True)
 class DownloadResult:
-    """What :func:`download` did with one file: ``status`` is ``"downloaded"`` or ``"present"``."""
+    """What :func:`download` did with one file.
+
+    ``status`` is ``"downloaded"``, ``"present"`` (in the destination already) or ``"found"``
+    (elsewhere in the search path, with ``missing_only``).
+    """
 
     key: str
     path: Path
@@ -420,7 +424,7 @@ def _check_download(f: PaperFile, data: bytes, url: str) -> str:
 
 def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None, with_unverified: bool = False,
              base_url: str | None = None, fetch: Callable[[str], bytes] | None = None,
-             progress: Callable[[str], None] | None = None) -> list[DownloadResult]:
+             progress: Callable[[str], None] | None = None, missing_only: bool = False) -> list[DownloadResult]:
     """Fetch the authors' files at the pinned commit, verify them and write them atomically.
 
     Parameters
@@ -441,6 +445,9 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
         ``fetch(url) -> bytes`` (default :func:`irtlib.datasets.release.fetch_url`).
     progress : callable, optional
         Called with one line per file.
+    missing_only : bool
+        Skip files already found in :func:`search_path` (status ``"found"``; what ``make
+        paper-data`` does).
 
     Returns
     -------
@@ -475,7 +482,11 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
     for k in keys:
         f = FILES[k]
         path = dest / f.filename
-        if path.exists():
+        elsewhere = locate(k) if missing_only else None
+        if elsewhere is not None:
+            data = read_verified(elsewhere)
+            result = DownloadResult(k, elsewhere.path, "found", sha256(data), elsewhere.verified)
+        elif path.exists():
             data = read_verified(Located(f, path, "given", f.verifiable))
             result = DownloadResult(k, path, "present", sha256(data), f.verifiable)
         else:
@@ -527,6 +538,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help=f"also fetch {' and '.join(UNVERIFIED)}, whose checksums are not known here (the hash "
                         "seen is recorded, marked 'observed, not verified')")
     d.add_argument("--base-url", metavar="URL", help="mirror replacing https://raw.githubusercontent.com/<repo>/<commit>")
+    d.add_argument("--missing", action="store_true", help="skip files already found ($IRTLIB_PAPER_DATA, the shared "
+                                                          "copy, the cache)")
     sub.add_parser("list", help="where each file is found")
     args = ap.parse_args(argv)
     try:
@@ -537,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if names is None and args.with_unverified:
             names = list(DEFAULT_DOWNLOAD) + list(UNVERIFIED)
         download(names, dest=args.dest, with_unverified=args.with_unverified, base_url=args.base_url,
-                 progress=print)
+                 progress=print, missing_only=args.missing)
     except UsageError as exc:
         print(f"{ap.prog} {args.cmd}: error: {exc}", file=sys.stderr)
         return 2
