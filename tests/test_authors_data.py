@@ -296,6 +296,8 @@ def test_download_verifies_and_is_byte_identical(mirror, tmp_path, isolated):
     authors.download(["harmbench"], base_url=url)
     assert authors.locate("harmbench").origin == "cache"
     assert datasets.resolve("harmbench").path == isolated["cache"] / "helm_harmbench_irt_data.jsonl"
+    status = {r.key: r.status for r in authors.download(base_url=url, missing_only=True)}   # make paper-data
+    assert status.pop("harmbench") == "found" and set(status.values()) == {"downloaded"}
 
 
 @needs_shared
