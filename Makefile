@@ -34,7 +34,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.PHONY: all venv test lint book executed html chapter student pdf mathjax clean distclean FORCE
+.PHONY: all venv test lint book executed html chapter student pdf mathjax clean distclean FORCE paper-data
 
 all: book
 
@@ -126,12 +126,27 @@ export IRTLIB_REAL_DATA
 IRTLIB_PANDAGUARD_DATA ?= $(wildcard $(CURDIR)/../shared/realdata/pandaguard_jbb)
 export IRTLIB_PANDAGUARD_DATA
 
-# The papermill arguments of the last run, rewritten only when they change, so that
-# `make book` after `make book QUICK=1` re-executes every chapter with the new value.
+# Which data the paper's six benchmark ids stand for (irtlib.datasets.resolve): auto (the default:
+# the authors' released matrices where they are found, see irtlib/datasets/authors.py), real, or
+# simulated (`make book IRTLIB_DATA=simulated` builds on the simulated release in data/).
+IRTLIB_DATA ?=
+export IRTLIB_DATA
+# The authors' files: $IRTLIB_PAPER_DATA, else ../shared/realdata/paper, else the per-user cache that
+# `make paper-data` (python -m irtlib.datasets.authors download) fills.
+export IRTLIB_PAPER_DATA
+
+# The papermill arguments (and the data setting) of the last run, rewritten only when they change, so
+# that `make book` after `make book QUICK=1` re-executes every chapter with the new value.
 PARAMS_STAMP := $(EXEC_DIR)/.papermill-args
 $(PARAMS_STAMP): FORCE
 	@mkdir -p $(@D)
-	@printf '%s\n' "$$PAPERMILL_ARGS" | cmp -s - $@ || printf '%s\n' "$$PAPERMILL_ARGS" > $@
+	@printf '%s\n' "$$PAPERMILL_ARGS IRTLIB_DATA=$$IRTLIB_DATA" | cmp -s - $@ || \
+		printf '%s\n' "$$PAPERMILL_ARGS IRTLIB_DATA=$$IRTLIB_DATA" > $@
+
+# Download the authors' files that are not found anywhere yet (verified against pinned SHA-256).
+# Offline it says so in one line and fails; the book builds on whatever data it has.
+paper-data: $(VENV_STAMP)
+	$(VPY) -m irtlib.datasets.authors download --missing
 
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
 $(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)

@@ -34,7 +34,7 @@ from irtlib.agreement import budget_grid, calibrate_split, split_models  # noqa:
 
 
 def _inputs(name: str, n_splits: int, seed: int = 0):
-    values = datasets.load(name).filter_variance().values
+    values = datasets.load(name, source="simulated").filter_variance().values
     xs, as_, bs = [], [], []
     for split in range(n_splits):
         train, test = split_models(values.shape[0], 10, seed, split)

@@ -30,7 +30,7 @@ def main(argv=None) -> None:
     parser.add_argument("--checks", action="store_true", help="also time item_fit, q3_summary, dimensionality")
     args = parser.parse_args(argv)
 
-    matrix = datasets.load(args.benchmark)
+    matrix = datasets.load(args.benchmark, source="simulated")
     print(f"data: {args.benchmark}, {matrix.shape[0]} models x {matrix.shape[1]} items "
           f"({matrix.n_observations} responses)")
     start = time.perf_counter()
@@ -45,7 +45,7 @@ def main(argv=None) -> None:
     print(f"compare_models ({args.folds} folds, 1PL/2PL/3PL): {total:.1f} s = {total / baseline:.0f} x one 2PL fit"
           f" [{'within' if total <= 60 else 'OVER'} the 60 s target]")
     if args.checks:
-        items = datasets.load_items(args.benchmark).set_index("item")
+        items = datasets.load_items(args.benchmark, source="simulated").set_index("item")
         for name, call in (
             ("item_fit (S-X2)", lambda: item_fit(matrix, base)),
             ("q3_summary (clusters)", lambda: q3_summary(matrix, base, items["cluster"])),

@@ -38,7 +38,7 @@ def main(argv=None) -> None:
           f"calibration, n_jobs={args.n_jobs}, {os.cpu_count()} CPUs")
     results, total = [], 0.0
     for name in args.benchmarks:
-        matrix = datasets.load(name)
+        matrix = datasets.load(name, source="simulated")
         start = time.perf_counter()
         res = run_protocol(matrix, n_splits=args.n_splits, n_jobs=args.n_jobs, seed=args.seed, progress=False)
         wall = time.perf_counter() - start
@@ -51,7 +51,7 @@ def main(argv=None) -> None:
     print(f"{'total':20s} {total:.1f} s wall ({total / 60:.1f} min)")
 
     stacked = pd.concat(results, ignore_index=True)
-    n_items = {name: datasets.load(name).shape[1] for name in args.benchmarks}
+    n_items = {name: datasets.load(name, source="simulated").shape[1] for name in args.benchmarks}
     table = summarise_table2(stacked, n_items)
     wide = table.pivot_table(index=["benchmark", "column", "k", "status"], columns="method", values="mean")
     with pd.option_context("display.width", 200, "display.max_columns", 20):

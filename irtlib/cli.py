@@ -48,6 +48,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 PROG = "irtlib"
+RESPONSES_HELP = "long or wide CSV/Parquet file, a JSON-lines file (.jsonl), or a HELM run directory"
 
 ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior mode of the paper's "
                "model and priors in seconds and gives the same item and model ranking as py-irt; "
@@ -214,7 +215,9 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
                             "are recognised from the file's bytes, whatever its name")
     group.add_argument("--layout", choices=LAYOUTS, default="auto",
                        help="long (model,item,score rows), wide (a row per model, a column per item), "
-                            "helm (a HELM run directory); auto guesses (default)")
+                            "helm (a HELM run directory), jsonl (one JSON object per model: subject_id and "
+                            "responses, the paper's authors' format); auto guesses (default; a .jsonl name or a "
+                            "file beginning with '{' is jsonl)")
     group.add_argument("--model-column", default="model", metavar="NAME", help="default: model")
     group.add_argument("--item-column", default="item", metavar="NAME", help="default: item")
     group.add_argument("--score-column", default="score", metavar="NAME", help="default: score")
@@ -565,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_subset(sub)
     _add_evaluate(sub)
     _add_protocol_commands(sub)
+    _add_paper_data(sub)
     return parser
 
 
@@ -576,7 +580,7 @@ def _add_calibrate(sub) -> None:
                                    "the 2PL model and write an item bank: a CSV of item, a, b, safe rate and fit "
                                    "diagnostics, whose first line is a JSON header recording the settings, the "
                                    "data checksum and the bank checksum.")
-    p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
+    p.add_argument("responses", metavar="RESPONSES", help=RESPONSES_HELP)
     p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
     p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
     p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
@@ -653,7 +657,7 @@ def _add_protocol_commands(sub) -> None:
          "spread of discrimination (CV of a), the ceiling, and the agreement curves."),
     ):
         p = sub.add_parser(name, help=helptext, description=description)
-        p.add_argument("responses", metavar="RESPONSES", help="long or wide CSV/Parquet file, or a HELM run directory")
+        p.add_argument("responses", metavar="RESPONSES", help=RESPONSES_HELP)
         if name == "report":
             p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write")
         else:
@@ -675,6 +679,47 @@ def _add_protocol_commands(sub) -> None:
         _input_options(p)
         _common(p, force=True, seed=True, n_jobs=True, json_flag=True)
         p.set_defaults(handler=handler)
+
+
+def _add_paper_data(sub) -> None:
+    """``paper-data``: the authors' released files (:mod:`irtlib.datasets.authors`; imported only when run)."""
+    p = sub.add_parser("paper-data", help="download the paper's own response matrices, or list where they are",
+                       description="The paper's authors released four of their six response matrices (Anthropic "
+                                   "Red Team, HarmBench, SimpleSafetyTests, WMDP-Bio) and their SimpleSafetyTests "
+                                   "fits. 'download' fetches them from the pinned commit of their repository, "
+                                   "verifies the SHA-256 and writes them atomically into the per-user cache "
+                                   "(~/.cache/irtlib/paper, or $XDG_CACHE_HOME/irtlib/paper) or --dest; 'list' "
+                                   "says where each file is found ($IRTLIB_PAPER_DATA, ../shared/realdata/paper "
+                                   "beside the checkout, the cache).")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    d = actions.add_parser("download", help="fetch the files (pinned commit, verified SHA-256)",
+                           description=p.description)
+    d.add_argument("names", nargs="*", metavar="NAME",
+                   help="files to download (default: the four matrices and the fits; airbench2024 and "
+                        "safetybench need --with-unverified)")
+    d.add_argument("--dest", metavar="DIR", help="target directory (default: the per-user cache)")
+    d.add_argument("--with-unverified", action="store_true",
+                   help="also fetch airbench2024 and safetybench, whose checksums are not known here: the "
+                        "hash seen is recorded beside the file, marked 'observed, not verified'")
+    d.add_argument("--base-url", metavar="URL",
+                   help="a mirror replacing https://raw.githubusercontent.com/<repository>/<commit>")
+    listing = actions.add_parser("list", help="where each file is found, and whether its checksum is pinned")
+    for q in (d, listing):
+        _common(q, json_flag=False)
+        q.set_defaults(handler=_cmd_paper_data)
+
+
+def _cmd_paper_data(args, out: _Out) -> int:
+    from .datasets import authors
+
+    if args.action == "list":
+        print("\n".join(authors.status_lines()))
+        return 0
+    names = args.names or (list(authors.DEFAULT_DOWNLOAD) + list(authors.UNVERIFIED) if args.with_unverified
+                           else None)
+    authors.download(names, dest=args.dest, with_unverified=args.with_unverified, base_url=args.base_url,
+                     progress=print)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

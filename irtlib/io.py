@@ -9,6 +9,9 @@ Three layouts are understood:
 - **wide** (CSV or Parquet): one row per model, one column per item; the model names are in the
   column called ``model`` if there is one, else in the first column.
 - **HELM run directory**: read with :mod:`irtlib.datasets.helm`.
+- **JSON lines** (the paper's authors' format, :mod:`irtlib.jsonl`): one object per model,
+  ``{"subject_id": ..., "responses": {item: 0/1}}``; recognised by a ``.jsonl``/``.ndjson`` name or,
+  under any other name, by a first byte ``{`` (the messages then say the file was read as JSON lines).
 
 Errors are :class:`ValueError` with a one-line message that names the file and the row at fault.
 Rows are counted from 1 after the header, so "row N" is line N + 1 of a CSV file (unless quoted
@@ -57,7 +60,7 @@ __all__ = [
 #: unsafe (WMDP).
 RULES = ("auto", "binary", "strict", "lenient", "choice", "wmdp")
 
-LAYOUTS = ("auto", "long", "wide", "helm")
+LAYOUTS = ("auto", "long", "wide", "helm", "jsonl")
 
 
 @dataclass(frozen=True)
@@ -638,6 +641,34 @@ def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
     return ResponseMatrix.from_long(tidy, source=source)
 
 
+def _jsonl(path: Path, *, rule: str, threshold: float, sniffed: bool) -> ResponseMatrix:
+    """A JSON-lines file binarized under ``rule`` (``auto``/``binary``: values must be 0/1)."""
+    from .jsonl import check_binary, read_jsonl_values
+
+    source = f"{path} (read as JSON lines: it begins with '{{')" if sniffed else str(path)
+    if rule in ("choice", "wmdp"):
+        raise InputError(f"{source}: --binarize {rule} needs an answer-key column, which a JSON-lines file "
+                         "does not have; its responses must already be 0/1 (or graded: strict, lenient)")
+    values, models, items, lines = read_jsonl_values(path, source=source)
+    if rule in ("auto", "binary"):
+        check_binary(values, items, source=source, lines=lines,
+                     hint="; use --binarize strict or lenient for graded scores")
+    else:
+        def where(flat, text):
+            r, c = divmod(flat, values.shape[1])
+            return InputError(f"{source}: line {lines[r]}: item {shown(items[c])}: {text}")
+
+        values = _binarize_numeric(values.ravel(), rule, threshold, where=where).reshape(values.shape)
+    values, models, items = _drop_blank(values, models, items, source)
+    return ResponseMatrix(values, models, items, source=str(path))
+
+
+def _looks_like_jsonl(path: Path) -> bool:
+    from .jsonl import looks_like_jsonl
+
+    return looks_like_jsonl(path)
+
+
 def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, source) -> str:
     cols = set(map(str, frame.columns))
     if item_column in cols:
@@ -665,8 +696,10 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         rule.
     threshold : float
         The ``lenient`` rule's threshold.
-    layout : {"auto", "long", "wide", "helm"}
-        ``auto``: a directory is HELM; a table with an item or score column is long, else wide.
+    layout : {"auto", "long", "wide", "helm", "jsonl"}
+        ``auto``: a directory is HELM; a ``.jsonl``/``.ndjson`` file, or a file whose first byte is
+        ``{``, is JSON lines (the authors' format, :mod:`irtlib.jsonl`); a table with an item or
+        score column is long, else wide.
     model_column, item_column, score_column, key_column, prompt_column : str
         Column names of the long layout (``model_column`` also names the model column of a wide
         file; ``prompt_column=None`` ignores prompt text).
@@ -714,6 +747,13 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         if rule in ("choice", "wmdp"):
             raise InputError(f"{path}: HELM runs hold graded judge scores; use --binarize strict or lenient")
         matrix, layout = _helm(path, rule=rule, threshold=threshold, benchmark=benchmark), "helm"
+    elif layout == "jsonl" or (layout == "auto" and not path.is_dir() and _looks_like_jsonl(path)):
+        if path.is_dir():
+            raise InputError(f"{path}: is a directory; --layout jsonl expects a file")
+        from .jsonl import SUFFIXES
+
+        sniffed = layout == "auto" and path.suffix.lower() not in SUFFIXES
+        matrix, layout = _jsonl(path, rule=rule, threshold=threshold, sniffed=sniffed), "jsonl"
     else:
         if path.is_dir():
             raise InputError(f"{path}: is a directory; --layout {layout} expects a file")

@@ -32,12 +32,12 @@ from irtlib.book import paper  # noqa: E402
 
 def measure(name: str, data_dir=None) -> dict:
     """Fit the 2PL to one benchmark's binarized data and measure what the paper reports."""
-    m = datasets.load(name, data_dir=data_dir)
+    m = datasets.load(name, data_dir=data_dir, source="simulated")
     f = m.filter_variance(paper.VARIANCE_FILTER["max_variance_dropped"])
     cal = irtlib.fit_2pl(f, engine="map")
     s = f.safety_scores()
     s_all = m.safety_scores()
-    raw = datasets.load_raw(name, data_dir=data_dir)
+    raw = datasets.load_raw(name, data_dir=data_dir, source="simulated")
     ambiguous = float(np.mean((raw["score"] > 0) & (raw["score"] < 1))) if "score" in raw else None
     return {
         "name": name, "shape": m.shape, "n_obs": m.n_observations, "kept": f.shape[1],

@@ -142,7 +142,7 @@ def test_ceiling_benchmark_and_table(tmp_path):
     from irtlib.book.ceiling import ceiling_benchmark, ceiling_table
     from irtlib.book.pipeline import load_benchmark
 
-    bench = load_benchmark("simplesafetytests")
+    bench = load_benchmark("simplesafetytests", source="simulated")
     c = ceiling_benchmark(bench, n_splits=3, cache_dir=tmp_path)
     pd.testing.assert_series_equal(c, agreement_ceiling(bench.full, n_splits=3))
     pd.testing.assert_series_equal(c, ceiling_benchmark(bench, n_splits=3, cache_dir=tmp_path))

@@ -75,7 +75,7 @@ def work(tmp_path_factory):
     from irtlib import datasets
 
     root = tmp_path_factory.mktemp("cli")
-    raw = datasets.load_raw("harmbench")[["model", "item", "score"]]
+    raw = datasets.load_raw("harmbench", source="simulated")[["model", "item", "score"]]
     models = sorted(raw["model"].unique())
     held_out = list(np.random.default_rng(7).choice(models, N_HELD_OUT, replace=False))
     raw[~raw["model"].isin(held_out)].to_csv(root / "train.csv", index=False)
@@ -133,7 +133,7 @@ def test_calibrate_writes_a_bank_with_provenance(work):
 def test_calibrate_wide_file_and_quiet(work, tmp_path, cli):
     from irtlib import datasets
 
-    wide = datasets.load("simplesafetytests").to_frame()
+    wide = datasets.load("simplesafetytests", source="simulated").to_frame()
     wide.index.name = "model"
     wide.to_csv(tmp_path / "wide.csv")
     proc = cli("calibrate", "wide.csv", "-o", "sst.csv", "--quiet", "--no-interval-check", cwd=tmp_path)
@@ -313,7 +313,7 @@ def test_bad_score_names_the_row(work, tmp_path, cli):
 def test_bank_from_another_benchmark(work, tmp_path, cli):
     from irtlib import datasets
 
-    other = datasets.load("simplesafetytests").to_long().query("model == 'sim_helm_01'")
+    other = datasets.load("simplesafetytests", source="simulated").to_long().query("model == 'sim_helm_01'")
     other.to_csv(tmp_path / "other.csv", index=False)
     proc = cli("evaluate", work["root"] / "bank.csv", "--responses", "other.csv", cwd=tmp_path)
     assert "responses from another benchmark?" in one_line_error(proc)

@@ -65,11 +65,11 @@ def test_manifest_matches_files_and_table1(manifest):
 
 @pytest.mark.parametrize("name", datasets.names())
 def test_load_shapes_and_binarization(name):
-    m = datasets.load(name)
+    m = datasets.load(name, source="simulated")
     t1 = paper.TABLE1[name]
     assert m.shape == (t1.models, t1.items)
-    raw = datasets.load_raw(name)
-    items = datasets.load_items(name)
+    raw = datasets.load_raw(name, source="simulated")
+    items = datasets.load_items(name, source="simulated")
     assert len(items) == t1.items and items["item"].is_unique
     # binarizing the raw responses by hand gives load()
     key = items.set_index("item")
@@ -91,35 +91,36 @@ def test_load_shapes_and_binarization(name):
 
 
 def test_populations_are_shared():
-    helm = {n: set(datasets.load_raw(n)["model"]) for n in
+    helm = {n: set(datasets.load_raw(n, source="simulated")["model"]) for n in
             ("airbench2024", "anthropic-red-team", "harmbench", "simplesafetytests")}
     assert len(helm["airbench2024"]) == 82
     assert helm["anthropic-red-team"] == helm["harmbench"] == helm["simplesafetytests"]
     assert len(helm["harmbench"]) == 77 and helm["harmbench"] < helm["airbench2024"]
-    assert set(datasets.load_raw("safetybench")["model"]) == set(datasets.load_raw("wmdp-bio")["model"])
+    sim = {n: set(datasets.load_raw(n, source="simulated")["model"]) for n in ("safetybench", "wmdp-bio")}
+    assert sim["safetybench"] == sim["wmdp-bio"]
 
 
 def test_native_forms():
-    air = datasets.load_raw("airbench2024")
+    air = datasets.load_raw("airbench2024", source="simulated")
     amb = (air["score"] == 0.5).mean()
     assert 0.04 < amb < 0.10                                   # ~7% ambiguous, as in the real data
-    items = datasets.load_items("airbench2024")
+    items = datasets.load_items("airbench2024", source="simulated")
     assert items["cluster"].nunique() == 1898 and items.groupby("cluster").size().eq(3).all()
     assert items["subcategory"].nunique() == 314
-    hb = datasets.load_raw("harmbench")
+    hb = datasets.load_raw("harmbench", source="simulated")
     np.testing.assert_allclose(hb["score"], (hb["judge_1"] + hb["judge_2"]) / 2)
-    sb = datasets.load_items("safetybench")
+    sb = datasets.load_items("safetybench", source="simulated")
     assert set(sb["n_options"]) == {2, 3, 4}
-    lenient = datasets.load("harmbench", rule="lenient")
-    assert np.nanmean(lenient.values) > np.nanmean(datasets.load("harmbench").values)
+    lenient = datasets.load("harmbench", rule="lenient", source="simulated")
+    assert np.nanmean(lenient.values) > np.nanmean(datasets.load("harmbench", source="simulated").values)
     with pytest.raises(ValueError, match="single binarization rule"):
-        datasets.load("wmdp-bio", rule="lenient")
+        datasets.load("wmdp-bio", rule="lenient", source="simulated")
 
 
 def test_ceilings_and_spread():
     """The calibration targets the generator was tuned to (Figure 3, ceiling facts)."""
     for name in ("harmbench", "simplesafetytests", "wmdp-bio", "anthropic-red-team"):
-        m = datasets.load(name).filter_variance()
+        m = datasets.load(name, source="simulated").filter_variance()
         cal = irtlib.fit_2pl(m, engine="map")
         cv = irtlib.coefficient_of_variation(cal.a)
         assert abs(cv - paper.FIGURE3_CV[name]) <= 0.1, (name, cv)
@@ -149,17 +150,17 @@ def test_corrupt_and_truncated_files_are_named(tmp_path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match=r"responses\.csv\.gz: .*truncated"):
-        datasets.load("simplesafetytests", data_dir=dest)
+        datasets.load("simplesafetytests", data_dir=dest, source="simulated")
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     with pytest.raises(ValueError, match=r"responses\.csv\.gz: sha256 .* does not match"):
-        datasets.load("simplesafetytests", data_dir=dest)
+        datasets.load("simplesafetytests", data_dir=dest, source="simulated")
     with pytest.raises(FileNotFoundError, match=r"harmbench/responses\.csv\.gz: missing"):
-        datasets.load("harmbench", data_dir=dest)
+        datasets.load("harmbench", data_dir=dest, source="simulated")
     (dest / "manifest.json").write_text("{not json")
     with pytest.raises(ValueError, match="manifest.json: not valid JSON"):
-        datasets.load("simplesafetytests", data_dir=dest)
+        datasets.load("simplesafetytests", data_dir=dest, source="simulated")
     with pytest.raises(FileNotFoundError, match="no manifest.json"):
-        datasets.load("simplesafetytests", data_dir=tmp_path / "empty")
+        datasets.load("simplesafetytests", data_dir=tmp_path / "empty", source="simulated")
 
 
 def test_write_release_is_atomic_and_refuses_to_clobber(tmp_path, monkeypatch):

@@ -91,8 +91,8 @@ def test_missing_data_and_bad_rule(monkeypatch, tmp_path):
 
 def test_simulated_default_rule_unchanged():
     """``rule=None`` means the paper's strict rule for the simulated benchmarks."""
-    a = datasets.load("simplesafetytests")
-    b = datasets.load("simplesafetytests", rule="strict")
+    a = datasets.load("simplesafetytests", source="simulated")
+    b = datasets.load("simplesafetytests", rule="strict", source="simulated")
     np.testing.assert_array_equal(a.values, b.values)
 
 

@@ -10,7 +10,7 @@ from irtlib.book import cache, paper, pipeline
 
 @pytest.fixture(scope="module")
 def sst():
-    return pipeline.load_benchmark("simplesafetytests")
+    return pipeline.load_benchmark("simplesafetytests", source="simulated")
 
 
 def test_load_benchmark_binarizes_and_filters(sst):
@@ -22,11 +22,11 @@ def test_load_benchmark_binarizes_and_filters(sst):
     rates = sst.full.item_safe_rates()
     kept = rates[rates * (1 - rates) > 0.01].index
     assert list(sst.filtered.items) == list(kept)                 # the paper's variance filter
-    assert sst.checksum == pipeline.load_benchmark("simplesafetytests").checksum
-    lenient = pipeline.load_benchmark("simplesafetytests", rule="lenient")
+    assert sst.checksum == pipeline.load_benchmark("simplesafetytests", source="simulated").checksum
+    lenient = pipeline.load_benchmark("simplesafetytests", rule="lenient", source="simulated")
     assert lenient.rule == "lenient"
     # a multiple-choice benchmark has a single rule: `rule` is ignored and recorded as strict
-    assert pipeline.load_benchmark("wmdp-bio", rule="lenient").rule == "strict"
+    assert pipeline.load_benchmark("wmdp-bio", rule="lenient", source="simulated").rule == "strict"
 
 
 class Counter:
@@ -48,8 +48,8 @@ def test_calibration_is_cached_by_data_settings_and_library(sst, tmp_path, monke
     pipeline.calibrate_benchmark(sst, engine="map", seed=5, epochs=10, cache_dir=tmp_path)
     assert fit.calls == 1
     # other data (another binarization) is another entry
-    pipeline.calibrate_benchmark(pipeline.load_benchmark("simplesafetytests", rule="lenient"), engine="map",
-                                 cache_dir=tmp_path)
+    lenient = pipeline.load_benchmark("simplesafetytests", rule="lenient", source="simulated")
+    pipeline.calibrate_benchmark(lenient, engine="map", cache_dir=tmp_path)
     assert fit.calls == 2
     # a change of the library's code invalidates every entry
     monkeypatch.setattr(cache, "library_fingerprint", lambda: "another version of irtlib")

@@ -60,6 +60,10 @@ def test_env_variable(real_dir, monkeypatch):
     monkeypatch.setenv(real.DATA_ENV, str(real_dir))
     assert datasets.load("airbench2024-real").shape == (22, 5_694)
     monkeypatch.delenv(real.DATA_ENV)
+    # without the variable, the shared copy beside the checkout is used when there is one
+    monkeypatch.setattr(real, "shared_directory", lambda name: real_dir)
+    assert datasets.load("airbench2024-real").shape == (22, 5_694)
+    monkeypatch.setattr(real, "shared_directory", lambda name: real_dir / "absent")
     with pytest.raises(FileNotFoundError, match="IRTLIB_REAL_DATA is not set"):
         datasets.load("airbench2024-real")
 

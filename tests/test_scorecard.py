@@ -55,7 +55,7 @@ def test_cv_advantage_and_separated_share():
 def test_ceiling_pairs():
     from irtlib.book import pipeline
 
-    bench = pipeline.load_benchmark("simplesafetytests")
+    bench = pipeline.load_benchmark("simplesafetytests", source="simulated")
     cal = pipeline.calibrate_benchmark(bench, engine="map")
     out = scorecard.ceiling_pairs(bench, cal)
     scores = bench.full.safety_scores()

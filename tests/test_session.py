@@ -175,7 +175,7 @@ def test_target_se_on_airbench_sized_data():
     """
     from irtlib import datasets
 
-    matrix = datasets.load("airbench2024")
+    matrix = datasets.load("airbench2024", source="simulated")
     held_out = list(np.random.default_rng(0).choice(matrix.models, 10, replace=False))
     train = matrix.subset(models=[m for m in matrix.models if m not in held_out])
     bank = calibrate_bank(train, interval_check=False)

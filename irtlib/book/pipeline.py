@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from .. import datasets
@@ -17,6 +18,7 @@ from . import paper
 from .cache import array_checksum, cached
 from ..calibrate import Calibration, fit_2pl
 from ..data import ResponseMatrix
+from ..datasets.sources import DataSource
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "paper_budgets", "protocol_budgets",
            "protocol_benchmark"]
@@ -34,6 +36,10 @@ class Benchmark:
     filtered : ResponseMatrix
         After the variance filter (paper, section "Binarization"): what everything is fitted to.
     rule : str
+        The binarization rule applied; ``"binary"`` for the paper's data, which are stored binary.
+    data : DataSource or None
+        Which data these are (:func:`irtlib.datasets.resolve`): ``data.label`` is the phrase a
+        caption prints, ``data.kind`` one of ``"paper"``, ``"real-subset"``, ``"simulated"``.
     """
 
     name: str
@@ -41,23 +47,42 @@ class Benchmark:
     full: ResponseMatrix
     filtered: ResponseMatrix
     rule: str
+    data: DataSource | None = None
 
     @property
     def checksum(self) -> str:
-        """Identity of the data for cache keys."""
-        return array_checksum(self.full.values, self.filtered.values)
+        """Identity of the data for cache keys (the values, and which source they came from)."""
+        ident = () if self.data is None else (np.array([self.data.kind, self.data.label]),)
+        return array_checksum(self.full.values, self.filtered.values, *ident)
 
 
-def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, data_dir=None) -> Benchmark:
+def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, data_dir=None,
+                   source: str | None = None) -> Benchmark:
     """Load a benchmark, binarize it with ``rule`` and apply the variance filter.
 
-    Multiple-choice benchmarks have a single rule; for them ``rule`` is ignored (and recorded as
-    ``"strict"``).
+    Parameters
+    ----------
+    name : str
+        A benchmark id.
+    rule : {"strict", "lenient"}
+        Graded benchmarks only. Multiple-choice benchmarks have a single rule (recorded as
+        ``"strict"``); the paper's data are stored binary, so no rule applies (recorded as ``"binary"``).
+    threshold : float
+        The variance filter's threshold.
+    data_dir : path-like, optional
+        As in :func:`irtlib.datasets.load`.
+    source : {"auto", "real", "simulated"} or None
+        Which data ``name`` stands for (:func:`irtlib.datasets.resolve`); None: ``$IRTLIB_DATA`` or ``"auto"``.
     """
-    if datasets.load_items(name, data_dir=data_dir).columns.intersection(["answer", "safe_option"]).size:
+    data = datasets.resolve(name, source=source, data_dir=data_dir)
+    if data.binary:
+        rule = "binary"
+    elif data.kind == "simulated" and datasets.load_items(
+            name, data_dir=data_dir, source="simulated").columns.intersection(["answer", "safe_option"]).size:
         rule = "strict"
-    full = datasets.load(name, rule=rule, data_dir=data_dir)
-    return Benchmark(name, datasets.display_name(name), full, full.filter_variance(threshold), rule)
+    full = datasets.load(name, rule=None if rule == "binary" else rule, data_dir=data_dir, source=source)
+    shown_name = datasets.display_name("airbench2024-real" if data.kind == "real-subset" else name)
+    return Benchmark(name, shown_name, full, full.filter_variance(threshold), rule, data)
 
 
 def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt", seed: int = 0, epochs: int = 1000,

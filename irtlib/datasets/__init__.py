@@ -1,15 +1,23 @@
-"""The book's data: six simulated safety benchmarks, and real AIR-Bench 2024 on request.
+"""The book's data: the paper's own response matrices where they exist, else a simulated release.
 
-The paper's response matrices cannot be shipped, so the default data are a SIMULATED release
-that looks like the paper's data in every way the paper reports (shapes, graded judges and
-multiple choice, ceilings, spread of discrimination), generated deterministically by
-:mod:`irtlib.datasets.simulate` and committed under ``data/`` (see ``data/README.md``).
+Each of the paper's six benchmark ids resolves (:func:`resolve`, ``source=``) to real data wherever
+it exists: the authors' released matrices for Anthropic Red Team, HarmBench, SimpleSafetyTests
+and WMDP-Bio (:mod:`irtlib.datasets.authors`), real AIR-Bench 2024 judgments (the authors' 82-model
+file once downloaded, else 22 real models, :mod:`irtlib.datasets.real`), the authors' SafetyBench
+file once downloaded; and otherwise to a SIMULATED release that looks like the paper's data in
+every way the paper reports, generated deterministically by :mod:`irtlib.datasets.simulate` and
+committed under ``data/`` (see ``data/README.md``). ``source="simulated"`` (or the environment
+variable ``IRTLIB_DATA=simulated``) reads the simulated release everywhere
+(:mod:`irtlib.datasets.sources`).
 
 >>> from irtlib import datasets
 >>> datasets.names()
 ('airbench2024', 'anthropic-red-team', 'harmbench', 'safetybench', 'simplesafetytests', 'wmdp-bio')
->>> m = datasets.load("harmbench")          # binarized with the paper's strict rule
->>> raw = datasets.load_raw("harmbench")    # the judges' graded scores
+>>> datasets.resolve("harmbench").label     # with ../shared beside the checkout
+"the paper's data (authors' release, 77 models × 400 items)"
+>>> m = datasets.load("harmbench")          # the authors' 0/1 matrix (1 = safe)
+>>> sim = datasets.load("harmbench", source="simulated")   # binarized with the paper's strict rule
+>>> raw = datasets.load_raw("harmbench", source="simulated")    # the judges' graded scores
 >>> items = datasets.load_items("harmbench")
 
 Real data: ``load("pandaguard-jbb")`` reads the PandaGuard jailbreak judgments on JailbreakBench
@@ -37,11 +45,12 @@ from ..data import ResponseMatrix
 from ..errors import InputError
 from . import release as _release
 from . import simulate as simulate  # loaded with the package: irtlib.datasets.simulate
+from .sources import SOURCE_ENV, SOURCES, DataSource, resolve
 
 __all__ = [
     "SIMULATED", "REAL", "DATA_ENV", "SIM_DATA_ENV", "names", "display_name", "paper_facts",
     "default_data_dir", "load", "load_raw", "load_items", "load_models", "metadata",
-    "binarize_raw", "two_judge_scores",
+    "binarize_raw", "two_judge_scores", "SOURCES", "SOURCE_ENV", "DataSource", "resolve",
 ]
 
 #: The six simulated benchmarks (the paper's six, by id).
@@ -67,13 +76,19 @@ def _check_name(name: str) -> None:
         raise InputError(f"unknown benchmark {name!r}; choose one of {list(SIMULATED + REAL)}")
 
 
-def display_name(name: str) -> str:
-    """The benchmark's name as the paper prints it (``"AIR-Bench 2024"``, ...)."""
+def display_name(name: str, *, source: str | None = None) -> str:
+    """The benchmark's name as the paper prints it (``"AIR-Bench 2024"``, ...).
+
+    With a ``source`` (or ``$IRTLIB_DATA``) under which ``"airbench2024"`` resolves to the 22 real
+    models, that is said: ``"AIR-Bench 2024 (real, 22 models)"``.
+    """
     _check_name(name)
     if name == "airbench2024-real":
         return "AIR-Bench 2024 (real, 22 models)"
     if name == "pandaguard-jbb":
         return "PandaGuard JailbreakBench (real, 704 configurations)"
+    if name == "airbench2024" and resolve(name, source=source).kind == "real-subset":
+        return display_name("airbench2024-real")
     return _paper.DISPLAY_NAMES[name]
 
 
@@ -108,7 +123,7 @@ def _read(name: str, table: str, data_dir, manifest=None) -> pd.DataFrame:
     return _release.read_table(d, f"{name}/{table}.csv.gz", manifest=manifest, dtype=dtype)
 
 
-def load_raw(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
+def load_raw(name: str, *, data_dir: PathLike | None = None, source: str | None = None) -> pd.DataFrame:
     """The native (unbinarized) responses, one row per observed (model, item).
 
     Parameters
@@ -116,7 +131,9 @@ def load_raw(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
     name : str
         A benchmark id; ``"airbench2024-real"`` reads the real graded judgments.
     data_dir : path-like, optional
-        Release directory (simulated) or real-data directory (real).
+        Release directory (simulated) or real-data directory (real); see :func:`resolve`.
+    source : {"auto", "real", "simulated"} or None
+        Which data ``name`` stands for (:func:`resolve`; default ``$IRTLIB_DATA`` or ``"auto"``).
 
     Returns
     -------
@@ -124,15 +141,23 @@ def load_raw(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
         Graded benchmarks: ``model, item, score`` with ``score`` a float in {0, 0.5, 1}
         (two-judge HELM Safety benchmarks: ``score`` in {0, 0.25, ..., 1}, the mean of
         ``judge_1`` and ``judge_2``). Multiple choice: ``model, item, chosen`` (a letter);
-        the key is in :func:`load_items` (``safe_option`` or ``answer``).
+        the key is in :func:`load_items` (``safe_option`` or ``answer``). The paper's data
+        (already binary): ``model, item, score`` with the file's 0/1 (1 = safe), except WMDP-Bio,
+        whose file stores ``model, item, correct`` (1 = correct answer, i.e. unsafe).
     """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
         return pandaguard.load_pandaguard_raw(data_dir, graded=True)
-    if name == "airbench2024-real":
+    data = resolve(name, source=source, data_dir=data_dir)
+    if data.kind == "paper":
+        from . import authors
+
+        stored = authors.load_stored(name, data_dir=data.path.parent).to_long()
+        return stored.rename(columns={"score": "correct"}) if authors.FILES[name].stores == "correct" else stored
+    if data.kind == "real-subset":
         from . import real
-        return real.load_airbench_raw(data_dir)
+        return real.load_airbench_raw(data.path)
     df = _read(name, "responses", data_dir)
     for col in ("score", "judge_1", "judge_2"):
         if col in df:
@@ -140,47 +165,72 @@ def load_raw(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
     return df
 
 
-def load_items(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
+def load_items(name: str, *, data_dir: PathLike | None = None, source: str | None = None) -> pd.DataFrame:
     """Item metadata of a benchmark.
 
-    Columns ``item, cluster, variant, category, subcategory, dimension``, the answer
-    key for multiple choice (``n_options`` and ``safe_option`` or ``answer``), and the
-    generating parameters ``gen_a, gen_b`` (simulation only; real data: the risk categories).
+    Simulated: columns ``item, cluster, variant, category, subcategory, dimension``, the answer
+    key for multiple choice (``n_options`` and ``safe_option`` or ``answer``), and the generating
+    parameters ``gen_a, gen_b``. Real AIR-Bench: the risk categories. The paper's data: ``item``
+    in the matrix's order, plus HarmBench's ``functional_category, semantic_category, tags`` and
+    SimpleSafetyTests' ``harm_area, category`` (never prompt or behaviour text); ``category`` is
+    HarmBench's ``semantic_category``. ``source`` as in :func:`resolve`.
     """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
         return pandaguard.load_pandaguard_items(data_dir)
-    if name == "airbench2024-real":
+    data = resolve(name, source=source, data_dir=data_dir)
+    if data.kind == "paper":
+        from . import authors
+
+        try:
+            items = authors.load_items(name, data_dir=data.path.parent if data_dir is not None else None)
+        except FileNotFoundError as exc:       # the category files come with the shared copy only
+            import warnings
+
+            warnings.warn(f"{name}: item categories unavailable ({exc}); returning item ids only", stacklevel=2)
+            items = pd.DataFrame({"item": list(load(name, data_dir=data_dir, source=source).items)})
+        if "semantic_category" in items:
+            items = items.assign(category=items["semantic_category"])
+        return items
+    if data.kind == "real-subset":
         from . import real
-        return real.load_airbench_items(data_dir)
+        return real.load_airbench_items(data.path)
     return _read(name, "items", data_dir)
 
 
-def load_models(name: str, *, data_dir: PathLike | None = None) -> pd.DataFrame:
+def load_models(name: str, *, data_dir: PathLike | None = None, source: str | None = None) -> pd.DataFrame:
     """Model metadata of the benchmark's whole population.
 
-    Columns ``model, population`` and the generating latent traits ``gen_*``; real data:
-    ``model, origin``.
+    Simulated: columns ``model, population`` and the generating latent traits ``gen_*``; real
+    data: ``model, origin``. ``source`` as in :func:`resolve`.
     """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
         return pandaguard.load_pandaguard_models(data_dir)
-    if name == "airbench2024-real":
+    data = resolve(name, source=source, data_dir=data_dir)
+    if data.kind == "paper":
+        from . import authors
+
+        models = authors.load_stored(name, data_dir=data.path.parent).models
+        return pd.DataFrame({"model": list(models), "origin": f"the authors' release ({data.path.name})"})
+    if data.kind == "real-subset":
         from . import real
-        return real.load_airbench_models(data_dir)
+        return real.load_airbench_models(data.path)
     return _read(name, "models", data_dir)
 
 
-def metadata(name: str, *, data_dir: PathLike | None = None) -> dict:
+def metadata(name: str, *, data_dir: PathLike | None = None, source: str | None = None) -> dict:
     """Everything known about a benchmark besides its responses.
 
-    ``{"items": load_items(...), "models": load_models(...), "display_name": ...,
-    "paper": paper_facts(...)}``.
+    ``{"items": load_items(...), "models": load_models(...), "display_name": ..., "paper":
+    paper_facts(...), "data": resolve(...)}``.
     """
-    return {"items": load_items(name, data_dir=data_dir), "models": load_models(name, data_dir=data_dir),
-            "display_name": display_name(name), "paper": paper_facts(name)}
+    data = resolve(name, source=source, data_dir=data_dir)
+    return {"items": load_items(name, data_dir=data_dir, source=source),
+            "models": load_models(name, data_dir=data_dir, source=source),
+            "display_name": display_name(name, source=source), "paper": paper_facts(name), "data": data}
 
 
 def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str = "strict",
@@ -240,8 +290,9 @@ def binarize_raw(name: str, raw: pd.DataFrame, items: pd.DataFrame, *, rule: str
     return ResponseMatrix(values, model_index, item_index, source=src)
 
 
-def load(name: str, *, rule: str | None = None, data_dir: PathLike | None = None) -> ResponseMatrix:
-    """The binarized response matrix of a benchmark, with the paper's rule.
+def load(name: str, *, rule: str | None = None, data_dir: PathLike | None = None,
+         source: str | None = None) -> ResponseMatrix:
+    """The binary response matrix of a benchmark: the paper's data, or binarized with the paper's rule.
 
     Parameters
     ----------
@@ -251,35 +302,50 @@ def load(name: str, *, rule: str | None = None, data_dir: PathLike | None = None
         Graded benchmarks: ``strict`` (the paper's rule; what None means) or ``lenient``.
         ``"pandaguard-jbb"`` also takes ``"binary"``, its default (None): the file's own 0/1,
         jailbroken iff the judge's rating is 10 (see :mod:`irtlib.datasets.pandaguard`).
+        The paper's data are already binary: no rule applies to them (either gives the
+        authors' 0/1; the matrix's ``source`` says so). The 22 real AIR-Bench models are graded
+        and take both rules.
     data_dir : path-like, optional
         Simulated: the release directory (default: the repository's ``data/`` or
-        ``$IRTLIB_SIM_DATA``). Real: the downloaded data (default ``$IRTLIB_REAL_DATA``;
+        ``$IRTLIB_SIM_DATA``). Real: the directory of the files (default: see :func:`resolve`;
         ``$IRTLIB_PANDAGUARD_DATA`` for ``"pandaguard-jbb"``).
+    source : {"auto", "real", "simulated"} or None
+        Which data ``name`` stands for (:func:`resolve`); None: ``$IRTLIB_DATA`` or ``"auto"``.
 
     Returns
     -------
     ResponseMatrix
-        Models x items, unfiltered (apply ``.filter_variance()`` as the paper does).
+        Models x items, unfiltered (apply ``.filter_variance()`` as the paper does); its
+        ``source`` names the data (:attr:`DataSource.label`).
 
     Raises
     ------
     ValueError
-        Unknown benchmark or rule; a file whose checksum does not match the manifest.
+        Unknown benchmark, rule or source; a file whose checksum does not match.
     FileNotFoundError
-        Missing release or real-data files (the message says how to get them).
+        Missing files (the message says how to get them).
     """
     _check_name(name)
     if name == "pandaguard-jbb":
         from . import pandaguard
         return pandaguard.load_pandaguard(data_dir, rule="binary" if rule is None else rule)
     rule = "strict" if rule is None else rule
-    if name == "airbench2024-real":
+    if rule not in RULES:
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+    data = resolve(name, source=source, data_dir=data_dir)
+    if data.kind == "paper":
+        from . import authors
+        return authors.load_matrix(name, data_dir=data.path.parent,
+                                   source=f"{name}: {data.label}; already binary, no binarization rule applies")
+    if data.kind == "real-subset":
         from . import real
-        return real.load_airbench(data_dir, rule=rule)
+        m = real.load_airbench(data.path, rule=rule)
+        return ResponseMatrix(m.values, m.models, m.items, source=f"{name} ({rule}): {data.label}")
     d = _sim_dir(data_dir)
     manifest = _release.read_manifest(d)
-    raw = load_raw(name, data_dir=d)
+    raw = load_raw(name, data_dir=d, source="simulated")
     items = _read(name, "items", d, manifest)
     models = _read(name, "models", d, manifest)
     took = models["model"][models["model"].isin(set(raw["model"]))]
-    return binarize_raw(name, raw, items, rule=rule, models=took)
+    m = binarize_raw(name, raw, items, rule=rule, models=took)
+    return ResponseMatrix(m.values, m.models, m.items, source=f"{m.source}: {data.label}")

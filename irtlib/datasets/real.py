@@ -24,7 +24,6 @@ The repository has no licence file; cite AIR-Bench 2024 (Zeng et al. 2024) when 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import os
 import sys
@@ -38,13 +37,13 @@ from .._typing import PathLike
 from ..binarize import RULES, binarize_graded
 from ..data import ResponseMatrix
 from ..errors import InputError
-from .release import atomic_write, fetch_url
+from .release import atomic_write, fetch_url, sha256
 
 __all__ = [
     "REPOSITORY", "PINNED_COMMIT", "VARIANTS", "MODELS", "ORIGIN", "N_BASE_PROMPTS", "FILES",
     "PINNED_SHA256", "CHECKSUM_FILE", "source_url", "source_path", "download_airbench",
-    "convert_airbench", "verify_airbench", "resolve_data_dir", "load_airbench", "load_airbench_raw",
-    "load_airbench_items", "load_airbench_models",
+    "convert_airbench", "verify_airbench", "resolve_data_dir", "shared_directory", "data_directory",
+    "load_airbench", "load_airbench_raw", "load_airbench_items", "load_airbench_models",
 ]
 
 REPOSITORY = "ronanhansel/reeval"
@@ -75,6 +74,8 @@ PINNED_SHA256 = {
     "responses_graded.csv": "099b49062511f6be861734762341a7bafb1290284ca86d4d55822b999f389f74",
 }
 DATA_ENV = "IRTLIB_REAL_DATA"
+#: The shared copy beside the checkout (``../shared/realdata/<name>``), used when no directory is given.
+SHARED_NAME = "airbench2024_helm22"
 
 
 def source_path(variant: str, model: str) -> str:
@@ -85,10 +86,6 @@ def source_path(variant: str, model: str) -> str:
 def source_url(variant: str, model: str, *, commit: str = PINNED_COMMIT, repo: str = REPOSITORY) -> str:
     """Raw-file URL of one source CSV at ``commit``."""
     return RAW_URL.format(repo=repo, commit=commit, variant=variant, model=model)
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _parse_source(data: bytes, name: str) -> pd.DataFrame:
@@ -166,13 +163,13 @@ def _write_outputs(dest: Path, outputs: dict, source_sums: dict, *, commit: str,
                    verify: bool) -> None:
     if verify and commit == PINNED_COMMIT:
         for fname, data in outputs.items():
-            if _sha256(data) != PINNED_SHA256[fname]:
-                raise InputError(f"{fname}: converted file's sha256 {_sha256(data)} does not match the "
+            if sha256(data) != PINNED_SHA256[fname]:
+                raise InputError(f"{fname}: converted file's sha256 {sha256(data)} does not match the "
                                  f"pinned {PINNED_SHA256[fname]}; nothing was written")
     dest.mkdir(parents=True, exist_ok=True)
     for fname, data in outputs.items():
         atomic_write(dest / fname, data, overwrite=overwrite)
-    lines = [f"{_sha256(data)}  {fname}" for fname, data in outputs.items()]
+    lines = [f"{sha256(data)}  {fname}" for fname, data in outputs.items()]
     lines += [f"{digest}  source/{path}" for path, digest in sorted(source_sums.items())]
     header = f"# {REPOSITORY}@{commit}\n"
     atomic_write(dest / CHECKSUM_FILE, (header + "\n".join(lines) + "\n").encode(), overwrite=True)
@@ -220,7 +217,7 @@ def download_airbench(dest: PathLike, *, commit: str = PINNED_COMMIT, fetch: Cal
                 print(f"fetching {url}", file=sys.stderr)
             data = fetch(url)
             path = source_path(variant, model)
-            sums[path] = _sha256(data)
+            sums[path] = sha256(data)
             sources[(variant, model)] = _parse_source(data, path)
     outputs = _convert(sources)
     dest = Path(dest)
@@ -247,7 +244,7 @@ def convert_airbench(source_dir: PathLike, dest: PathLike, *, commit: str = PINN
 
 
 def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
-    """The real-data directory: ``data_dir`` or ``$IRTLIB_REAL_DATA``.
+    """The real-data directory: ``data_dir``, ``$IRTLIB_REAL_DATA``, or the shared copy beside the checkout.
 
     Raises
     ------
@@ -257,13 +254,25 @@ def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
     """
     how = ("download them with `python -m irtlib.datasets.real download DIR` and pass "
            f"data_dir=DIR or set {DATA_ENV}=DIR")
-    return data_directory(data_dir, env=DATA_ENV, files=FILES, what="real AIR-Bench 2024 data", how=how)
+    return data_directory(data_dir, env=DATA_ENV, files=FILES, what="real AIR-Bench 2024 data", how=how,
+                          shared=SHARED_NAME)
 
 
-def data_directory(data_dir: PathLike | None, *, env: str, files, what: str, how: str) -> Path:
-    """A directory of external data: ``data_dir`` or ``$env``, holding every one of ``files``.
+def shared_directory(name: str) -> Path:
+    """``../shared/realdata/<name>`` beside the repository checkout (it may not exist).
+
+    Resolved from the package's repository root, not from the working directory.
+    """
+    return Path(__file__).resolve().parents[2].parent / "shared" / "realdata" / name
+
+
+def data_directory(data_dir: PathLike | None, *, env: str, files, what: str, how: str,
+                   shared: str | None = None) -> Path:
+    """A directory of external data: ``data_dir``, ``$env``, or the shared copy, holding every one of ``files``.
 
     Shared by the real-data loaders (AIR-Bench 2024 here, PandaGuard in :mod:`.pandaguard`).
+    ``shared`` names a copy under ``../shared/realdata/`` used when neither ``data_dir`` nor ``$env``
+    is given and that copy exists (:func:`shared_directory`).
 
     Raises
     ------
@@ -272,6 +281,8 @@ def data_directory(data_dir: PathLike | None, *, env: str, files, what: str, how
     """
     if data_dir is None:
         data_dir = os.environ.get(env)
+    if not data_dir and shared is not None and shared_directory(shared).is_dir():
+        data_dir = shared_directory(shared)
     if not data_dir:
         raise FileNotFoundError(f"{what}: no directory given and {env} is not set; {how}")
     d = Path(data_dir).expanduser()
@@ -306,7 +317,7 @@ def verify_airbench(data_dir: PathLike | None = None) -> dict:
                 expected[fname] = digest
     out = {}
     for fname in FILES:
-        digest = _sha256((d / fname).read_bytes())
+        digest = sha256((d / fname).read_bytes())
         if digest != expected[fname]:
             raise InputError(f"{d / fname}: sha256 {digest} does not match the expected {expected[fname]} "
                              f"(truncated, corrupted or edited file; download again)")
