@@ -117,9 +117,9 @@ endif
 PAPERMILL_ARGS := -p QUICK $(QUICK_VALUE) $(PARAMS)
 export PAPERMILL_ARGS
 
-# Real AIR-Bench 2024 judgments for book/07_real_data: $IRTLIB_REAL_DATA when set, else the
-# shared copy beside the repository when there is one. They are read, never copied or committed
-# (irtlib/datasets/real.py); without them the chapter renders a note on how to download them.
+# Real AIR-Bench 2024 judgments (22 models), which the chapters use for AIR-Bench 2024 when the authors'
+# 82-model file is absent: $IRTLIB_REAL_DATA when set, else the shared copy beside the repository.
+# They are read, never copied or committed (irtlib/datasets/real.py, irtlib/datasets/sources.py).
 IRTLIB_REAL_DATA ?= $(wildcard $(CURDIR)/../shared/realdata/airbench2024_helm22)
 export IRTLIB_REAL_DATA
 # Real PandaGuard / JailbreakBench judgments for book/09_pandaguard, read the same way.
@@ -172,7 +172,12 @@ executed: $(EXECUTED)
 # ---------------------------------------------------------------------------
 JUPYTER_BOOK := $(VENV)/bin/jupyter-book
 
+# The paper's data are fetched first when they are found nowhere (shared copy, $IRTLIB_PAPER_DATA, the
+# per-user cache) and the network allows; otherwise the book builds on what it has, and every page
+# that fell back to the simulated release says so.
 book: $(VENV_STAMP)
+	@mkdir -p $(BUILD); $(VPY) -m irtlib.datasets.authors download --missing > $(BUILD)/paper-data.log 2>&1 || \
+		{ echo "make book: the paper's data could not be fetched ($$(tail -n 1 $(BUILD)/paper-data.log)); building on what is here"; }
 	$(MAKE) --no-print-directory -j$(JOBS) executed
 	$(MAKE) --no-print-directory html
 
