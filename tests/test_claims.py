@@ -16,9 +16,10 @@ EXECUTED = ROOT / "_build" / "executed"
 
 
 def _glue_output(name: str, value: str) -> dict:
-    # what myst_nb.glue(name, value, display=False) writes into a notebook
-    return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name, "mime_prefix": ""}},
-            "data": {"text/plain": repr(value)}}
+    # what myst_nb.glue(name, value, display=False) leaves in a papermill-executed notebook
+    prefix = "application/papermill.record/"
+    return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name, "mime_prefix": prefix}},
+            "data": {prefix + "text/plain": repr(value)}}
 
 
 def _notebook(path: Path, glued: dict) -> Path:

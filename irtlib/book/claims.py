@@ -68,14 +68,17 @@ def publish(claims: Iterable[Claim]) -> list[Claim]:
 def glued_values(notebook: str | Path) -> dict[str, str]:
     """Every text value glued into an executed notebook (glue key -> value).
 
-    Only values glued as Python strings are returned (their ``text/plain`` is a string literal).
+    Only values glued as Python strings are returned (their ``text/plain`` is a string literal),
+    read under the record's mime prefix as papermill-executed notebooks store them.
     """
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     out = {}
     for cell in nb.get("cells", []):
         for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            text = output.get("data", {}).get("text/plain")
+            scrap = output.get("metadata", {}).get("scrapbook", {})
+            name = scrap.get("name")
+            # glue records text/plain under its mime prefix (papermill's "application/papermill.record/")
+            text = output.get("data", {}).get(scrap.get("mime_prefix", "") + "text/plain")
             if name is None or text is None:
                 continue
             text = "".join(text) if isinstance(text, list) else text

@@ -85,7 +85,7 @@ def describe(benches: Mapping) -> str:
         if not ids:
             continue
         if kind in ("real-subset", "real"):
-            parts.extend(f"{_source(benches[b]).label} for {_display(benches[b])}" for b in ids)
+            parts.extend(_source(benches[b]).label for b in ids)     # the label names its benchmark
         elif len(by_kind) == 1:
             parts.append(KIND_WORDS[kind])
         else:
