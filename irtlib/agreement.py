@@ -60,7 +60,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 
 import numpy as np
@@ -247,25 +247,24 @@ def _fit_items(x, *, engine, seed):
     return cal.a.to_numpy(), cal.b.to_numpy()
 
 
-def _calibrate_each(values: np.ndarray, train_rows: list, seeds: list, engine: str) -> list:
+def _calibrate_each(blocks: list, seeds: list, engine: str) -> list:
     """Today's engines: :func:`irtlib.fit_2pl` once per split, on the items its training rows saw."""
     out = []
-    for train, seed in zip(train_rows, seeds, strict=True):
-        x = values[train]
+    for x, seed in zip(blocks, seeds, strict=True):
         pool = np.flatnonzero((~np.isnan(x)).any(axis=0))
         a, b = _fit_items(x[:, pool], engine=engine, seed=seed)
-        a_full, b_full = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
+        a_full, b_full = np.full(x.shape[1], np.nan), np.full(x.shape[1], np.nan)
         a_full[pool], b_full[pool] = a, b
         out.append((a_full, b_full))
     return out
 
 
-#: Batched calibration engines by name: ``fn(values, train_rows, seeds) -> [(a, b), ...]`` (see
+#: Batched calibration engines by name: ``fn(train_blocks, seeds) -> [(a, b), ...]`` (see
 #: :func:`register_calibration_engine`). An engine not listed runs :func:`calibrate_split` per split.
-CALIBRATION_ENGINES: dict = {}
+CALIBRATION_ENGINES: dict[str, Callable[[list, list], list]] = {}
 
 
-def register_calibration_engine(name: str, fn) -> None:
+def register_calibration_engine(name: str, fn: Callable[[list, list], list]) -> None:
     """Let :func:`calibrate_splits` (and so ``run_protocol(engine=name)``) calibrate all splits in one call.
 
     Parameters
@@ -273,10 +272,11 @@ def register_calibration_engine(name: str, fn) -> None:
     name : str
         The ``engine`` value that selects it (may shadow a :func:`irtlib.fit_2pl` engine).
     fn : callable
-        ``fn(values, train_rows, seeds) -> list of (a, b)``: ``values`` the filtered responses
-        ``(n_models, n_items)`` (NaN missing), ``train_rows`` one array of row positions per split,
-        ``seeds`` one int per split; one pair of arrays of shape ``(n_items,)`` per split, NaN for
-        an item none of that split's training rows saw. Splits must not influence each other.
+        ``fn(train_blocks, seeds) -> list of (a, b)``: ``train_blocks`` one array per split, the
+        training rows of the filtered responses, shape ``(n_train, n_items)`` (1, 0, NaN missing;
+        the engine never sees a test row); ``seeds`` one int per split. Returns one pair of arrays
+        of shape ``(n_items,)`` per split. Items a block never observed are set to NaN afterwards
+        (they leave that split's pool). Splits must not influence each other.
     """
     if not callable(fn):
         raise InputError(f"calibration engine {name!r} must be callable")
@@ -311,11 +311,21 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
     seeds = [int(seed)] * len(rows) if np.ndim(seed) == 0 else [int(s) for s in seed]
     if len(seeds) != len(rows):
         raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
+    blocks = [x[r] for r in rows]          # only training rows reach an engine
     fn = CALIBRATION_ENGINES.get(engine)
-    out = fn(x, rows, seeds) if fn is not None else _calibrate_each(x, rows, seeds, engine)
+    out = fn(blocks, seeds) if fn is not None else _calibrate_each(blocks, seeds, engine)
     if len(out) != len(rows):
         raise InputError(f"calibration engine {engine!r} returned {len(out)} fits for {len(rows)} splits")
-    return [(np.asarray(a, float), np.asarray(b, float)) for a, b in out]
+    fits = []
+    for block, (a, b) in zip(blocks, out, strict=True):
+        seen = (~np.isnan(block)).any(axis=0)
+        a, b = np.asarray(a, float).copy(), np.asarray(b, float).copy()
+        if a.shape != (x.shape[1],) or b.shape != (x.shape[1],):
+            raise InputError(f"calibration engine {engine!r} returned parameters of shape {a.shape}, {b.shape} "
+                             f"for {x.shape[1]} items")
+        a[~seen], b[~seen] = np.nan, np.nan
+        fits.append((a, b))
+    return fits
 
 
 def static_selections(train_values: ArrayLike, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, ks: Sequence[int],
