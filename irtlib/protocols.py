@@ -294,12 +294,26 @@ def compare_static_rankings(fits: pd.DataFrame, matrix: Any, *, n_test: int = 10
         Columns ``split``, ``method`` (``random``, ``total-fisher``, ``marginal-fisher``,
         ``marginal-fisher-bq``, ``disco``, ``anchor-points``), ``k`` (anchor points: the budget;
         else the ``top`` of the overlap), ``exact`` (our order, or our anchor set, equals theirs),
+        ``exact_up_to_ties`` (the method's own key -- entropy, total information, summed SE,
+        random position -- takes the same value at every rank of both orders, so the orders differ
+        only within ties; anchor points: our medoids' k-medoids loss equals theirs to 1e-9),
         ``spearman`` (of our ranks against theirs; NaN for anchor points), ``overlap`` (share of
-        their top ``k`` items in ours; anchor points: share of their anchors among ours) and
-        ``first_difference`` (1-based rank of the first disagreement, 0 if none).
+        their top ``k`` items in ours; anchor points: share of their anchors among ours),
+        ``first_difference`` (1-based rank of the first disagreement, 0 if none; -1 for a differing
+        anchor set) and, for anchor points, ``loss_ours`` and ``loss_theirs`` (summed distance of
+        every item to its nearest medoid, on the authors' distance matrix).
+
+    Notes
+    -----
+    Where the orders differ only within ties (DISCO: items with the same training safe rate have
+    the same entropy), the authors' order is the one their pandas ``sort_values`` (an unstable
+    quicksort) happened to produce; ours keeps ties in file order. Anchor sets differ where
+    FasterPAM ends in another local optimum or among equal-loss medoid sets, which depends on the
+    ``kmedoids`` version's random initialisation and on the last bits of the distances.
     """
     from .ability import map_ability
     from .methods import REGISTRY, Training
+    from .subsets import correlation_distances
 
     need = {"fold", "item_id", "a", "b"}
     missing = need - set(fits.columns)
@@ -326,23 +340,46 @@ def compare_static_rankings(fits: pd.DataFrame, matrix: Any, *, n_test: int = 10
         ours = {"random": shared_random_order(n, int(fold))}
         for m in ("total-fisher", "marginal-fisher", "marginal-fisher-bq", "disco"):
             ours[m] = REGISTRY[m].select(t, [n])[n].items
+        keys = _tie_keys(t, x_train, n)
         for m, col in ranked.items():
             if col not in f.columns:
                 continue
             theirs = np.argsort(f[col].to_numpy(int), kind="stable")
             mine = np.asarray(ours[m])
             diff = np.flatnonzero(mine != theirs)
+            key = keys.get(m)
+            ties = bool(diff.size == 0) if key is None else bool(np.array_equal(key[mine], key[theirs]))
             rows.append({"split": int(fold), "method": m, "k": int(top), "exact": bool(diff.size == 0),
+                         "exact_up_to_ties": ties,
                          "spearman": _spearman_ranks(_ranks_from_order(mine, n), f[col].to_numpy(int)),
                          "overlap": len(set(mine[:top]) & set(theirs[:top])) / min(top, n),
                          "first_difference": int(diff[0] + 1) if diff.size else 0})
         if anchor_cols:
             ks = [k for k, _ in anchor_cols]
             sets = REGISTRY["anchor-points"].select(t, ks)
+            diss = correlation_distances(x_train)
             for k, col in anchor_cols:
-                theirs = set(np.flatnonzero(f[col].to_numpy(int) == 1).tolist())
-                mine = set(np.asarray(sets[k].items).tolist())
-                rows.append({"split": int(fold), "method": "anchor-points", "k": k, "exact": mine == theirs,
-                             "spearman": np.nan, "overlap": len(mine & theirs) / max(len(theirs), 1),
-                             "first_difference": 0 if mine == theirs else -1})
-    return pd.DataFrame(rows, columns=["split", "method", "k", "exact", "spearman", "overlap", "first_difference"])
+                theirs = np.flatnonzero(f[col].to_numpy(int) == 1)
+                mine = np.asarray(sets[k].items)
+                loss_mine, loss_theirs = (float(diss[:, s].min(axis=1).sum()) if len(s) else np.nan
+                                          for s in (mine, theirs))
+                same = set(mine.tolist()) == set(theirs.tolist())
+                rows.append({"split": int(fold), "method": "anchor-points", "k": k, "exact": same,
+                             "exact_up_to_ties": same or abs(loss_mine - loss_theirs) <= 1e-9,
+                             "spearman": np.nan,
+                             "overlap": len(set(mine.tolist()) & set(theirs.tolist())) / max(len(theirs), 1),
+                             "first_difference": 0 if same else -1, "loss_ours": loss_mine,
+                             "loss_theirs": loss_theirs})
+    return pd.DataFrame(rows, columns=["split", "method", "k", "exact", "exact_up_to_ties", "spearman", "overlap",
+                                       "first_difference", "loss_ours", "loss_theirs"])
+
+
+def _tie_keys(t, x_train: np.ndarray, n: int) -> dict:
+    """Per ranked method, the value it sorts on (orders with equal keys at every rank differ only in ties)."""
+    from .model import fisher_information
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.clip(np.nanmean(x_train, axis=0), 1e-12, 1 - 1e-12)
+        entropy = -p * np.log(p) - (1 - p) * np.log(1 - p)
+    total = fisher_information(t.theta[:, None], t.a, t.b).sum(axis=0)
+    return {"disco": entropy, "total-fisher": total}

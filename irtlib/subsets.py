@@ -41,7 +41,7 @@ __all__ = [
     "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",
     "anchor_points", "anchor_points_path", "disco", "correlation_features", "kmedoids_loss",
     "score_subset", "summed_se", "b_quantile_bins", "interleave_bins", "marginal_fisher_bq_interleaved",
-    "anchor_points_fresh",
+    "anchor_points_fresh", "correlation_distances",
 ]
 
 
@@ -555,6 +555,23 @@ def marginal_fisher_bq_interleaved(a: ArrayLike, b: ArrayLike, theta_train: Arra
     return Subset(interleave_bins(full, b_quantile_bins(b, n_bins))[:k])
 
 
+def correlation_distances(train_values: ArrayLike) -> np.ndarray:
+    """The authors' item distances: ``1 - r`` with ``r = numpy.corrcoef`` over the training models.
+
+    An undefined ``r`` (a constant item) is taken as 0 (distance 1, also between two constant
+    items), the result clipped to [0, 2] with a zero diagonal (SUMMARY.md, "Methods": Anchor
+    Points). Shape ``(n_items, n_items)``; needs complete responses.
+    """
+    x = np.asarray(train_values, float)
+    if np.isnan(x).any():
+        raise InputError("the authors' anchor points need complete training responses (no NaN)")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.corrcoef(x.T)
+    diss = np.clip(1.0 - np.nan_to_num(np.atleast_2d(corr), nan=0.0), 0.0, 2.0)
+    np.fill_diagonal(diss, 0.0)
+    return diss
+
+
 def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int = 42,
                         max_iter: int = 100) -> dict[int, Subset]:
     """Anchor points as the authors' code runs them: a fresh FasterPAM for every budget.
@@ -573,14 +590,8 @@ def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int
     """
     import kmedoids
 
-    x = np.asarray(train_values, float)
-    if np.isnan(x).any():
-        raise InputError("the authors' anchor points need complete training responses (no NaN)")
-    n_items = x.shape[1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.corrcoef(x.T)
-    diss = np.clip(1.0 - np.nan_to_num(np.atleast_2d(corr), nan=0.0), 0.0, 2.0)
-    np.fill_diagonal(diss, 0.0)
+    diss = correlation_distances(train_values)
+    n_items = diss.shape[0]
     out = {}
     for k in sorted({_check_k(k, n_items) for k in np.atleast_1d(ks)}):
         res = kmedoids.fasterpam(diss, k, max_iter=max_iter, init="random", random_state=int(seed), n_cpu=1)
