@@ -251,3 +251,25 @@ def test_static_rankings_reproduce_the_authors_fits_on_every_split():
     assert len(anchors) == 1700 and anchors["exact"].sum() >= 400
     assert anchors["exact_up_to_ties"].mean() >= 0.98
     assert anchors.loc[anchors["k"] == 79, "exact"].all()     # every item its own medoid
+
+
+@needs_real
+def test_authors_protocol_on_their_own_fits_gives_table_2(monkeypatch):
+    """With the authors' (a, b) per split plugged in as a batched engine, Table 2's SimpleSafetyTests row."""
+    fits = pd.read_csv(FITS)
+
+    def their_fits(blocks, seeds):       # one call for every split, in split order
+        assert len(blocks) == 100 and all(blk.shape == (67, 79) for blk in blocks)
+        return [(fits.loc[fits["fold"] == i, "a"].to_numpy(), fits.loc[fits["fold"] == i, "b"].to_numpy())
+                for i in range(len(blocks))]
+
+    monkeypatch.setitem(agreement.CALIBRATION_ENGINES, "authors-fits", their_fits)
+    res = run_protocol(_sst(), protocol="authors", benchmark="simplesafetytests", engine="authors-fits",
+                       methods=["fluid", "random", "random-irt"], split_batch=100, progress=False)
+    curves = agreement_curves(res)
+    at20 = curves[curves["k"] == 20].set_index("method")["mean"]
+    # paper, Table 2: Fluid 0.91, Random 0.75, Random IRT 0.75 at k = 20, the first k reaching 0.90
+    assert at20.round(2).to_dict() == {"fluid": 0.91, "random": 0.75, "random-irt": 0.75}
+    fluid = curves[curves["method"] == "fluid"].sort_values("k")
+    assert fluid.loc[fluid["mean"] >= 0.90, "k"].min() == 20
+    assert curves.attrs["band"] == "se"
