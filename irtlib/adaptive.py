@@ -68,7 +68,7 @@ from .model import fisher_information
 
 __all__ = [
     "Trajectory", "Selector", "Estimator", "MaxInformation", "RandomSelection", "MapEstimator",
-    "MeanScoreEstimator", "run_adaptive", "run_adaptive_reference",
+    "MleEstimator", "MeanScoreEstimator", "run_adaptive", "run_adaptive_reference",
 ]
 
 
@@ -765,6 +765,150 @@ class _MapRun:
         return self._finish(theta, done)
 
 
+class MleEstimator:
+    """Maximum-likelihood ability (no prior) in ``bounds``, as the authors' Fluid runs it.
+
+    SUMMARY.md, "Methods": the released code's Fluid estimates the ability along its path by MLE
+    in [-8, 8], started at the mean of the training models' MAP abilities (``run_adaptive``'s
+    ``theta0``) and afterwards at the previous estimate. Per model and step, the same iteration
+    as the released code, vectorised over models:
+
+    1. up to ``max_newton`` Newton steps on the score ``T = sum a (x - P)``, stopping as soon as
+       ``|T| < tol``; each step ``theta - T / T'`` is clipped to ``bounds`` and halved towards
+       ``theta`` (up to ``max_halvings`` times; the last halving is kept unchecked) until ``|T|``
+       decreases;
+    2. if that has not stopped: bisection on ``bounds`` (``max_bisection`` iterations, stopping at
+       ``|T| < tol``) when the score changes sign over them, else the bound the score points to.
+
+    So after one safe item a model sits at +8 unless ``|T|`` falls below ``tol`` before the bound
+    (an item with ``a (8 - b)`` beyond about ``log(a / tol)``); with ``tol=0`` the estimate is the
+    exact bounded MLE (the bound for an all-safe or all-unsafe pattern). A Newton step that cannot
+    move (stuck on a bound) would repeat identically to the end of the loop, so such a model goes
+    straight to step 2: the result is the same.
+
+    Parameters
+    ----------
+    bounds : (float, float)
+        The range of the ability (the authors': [-8, 8]).
+    tol : float
+        Stop when the absolute score falls below it (the authors': 1e-6).
+    max_newton, max_halvings, max_bisection : int
+        The authors': 100, 15 and 80.
+    """
+
+    provides_ability = True
+
+    def __init__(self, *, bounds: tuple[float, float] = THETA_BOUNDS, tol: float = 1e-6, max_newton: int = 100,
+                 max_halvings: int = 15, max_bisection: int = 80):
+        lo, hi = (float(v) for v in bounds)
+        if not lo < hi or tol < 0:
+            raise InputError("bounds must be increasing and tol non-negative")
+        self.bounds, self.tol = (lo, hi), float(tol)
+        self.max_newton, self.max_halvings, self.max_bisection = int(max_newton), int(max_halvings), int(max_bisection)
+
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike = 0.0) -> _MleRun:
+        """Start estimating ``n_models`` models for up to ``budget`` items from ``theta0`` (scalar or per model)."""
+        return _MleRun(self, n_models, budget, theta0)
+
+    def __repr__(self) -> str:
+        return f"MleEstimator(bounds={self.bounds}, tol={self.tol})"
+
+
+class _MleRun:
+    """The administered items of every model, and the authors' Newton iteration on them."""
+
+    def __init__(self, est: MleEstimator, n_models, budget, theta0):
+        self.e = est
+        self.A = np.zeros((n_models, budget))     # a of the item given (0: no response: no term)
+        self.B = np.zeros((n_models, budget))
+        self.X = np.zeros((n_models, budget))
+        self.t = 0
+        self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float), *est.bounds)
+
+    def push(self, a, b, x):
+        obs = ~np.isnan(x)
+        t = self.t
+        self.A[:, t] = np.where(obs, a, 0.0)
+        self.B[:, t] = np.where(obs, b, 0.0)
+        self.X[:, t] = np.where(obs, x, 0.0)
+        self.t += 1
+
+    def _score(self, rows, theta, slope=False):
+        """Score ``sum a (x - P)`` (and its derivative ``-sum a^2 P (1 - P)``) of ``rows`` at ``theta``."""
+        t = self.t
+        a = self.A[rows, :t]
+        p = expit(a * (theta[:, None] - self.B[rows, :t]))
+        score = (a * (self.X[rows, :t] - p)).sum(axis=1)
+        if not slope:
+            return score
+        return score, -(a * a * p * (1.0 - p)).sum(axis=1)
+
+    def estimate(self):
+        e = self.e
+        lo, hi = e.bounds
+        theta = self.theta.copy()
+        active = np.arange(theta.size)
+        fallback = []
+        for _ in range(e.max_newton):
+            if not active.size:
+                break
+            th = theta[active]
+            T, dT = self._score(active, th, slope=True)
+            done = np.abs(T) < e.tol
+            broken = ~done & (~np.isfinite(dT) | (dT == 0.0))
+            go = ~done & ~broken
+            fallback.append(active[broken])
+            rows, th, T, dT = active[go], th[go], T[go], dT[go]
+            new = np.clip(th - T / dT, lo, hi)
+            absT = np.abs(T)
+            pending = np.arange(rows.size)
+            for _h in range(e.max_halvings):
+                if not pending.size:
+                    break
+                Tn = self._score(rows[pending], new[pending])
+                pending = pending[~((np.abs(Tn) < absT[pending]) | ~np.isfinite(Tn))]
+                new[pending] = 0.5 * (new[pending] + th[pending])
+            stuck = new == th
+            theta[rows] = new
+            fallback.append(rows[stuck])
+            active = rows[~stuck]
+        fallback.append(active)                   # not stopped within max_newton steps
+        rows = np.concatenate(fallback) if fallback else np.empty(0, dtype=np.intp)
+        if rows.size:
+            theta[rows] = self._fallback(rows)
+        self.theta = theta
+        return theta.copy(), theta
+
+    def _fallback(self, rows):
+        """Bisection over the bounds where the score changes sign, else the bound it points to."""
+        e = self.e
+        lo, hi = e.bounds
+        s_lo = self._score(rows, np.full(rows.size, lo))
+        s_hi = self._score(rows, np.full(rows.size, hi))
+        out = np.where((s_lo > 0) & (s_hi > 0), hi, lo)
+        bracket = np.flatnonzero(s_lo * s_hi <= 0)
+        if bracket.size:
+            left, right = np.full(bracket.size, lo), np.full(bracket.size, hi)
+            sl = s_lo[bracket].copy()
+            result = np.full(bracket.size, np.nan)
+            live = np.arange(bracket.size)
+            for _ in range(e.max_bisection):
+                if not live.size:
+                    break
+                mid = 0.5 * (left[live] + right[live])
+                sm = self._score(rows[bracket[live]], mid)
+                hit = np.abs(sm) < e.tol
+                result[live[hit]] = mid[hit]
+                same = (sl[live] * sm > 0) & ~hit
+                up, down = live[same], live[~same & ~hit]
+                left[up], sl[up] = mid[same], sm[same]
+                right[down] = mid[~same & ~hit]
+                live = live[~hit]
+            result[live] = 0.5 * (left[live] + right[live])
+            out[bracket] = result
+        return out
+
+
 # ---------------------------------------------------------------------------- the loop
 def _check_inputs(responses, a, b, budget):
     x = np.asarray(responses, dtype=float)
@@ -789,7 +933,7 @@ def _check_inputs(responses, a, b, budget):
 
 
 def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: int, selector: Selector | None = None,
-                 estimator: Estimator | None = None, seed: Seed | None = None, theta0: float = 0.0,
+                 estimator: Estimator | None = None, seed: Seed | None = None, theta0: ArrayLike = 0.0,
                  record: Sequence[int] | None = None) -> Trajectory:
     """Algorithm 1 for many models at once, replayed on their response rows.
 
@@ -806,8 +950,9 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: in
     estimator : Estimator, default MapEstimator()
     seed : int, Generator, SeedSequence or None
         Seeds the selector (random orders); unused by :class:`MaxInformation`.
-    theta0 : float
-        Starting ability (the paper: 0).
+    theta0 : float or array_like, shape (n_models,)
+        Starting ability (the paper: 0; the authors' code: the mean of the split's training
+        abilities, one value per model when several splits run together).
     record : sequence of int, optional
         Test lengths at which to record the estimate. Default: every step. An adaptive
         selector needs the estimate after every step anyway, so with one the estimate is
@@ -846,7 +991,7 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: in
     est = estimator.begin(n_models, budget, theta0)
     items = np.full((n_models, budget), -1, dtype=np.intp)
     out = np.full((n_models, budget), np.nan)
-    theta = np.full(n_models, float(theta0))
+    theta = np.broadcast_to(np.asarray(theta0, dtype=float), (n_models,)).astype(float)
     if not selector.adaptive and hasattr(est, "push_block"):
         # the items do not depend on the estimates: choose them all, then estimate in blocks
         for t in range(budget):

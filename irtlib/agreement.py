@@ -44,6 +44,15 @@ Choices the paper leaves open (all parameters of :func:`run_protocol` or
 - Randomness: split ``i`` uses ``SeedSequence(seed, spawn_key=(i, j))`` streams (the
   children of ``SeedSequence(seed).spawn(n_splits)``), so results do not depend on ``n_jobs``
   or on the order in which splits run.
+
+The protocol as written and as run (``protocol=``, :mod:`irtlib.protocols`): ``"paper"`` (the
+default) is everything above; ``"authors"`` follows the authors' released code where it differs
+(SUMMARY.md, "What the authors' released code does"): their split rule, test sizes and budget
+grid per benchmark, the filtered reference, undefined rho dropped and +-1 SE bands, Fluid by MLE
+from the training mean, one shared random order per split, the interleaved b-quartile order and a
+fresh FasterPAM per budget. Calibration of every split runs in one :func:`calibrate_splits` call
+before any selection, so an engine that fits all splits at once can plug in
+(:func:`register_calibration_engine`).
 """
 
 from __future__ import annotations
@@ -51,25 +60,27 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
 
 from . import methods as _methods
+from . import protocols as _protocols
 from ._typing import ArrayLike, Seed
 from .ability import map_ability
-from .adaptive import run_adaptive
+from .adaptive import MleEstimator, run_adaptive
 from .calibrate import fit_2pl
 from .data import ResponseMatrix
 from .errors import InputError
 from .methods import Training
-from .subsets import score_subset
+from .subsets import Subset, score_subset
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
-    "static_selections", "run_splits", "protocol_data", "run_protocol", "agreement_curves", "agreement_at",
+    "calibrate_splits", "register_calibration_engine", "CALIBRATION_ENGINES", "static_selections", "run_splits",
+    "protocol_data", "run_protocol", "agreement_curves", "agreement_at",
     "paired_difference", "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
 
@@ -148,7 +159,7 @@ def _stream(seed, split: int, j: int) -> np.random.SeedSequence:
 
 
 def split_models(n_models: int, n_test: int, seed: Seed, split: int, *, groups: ArrayLike | None = None,
-                 n_test_groups: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                 n_test_groups: int = 1, rule: str = "stream") -> tuple[np.ndarray, np.ndarray]:
     """Training and test rows of split ``split`` (sorted positions).
 
     Parameters
@@ -166,6 +177,9 @@ def split_models(n_models: int, n_test: int, seed: Seed, split: int, *, groups: 
         result is exactly the ungrouped split, so existing runs are unchanged.
     n_test_groups : int
         Groups held out per split (only with ``groups``).
+    rule : {"stream", "authors"}
+        ``"stream"``: the draw above; ``"authors"``: the authors' split ``split``
+        (:func:`irtlib.protocols.authors_split`, ``default_rng((seed, split))``; no ``groups``).
 
     Returns
     -------
@@ -174,6 +188,12 @@ def split_models(n_models: int, n_test: int, seed: Seed, split: int, *, groups: 
     """
     if not 1 <= n_test < n_models - 1:
         raise InputError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
+    if rule == "authors":
+        if groups is not None:
+            raise InputError("the authors' split rule draws models, not groups: pass groups=None")
+        return _protocols.authors_split(n_models, n_test, split, seed=int(seed))
+    if rule != "stream":
+        raise InputError(f"rule must be 'stream' or 'authors', got {rule!r}")
     rng = np.random.default_rng(_stream(seed, split, _STREAM_SPLIT))
     if groups is None:
         test = np.sort(rng.choice(n_models, size=n_test, replace=False))
@@ -214,27 +234,116 @@ def calibrate_split(train_values: ArrayLike, *, engine: str = "map",
     "training abilities come from MAP on all items").
     """
     x = np.asarray(train_values, float)
-    matrix = ResponseMatrix(x, [f"m{i}" for i in range(x.shape[0])], [f"i{j}" for j in range(x.shape[1])],
-                            source="training split")
-    cal = fit_2pl(matrix, engine=engine, seed=int(seed))
-    a, b = cal.a.to_numpy(), cal.b.to_numpy()
+    a, b = _fit_items(x, engine=engine, seed=seed)
     theta = np.asarray(map_ability(x, a, b).theta)
     return a, b, theta
 
 
+def _fit_items(x, *, engine, seed):
+    """``(a, b)`` of :func:`irtlib.fit_2pl` on a training block (its abilities are not needed)."""
+    matrix = ResponseMatrix(x, [f"m{i}" for i in range(x.shape[0])], [f"i{j}" for j in range(x.shape[1])],
+                            source="training split")
+    cal = fit_2pl(matrix, engine=engine, seed=int(seed))
+    return cal.a.to_numpy(), cal.b.to_numpy()
+
+
+def _calibrate_each(blocks: list, seeds: list, engine: str) -> list:
+    """Today's engines: :func:`irtlib.fit_2pl` once per split, on the items its training rows saw."""
+    out = []
+    for x, seed in zip(blocks, seeds, strict=True):
+        pool = np.flatnonzero((~np.isnan(x)).any(axis=0))
+        a, b = _fit_items(x[:, pool], engine=engine, seed=seed)
+        a_full, b_full = np.full(x.shape[1], np.nan), np.full(x.shape[1], np.nan)
+        a_full[pool], b_full[pool] = a, b
+        out.append((a_full, b_full))
+    return out
+
+
+#: Batched calibration engines by name: ``fn(train_blocks, seeds) -> [(a, b), ...]`` (see
+#: :func:`register_calibration_engine`). An engine not listed runs :func:`calibrate_split` per split.
+CALIBRATION_ENGINES: dict[str, Callable[[list, list], list]] = {}
+
+
+def register_calibration_engine(name: str, fn: Callable[[list, list], list]) -> None:
+    """Let :func:`calibrate_splits` (and so ``run_protocol(engine=name)``) calibrate all splits in one call.
+
+    Parameters
+    ----------
+    name : str
+        The ``engine`` value that selects it (may shadow a :func:`irtlib.fit_2pl` engine).
+    fn : callable
+        ``fn(train_blocks, seeds) -> list of (a, b)``: ``train_blocks`` one array per split, the
+        training rows of the filtered responses, shape ``(n_train, n_items)`` (1, 0, NaN missing;
+        the engine never sees a test row); ``seeds`` one int per split. Returns one pair of arrays
+        of shape ``(n_items,)`` per split. Items a block never observed are set to NaN afterwards
+        (they leave that split's pool). Splits must not influence each other.
+    """
+    if not callable(fn):
+        raise InputError(f"calibration engine {name!r} must be callable")
+    CALIBRATION_ENGINES[str(name)] = fn
+
+
+def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engine: str = "map",
+                     seed: int | Sequence[int] = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Item parameters of every split, from each split's training rows only, in one call.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_models, n_items)
+        The variance-filtered responses (1 safe, 0 unsafe, NaN missing).
+    train_rows : sequence of array_like of int
+        The training rows of each split.
+    engine : str
+        A registered batched engine (:data:`CALIBRATION_ENGINES`), else any
+        :func:`irtlib.fit_2pl` engine, run once per split (:func:`calibrate_split`).
+    seed : int or sequence of int
+        One seed for every split (the authors' code: 0) or one per split.
+
+    Returns
+    -------
+    list of (a, b)
+        Per split, arrays of shape ``(n_items,)``; NaN for items no training row of the split saw
+        (they leave that split's pool). Training abilities are not returned: the protocol takes
+        the MAP on all items given ``(a, b)`` (SUMMARY.md: py-irt's abilities are discarded).
+    """
+    x = np.asarray(values, float)
+    rows = [np.asarray(r, dtype=np.intp) for r in train_rows]
+    seeds = [int(seed)] * len(rows) if np.ndim(seed) == 0 else [int(s) for s in seed]
+    if len(seeds) != len(rows):
+        raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
+    blocks = [x[r] for r in rows]          # only training rows reach an engine
+    fn = CALIBRATION_ENGINES.get(engine)
+    out = fn(blocks, seeds) if fn is not None else _calibrate_each(blocks, seeds, engine)
+    if len(out) != len(rows):
+        raise InputError(f"calibration engine {engine!r} returned {len(out)} fits for {len(rows)} splits")
+    fits = []
+    for block, (a, b) in zip(blocks, out, strict=True):
+        seen = (~np.isnan(block)).any(axis=0)
+        a, b = np.asarray(a, float).copy(), np.asarray(b, float).copy()
+        if a.shape != (x.shape[1],) or b.shape != (x.shape[1],):
+            raise InputError(f"calibration engine {engine!r} returned parameters of shape {a.shape}, {b.shape} "
+                             f"for {x.shape[1]} items")
+        a[~seen], b[~seen] = np.nan, np.nan
+        fits.append((a, b))
+    return fits
+
+
 def static_selections(train_values: ArrayLike, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, ks: Sequence[int],
                       *, methods: Sequence[str] = METHODS, seed: Seed = 0,
-                      anchor_solver: str = "auto", prior_information: float = 0.0) -> dict:
+                      anchor_solver: str = "auto", prior_information: float = 0.0,
+                      bquartile_rule: str = "constrained", anchor_rule: str = "path", anchor_seed: int = 42) -> dict:
     """Every requested static method's subsets, from training data only.
 
     Returns ``{method: {k: Subset}}`` for the static methods among ``methods``, each chosen by its
     registry entry's ``select`` (:mod:`irtlib.methods`; nested methods run once, to the largest
-    ``k``, and are sliced).
+    ``k``, and are sliced). ``bquartile_rule``, ``anchor_rule`` and ``anchor_seed`` choose the text's
+    or the authors' rule (:class:`irtlib.methods.Training`).
     """
     ks = sorted({int(k) for k in ks})
     training = Training(a=np.asarray(a, float), b=np.asarray(b, float), theta=np.asarray(theta_train, float),
                         values=np.asarray(train_values, float), seed=seed, prior_information=prior_information,
-                        anchor_solver=anchor_solver)
+                        anchor_solver=anchor_solver, bquartile_rule=bquartile_rule, anchor_rule=anchor_rule,
+                        anchor_seed=anchor_seed)
     return {m: _methods.REGISTRY[m].select(training, ks) for m in _methods.static_ids() if m in methods}
 
 
@@ -251,14 +360,16 @@ def _blas_limit(n_threads):
 def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *, ks: Sequence[int],
                methods: Sequence[str] = METHODS, n_test: int = 10, seed: Seed = 0,
                engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
-               blas_threads: int | None = 1, groups: ArrayLike | None = None, n_test_groups: int = 1) -> dict:
+               blas_threads: int | None = 1, groups: ArrayLike | None = None, n_test_groups: int = 1,
+               protocol: _protocols.Protocol | None = None) -> dict:
     """Some train/test splits of the protocol, with their Fluid tests run together.
 
-    Each split is calibrated, selects its static subsets and scores its test models on its
-    own; the Fluid Benchmarking tests of all the splits' test models then run as one
-    vectorised :func:`irtlib.adaptive.run_adaptive` with per-model item parameters (every
-    model's test only depends on its own row, so the result is the same as running the splits
-    one by one, bit for bit; a test checks it).
+    Every split's calibration runs first, in one :func:`calibrate_splits` call; then each split
+    selects its static subsets and scores its test models on its own; the Fluid Benchmarking
+    tests of all the splits' test models then run as one vectorised
+    :func:`irtlib.adaptive.run_adaptive` with per-model item parameters (every model's test only
+    depends on its own row, so the result is the same as running the splits one by one, bit for
+    bit; a test checks it).
 
     Parameters
     ----------
@@ -273,6 +384,9 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
     blas_threads : int or None
         Threads BLAS may use here (None: leave it alone). Splits run in parallel, and
         multi-threaded BLAS on these small matrices mostly spins on a shared machine.
+    protocol : Protocol, optional
+        The rules that differ between the paper's text and the authors' code
+        (:mod:`irtlib.protocols`; None: ``"paper"``). Its sizes are not read here.
 
     Returns
     -------
@@ -284,26 +398,26 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
         return _run_splits(np.asarray(values, float), np.asarray(reference, float), list(splits), ks=ks,
                            methods=tuple(methods), n_test=n_test, seed=seed, engine=engine,
                            anchor_solver=anchor_solver, prior_information=prior_information,
-                           groups=groups, n_test_groups=n_test_groups)
+                           groups=groups, n_test_groups=n_test_groups,
+                           protocol=_protocols.PAPER if protocol is None else protocol)
 
 
-def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engine, anchor_solver,
-                   prior_information, clock, groups=None, n_test_groups=1):
-    """Everything of one split except Fluid: calibration, static subsets, their scores, Random."""
+def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, seed, anchor_solver,
+                   prior_information, clock, protocol):
+    """Everything of one calibrated split except Fluid: training abilities, static subsets, their scores, Random."""
     t0 = time.perf_counter()
-    train, test = split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups)
-    x_train = values[train]
     # Items no training model saw cannot be calibrated: they leave this split's pool.
-    pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))
-    x_train = x_train[:, pool]
+    pool = np.flatnonzero(np.isfinite(a))
+    a, b = a[pool], b[pool]
+    x_train = values[train][:, pool]      # (built as before: the memory layout sets BLAS's summation order)
     ks = [k for k in ks if k <= pool.size]
-    calib_seed = calibration_seed(seed, split)
-    a, b, theta_train = calibrate_split(x_train, engine=engine, seed=calib_seed)
+    theta_train = np.asarray(map_ability(x_train, a, b).theta)
     t = time.perf_counter()
     clock["calibration"] += t - t0
     static = static_selections(x_train, a, b, theta_train, ks, methods=methods,
                                seed=_stream(seed, split, _STREAM_ANCHOR), anchor_solver=anchor_solver,
-                               prior_information=prior_information)
+                               prior_information=prior_information, bquartile_rule=protocol.bquartile_rule,
+                               anchor_rule=protocol.anchor_rule, anchor_seed=protocol.anchor_seed)
     clock["static selection"] += time.perf_counter() - t
 
     # Only from here on are the test rows used.
@@ -311,9 +425,13 @@ def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engin
     scores = {}
     t = time.perf_counter()
     random_seed = _stream(seed, split, _STREAM_RANDOM)
+    shared = _protocols.shared_random_order(pool.size, split) if protocol.random_order == "shared" else None
     for method in methods:                # random items: every such method shares the split's stream
         entry = _methods.REGISTRY[method]
         if entry.kind == "adaptive" and entry.random_items:
+            if shared is not None:        # the authors' one order per split, the same for every model
+                scores[method] = [score_subset(x_test, Subset(shared[:k]), how=entry.scorer, a=a, b=b) for k in ks]
+                continue
             traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector(), estimator=entry.estimator(),
                                 seed=random_seed, record=ks)
             scores[method] = [traj.estimate[:, k - 1] for k in ks]
@@ -327,17 +445,23 @@ def _prepare_split(values, reference, split, *, ks, methods, n_test, seed, engin
             scores[method].append(prev)
     clock["static scoring"] += time.perf_counter() - t2
     return {"split": split, "test": test, "pool": pool, "a": a, "b": b, "ks": ks, "scores": scores,
-            "reference": reference[test]}
+            "reference": reference[test], "theta_start": float(theta_train.mean())}
 
 
 def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine, anchor_solver,
-                prior_information, groups=None, n_test_groups=1):
+                prior_information, groups=None, n_test_groups=1, protocol=_protocols.PAPER):
     clock = dict.fromkeys(("calibration", "static selection", "random", "static scoring", "fluid"), 0.0)
     t0 = time.perf_counter()
     ks = sorted({int(k) for k in ks})
-    preps = [_prepare_split(values, reference, split, ks=ks, methods=methods, n_test=n_test, seed=seed,
-                            engine=engine, anchor_solver=anchor_solver, prior_information=prior_information,
-                            clock=clock, groups=groups, n_test_groups=n_test_groups) for split in splits]
+    drawn = [split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
+                          rule=protocol.split_rule) for split in splits]
+    seeds = [calibration_seed(seed, split) for split in splits] if protocol.calibration_seed == "stream" else 0
+    fits = calibrate_splits(values, [train for train, _ in drawn], engine=engine, seed=seeds)
+    clock["calibration"] += time.perf_counter() - t0
+    preps = [_prepare_split(values, reference, split, train, test, a, b, ks=ks, methods=methods, seed=seed,
+                            anchor_solver=anchor_solver, prior_information=prior_information, clock=clock,
+                            protocol=protocol)
+             for split, (train, test), (a, b) in zip(splits, drawn, fits, strict=True)]
     # adaptive methods with chosen (not random) items: one vectorised run over every split's test models
     for method in [m for m in methods if _methods.REGISTRY[m].kind == "adaptive"
                    and not _methods.REGISTRY[m].random_items]:
@@ -350,15 +474,20 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
         x = np.full((rows, n_items), np.nan)
         a = np.ones((rows, n_items))
         b = np.zeros((rows, n_items))
+        start = np.zeros(rows)
         at = 0
         for p in preps:
             r = slice(at, at + p["test"].size)
             x[r, p["pool"]] = values[np.ix_(p["test"], p["pool"])]
             a[r, p["pool"]], b[r, p["pool"]] = p["a"], p["b"]
+            if protocol.fluid_start == "training-mean":
+                start[r] = p["theta_start"]
             p["rows"] = r
             at += p["test"].size
         kmax = max(p["ks"][-1] for p in preps)
-        traj = run_adaptive(x, a, b, budget=kmax, selector=entry.selector(), estimator=entry.estimator())
+        estimator = MleEstimator() if protocol.fluid_estimator == "mle" else entry.estimator()
+        traj = run_adaptive(x, a, b, budget=kmax, selector=entry.selector(), estimator=estimator,
+                            theta0=start if protocol.fluid_start == "training-mean" else 0.0)
         for p in preps:
             p["scores"][method] = [traj.estimate[p["rows"], k - 1] for k in p["ks"]]
         clock["fluid"] += time.perf_counter() - t
@@ -382,7 +511,8 @@ def _progress_wanted(progress) -> bool:
 
 
 def protocol_data(matrix: ResponseMatrix, *, variance_threshold: float | None, reference: str,
-                  groups: ArrayLike | None, n_test: int, seed: Seed, n_test_groups: int
+                  groups: ArrayLike | None, n_test: int, seed: Seed, n_test_groups: int,
+                  variance_rule: str = "at-most", split_rule: str = "stream"
                   ) -> tuple[ResponseMatrix, np.ndarray, np.ndarray | None]:
     """What every split of the protocol starts from: the filtered matrix and the reference scores.
 
@@ -397,6 +527,11 @@ def protocol_data(matrix: ResponseMatrix, *, variance_threshold: float | None, r
         Group labels; test models are drawn as whole groups (see :func:`split_models`).
     n_test, seed, n_test_groups
         Checked against the matrix by drawing split 0.
+    variance_rule : {"at-most", "below"}
+        Items with ``p (1 - p)`` at most the threshold are dropped (the paper's text), or only
+        those below it (the authors' code keeps ``>= 0.01``).
+    split_rule : {"stream", "authors"}
+        See :func:`split_models`.
 
     Returns
     -------
@@ -404,23 +539,45 @@ def protocol_data(matrix: ResponseMatrix, *, variance_threshold: float | None, r
     reference_scores : ndarray, shape (n_models,)
     groups : ndarray or None
     """
-    filtered = matrix.filter_variance(variance_threshold) if variance_threshold is not None else matrix
+    if variance_threshold is None:
+        filtered = matrix
+    elif variance_rule == "below":
+        keep = (matrix.item_variance() >= variance_threshold).to_numpy()
+        if not keep.any():
+            raise InputError(f"{matrix.source}: no item has variance of at least {variance_threshold}")
+        filtered = matrix.subset(items=[i for i, k in zip(matrix.items, keep, strict=True) if k])
+    elif variance_rule == "at-most":
+        filtered = matrix.filter_variance(variance_threshold)
+    else:
+        raise InputError(f"variance_rule must be 'at-most' or 'below', got {variance_rule!r}")
     ref = (matrix if reference == "full" else filtered).safety_scores().to_numpy()
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape != (matrix.shape[0],):
             raise InputError(f"groups must have one label per model ({matrix.shape[0]}), got shape {groups.shape}")
-    split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups)  # validates
+    split_models(filtered.shape[0], n_test, seed, 0, groups=groups, n_test_groups=n_test_groups,
+                 rule=split_rule)  # validates
     return filtered, ref, groups
 
 
+_FROM_PROTOCOL = "protocol"     # variance_threshold's default: the protocol's (None already means "no filter")
+
+
 def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None, ks: Sequence[int] | None = None,
-                 n_splits: int = 100, n_test: int = 10,
-                 seed: int = 0, engine: str = "map", n_jobs: int = 1, variance_threshold: float | None = 0.01,
-                 reference: str = "full", anchor_solver: str = "auto", prior_information: float = 0.0,
+                 n_splits: int | None = None, n_test: int | None = None,
+                 seed: int | None = None, engine: str = "map", n_jobs: int = 1,
+                 variance_threshold: float | None | str = _FROM_PROTOCOL,
+                 reference: str | None = None, anchor_solver: str = "auto", prior_information: float = 0.0,
                  progress: bool | None = None, blas_threads: int | None = 1,
-                 split_batch: int = 10, groups: ArrayLike | None = None, n_test_groups: int = 1) -> pd.DataFrame:
+                 split_batch: int = 10, groups: ArrayLike | None = None, n_test_groups: int = 1,
+                 protocol: str | _protocols.Protocol | None = None, benchmark: str | None = None) -> pd.DataFrame:
     """The paper's agreement protocol: every method, every budget, every split.
+
+    ``protocol`` chooses the protocol as the paper's text describes it (``"paper"``, the default:
+    exactly what this function has always done) or as the authors' released code runs it
+    (``"authors"``, which needs ``benchmark``); see :mod:`irtlib.protocols`. The protocol supplies
+    the defaults of ``n_splits``, ``n_test``, ``seed``, ``ks``, ``variance_threshold`` and
+    ``reference``; any of them given explicitly overrides it.
 
     Parameters
     ----------
@@ -430,21 +587,25 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         Identifiers from :data:`METHODS`; None runs all eight.
     ks : sequence of int, optional
         Budgets; default :func:`budget_grid` of the number of items after the variance filter.
-    n_splits, n_test : int
-        Splits, and test models held out in each (the paper: 70 to 100, and 10).
-    seed : int
-        Seeds everything (splits, random orders, anchor-point initialisation).
+    n_splits, n_test : int, optional
+        Splits, and test models held out in each (default the protocol's: ``"paper"`` 100 and 10;
+        ``"authors"`` per benchmark, e.g. 100 and 10 for SimpleSafetyTests, 70 and 6 for WMDP).
+    seed : int, optional
+        Seeds everything (splits, random orders, anchor-point initialisation). Default the
+        protocol's: 0 for ``"paper"``; 42 for ``"authors"``, where it enters the split rule only
+        (their random orders use the split index, FasterPAM 42 and calibration 0).
     engine : {"map", "pyirt"}
         Per-split calibration engine (:func:`irtlib.fit_2pl`). ``"map"`` takes about a second on the
         largest benchmark; ``"pyirt"`` is the paper's but takes tens of seconds per split.
     n_jobs : int
         Splits run in parallel through joblib (``-1``: all cores). Results are identical for any
         value. Under ``joblib.parallel_config(backend="dask")`` the splits run on a Dask cluster.
-    variance_threshold : float or None
-        The paper's filter (items with ``p (1 - p) <= 0.01`` dropped before anything else);
-        None skips it.
-    reference : {"full", "filtered"}
-        Which safety score the agreement is measured against (see the module notes).
+    variance_threshold : float or None, optional
+        The paper's filter (items with ``p (1 - p) <= 0.01`` dropped before anything else; under
+        ``"authors"`` only those below 0.01); None skips it. Default the protocol's (0.01).
+    reference : {"full", "filtered"}, optional
+        Which safety score the agreement is measured against (see the module notes); default
+        the protocol's (``"paper"``: full, ``"authors"``: filtered).
     anchor_solver : {"auto", "fasterpam", "alternate"}
         K-medoids solver for anchor points (:func:`irtlib.subsets.anchor_points_path`).
     prior_information : float
@@ -464,26 +625,46 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         (:func:`split_models`).
     n_test_groups : int
         Groups held out per split (only with ``groups``).
+    protocol : {"paper", "authors"} or Protocol, optional
+        The protocol's rules (:mod:`irtlib.protocols`); None is ``"paper"``.
+    benchmark : str, optional
+        The benchmark id (``"simplesafetytests"``, ...) whose sizes ``"authors"`` uses.
 
     Returns
     -------
     DataFrame
         One row per split, method and k, with columns ``split``, ``method``, ``k``,
         ``agreement`` (Spearman rho; NaN where undefined). ``attrs`` records the settings,
-        ``n_items`` (before the filter), ``n_items_filtered``, ``n_models``, ``ks`` and the
-        per-stage seconds summed over splits.
+        ``n_items`` (before the filter), ``n_items_filtered``, ``n_models``, ``ks``, the
+        per-stage seconds summed over splits, ``protocol`` (its name), ``protocol_settings``
+        (every rule, :meth:`Protocol.settings`) and the summaries' ``nan_policy`` and ``band``,
+        which :func:`agreement_curves` follows.
     """
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
+    proto = _protocols.resolve(protocol, benchmark=benchmark)
+    n_splits = proto.n_splits if n_splits is None else n_splits
+    n_test = proto.n_test if n_test is None else n_test
+    seed = proto.seed if seed is None else seed
+    reference = proto.reference if reference is None else reference
+    if isinstance(variance_threshold, str):
+        if variance_threshold != _FROM_PROTOCOL:
+            raise InputError(f"variance_threshold must be a number or None, got {variance_threshold!r}")
+        variance_threshold = proto.variance_threshold
     methods = _methods.check_methods(methods)
     if reference not in ("full", "filtered"):
         raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     if int(n_splits) < 1:
         raise InputError("n_splits must be at least 1")
     filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
-                                          groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups)
+                                          groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups,
+                                          variance_rule=proto.variance_rule, split_rule=proto.split_rule)
     n_items = filtered.shape[1]
-    ks = budget_grid(n_items) if ks is None else sorted({int(k) for k in ks})
+    if ks is None:
+        ks = (_protocols.authors_budget_grid(n_items, max_budget=proto.max_budget) if proto.budget_rule == "authors"
+              else budget_grid(n_items))
+    else:
+        ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1 or ks[-1] > n_items:
         raise InputError(f"budgets must lie between 1 and the {n_items} items left after the variance filter")
 
@@ -491,7 +672,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
 
     values = np.ascontiguousarray(filtered.values)
     kwargs = dict(ks=ks, methods=methods, n_test=n_test, seed=seed, engine=engine, anchor_solver=anchor_solver,
-                  prior_information=prior_information, blas_threads=blas_threads)
+                  prior_information=prior_information, blas_threads=blas_threads, protocol=proto)
     if groups is not None:
         kwargs.update(groups=groups, n_test_groups=int(n_test_groups))
     batch = max(1, int(split_batch))
@@ -525,6 +706,8 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         "n_test": int(n_test), "seed": seed, "engine": engine, "variance_threshold": variance_threshold,
         "reference": reference, "anchor_solver": anchor_solver, "prior_information": prior_information,
         "split_batch": batch, "seconds": seconds,
+        "protocol": proto.name, "protocol_settings": proto.settings(), "nan_policy": proto.nan_policy,
+        "band": proto.band,
     })
     if groups is not None:
         df.attrs.update({"grouped": True, "n_groups": int(np.unique(groups).size),
@@ -553,6 +736,11 @@ def run_agreement(matrix: ResponseMatrix, *, methods: Sequence[str], ks: Sequenc
 
 
 # ---------------------------------------------------------------------------- summaries
+def _rule(results: pd.DataFrame, name: str, value, default: str) -> str:
+    """A summary rule: the value given, else the one the results record (``attrs``), else the default."""
+    return value if value is not None else results.attrs.get(name, default)
+
+
 def _nan_fill(values: pd.Series, nan_policy: str) -> pd.Series:
     if nan_policy == "zero":
         return values.fillna(0.0)
@@ -561,27 +749,41 @@ def _nan_fill(values: pd.Series, nan_policy: str) -> pd.Series:
     raise InputError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
 
 
-def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: float = 0.95) -> pd.DataFrame:
+def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, level: float = 0.95,
+                     band: str | None = None) -> pd.DataFrame:
     """Mean agreement and its spread over splits, per method and k (the curves of Figure 4).
 
     Parameters
     ----------
     results : DataFrame
         From :func:`run_protocol` (several benchmarks may be stacked with a ``benchmark`` column).
-    nan_policy : {"zero", "omit"}
-        Undefined agreements (constant scores) count as 0 (default) or are left out.
+    nan_policy : {"zero", "omit"}, optional
+        Undefined agreements (constant scores) count as 0 or are left out (the authors' nanmean).
+        Default: the rule ``results.attrs`` records (its protocol's), else ``"zero"``.
     level : float
         Coverage of the interval over splits (empirical quantiles).
+    band : {"sd", "se"}, optional
+        The band a figure shades, ``band_lo``-``band_hi``: mean +- 1 SD over splits (the paper's
+        text) or +- 1 standard error ``sd / sqrt(valid splits)`` (the authors' code: nanstd with
+        ddof 1 over the splits with a defined rho). Default: the rule ``results.attrs`` records,
+        else ``"sd"``. The rule used is in the result's ``attrs["band"]``, for the figure's label.
 
     Returns
     -------
-    DataFrame with columns [benchmark,] method, k, mean, sd, lo, hi, ci_lo, ci_hi, n_splits, n_undefined.
+    DataFrame with columns [benchmark,] method, k, mean, sd, lo, hi, ci_lo, ci_hi, n_splits, n_undefined,
+    se, band_lo, band_hi.
         ``lo``-``hi`` is the spread of single splits (the ``level`` quantiles of the per-split
         agreements); ``ci_lo``-``ci_hi`` is the ``level`` confidence interval of the mean over
         splits (Student's t, ``mean +- t * sd / sqrt(n_splits)``), the interval within which a
         rerun's mean is expected. ``n_undefined`` counts the splits whose rho was undefined
         (constant scores among the test models), counted as 0 under ``nan_policy="zero"``.
+        ``se`` is ``sd / sqrt(n)`` with ``n`` the splits averaged (all of them under ``"zero"``,
+        the defined ones under ``"omit"``).
     """
+    nan_policy = _rule(results, "nan_policy", nan_policy, "zero")
+    band = _rule(results, "band", band, "sd")
+    if band not in ("sd", "se"):
+        raise InputError(f"band must be 'sd' or 'se', got {band!r}")
     keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
     data = results.assign(value=_nan_fill(results["agreement"], nan_policy),
                           undefined=results["agreement"].isna())
@@ -593,7 +795,15 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str = "zero", level: 
     out.insert(out.columns.get_loc("n"), "ci_lo", out["mean"] - half)
     out.insert(out.columns.get_loc("n"), "ci_hi", out["mean"] + half)
     out["n_undefined"] = g["undefined"].sum()
-    return out.drop(columns="n").reset_index()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
+    width = out["sd"] if band == "sd" else out["se"]
+    out["band_lo"], out["band_hi"] = out["mean"] - width, out["mean"] + width
+    curves = out.drop(columns="n").reset_index()
+    curves.attrs.update({"nan_policy": nan_policy, "band": band,
+                         "band_label": "mean +- 1 SD over splits" if band == "sd"
+                         else "mean +- 1 standard error over valid splits"})
+    return curves
 
 
 def mean_interval_halfwidth(sd: ArrayLike, n: ArrayLike, *, level: float = 0.95) -> np.ndarray:
@@ -616,7 +826,7 @@ def mean_interval_halfwidth(sd: ArrayLike, n: ArrayLike, *, level: float = 0.95)
         return t * sd / np.sqrt(n)
 
 
-def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: str, nan_policy: str = "zero",
+def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: str, nan_policy: str | None = None,
                       level: float = 0.95) -> dict:
     """Split-by-split difference ``method - baseline`` in agreement at one budget.
 
@@ -638,6 +848,7 @@ def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: s
         ``mean``, ``ci_lo``, ``ci_hi`` (Student-t interval of the mean difference at ``level``),
         ``share_ahead`` (share of splits in which ``method`` is strictly ahead) and ``n_splits``.
     """
+    nan_policy = _rule(results, "nan_policy", nan_policy, "zero")
     at = results[results["k"] == int(k)]
     wide = at.pivot_table(index="split", columns="method", values="agreement", dropna=False)
     for m in (method, baseline):
@@ -653,7 +864,7 @@ def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: s
 
 
 def agreement_at(results: pd.DataFrame, budgets: int | Mapping[str, int], *, methods: Sequence[str] | None = None,
-                 nan_policy: str = "zero",
+                 nan_policy: str | None = None,
                  level: float = 0.95) -> pd.DataFrame:
     """Mean agreement of each method at given budgets, with its confidence interval.
 
@@ -724,7 +935,7 @@ def _crossings(curve: pd.DataFrame, threshold: float, baseline: str):
 
 
 def summarise_table2(results: pd.DataFrame, n_items: int | Mapping[str, int] | None = None, *,
-                     threshold: float = 0.90, nan_policy: str = "zero",
+                     threshold: float = 0.90, nan_policy: str | None = None,
                      level: float = 0.95, baseline: str = "random") -> pd.DataFrame:
     """Table 2 from protocol results, with the spread over splits the paper does not report.
 
@@ -749,8 +960,8 @@ def summarise_table2(results: pd.DataFrame, n_items: int | Mapping[str, int] | N
         filter, as in the paper's Table 2); default ``results.attrs["n_items"]``. A dict maps
         benchmark to ``N``.
     threshold, nan_policy, level, baseline
-        Target agreement; undefined-agreement policy and interval level (see
-        :func:`agreement_curves`); the method Random means ("random").
+        Target agreement; undefined-agreement policy (default: the results' protocol's, see
+        :func:`agreement_curves`) and interval level; the method Random means ("random").
 
     Returns
     -------

@@ -56,6 +56,16 @@ class Training:
         Marginal Fisher's SE (see :func:`irtlib.subsets.marginal_fisher`; 0 is the paper's).
     anchor_solver : {"auto", "fasterpam", "alternate"}
         K-medoids solver of anchor points (:func:`irtlib.subsets.anchor_points_path`).
+    bquartile_rule : {"constrained", "interleave"}
+        b-quartile Marginal Fisher as the text says (a greedy constrained to the quartiles,
+        :func:`irtlib.subsets.marginal_fisher_bq`) or as the authors' code runs it (the
+        unconstrained greedy order interleaved, :func:`irtlib.subsets.marginal_fisher_bq_interleaved`).
+    anchor_rule : {"path", "fresh"}
+        Anchor points warm-started across budgets (:func:`irtlib.subsets.anchor_points_path`,
+        seeded by ``seed``) or the authors' fresh FasterPAM per budget with seed ``anchor_seed``
+        (:func:`irtlib.subsets.anchor_points_fresh`).
+    anchor_seed : int
+        The authors' FasterPAM seed (42).
     """
 
     a: np.ndarray
@@ -66,6 +76,9 @@ class Training:
     seed: Any = 0
     prior_information: float = 0.0
     anchor_solver: str = "auto"
+    bquartile_rule: str = "constrained"
+    anchor_rule: str = "path"
+    anchor_seed: int = 42
 
     @property
     def n_items(self) -> int:
@@ -154,7 +167,9 @@ def marginal_fisher(t: Training, k: int) -> Subset:
 
 @_nested
 def marginal_fisher_bq(t: Training, k: int) -> Subset:
-    """Marginal Fisher over b-quartiles (:func:`irtlib.subsets.marginal_fisher_bq`)."""
+    """Marginal Fisher over b-quartiles (:func:`irtlib.subsets.marginal_fisher_bq`, or the authors' interleaving)."""
+    if t.bquartile_rule == "interleave":
+        return subsets.marginal_fisher_bq_interleaved(t.a, t.b, t.theta, k, prior_information=t.prior_information)
     return subsets.marginal_fisher_bq(t.a, t.b, t.theta, k, prior_information=t.prior_information)
 
 
@@ -173,6 +188,8 @@ def anchor_points(t: Training, ks: Sequence[int]) -> dict[int, Subset]:
     """Anchor points (:func:`irtlib.subsets.anchor_points_path`): not nested, one K-medoids run per budget."""
     if t.values is None:
         raise InputError("anchor points needs the training responses")
+    if t.anchor_rule == "fresh":
+        return subsets.anchor_points_fresh(t.values, ks, seed=t.anchor_seed)
     return subsets.anchor_points_path(t.values, ks, seed=t.seed, solver=t.anchor_solver)
 
 

@@ -40,7 +40,8 @@ from .model import fisher_information
 __all__ = [
     "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",
     "anchor_points", "anchor_points_path", "disco", "correlation_features", "kmedoids_loss",
-    "score_subset", "summed_se",
+    "score_subset", "summed_se", "b_quantile_bins", "interleave_bins", "marginal_fisher_bq_interleaved",
+    "anchor_points_fresh", "correlation_distances",
 ]
 
 
@@ -491,6 +492,110 @@ def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed
                 labels[spare] = np.arange(kk, k)
                 items = np.r_[items, spare]
             out[k] = _as_subset(items, labels)
+    return out
+
+
+def b_quantile_bins(b: ArrayLike, n_bins: int = 4) -> np.ndarray:
+    """Bin (0 = lowest ``b``) of every item by the quantiles of ``b``, as ``pandas.qcut(b, n_bins)`` cuts.
+
+    Edges are the ``0, 1/n_bins, ..., 1`` quantiles of ``b`` (linear interpolation); bins are
+    right-closed intervals ``(e_i, e_(i+1)]``, the first one closed on the left too; repeated edges
+    are merged (qcut's ``duplicates="drop"``), so there may be fewer than ``n_bins`` bins. This is
+    the authors' binning (SUMMARY.md, "Methods": b-quartile Marginal Fisher); unlike
+    :func:`b_quartile_bins` (equal counts by rank), items tied on an edge share a bin.
+
+    Returns
+    -------
+    ndarray of int, shape (n_items,)
+    """
+    b = np.asarray(b, float)
+    edges = np.unique(np.quantile(b, np.linspace(0.0, 1.0, int(n_bins) + 1)))
+    if edges.size < 2:
+        return np.zeros(b.size, dtype=np.intp)
+    return np.clip(np.searchsorted(edges, b, side="left") - 1, 0, edges.size - 2).astype(np.intp)
+
+
+def interleave_bins(order: ArrayLike, bins: ArrayLike) -> np.ndarray:
+    """Round-robin over bins (lowest bin first), each bin keeping the order its items have in ``order``.
+
+    Parameters
+    ----------
+    order : array_like of int, shape (n,)
+        Item positions, best first.
+    bins : array_like of int, shape (n_items,)
+        Bin of every item position.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        The first item of every bin (in bin order), then the second of every bin that has one, ...
+    """
+    order = np.asarray(order, dtype=np.intp)
+    bin_of = np.asarray(bins)[order]
+    # position of each item within its bin's sub-order
+    within = np.empty(order.size, dtype=np.intp)
+    for value in np.unique(bin_of):
+        hit = np.flatnonzero(bin_of == value)
+        within[hit] = np.arange(hit.size)
+    return order[np.lexsort((bin_of, within))]
+
+
+def marginal_fisher_bq_interleaved(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *,
+                                   n_bins: int = 4, prior_information: float = 0.0) -> Subset:
+    """b-quartile Marginal Fisher as the authors' code runs it: an interleaving, not a constrained greedy.
+
+    The unconstrained greedy order of every item (:func:`marginal_fisher`) is cut into bins by the
+    quantiles of ``b`` (:func:`b_quantile_bins`) and interleaved round-robin, lowest-``b`` bin
+    first, each bin keeping its greedy order (:func:`interleave_bins`); the first ``k`` items are
+    the subset (SUMMARY.md, "Methods"). Nested.
+    """
+    a = np.asarray(a, float)
+    k = _check_k(k, a.size)
+    full = marginal_fisher(a, b, theta_train, a.size, prior_information=prior_information).items
+    return Subset(interleave_bins(full, b_quantile_bins(b, n_bins))[:k])
+
+
+def correlation_distances(train_values: ArrayLike) -> np.ndarray:
+    """The authors' item distances: ``1 - r`` with ``r = numpy.corrcoef`` over the training models.
+
+    An undefined ``r`` (a constant item) is taken as 0 (distance 1, also between two constant
+    items), the result clipped to [0, 2] with a zero diagonal (SUMMARY.md, "Methods": Anchor
+    Points). Shape ``(n_items, n_items)``; needs complete responses.
+    """
+    x = np.asarray(train_values, float)
+    if np.isnan(x).any():
+        raise InputError("the authors' anchor points need complete training responses (no NaN)")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.corrcoef(x.T)
+    diss = np.clip(1.0 - np.nan_to_num(np.atleast_2d(corr), nan=0.0), 0.0, 2.0)
+    np.fill_diagonal(diss, 0.0)
+    return diss
+
+
+def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int = 42,
+                        max_iter: int = 100) -> dict[int, Subset]:
+    """Anchor points as the authors' code runs them: a fresh FasterPAM for every budget.
+
+    Distance ``1 - r`` between items, ``r`` the Pearson correlation of their training score
+    vectors (``numpy.corrcoef``), an undefined ``r`` (a constant item) taken as 0, clipped to
+    [0, 2], zero diagonal; for each ``k`` the ``kmedoids`` package's FasterPAM from a random
+    initialisation with ``random_state=seed`` (42), single-threaded; each medoid weighted by its
+    cluster's size (SUMMARY.md, "Methods": weight = cluster size / items, score = weighted sum,
+    which :func:`score_subset`'s weighted mean with these weights equals). Not nested, and not
+    warm-started (unlike :func:`anchor_points_path`).
+
+    Returns
+    -------
+    dict mapping k to Subset (medoids in increasing position, weights = cluster sizes)
+    """
+    import kmedoids
+
+    diss = correlation_distances(train_values)
+    n_items = diss.shape[0]
+    out = {}
+    for k in sorted({_check_k(k, n_items) for k in np.atleast_1d(ks)}):
+        res = kmedoids.fasterpam(diss, k, max_iter=max_iter, init="random", random_state=int(seed), n_cpu=1)
+        out[k] = _as_subset(np.asarray(res.medoids, dtype=np.intp), np.asarray(res.labels, dtype=np.intp))
     return out
 
 

@@ -93,11 +93,11 @@ def test_test_responses_never_reach_calibration_or_static_selection(small, monke
     values = small.values
     train, test = split_models(values.shape[0], 10, 5, 0)
     seen = []
-    real_calibrate, real_static = agreement.calibrate_split, agreement.static_selections
+    real_calibrate, real_static = agreement.calibrate_splits, agreement.static_selections
 
-    def spy_calibrate(x, **kw):
-        out = real_calibrate(x, **kw)
-        seen.append(("calibration", out))
+    def spy_calibrate(x, rows, **kw):     # every split's calibration, in one call
+        out = real_calibrate(x, rows, **kw)
+        seen.append(("calibration", [v for fit in out for v in fit]))
         return out
 
     def spy_static(x, a, b, theta, ks, **kw):
@@ -106,7 +106,7 @@ def test_test_responses_never_reach_calibration_or_static_selection(small, monke
                                     for k, s in d.items()} for m, d in out.items()}))
         return out
 
-    monkeypatch.setattr(agreement, "calibrate_split", spy_calibrate)
+    monkeypatch.setattr(agreement, "calibrate_splits", spy_calibrate)
     monkeypatch.setattr(agreement, "static_selections", spy_static)
     rng = np.random.default_rng(1)
     poisoned_random = values.copy()
