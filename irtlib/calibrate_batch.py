@@ -216,27 +216,36 @@ class _Streams:
 
     def __init__(self, torch, sizes: np.ndarray, n_items: int, seed: int):
         self.torch = torch
-        self.sizes = [int(n) for n in sizes]
-        self.n_items = n_items
-        self.gens = [torch.Generator().manual_seed(seed) for _ in self.sizes]
-        n_splits, n_max = len(self.sizes), max(self.sizes)
+        sizes = [int(n) for n in sizes]
+        self.gens = [torch.Generator().manual_seed(seed) for _ in sizes]
+        n_splits, n_max = len(sizes), max(sizes)
         self.eps_mu = torch.zeros((n_splits, 3))
         self.eps_theta = torch.zeros((n_splits, n_max))
         self.eps_b = torch.zeros((n_splits, n_items))
         self.eps_a = torch.zeros((n_splits, n_items))
         self.gamma = torch.zeros((n_splits, 3))
+        # Views into the buffers, made once: per split, the three one-element mu slots and the
+        # theta (its own size), b and log-a rows.
+        self._views = [([self.eps_mu[s, k:k + 1] for k in range(3)], self.eps_theta[s, :n], self.eps_b[s],
+                        self.eps_a[s]) for s, n in enumerate(sizes)]
 
     def draw(self, alpha) -> None:
         """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad)."""
-        torch = self.torch
-        std_gamma = torch._standard_gamma
-        for s, (g, n) in enumerate(zip(self.gens, self.sizes, strict=True)):
-            for k in range(3):
-                self.eps_mu[s, k:k + 1].normal_(generator=g)
-                self.gamma[s, k] = std_gamma(alpha[s, k], generator=g)
-            self.eps_theta[s, :n].normal_(generator=g)
-            self.eps_b[s].normal_(generator=g)
-            self.eps_a[s].normal_(generator=g)
+        std_gamma = self.torch._standard_gamma
+        concentrations = alpha.reshape(-1).unbind()
+        gammas = []
+        for g, (mus, theta, b, a), conc in zip(self.gens, self._views, _chunks(concentrations, 3), strict=True):
+            for mu, c in zip(mus, conc, strict=True):
+                mu.normal_(generator=g)
+                gammas.append(std_gamma(c, generator=g))
+            theta.normal_(generator=g)
+            b.normal_(generator=g)
+            a.normal_(generator=g)
+        self.gamma = self.torch.stack(gammas).reshape(alpha.shape)
+
+
+def _chunks(seq, size):
+    return [seq[i:i + size] for i in range(0, len(seq), size)]
 
 
 def _normal_log_prob(torch, value, loc, scale):
@@ -248,6 +257,42 @@ def _gamma_log_prob(torch, value, concentration, rate):
     """``Gamma(concentration, rate).log_prob(value)``, the expression torch uses."""
     return (torch.xlogy(concentration, rate) + torch.xlogy(concentration - 1, value) - rate * value
             - torch.lgamma(concentration))
+
+
+def _log_likelihood_function(torch):
+    """Per-split Bernoulli log-likelihood of the 2PL with its gradient written out (one torch Function).
+
+    ``f(theta (S, n), b (S, m), a (S, m), x (S, n, m), w (S, n, m) or None) -> (S,)``: the sum over
+    cells of ``w * (x z - softplus(z))`` with ``z = a (theta - b)``, i.e. ``Bernoulli(logits=z)``'s
+    log-probability. The gradient uses ``d/dz = x - sigmoid(z)``; written out, it takes a few passes
+    over the (S, n, m) cells instead of autograd's many.
+    """
+
+    class LogLik(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, theta, b, a, x, w):
+            diff = theta[:, :, None] - b[:, None, :]
+            z = diff * a[:, None, :]
+            ll = torch.nn.functional.softplus(z).neg_().addcmul_(x, z)
+            if w is not None:
+                ll.mul_(w)
+            ctx.save_for_backward(diff, z, a, x, w)
+            return ll.sum((1, 2))
+
+        @staticmethod
+        def backward(ctx, grad):
+            diff, z, a, x, w = ctx.saved_tensors
+            r = torch.sigmoid(z).neg_().add_(x)
+            if w is not None:
+                r.mul_(w)
+            g = grad[:, None]
+            r_items = r.sum(1)                                    # (S, m)
+            g_theta = torch.bmm(r, a[:, :, None])[:, :, 0] * g    # sum_j r a_j
+            g_b = -(r_items * a) * g
+            g_a = r.mul_(diff).sum(1) * g                         # sum_m r (theta_m - b_j)
+            return g_theta, g_b, g_a, None, None
+
+    return LogLik.apply
 
 
 def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
@@ -264,7 +309,7 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     cells = x_np[index]
     weight_np = (~np.isnan(cells)) & row_ok[:, :, None]
     x = torch.from_numpy(np.where(weight_np, cells, 0.0)).to(f32)
-    w = torch.from_numpy(weight_np).to(f32)
+    w = None if weight_np.all() else torch.from_numpy(weight_np).to(f32)   # None: every cell observed
     row_w = torch.from_numpy(row_ok).to(f32)
 
     def param(shape, init):
@@ -283,6 +328,7 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
         "loc_a": torch.zeros((n_splits, n_items), dtype=f32).requires_grad_(),
         "scale_a": param((n_splits, n_items), GUIDE_INIT_SCALE),
     }
+    log_likelihood = _log_likelihood_function(torch)
     optimizer = torch.optim.Adam(list(p.values()), lr=lr)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=lr_decay)
     streams = _Streams(torch, sizes, n_items, seed)
@@ -316,14 +362,13 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
         # site, each a (S,) sum; the -log a Jacobian terms of the two LogNormals cancel.
         mu_b, mu_t, mu_a = mu[:, 0:1], mu[:, 1:2], mu[:, 2:3]
         sd_b, sd_t, sd_a = 1.0 / u[:, 0:1], 1.0 / u[:, 1:2], 1.0 / u[:, 2:3]
-        logits = log_a.exp()[:, None, :] * (theta[:, :, None] - b[:, None, :])
-        log_lik = -torch.nn.functional.binary_cross_entropy_with_logits(logits, x, reduction="none")
+        log_lik = log_likelihood(theta, b, log_a.exp(), x, w)
         log_p = (_normal_log_prob(torch, mu, torch.zeros(()), hyper_sd).sum(1),
                  _gamma_log_prob(torch, u, g_conc, g_rate).sum(1),
                  (_normal_log_prob(torch, theta, mu_t, sd_t) * row_w).sum(1),
                  _normal_log_prob(torch, b, mu_b, sd_b).sum(1),
                  _normal_log_prob(torch, log_a, mu_a, sd_a).sum(1),
-                 (log_lik * w).sum((1, 2)))
+                 log_lik)
         log_q = (_normal_log_prob(torch, mu, p["loc_mu"], scale_mu).sum(1),
                  _gamma_log_prob(torch, u, alpha, beta).sum(1),
                  (_normal_log_prob(torch, theta, p["loc_theta"], s_theta) * row_w).sum(1),
