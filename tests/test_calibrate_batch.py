@@ -100,6 +100,7 @@ def test_pyirt_authors_reproduces_the_authors_split_0(sst, authors):
 
 
 @needs_data
+@pytest.mark.slow
 def test_batched_fit_reproduces_the_authors_splits(sst, authors):
     """Three splits in one batched fit: each equals the authors' separate py-irt fit of that split."""
     x = sst[0]
@@ -134,8 +135,8 @@ def test_batched_fit_equals_a_py_irt_fit_on_simulated_data():
     x[3, 4] = np.nan                                      # a missing cell: not an observation in either
     rows = np.array([i for i in range(40) if i % 7])
     cal = fit_2pl(ResponseMatrix(x[rows], [f"m{i}" for i in rows], [f"i{j}" for j in range(30)]),
-                  engine="pyirt-authors", epochs=300)
-    (a, b), = fit_2pl_splits(x, [rows], epochs=300)
+                  engine="pyirt-authors", epochs=150)
+    (a, b), = fit_2pl_splits(x, [rows], epochs=150)
     assert close(a, b, cal.a.to_numpy(), cal.b.to_numpy())
 
 
@@ -172,6 +173,7 @@ def test_best_epoch_is_chosen_per_split():
 
 
 # ------------------------------------------------------------------ recovery
+@pytest.mark.slow
 def test_recovers_simulated_parameters():
     x, theta, a, b = simulate(300, 60, seed=21)
     rows = authors_train_rows(300, 2, n_test=30)
