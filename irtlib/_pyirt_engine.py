@@ -20,6 +20,11 @@ these priors (its "vague" priors are :math:`b \sim N(0, 0.1)` and
 the priors, seeding, suppression of console output and mapping the results back
 to the rows and columns of the input matrix.
 
+:class:`HierarchicalTwoParamLog` is the 2PL as the paper's *released code* fits it
+(SUMMARY.md, "What the authors' released code does", Calibration): py-irt's
+hierarchical priors, run by ``fit_pyirt(..., priors="hierarchical", lr_decay=0.9999,
+best=True)`` (``fit_2pl(engine="pyirt-authors")``).
+
 Notes
 -----
 py-irt behaviours this module works around (py-irt 0.7.1, pyro 1.9):
@@ -67,7 +72,7 @@ from torch.distributions import constraints  # noqa: E402
 
 from .errors import InputError  # noqa: E402
 
-__all__ = ["PaperTwoParamLog", "fit_pyirt"]
+__all__ = ["HierarchicalTwoParamLog", "PaperTwoParamLog", "fit_pyirt"]
 
 #: Prior hyper-parameters of the paper ("Model: 2PL", appendix B).
 THETA_PRIOR = (0.0, 1.0)  # theta ~ Normal(0, 1)
@@ -204,6 +209,92 @@ class PaperTwoParamLog(IrtModel):
         }
 
 
+#: Hyper-priors of the hierarchical 2PL (SUMMARY.md, authors' code, Calibration): every location
+#: ``mu ~ Normal(0, HYPER_LOC_SD)``, every inverse scale ``u ~ Gamma(*HYPER_GAMMA)``.
+HYPER_LOC_SD = 1.0e6
+HYPER_GAMMA = (1.0, 1.0)
+#: Initial scale of the variational factors of the three locations ``mu`` (their loc starts at 0).
+HYPER_GUIDE_INIT_SCALE = 10.0
+
+
+class HierarchicalTwoParamLog(PaperTwoParamLog):
+    """2PL IRT model with py-irt's hierarchical priors, as the paper's released code fits it.
+
+    Generative model (SUMMARY.md, "What the authors' released code does", Calibration)::
+
+        mu_b, mu_theta, mu_a ~ Normal(0, 1e6)
+        u_b, u_theta, u_a    ~ Gamma(1, 1)            (inverse scales: the sd is 1 / u)
+        theta_m ~ Normal(mu_theta, 1 / u_theta)       for each subject (model) m
+        b_j     ~ Normal(mu_b, 1 / u_b)               for each item j
+        a_j     ~ LogNormal(mu_a, 1 / u_a)            for each item j
+        x_mj    ~ Bernoulli(sigmoid(a_j * (theta_m - b_j)))
+
+    Unlike py-irt's built-in ``"2pl"`` hierarchical model, ``mu_a`` and ``1 / u_a`` are not
+    clamped: the authors' model class leaves them free. Mean-field guide: ``mu ~ Normal(loc 0,
+    scale 10)``, ``u ~ Gamma(alpha 1, beta 1)``, theta and b ``Normal(loc 0, scale 1)``, a
+    ``LogNormal(loc 0, scale 1)``. Sample sites are drawn in the authors' order (the three
+    ``(mu, u)`` pairs for b, theta, a, then theta, b, a), so that with the same seed the random
+    draws are the same as theirs. Parameters keep py-irt's names.
+
+    Parameters
+    ----------
+    num_items, num_subjects : int
+        Sizes of the item and subject plates.
+    device : {"cpu", "cuda"}, default "cpu"
+    verbose : bool, default False
+    priors : str, optional
+        Ignored (the priors of this class are the hierarchical ones).
+    **kwargs
+        Ignored (amortised-model options py-irt's trainer passes).
+    """
+
+    _HYPER = ("b", "theta", "a")  # the order of the hyper-parameter sample sites
+
+    def model(self, subjects: torch.Tensor, items: torch.Tensor, obs: torch.Tensor) -> None:
+        """Pyro model: hierarchical priors and a Bernoulli likelihood per observed cell."""
+        hyper = {}
+        for name in self._HYPER:
+            hyper[f"mu_{name}"] = pyro.sample(
+                f"mu_{name}", dist.Normal(self._const(0.0), self._const(HYPER_LOC_SD))
+            )
+            hyper[f"u_{name}"] = pyro.sample(
+                f"u_{name}", dist.Gamma(self._const(HYPER_GAMMA[0]), self._const(HYPER_GAMMA[1]))
+            )
+        with pyro.plate("thetas", self.num_subjects, device=self.device):
+            theta = pyro.sample("theta", dist.Normal(hyper["mu_theta"], 1.0 / hyper["u_theta"]))
+        with pyro.plate("bs", self.num_items, device=self.device):
+            b = pyro.sample("b", dist.Normal(hyper["mu_b"], 1.0 / hyper["u_b"]))
+            a = pyro.sample("a", dist.LogNormal(hyper["mu_a"], 1.0 / hyper["u_a"]))
+        logits = a[items] * (theta[subjects] - b[items])
+        with pyro.plate("observe_data", obs.size(0), device=self.device):
+            pyro.sample("obs", dist.Bernoulli(logits=logits), obs=obs)
+
+    def guide(self, subjects: torch.Tensor, items: torch.Tensor, obs: torch.Tensor) -> None:
+        """Mean-field guide: Normal for each mu, Gamma for each u, Normal / LogNormal for theta, b, a."""
+        positive = constraints.positive
+        hyper = {}
+        for name in ("b", "theta", "a"):  # parameters registered in the authors' order
+            hyper[f"loc_mu_{name}"] = pyro.param(f"loc_mu_{name}", self._const(0.0))
+            hyper[f"scale_mu_{name}"] = pyro.param(
+                f"scale_mu_{name}", self._const(HYPER_GUIDE_INIT_SCALE), constraint=positive
+            )
+        for name in ("b", "theta", "a"):
+            hyper[f"alpha_{name}"] = pyro.param(f"alpha_{name}", self._const(1.0), constraint=positive)
+            hyper[f"beta_{name}"] = pyro.param(f"beta_{name}", self._const(1.0), constraint=positive)
+        theta_loc, theta_scale = self._factor("ability", self.num_subjects)
+        b_loc, b_scale = self._factor("diff", self.num_items)
+        a_loc, a_scale = self._factor("slope", self.num_items)
+        for name in self._HYPER:
+            pyro.sample(f"mu_{name}", dist.Normal(hyper[f"loc_mu_{name}"], hyper[f"scale_mu_{name}"]))
+            pyro.sample(f"u_{name}", dist.Gamma(hyper[f"alpha_{name}"], hyper[f"beta_{name}"]))
+        with pyro.plate("thetas", self.num_subjects, device=self.device):
+            pyro.sample("theta", dist.Normal(theta_loc, theta_scale))
+        with pyro.plate("bs", self.num_items, device=self.device):
+            pyro.sample("b", dist.Normal(b_loc, b_scale))
+            pyro.sample("a", dist.LogNormal(a_loc, a_scale))
+
+
+
 
 def _validate(values: np.ndarray) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
@@ -237,6 +328,33 @@ def _build_dataset(arr: np.ndarray) -> tuple[Dataset, list[str], list[str]]:
     return dataset, subject_ids, item_ids
 
 
+def _build_dataset_row_major(arr: np.ndarray) -> tuple[Dataset, list[str], list[str]]:
+    """Wide matrix -> py-irt Dataset, observations model by model as ``Dataset.from_jsonlines``.
+
+    Subjects ``m0, m1, ...`` and items ``i0, i1, ...`` get indices in input order (as the
+    authors' JSONL lines and their keys do); NaN cells are not observations.
+    """
+    from ordered_set import OrderedSet  # py-irt's own dependency
+
+    n_models, n_items = arr.shape
+    subject_ids = [f"m{i}" for i in range(n_models)]
+    item_ids = [f"i{j}" for j in range(n_items)]
+    rows, cols = np.nonzero(~np.isnan(arr))  # row-major: model by model, items in order
+    dataset = Dataset(
+        item_ids=OrderedSet(item_ids),
+        subject_ids=OrderedSet(subject_ids),
+        item_id_to_ix={id_: j for j, id_ in enumerate(item_ids)},
+        ix_to_item_id=dict(enumerate(item_ids)),
+        subject_id_to_ix={id_: i for i, id_ in enumerate(subject_ids)},
+        ix_to_subject_id=dict(enumerate(subject_ids)),
+        observation_subjects=rows.tolist(),
+        observation_items=cols.tolist(),
+        observations=arr[rows, cols].tolist(),
+        training_example=[True] * len(rows),
+    )
+    return dataset, subject_ids, item_ids
+
+
 def _to_positions(
     estimates: list[float], ix_to_id: dict, id_order: list[str], what: str
 ) -> np.ndarray:
@@ -260,6 +378,8 @@ def fit_pyirt(
     epochs: int = 1000,
     lr: float = 0.1,
     lr_decay: float = 1.0,
+    priors: str = "paper",
+    best: bool = False,
     verbose: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Calibrate the paper's 2PL model with py-irt (SVI).
@@ -292,6 +412,16 @@ def fit_pyirt(
         with learning rate 0.1 and no schedule, whereas py-irt's default
         ``lr_decay=0.9999`` would silently lower the rate by the last epoch to
         ``0.1 * 0.9999**1000`` (``0.9999**1000 ~= 0.905``), a hidden ~10% decay.
+    priors : {"paper", "hierarchical"}, default "paper"
+        ``"paper"``: the paper's fixed priors (:class:`PaperTwoParamLog`). ``"hierarchical"``:
+        py-irt's hierarchical priors as the authors' released code fits them
+        (:class:`HierarchicalTwoParamLog`; SUMMARY.md, "What the authors' released code does").
+        With ``"hierarchical"`` the observations are handed to py-irt model by model (row-major),
+        the order of ``Dataset.from_jsonlines`` on the authors' files, so that the summation order
+        of the loss is theirs as well.
+    best : bool, default False
+        Report py-irt's ``best_params`` (the parameters after the epoch with the lowest
+        single-sample loss), as the authors do, instead of ``last_params``.
     verbose : bool, default False
         Show py-irt's console output (rich progress table). Silent otherwise.
 
@@ -307,10 +437,11 @@ def fit_pyirt(
 
     Notes
     -----
-    The estimates are the variational parameters after the *last* epoch
+    By default the estimates are the variational parameters after the *last* epoch
     (``IrtModelTrainer.last_params``), not py-irt's ``best_params``: the latter
     are taken at the epoch with the lowest single-sample ELBO estimate, a noisy
-    quantity, so that choice is driven by Monte Carlo noise.
+    quantity, so that choice is driven by Monte Carlo noise. ``best=True`` makes
+    that choice anyway, because the authors' released code does.
 
     With a constant learning rate of 0.1 and one Monte Carlo sample per step,
     the last iterate keeps some SVI jitter: on simulated 60 x 600 data two seeds
@@ -346,10 +477,15 @@ def fit_pyirt(
         raise InputError(f"lr must be positive, got {lr}")
     if not (math.isfinite(lr_decay) and 0 < lr_decay <= 1):
         raise InputError(f"lr_decay must be in (0, 1], got {lr_decay}")
+    if priors not in _MODEL_CLASSES:
+        raise InputError(f"priors must be one of {sorted(_MODEL_CLASSES)}, got {priors!r}")
 
-    dataset, subject_ids, item_ids = _build_dataset(arr)
+    if priors == "paper":
+        dataset, subject_ids, item_ids = _build_dataset(arr)
+    else:
+        dataset, subject_ids, item_ids = _build_dataset_row_major(arr)
     config = IrtConfig(
-        model_type=PaperTwoParamLog,  # a class: used directly, no registry entry needed
+        model_type=_MODEL_CLASSES[priors],  # a class: used directly, no registry entry needed
         epochs=int(epochs),
         lr=float(lr),
         lr_decay=float(lr_decay),
@@ -377,7 +513,7 @@ def fit_pyirt(
         # argument checks are pure overhead; the context manager restores them.
         with quiet, pyro.validation_enabled(False):
             trainer.train(epochs=int(epochs), device="cpu")
-        params = trainer.last_params
+        params = trainer.best_params if best else trainer.last_params
     finally:
         torch.set_num_threads(n_threads)
         console.quiet = console_quiet
@@ -389,6 +525,10 @@ def fit_pyirt(
     b = _to_positions(params["diff"], params["item_ids"], item_ids, "item")
     a = _to_positions(params["disc"], params["item_ids"], item_ids, "item")
     return theta, a, b
+
+
+#: ``priors`` option of :func:`fit_pyirt` -> model class handed to py-irt.
+_MODEL_CLASSES = {"paper": PaperTwoParamLog, "hierarchical": HierarchicalTwoParamLog}
 
 
 @contextlib.contextmanager

@@ -52,7 +52,8 @@ RESPONSES_HELP = "long or wide CSV/Parquet file, a JSON-lines file (.jsonl), or 
 
 ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior mode of the paper's "
                "model and priors in seconds and gives the same item and model ranking as py-irt; "
-               "'pyirt' runs py-irt's variational fit exactly as the paper did (tens of seconds to minutes)")
+               "'pyirt' runs py-irt's variational fit exactly as the paper did (tens of seconds to minutes); "
+               "'pyirt-authors' runs it as the paper's released code does (hierarchical priors, decay, best epoch)")
 
 
 
