@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import signal
 import sys
 import traceback
@@ -357,6 +358,19 @@ def _plain_interval_note(bank) -> str | None:
             f"real safety data (no cross-fitted interval check: {why})")
 
 
+def _session_context(args, interactive: bool) -> dict:
+    """The settings of ``evaluate`` that change the answer, recorded in (and checked against) a state file."""
+    if interactive:
+        return {"responses from": "stdin"}
+    rule = args.binarize
+    if rule == "auto":                       # io.load_responses: binary for tables, strict for HELM directories
+        rule = "strict" if Path(args.responses).is_dir() else "binary"
+    return {"responses from": "file", "--binarize": rule,
+            "--threshold": args.threshold if rule == "lenient" else None,
+            "--key-column": args.key_column if rule in ("choice", "wmdp") else None,
+            "--score-column": args.score_column, "--benchmark": args.benchmark}
+
+
 def _cmd_evaluate(args, out: _Out) -> int:
     from .bank import read_bank
     from .io import check_writable, read_model_responses
@@ -369,6 +383,12 @@ def _cmd_evaluate(args, out: _Out) -> int:
         raise CLIUsageError("no --responses FILE and stdin is not a terminal: pass --responses to replay a "
                             "model's responses, or --stdin to read 0/1 answers from a pipe")
     state_path = _output_path(args.state, "--state") if args.state is not None else None
+    if state_path is not None and state_path.is_symlink():
+        raise InputError(f"{state_path}: is a symbolic link (to {os.readlink(state_path)}); a session state is "
+                         "replaced by a rename after every response, which would replace the link: give --state "
+                         "the file itself")
+    if state_path is not None and state_path.exists() and not state_path.is_file():
+        raise InputError(f"{state_path}: is not a regular file; give --state a session state file (or a new name)")
     if state_path is not None and not state_path.exists():
         check_writable(state_path)
     bank = read_bank(args.bank)
@@ -377,18 +397,24 @@ def _cmd_evaluate(args, out: _Out) -> int:
         row = read_model_responses(args.responses, model=args.model, **_input_kwargs(args))
         bank.check_items(row.index, source=str(args.responses))
     model = args.model if args.model is not None else (row.name if row is not None else None)
+    context = _session_context(args, interactive)
     lock = state_lock(state_path) if state_path is not None else contextlib.nullcontext()
     with lock:
         if state_path is not None and state_path.exists():
-            session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se)
+            session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se,
+                                           context=context)
             if model is not None and session.model is not None and str(session.model) != str(model):
                 raise InputError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
             out.progress(f"resuming {state_path}: {session.n_items} items done")
+            if model is not None and session.model is None:      # an unnamed session gets its name now
+                session.model = str(model)
+                session.save(state_path)
+                out.progress(f"{state_path}: the session is now named {_short(model)}")
         else:
             max_items, target_se = args.max_items, args.target_se
             if max_items is None and target_se is None:
                 max_items, target_se = 100, 0.3
-            session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model)
+            session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model, context=context)
             if state_path is not None:
                 check_writable(state_path)
                 session.save(state_path)
@@ -703,8 +729,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: interrupted", file=sys.stderr)
             return 130
         except BrokenPipeError:               # e.g. `irtlib ... --json | head`: the reader went away
-            import os
-
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
         except (IrtlibError, OSError) as exc:     # bad input, a missing file, a full disk: the user can fix it
