@@ -280,12 +280,20 @@ class ItemBank:
         FileNotFoundError
         """
         path = Path(path)
-        if not path.is_file():
+        if path.is_dir():
+            raise IsADirectoryError(f"{path}: is a directory, not an item bank file; give the bank file that "
+                                    "`irtlib calibrate -o` wrote")
+        if not path.exists():
             raise FileNotFoundError(f"{path}: no such item bank file")
         try:
-            text = path.read_text(encoding="utf-8")
+            with open(path, "rb") as fh:         # read once: a pipe (`<(cat bank.csv)`) works too
+                raw = fh.read()
+            text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")   # as read_text's newlines
         except UnicodeDecodeError:
             raise InputError(f"{path}: not an irtlib item bank (not UTF-8 text)") from None
+        if text.startswith("\ufeff"):
+            raise InputError(f"{path}: begins with a byte-order mark (an editor re-saved it?); irtlib writes banks "
+                             "without one and checks their bytes: remove the first 3 bytes, or recalibrate")
         first, _, body = text.partition("\n")
         if not first.startswith(_MAGIC):
             raise InputError(f"{path}: not an irtlib item bank (line 1 should start with {_MAGIC.strip()!r}; "

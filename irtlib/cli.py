@@ -138,6 +138,9 @@ def _int_at_least(minimum: int):
 
 
 _positive_int = _int_at_least(1)
+#: Spearman's rho over one test model is undefined (it would be reported as agreement 0 everywhere).
+_n_test = _number(int, lambda v: v >= 2, " is too few: Spearman's rho over the test models is undefined for fewer "
+                  "than 2 (the paper: 10)", name="integer >= 2")
 _positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), " must be a positive number")
 _unit_float = _number(float, lambda v: 0.0 <= v <= 1.0, " must be a number between 0 and 1")
 _variance = _number(float, lambda v: 0.0 <= v < 0.25, " must be a number in [0, 0.25) (p(1-p) is at most 0.25)")
@@ -248,6 +251,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
     from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
     from .io import check_writable, load_responses
 
+    _not_another_output(args.output, "an item bank", ("a subset file", "# irtlib-subset "))
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
     _check_engine(args)
     out.progress(f"reading {args.responses}")
@@ -283,11 +287,25 @@ def _cmd_calibrate(args, out: _Out) -> int:
 
 
 # ---------------------------------------------------------------------------- subset
+def _not_another_output(output: str, kind: str, *others: tuple[str, str]) -> None:
+    """Refuse an output path holding another kind of irtlib output (``--force`` would not replace it anyway)."""
+    path = Path(output)
+    if not path.is_file() or path.is_symlink():
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    for what, magic in others:
+        if head.startswith(magic.encode("utf-8")):
+            raise InputError(f"{path}: is {what} irtlib wrote, not {kind}; --force replaces only {kind}: choose "
+                             "another -o")
+
+
 def _cmd_subset(args, out: _Out) -> int:
     from .bank import _SUBSET_MAGIC, read_bank, select_subset, write_subset
     from .io import check_writable, load_responses
     from .methods import REGISTRY
 
+    _not_another_output(args.output, "a subset file", ("an item bank", "# irtlib-bank "))
     check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
     bank = read_bank(args.bank)
     matrix = None
@@ -694,7 +712,7 @@ def _add_protocol_commands(sub) -> None:
                        help=f"train/test splits (default: {100 if name == 'agreement' else 20}"
                             + ("; 0 skips the agreement section, e.g. for fewer than 12 models)"
                                if name == "report" else ")"))
-        p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")
+        p.add_argument("--n-test", type=_n_test, default=10, help="test models per split (default: 10; at least 2)")
         p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
         p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                        help="leave out items with p(1-p) <= V (the paper: 0.01)")
@@ -770,7 +788,11 @@ def _terminate_as_interrupt():
 
 
 def _show_library_warnings(out: _Out) -> None:
-    """Print irtlib's own warnings (left-out models, skipped interval check) as one ``irtlib: warning:`` line."""
+    """Print irtlib's own warnings (left-out models, skipped interval check) as one ``irtlib: warning:`` line.
+
+    Other libraries' warnings (numpy's RuntimeWarning on a tiny report, scipy's constant-input
+    warning) go to stderr as usual, except with ``--quiet``, which silences them.
+    """
     from .bank import IntervalCheckWarning
     from .io import InputWarning
 
@@ -780,7 +802,7 @@ def _show_library_warnings(out: _Out) -> None:
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, ours):
             out.warn(str(message))
-        else:
+        elif not out.quiet:          # --quiet: numpy's and scipy's warnings on degenerate inputs are not shown
             original(message, category, filename, lineno, file, line)
 
     for category in ours:
