@@ -61,6 +61,9 @@ MANAGE_VENV ?= 1
 LOCK := requirements-lock.txt
 PIP_TOOLS_VERSION := 7.6.2
 LOCK_VENV := _build/lock-venv
+# `make lock` moves every pin to the newest release within pyproject.toml's ranges; LOCK_UPGRADE= keeps
+# the pins it can (only what pyproject.toml's change needs moves).
+LOCK_UPGRADE ?= --upgrade
 
 ifeq ($(MANAGE_VENV),1)
 VENV_STAMP := $(VENV)/.installed
@@ -84,7 +87,7 @@ lock:
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/python -m pip install -q 'pip-tools==$(PIP_TOOLS_VERSION)'
 	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
-		--no-emit-find-links --extra book --extra test --all-build-deps --upgrade \
+		--no-emit-find-links --extra book --extra test --all-build-deps $(LOCK_UPGRADE) \
 		--output-file $(LOCK) pyproject.toml
 	$(PYTHON) tools/lock_clean.py $(LOCK)
 	@echo "lock: $(LOCK) ($$(grep -c '==' $(LOCK)) pins); sha256 $$(sha256sum $(LOCK) | cut -c1-16)..."
@@ -95,7 +98,7 @@ lock:
 PYTEST_ARGS ?=
 TEST_JOBS ?= 2
 FULL ?=
-FAST_TESTS := -m "not book and not browser and not slow" -n $(TEST_JOBS) --dist loadfile
+FAST_TESTS := -m "not book and not browser and not slow" -n $(TEST_JOBS) --dist loadfile --durations=10
 
 ifneq ($(filter 1 true True TRUE yes,$(FULL)),)
 test: test-all
