@@ -1,7 +1,6 @@
 """Calibration: both engines recover simulated 2PL parameters and agree with each other."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
