@@ -1,8 +1,16 @@
 # Build, test and render "Efficient safety benchmarking with item response theory".
 #
-#   make venv        create .venv/ and `pip install -e '.[book,test]'` (reruns when pyproject.toml changes)
-#   make test        lint (ruff) and run the test suite with line coverage of irtlib (subprocesses
-#                    included); select with PYTEST_ARGS="tests/test_x.py -k name"
+#   make venv        create .venv/ with exactly the versions of the lock file requirements-lock.txt
+#                    (pip --require-hashes), then irtlib itself in editable mode (reruns when the
+#                    lock or pyproject.toml changes)
+#   make lock        regenerate requirements-lock.txt from pyproject.toml's ranges (pip-tools'
+#                    pip-compile --generate-hashes, in its own venv _build/lock-venv)
+#   make test        lint (ruff) and the fast suite: the library and command-line tests, in
+#                    parallel (pytest-xdist, TEST_JOBS=2 workers), without the tests marked
+#                    book, browser or slow (tests/conftest.py); about 2 minutes on 2 cores
+#   make test-all    (or make test FULL=1) lint and every test, with line coverage of irtlib
+#                    (subprocesses included): what CI runs after `make book QUICK=1`
+#                    Select with PYTEST_ARGS="tests/test_x.py -k name" (make test-all runs any test)
 #   make lint        ruff only
 #   make book        execute every chapter with papermill (2 in parallel), check the
 #                    executed notebooks, render the HTML book into _build/html/
@@ -34,7 +42,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.PHONY: all venv test lint book executed html chapter student pdf mathjax clean distclean FORCE paper-data
+.PHONY: all venv lock test test-all lint book executed html chapter student pdf mathjax clean distclean FORCE paper-data
 
 all: book
 
@@ -47,12 +55,23 @@ VPY := $(VENV)/bin/python
 # MANAGE_VENV=0 uses $(VENV) as it is (no creation, no pip), e.g. the tests' own venv.
 MANAGE_VENV ?= 1
 
+# The lock: every package of the book and test environments (pip and setuptools included) at one
+# version, with its hashes. `make venv` installs exactly it (--no-deps: nothing outside the lock),
+# then irtlib without build isolation (its build backend, setuptools, is in the lock too).
+LOCK := requirements-lock.txt
+PIP_TOOLS_VERSION := 7.6.2
+LOCK_VENV := _build/lock-venv
+# `make lock` moves every pin to the newest release within pyproject.toml's ranges; LOCK_UPGRADE= keeps
+# the pins it can (only what pyproject.toml's change needs moves).
+LOCK_UPGRADE ?= --upgrade
+
 ifeq ($(MANAGE_VENV),1)
 VENV_STAMP := $(VENV)/.installed
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --upgrade pip
-	$(VPY) -m pip install -e '.[book,test]'
+	$(VPY) -m pip install --require-hashes --no-deps -r $(LOCK)
+	$(VPY) -m pip install --no-deps --no-build-isolation -e .
+	$(VPY) -m pip check
 	touch $@
 else
 VENV_STAMP :=
@@ -60,12 +79,35 @@ endif
 
 venv: $(VENV_STAMP)
 
+# Regenerate the lock from pyproject.toml (the wide ranges stay there, for people installing irtlib
+# into their own environment). pip-compile runs pip's own resolver with this machine's pip
+# configuration (its find-links serves the CPU build of torch; `pip config list`); the lock names
+# no index, so it installs wherever pip is configured alike. Commit the result.
+lock:
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q 'pip-tools==$(PIP_TOOLS_VERSION)'
+	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+		--no-emit-find-links --extra book --extra test --all-build-deps $(LOCK_UPGRADE) \
+		--output-file $(LOCK) pyproject.toml
+	$(PYTHON) tools/lock_clean.py $(LOCK)
+	@echo "lock: $(LOCK) ($$(grep -c '==' $(LOCK)) pins); sha256 $$(sha256sum $(LOCK) | cut -c1-16)..."
+
 # ---------------------------------------------------------------------------
 # Tests
 # ---------------------------------------------------------------------------
 PYTEST_ARGS ?=
+TEST_JOBS ?= 2
+FULL ?=
+FAST_TESTS := -m "not book and not browser and not slow" -n $(TEST_JOBS) --dist loadfile --durations=10
 
+ifneq ($(filter 1 true True TRUE yes,$(FULL)),)
+test: test-all
+else
 test: lint $(VENV_STAMP)
+	$(VPY) -m pytest $(FAST_TESTS) $(PYTEST_ARGS)
+endif
+
+test-all: lint $(VENV_STAMP)
 	$(VPY) -m pytest --cov=irtlib --cov-report=term $(PYTEST_ARGS)
 
 # ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy docstrings: pyproject.toml [tool.ruff])

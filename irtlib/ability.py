@@ -13,7 +13,7 @@ from ._typing import ArrayLike
 from .errors import InputError
 from .model import sigmoid
 
-__all__ = ["AbilityEstimate", "map_ability", "THETA_BOUNDS"]
+__all__ = ["AbilityEstimate", "PARAMETER_LIMIT", "map_ability", "THETA_BOUNDS"]
 
 #: The bracket of the paper's bisection fallback; every estimate is kept inside it.
 THETA_BOUNDS = (-8.0, 8.0)
@@ -84,6 +84,11 @@ def _check_prior(prior_mean, prior_sd, bounds) -> tuple[float, float, tuple[floa
     return prior_mean, prior_sd, (lo, hi)
 
 
+#: Largest item parameter (|a| or |b|) :func:`map_ability` accepts: a^2 overflows near 1.3e154, and far
+#: below that the likelihood is a step function whose information is meaningless.
+PARAMETER_LIMIT = 1e6
+
+
 def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
                 theta0: ArrayLike = 0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
                 max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS) -> AbilityEstimate:
@@ -118,7 +123,8 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean:
     Raises
     ------
     ValueError
-        Responses other than 0, 1 or NaN, mismatched shapes, non-finite parameters, a
+        Responses other than 0, 1 or NaN, mismatched shapes, non-finite parameters or ones beyond
+        :data:`PARAMETER_LIMIT` in absolute value, a
         non-positive or non-finite ``prior_sd``, a non-finite ``prior_mean``, or ``bounds`` that
         are not an increasing pair of finite numbers; the message names the argument.
 
@@ -144,6 +150,11 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean:
             )
         if not np.isfinite(arr).all():
             raise InputError(f"{name} contains non-finite values")
+        if np.abs(arr).max(initial=0.0) > PARAMETER_LIMIT:
+            flat = np.abs(arr).ravel()
+            raise InputError(f"{name} contains {float(arr.ravel()[np.argmax(flat)]):.3g} (position "
+                             f"{int(np.argmax(flat))}): item parameters beyond +/-{PARAMETER_LIMIT:g} overflow the "
+                             "information (the standard error would come out as 0)")
     if np.any((x != 0) & (x != 1) & ~np.isnan(x)):
         bad = x[(x != 0) & (x != 1) & ~np.isnan(x)][0]
         raise InputError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")

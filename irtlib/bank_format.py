@@ -280,12 +280,20 @@ class ItemBank:
         FileNotFoundError
         """
         path = Path(path)
-        if not path.is_file():
+        if path.is_dir():
+            raise IsADirectoryError(f"{path}: is a directory, not an item bank file; give the bank file that "
+                                    "`irtlib calibrate -o` wrote")
+        if not path.exists():
             raise FileNotFoundError(f"{path}: no such item bank file")
         try:
-            text = path.read_text(encoding="utf-8")
+            with open(path, "rb") as fh:         # read once: a pipe (`<(cat bank.csv)`) works too
+                raw = fh.read()
+            text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")   # as read_text's newlines
         except UnicodeDecodeError:
             raise InputError(f"{path}: not an irtlib item bank (not UTF-8 text)") from None
+        if text.startswith("\ufeff"):
+            raise InputError(f"{path}: begins with a byte-order mark (an editor re-saved it?); irtlib writes banks "
+                             "without one and checks their bytes: remove the first 3 bytes, or recalibrate")
         first, _, body = text.partition("\n")
         if not first.startswith(_MAGIC):
             raise InputError(f"{path}: not an irtlib item bank (line 1 should start with {_MAGIC.strip()!r}; "
@@ -335,6 +343,27 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _check_filtered_rates(filtered: dict, threshold: float, path) -> None:
+    """The filtered safe-rate sum must be one the variance filter can leave (issue 18).
+
+    An item left out by the filter has ``p (1 - p) <= threshold``, so a near-all-safe one has a
+    safe rate of at least ``(1 + sqrt(1 - 4 threshold)) / 2`` and a near-all-unsafe one at most
+    ``(1 - sqrt(1 - 4 threshold)) / 2``: the sum lies between ``n_safe`` times the first and
+    ``n_safe`` plus ``n_unsafe`` times the second.
+    """
+    if not filtered:
+        return
+    n_safe, n_unsafe = filtered.get("n_safe", 0), filtered.get("n_unsafe", 0)
+    root = math.sqrt(max(0.0, 1.0 - 4.0 * threshold))
+    low, high = n_safe * (1 + root) / 2, n_safe + n_unsafe * (1 - root) / 2
+    slack = 1e-9 * max(1, n_safe + n_unsafe)          # the sum was rounded to a float
+    total = filtered.get("safe_rate_sum", 0.0)
+    if not low - slack <= total <= high + slack:
+        raise _header_error(path, "filtered.safe_rate_sum",
+                            f"a number in [{low:.6g}, {high:.6g}] for {n_safe} near-all-safe and {n_unsafe} "
+                            f"near-all-unsafe filtered items (variance threshold {threshold})", total)
+
+
 def _check_header(meta: dict, path, *, n_bank: int) -> None:
     """Validate the type and range of every header field the toolkit uses (ValueError naming it)."""
     def section(name):
@@ -369,6 +398,7 @@ def _check_header(meta: dict, path, *, n_bank: int) -> None:
                                              or not 0 <= settings["variance_threshold"] <= 0.25):
         raise _header_error(path, "settings.variance_threshold", "a number in [0, 0.25]",
                             settings["variance_threshold"])
+    _check_filtered_rates(filtered, settings.get("variance_threshold", 0.25), path)
     section("diagnostics")
     models = section("models")
     if models:

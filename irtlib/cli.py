@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import signal
 import sys
 import traceback
@@ -139,6 +140,9 @@ def _int_at_least(minimum: int):
 
 
 _positive_int = _int_at_least(1)
+#: Spearman's rho over one test model is undefined (it would be reported as agreement 0 everywhere).
+_n_test = _number(int, lambda v: v >= 2, " is too few: Spearman's rho over the test models is undefined for fewer "
+                  "than 2 (the paper: 10)", name="integer >= 2")
 _positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), " must be a positive number")
 _unit_float = _number(float, lambda v: 0.0 <= v <= 1.0, " must be a number between 0 and 1")
 _variance = _number(float, lambda v: 0.0 <= v < 0.25, " must be a number in [0, 0.25) (p(1-p) is at most 0.25)")
@@ -251,6 +255,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
     from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
     from .io import check_writable, load_responses
 
+    _not_another_output(args.output, "an item bank", ("a subset file", "# irtlib-subset "))
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
     _check_engine(args)
     out.progress(f"reading {args.responses}")
@@ -286,11 +291,25 @@ def _cmd_calibrate(args, out: _Out) -> int:
 
 
 # ---------------------------------------------------------------------------- subset
+def _not_another_output(output: str, kind: str, *others: tuple[str, str]) -> None:
+    """Refuse an output path holding another kind of irtlib output (``--force`` would not replace it anyway)."""
+    path = Path(output)
+    if not path.is_file() or path.is_symlink():
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    for what, magic in others:
+        if head.startswith(magic.encode("utf-8")):
+            raise InputError(f"{path}: is {what} irtlib wrote, not {kind}; --force replaces only {kind}: choose "
+                             "another -o")
+
+
 def _cmd_subset(args, out: _Out) -> int:
     from .bank import _SUBSET_MAGIC, read_bank, select_subset, write_subset
     from .io import check_writable, load_responses
     from .methods import REGISTRY
 
+    _not_another_output(args.output, "a subset file", ("an item bank", "# irtlib-bank "))
     check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
     bank = read_bank(args.bank)
     matrix = None
@@ -361,6 +380,19 @@ def _plain_interval_note(bank) -> str | None:
             f"real safety data (no cross-fitted interval check: {why})")
 
 
+def _session_context(args, interactive: bool) -> dict:
+    """The settings of ``evaluate`` that change the answer, recorded in (and checked against) a state file."""
+    if interactive:
+        return {"responses from": "stdin"}
+    rule = args.binarize
+    if rule == "auto":                       # io.load_responses: binary for tables, strict for HELM directories
+        rule = "strict" if Path(args.responses).is_dir() else "binary"
+    return {"responses from": "file", "--binarize": rule,
+            "--threshold": args.threshold if rule == "lenient" else None,
+            "--key-column": args.key_column if rule in ("choice", "wmdp") else None,
+            "--score-column": args.score_column, "--benchmark": args.benchmark}
+
+
 def _cmd_evaluate(args, out: _Out) -> int:
     from .bank import read_bank
     from .io import check_writable, read_model_responses
@@ -373,6 +405,12 @@ def _cmd_evaluate(args, out: _Out) -> int:
         raise CLIUsageError("no --responses FILE and stdin is not a terminal: pass --responses to replay a "
                             "model's responses, or --stdin to read 0/1 answers from a pipe")
     state_path = _output_path(args.state, "--state") if args.state is not None else None
+    if state_path is not None and state_path.is_symlink():
+        raise InputError(f"{state_path}: is a symbolic link (to {os.readlink(state_path)}); a session state is "
+                         "replaced by a rename after every response, which would replace the link: give --state "
+                         "the file itself")
+    if state_path is not None and state_path.exists() and not state_path.is_file():
+        raise InputError(f"{state_path}: is not a regular file; give --state a session state file (or a new name)")
     if state_path is not None and not state_path.exists():
         check_writable(state_path)
     bank = read_bank(args.bank)
@@ -381,18 +419,24 @@ def _cmd_evaluate(args, out: _Out) -> int:
         row = read_model_responses(args.responses, model=args.model, **_input_kwargs(args))
         bank.check_items(row.index, source=str(args.responses))
     model = args.model if args.model is not None else (row.name if row is not None else None)
+    context = _session_context(args, interactive)
     lock = state_lock(state_path) if state_path is not None else contextlib.nullcontext()
     with lock:
         if state_path is not None and state_path.exists():
-            session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se)
+            session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se,
+                                           context=context)
             if model is not None and session.model is not None and str(session.model) != str(model):
                 raise InputError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
             out.progress(f"resuming {state_path}: {session.n_items} items done")
+            if model is not None and session.model is None:      # an unnamed session gets its name now
+                session.model = str(model)
+                session.save(state_path)
+                out.progress(f"{state_path}: the session is now named {_short(model)}")
         else:
             max_items, target_se = args.max_items, args.target_se
             if max_items is None and target_se is None:
                 max_items, target_se = 100, 0.3
-            session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model)
+            session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model, context=context)
             if state_path is not None:
                 check_writable(state_path)
                 session.save(state_path)
@@ -673,7 +717,7 @@ def _add_protocol_commands(sub) -> None:
                        help=f"train/test splits (default: {100 if name == 'agreement' else 20}"
                             + ("; 0 skips the agreement section, e.g. for fewer than 12 models)"
                                if name == "report" else ")"))
-        p.add_argument("--n-test", type=_positive_int, default=10, help="test models per split (default: 10)")
+        p.add_argument("--n-test", type=_n_test, default=10, help="test models per split (default: 10; at least 2)")
         p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
         p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
                        help="leave out items with p(1-p) <= V (the paper: 0.01)")
@@ -749,8 +793,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: interrupted", file=sys.stderr)
             return 130
         except BrokenPipeError:               # e.g. `irtlib ... --json | head`: the reader went away
-            import os
-
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
         except (IrtlibError, OSError) as exc:     # bad input, a missing file, a full disk: the user can fix it
@@ -792,7 +834,11 @@ def _terminate_as_interrupt():
 
 
 def _show_library_warnings(out: _Out) -> None:
-    """Print irtlib's own warnings (left-out models, skipped interval check) as one ``irtlib: warning:`` line."""
+    """Print irtlib's own warnings (left-out models, skipped interval check) as one ``irtlib: warning:`` line.
+
+    Other libraries' warnings (numpy's RuntimeWarning on a tiny report, scipy's constant-input
+    warning) go to stderr as usual, except with ``--quiet``, which silences them.
+    """
     from .bank import IntervalCheckWarning
     from .io import InputWarning
 
@@ -802,7 +848,7 @@ def _show_library_warnings(out: _Out) -> None:
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, ours):
             out.warn(str(message))
-        else:
+        elif not out.quiet:          # --quiet: numpy's and scipy's warnings on degenerate inputs are not shown
             original(message, category, filename, lineno, file, line)
 
     for category in ours:

@@ -263,11 +263,15 @@ def atomic_write(path: PathLike, data: str | bytes, *, force: bool = False, fsyn
     fd, tmp = _temporary(path, directory=False)
     try:
         os.fchmod(fd, 0o666 & ~_umask())     # mkstemp makes 0600
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(payload)
+                if fsync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        except OSError as exc:               # a full disk, a quota: name the file, not the temporary
+            raise type(exc)(exc.errno, f"{exc.strerror or exc} while writing it ({len(payload)} bytes); the "
+                            "file itself is unchanged", str(path)) from None
         if not force and os.path.lexists(path):  # appeared meanwhile
             raise FileExistsError(f"{path}: already exists; pass --force to overwrite")
         os.replace(tmp, path)
@@ -362,10 +366,37 @@ _COMPRESSION_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", 
 SEPARATORS = (",", "\t", ";", "|")
 
 
+#: What the readers accept, for the messages about files they cannot read.
+READ_FORMATS = ("CSV/TSV text (, tab ; or | separated; optionally gzip, bz2, xz, zip or zstd compressed), "
+                "Parquet, or a HELM run directory")
+
+
+def _not_a_table(path: Path, head: bytes) -> str | None:
+    """What a file that is no table irtlib reads looks like (Excel, JSON), from its first bytes; else None."""
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return "an Excel workbook (.xls)"
+    if head.startswith(b"PK\x03\x04"):
+        import zipfile
+
+        with contextlib.suppress(zipfile.BadZipFile, OSError):
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+            if any(n.startswith("xl/") for n in names):
+                return "an Excel workbook (.xlsx)"
+        return None
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
+        return "JSON or JSON Lines (it begins with '{' or '[')"
+    return None
+
+
 def _sniff(path: Path) -> tuple[str, str | None]:
     """``("parquet" | "csv", compression or None)`` from the file's first bytes."""
     with open(path, "rb") as fh:
-        head = fh.read(8)
+        head = fh.read(64)
+    looks = _not_a_table(path, head)
+    if looks is not None:
+        raise InputError(f"{path}: looks like {looks}, not a table irtlib reads; irtlib reads {READ_FORMATS}: "
+                         "save it as CSV first")
     if head.startswith(b"PAR1"):
         return "parquet", None
     for magic, compression in _COMPRESSION_MAGIC:
@@ -414,6 +445,32 @@ def _check_header(names, source) -> None:
         seen[key] = pos
 
 
+def _parquet_text(table, path: Path):
+    """The Parquet table with its binary columns as UTF-8 text; a value that is not UTF-8 is named (row, column)."""
+    import pyarrow as pa
+
+    for pos, field in enumerate(table.schema):
+        if not (pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type)):
+            continue
+        try:
+            text = table.column(pos).cast(pa.large_string())
+        except pa.ArrowInvalid:
+            values = table.column(pos).to_pylist()        # the error path only: find the first bad value
+            row = next(i for i, v in enumerate(values) if v is not None and not _is_utf8(v))
+            raise InputError(f"{path}: row {row + 1}: column {shown(field.name)} holds {shown(values[row])}, which "
+                             "is not UTF-8 text; ids and scores must be text or numbers") from None
+        table = table.set_column(pos, field.name, text)
+    return table
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
@@ -427,7 +484,7 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
             import pyarrow.parquet as pq
 
             _check_header(pq.read_schema(path).names, path)
-            frame = pd.read_parquet(path)
+            frame = _parquet_text(pq.read_table(path), path).to_pandas()
             return frame.astype({c: object for c in frame.columns if frame[c].dtype.kind in "OSU"})
         sep = _separator(_header_line(path, compression), path, sep)
         header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
@@ -740,6 +797,11 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
+    if not path.is_file() and not path.is_dir():
+        # a pipe, FIFO or device (`<(...)`, mkfifo): the file is read several times (format, header, table,
+        # checksum), which a stream cannot give, and a FIFO would block
+        raise InputError(f"{path}: is a pipe or another stream, not a regular file; irtlib reads a response file "
+                         "more than once (to detect its format and record its checksum): save it to a file first")
     prompts = None
     if layout == "helm" or (layout == "auto" and path.is_dir()):
         if not path.is_dir():

@@ -33,6 +33,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -49,13 +50,50 @@ from .errors import InputError, IrtlibError
 from .io import atomic_write
 from .model import fisher_information
 
-__all__ = ["STATE_FORMAT", "AdaptiveSession", "EvaluationResult", "StateLockedError", "state_lock"]
+__all__ = ["LOCK_MAGIC", "STATE_FORMAT", "AdaptiveSession", "EvaluationResult", "StateLockedError", "state_lock"]
 
 STATE_FORMAT = "irtlib-session/1"
 
 
 class StateLockedError(IrtlibError, RuntimeError):
     """Another process holds the lock of a session state file (see :func:`state_lock`)."""
+
+
+#: How a lock file irtlib made begins (then the holder's process id): anything else at the lock path is left alone.
+LOCK_MAGIC = "irtlib-state-lock pid "
+
+
+def _open_lock(lock: Path, state: Path) -> tuple[int, bool]:
+    """Open (creating it without following links) the lock file; ``(fd, created)``.
+
+    An existing path is opened only when it is a regular file with a single link that is not a
+    symbolic link; otherwise :class:`~irtlib.errors.InputError` names it and it is left alone.
+    """
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow, 0o666)
+        os.write(fd, LOCK_MAGIC.encode("ascii"))     # ours from the start (the pid follows once locked)
+        return fd, True
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create the lock file {lock} ({exc.strerror})", str(state)) from None
+    foreign = (f"{state}: {lock} exists and is not a lock file irtlib made (it is {{}}); it is left alone: "
+               "remove it yourself if no evaluation is running")
+    try:
+        fd = os.open(lock, os.O_RDWR | nofollow | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:               # removed meanwhile: try again
+        return _open_lock(lock, state)
+    except OSError as exc:
+        what = ("a symbolic link" if os.path.islink(lock) else "a directory" if os.path.isdir(lock)
+                else exc.strerror.lower())
+        raise InputError(foreign.format(what)) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        what = "not a regular file" if not stat.S_ISREG(info.st_mode) else f"a file with {info.st_nlink} hard links"
+        raise InputError(foreign.format(what))
+    return fd, False
 
 
 @contextlib.contextmanager
@@ -65,8 +103,11 @@ def state_lock(path: PathLike) -> Iterator[None]:
     Two evaluations writing one state file would each overwrite the other's answers, and one
     session would be lost. The lock is an advisory ``flock`` on a hidden sibling file
     ``.NAME.lock`` (the state itself is replaced by a rename after every response, so it cannot
-    carry the lock); it is removed when the block ends. A process killed with SIGKILL leaves
-    the file behind but not the lock, so the next evaluation proceeds.
+    carry the lock), created without following symbolic links; it holds :data:`LOCK_MAGIC` and
+    the holder's process id, and is removed when the block ends. A process killed with SIGKILL
+    leaves the file behind but not the lock, so the next evaluation proceeds. Anything else at
+    the lock path (a symbolic link, a directory, a FIFO, a hard link, a file that does not begin
+    with :data:`LOCK_MAGIC`) is left alone and refused.
 
     Parameters
     ----------
@@ -77,6 +118,8 @@ def state_lock(path: PathLike) -> Iterator[None]:
     ------
     StateLockedError
         Another process holds the lock; the message names the state file and that process.
+    InputError
+        Something irtlib did not create sits at the lock path; the message names it.
     """
     try:
         import fcntl
@@ -86,19 +129,21 @@ def state_lock(path: PathLike) -> Iterator[None]:
     path = Path(path)
     lock = path.with_name(f".{path.name}.lock")
     while True:
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as exc:
-            raise OSError(exc.errno, f"cannot create the lock file {lock} ({exc.strerror})", str(path)) from None
+        fd, created = _open_lock(lock, path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            other = os.read(fd, 64).decode("ascii", "replace").strip()
+            other = os.read(fd, 64).decode("ascii", "replace").strip().removeprefix(LOCK_MAGIC.strip())
             os.close(fd)
-            raise StateLockedError(f"{path}: in use by another evaluation (process {other or 'unknown'}); wait for "
-                                   "it to finish, or use another --state file") from None
+            raise StateLockedError(f"{path}: in use by another evaluation (process {other.strip() or 'unknown'}); "
+                                   "wait for it to finish, or use another --state file") from None
+        if not created and not _is_irtlib_lock(fd):
+            os.close(fd)
+            raise InputError(f"{path}: {lock} exists and is not a lock file irtlib made (it does not begin with "
+                             f"{LOCK_MAGIC.strip()!r}); it is left alone: remove it yourself if no evaluation is "
+                             "running")
         try:
-            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+            same = os.lstat(lock).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             same = False
         if same:
@@ -106,12 +151,23 @@ def state_lock(path: PathLike) -> Iterator[None]:
         os.close(fd)                        # the holder removed it meanwhile: lock the new one
     try:
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        os.pwrite(fd, f"{LOCK_MAGIC}{os.getpid()}\n".encode("ascii"), 0)
         yield
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(lock)
+            if os.lstat(lock).st_ino == os.fstat(fd).st_ino:
+                os.unlink(lock)
         os.close(fd)
+
+
+def _is_irtlib_lock(fd: int) -> bool:
+    """The locked file begins with :data:`LOCK_MAGIC` (an empty one may be a lock being created: wait a moment)."""
+    for _ in range(20):
+        head = os.pread(fd, len(LOCK_MAGIC), 0)
+        if head:
+            return head == LOCK_MAGIC.encode("ascii")
+        time.sleep(0.01)
+    return False
 
 
 @dataclass(frozen=True)
@@ -190,6 +246,30 @@ class EvaluationResult:
         ])
 
 
+def _check_context(context) -> dict:
+    """A session context: a dict of setting name -> JSON scalar (str, number, bool or None)."""
+    if context is None:
+        return {}
+    if not isinstance(context, dict) or not all(isinstance(k, str) for k in context):
+        raise InputError(f"context must be a dict of setting names to values, got {shown(context)}")
+    for key, value in context.items():
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise InputError(f"context setting {key!r} must be a string, number, bool or None, got {shown(value)}")
+    return dict(context)
+
+
+def _compare_context(stored: dict, given: dict, *, source: str) -> None:
+    """Refuse a resume whose settings differ from the state's, naming the first difference."""
+    def said(key, value):
+        return "no " + key if value is None else f"{key} {value}"
+
+    for key in list(stored) + [k for k in given if k not in stored]:
+        if stored.get(key) != given.get(key):
+            raise InputError(f"{source}: the session was started with {said(key, stored.get(key))}, this run has "
+                             f"{said(key, given.get(key))}: one estimate cannot mix the two (resume with the same "
+                             "settings, or start another --state file)")
+
+
 def _as_response(response, item) -> int:
     if isinstance(response, (bool, np.bool_)):
         return int(response)
@@ -218,6 +298,11 @@ class AdaptiveSession:
         The evaluated model's name (for reports and state files).
     prior_mean, prior_sd : float
         The Normal prior on theta (the paper: 0 and 1).
+    context : dict, optional
+        The caller's settings that change the answer beyond the bank and the prior (for the
+        command line: where the responses come from and how they were binarized, e.g.
+        ``{"--binarize": "strict"}``), name -> JSON scalar. Saved in the state file; a resume
+        with a different context is refused naming the difference (:meth:`from_dict`).
 
     Raises
     ------
@@ -240,7 +325,8 @@ class AdaptiveSession:
     """
 
     def __init__(self, bank: ItemBank, *, max_items: int | None = None, target_se: float | None = None,
-                 model: str | None = None, prior_mean: float = 0.0, prior_sd: float = 1.0):
+                 model: str | None = None, prior_mean: float = 0.0, prior_sd: float = 1.0,
+                 context: dict | None = None):
         if not isinstance(bank, ItemBank):
             raise TypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
         self.bank = bank
@@ -248,6 +334,7 @@ class AdaptiveSession:
             raise InputError(f"model must be the model's name (a string) or None, got {shown(model)}")
         self.model = None if model is None else str(model)
         self.prior_mean, self.prior_sd, _ = _check_prior(prior_mean, prior_sd, THETA_BOUNDS)
+        self.context = _check_context(context)
         self.set_stopping(max_items=max_items, target_se=target_se)
         self._a, self._b = bank.a, bank.b
         self._index = bank.item_ids
@@ -445,6 +532,7 @@ class AdaptiveSession:
             "model": self.model,
             "settings": {"max_items": self.max_items, "target_se": self.target_se,
                          "prior_mean": self.prior_mean, "prior_sd": self.prior_sd},
+            "context": dict(self.context),
             "events": [{"item": item, "response": r} for item, r in self._events],
             "theta": self.theta,
             "se": self.se,
@@ -458,7 +546,7 @@ class AdaptiveSession:
 
     @classmethod
     def from_dict(cls, state: dict, bank: ItemBank, *, source: str = "session state", max_items: int | None = None,
-                  target_se: float | None = None) -> AdaptiveSession:
+                  target_se: float | None = None, context: dict | None = None) -> AdaptiveSession:
         """Rebuild a session from :meth:`to_dict` output, replaying and checking every event.
 
         Parameters
@@ -470,12 +558,17 @@ class AdaptiveSession:
             Name used in error messages (the state file).
         max_items, target_se : optional
             Override the stored stopping rules (e.g. to extend the budget).
+        context : dict, optional
+            This run's settings that change the answer (see :class:`AdaptiveSession`); when given,
+            they must equal the stored ones (a state written before contexts were recorded has none
+            and accepts any).
 
         Raises
         ------
         ValueError
-            Wrong format, another bank, malformed events, or an event whose item is not the one
-            the session would have proposed at that point.
+            Wrong format, another bank, another context (the message names the first setting that
+            differs, as stored and as given), malformed events, or an event whose item is not the
+            one the session would have proposed at that point.
         """
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
@@ -485,14 +578,19 @@ class AdaptiveSession:
                              f"{str(state.get('bank_sha256'))[:12]}..., this bank {bank.checksum[:12]}...)")
         settings = state.get("settings") or {}
         events = state.get("events")
+        stored_context = state.get("context")
         if not isinstance(settings, dict) or not isinstance(events, list):
             raise InputError(f"{source}: corrupt session state ('settings' or 'events' malformed)")
         try:
             session = cls(bank, model=state.get("model"), max_items=settings.get("max_items"),
                           target_se=settings.get("target_se"), prior_mean=settings.get("prior_mean", 0.0),
-                          prior_sd=settings.get("prior_sd", 1.0))
+                          prior_sd=settings.get("prior_sd", 1.0), context=stored_context)
         except (TypeError, ValueError) as exc:
             raise InputError(f"{source}: corrupt session settings ({exc})") from None
+        if context is not None and stored_context is not None:
+            _compare_context(session.context, _check_context(context), source=source)
+        elif context is not None:             # an older state: record this run's context from now on
+            session.context = _check_context(context)
         if max_items is not None or target_se is not None:      # the caller's rules replace the stored ones
             session.set_stopping(max_items=max_items, target_se=target_se)
         stopping = (session.max_items, session.target_se)
@@ -512,7 +610,7 @@ class AdaptiveSession:
 
     @classmethod
     def load(cls, path: PathLike, bank: ItemBank, *, max_items: int | None = None,
-             target_se: float | None = None) -> AdaptiveSession:
+             target_se: float | None = None, context: dict | None = None) -> AdaptiveSession:
         """Resume a session from a state file written by :meth:`save` (see :meth:`from_dict`).
 
         Raises
@@ -530,4 +628,5 @@ class AdaptiveSession:
             state = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: line {exc.lineno}: corrupt session state ({exc.msg})") from None
-        return cls.from_dict(state, bank, source=str(path), max_items=max_items, target_se=target_se)
+        return cls.from_dict(state, bank, source=str(path), max_items=max_items, target_se=target_se,
+                             context=context)

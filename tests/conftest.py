@@ -27,3 +27,16 @@ def simulate_2pl(n_models: int, n_items: int, *, seed: int = 0, sd_log_a: float 
 def sim_80x2000():
     """80 models x 2,000 items from the 2PL with the paper's priors (log a ~ N(0, 1)), 1% missing."""
     return simulate_2pl(80, 2000, seed=0, sd_log_a=1.0, missing=0.01)
+
+
+#: Test modules that build a book, read the built one (_build/) or drive the browser: marked
+#: ``book``, they are left out of the fast ``make test`` and run by ``make test-all`` (CI).
+BOOK_TEST_MODULES = frozenset({
+    "test_book_build.py", "test_book_content.py", "test_book_html.py", "test_browser.py", "test_course_kit.py",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in BOOK_TEST_MODULES:
+            item.add_marker(pytest.mark.book)

@@ -127,7 +127,7 @@ def test_paper_start_first_item_is_the_most_informative_at_theta_zero():
     assert (traj.items[:, 0] == np.argmax(fisher_information(0.0, a, b))).all()
     # after one item the estimate is the MAP of that single response
     fit = map_ability(x[:, traj.items[0, 0]][:, None], a[[traj.items[0, 0]]], b[[traj.items[0, 0]]])
-    np.testing.assert_allclose(traj.at(1), fit.theta, atol=1e-9)
+    np.testing.assert_allclose(traj.at(1), fit.theta, atol=1e-7)       # 10 x map_ability's stopping tol
 
 
 def test_one_run_to_the_largest_budget_gives_every_smaller_budget():

@@ -1,7 +1,6 @@
 """Calibration: both engines recover simulated 2PL parameters and agree with each other."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
@@ -66,8 +65,12 @@ def test_results_are_mapped_by_label_not_position(sim_80x2000, map_fit):
     rng = np.random.default_rng(0)
     shuffled = m.subset(models=rng.permutation(m.models), items=rng.permutation(m.items))
     again = fit_2pl(shuffled, engine="map")
-    pd.testing.assert_series_equal(again.a.sort_index(), map_fit.a.sort_index(), atol=1e-5)
-    pd.testing.assert_series_equal(again.theta.sort_index(), map_fit.theta.sort_index(), atol=1e-5)
+    # fit_map stops when its largest step in (theta, log a, b) is below tol = 1e-6, so two fits of the same data
+    # from differently ordered input agree to a few tol on that scale (log a: a itself reaches ~30 here)
+    assert list(again.a.sort_index().index) == list(map_fit.a.sort_index().index)
+    assert list(again.theta.sort_index().index) == list(map_fit.theta.sort_index().index)
+    np.testing.assert_allclose(np.log(again.a.sort_index()), np.log(map_fit.a.sort_index()), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(again.theta.sort_index(), map_fit.theta.sort_index(), rtol=0, atol=1e-5)
 
 
 def test_pyirt_engine_recovers_parameters_and_is_seeded(sim_80x2000, pyirt_fit):

@@ -28,6 +28,7 @@ import pytest
 
 from irtlib import AdaptiveSession, ItemBank, ResponseMatrix, calibrate_bank, map_ability, read_bank
 from irtlib.cli import main
+from irtlib.session import LOCK_MAGIC
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -384,7 +385,8 @@ def test_two_evaluations_cannot_share_a_state_file(ws):
     try:
         lock = ws / ".state.json.lock"
         deadline = time.monotonic() + 60
-        while not (lock.exists() and lock.read_text().strip() == str(first.pid) and (ws / "state.json").exists()):
+        while not (lock.exists() and lock.read_text().strip() == f"{LOCK_MAGIC}{first.pid}"
+                   and (ws / "state.json").exists()):
             assert first.poll() is None, first.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.05)

@@ -49,7 +49,8 @@ def test_trace_equals_run_adaptive(budget):
         # the standard error is map_ability's on the items given so far
         given = traj.items[m]
         fit = irtlib.map_ability(x[m, given], a[given], b[given])
-        assert trace["se"].iloc[-1] == pytest.approx(float(fit.se), abs=1e-9)
+        # map_ability from theta 0 against the trace's path: both stop within tol = 1e-8 of the mode
+        assert trace["se"].iloc[-1] == pytest.approx(float(fit.se), abs=1e-7)
 
 
 def test_trace_never_gives_an_unanswered_or_repeated_item():

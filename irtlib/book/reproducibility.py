@@ -5,12 +5,18 @@ renders them with execution turned off, so jupyter-book's own execution table
 (``{nb-exec-table}``) is empty.  The reproducibility chapter builds it instead
 from the ``metadata.papermill`` block that papermill writes into every executed
 notebook, with the functions below.
+
+The environment is pinned by the lock file ``requirements-lock.txt`` (every package of the book
+and test environments with its exact version and hashes; ``make venv`` installs it, ``make lock``
+regenerates it): :func:`lock_status` reports its checksum and compares it with what is installed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
+import re
 from importlib import metadata
 from pathlib import Path
 
@@ -18,8 +24,11 @@ import pandas as pd
 
 __all__ = [
     "DEFAULT_PACKAGES",
+    "LOCK_FILE",
     "execution_table",
+    "lock_status",
     "package_versions",
+    "read_lock",
     "read_papermill_metadata",
 ]
 
@@ -172,3 +181,69 @@ def package_versions(packages: tuple[str, ...] | list[str] = DEFAULT_PACKAGES) -
             version = "not installed"
         rows.append({"package": name, "version": version})
     return pd.DataFrame(rows, columns=["package", "version"])
+
+
+#: The lock file, relative to the repository root (``make lock`` writes it).
+LOCK_FILE = "requirements-lock.txt"
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
+
+
+def _normalise(name: str) -> str:
+    """A distribution name as PEP 503 compares it (``Py_IRT`` -> ``py-irt``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_lock(path: str | Path) -> dict[str, str]:
+    """The pins of a pip-compile lock file: normalised distribution name -> exact version.
+
+    Parameters
+    ----------
+    path : str or Path
+        A requirements file of ``name==version`` lines (hash continuation lines, comments and
+        options are skipped).
+
+    Returns
+    -------
+    dict
+        ``{"numpy": "2.3.4", ...}``, in the file's order.
+    """
+    pins = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        match = _PIN.match(line.strip())
+        if match:
+            pins[_normalise(match.group(1))] = match.group(2)
+    return pins
+
+
+def lock_status(path: str | Path, *, installed: dict[str, str] | None = None) -> dict:
+    """Whether this environment is the one the lock file pins.
+
+    Parameters
+    ----------
+    path : str or Path
+        The lock file (:data:`LOCK_FILE` under the repository root).
+    installed : dict, optional
+        Normalised name -> version of the installed distributions (default: this environment's,
+        from :mod:`importlib.metadata`).
+
+    Returns
+    -------
+    dict
+        ``exists`` (bool), ``sha256`` (hex digest of the file's bytes, or None), ``n_pinned``,
+        ``matches`` (True when every pinned distribution is installed at its pinned version),
+        and ``differences``: a DataFrame with columns ``package``, ``locked``, ``installed``
+        (``"not installed"`` when absent) listing each pin the environment does not satisfy.
+    """
+    path = Path(path)
+    columns = ["package", "locked", "installed"]
+    if not path.is_file():
+        return {"exists": False, "sha256": None, "n_pinned": 0, "matches": False,
+                "differences": pd.DataFrame(columns=columns)}
+    pins = read_lock(path)
+    if installed is None:
+        installed = {_normalise(d.metadata["Name"]): d.version for d in metadata.distributions() if d.metadata["Name"]}
+    rows = [{"package": name, "locked": version, "installed": installed.get(name, "not installed")}
+            for name, version in pins.items() if installed.get(name) != version]
+    return {"exists": True, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "n_pinned": len(pins),
+            "matches": not rows, "differences": pd.DataFrame(rows, columns=columns)}

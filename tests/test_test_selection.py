@@ -1,0 +1,37 @@
+"""The fast ``make test`` and the full ``make test-all`` select what the README says (issue 18)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from conftest import BOOK_TEST_MODULES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_book_test_module_exists():
+    """A renamed book test would silently join the fast suite: every listed module must exist."""
+    for name in BOOK_TEST_MODULES:
+        assert (ROOT / "tests" / name).is_file(), name
+
+
+def test_the_fast_suite_leaves_out_exactly_the_registered_markers():
+    markers = {line.split(":")[0] for line in
+               tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
+    makefile = (ROOT / "Makefile").read_text()
+    fast = re.search(r'^FAST_TESTS := -m "([^"]+)"', makefile, flags=re.M).group(1)
+    assert set(re.findall(r"not (\w+)", fast)) == markers == {"book", "browser", "slow"}
+    assert re.search(r"^test-all: .*\n\t\$\(VPY\) -m pytest --cov=irtlib", makefile, flags=re.M)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test-all" in ci and "make book QUICK=1" in ci
+
+
+def test_make_venv_installs_the_lock_with_hashes():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^\$\(VENV_STAMP\): pyproject.toml \$\(LOCK\)\n((?:\t.*\n)+)", makefile, flags=re.M).group(1)
+    assert "pip install --require-hashes --no-deps -r $(LOCK)" in recipe
+    assert "pip install --no-deps --no-build-isolation -e ." in recipe
+    assert re.search(r"^LOCK := requirements-lock.txt$", makefile, flags=re.M)
+    assert "-r requirements-lock.txt" in (ROOT / "environment.yml").read_text()
