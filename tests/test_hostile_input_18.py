@@ -223,8 +223,20 @@ def test_a_bank_with_a_byte_order_mark(ws, cli):
     assert_untouched(before, ws)
 
 
+def test_json_lines_of_another_layout_given_as_csv(ws, cli):
+    """A '{'-first file is read as the authors' JSON lines (issue 17): another layout is named by line."""
+    wide = pd.read_csv(ws / "wide.csv")
+    target = ws / "responses.csv"
+    wide.melt(id_vars="model", var_name="item", value_name="score").to_json(target, orient="records", lines=True)
+    before = snapshot(ws)
+    line = first_error(cli("calibrate", "responses.csv", "-o", "out.csv", "-q", cwd=ws), 1)
+    assert line.startswith("irtlib: error: responses.csv (read as JSON lines: it begins with '{'): line 1: missing "
+                           "key(s) 'subject_id', 'responses' (found keys: 'model', 'item', 'score')"), line
+    assert_untouched(before, ws)
+    assert not (ws / "out.csv").exists()
+
+
 @pytest.mark.parametrize("kind, looks", [
-    ("jsonl", "looks like JSON or JSON Lines (it begins with '{' or '[')"),
     ("json", "looks like JSON or JSON Lines (it begins with '{' or '[')"),
     ("xlsx", "looks like an Excel workbook (.xlsx)"),
     ("xls", "looks like an Excel workbook (.xls)"),
@@ -234,9 +246,7 @@ def test_json_and_excel_files_given_as_csv_are_named(ws, cli, kind, looks):
 
     wide = pd.read_csv(ws / "wide.csv")
     target = ws / "responses.csv"
-    if kind == "jsonl":
-        wide.melt(id_vars="model", var_name="item", value_name="score").to_json(target, orient="records", lines=True)
-    elif kind == "json":
+    if kind == "json":
         target.write_text(wide.to_json(orient="records"))
     elif kind == "xlsx":
         with zipfile.ZipFile(target, "w") as archive:      # the parts that make a zip an Excel workbook
