@@ -30,7 +30,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_expit
 
+from .._typing import ArrayLike
 from ..ability import map_ability
+from ..data import ResponseMatrix
 from ..model import fisher_information
 
 __all__ = ["THETA_GRID", "test_information", "standard_error", "posterior_grid",
@@ -141,7 +143,7 @@ def adaptive_trace(responses, a, b, *, budget: int, theta0: float = 0.0, prior_m
     return pd.DataFrame(rows)
 
 
-def perfect_steps(values, theta) -> np.ndarray:
+def perfect_steps(values: ArrayLike, theta: ArrayLike) -> np.ndarray:
     """Which items the models answered as a perfect step in ``theta`` (a Guttman pattern).
 
     An item is a perfect step when, with the models sorted by ability, its responses never go
@@ -174,7 +176,7 @@ def perfect_steps(values, theta) -> np.ndarray:
     return ~broken & varied
 
 
-def leave_one_out_tests(matrix, *, budget: int) -> pd.DataFrame:
+def leave_one_out_tests(matrix: ResponseMatrix, *, budget: int) -> pd.DataFrame:
     """Every model's adaptive test against a bank calibrated without it, beside its full-benchmark ability.
 
     For each model m of ``matrix``: fit the 2PL (MAP engine) to the other models, run Algorithm 1
