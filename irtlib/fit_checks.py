@@ -11,6 +11,8 @@ observed one. The checks here are the standard ones of the psychometric literatu
 - :func:`q3`, :func:`q3_summary`: Yen's (1984) Q3, the correlation over models of two items'
   residuals ``x - P(theta_hat)``; local independence predicts values near ``-1 / (n_items - 1)``,
   items that share a prompt (rewrites) or a testlet correlate more.
+- :func:`q3_by_category`: the mean Q3 between every pair of item categories (within on the
+  diagonal), e.g. HarmBench's standard, contextual and copyright behaviours;
 - :func:`dimensionality`: the eigenvalues of the residual correlation matrix against Horn's (1965)
   parallel analysis on matrices simulated from the fitted model and refitted.
 
@@ -31,7 +33,8 @@ from .calibrate import Calibration
 from .data import ResponseMatrix
 
 __all__ = ["item_fit", "lord_wingersky", "sx2_expected", "adjust_pvalues", "residuals", "q3", "q3_summary",
-           "summarise_q3", "residual_eigenvalues", "dimensionality", "simulate_fitted", "ITEM_FIT_METHODS"]
+           "summarise_q3", "q3_by_category", "residual_eigenvalues", "dimensionality", "simulate_fitted",
+           "ITEM_FIT_METHODS"]
 
 ITEM_FIT_METHODS = ("sx2", "infit", "outfit")
 _CORRECTIONS = ("bh", "holm", "bonferroni", "none")
@@ -572,6 +575,66 @@ def q3_summary(matrix: ResponseMatrix, calibration: Calibration, groups: Mapping
     per = pd.Series(within_sums[keep] / n_pairs[keep], index=pd.Index(np.asarray(labels)[keep], name="group"),
                     name="mean_q3")
     return out, per
+
+
+def q3_by_category(matrix: ResponseMatrix, calibration: Calibration,
+                   groups: Mapping[str, object] | pd.Series) -> pd.DataFrame:
+    """Residual correlation by category: mean Yen's Q3 between the items of every pair of categories.
+
+    A second dimension shared by one category of items (HarmBench's copyright behaviours, a risk
+    area) shows as a diagonal cell above the rest of the table: the category's items still
+    correlate once the 2PL's one ability is taken out (paper, section "Limits": safety may not
+    be one latent trait).
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix, shape (n_models, n_items)
+    calibration : Calibration
+        Fitted to ``matrix`` (its ``c`` used where present).
+    groups : Series indexed by item, or array_like of length n_items
+        The category of each item; NaN: in no category (left out).
+
+    Returns
+    -------
+    DataFrame, shape (n_categories, n_categories)
+        Indexed and labelled by category (in order of first appearance). Cell ``(g, h)``, g != h:
+        the mean Q3 over all pairs of an item of g and an item of h; diagonal: the mean over pairs
+        of distinct items of g (NaN for a category of one item). Symmetric. ``attrs``:
+        ``n_items`` (dict, items per category), ``mean_all`` (mean Q3 over all pairs of distinct
+        items kept), ``expected_independent`` (``-1 / (n_items - 1)``). Items with constant
+        residuals are left out, as in :func:`q3_summary`.
+
+    Notes
+    -----
+    With unit-length residual columns ``z_j`` and ``S_g = sum_{j in g} z_j``, the sum of Q3 over
+    pairs across g and h is ``S_g . S_h``, and within g it is ``(||S_g||^2 - n_g) / 2``: one
+    pass over the residuals, no item x item matrix.
+    """
+    z = _standardised_columns(matrix, calibration)
+    codes, labels = _group_codes(matrix.items, groups)
+    keep = ~np.isnan(z).any(axis=0)
+    z, codes = z[:, keep], codes[keep]
+    n = z.shape[1]
+    labels = np.asarray(labels, dtype=object)
+    n_groups = labels.size
+    inside = codes >= 0
+    onehot = np.zeros((n, n_groups))
+    onehot[np.flatnonzero(inside), codes[inside]] = 1.0
+    sums = z @ onehot                                   # (n_models, n_groups): S_g
+    cross = sums.T @ sums                               # S_g . S_h
+    sizes = onehot.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = cross / np.outer(sizes, sizes)
+        within = np.where(sizes > 1, (np.diag(cross) - sizes) / (sizes * (sizes - 1.0)), np.nan)
+    np.fill_diagonal(mean, within)
+    present = sizes > 0
+    out = pd.DataFrame(mean[np.ix_(present, present)], index=pd.Index(labels[present], name="category"),
+                       columns=pd.Index(labels[present], name="category"))
+    total = z.sum(axis=1)
+    out.attrs.update({"n_items": {str(g): int(s) for g, s in zip(labels[present], sizes[present], strict=True)},
+                      "mean_all": float((total @ total - n) / (n * (n - 1.0))) if n > 1 else np.nan,
+                      "expected_independent": -1.0 / (n - 1) if n > 1 else np.nan})
+    return out
 
 
 # ---------------------------------------------------------------------------- null references

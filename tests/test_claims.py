@@ -88,3 +88,22 @@ def test_every_page_shows_the_scorecards_verdict_for_a_claim():
     assert not unknown, f"pages glue verdicts of claims no chapter published: {unknown}"
     wrong = [(r.notebook, r.id, r.verdict, card[r.id]) for r in shown.itertuples() if r.verdict != card[r.id]]
     assert not wrong, f"pages whose verdict differs from the scorecard's: {wrong}"
+
+
+def test_model_choice_claims_split_by_kind_on_hand_made_gains():
+    from types import SimpleNamespace
+
+    from irtlib.book import paper_claims
+
+    def bench(name, kind):
+        return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=f"{kind} data"))
+
+    benches = {"x": bench("X", "paper"), "y": bench("Y", "paper"), "z": bench("Z", "simulated")}
+    out = {c.id: c for c in paper_claims.model_choice_claims(benches, {"x": 0.01, "y": -0.002, "z": 0.03})}
+    assert set(out) == {"model_2pl_1pl_real", "model_2pl_1pl_sim"}
+    real, sim = out["model_2pl_1pl_real"], out["model_2pl_1pl_sim"]
+    assert (real.verdict, real.kind, sim.verdict, sim.kind) == ("partly", "real", "reproduced", "sim")
+    assert "> 0 on 1 of 2" in real.evidence and "-0.0020 (Y)" in real.evidence
+    # a gain of exactly zero is not a win: neither of two holds, "not reproduced"
+    none = paper_claims.model_choice_claims({k: benches[k] for k in "xy"}, {"x": 0.0, "y": -0.1})
+    assert none[0].verdict == "not reproduced"

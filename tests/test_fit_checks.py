@@ -17,6 +17,7 @@ from irtlib.fit_checks import (
     item_fit,
     lord_wingersky,
     q3,
+    q3_by_category,
     q3_summary,
     residual_eigenvalues,
     residuals,
@@ -503,3 +504,60 @@ def test_simulate_fitted_keeps_shape_missing_cells_and_seed(clean_2pl):
     assert sim == simulate_fitted(mh, cal, seed=1) and not sim == simulate_fitted(mh, cal, seed=2)
     expected = cal.probabilities().to_numpy().mean(axis=0)
     assert np.abs(np.nanmean(sim.values, axis=0) - expected).max() < 0.06
+
+
+# ---------------------------------------------------------------------------- Q3 by category
+@pytest.fixture(scope="module")
+def second_dimension():
+    # 500 models, items in three categories; the 20 "copyright" items also load on a second,
+    # independent trait (SD 1.2): a second dimension confined to one category
+    rng = np.random.default_rng(11)
+    theta, eta = rng.normal(size=500), rng.normal(0, 1.2, size=500)
+    cats = np.array(["standard"] * 30 + ["contextual"] * 25 + ["copyright"] * 20)
+    a, b = np.exp(rng.normal(0, 0.3, cats.size)), rng.normal(size=cats.size)
+    z = a * (theta[:, None] - b) + np.where(cats == "copyright", 1.0, 0.0) * eta[:, None]
+    m = as_matrix((rng.random(z.shape) < expit(z)).astype(float))
+    return m, fit_2pl(m, engine="map"), pd.Series(cats, index=m.items)
+
+
+def test_q3_by_category_equals_brute_force_means(second_dimension):
+    m, cal, cats = second_dimension
+    table = q3_by_category(m, cal, cats)
+    full = q3(m, cal).to_numpy()
+    c = cats.to_numpy()
+    for g in table.index:
+        for h in table.columns:
+            block = full[np.ix_(c == g, c == h)]
+            expected = block[np.triu_indices(block.shape[0], 1)].mean() if g == h else block.mean()
+            assert table.loc[g, h] == pytest.approx(expected, abs=1e-12)
+    assert list(table.index) == ["standard", "contextual", "copyright"]
+    assert table.attrs["n_items"] == {"standard": 30, "contextual": 25, "copyright": 20}
+    assert table.attrs["mean_all"] == pytest.approx(full[np.triu_indices(75, 1)].mean(), abs=1e-12)
+    np.testing.assert_allclose(table.to_numpy(), table.to_numpy().T, atol=1e-12)
+
+
+def test_q3_by_category_finds_the_planted_second_dimension(second_dimension, clean_2pl):
+    m, cal, cats = second_dimension
+    table = q3_by_category(m, cal, cats)
+    # measured: copyright within 0.068, the other within/across cells 0.006 to 0.008, copyright
+    # against the rest -0.05 (the one ability absorbs part of the second trait)
+    off = table.drop(index="copyright", columns="copyright").to_numpy()
+    assert table.loc["copyright", "copyright"] > 0.04
+    assert table.loc["copyright", "copyright"] - np.max(off) > 0.04
+    assert (table.loc["copyright"].drop("copyright") < -0.02).all()
+    # on a true 2PL no category stands out
+    m0, cal0 = clean_2pl
+    null = q3_by_category(m0, cal0, pd.Series(np.repeat(["x", "y"], 20), index=m0.items))
+    assert np.abs(null.to_numpy()).max() < 0.05
+
+
+def test_q3_by_category_single_items_and_unassigned(second_dimension):
+    m, cal, cats = second_dimension
+    odd = cats.copy().astype(object)
+    odd.iloc[0] = "alone"
+    odd.iloc[1] = np.nan                               # in no category: left out
+    table = q3_by_category(m, cal, odd)
+    assert np.isnan(table.loc["alone", "alone"])
+    assert sum(table.attrs["n_items"].values()) == 74
+    with pytest.raises(ValueError, match="groups has 2 entries for 75 items"):
+        q3_by_category(m, cal, ["a", "b"])

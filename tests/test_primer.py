@@ -236,3 +236,40 @@ def test_no_page_shows_raw_glue_markup():
     for page in sorted(html.glob("*.html")):
         text = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").get_text(" ")
         assert "{glue:" not in text and "{term}" not in text, f"{page.name} shows unrendered markup"
+
+
+def test_perfect_steps_by_hand_and_by_enumeration():
+    theta = np.array([0.3, -1.0, 2.0, 1.0])            # order by ability: rows 1, 0, 3, 2
+    cols = np.array([[0, 0, 1, 1], [0, 1, 0, 1], [1, 1, 1, 1], [0, np.nan, 1, 1], [1, 0, 0, 0]], dtype=float).T
+    values = cols[np.argsort(np.argsort(theta))]       # column patterns listed in ability order
+    assert primer.perfect_steps(values, theta).tolist() == [True, False, False, True, False]
+    rng = np.random.default_rng(0)
+    x = (rng.random((6, 400)) < 0.5).astype(float)
+    th = rng.normal(size=6)
+    s = x[np.argsort(th)]
+    # a perfect step: some cut with every model below it unsafe and every one above it safe
+    brute = [any((s[:c, j] == 0).all() and (s[c:, j] == 1).all() for c in range(1, 6)) for j in range(400)]
+    assert primer.perfect_steps(x, th).tolist() == brute and 0 < sum(brute) < 400
+    with pytest.raises(ValueError, match="theta"):
+        primer.perfect_steps(x, th[:3])
+
+
+def test_leave_one_out_tests_equal_the_steps_done_by_hand():
+    rng = np.random.default_rng(5)
+    theta, a, b = rng.normal(size=12), np.exp(rng.normal(0, 0.3, 150)), rng.normal(size=150)
+    p = 1 / (1 + np.exp(-a * (theta[:, None] - b)))
+    m = irtlib.ResponseMatrix((rng.random(p.shape) < p).astype(float), [f"m{i:02d}" for i in range(12)],
+                              [f"i{j:03d}" for j in range(150)]).filter_variance()
+    out = primer.leave_one_out_tests(m, budget=8)
+    assert list(out.index) == list(m.models) and out.attrs["budget"] == 8
+    # model 3 by hand
+    train = m.subset(models=[k for k in m.models if k != m.models[3]])
+    cal = irtlib.fit_2pl(train, engine="map")
+    aa, bb, x = cal.a.to_numpy(), cal.b.to_numpy(), m.values[3]
+    given = irtlib.run_adaptive(x, aa, bb, budget=8).items[0, :8]
+    test, full = irtlib.map_ability(x[given], aa[given], bb[given]), irtlib.map_ability(x, aa, bb)
+    row = out.loc[m.models[3]]
+    np.testing.assert_allclose([row["theta"], row["se"], row["full_theta"], row["full_se"]],
+                               [test.theta, test.se, full.theta, full.se], atol=1e-10)
+    np.testing.assert_allclose(out["z"], (out["theta"] - out["full_theta"]) / out["se"])
+    assert (out["patterns"] <= 8).all() and (out["perfect_steps"] <= 8).all()

@@ -22,7 +22,7 @@ from . import paper, provenance
 from . import scorecard as sc
 
 __all__ = ["by_kind", "fit_claims", "ceiling_claims", "discrimination_claims", "exception_claims",
-           "airbench_claims", "table2_claims", "savings_claims"]
+           "airbench_claims", "table2_claims", "savings_claims", "model_choice_claims"]
 
 Claim = sc.Claim
 
@@ -83,6 +83,36 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
                          f"largest {rmse[high]:.3f} ({name[high]}, {engine}) of {len(rmse)}", "{ref}`ch-fit`",
                          sc.bound_verdict(rmse, bound=rmse_max, above=False), "bound",
                          id=f"fit_rmse_{kind}", kind=kind))
+    return out
+
+
+def model_choice_claims(benches: Mapping, gains: Mapping[str, float]) -> list[Claim]:
+    """The paper's reason for the 2PL: the 1PL (equal discriminations) fits safety items worse.
+
+    Tested on held-out responses (:func:`irtlib.calibrate_models.compare_models`): the claim holds
+    on a benchmark when the 2PL's held-out log-likelihood per response exceeds the 1PL's.
+
+    Parameters
+    ----------
+    benches : mapping
+        Benchmark id -> ``Benchmark``.
+    gains : mapping
+        Benchmark id -> held-out log-likelihood per response, 2PL minus 1PL (nats).
+
+    Returns
+    -------
+    list of Claim
+        One per kind of data (ids ``model_2pl_1pl_real``, ``model_2pl_1pl_sim``), rule ``bound``.
+    """
+    out = []
+    for kind, group in by_kind({b: benches[b] for b in benches if b in gains}).items():
+        g = {b: float(gains[b]) for b in group}
+        low = min(g, key=g.get)
+        out.append(Claim("The 2PL fits better than the 1PL (safety items differ in discrimination)",
+                         "Model: 2PL (1PL rejected)", provenance.describe(group),
+                         f"2PL - 1PL held-out log-likelihood per response > 0 on {sum(v > 0 for v in g.values())} "
+                         f"of {len(g)}; smallest {g[low]:+.4f} ({group[low].display_name})", "{ref}`ch-model-fit`",
+                         sc.bound_verdict(g, bound=1e-12), "bound", id=f"model_2pl_1pl_{kind}", kind=kind))
     return out
 
 

@@ -13,6 +13,10 @@ Everything here is the textbook form of what the rest of irtlib does fast:
   information the item gave at the estimate it was chosen for, and the MAP estimate and its
   standard error after it. ``tests/test_primer.py`` checks that it gives the items and
   estimates of :func:`irtlib.run_adaptive`, the fast batched implementation;
+- :func:`perfect_steps` tells which items the calibration models answered as a perfect step
+  (everyone above a cut safe, everyone below unsafe), the items whose ``a`` only the prior bounds;
+- :func:`leave_one_out_tests` gives every model of a matrix the same adaptive test against a bank
+  calibrated without it, to check the standard error against the full-benchmark ability;
 - :func:`trace_animation` draws the trace as a matplotlib animation (posterior narrowing,
   the chosen item's curve highlighted) and :func:`animation_html` renders it as self-contained
   HTML and JavaScript (``FuncAnimation.to_jshtml``) that plays in a static page.
@@ -26,11 +30,13 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_expit
 
+from .._typing import ArrayLike
 from ..ability import map_ability
+from ..data import ResponseMatrix
 from ..model import fisher_information
 
 __all__ = ["THETA_GRID", "test_information", "standard_error", "posterior_grid",
-           "adaptive_trace", "trace_animation", "animation_html", "source"]
+           "adaptive_trace", "perfect_steps", "leave_one_out_tests", "trace_animation", "animation_html", "source"]
 
 #: The grid of abilities on which the primer draws curves and posteriors.
 THETA_GRID = np.linspace(-4.0, 4.0, 801)
@@ -135,6 +141,85 @@ def adaptive_trace(responses, a, b, *, budget: int, theta0: float = 0.0, prior_m
                      "theta": float(fit.theta), "se": float(fit.se)})
         theta = float(fit.theta)
     return pd.DataFrame(rows)
+
+
+def perfect_steps(values: ArrayLike, theta: ArrayLike) -> np.ndarray:
+    """Which items the models answered as a perfect step in ``theta`` (a Guttman pattern).
+
+    An item is a perfect step when, with the models sorted by ability, its responses never go
+    from safe back to unsafe: every model above some ability answered safely, every model below
+    it unsafely. Its likelihood then keeps rising with ``a`` (the fitted curve wants to be a
+    step), so only the prior on ``a`` keeps the estimate finite.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_models, n_items)
+        Responses (1 safe, 0 unsafe, NaN: unanswered, ignored).
+    theta : array_like, shape (n_models,)
+        The models' abilities.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_items,)
+        True for a perfect step with at least one safe and one unsafe response.
+    """
+    x = np.asarray(values, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    if x.ndim != 2 or theta.shape != (x.shape[0],):
+        raise ValueError(f"values must be (n_models, n_items) and theta (n_models,); got {x.shape}, {theta.shape}")
+    x = x[np.argsort(theta, kind="stable")]
+    seen = ~np.isnan(x)
+    # a safe answer below an unsafe one breaks the step: compare each unsafe with the safes below it
+    safe_below = np.maximum.accumulate(np.where(seen, x, 0.0), axis=0)
+    broken = (seen & (x == 0) & (safe_below == 1)).any(axis=0)
+    varied = (np.nanmax(np.where(seen, x, np.nan), axis=0) == 1) & (np.nanmin(np.where(seen, x, np.nan), axis=0) == 0)
+    return ~broken & varied
+
+
+def leave_one_out_tests(matrix: ResponseMatrix, *, budget: int) -> pd.DataFrame:
+    """Every model's adaptive test against a bank calibrated without it, beside its full-benchmark ability.
+
+    For each model m of ``matrix``: fit the 2PL (MAP engine) to the other models, run Algorithm 1
+    (:func:`irtlib.run_adaptive`) for ``budget`` items on m's recorded responses, and estimate
+    m's ability by MAP on the items given and on every item (the full-benchmark ability, same
+    bank). If the test's standard error were right, ``z`` would be roughly standard normal and the
+    full-benchmark ability outside the test's 95% interval for about 5% of the models.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix, shape (n_models, n_items)
+        Already filtered (the variance filter of the paper).
+    budget : int
+        Items per test.
+
+    Returns
+    -------
+    DataFrame indexed by model
+        ``full_theta``, ``full_se``, ``theta`` and ``se`` (after ``budget`` items), ``z`` =
+        ``(theta - full_theta) / se``, ``patterns`` (distinct response patterns of the calibration
+        models over the items given) and ``perfect_steps`` (how many of them are perfect steps).
+    """
+    from ..adaptive import run_adaptive
+    from ..calibrate import fit_2pl
+
+    rows = []
+    for i, model in enumerate(matrix.models):
+        train = matrix.subset(models=[m for m in matrix.models if m != model])
+        cal = fit_2pl(train, engine="map")
+        a, b = cal.a.reindex(matrix.items).to_numpy(), cal.b.reindex(matrix.items).to_numpy()
+        x = matrix.values[i]
+        full = map_ability(x, a, b)
+        given = run_adaptive(x, a, b, budget=int(budget)).items[0, :int(budget)]
+        test = map_ability(x[given], a[given], b[given])
+        shown = train.values[:, given]
+        rows.append({"model": model, "full_theta": float(full.theta), "full_se": float(full.se),
+                     "theta": float(test.theta), "se": float(test.se),
+                     "patterns": int(np.unique(np.nan_to_num(shown, nan=-1), axis=1).shape[1]),
+                     "perfect_steps": int(perfect_steps(shown, cal.theta.reindex(train.models).to_numpy()).sum())})
+    out = pd.DataFrame(rows).set_index("model")
+    out["z"] = (out["theta"] - out["full_theta"]) / out["se"]
+    out.attrs["budget"] = int(budget)
+    return out
 
 
 def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float | None = None,
