@@ -32,7 +32,7 @@ from typing import Protocol
 import numpy as np
 from scipy.special import log_expit
 
-from ._typing import ArrayLike
+from ._typing import ArrayLike, PathLike
 from .ability import map_ability
 from .eap import EAP_POINTS, eap_from_log_likelihood
 from .errors import InputError
@@ -41,7 +41,7 @@ from .quadrature import uniform_grid
 
 __all__ = [
     "StoppingRule", "ExposureControl", "ContentBalance", "ItemModel", "TwoPLItems", "CatResult", "run_cat",
-    "sympson_hetter", "kingsbury_zara_category", "STOP_REASONS",
+    "sympson_hetter", "kingsbury_zara_category", "read_item_categories", "STOP_REASONS",
 ]
 
 #: Why a model's test ended.
@@ -178,6 +178,34 @@ class ContentBalance:
     def share(self) -> np.ndarray:
         """Target share of each category, shape (n_categories,), summing to one."""
         return self._share
+
+
+def read_item_categories(path: PathLike) -> dict:
+    """``{item: category}`` from a CSV with columns ``item`` and ``category`` (for content balancing).
+
+    Raises
+    ------
+    InputError
+        The file is not such a CSV, a row has an empty item or category, or an item repeats;
+        the message names the file and the row.
+    """
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a CSV of item categories ({exc})") from None
+    missing = {"item", "category"} - set(frame.columns)
+    if missing:
+        raise InputError(f"{path}: needs the columns 'item' and 'category' (missing: {', '.join(sorted(missing))})")
+    empty = (frame["item"].str.strip() == "") | (frame["category"].str.strip() == "")
+    if empty.any():
+        raise InputError(f"{path}: row {int(np.flatnonzero(empty)[0]) + 2}: empty item or category")
+    dup = frame["item"].duplicated()
+    if dup.any():
+        raise InputError(f"{path}: row {int(np.flatnonzero(dup)[0]) + 2}: item {frame['item'][dup].iloc[0]!r} "
+                         "appears twice")
+    return dict(zip(frame["item"], frame["category"], strict=True))
 
 
 def kingsbury_zara_category(counts: ArrayLike, share: ArrayLike, has_items: ArrayLike) -> np.ndarray:
