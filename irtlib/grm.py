@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 from scipy.special import expit, log_expit
+from threadpoolctl import threadpool_limits
 
 from ._typing import ArrayLike
 from .eap import EAP_POINTS, eap_from_log_likelihood
@@ -231,17 +232,19 @@ def _pack(a, thresholds):
     return np.concatenate([np.log(a), c.ravel()])
 
 
-def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False):
+def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None):
     """``sum r_jqk log P_jk(theta_q)`` and its gradient in (log a, c) (and in the nodes).
 
-    ``counts`` has shape (n_items, n_nodes, K); ``nodes`` shape (n_nodes,).
+    ``counts`` has shape (n_items, n_nodes, K); ``nodes`` shape (n_nodes,); ``z`` and ``lp``, when
+    the caller has them, are the cumulative logits and log category probabilities at the nodes.
     """
     a = np.exp(alpha)
-    z = a[:, None, None] * (nodes[None, :, None] - b[:, None, :])        # (J, Q, K-1)
-    lp = _log_cat(z)                                                    # (J, Q, K)
+    if z is None:
+        z = a[:, None, None] * (nodes[None, :, None] - b[:, None, :])    # (J, Q, K-1)
+        lp = _log_cat(z)                                                # (J, Q, K)
     ll = float((counts * lp).sum())
-    ratio = counts * np.exp(-lp)                                        # r_k / P_k (0 where r = 0)
-    ratio = np.where(counts > 0, ratio, 0.0)
+    with np.errstate(over="ignore"):
+        ratio = np.where(counts > 0, counts * np.exp(-lp), 0.0)         # r_k / P_k (0 where r = 0)
     ds = expit(z) * expit(-z)
     g_z = ds * (ratio[..., 1:] - ratio[..., :-1])                       # d ll / d z_k, (J, Q, K-1)
     g_alpha = a * (g_z * (nodes[None, :, None] - b[:, None, :])).sum(axis=(1, 2))
@@ -273,7 +276,7 @@ def _start(x, obs, n_cat):
     return np.ones(n_items), np.clip(b, -6, 6), onehot
 
 
-def fit_grm(values: ArrayLike, *, method: str = "mml", prior_log_a: tuple[float, float] = (0.0, 1.0),
+def fit_grm(values: ArrayLike, *, method: str = "auto", prior_log_a: tuple[float, float] = (0.0, 1.0),
             prior_b: tuple[float, float] = (0.0, 2.0), n_nodes: int = 41, max_iter: int = 2000,
             tol: float = 1e-7) -> GrmFit:
     """Calibrate the GRM on a models x items matrix of categories.
@@ -284,8 +287,13 @@ def fit_grm(values: ArrayLike, *, method: str = "mml", prior_log_a: tuple[float,
         Categories 0..K-1 (higher is safer; :func:`to_categories` converts scores), NaN missing.
         Every item shares the K of the matrix; a category an item never shows keeps its
         threshold where the prior puts it.
-    method : {"mml", "jmap"}
+    method : {"auto", "mml", "jmap"}
         Marginal ML with Gauss-Hermite quadrature (``n_nodes`` nodes) or the joint mode.
+        ``"auto"``: marginal ML when there are at least as many models as items, else the joint
+        mode. With thousands of items per model (AIR-Bench: 22 x 5,694) each posterior of theta
+        is far narrower than the spacing of any fixed quadrature grid, so marginal ML degrades to
+        rounding every model to a node, while the joint mode estimates theta from thousands of
+        responses (no incidental-parameter problem for theta) -- and is several times faster.
     prior_log_a, prior_b : (float, float)
         Mean and SD of the Normal priors on ``log a`` and on every threshold.
     max_iter, tol
@@ -295,10 +303,20 @@ def fit_grm(values: ArrayLike, *, method: str = "mml", prior_log_a: tuple[float,
     -------
     GrmFit
     """
-    if method not in GRM_ENGINES:
-        raise InputError(f"unknown GRM method {method!r}; choose one of {GRM_ENGINES}")
-    start = time.perf_counter()
+    if method not in GRM_ENGINES + ("auto",):
+        raise InputError(f"unknown GRM method {method!r}; choose one of {GRM_ENGINES + ('auto',)}")
     x, obs, n_cat = _check_graded(values)
+    if method == "auto":
+        method = "mml" if x.shape[0] >= x.shape[1] else "jmap"
+    # BLAS single-threaded: its products here are small, and threaded BLAS on a shared machine
+    # spins against other work (as in irtlib.calibrate.fit_map)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit_grm(x, obs, n_cat, method=method, prior_log_a=prior_log_a, prior_b=prior_b, n_nodes=n_nodes,
+                        max_iter=max_iter, tol=tol)
+
+
+def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, tol):
+    start = time.perf_counter()
     n_models, n_items = x.shape
     a0, b0, onehot = _start(x, obs, n_cat)
     p0 = _pack(a0, b0)
@@ -311,11 +329,12 @@ def fit_grm(values: ArrayLike, *, method: str = "mml", prior_log_a: tuple[float,
         def objective(p):
             alpha, c, b = _unpack(p, n_items, n_cat)
             a = np.exp(alpha)
-            lp = _log_cat(a[:, None, None] * (nodes[None, :, None] - b[:, None, :]))       # (J, Q, K)
+            z = a[:, None, None] * (nodes[None, :, None] - b[:, None, :])
+            lp = _log_cat(z)                                                                 # (J, Q, K)
             ll_mq = flat @ lp.transpose(0, 2, 1).reshape(-1, nodes.size)                    # (M, Q)
             post, marg = posterior_weights(ll_mq, logw)
             counts = (post.T @ flat).reshape(nodes.size, n_items, n_cat).transpose(1, 0, 2)
-            _, g_alpha, g_c, _, _, _ = _expected_loglik(alpha, c, b, nodes, counts)
+            _, g_alpha, g_c, _, _, _ = _expected_loglik(alpha, c, b, nodes, counts, z=z, lp=lp)
             lp_prior, pa, pc = _item_prior(alpha, b, c, prior_log_a, prior_b)
             value = marg.sum() + lp_prior
             return -value, -np.concatenate([g_alpha + pa, (g_c + pc).ravel()])
@@ -341,8 +360,21 @@ def fit_grm(values: ArrayLike, *, method: str = "mml", prior_log_a: tuple[float,
             value = ll + lp_prior - 0.5 * (th ** 2).sum()
             return -value, -np.concatenate([g_alpha + pa, (g_c + pc).ravel(), g_t - th])
 
-        res = scipy.optimize.minimize(objective, np.concatenate([p0, t0]), jac=True, method="L-BFGS-B",
+        # Diagonal preconditioning: each parameter in units of its rough posterior SD (an ability
+        # rests on its model's responses, an item parameter on its item's), which makes the
+        # curvature of the objective about equal in every direction; L-BFGS then needs far fewer
+        # iterations when models and items are very unequal in number.
+        item_scale = 1.0 / np.sqrt(0.2 * obs.sum(axis=0) + 1.0)
+        scale = np.concatenate([item_scale, np.repeat(item_scale, n_cat - 1),
+                                1.0 / np.sqrt(0.2 * obs.sum(axis=1) + 1.0)])
+
+        def scaled(u):
+            value, grad = objective(u * scale)
+            return value, grad * scale
+
+        res = scipy.optimize.minimize(scaled, np.concatenate([p0, t0]) / scale, jac=True, method="L-BFGS-B",
                                       options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-6})
+        res.x = res.x * scale
         alpha, c, b = _unpack(res.x[:n_item_par], n_items, n_cat)
         theta = res.x[n_item_par:]
         # The joint mode's scale is set by the priors' tug of war, not by the data: shrinking theta
