@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 from scipy.special import expit, log_expit
+from threadpoolctl import threadpool_limits
 
 from ._typing import ArrayLike
 from .errors import InputError
@@ -151,7 +152,7 @@ def marginal_log_likelihood(values: ArrayLike, loadings: ArrayLike, intercepts: 
 
 
 def _default_nodes(d):
-    return {1: 41, 2: 21, 3: 11}.get(d, 7)
+    return {1: 41, 2: 21, 3: 9}.get(d, 7)
 
 
 def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None = None,
@@ -169,7 +170,7 @@ def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None 
         Confirmatory: which dimensions each item loads on (:func:`structure_from_labels`); the
         latent correlation is then estimated. None: exploratory, R = I.
     n_per_dim : int, optional
-        Gauss-Hermite nodes per dimension (default 21 for D = 2, 11 for D = 3).
+        Gauss-Hermite nodes per dimension (default 21 for D = 2, 9 for D = 3).
     prior_loading_sd, prior_intercept_sd : float
         SDs of the Normal(0, .) priors.
     max_iter, tol
@@ -182,6 +183,13 @@ def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None 
     -------
     MirtFit
     """
+    with threadpool_limits(limits=1, user_api="blas"):     # small products: threads only contend
+        return _fit_mirt(values, n_dims=n_dims, structure=structure, n_per_dim=n_per_dim,
+                         prior_loading_sd=prior_loading_sd, prior_intercept_sd=prior_intercept_sd, max_iter=max_iter,
+                         tol=tol, seed=seed)
+
+
+def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_intercept_sd, max_iter, tol, seed):
     start = time.perf_counter()
     x1, x0, obs = _check_binary(values)
     n_models, n_items = x1.shape
