@@ -382,15 +382,28 @@ def _plain_interval_note(bank) -> str | None:
 
 def _session_context(args, interactive: bool) -> dict:
     """The settings of ``evaluate`` that change the answer, recorded in (and checked against) a state file."""
+    cat = {"--estimator": args.estimator, "--randomesque": args.randomesque,
+           "--min-information": args.min_information,
+           "--categories": None if args.categories is None else str(args.categories),
+           "--seed": args.seed if args.randomesque > 1 else None}
     if interactive:
-        return {"responses from": "stdin"}
+        return {"responses from": "stdin", **cat}
     rule = args.binarize
     if rule == "auto":                       # io.load_responses: binary for tables, strict for HELM directories
         rule = "strict" if Path(args.responses).is_dir() else "binary"
     return {"responses from": "file", "--binarize": rule,
             "--threshold": args.threshold if rule == "lenient" else None,
             "--key-column": args.key_column if rule in ("choice", "wmdp") else None,
-            "--score-column": args.score_column, "--benchmark": args.benchmark}
+            "--score-column": args.score_column, "--benchmark": args.benchmark, **cat}
+
+
+def _cat_options(args) -> dict:
+    """The CAT toolkit's options of ``evaluate`` as :class:`~irtlib.session.AdaptiveSession` keywords."""
+    from .cat import read_item_categories
+
+    cats = read_item_categories(args.categories) if args.categories is not None else None
+    return {"min_information": args.min_information, "estimator": args.estimator, "randomesque": args.randomesque,
+            "categories": cats, "seed": args.seed}
 
 
 def _cmd_evaluate(args, out: _Out) -> int:
@@ -434,9 +447,10 @@ def _cmd_evaluate(args, out: _Out) -> int:
                 out.progress(f"{state_path}: the session is now named {_short(model)}")
         else:
             max_items, target_se = args.max_items, args.target_se
-            if max_items is None and target_se is None:
+            if max_items is None and target_se is None and args.min_information is None:
                 max_items, target_se = 100, 0.3
-            session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model, context=context)
+            session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model, context=context,
+                                      **_cat_options(args))
             if state_path is not None:
                 check_writable(state_path)
                 session.save(state_path)
@@ -455,7 +469,9 @@ def _cmd_evaluate(args, out: _Out) -> int:
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": args.responses,
            "state": str(state_path) if state_path else None, "interrupted": interrupted,
            "done": complete, "complete": complete,
-           "max_items": session.max_items, "target_se": session.target_se, **result.to_dict(with_items=False),
+           "max_items": session.max_items, "target_se": session.target_se,
+           "min_information": session.min_information, "estimator": session.estimator,
+           **result.to_dict(with_items=False),
            "interval_note": note,
            "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses, strict=True)],
            "unavailable": session.unavailable}
@@ -486,8 +502,9 @@ def _evaluate_all(args, out: _Out) -> int:
     frame = read_responses(args.responses, **_input_kwargs(args)).to_frame()
     bank.check_items(frame.columns, source=str(args.responses))
     max_items, target_se = args.max_items, args.target_se
-    if max_items is None and target_se is None:
+    if max_items is None and target_se is None and args.min_information is None:
         max_items, target_se = 100, 0.3
+    cat_options = _cat_options(args)
     results = []
     models = list(frame.index)
     if not out.quiet:
@@ -496,7 +513,7 @@ def _evaluate_all(args, out: _Out) -> int:
         models = tqdm(models, unit="model", desc="adaptive tests", leave=False)
     for model in models:
         row = frame.loc[model].dropna()
-        session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=str(model))
+        session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=str(model), **cat_options)
         results.append(session.run(row.get))
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": str(args.responses),
            "max_items": max_items, "target_se": target_se, "interval_note": note,
@@ -675,6 +692,15 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--model", metavar="NAME", help="which model of a multi-model --responses file")
     p.add_argument("--max-items", type=_positive_int, metavar="K", help="item budget")
     p.add_argument("--target-se", type=_positive_float, metavar="S", help="stop once SE(theta) <= S")
+    cat = p.add_argument_group("adaptive-test options (beyond the paper)")
+    cat.add_argument("--min-information", type=_positive_float, metavar="I",
+                     help="stop once no remaining item would add Fisher information I at the current theta")
+    cat.add_argument("--estimator", choices=("map", "eap"), default="map",
+                     help="ability estimate: 'map' (default, the paper's) or 'eap' (posterior mean and SD)")
+    cat.add_argument("--randomesque", type=_positive_int, default=1, metavar="K",
+                     help="exposure control: give a random one of the K most informative items (default 1: none)")
+    cat.add_argument("--categories", metavar="FILE",
+                     help="content balancing: CSV with columns item,category; each test follows the bank's shares")
     p.add_argument("--state", metavar="FILE",
                    help="session state: created if absent, resumed if present (same bank only), rewritten "
                         "atomically after every response")
@@ -682,7 +708,7 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--all-models", action="store_true",
                    help="replay every model of the --responses file (one result per model; no --state)")
     _input_options(p, title="options for --responses")
-    _common(p)
+    _common(p, seed=True)
     p.set_defaults(handler=_cmd_evaluate)
 
 

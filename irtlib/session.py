@@ -5,7 +5,11 @@ the budget is spent, give the unused item with the largest Fisher information at
 ``theta``, observe the response, and update ``theta`` by MAP (Normal(0, 1) prior) on all the
 responses so far. :class:`AdaptiveSession` adds what a practitioner needs around that loop:
 
-- stopping rules: a budget (``max_items``) and/or a target standard error (``target_se``);
+- stopping rules: a budget (``max_items``), a target standard error (``target_se``) and/or a
+  minimum information (``min_information``: stop when no remaining item would add that much);
+- beyond the paper (:mod:`irtlib.cat`): EAP instead of MAP (``estimator="eap"``), randomesque
+  exposure control (``randomesque=k``, seeded per step, so a saved state replays exactly) and
+  Kingsbury-Zara content balancing over item ``categories``;
 - items the model cannot be given (e.g. missing from a replay file) are *skipped* as unavailable:
   they are never proposed again and do not count against the budget;
 - a predicted full-benchmark safety score with a 95% interval (:meth:`AdaptiveSession.result`);
@@ -49,6 +53,8 @@ from .data import shown
 from .errors import InputError, IrtlibError
 from .io import atomic_write
 from .model import fisher_information
+
+_ESTIMATORS = ("map", "eap")
 
 __all__ = ["LOCK_MAGIC", "STATE_FORMAT", "AdaptiveSession", "EvaluationResult", "StateLockedError", "state_lock"]
 
@@ -195,7 +201,8 @@ class EvaluationResult:
         Share of safe responses among the administered items (NaN with none); adaptive tests pick
         items near the model's ability, so this is NOT an estimate of the benchmark score.
     stop_reason : str or None
-        ``"target_se"``, ``"max_items"``, ``"exhausted"`` (no item left), or None while running.
+        ``"target_se"``, ``"max_items"``, ``"exhausted"`` (no item left), ``"min_information"`` (no
+        remaining item adds the minimum information), or None while running.
     bank_items, full_items : int
         Items in the bank and in the full benchmark.
     bank_sha256 : str
@@ -235,7 +242,8 @@ class EvaluationResult:
         lo, hi = self.theta_ci95
         slo, shi = self.predicted_score_ci95
         status = {"target_se": "target SE reached", "max_items": "item budget spent",
-                  "exhausted": "no item left in the bank", None: "not finished"}[self.stop_reason]
+                  "exhausted": "no item left in the bank",
+                  "min_information": "no remaining item informative enough", None: "not finished"}[self.stop_reason]
         return "\n".join([
             f"model:            {self.model or '(unnamed)'}",
             f"items used:       {self.n_items} of {self.bank_items} in the bank ({status})"
@@ -303,6 +311,16 @@ class AdaptiveSession:
         command line: where the responses come from and how they were binarized, e.g.
         ``{"--binarize": "strict"}``), name -> JSON scalar. Saved in the state file; a resume
         with a different context is refused naming the difference (:meth:`from_dict`).
+    min_information : float, optional
+        Stop once the most informative remaining item would add less Fisher information than this.
+    estimator : {"map", "eap"}
+        The paper's MAP (default) or the posterior mean (:func:`irtlib.eap.eap_ability`).
+    randomesque : int
+        Give a random one of the ``randomesque`` most informative items (1: the paper's rule).
+    categories : mapping item -> category, optional
+        Balance the test's content across these categories (targets: their shares of the bank).
+    seed : int
+        Seeds the randomesque draws.
 
     Raises
     ------
@@ -326,7 +344,8 @@ class AdaptiveSession:
 
     def __init__(self, bank: ItemBank, *, max_items: int | None = None, target_se: float | None = None,
                  model: str | None = None, prior_mean: float = 0.0, prior_sd: float = 1.0,
-                 context: dict | None = None):
+                 context: dict | None = None, min_information: float | None = None, estimator: str = "map",
+                 randomesque: int = 1, categories: dict | pd.Series | None = None, seed: int = 0):
         if not isinstance(bank, ItemBank):
             raise TypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
         self.bank = bank
@@ -335,9 +354,10 @@ class AdaptiveSession:
         self.model = None if model is None else str(model)
         self.prior_mean, self.prior_sd, _ = _check_prior(prior_mean, prior_sd, THETA_BOUNDS)
         self.context = _check_context(context)
-        self.set_stopping(max_items=max_items, target_se=target_se)
+        self.set_stopping(max_items=max_items, target_se=target_se, min_information=min_information)
         self._a, self._b = bank.a, bank.b
         self._index = bank.item_ids
+        self._set_selection(estimator=estimator, randomesque=randomesque, categories=categories, seed=seed)
         self._used = np.zeros(len(bank), dtype=bool)          # administered or unavailable
         self._order: list[int] = []                           # administered positions
         self._responses: list[int] = []
@@ -346,10 +366,38 @@ class AdaptiveSession:
         self.theta, self.se = self.prior_mean, self.prior_sd
 
     # ------------------------------------------------------------------ settings
-    def set_stopping(self, *, max_items: int | None, target_se: float | None) -> None:
+    def _set_selection(self, *, estimator, randomesque, categories, seed) -> None:
+        from .cat import ContentBalance, ExposureControl
+
+        if estimator not in _ESTIMATORS:
+            raise InputError(f"estimator must be one of {_ESTIMATORS}, got {shown(estimator)}")
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+            raise InputError(f"seed must be an integer, got {shown(seed)}")
+        self.estimator, self.seed = estimator, int(seed)
+        self._exposure = ExposureControl(randomesque=randomesque)
+        self.randomesque = self._exposure.randomesque
+        self.categories = None
+        self._content = None
+        if categories is not None:
+            cats = pd.Series(categories).astype(str)
+            missing = [i for i in self._index if str(i) not in cats.index.astype(str)]
+            if missing:
+                raise InputError(f"categories: no category for {len(missing)} bank items (e.g. {shown(missing[0])})")
+            cats.index = cats.index.astype(str)
+            self.categories = {str(i): cats[str(i)] for i in self._index}
+            self._content = ContentBalance(np.array(list(self.categories.values())))
+
+    def set_stopping(self, *, max_items: int | None, target_se: float | None,
+                     min_information: float | None = None) -> None:
         """Change the stopping rules (e.g. extend the budget of a resumed session)."""
-        if max_items is None and target_se is None:
-            raise InputError("give a budget (max_items) and/or a target standard error (target_se)")
+        if max_items is None and target_se is None and min_information is None:
+            raise InputError("give a budget (max_items), a target standard error (target_se) and/or a minimum "
+                             "information (min_information)")
+        if min_information is not None and (isinstance(min_information, (bool, np.bool_))
+                                            or not isinstance(min_information, (int, float, np.integer, np.floating))
+                                            or not math.isfinite(min_information) or not 0 < min_information):
+            raise InputError(f"min_information must be a positive number, got {shown(min_information)}")
+        self.min_information = None if min_information is None else float(min_information)
         if max_items is not None and (isinstance(max_items, (bool, np.bool_))
                                       or not isinstance(max_items, (int, np.integer)) or max_items < 1):
             raise InputError(f"max_items must be a positive integer, got {shown(max_items)}")
@@ -386,7 +434,12 @@ class AdaptiveSession:
             return "max_items"
         if self._used.all():
             return "exhausted"
+        if self.min_information is not None and self._best_information() < self.min_information:
+            return "min_information"
         return None
+
+    def _best_information(self) -> float:
+        return float(np.where(self._used, -np.inf, fisher_information(self.theta, self._a, self._b)).max())
 
     @property
     def done(self) -> bool:
@@ -396,8 +449,20 @@ class AdaptiveSession:
     # ------------------------------------------------------------------ the loop
     def _select(self) -> int:
         info = fisher_information(self.theta, self._a, self._b)
-        info = np.where(self._used, -np.inf, info)
-        return int(np.argmax(info))
+        if self.randomesque == 1 and self._content is None:
+            return int(np.argmax(np.where(self._used, -np.inf, info)))
+        from .cat import _choose, _step_rng, kingsbury_zara_category
+
+        pool = ~self._used
+        if self._content is not None:
+            code = self._content.code
+            counts = np.bincount(code[np.asarray(self._order, dtype=int)], minlength=self._content.share.size)
+            has = np.bincount(code[pool], minlength=self._content.share.size) > 0
+            cat = kingsbury_zara_category(counts[None, :], self._content.share, has[None, :])[0]
+            pool = pool & (code == cat)
+        # the draw of step n depends only on (seed, n): a replayed state proposes the same items
+        item, _ = _choose(info[None, :], pool[None, :], _step_rng(self.seed, len(self._events)), self._exposure)
+        return int(item[0])
 
     def propose(self) -> str | None:
         """The next item: the unused one with the largest Fisher information at ``theta``.
@@ -446,6 +511,13 @@ class AdaptiveSession:
 
     def _update(self) -> None:
         order = np.asarray(self._order)
+        if self.estimator == "eap":
+            from .eap import eap_ability
+
+            est = eap_ability(np.asarray(self._responses, dtype=float), self._a[order], self._b[order],
+                              prior_mean=self.prior_mean, prior_sd=self.prior_sd)
+            self.theta, self.se = float(est.theta), float(est.se)
+            return
         est = map_ability(np.asarray(self._responses, dtype=float), self._a[order], self._b[order],
                           prior_mean=self.prior_mean, prior_sd=self.prior_sd, theta0=self.theta)
         self.theta, self.se = float(est.theta), float(est.se)
@@ -531,7 +603,9 @@ class AdaptiveSession:
             "bank_items": len(self.bank),
             "model": self.model,
             "settings": {"max_items": self.max_items, "target_se": self.target_se,
-                         "prior_mean": self.prior_mean, "prior_sd": self.prior_sd},
+                         "prior_mean": self.prior_mean, "prior_sd": self.prior_sd,
+                         "min_information": self.min_information, "estimator": self.estimator,
+                         "randomesque": self.randomesque, "seed": self.seed, "categories": self.categories},
             "context": dict(self.context),
             "events": [{"item": item, "response": r} for item, r in self._events],
             "theta": self.theta,
@@ -584,7 +658,10 @@ class AdaptiveSession:
         try:
             session = cls(bank, model=state.get("model"), max_items=settings.get("max_items"),
                           target_se=settings.get("target_se"), prior_mean=settings.get("prior_mean", 0.0),
-                          prior_sd=settings.get("prior_sd", 1.0), context=stored_context)
+                          prior_sd=settings.get("prior_sd", 1.0), context=stored_context,
+                          min_information=settings.get("min_information"), estimator=settings.get("estimator", "map"),
+                          randomesque=settings.get("randomesque", 1), categories=settings.get("categories"),
+                          seed=settings.get("seed", 0))
         except (TypeError, ValueError) as exc:
             raise InputError(f"{source}: corrupt session settings ({exc})") from None
         if context is not None and stored_context is not None:
@@ -592,9 +669,9 @@ class AdaptiveSession:
         elif context is not None:             # an older state: record this run's context from now on
             session.context = _check_context(context)
         if max_items is not None or target_se is not None:      # the caller's rules replace the stored ones
-            session.set_stopping(max_items=max_items, target_se=target_se)
-        stopping = (session.max_items, session.target_se)
-        session.max_items, session.target_se = len(bank) + 1, None   # replay every event, whatever the budget
+            session.set_stopping(max_items=max_items, target_se=target_se, min_information=session.min_information)
+        stopping = (session.max_items, session.target_se, session.min_information)
+        session.max_items, session.target_se, session.min_information = len(bank) + 1, None, None   # replay all
         for n, event in enumerate(events, start=1):
             if not isinstance(event, dict) or "item" not in event or "response" not in event:
                 raise InputError(f"{source}: event {n}: expected {{'item': ..., 'response': 0, 1 or null}}")
@@ -605,7 +682,7 @@ class AdaptiveSession:
                     session.record(event["item"], event["response"])
             except ValueError as exc:
                 raise InputError(f"{source}: event {n}: {exc}") from None
-        session.max_items, session.target_se = stopping
+        session.max_items, session.target_se, session.min_information = stopping
         return session
 
     @classmethod

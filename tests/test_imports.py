@@ -65,7 +65,7 @@ def test_the_calibrate_command_loads_no_plotting(tmp_path):
 CORE = ("ability", "adaptive", "agreement", "bank", "bank_format", "binarize", "calibrate", "cli", "data",
         "diagnostics", "errors", "interval_check", "intervals", "io", "methods", "model", "report", "savings",
         "session", "subset_files", "subsets", "datasets", "datasets.helm", "datasets.release", "jsonl",
-        "datasets.authors", "datasets.sources")
+        "datasets.authors", "datasets.sources", "cat", "eap", "grm", "mirt", "quadrature")
 
 
 def test_the_public_api_is_typed():
