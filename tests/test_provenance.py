@@ -40,7 +40,8 @@ def test_fallback_banner_names_only_what_fell_back():
     expected = provenance.real_expected(benches, source="auto")
     banner = provenance.fallback_banner(benches, real_expected=expected)
     assert "Harmbench" in banner and "Safetybench" not in banner and "Wmdp-Bio" not in banner
-    assert provenance.fallback_banner(benches, real_expected=provenance.real_expected(benches, source="simulated")) == ""
+    none_expected = provenance.real_expected(benches, source="simulated")
+    assert provenance.fallback_banner(benches, real_expected=none_expected) == ""
 
 
 def test_ceiling_pair_on_a_hand_made_matrix():
