@@ -66,3 +66,14 @@ def test_ceiling_pair_on_a_hand_made_matrix():
     edge = _bench("harmbench", "paper", {"a": row(50), "b": row(10)})
     c = paper_claims.ceiling_counts(edge)
     assert (c["above"], c["at_least"]) == (1, 2)
+
+
+def test_a_simulated_benchmark_is_not_named_after_the_real_data(monkeypatch):
+    from irtlib.book.pipeline import load_benchmark
+
+    monkeypatch.delenv("IRTLIB_DATA", raising=False)
+    sim = load_benchmark("airbench2024", source="simulated")
+    assert sim.data.kind == "simulated" and sim.display_name == "AIR-Bench 2024"
+    auto = load_benchmark("airbench2024")
+    if auto.data.kind == "real-subset":                      # the 22 real models beside the checkout
+        assert auto.display_name == "AIR-Bench 2024 (real, 22 models)"
