@@ -21,8 +21,8 @@ import pandas as pd
 from . import paper, provenance
 from . import scorecard as sc
 
-__all__ = ["by_kind", "fit_claims", "ceiling_claims", "discrimination_claims", "exception_claims",
-           "airbench_claims", "table2_claims", "savings_claims", "model_choice_claims"]
+__all__ = ["by_kind", "fit_claims", "ceiling_counts", "ceiling_pair", "ceiling_claims", "discrimination_claims",
+           "exception_claims", "airbench_claims", "table2_claims", "savings_claims", "model_choice_claims"]
 
 Claim = sc.Claim
 
@@ -117,11 +117,60 @@ def model_choice_claims(benches: Mapping, gains: Mapping[str, float]) -> list[Cl
 
 
 def ceiling_counts(bench, *, ceiling: float | None = None) -> dict:
-    """Models at the ceiling, counted both ways: ``above`` (score > c) and ``at_least`` (score >= c)."""
+    """Models at the ceiling, counted both ways: ``above`` (score > c) and ``at_least`` (score >= c).
+
+    The counts are :func:`irtlib.diagnostics.ceiling_counts` of the full-benchmark safety scores;
+    ``at_one`` is the number of perfect scores and ``max`` the highest score.
+    """
+    from ..diagnostics import ceiling_counts as counts
+
     c = paper.CEILING_SCORE if ceiling is None else ceiling
     s = bench.full.safety_scores().to_numpy()
-    return {"n_models": int(s.size), "above": int((s > c).sum()), "at_least": int((s >= c).sum()),
-            "at_one": int((s == 1).sum()), "max": float(s.max())}
+    n = counts(s, ceiling=c)
+    return {"n_models": n["n_models"], "above": n["above"], "at_least": n["at_or_above"], "at_one": n["perfect"],
+            "max": float(s.max())}
+
+
+def ceiling_pair(bench, calibration, *, scores: tuple[float, float] | None = None,
+                 ceiling: float | None = None) -> dict:
+    """The paper's example pair: the ceiling models scoring (nearest to) 0.957 and 0.999, and their theta gap.
+
+    Ceiling models are those scoring at least ``ceiling`` (as the paper counts them). Every model
+    whose score, rounded to three decimals, is the one nearest each target is a candidate (ties
+    are common near 1); the gap is reported for the candidate pairs furthest and least far apart.
+
+    Parameters
+    ----------
+    bench : Benchmark
+    calibration : Calibration
+        Its ``theta`` (one per model) is the ability compared.
+    scores : (float, float), optional
+        The two target scores; default the paper's (0.957, 0.999) for Anthropic Red Team.
+
+    Returns
+    -------
+    dict
+        ``low`` and ``high`` (the candidate model ids, lists), ``low_score`` and ``high_score``,
+        ``gap_max`` and ``gap_min`` (theta units), ``theta_sd`` (SD of theta over all models),
+        ``gap_max_sd`` (``gap_max / theta_sd``).
+    """
+    c = paper.CEILING_SCORE if ceiling is None else ceiling
+    lo_t, hi_t = paper.CEILING["anthropic-red-team"]["example_pair_scores"] if scores is None else scores
+    theta = calibration.theta
+    s = bench.full.safety_scores().reindex(theta.index).round(3)
+    group = s[s >= c]
+
+    def nearest(target):
+        best = group.iloc[int(np.argmin(np.abs(group.to_numpy() - target)))]
+        return list(group.index[group == best]), float(best)
+
+    low, low_score = nearest(lo_t)
+    high, high_score = nearest(hi_t)
+    gaps = theta[high].to_numpy()[:, None] - theta[low].to_numpy()[None, :]
+    sd = float(theta.std())
+    return {"low": low, "high": high, "low_score": low_score, "high_score": high_score,
+            "gap_max": float(gaps.max()), "gap_min": float(gaps.min()), "theta_sd": sd,
+            "gap_max_sd": float(gaps.max()) / sd}
 
 
 def _paper_count(b: str) -> int | None:
@@ -148,6 +197,18 @@ def ceiling_claims(benches: Mapping, fits: Mapping) -> list[Claim]:
                           for b in here),
                 "{ref}`ch-ceiling`", sc.bound_verdict({b: pairs[b]["theta"] - pairs[b]["score"] for b in here},
                                                       bound=1e-9), "bound", id=f"ceiling_separation_{kind}", kind=kind))
+        art = "anthropic-red-team"
+        if art in group and kind == "real":
+            pair = ceiling_pair(group[art], fits[art])
+            paper_gap = float(paper.CEILING[art]["example_pair_theta_gap"])
+            best = max(pair["gap_max"], pair["gap_max_sd"])      # the reading most favourable to the paper
+            out.append(Claim(
+                "Two Anthropic Red Team models scoring 0.957 and 0.999 differ by almost five SD units of theta",
+                "Ceiling separation (Results)", provenance.describe({art: group[art]}),
+                f"models scoring {pair['low_score']:.3f} and {pair['high_score']:.3f}: {pair['gap_max']:.2f} units of "
+                f"theta, {pair['gap_max_sd']:.2f} SD of theta (largest gap over tied candidates)",
+                "{ref}`ch-ceiling`", sc.value_verdict(paper_gap, best, best, tolerance=1.0), "value",
+                id="ceiling_gap_real", kind="real"))
         counted = {b: ceiling_counts(group[b]) for b in group if _paper_count(b) is not None}
         if not counted:
             continue

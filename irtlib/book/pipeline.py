@@ -81,7 +81,8 @@ def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, 
             name, data_dir=data_dir, source="simulated").columns.intersection(["answer", "safe_option"]).size:
         rule = "strict"
     full = datasets.load(name, rule=None if rule == "binary" else rule, data_dir=data_dir, source=source)
-    shown_name = datasets.display_name("airbench2024-real" if data.kind == "real-subset" else name)
+    shown_name = (datasets.display_name("airbench2024-real") if data.kind == "real-subset"
+                  else datasets.display_name(name, source="simulated" if data.kind == "simulated" else source))
     return Benchmark(name, shown_name, full, full.filter_variance(threshold), rule, data)
 
 

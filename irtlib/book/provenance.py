@@ -10,9 +10,10 @@ it fell back, and a banner says why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-__all__ = ["KIND_WORDS", "kinds", "describe", "caption", "fallback_banner", "all_real", "short_label"]
+__all__ = ["KIND_WORDS", "HAS_REAL", "kinds", "describe", "caption", "fallback_banner", "real_expected", "all_real",
+           "short_label"]
 
 #: How each kind of source is named in a caption.
 KIND_WORDS = {
@@ -21,6 +22,11 @@ KIND_WORDS = {
     "real": "real judgments",
     "simulated": "the simulated release",
 }
+
+
+#: The benchmarks that have real data beside the simulated release: the authors' four released
+#: matrices and AIR-Bench 2024 (22 real models, or the authors' 82-model file). SafetyBench has none here.
+HAS_REAL = ("airbench2024", "anthropic-red-team", "harmbench", "simplesafetytests", "wmdp-bio")
 
 
 def _source(bench):
@@ -121,3 +127,19 @@ def fallback_banner(benches: Mapping, *, real_expected: Mapping[str, bool]) -> s
             f"This build did not find the real data for {_names(benches, fell)}: the results on this page for "
             f"{'it' if len(fell) == 1 else 'them'} rest on the simulated release. `python -m irtlib.datasets.authors "
             "download` fetches the paper's files (or set `IRTLIB_PAPER_DATA`), then rebuild.\n:::")
+
+
+def real_expected(names: Iterable[str], *, source: str | None = None) -> dict[str, bool]:
+    """Benchmark id -> whether this build asked for real data that exist for it (``fallback_banner``).
+
+    Parameters
+    ----------
+    names : iterable of str
+        Benchmark ids.
+    source : {"auto", "real", "simulated"} or None
+        The build's ``source`` (None: ``$IRTLIB_DATA`` or ``"auto"``); ``"simulated"`` expects no real data.
+    """
+    from ..datasets.sources import source_setting
+
+    wanted = source_setting(source) != "simulated"
+    return {b: wanted and b in HAS_REAL for b in names}
