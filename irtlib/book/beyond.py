@@ -20,9 +20,6 @@ agreement is at least the 2PL's at the budgets compared (or it reaches 0.90 with
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
@@ -34,19 +31,13 @@ from ..grm import GradedItems, fit_grm
 from ..mirt import fit_mirt, mirt_cat
 from ..model import log_likelihood as loglik_2pl
 
-__all__ = ["binarize", "heldout_mask", "wide", "read_jsonl_matrix", "severity_heldout", "severity_agreement",
+__all__ = ["binarize", "heldout_mask", "wide", "severity_heldout", "severity_agreement",
            "dimension_heldout", "dimension_agreement", "smallest_budget", "verdict", "curves"]
 
 
 def wide(raw: pd.DataFrame) -> pd.DataFrame:
     """``model, item, score`` rows as a models x items frame (NaN where absent)."""
     return raw.pivot_table(index="model", columns="item", values="score", aggfunc="first").sort_index()
-
-
-def read_jsonl_matrix(path) -> pd.DataFrame:
-    """A models x items frame from the authors' JSONL (one ``{"subject_id", "responses"}`` per line)."""
-    rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    return pd.DataFrame({r["subject_id"]: r["responses"] for r in rows}).T.sort_index()
 
 
 def heldout_mask(observed: np.ndarray, *, fraction: float = 0.1, seed: int = 0) -> np.ndarray:
