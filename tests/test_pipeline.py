@@ -215,3 +215,19 @@ def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, 
             untied += 1
             assert abs(run["agreement"].iloc[split] - ceiling.iloc[split]) < 1e-9
     assert untied >= 1
+
+
+def test_book_protocol_swaps_only_the_fresh_anchor_rule_on_large_banks(sst):
+    from irtlib import protocols
+
+    wmdp = pipeline.load_benchmark("wmdp-bio", source="simulated")
+    kept = pipeline.kept_items(wmdp, protocol="authors")
+    assert pipeline.book_protocol(wmdp, "authors") == protocols.get("authors", benchmark="wmdp-bio")
+    same = pipeline.book_protocol(wmdp, "authors", fresh_anchor_max_items=kept)          # not more than the cap
+    assert same.anchor_rule == "fresh"
+    fast = pipeline.book_protocol(wmdp, "authors", fresh_anchor_max_items=kept - 1)
+    assert fast.anchor_rule == "path"
+    rest = {k: v for k, v in fast.settings().items() if k != "anchor_rule"}
+    assert rest == {k: v for k, v in same.settings().items() if k != "anchor_rule"}
+    # the paper's protocol already runs the path
+    assert pipeline.book_protocol(sst, "paper", fresh_anchor_max_items=1) == protocols.get("paper", benchmark=sst.name)
