@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import protocols as _protocols
 from ._typing import ArrayLike
 from .calibrate import Calibration
 from .data import ResponseMatrix
@@ -97,26 +98,31 @@ def ceiling_counts(scores: ArrayLike, *, ceiling: float = CEILING) -> dict:
             "at_or_above": int((s >= ceiling).sum()), "perfect": int((s == 1.0).sum())}
 
 
-def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, n_test_groups):
+def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, n_test_groups,
+                    split_rule="stream", calibration_seeds="stream"):
     """Ceilings of some splits (one joblib task of :func:`agreement_ceiling`)."""
     from .ability import map_ability
     from .agreement import calibrate_split, calibration_seed, spearman, split_models
 
     out = []
     for split in splits:
-        train, test = split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups)
+        train, test = split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
+                                   rule=split_rule)
         x_train = values[train]
         pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))      # as the protocol: seen in training
-        a, b, _ = calibrate_split(x_train[:, pool], engine=engine, seed=calibration_seed(seed, split))
+        fit_seed = calibration_seed(seed, split) if calibration_seeds == "stream" else 0
+        a, b, _ = calibrate_split(x_train[:, pool], engine=engine, seed=fit_seed)
         # only now are the test rows touched, for scoring
         theta = np.asarray(map_ability(values[np.ix_(test, pool)], a, b).theta)
         out.append(spearman(theta, reference[test]))
     return out
 
 
-def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: int = 10, seed: int = 0,
-                      engine: str = "map", variance_threshold: float | None = 0.01, reference: str = "full",
-                      groups: ArrayLike | None = None, n_test_groups: int = 1, n_jobs: int = 1) -> pd.Series:
+def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_test: int | None = None,
+                      seed: int | None = None, engine: str = "map", variance_threshold: float | None | str = "protocol",
+                      reference: str | None = None, groups: ArrayLike | None = None, n_test_groups: int = 1,
+                      n_jobs: int = 1, protocol: str | _protocols.Protocol | None = None,
+                      benchmark: str | None = None) -> pd.Series:
     """The agreement an ability-scored method reaches with every item: one value per split.
 
     An IRT-scored method (Fluid, Random IRT, the three Fisher subsets) ranks the test models by
@@ -138,9 +144,18 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: in
     matrix : ResponseMatrix, shape (n_models, n_items)
         Binary responses, unfiltered (the variance filter runs here, as in the protocol).
     n_splits, n_test, seed, engine, variance_threshold, reference, groups, n_test_groups
-        As in :func:`irtlib.agreement.run_protocol`; equal values give equal splits.
+        As in :func:`irtlib.agreement.run_protocol`; equal values give equal splits. Defaults are
+        the protocol's (``"paper"``: 100 splits, 10 test models, seed 0, filter 0.01, reference
+        ``"full"``).
     n_jobs : int
         Splits in parallel (joblib); results do not depend on it.
+    protocol : {"paper", "authors"} or Protocol, optional
+        As in :func:`irtlib.agreement.run_protocol` (None: ``"paper"``): its split rule, variance
+        rule, reference and calibration seeds, so the ceiling of split ``i`` is that of the
+        protocol's split ``i``. Under ``"authors"`` it is the authors' reference line: MAP
+        ability on every kept item (SUMMARY.md, "Abilities").
+    benchmark : str, optional
+        The benchmark id whose sizes ``"authors"`` uses.
 
     Returns
     -------
@@ -159,14 +174,25 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: in
 
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
+    proto = _protocols.resolve(protocol, benchmark=benchmark)
+    n_splits = proto.n_splits if n_splits is None else n_splits
+    n_test = proto.n_test if n_test is None else n_test
+    seed = proto.seed if seed is None else seed
+    reference = proto.reference if reference is None else reference
+    if isinstance(variance_threshold, str):
+        if variance_threshold != "protocol":
+            raise InputError(f"variance_threshold must be a number or None, got {variance_threshold!r}")
+        variance_threshold = proto.variance_threshold
     if int(n_splits) < 1:
         raise InputError(f"n_splits must be at least 1, got {n_splits}")
     if reference not in ("full", "filtered"):
         raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
     filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
-                                          groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups)
+                                          groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups,
+                                          variance_rule=proto.variance_rule, split_rule=proto.split_rule)
     values = np.ascontiguousarray(filtered.values)
-    kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups)
+    kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups,
+                  split_rule=proto.split_rule, calibration_seeds=proto.calibration_seed)
     splits = list(range(int(n_splits)))
     if int(n_jobs) == 1:
         rho = _ceiling_splits(values, ref, splits, **kwargs)
@@ -179,5 +205,6 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int = 100, n_test: in
     out = pd.Series(np.asarray(rho, float), index=pd.RangeIndex(len(splits), name="split"), name="ceiling")
     out.attrs.update({"source": matrix.source, "n_splits": int(n_splits), "n_test": int(n_test), "seed": seed,
                       "engine": engine, "variance_threshold": variance_threshold, "reference": reference,
-                      "grouped": groups is not None, "n_test_groups": int(n_test_groups)})
+                      "grouped": groups is not None, "n_test_groups": int(n_test_groups),
+                      "protocol": proto.name, "protocol_settings": proto.settings(), "nan_policy": proto.nan_policy})
     return out

@@ -175,9 +175,11 @@ def _curves(ax, summary: pd.DataFrame, methods, *, band: str, threshold: float |
         st = METHOD_STYLE.get(method, MethodStyle(method, "#333333", "-", ""))
         ax.plot(rows["k"], rows["mean"], color=st.colour, linestyle=st.linestyle, marker=st.marker or None,
                 markersize=4, lw=st.linewidth, label=st.label, zorder=3 if method == "fluid" else 2)
-        if band == "sd" and st.band:
-            ax.fill_between(rows["k"], rows["mean"] - rows["sd"], rows["mean"] + rows["sd"], color=st.colour,
-                            alpha=0.15, lw=0, label=f"{st.label} $\\pm$ 1 SD over splits")
+        if band in ("sd", "se") and st.band:
+            width = rows["sd"] if band == "sd" else rows["se"]
+            what = "1 SD over splits" if band == "sd" else "1 SE of the mean over splits"
+            ax.fill_between(rows["k"], rows["mean"] - width, rows["mean"] + width, color=st.colour,
+                            alpha=0.15, lw=0, label=f"{st.label} $\\pm$ {what}")
     if threshold is not None:
         ax.axhline(threshold, color="k", lw=0.8, ls=(0, (1, 2)), label=f"{threshold:g} agreement target")
     if ceiling is not None:
@@ -189,9 +191,18 @@ def _curves(ax, summary: pd.DataFrame, methods, *, band: str, threshold: float |
 
 
 def _summarise(results: pd.DataFrame) -> pd.DataFrame:
-    from .agreement import agreement_curves as curves  # mean and SD over splits, NaN counted as 0
+    # mean, SD and SE over splits, undefined rho as the results' protocol says (``attrs``; default 0)
+    from .agreement import agreement_curves as curves
 
     return curves(results.drop(columns="benchmark", errors="ignore"))
+
+
+def _band(results: pd.DataFrame, band: str | None) -> str:
+    """The band to shade: the one given, else the results' protocol's (``attrs["band"]``), else "sd"."""
+    band = results.attrs.get("band", "sd") if band is None else band
+    if band not in ("sd", "se", "none"):
+        raise ValueError(f"band must be 'sd', 'se' or 'none', got {band!r}")
+    return band
 
 
 def _legend_below(fig, axes, *, ncol: int = 4):
@@ -208,9 +219,9 @@ def _legend_below(fig, axes, *, ncol: int = 4):
 
 
 def agreement_curves(results: pd.DataFrame, *, methods: Sequence[str] | None = None, title: str | None = None,
-                     band: str = "sd", ylim: tuple[float, float] | None = (0.0, 1.0), ceiling: float | None = None,
-                     threshold: float | None = 0.9) -> Figure:
-    """Figure 4: mean agreement against budget k for every method; Fluid and Random shaded by 1 SD over splits.
+                     band: str | None = None, ylim: tuple[float, float] | None = (0.0, 1.0),
+                     ceiling: float | None = None, threshold: float | None = 0.9) -> Figure:
+    """Figure 4: mean agreement against budget k for every method; Fluid and Random shaded (1 SD or 1 SE).
 
     Parameters
     ----------
@@ -218,8 +229,11 @@ def agreement_curves(results: pd.DataFrame, *, methods: Sequence[str] | None = N
         Output of :func:`irtlib.run_protocol` (columns ``split``, ``method``, ``k``, ``agreement``).
     methods : sequence of str, optional
         Which methods to draw, in legend order; default all present.
-    band : {"sd", "none"}
-        Shade 1 SD over splits around Fluid and Random (the other methods are never shaded).
+    band : {"sd", "se", "none"}, optional
+        Shade 1 SD over splits (the paper's text) or 1 standard error of the mean over the splits
+        with a defined rho (the authors' code) around Fluid and Random (the other methods are
+        never shaded). Default: the rule the results' protocol records (``attrs["band"]``), else "sd".
+        Undefined agreements follow the results' protocol too (``attrs["nan_policy"]``).
     ceiling : float, optional
         Drawn as a labelled horizontal line "IRT ceiling".
     threshold : float or None
@@ -228,8 +242,8 @@ def agreement_curves(results: pd.DataFrame, *, methods: Sequence[str] | None = N
     methods = list(METHOD_STYLE) if methods is None else list(methods)
     fig = Figure(figsize=(7.5, 5.2), layout="constrained")
     ax = fig.subplots()
-    _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band,
-            threshold=threshold, ceiling=ceiling)
+    _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])],
+            band=_band(results, band), threshold=threshold, ceiling=ceiling)
     ax.set_ylim(*ylim)
     if title:
         ax.set_title(title)
@@ -238,12 +252,14 @@ def agreement_curves(results: pd.DataFrame, *, methods: Sequence[str] | None = N
 
 
 def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods: Sequence[str] | None = None,
-                   ncols: int = 2, band: str = "sd", ylim: tuple[float, float] | None = (0.0, 1.0),
+                   ncols: int = 2, band: str | None = None, ylim: tuple[float, float] | None = (0.0, 1.0),
                    ceiling: float | Mapping[str, float] | None = None, threshold: float | None = 0.9) -> Figure:
     """Appendix F: the agreement curves of every benchmark, one panel each, one shared legend below.
 
     Parameters
     ----------
+    band : {"sd", "se", "none"}, optional
+        As in :func:`agreement_curves` (default: each panel's results' protocol's rule).
     ceiling : float or mapping of title -> float, optional
         An "IRT ceiling" line in every panel (a float) or in the panels named (a mapping).
     threshold : float or None
@@ -253,8 +269,8 @@ def agreement_grid(results_by_benchmark: Mapping[str, pd.DataFrame], *, methods:
     fig, axes = _grid(len(results_by_benchmark), ncols=ncols, size=(5.2, 3.6))
     for ax, (title, results) in zip(axes, results_by_benchmark.items(), strict=False):
         line = ceiling.get(title) if isinstance(ceiling, Mapping) else ceiling
-        _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])], band=band,
-                threshold=threshold, ceiling=line)
+        _curves(ax, _summarise(results), [m for m in methods if m in set(results["method"])],
+                band=_band(results, band), threshold=threshold, ceiling=line)
         ax.set_ylim(*ylim)
         ax.set_title(title, fontsize=10)
     _legend_below(fig, axes[:len(results_by_benchmark)], ncol=4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from irtlib.book import cache, paper, pipeline
@@ -110,3 +111,123 @@ def test_protocol_is_cached_and_n_jobs_is_not_part_of_the_key(sst, tmp_path, mon
     pipeline.protocol_benchmark(sst, n_splits=2, ks=[1, 5, 20], seed=1, cache_dir=tmp_path)
     assert run.calls == 2
     np.testing.assert_array_equal(first["k"].unique(), [1, 5, 20])
+
+
+# ---------------------------------------------------------------------------- the authors' protocol
+def test_authors_budgets_are_their_grid_plus_the_papers(sst):
+    from irtlib import protocols
+
+    wmdp = pipeline.load_benchmark("wmdp-bio", source="simulated")
+    for bench in (sst, wmdp):
+        n_test, top = protocols.AUTHORS_SIZES[bench.name][1:]
+        kept = int((bench.full.item_variance() >= 0.01).sum())          # the code keeps p(1-p) >= 0.01
+        assert pipeline.kept_items(bench, protocol="authors") == kept
+        assert pipeline.kept_items(bench) == bench.filtered.shape[1]     # the text drops p(1-p) <= 0.01
+        grid = np.unique(np.round(np.geomspace(1, min(top, kept), 20)).astype(int)).tolist()
+        ks = pipeline.protocol_budgets(bench, protocol="authors")
+        extra = {k for k in pipeline.paper_budgets(bench.name) if k <= max(grid)}
+        assert ks == sorted(set(grid) | extra)
+    # the paper's own grid is unchanged without a protocol
+    assert pipeline.protocol_budgets(sst) == pipeline.protocol_budgets(sst, protocol="paper")
+
+
+REAL = pipeline.datasets.resolve("simplesafetytests").kind == "paper"
+
+
+@pytest.mark.skipif(not REAL, reason="the authors' released matrices are not available here")
+@pytest.mark.parametrize("name", ["anthropic-red-team", "harmbench", "simplesafetytests", "wmdp-bio"])
+def test_every_table2_budget_lies_on_the_authors_grid_of_the_real_data(name):
+    """SUMMARY.md: 'Every k of Table 2 lies on these grids' (on the authors' matrices)."""
+    from irtlib import protocols
+
+    bench = pipeline.load_benchmark(name)
+    grid = protocols.authors_budget_grid(pipeline.kept_items(bench, protocol="authors"),
+                                         max_budget=protocols.AUTHORS_SIZES[name][2])
+    assert {paper.TABLE2_LEFT[name].k, paper.TABLE2_RIGHT[name].k} <= set(grid)
+
+
+def test_protocol_sizes_follow_the_protocol(sst):
+    wmdp = pipeline.load_benchmark("wmdp-bio", source="simulated")
+    assert pipeline.protocol_sizes(sst) == (100, 10)
+    assert pipeline.protocol_sizes(sst, protocol="authors") == (100, 10)
+    assert pipeline.protocol_sizes(wmdp, protocol="authors") == (70, 6)
+    assert pipeline.protocol_sizes(wmdp, protocol="authors", max_splits=10) == (10, 6)
+    assert pipeline.protocol_sizes(wmdp, protocol="authors", n_splits=3, n_test=4, max_splits=10) == (3, 4)
+
+
+def test_protocol_benchmark_runs_the_named_protocol_and_keys_the_cache_by_it(sst, tmp_path, monkeypatch):
+    import irtlib.agreement
+    from irtlib.agreement import run_protocol  # the original, for the direct run
+
+    run = Counter(irtlib.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.agreement, "run_protocol", run)
+    # (the authors' anchor points need complete responses, which the simulated release does not have)
+    methods = ["fluid", "random", "random-irt", "total-fisher", "disco"]
+    ours = pipeline.protocol_benchmark(sst, protocol="authors", max_splits=2, ks=[1, 5, 20], cache_dir=tmp_path,
+                                       methods=methods)
+    direct = run_protocol(sst.full, protocol="authors", benchmark="simplesafetytests", n_splits=2, ks=[1, 5, 20],
+                          methods=methods)
+    pd.testing.assert_frame_equal(ours.drop(columns="benchmark"), direct)
+    assert ours.attrs["protocol"] == "authors" and ours.attrs["n_test"] == 10 and ours.attrs["seed"] == 42
+    assert ours.attrs["nan_policy"] == "omit" and ours.attrs["band"] == "se"
+    paper_run = pipeline.protocol_benchmark(sst, max_splits=2, ks=[1, 5, 20], cache_dir=tmp_path, methods=methods)
+    assert run.calls == 2 and paper_run.attrs["protocol"] == "paper"         # another protocol, another entry
+    pipeline.protocol_benchmark(sst, protocol="authors", max_splits=2, ks=[1, 5, 20], cache_dir=tmp_path,
+                                methods=methods)
+    assert run.calls == 2
+    assert not np.allclose(paper_run["agreement"].fillna(9), ours["agreement"].fillna(9))
+
+
+@pytest.fixture(scope="module")
+def complete(sst):
+    """The simulated SimpleSafetyTests with its missing cells set to 0 (complete, like the paper's data)."""
+    from irtlib import ResponseMatrix
+
+    full = ResponseMatrix(np.nan_to_num(sst.full.values), list(sst.full.models), list(sst.full.items), source="t")
+    return pipeline.Benchmark(sst.name, sst.display_name, full, full.filter_variance(), sst.rule, sst.data)
+
+
+@pytest.mark.parametrize("protocol", ["paper", "authors"])
+def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, protocol, tmp_path):
+    """With every kept item, Random IRT scores the test models by MAP on all items: the ceiling."""
+    from irtlib import map_ability, protocols
+    from irtlib.agreement import calibrate_split, calibration_seed, run_protocol, spearman, split_models
+    from irtlib.book.ceiling import ceiling_benchmark
+
+    sst = complete
+    proto = protocols.get(protocol, benchmark=sst.name)
+    n = pipeline.kept_items(sst, protocol=protocol)
+    ceiling = ceiling_benchmark(sst, protocol=protocol, max_splits=3, cache_dir=tmp_path)
+    run = run_protocol(sst.full, protocol=protocol, benchmark=sst.name, n_splits=3, ks=[n], methods=["random-irt"])
+    assert ceiling.attrs["protocol"] == protocol
+    var = sst.full.item_variance()
+    kept = sst.full.subset(items=[i for i, v in var.items() if (v >= 0.01 if protocol == "authors" else v > 0.01)])
+    reference = (kept if protocol == "authors" else sst.full).safety_scores().to_numpy()
+    untied = 0
+    for split in range(3):    # by hand: the protocol's split rule, calibration seed and reference
+        train, test = split_models(sst.full.shape[0], 10, proto.seed, split, rule=proto.split_rule)
+        seed = calibration_seed(proto.seed, split) if proto.calibration_seed == "stream" else 0
+        a, b, _ = calibrate_split(kept.values[train], engine="map", seed=seed)
+        theta = np.asarray(map_ability(kept.values[test], a, b).theta)
+        assert abs(spearman(theta, reference[test]) - ceiling.iloc[split]) < 1e-12
+        # Random IRT with every item is the same MAP; tied abilities may break either way in another item order
+        if np.diff(np.sort(theta)).min() > 1e-9:
+            untied += 1
+            assert abs(run["agreement"].iloc[split] - ceiling.iloc[split]) < 1e-9
+    assert untied >= 1
+
+
+def test_book_protocol_swaps_only_the_fresh_anchor_rule_on_large_banks(sst):
+    from irtlib import protocols
+
+    wmdp = pipeline.load_benchmark("wmdp-bio", source="simulated")
+    kept = pipeline.kept_items(wmdp, protocol="authors")
+    assert pipeline.book_protocol(wmdp, "authors") == protocols.get("authors", benchmark="wmdp-bio")
+    same = pipeline.book_protocol(wmdp, "authors", fresh_anchor_max_items=kept)          # not more than the cap
+    assert same.anchor_rule == "fresh"
+    fast = pipeline.book_protocol(wmdp, "authors", fresh_anchor_max_items=kept - 1)
+    assert fast.anchor_rule == "path"
+    rest = {k: v for k, v in fast.settings().items() if k != "anchor_rule"}
+    assert rest == {k: v for k, v in same.settings().items() if k != "anchor_rule"}
+    # the paper's protocol already runs the path
+    assert pipeline.book_protocol(sst, "paper", fresh_anchor_max_items=1) == protocols.get("paper", benchmark=sst.name)

@@ -61,6 +61,37 @@ def test_only_fluid_and_random_are_shaded():
     assert not [c for c in ax.collections if isinstance(c, PolyCollection)]
 
 
+def test_the_band_follows_the_protocol_the_results_record():
+    """The authors' protocol shades +-1 SE over the splits with a defined rho; the text's +-1 SD."""
+    res = fake_results(n_splits=9)
+    res.loc[(res["method"] == "fluid") & (res["split"] == 0), "agreement"] = np.nan     # one undefined split
+    res.attrs.update({"band": "se", "nan_policy": "omit"})
+
+    def fluid_band(fig):
+        ax = drawn(fig).axes[0]
+        band = next(c for c in ax.collections if isinstance(c, PolyCollection)
+                    and mcolors.to_hex(c.get_facecolor()[0], keep_alpha=False) == METHOD_STYLE["fluid"].colour.lower())
+        y = band.get_paths()[0].vertices[:, 1]
+        return y.max() - y.min(), band.get_label()
+
+    fluid = res[res["method"] == "fluid"].dropna().groupby("k")["agreement"]
+    at_200 = fluid.get_group(200)                                   # 8 defined splits
+    width_se, label_se = fluid_band(plots.agreement_curves(res, methods=["fluid", "random"], threshold=None))
+    assert "SE" in label_se
+    sd_res = res.copy()
+    sd_res.attrs.update({"band": "sd"})
+    width_sd, label_sd = fluid_band(plots.agreement_curves(sd_res, methods=["fluid", "random"], threshold=None))
+    assert "SD" in label_sd
+    # the band's vertical extent spans every k; at the largest k the half widths are SE = SD / sqrt(8) and SD
+    assert width_se < width_sd
+    ax = drawn(plots.agreement_curves(res, methods=["fluid"], threshold=None)).axes[0]
+    verts = next(c for c in ax.collections if isinstance(c, PolyCollection)).get_paths()[0].vertices
+    top = verts[np.isclose(verts[:, 0], 200)][:, 1]
+    np.testing.assert_allclose(top.max() - top.min(), 2 * at_200.std(ddof=1) / np.sqrt(at_200.size), rtol=1e-9)
+    with pytest.raises(ValueError, match="band"):
+        plots.agreement_curves(res, band="iqr")
+
+
 def test_k_axis_reads_plain_numbers():
     for fig in (plots.agreement_curves(fake_results()),
                 plots.agreement_grid({"A": fake_results(), "B": fake_results(seed=1)})):

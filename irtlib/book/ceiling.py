@@ -13,20 +13,24 @@ import pandas as pd
 
 from ..agreement import mean_interval_halfwidth
 from ..diagnostics import agreement_ceiling
+from ..protocols import Protocol
 from .cache import cached
 
 __all__ = ["ceiling_benchmark", "ceiling_table"]
 
 
-def ceiling_benchmark(bench, *, n_splits: int = 100, n_test: int = 10, seed: int = 0, engine: str = "map",
-                      threshold: float = 0.01, n_jobs: int = 1, cache_dir=None) -> pd.Series:
+def ceiling_benchmark(bench, *, n_splits: int | None = None, n_test: int | None = None, seed: int | None = None,
+                      engine: str = "map", threshold: float = 0.01, n_jobs: int = 1, cache_dir=None,
+                      protocol: str | Protocol | None = None,
+                      max_splits: int | None = None) -> pd.Series:
     """The agreement ceiling per split of one benchmark (cached).
 
     Parameters
     ----------
     bench : irtlib.book.pipeline.Benchmark
-    n_splits, n_test, seed, engine, threshold
-        As for :func:`irtlib.book.pipeline.protocol_benchmark` (same values: same splits).
+    n_splits, n_test, seed, engine, threshold, protocol, max_splits
+        As for :func:`irtlib.book.pipeline.protocol_benchmark` (same values: same splits; the
+        defaults are the protocol's for this benchmark).
     n_jobs : int
         Not part of the cache key (results do not depend on it).
 
@@ -34,9 +38,17 @@ def ceiling_benchmark(bench, *, n_splits: int = 100, n_test: int = 10, seed: int
     -------
     Series, shape (n_splits,), indexed by split (see :func:`irtlib.diagnostics.agreement_ceiling`)
     """
-    key = ("ceiling_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, engine, threshold)
+    from .. import protocols
+    from .pipeline import protocol_sizes
+
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    n_splits, n_test = protocol_sizes(bench, protocol=proto, n_splits=n_splits, n_test=n_test, max_splits=max_splits)
+    seed = proto.seed if seed is None else int(seed)
+    key = ("ceiling_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, engine, threshold,
+           tuple(sorted(proto.settings().items())))
     return cached(lambda: agreement_ceiling(bench.full, n_splits=n_splits, n_test=n_test, seed=seed, engine=engine,
-                                            variance_threshold=threshold, n_jobs=n_jobs),
+                                            variance_threshold=threshold, n_jobs=n_jobs, protocol=proto,
+                                            benchmark=bench.name),
                   key=key, cache_dir=cache_dir)
 
 

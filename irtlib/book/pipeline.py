@@ -19,9 +19,10 @@ from .cache import array_checksum, cached
 from ..calibrate import Calibration, fit_2pl
 from ..data import ResponseMatrix
 from ..datasets.sources import DataSource
+from ..protocols import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "paper_budgets", "protocol_budgets",
-           "protocol_benchmark"]
+           "kept_items", "book_protocol", "protocol_sizes", "protocol_benchmark"]
 
 
 @dataclass(frozen=True)
@@ -115,37 +116,147 @@ def paper_budgets(name: str) -> list[int]:
     return sorted(int(k) for k in ks if k)
 
 
-def protocol_budgets(bench: Benchmark, *, n_points: int = 25) -> list[int]:
-    """A log-spaced sweep (:func:`irtlib.agreement.budget_grid`) plus the paper's own budgets.
+def protocol_budgets(bench: Benchmark, *, n_points: int = 25, protocol: str | Protocol | None = None) -> list[int]:
+    """The swept budgets plus the paper's own budgets.
 
-    Adding the k at which the paper reports a value lets each chapter set the paper's number
-    beside ours at the same k, not at the nearest grid point.
+    Parameters
+    ----------
+    bench : Benchmark
+    n_points : int
+        Points of irtlib's log-spaced grid (:func:`irtlib.agreement.budget_grid`; the paper's protocol).
+    protocol : {"paper", "authors"} or Protocol, optional
+        None or ``"paper"``: irtlib's grid. ``"authors"``: the authors' grid, the distinct
+        ``round(geomspace(1, min(largest budget, items kept), 20))`` over the items their filter
+        keeps (:func:`irtlib.protocols.authors_budget_grid`; every k of Table 2 lies on it).
+
+    Returns
+    -------
+    list of int
+        Sorted: the grid, plus every budget of :func:`paper_budgets` not larger than its top (so a
+        chapter sets the paper's number beside ours at the same k, not at the nearest grid point;
+        appendix F's SafetyBench budgets 19 and 556 are off the authors' grid).
     """
+    from .. import protocols
     from ..agreement import budget_grid
 
-    n = bench.filtered.shape[1]
-    grid = set(budget_grid(n, n_points=n_points))
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    if proto.budget_rule == "authors":
+        grid = set(protocols.authors_budget_grid(kept_items(bench, protocol=proto), max_budget=proto.max_budget))
+    else:
+        grid = set(budget_grid(bench.filtered.shape[1], n_points=n_points))
     return sorted(grid | {k for k in paper_budgets(bench.name) if k <= max(grid)})
 
 
-def protocol_benchmark(bench: Benchmark, *, n_splits: int = 100, n_test: int = 10, seed: int = 0, ks=None,
-                       engine: str = "map", threshold: float = 0.01, n_jobs: int = 1, cache_dir=None,
-                       progress: bool | None = False) -> pd.DataFrame:
+def kept_items(bench: Benchmark, *, protocol: str | Protocol | None = None, threshold: float | None = None) -> int:
+    """How many items the protocol's variance filter keeps (the text drops ``p(1-p) <= t``, the code ``< t``)."""
+    from .. import protocols
+
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    t = proto.variance_threshold if threshold is None else threshold
+    var = bench.full.item_variance().to_numpy()
+    return int((var >= t).sum() if proto.variance_rule == "below" else (var > t).sum())
+
+
+def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
+                  fresh_anchor_max_items: int | None = None) -> Protocol:
+    """The protocol a chapter runs on ``bench``: the named one, with one optional speed rule.
+
+    The authors' Anchor Points run a fresh FasterPAM for every budget (``anchor_rule="fresh"``);
+    on a bank of thousands of items that is minutes per budget and split (AIR-Bench 2024's 4,906
+    kept items: about two minutes per split on this machine; SafetyBench's 11,395: tens of
+    minutes). With ``fresh_anchor_max_items`` set, a benchmark keeping more items than that runs
+    irtlib's warm-started K-medoids path instead (``anchor_rule="path"``), every other rule
+    unchanged; the returned protocol says so in its ``anchor_rule``, and so in the cache key.
+
+    Parameters
+    ----------
+    bench : Benchmark
+    protocol : {"paper", "authors"} or Protocol, optional
+    fresh_anchor_max_items : int, optional
+        None: the protocol as named.
+
+    Returns
+    -------
+    Protocol
+    """
+    from dataclasses import replace
+
+    from .. import protocols
+
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    if (fresh_anchor_max_items is not None and proto.anchor_rule == "fresh"
+            and kept_items(bench, protocol=proto) > int(fresh_anchor_max_items)):
+        proto = replace(proto, anchor_rule="path")
+    return proto
+
+
+def protocol_sizes(bench: Benchmark, *, protocol: str | Protocol | None = None, n_splits: int | None = None,
+                   n_test: int | None = None,
+                   max_splits: int | None = None) -> tuple[int, int]:
+    """``(n_splits, n_test)`` a chapter runs: given, else the protocol's for this benchmark, capped by ``max_splits``.
+
+    Under ``"authors"`` the protocol's are the released code's per-benchmark values
+    (:data:`irtlib.protocols.AUTHORS_SIZES`: AIR-Bench 70/10, Anthropic Red Team 100/10, HarmBench
+    100/10, SimpleSafetyTests 100/10, SafetyBench 70/6, WMDP 70/6); under ``"paper"`` 100/10.
+    ``max_splits`` (a QUICK build's 10) caps the count.
+    """
+    from .. import protocols
+
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    splits = proto.n_splits if n_splits is None else int(n_splits)
+    if max_splits is not None:
+        splits = min(splits, int(max_splits))
+    return splits, proto.n_test if n_test is None else int(n_test)
+
+
+def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test: int | None = None,
+                       seed: int | None = None, ks=None, engine: str = "map", threshold: float = 0.01,
+                       n_jobs: int = 1, cache_dir=None, progress: bool | None = False,
+                       protocol: str | Protocol | None = None,
+                       max_splits: int | None = None, methods=None) -> pd.DataFrame:
     """The agreement protocol (:func:`irtlib.run_protocol`) on one benchmark, cached.
 
-    ``ks`` defaults to :func:`protocol_budgets`. ``n_jobs`` is not part of the cache key: the
-    results do not depend on it. The returned frame carries ``benchmark`` as a column and the
-    protocol's settings in ``attrs``.
+    Parameters
+    ----------
+    bench : Benchmark
+    n_splits, n_test : int, optional
+        Default: the protocol's for this benchmark (:func:`protocol_sizes`), capped by ``max_splits``.
+    seed : int, optional
+        Default the protocol's (``"paper"`` 0; ``"authors"`` 42, their split rule's).
+    ks : sequence of int, optional
+        Default :func:`protocol_budgets` under the same protocol.
+    engine, threshold
+        Per-split calibration engine and the variance filter's threshold.
+    n_jobs : int
+        Not part of the cache key: the results do not depend on it.
+    protocol : {"paper", "authors"} or Protocol, optional
+        :mod:`irtlib.protocols`; None is ``"paper"``. Passed to ``run_protocol`` with
+        ``benchmark=bench.name``; part of the cache key (every rule of it).
+    max_splits : int, optional
+        Cap on the protocol's split count (a QUICK build).
+    methods : sequence of str, optional
+        Method ids (default all eight); part of the cache key.
+
+    Returns
+    -------
+    DataFrame
+        ``run_protocol``'s rows with a ``benchmark`` column; ``attrs`` as ``run_protocol`` records
+        them (the protocol, its NaN and band rules).
     """
+    from .. import protocols
     from ..agreement import run_protocol
 
-    ks = protocol_budgets(bench) if ks is None else sorted({int(k) for k in ks})
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    n_splits, n_test = protocol_sizes(bench, protocol=proto, n_splits=n_splits, n_test=n_test, max_splits=max_splits)
+    seed = proto.seed if seed is None else int(seed)
+    ks = protocol_budgets(bench, protocol=proto) if ks is None else sorted({int(k) for k in ks})
     key = ("protocol_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, tuple(ks),
-           engine, threshold)
+           engine, threshold, tuple(sorted(proto.settings().items())), None if methods is None else tuple(methods))
 
     def compute():
-        df = run_protocol(bench.full, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed, engine=engine,
-                          n_jobs=n_jobs, variance_threshold=threshold, progress=progress)
+        df = run_protocol(bench.full, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+                          engine=engine, n_jobs=n_jobs, variance_threshold=threshold, progress=progress, protocol=proto,
+                          benchmark=bench.name)
         attrs = dict(df.attrs)
         df = df.assign(benchmark=bench.name)
         df.attrs.update(attrs)
