@@ -560,7 +560,7 @@ def protocol_data(matrix: ResponseMatrix, *, variance_threshold: float | None, r
     return filtered, ref, groups
 
 
-_FROM_PROTOCOL = "protocol"     # variance_threshold's default: the protocol's (None already means "no filter")
+_FROM_PROTOCOL = _protocols.FROM_PROTOCOL     # variance_threshold's default: the protocol's
 
 
 def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None, ks: Sequence[int] | None = None,
@@ -642,20 +642,11 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
     """
     if not isinstance(matrix, ResponseMatrix):
         raise TypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
-    proto = _protocols.resolve(protocol, benchmark=benchmark)
-    n_splits = proto.n_splits if n_splits is None else n_splits
-    n_test = proto.n_test if n_test is None else n_test
-    seed = proto.seed if seed is None else seed
-    reference = proto.reference if reference is None else reference
-    if isinstance(variance_threshold, str):
-        if variance_threshold != _FROM_PROTOCOL:
-            raise InputError(f"variance_threshold must be a number or None, got {variance_threshold!r}")
-        variance_threshold = proto.variance_threshold
+    proto, settled = _protocols.settle(protocol, benchmark=benchmark, n_splits=n_splits, n_test=n_test, seed=seed,
+                                       reference=reference, variance_threshold=variance_threshold)
+    n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]
+    reference, variance_threshold = settled["reference"], settled["variance_threshold"]
     methods = _methods.check_methods(methods)
-    if reference not in ("full", "filtered"):
-        raise InputError(f"reference must be 'full' or 'filtered', got {reference!r}")
-    if int(n_splits) < 1:
-        raise InputError("n_splits must be at least 1")
     filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
                                           groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups,
                                           variance_rule=proto.variance_rule, split_rule=proto.split_rule)

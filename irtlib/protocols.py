@@ -211,6 +211,44 @@ def resolve(protocol: str | Protocol | None, *, benchmark: str | None = None) ->
 
 
 # ---------------------------------------------------------------------------- the authors' rules
+#: ``variance_threshold``'s default in :func:`irtlib.run_protocol` and
+#: :func:`irtlib.diagnostics.agreement_ceiling`: the protocol's (None already means "no filter").
+FROM_PROTOCOL = "protocol"
+
+
+def settle(protocol: str | Protocol | None, *, benchmark: str | None = None, n_splits: int | None = None,
+           n_test: int | None = None, seed: int | None = None, reference: str | None = None,
+           variance_threshold: float | None | str = FROM_PROTOCOL) -> tuple[Protocol, dict]:
+    """A protocol and the run's settings: each explicit argument overrides the protocol's value.
+
+    Returns
+    -------
+    protocol : Protocol
+    settings : dict
+        ``n_splits``, ``n_test``, ``seed``, ``reference``, ``variance_threshold``, checked.
+
+    Raises
+    ------
+    InputError
+        On a bad ``variance_threshold``, ``reference`` or ``n_splits``.
+    """
+    proto = resolve(protocol, benchmark=benchmark)
+    if isinstance(variance_threshold, str):
+        if variance_threshold != FROM_PROTOCOL:
+            raise InputError(f"variance_threshold must be a number or None, got {variance_threshold!r}")
+        variance_threshold = proto.variance_threshold
+    settings = {"n_splits": proto.n_splits if n_splits is None else n_splits,
+                "n_test": proto.n_test if n_test is None else n_test,
+                "seed": proto.seed if seed is None else seed,
+                "reference": proto.reference if reference is None else reference,
+                "variance_threshold": variance_threshold}
+    if settings["reference"] not in ("full", "filtered"):
+        raise InputError(f"reference must be 'full' or 'filtered', got {settings['reference']!r}")
+    if int(settings["n_splits"]) < 1:
+        raise InputError(f"n_splits must be at least 1, got {settings['n_splits']}")
+    return proto, settings
+
+
 def authors_budget_grid(n_items: int, *, max_budget: int, n_points: int = 20) -> list[int]:
     """The authors' budgets: the distinct ``round(geomspace(1, min(max_budget, n_items), n_points))``.
 

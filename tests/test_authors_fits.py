@@ -10,7 +10,6 @@ away in b). Floors below leave margin for a fresh machine.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from irtlib import jsonl  # noqa: E402
 from irtlib.book.authors_fits import (  # noqa: E402
     compare_with_authors_fits,
     read_authors_fits,
@@ -35,11 +35,9 @@ needs_data = pytest.mark.skipif(not (SST.exists() and FITS.exists()),
 
 
 def read_jsonl(path: Path) -> tuple[np.ndarray, list[str], list[str]]:
-    with open(path) as handle:
-        records = [json.loads(line) for line in handle if line.strip()]
-    items = list(records[0]["responses"])
-    x = np.array([[r["responses"][i] for i in items] for r in records], dtype=float)
-    return x, [r["subject_id"] for r in records], items
+    """The authors' file through irtlib's own reader: values, model ids, item ids in file order."""
+    m = jsonl.read_jsonl(path)
+    return m.values, list(m.models), list(m.items)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ random draw gives (two seeds differ by about 0.1).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pyro = pytest.importorskip("pyro")
 
+from irtlib import jsonl  # noqa: E402
 from irtlib.book.authors_fits import authors_train_rows, read_authors_fits  # noqa: E402
 from irtlib.calibrate import fit_2pl  # noqa: E402
 from irtlib.calibrate_batch import fit_2pl_splits, fit_hierarchical_batch  # noqa: E402
@@ -39,11 +39,9 @@ TOL = 1e-3
 
 
 def read_jsonl(path: Path) -> tuple[np.ndarray, list[str], list[str]]:
-    with open(path) as handle:
-        records = [json.loads(line) for line in handle if line.strip()]
-    items = list(records[0]["responses"])
-    x = np.array([[r["responses"][i] for i in items] for r in records], dtype=float)
-    return x, [r["subject_id"] for r in records], items
+    """The authors' file through irtlib's own reader: values, model ids, item ids in file order."""
+    m = jsonl.read_jsonl(path)
+    return m.values, list(m.models), list(m.items)
 
 
 @pytest.fixture(scope="module")
