@@ -9,6 +9,8 @@ whole base models held out. :func:`claims` turns the result into rows of the boo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -149,6 +151,8 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
                       id="pg_rho", kind="real"))
     head = headline(result, k=k)
     keys = {label: key for key, label in PROTOCOLS.items()}
+    why = ("PandaGuard is not one of the paper's benchmarks: its respondents are attacked configurations that share "
+           "a few base models, so they are not independent models, and its items are jailbreak behaviours.")
     for _, h in head.iterrows():
         label = h["protocol"]
         key = keys[label]
@@ -169,4 +173,4 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
                           data.format(label), ev, section,
                           scorecard.bound_verdict([saving if np.isfinite(saving) else -1.0], bound=0.80), "bound",
                           id=f"pg_saving_{key}", kind="real"))
-    return rows
+    return [dataclasses.replace(c, note=why) if c.verdict in ("not reproduced", "reversed") else c for c in rows]
