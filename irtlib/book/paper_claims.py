@@ -111,7 +111,7 @@ def model_choice_claims(benches: Mapping, gains: Mapping[str, float]) -> list[Cl
         out.append(Claim("The 2PL fits better than the 1PL (safety items differ in discrimination)",
                          "Model: 2PL (1PL rejected)", provenance.describe(group),
                          f"2PL - 1PL held-out log-likelihood per response > 0 on {sum(v > 0 for v in g.values())} "
-                         f"of {len(g)}; smallest {g[low]:+.4f} ({group[low].display_name})", "{ref}`ch-model-fit`",
+                         f"of {len(g)}; smallest {g[low]:+.3f} ({group[low].display_name})", "{ref}`ch-model-fit`",
                          sc.bound_verdict(g, bound=1e-12), "bound", id=f"model_2pl_1pl_{kind}", kind=kind))
     return out
 
