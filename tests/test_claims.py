@@ -103,7 +103,7 @@ def test_model_choice_claims_split_by_kind_on_hand_made_gains():
     assert set(out) == {"model_2pl_1pl_real", "model_2pl_1pl_sim"}
     real, sim = out["model_2pl_1pl_real"], out["model_2pl_1pl_sim"]
     assert (real.verdict, real.kind, sim.verdict, sim.kind) == ("partly", "real", "reproduced", "sim")
-    assert "> 0 on 1 of 2" in real.evidence and "-0.0020 (Y)" in real.evidence
+    assert "> 0 on 1 of 2" in real.evidence and "-0.002 (Y)" in real.evidence
     # a gain of exactly zero is not a win: neither of two holds, "not reproduced"
     none = paper_claims.model_choice_claims({k: benches[k] for k in "xy"}, {"x": 0.0, "y": -0.1})
     assert none[0].verdict == "not reproduced"
