@@ -1,4 +1,4 @@
-"""Vectorised adaptive loop (irtlib.adaptive.run_adaptive) against the plain one-model loop.
+"""Vectorised adaptive loop (irtlib.selection.adaptive.run_adaptive) against the plain one-model loop.
 
 Inputs are what the agreement protocol runs: a benchmark of the simulated release, the 2PL
 calibrated (MAP engine) on the training models of a split, Fluid Benchmarking (maximum
@@ -8,7 +8,7 @@ information + MAP) to the protocol's largest budget for
 - the test models of ``--batch`` splits together, each with its own split's parameters, as
   ``run_protocol`` runs them (``split_batch``).
 
-The reference (:func:`irtlib.adaptive.run_adaptive_reference`) runs one model and one step at a
+The reference (:func:`irtlib.selection.adaptive.run_adaptive_reference`) runs one model and one step at a
 time: information of every item, argmax, :func:`irtlib.map_ability` on the items so far, either
 from its default start (the straightforward loop) or warm-started from the previous estimate.
 Models are independent in it, so it is timed on ``--reference-models`` models and scaled to
@@ -29,8 +29,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")      # single-threaded, like 
 import numpy as np  # noqa: E402
 
 from irtlib import datasets  # noqa: E402
-from irtlib.adaptive import run_adaptive, run_adaptive_reference  # noqa: E402
-from irtlib.agreement import budget_grid, calibrate_split, split_models  # noqa: E402
+from irtlib.protocol.agreement import budget_grid, calibrate_split, split_models  # noqa: E402
+from irtlib.selection.adaptive import run_adaptive, run_adaptive_reference  # noqa: E402
 
 
 def _inputs(name: str, n_splits: int, seed: int = 0):

@@ -2,7 +2,7 @@
 
 Prints, for SimpleSafetyTests (the authors' 100 splits x 79 kept items): seconds for N separate py-irt
 fits with the authors' settings (``fit_2pl(engine="pyirt-authors")``), extrapolated to 100 splits,
-against the batched fit of all 100 (``irtlib.calibrate_batch.fit_2pl_splits``), and the ratio; then
+against the batched fit of all 100 (``irtlib.calibration.pyirt_batch.fit_2pl_splits``), and the ratio; then
 the batched time for each of the four released benchmarks with the authors' split counts (Anthropic
 Red Team 100 x 512, HarmBench 100 x 395, SimpleSafetyTests 100 x 79, WMDP-Bio 70 splits of 6 test
 models x 1,090; WMDP's safety is 1 - x), the total, and the ratio against the authors' own pipeline
@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from irtlib.book.authors_fits import authors_train_rows  # noqa: E402
-from irtlib.calibrate import fit_2pl  # noqa: E402
-from irtlib.calibrate_batch import fit_2pl_splits  # noqa: E402
-from irtlib.data import ResponseMatrix  # noqa: E402
+from irtlib.calibration.joint_map import fit_2pl  # noqa: E402
+from irtlib.calibration.pyirt_batch import fit_2pl_splits  # noqa: E402
+from irtlib.core.responses import ResponseMatrix  # noqa: E402
 
 DATA = Path(os.environ.get("IRTLIB_PAPER_DATA", ROOT.parent / "shared" / "realdata" / "paper"))
 #: benchmark -> (file, splits, test models per split, x is "correct" so safety = 1 - x)

@@ -19,7 +19,7 @@ import time
 import pandas as pd
 
 from irtlib import compare_models, datasets, fit_2pl
-from irtlib.fit_checks import dimensionality, item_fit, q3_summary
+from irtlib.fit.checks import dimensionality, item_fit, q3_summary
 
 
 def main(argv=None) -> None:

@@ -21,10 +21,11 @@ import tracemalloc
 
 import numpy as np
 
-from irtlib import datasets, grm
+from irtlib import datasets
 from irtlib.book.beyond import binarize, wide
-from irtlib.calibrate import fit_map
-from irtlib.mirt import fit_mirt
+from irtlib.calibration.joint_map import fit_map
+from irtlib.extended import grm
+from irtlib.extended.mirt import fit_mirt
 
 
 def _measure(fn):

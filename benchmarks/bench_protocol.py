@@ -1,7 +1,7 @@
 """Wall time of the full agreement protocol on the six simulated benchmarks.
 
 The paper's protocol in full: 100 splits of 10 test models, all eight methods, the default
-budget sweep (:func:`irtlib.agreement.budget_grid`: log-spaced up to 30% of the items and at
+budget sweep (:func:`irtlib.protocol.agreement.budget_grid`: log-spaced up to 30% of the items and at
 least 100, past every budget the paper reports), the 2PL recalibrated on each split's training
 models (MAP engine). Prints the wall time per benchmark and in total, the per-stage times summed
 over splits (inside the workers), and the Table 2 budgets found; then runs
@@ -21,7 +21,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import pandas as pd  # noqa: E402
 
 from irtlib import datasets  # noqa: E402
-from irtlib.agreement import run_protocol, summarise_table2  # noqa: E402
+from irtlib.protocol.agreement import run_protocol, summarise_table2  # noqa: E402
 
 
 def main(argv=None) -> None:

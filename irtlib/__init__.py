@@ -1,23 +1,39 @@
 """irtlib: efficient safety benchmarking with item response theory.
 
-The helper library of the book "Efficient safety benchmarking with item response theory":
-response matrices and the paper's binarization rules, the 2PL model and its calibration
-(py-irt as the paper ran it, and a fast MAP engine), MAP ability estimation, Fluid
-Benchmarking, static subsets and the agreement protocol.
+The helper library of the book "Efficient safety benchmarking with item response theory".
+Its subpackages follow the method's stages, each importing only those before it:
+
+- :mod:`irtlib.core`: the IRT formulas (one kernel module), MAP/EAP ability, the response matrix,
+  the paper's binarization rules;
+- :mod:`irtlib.io`: reading users' files, HELM runs and the authors' JSON lines; atomic writing;
+- :mod:`irtlib.calibration`: the fast MAP engines, py-irt as the paper ran it, model comparison;
+- :mod:`irtlib.fit` (fit summaries and checks) and :mod:`irtlib.selection` (the adaptive loop,
+  static subsets, the method registry); :mod:`irtlib.extended` (GRM, M2PL);
+- :mod:`irtlib.protocol` (splits, agreement, Table 2, the ceiling, savings) and
+  :mod:`irtlib.bank` (the bank file, intervals, adaptive sessions);
+- :mod:`irtlib.datasets`, :mod:`irtlib.viz`, :mod:`irtlib.cli`, and :mod:`irtlib.book` on top.
+
+The names below are the stable top-level API.
 """
 
-#: The package version: the one place it is kept (pyproject.toml reads it; banks record it).
-__version__ = "0.1.0"
-
-from .ability import AbilityEstimate, map_ability
-from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory, run_adaptive
-from .agreement import METHODS, agreement_curves, budget_grid, run_protocol, summarise_table2
-from .bank import ItemBank, calibrate_bank, read_bank, select_subset
-from .binarize import binarize_choice, binarize_graded, binarize_wmdp
-from .calibrate import Calibration, fit_2pl
-from .calibrate_models import compare_models, fit_irt
-from .data import ResponseMatrix
-from .diagnostics import (
+from irtlib._version import __version__ as __version__
+from irtlib.bank import ItemBank, calibrate_bank, read_bank, select_subset
+from irtlib.bank.session import AdaptiveSession, EvaluationResult
+from irtlib.calibration import Calibration, compare_models, fit_2pl, fit_irt
+from irtlib.core import (
+    AbilityEstimate,
+    ResponseMatrix,
+    binarize_choice,
+    binarize_graded,
+    binarize_wmdp,
+    expected_score,
+    fisher_information,
+    log_likelihood,
+    map_ability,
+    probability,
+    sigmoid,
+)
+from irtlib.fit import (
     ceiling_counts,
     coefficient_of_variation,
     dimensionality,
@@ -27,13 +43,14 @@ from .diagnostics import (
     q3,
     q3_summary,
 )
-from .io import load_responses, read_model_responses, read_responses
-from .model import expected_score, fisher_information, log_likelihood, probability, sigmoid
-from .session import AdaptiveSession, EvaluationResult
+from irtlib.io import load_responses, read_model_responses, read_responses
+from irtlib.protocol import METHODS, agreement_curves, budget_grid, run_protocol, summarise_table2
+from irtlib.selection import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection, Trajectory, run_adaptive
 
-#: Subpackages and modules loaded only when first used (``irtlib.datasets``, ``from irtlib import
-#: plots``): the core imports no book module, no plotting library and no torch.
-_LAZY = ("datasets", "book", "plots", "cli", "methods", "errors", "subsets", "savings", "model", "io")
+#: Subpackages loaded only when first used (``irtlib.datasets``, ``from irtlib.viz import figures``):
+#: ``import irtlib`` loads the method's layers (core, io, calibration, fit, selection, protocol, bank)
+#: and no data set, book module, plotting library or torch.
+_LAZY = ("datasets", "book", "viz", "extended", "cli")
 
 
 def __getattr__(name: str):

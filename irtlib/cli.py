@@ -1,8 +1,8 @@
 """The ``irtlib`` command line: calibrate, subset and adaptively evaluate a safety benchmark.
 
 Thin by design: each subcommand parses its options, calls the Python API (:mod:`irtlib.io`,
-:mod:`irtlib.bank`, :mod:`irtlib.session`, :mod:`irtlib.subsets`, :mod:`irtlib.agreement`) and
-prints. Conventions:
+:mod:`irtlib.bank.build`, :mod:`irtlib.bank.session`, :mod:`irtlib.selection.static`,
+:mod:`irtlib.protocol.agreement`) and prints. Conventions:
 
 - exit status 0 on success, 2 on a usage error (argparse, or :class:`irtlib.errors.UsageError`),
   1 on bad input (:class:`irtlib.errors.IrtlibError`) or a file-system error (:class:`OSError`),
@@ -37,13 +37,13 @@ __all__ = ["main", "build_parser"]
 
 
 def __getattr__(name: str):
-    """``irtlib.cli.write_report`` and ``run_agreement``: now in :mod:`irtlib.report` and :mod:`irtlib.agreement`."""
+    """``write_report`` and ``run_agreement``: in :mod:`irtlib.viz.report`, :mod:`irtlib.protocol.agreement`."""
     if name == "write_report":
-        from .report import write_report
+        from irtlib.viz.report import write_report
 
         return write_report
     if name == "run_agreement":
-        from .agreement import run_agreement
+        from irtlib.protocol.agreement import run_agreement
 
         return run_agreement
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -83,7 +83,7 @@ class _Out:
 
     def result(self, document: dict, text: str) -> None:
         if self.json:
-            from .report import jsonable
+            from irtlib.viz.report import jsonable
 
             print(json.dumps(jsonable(document), indent=2, allow_nan=False))
         else:
@@ -157,7 +157,7 @@ def _separator(text: str) -> str:
 
 
 def _method_list(text: str) -> list[str]:
-    from .methods import ids
+    from irtlib.selection.methods import ids
 
     known = ids()
     methods = [m for m in text.replace(" ", "").split(",") if m]
@@ -237,7 +237,7 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
 def _check_engine(args) -> None:
     """``--engine pyirt`` without torch/pyro/py-irt: fail before reading any data."""
     if getattr(args, "engine", "map") == "pyirt":
-        from .calibrate import _load_pyirt_engine
+        from irtlib.calibration.joint_map import _load_pyirt_engine
 
         _load_pyirt_engine()
 
@@ -251,9 +251,10 @@ def _input_kwargs(args) -> dict:
 
 # ---------------------------------------------------------------------------- calibrate
 def _cmd_calibrate(args, out: _Out) -> int:
-    from .bank import _MAGIC as BANK_MAGIC
-    from .bank import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
-    from .io import check_writable, load_responses
+    from irtlib.bank.build import _MAGIC as BANK_MAGIC
+    from irtlib.bank.build import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
+    from irtlib.io import load_responses
+    from irtlib.io.atomic import check_writable
 
     _not_another_output(args.output, "an item bank", ("a subset file", "# irtlib-subset "))
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
@@ -305,9 +306,10 @@ def _not_another_output(output: str, kind: str, *others: tuple[str, str]) -> Non
 
 
 def _cmd_subset(args, out: _Out) -> int:
-    from .bank import _SUBSET_MAGIC, read_bank, select_subset, write_subset
-    from .io import check_writable, load_responses
-    from .methods import REGISTRY
+    from irtlib.bank.build import _SUBSET_MAGIC, read_bank, select_subset, write_subset
+    from irtlib.io import load_responses
+    from irtlib.io.atomic import check_writable
+    from irtlib.selection.methods import REGISTRY
 
     _not_another_output(args.output, "a subset file", ("an item bank", "# irtlib-bank "))
     check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
@@ -398,8 +400,8 @@ def _session_context(args, interactive: bool) -> dict:
 
 
 def _cat_options(args) -> dict:
-    """The CAT toolkit's options of ``evaluate`` as :class:`~irtlib.session.AdaptiveSession` keywords."""
-    from .cat import read_item_categories
+    """The CAT toolkit's options of ``evaluate`` as :class:`~irtlib.bank.session.AdaptiveSession` keywords."""
+    from irtlib.selection.cat import read_item_categories
 
     cats = read_item_categories(args.categories) if args.categories is not None else None
     return {"min_information": args.min_information, "estimator": args.estimator, "randomesque": args.randomesque,
@@ -407,9 +409,10 @@ def _cat_options(args) -> dict:
 
 
 def _cmd_evaluate(args, out: _Out) -> int:
-    from .bank import read_bank
-    from .io import check_writable, read_model_responses
-    from .session import AdaptiveSession, state_lock
+    from irtlib.bank.build import read_bank
+    from irtlib.bank.session import AdaptiveSession, state_lock
+    from irtlib.io import read_model_responses
+    from irtlib.io.atomic import check_writable
 
     if args.all_models:
         return _evaluate_all(args, out)
@@ -489,9 +492,10 @@ def _cmd_evaluate(args, out: _Out) -> int:
 
 def _evaluate_all(args, out: _Out) -> int:
     """``evaluate --all-models``: replay every model of a responses file (no state)."""
-    from .bank import read_bank
+    from irtlib.bank.build import read_bank
+    from irtlib.bank.session import AdaptiveSession
+
     from .io import read_responses
-    from .session import AdaptiveSession
 
     if args.responses is None or args.state is not None or args.model is not None:
         raise CLIUsageError("--all-models needs --responses FILE and excludes --state and --model")
@@ -532,8 +536,9 @@ def _evaluate_all(args, out: _Out) -> int:
 AGREEMENT_MAGIC = "split,method,k,agreement\n"
 
 def _cmd_agreement(args, out: _Out) -> int:
-    from . import agreement
-    from .io import atomic_write, check_writable, load_responses
+    from irtlib.io import load_responses
+    from irtlib.io.atomic import atomic_write, check_writable
+    from irtlib.protocol import agreement
 
     if args.output is not None:
         check_writable(_output_path(args.output), force=args.force, magic=AGREEMENT_MAGIC)
@@ -583,7 +588,8 @@ def _table2_text(table) -> str:
 
 # ---------------------------------------------------------------------------- report
 def _cmd_report(args, out: _Out) -> int:
-    from .io import check_writable, load_responses
+    from irtlib.io import load_responses
+    from irtlib.io.atomic import check_writable
 
     if args.output.strip() == "":
         raise CLIUsageError("-o: the output path is empty")
@@ -595,7 +601,7 @@ def _cmd_report(args, out: _Out) -> int:
         raise CLIUsageError(f"{data.source}: {data.matrix.shape[0]} models are too few for --n-test {args.n_test} "
                             "(the agreement protocol needs --n-test + 2): lower --n-test, or pass --n-splits 0 to "
                             "write the report without the agreement section")
-    from .report import write_report
+    from irtlib.viz.report import write_report
 
     summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
                            n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
@@ -616,7 +622,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``irtlib`` argument parser with its five subcommands."""
-    from . import __version__
+    from ._version import __version__
 
     parser = _Parser(
         prog=PROG,
@@ -635,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_calibrate(sub) -> None:
-    from .calibrate import ENGINES
+    from irtlib.calibration.joint_map import ENGINES
 
     p = sub.add_parser("calibrate", help="fit the 2PL model and write an item bank",
                        description="Read a response file, binarize it, drop items with (near-)zero variance, fit "
@@ -660,7 +666,7 @@ def _add_calibrate(sub) -> None:
 
 
 def _add_subset(sub) -> None:
-    from .methods import subset_ids
+    from irtlib.selection.methods import subset_ids
 
     p = sub.add_parser("subset", help="choose a fixed item subset from a bank",
                        description="Choose k items from an item bank with one of the paper's static subset "
@@ -714,8 +720,8 @@ def _add_evaluate(sub) -> None:
 
 def _add_protocol_commands(sub) -> None:
     """``agreement`` and ``report``: the agreement protocol's options, shared."""
-    from .calibrate import ENGINES
-    from .methods import ids
+    from irtlib.calibration.joint_map import ENGINES
+    from irtlib.selection.methods import ids
 
     methods_default = list(ids())       # all of the paper's eight, from the registry
     for name, handler, helptext, description in (
@@ -865,7 +871,8 @@ def _show_library_warnings(out: _Out) -> None:
     Other libraries' warnings (numpy's RuntimeWarning on a tiny report, scipy's constant-input
     warning) go to stderr as usual, except with ``--quiet``, which silences them.
     """
-    from .bank import IntervalCheckWarning
+    from irtlib.bank.build import IntervalCheckWarning
+
     from .io import InputWarning
 
     ours = (InputWarning, IntervalCheckWarning)

@@ -27,7 +27,7 @@ from scipy.stats import spearmanr  # noqa: E402
 
 import irtlib  # noqa: E402
 from irtlib import datasets  # noqa: E402
-from irtlib.book import paper  # noqa: E402
+from irtlib.datasets import paper  # noqa: E402
 
 
 def measure(name: str, data_dir=None) -> dict:

@@ -94,10 +94,10 @@ def test_bad_shapes_and_values_are_rejected(items):
 
 
 def test_information_survives_the_tails():
-    """ability.py computes P (1 - P) as sigmoid(z) sigmoid(-z), like irtlib.model.fisher_information:
+    """ability.py computes P (1 - P) as sigmoid(z) sigmoid(-z), like irtlib.core.kernels.fisher_information:
     at z = 40, 1 - sigmoid(z) rounds to 0 but the information does not vanish."""
-    from irtlib.ability import _score_and_information
-    from irtlib.model import fisher_information
+    from irtlib.core.ability import _score_and_information
+    from irtlib.core.kernels import fisher_information
 
     a, b = np.array([4.0, 1.0]), np.array([-10.0, 0.0])
     theta = np.array([0.0])

@@ -1,4 +1,4 @@
-"""Algorithm 1 (irtlib.adaptive): selection rules, estimators and the vectorised loop."""
+"""Algorithm 1 (irtlib.selection.adaptive): selection rules, estimators and the vectorised loop."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
-from irtlib.ability import map_ability
-from irtlib.adaptive import (
+from irtlib.core.ability import map_ability
+from irtlib.core.kernels import fisher_information
+from irtlib.selection.adaptive import (
     MapEstimator,
     MaxInformation,
     MeanScoreEstimator,
@@ -16,7 +17,6 @@ from irtlib.adaptive import (
     run_adaptive,
     run_adaptive_reference,
 )
-from irtlib.model import fisher_information
 
 
 def _administered(x, traj, k):
@@ -197,7 +197,7 @@ def test_input_checks():
 def test_near_tie_beyond_the_screened_top_falls_back_to_the_exact_argmax(monkeypatch):
     """More than _SCREEN_TOP items within the screen's margin of the best: the whole row is
     evaluated exactly, and the pick is the exact argmax (here, to the last bit)."""
-    from irtlib import adaptive
+    from irtlib.selection import adaptive
 
     # 16 items whose information at theta = 0 differs only in the 12th digit: b = +-j * 1e-7
     n = 16

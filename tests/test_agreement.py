@@ -1,4 +1,4 @@
-"""The agreement protocol (irtlib.agreement): splits, leakage, parallelism, Table 2, the CV story."""
+"""The agreement protocol (irtlib.protocol.agreement): splits, leakage, parallelism, Table 2, the CV story."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from irtlib import agreement
-from irtlib.agreement import (
+from irtlib.core.responses import ResponseMatrix
+from irtlib.protocol import agreement
+from irtlib.protocol.agreement import (
     METHODS,
     agreement_curves,
     budget_grid,
@@ -20,7 +21,6 @@ from irtlib.agreement import (
     static_selections,
     summarise_table2,
 )
-from irtlib.data import ResponseMatrix
 
 
 def simulate(n_models, n_items, *, cv, seed, mean_a=1.0):
@@ -131,7 +131,7 @@ def test_test_responses_never_reach_calibration_or_static_selection(small, monke
 def test_calibration_uses_training_abilities_from_map_on_all_items(small):
     x = small.values[:20]
     a, b, theta = calibrate_split(x)
-    from irtlib.ability import map_ability
+    from irtlib.core.ability import map_ability
     np.testing.assert_allclose(theta, map_ability(x, a, b).theta)
     subsets = static_selections(x, a, b, theta, [3, 10], methods=("disco", "marginal-fisher"))
     assert set(subsets) == {"disco", "marginal-fisher"}

@@ -18,14 +18,14 @@ import pytest
 
 pytest.importorskip("torch")
 
-from irtlib import jsonl  # noqa: E402
 from irtlib.book.authors_fits import (  # noqa: E402
     compare_with_authors_fits,
     read_authors_fits,
     summarise_authors_comparison,
 )
-from irtlib.data import ResponseMatrix  # noqa: E402
+from irtlib.core.responses import ResponseMatrix  # noqa: E402
 from irtlib.errors import InputError  # noqa: E402
+from irtlib.io import jsonl  # noqa: E402
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "paper"
 SST = PAPER / "helm_simplesafety_irt_data.jsonl"

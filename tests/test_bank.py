@@ -1,4 +1,4 @@
-"""Item banks (irtlib.bank) and reading users' response files (irtlib.io)."""
+"""Item banks (irtlib.bank.build) and reading users' response files (irtlib.io)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,19 @@ import pandas as pd
 import pytest
 from conftest import simulate_2pl
 
-from irtlib.bank import ItemBank, calibrate_bank, read_bank, read_subset, score_interval, select_subset, write_subset
-from irtlib.data import ResponseMatrix
-from irtlib.io import atomic_write, load_responses, matrix_sha256, read_model_responses, read_responses
+from irtlib.bank.build import (
+    ItemBank,
+    calibrate_bank,
+    read_bank,
+    read_subset,
+    score_interval,
+    select_subset,
+    write_subset,
+)
+from irtlib.core.responses import ResponseMatrix
+from irtlib.io import load_responses, read_model_responses, read_responses
+from irtlib.io.atomic import atomic_write
+from irtlib.io.checksums import matrix_sha256
 
 
 @pytest.fixture(scope="module")

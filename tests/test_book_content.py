@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from irtlib.book import paper
+from irtlib.datasets import paper
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("0*.md"))

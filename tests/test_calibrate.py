@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from irtlib import ResponseMatrix, fit_2pl
-from irtlib.calibrate import fit_map
+from irtlib.calibration.joint_map import fit_map
 
 
 def as_matrix(values):
@@ -43,7 +43,7 @@ def test_map_engine_recovers_parameters(sim_80x2000, map_fit):
 
 def test_map_is_the_posterior_mode():
     # at the returned point the gradient of the log posterior vanishes: check numerically
-    from irtlib.calibrate import _State
+    from irtlib.calibration.joint_map import _State
 
     values, *_ = __import__("conftest").simulate_2pl(15, 40, seed=3)
     theta, a, b, info = fit_map(values, tol=1e-10)

@@ -23,12 +23,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pyro = pytest.importorskip("pyro")
 
-from irtlib import jsonl  # noqa: E402
 from irtlib.book.authors_fits import authors_train_rows, read_authors_fits  # noqa: E402
-from irtlib.calibrate import fit_2pl  # noqa: E402
-from irtlib.calibrate_batch import fit_2pl_splits, fit_hierarchical_batch  # noqa: E402
-from irtlib.data import ResponseMatrix  # noqa: E402
+from irtlib.calibration.joint_map import fit_2pl  # noqa: E402
+from irtlib.calibration.pyirt_batch import fit_2pl_splits, fit_hierarchical_batch  # noqa: E402
+from irtlib.core.responses import ResponseMatrix  # noqa: E402
 from irtlib.errors import InputError  # noqa: E402
+from irtlib.io import jsonl  # noqa: E402
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "paper"
 SST = PAPER / "helm_simplesafety_irt_data.jsonl"
@@ -112,7 +112,7 @@ def test_batched_fit_reproduces_the_authors_splits(sst, authors):
 # ------------------------------------------------------------------ same objective, same draws as py-irt
 def test_first_loss_is_py_irt_loss():
     """Epoch 0's loss is pyro's Trace_ELBO for py-irt's hierarchical 2PL with the same seed (same draws)."""
-    from irtlib._pyirt_engine import HierarchicalTwoParamLog
+    from irtlib.calibration.pyirt import HierarchicalTwoParamLog
 
     x = simulate(30, 25, seed=3)[0]
     rows, cols = np.nonzero(np.ones_like(x))
@@ -184,7 +184,7 @@ def test_recovers_simulated_parameters():
 
 # ------------------------------------------------------------------ gradient and input
 def test_likelihood_gradient_matches_autograd():
-    from irtlib.calibrate_batch import _log_likelihood_function
+    from irtlib.calibration.pyirt_batch import _log_likelihood_function
 
     rng = np.random.default_rng(0)
     f64 = torch.float64
@@ -222,6 +222,6 @@ def test_importing_the_module_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, irtlib, irtlib.calibrate_batch, irtlib.book.authors_fits; print('torch' in sys.modules)"
+    code = "import sys, irtlib, irtlib.calibration.pyirt_batch, irtlib.book.authors_fits; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -1,12 +1,15 @@
-"""The CAT toolkit (irtlib.cat, irtlib.eap): each rule against an independent computation."""
+"""The CAT toolkit (irtlib.selection.cat, irtlib.core.eap): each rule against an independent computation."""
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
 
 from irtlib import map_ability
-from irtlib.adaptive import run_adaptive_reference
-from irtlib.cat import (
+from irtlib.core.eap import eap_ability
+from irtlib.core.kernels import fisher_information, probability
+from irtlib.errors import InputError
+from irtlib.selection.adaptive import run_adaptive_reference
+from irtlib.selection.cat import (
     ContentBalance,
     ExposureControl,
     StoppingRule,
@@ -15,9 +18,6 @@ from irtlib.cat import (
     run_cat,
     sympson_hetter,
 )
-from irtlib.eap import eap_ability
-from irtlib.errors import InputError
-from irtlib.model import fisher_information, probability
 
 
 def _bank(n_items=120, n_models=12, seed=0):

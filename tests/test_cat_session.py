@@ -1,4 +1,4 @@
-"""The CAT toolkit in AdaptiveSession and `irtlib evaluate`: against irtlib.cat's vectorised loop and EAP."""
+"""The CAT toolkit in AdaptiveSession and `irtlib evaluate`: against irtlib.selection.cat's vectorised loop and EAP."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
-from irtlib.bank import calibrate_bank
-from irtlib.cat import ContentBalance, StoppingRule, TwoPLItems, run_cat
+from irtlib.bank.build import calibrate_bank
+from irtlib.bank.session import AdaptiveSession
 from irtlib.cli import main
-from irtlib.data import ResponseMatrix
-from irtlib.eap import eap_ability
+from irtlib.core.eap import eap_ability
+from irtlib.core.kernels import fisher_information
+from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
-from irtlib.model import fisher_information
-from irtlib.session import AdaptiveSession
+from irtlib.selection.cat import ContentBalance, StoppingRule, TwoPLItems, run_cat
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The agreement ceiling (irtlib.diagnostics.agreement_ceiling) and held-out groups in the protocol."""
+"""The agreement ceiling (irtlib.protocol.ceiling.agreement_ceiling) and held-out groups in the protocol."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from conftest import simulate_2pl
 from scipy.stats import spearmanr
 
 from irtlib import fit_2pl, map_ability
-from irtlib.agreement import agreement_curves, run_protocol, split_models
-from irtlib.data import ResponseMatrix
-from irtlib.diagnostics import agreement_ceiling
+from irtlib.core.responses import ResponseMatrix
+from irtlib.protocol.agreement import agreement_curves, run_protocol, split_models
+from irtlib.protocol.ceiling import agreement_ceiling
 
 
 def _matrix(values):

@@ -120,8 +120,8 @@ def test_calibrate_writes_a_bank_with_provenance(work):
     assert doc["bank_items"] + doc["filtered"]["n_items"] == 400
     assert doc["diagnostics"]["spearman_theta_score"] > 0.9
     assert "fitting the 2PL model" in work["calibrate_stderr"]            # progress on stderr
-    from irtlib.bank import read_bank
-    from irtlib.io import file_sha256
+    from irtlib.bank.build import read_bank
+    from irtlib.io.checksums import file_sha256
 
     bank = read_bank(work["root"] / "bank.csv")
     assert bank.checksum == doc["bank_sha256"]
@@ -209,7 +209,7 @@ def test_evaluate_is_resumable(work, tmp_path, cli):
 
 
 def test_interactive_evaluation_over_a_pipe(work):
-    from irtlib.bank import read_bank
+    from irtlib.bank.build import read_bank
 
     bank = read_bank(work["root"] / "bank.csv")
     proc = irtlib("evaluate", "bank.csv", "--stdin", "--max-items", "3", "--json", cwd=work["root"],
@@ -248,7 +248,7 @@ def test_subset_methods(work, method, tmp_path, cli):
             else cli(*args, cwd=work["root"]))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    from irtlib.bank import read_bank, read_subset
+    from irtlib.bank.build import read_bank, read_subset
 
     frame, meta = read_subset(out)
     assert len(frame) == 20 and frame.index.is_unique and meta["method"] == method
@@ -256,15 +256,15 @@ def test_subset_methods(work, method, tmp_path, cli):
     assert [row["item"] for row in doc["items"]] == list(frame.index)
     if method == "anchor-points":
         assert frame["weight"].sum() == pytest.approx(doc_bank_items(work))
-    # the very items irtlib.subsets chooses from the bank's parameters and calibration abilities
+    # the very items irtlib.selection.static chooses from the bank's parameters and calibration abilities
     assert list(frame.index) == _subsets_choice(work, method, 20, seed=0)
 
 
 def _subsets_choice(work, method, k, *, seed):
-    """Item ids that the public :mod:`irtlib.subsets` functions choose, called directly."""
-    from irtlib import subsets
-    from irtlib.bank import read_bank
+    """Item ids that the public :mod:`irtlib.selection.static` functions choose, called directly."""
+    from irtlib.bank.build import read_bank
     from irtlib.io import read_responses
+    from irtlib.selection import static as subsets
 
     bank = read_bank(work["root"] / "bank.csv")
     a, b, theta = bank.a, bank.b, bank.calibration_theta.to_numpy()
@@ -415,7 +415,7 @@ def _small_long(path, n_models, *, seed=0, prompts=True):
 
 
 def test_bank_with_a_prompt_column_through_file_and_cli(tmp_path, cli):
-    from irtlib.bank import read_bank
+    from irtlib.bank.build import read_bank
 
     _small_long(tmp_path / "r.csv", 24, seed=1)
     proc = cli("calibrate", "r.csv", "-o", "bank.csv", "-q", cwd=tmp_path)
@@ -438,7 +438,7 @@ def test_bank_with_a_prompt_column_through_file_and_cli(tmp_path, cli):
 def test_intervals_when_the_interval_check_cannot_run(tmp_path, cli):
     """Fewer than 10 calibration models: the check is skipped with a warning, the bank says so, and
     evaluate states the plain 2PL interval with a warning."""
-    from irtlib.bank import read_bank, score_interval
+    from irtlib.bank.build import read_bank, score_interval
 
     frame = _small_long(tmp_path / "r.csv", 8, seed=3, prompts=False)
     proc = cli("calibrate", "r.csv", "-o", "bank.csv", "--json", cwd=tmp_path)

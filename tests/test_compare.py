@@ -2,8 +2,8 @@ import re
 
 import pytest
 
-from irtlib.book import paper
 from irtlib.book.compare import cite, comparison_table, row, style_comparison
+from irtlib.datasets import paper
 
 
 def test_rows_look_up_paper_values_and_judge_tolerance():

@@ -14,8 +14,8 @@ import pytest
 
 import irtlib
 from irtlib import datasets
-from irtlib.book import paper
-from irtlib.datasets import release, simulate
+from irtlib.datasets import paper, release, simulate
+from irtlib.io import atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -177,9 +177,9 @@ def test_write_release_is_atomic_and_refuses_to_clobber(tmp_path, monkeypatch):
     # a failure while writing leaves neither a partial file nor a temporary file
     def boom(*args, **kwargs):
         raise OSError("disk full")
-    monkeypatch.setattr(release.os, "replace", boom)
+    monkeypatch.setattr(atomic.os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
-        release.atomic_write(dest / "new.bin", b"x" * 100)
+        atomic.write_if_changed(dest / "new.bin", b"x" * 100)
     assert sorted(p.name for p in dest.iterdir()) == ["manifest.json", "simplesafetytests"]
 
 

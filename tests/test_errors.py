@@ -26,7 +26,7 @@ def test_error_classes():
     assert issubclass(UsageError, InputError)
     assert issubclass(MissingDependencyError, ImportError) and issubclass(MissingDependencyError, IrtlibError)
     assert cli.CLIUsageError is UsageError
-    from irtlib.session import StateLockedError
+    from irtlib.bank.session import StateLockedError
 
     assert issubclass(StateLockedError, IrtlibError) and issubclass(StateLockedError, RuntimeError)
 
@@ -77,9 +77,9 @@ def test_a_bug_in_a_real_process_exits_3(tmp_path):
     (tmp_path / "r.csv").write_text("model,item,score\n" + "".join(
         f"m{i},q{j},{int(v)}\n" for i, row in enumerate(np.random.default_rng(0).random((6, 8)) < 0.5)
         for j, v in enumerate(row)))
-    code = ("import sys, irtlib.bank, irtlib.cli\n"
+    code = ("import sys, irtlib.bank.build, irtlib.cli\n"
             "def boom(*a, **k):\n    raise AttributeError('simulated bug')\n"
-            "irtlib.bank.calibrate_bank = boom\n"
+            "irtlib.bank.build.calibrate_bank = boom\n"
             "sys.exit(irtlib.cli.main(sys.argv[1:]))\n")
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     proc = subprocess.run([sys.executable, "-c", code, "calibrate", "r.csv", "-o", "bank.csv", "-q"], cwd=tmp_path,

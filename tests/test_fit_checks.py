@@ -9,9 +9,9 @@ from scipy.special import expit
 from scipy.stats import pearsonr
 
 from irtlib import ResponseMatrix, fit_2pl
-from irtlib.calibrate import Calibration
-from irtlib.calibrate_models import compare_models, fit_irt, fit_irt_values, heldout_folds, n_parameters
-from irtlib.fit_checks import (
+from irtlib.calibration.joint_map import Calibration
+from irtlib.calibration.models import compare_models, fit_irt, fit_irt_values, heldout_folds, n_parameters
+from irtlib.fit.checks import (
     adjust_pvalues,
     dimensionality,
     item_fit,
@@ -279,7 +279,7 @@ def test_fit_irt_2pl_is_fit_2pl(clean_2pl):
 
 @pytest.mark.parametrize("model", ["1pl", "3pl"])
 def test_map_is_the_posterior_mode(model):
-    from irtlib.calibrate_models import _Point
+    from irtlib.calibration.models import _Point
 
     values, *_ = draw(15, 12, seed=8, c=0.2)
     fit = fit_irt_values(values, model=model, tol=1e-10, gain_tol=0.0, max_iter=2000)
@@ -380,7 +380,7 @@ def test_heldout_folds_balanced_and_seeded():
 # ---------------------------------------------------------------------------- Fluid with any bank
 def test_map_ability_irt_matches_the_paper_estimator():
     from irtlib import map_ability
-    from irtlib.calibrate_models import map_ability_irt
+    from irtlib.protocol.model_agreement import map_ability_irt
 
     values, theta, a, b = draw(30, 60, seed=16)
     values[values.size // 2 % 30, :10] = np.nan
@@ -393,7 +393,7 @@ def test_map_ability_irt_matches_the_paper_estimator():
 def test_fluid_irt_ranks_models_with_a_3pl_bank():
     from scipy.stats import spearmanr
 
-    from irtlib.calibrate_models import _item_information, fluid_agreement, fluid_irt
+    from irtlib.protocol.model_agreement import _item_information, fluid_agreement, fluid_irt
 
     c = np.full(300, 0.2)
     values, theta, a, b = draw(40, 300, seed=17, c=c)
@@ -439,7 +439,7 @@ def test_item_fit_uses_a_3pl_calibrations_asymptote():
 def test_figures_build(clean_2pl, testlets):
     from matplotlib.figure import Figure
 
-    from irtlib import plots_fit
+    from irtlib.viz import fit_figures as plots_fit
 
     m, cal = clean_2pl
     tm, tcal, groups = testlets
@@ -456,7 +456,7 @@ def test_figures_build(clean_2pl, testlets):
 
 def test_3pl_information_is_the_bernoulli_information():
     # I(theta) = P'(theta)^2 / (P (1 - P)), checked by a numerical derivative
-    from irtlib.calibrate_models import _item_information
+    from irtlib.protocol.model_agreement import _item_information
 
     theta = np.array([-1.0, 0.3, 2.0])
     a, b, c = np.array([0.7, 1.5, 2.5]), np.array([0.0, 1.0, -0.5]), np.array([0.0, 0.2, 0.4])
@@ -469,7 +469,7 @@ def test_3pl_information_is_the_bernoulli_information():
 
 def test_leave_one_out_deconvolution_is_stable_on_a_longer_bank():
     # the deconvolved rest-score distribution of each item equals a fresh Lord-Wingersky run without it
-    from irtlib.fit_checks import _leave_one_out_exact
+    from irtlib.fit.checks import _leave_one_out_exact
 
     rng = np.random.default_rng(19)
     nodes = np.linspace(-4, 4, 15)
@@ -493,7 +493,7 @@ def test_sx2_calibrated_in_the_book_regime(sim_80x2000):
 
 
 def test_simulate_fitted_keeps_shape_missing_cells_and_seed(clean_2pl):
-    from irtlib.fit_checks import simulate_fitted
+    from irtlib.fit.checks import simulate_fitted
 
     m, cal = clean_2pl
     holes = m.values.copy()

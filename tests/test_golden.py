@@ -31,8 +31,8 @@ import pytest
 from conftest import simulate_2pl
 
 GOLDEN = Path(__file__).with_name("fixtures") / "golden.json"
-FIT_TOL = 1e-6          # irtlib.calibrate.fit_map's default stopping tolerance (largest step)
-ABILITY_TOL = 1e-8      # irtlib.ability.map_ability's default stopping tolerance (Newton step)
+FIT_TOL = 1e-6          # irtlib.calibration.joint_map.fit_map's default stopping tolerance (largest step)
+ABILITY_TOL = 1e-8      # irtlib.core.ability.map_ability's default stopping tolerance (Newton step)
 RANK_ATOL = 1e-12       # a Spearman rho from ranks: exact up to float rounding
 
 

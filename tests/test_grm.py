@@ -1,12 +1,12 @@
-"""The graded response model (irtlib.grm): formulas, recovery on simulated data, an independent implementation."""
+"""The graded response model (irtlib.extended.grm): formulas, recovery, an independent implementation."""
 
 import numpy as np
 import pytest
 
-from irtlib import grm
-from irtlib.cat import StoppingRule, run_cat
+from irtlib.core.kernels import fisher_information, probability
 from irtlib.errors import InputError
-from irtlib.model import fisher_information, probability
+from irtlib.extended import grm
+from irtlib.selection.cat import StoppingRule, run_cat
 
 
 def _simulate(n_models, n_items, n_cat, *, seed, spread=1.0):
@@ -27,7 +27,7 @@ def test_probabilities_sum_to_one_and_cumulate_to_2pl_curves():
     p = grm.category_probabilities(theta, a, b)
     np.testing.assert_allclose(p.sum(-1), 1, atol=1e-12)
     assert (p >= 0).all()
-    # P(X >= k) is the 2PL curve with difficulty b_k (irtlib.model)
+    # P(X >= k) is the 2PL curve with difficulty b_k (irtlib.core.kernels)
     for k in range(1, 4):
         np.testing.assert_allclose(p[..., k:].sum(-1), probability(theta, a, b[:, k - 1]), atol=1e-12)
 

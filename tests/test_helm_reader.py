@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from irtlib.datasets import helm
+from irtlib.io import helm
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "helm"
 RUNS = FIX / "benchmark_output"

@@ -27,8 +27,8 @@ import pandas as pd
 import pytest
 
 from irtlib import AdaptiveSession, ItemBank, ResponseMatrix, calibrate_bank, map_ability, read_bank
+from irtlib.bank.session import LOCK_MAGIC
 from irtlib.cli import main
-from irtlib.session import LOCK_MAGIC
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -669,13 +669,13 @@ def test_long_ids_are_cut_in_messages(ws, cli):
     (ws / "huge2.csv").write_text(f"model,item,score\n{huge},q1,1\n{huge} ,q2,0\nm2,q1,1\n")
     proc = cli("calibrate", "huge2.csv", "-o", "b.csv", cwd=ws)
     assert "differ only by surrounding whitespace" in error_line(proc, 1) and len(proc.stderr) < 1000
-    from irtlib.data import shown
+    from irtlib.core.responses import shown
     assert shown("short") == "'short'" and len(shown(huge)) < 100
 
 
 def _other_item(state):
     """A bank item the session never proposed, in place of event 4's (an edited state)."""
-    from irtlib.bank import read_bank
+    from irtlib.bank.build import read_bank
 
     used = {e["item"] for e in state["events"]}
     state["events"][3]["item"] = next(i for i in read_bank(state["_bank"]).item_ids if i not in used)
@@ -722,7 +722,7 @@ def test_pyirt_engine_without_torch_names_the_extra(monkeypatch):
     from irtlib import fit_2pl
 
     monkeypatch.setitem(sys.modules, "torch", None)            # `import torch` raises ImportError
-    monkeypatch.delitem(sys.modules, "irtlib._pyirt_engine", raising=False)
+    monkeypatch.delitem(sys.modules, "irtlib.calibration.pyirt", raising=False)
     m = ResponseMatrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), ["a", "b", "c"], ["q1", "q2"])
     with pytest.raises(ImportError, match=r"engine=\"pyirt\" needs torch, pyro-ppl and py-irt.*"
                                           r"pip install 'irtlib\[pyirt\]'"):
@@ -759,8 +759,8 @@ def test_rows_longer_than_the_header_are_not_shifted(ws, cli):
 def test_duplicate_ids_in_a_matrix_and_in_banks(ws, cli):
     """Duplicate model or item ids are refused wherever they can enter: a matrix, a bank's item
     table (through the file and the CLI), and a bank header's list of calibration models."""
-    from irtlib.bank import ItemBank, read_bank
-    from irtlib.data import ResponseMatrix
+    from irtlib.bank.build import ItemBank, read_bank
+    from irtlib.core.responses import ResponseMatrix
 
     with pytest.raises(ValueError, match="duplicate model identifiers: 'm1'"):
         ResponseMatrix([[1, 0], [0, 1]], ["m1", "m1"], ["a", "b"])
@@ -781,7 +781,7 @@ def test_duplicate_ids_in_a_matrix_and_in_banks(ws, cli):
 
 
 def test_duplicate_calibration_models_in_a_bank_header(ws):
-    from irtlib.bank import read_bank
+    from irtlib.bank.build import read_bank
 
     def edit(meta):
         meta["models"]["name"][1] = meta["models"]["name"][0]

@@ -19,8 +19,8 @@ import test_hostile_input as hostile
 from test_hostile_input import assert_untouched, rehash, simulate, snapshot
 
 from irtlib import map_ability
+from irtlib.bank.session import LOCK_MAGIC
 from irtlib.cli import main
-from irtlib.session import LOCK_MAGIC
 
 cli = hostile.cli               # the in-process command-line fixture
 
@@ -320,7 +320,7 @@ def test_a_full_disk_names_the_file_being_written(ws, cli, monkeypatch):
         def write(self, data):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(irtlib.io.os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
+    monkeypatch.setattr(irtlib.io.atomic.os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
     before = snapshot(ws)
     line = first_error(cli("calibrate", "wide.csv", "-o", "new_bank.csv", "-q", cwd=ws), 1)
     assert line.startswith("irtlib: error: new_bank.csv: No space left on device while writing it ("), line

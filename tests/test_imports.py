@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Never loaded by ``import irtlib`` or ``irtlib --help``.
-NOT_AT_IMPORT = ("irtlib.book", "irtlib.datasets", "irtlib.plots", "matplotlib", "seaborn", "torch", "pyro",
+NOT_AT_IMPORT = ("irtlib.book", "irtlib.datasets", "irtlib.viz.figures", "matplotlib", "seaborn", "torch", "pyro",
                  "py_irt", "joblib", "tqdm", "kmedoids", "scipy.stats", "scipy.optimize")
 
 
@@ -43,9 +43,9 @@ def test_lazy_subpackages_still_import():
     import irtlib
     from irtlib import datasets
     assert irtlib.datasets is datasets and callable(datasets.load)
-    import irtlib.plots
+    import irtlib.viz.figures
 
-    assert irtlib.plots.METHOD_STYLE
+    assert irtlib.viz.figures.METHOD_STYLE
     assert "datasets" in dir(irtlib)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         irtlib.nope  # noqa: B018
@@ -59,13 +59,15 @@ def test_the_calibrate_command_loads_no_plotting(tmp_path):
             "'--no-interval-check'])")
     modules = set(_loaded(code))
     assert (tmp_path / "b.csv").exists()
-    assert not {"matplotlib", "irtlib.plots", "irtlib.book", "torch"} & modules
+    assert not {"matplotlib", "irtlib.viz.figures", "irtlib.book", "torch"} & modules
 
 
-CORE = ("ability", "adaptive", "agreement", "bank", "bank_format", "binarize", "calibrate", "cli", "data",
-        "diagnostics", "errors", "interval_check", "intervals", "io", "methods", "model", "report", "savings",
-        "session", "subset_files", "subsets", "datasets", "datasets.helm", "datasets.release", "jsonl",
-        "datasets.authors", "datasets.sources", "cat", "eap", "grm", "mirt", "quadrature")
+CORE = ("core.ability", "selection.adaptive", "protocol.agreement", "bank.build", "bank.format", "core.binarize",
+        "calibration.joint_map", "cli", "core.responses", "fit.summaries", "errors", "bank.coverage", "bank.intervals",
+        "io.tables", "io.atomic", "io.checksums", "io.download", "selection.methods", "core.kernels", "viz.report",
+        "protocol.savings", "bank.session", "bank.subsets", "selection.static", "datasets", "io.helm",
+        "datasets.release", "io.jsonl", "datasets.authors", "datasets.sources", "selection.cat", "core.eap",
+        "extended.grm", "extended.mirt", "core.quadrature", "protocol.ceiling")
 
 
 def test_the_public_api_is_typed():

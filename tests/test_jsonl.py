@@ -1,4 +1,4 @@
-"""The reader of the authors' JSON-lines format (``irtlib.jsonl``, ``irtlib.io``, ``irtlib calibrate``).
+"""The reader of the authors' JSON-lines format (``irtlib.io.jsonl``, ``irtlib.io``, ``irtlib calibrate``).
 
 Hand-made files with known matrices, and every malformed case: one line naming the file and the
 line (and the item and value where there is one).
@@ -16,7 +16,7 @@ import pytest
 
 from irtlib import io as irtio
 from irtlib.errors import InputError
-from irtlib.jsonl import looks_like_jsonl, read_jsonl
+from irtlib.io.jsonl import looks_like_jsonl, read_jsonl
 
 
 def write(path, lines):
@@ -141,7 +141,7 @@ def test_calibrate_a_jsonl_file_end_to_end(tmp_path):
                            "--no-interval-check"], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "60 models x 40 items" in proc.stderr and "jsonl layout" in proc.stderr
-    from irtlib.bank import read_bank
+    from irtlib.bank.build import read_bank
 
     bank = read_bank(tmp_path / "bank.csv")
     kept = [i for i in items if i in set(bank.items.index)]

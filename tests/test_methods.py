@@ -1,4 +1,4 @@
-"""The method registry (irtlib.methods) is the one list of methods, and it drives every consumer."""
+"""The method registry (irtlib.selection.methods) is the one list of methods, and it drives every consumer."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
-from irtlib import agreement, methods, subsets
-from irtlib.bank import SUBSET_METHODS, calibrate_bank, select_subset
-from irtlib.data import ResponseMatrix
+from irtlib.bank.build import SUBSET_METHODS, calibrate_bank, select_subset
+from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
-from irtlib.methods import REGISTRY, Method, Training
+from irtlib.protocol import agreement
+from irtlib.selection import methods
+from irtlib.selection import static as subsets
+from irtlib.selection.methods import REGISTRY, Method, Training
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,7 @@ def test_the_table():
             assert m.select is not None and m.selector is None
         else:
             assert m.selector is not None and m.estimator is not None
-    from irtlib.plots import METHOD_STYLE
+    from irtlib.viz.figures import METHOD_STYLE
 
     assert {k: s.label for k, s in METHOD_STYLE.items()} == {k: m.name for k, m in REGISTRY.items()}
 
@@ -75,7 +77,7 @@ def test_one_signature_for_every_selection_function(bank, matrix):
 
 
 def test_selection_functions_are_the_subsets_functions(bank, matrix):
-    """Each registry entry selects exactly what the public irtlib.subsets function selects."""
+    """Each registry entry selects exactly what the public irtlib.selection.static function selects."""
     t = _training(bank, matrix, seed=4)
     a, b, theta = t.a, t.b, t.theta
     expect = {
@@ -153,8 +155,9 @@ def test_the_registry_drives_the_command_line(monkeypatch):
 
 def test_the_command_line_holds_no_library_logic(matrix):
     """write_report and run_agreement live in the library; the CLI's names are the library's."""
-    from irtlib import cli, report
-    from irtlib.calibrate import ENGINES
+    from irtlib import cli
+    from irtlib.calibration.joint_map import ENGINES
+    from irtlib.viz import report
 
     assert cli.write_report is report.write_report and cli.run_agreement is agreement.run_agreement
     with pytest.raises(AttributeError):

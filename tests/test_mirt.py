@@ -1,12 +1,12 @@
-"""The multidimensional 2PL (irtlib.mirt): recovery on simulated 2-D data, its adaptive test."""
+"""The multidimensional 2PL (irtlib.extended.mirt): recovery on simulated 2-D data, its adaptive test."""
 
 import numpy as np
 import pytest
 from scipy.linalg import orthogonal_procrustes
 
-from irtlib import mirt
+from irtlib.core.kernels import probability as probability_2pl
 from irtlib.errors import InputError
-from irtlib.model import probability as probability_2pl
+from irtlib.extended import mirt
 
 
 def _simulate(*, n_models=800, n_items=60, rho=0.4, cross=True, seed=0):

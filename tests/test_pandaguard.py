@@ -108,9 +108,9 @@ def test_claims_without_data_are_not_testable():
 
 @needs_data
 def test_run_headline_and_claims_on_the_real_data():
-    from irtlib.agreement import METHODS
     from irtlib.book import pandaguard_claims as pg
     from irtlib.book.scorecard import VERDICTS
+    from irtlib.protocol.agreement import METHODS
 
     result = pg.run(data_dir=SHARED, n_splits=3, ks=[1, 5, 20, 89])
     assert result["n_items"] == 100 and result["n_items_filtered"] == 89

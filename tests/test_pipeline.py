@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.book import cache, paper, pipeline
+from irtlib.book import cache, pipeline
+from irtlib.datasets import paper
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,7 @@ def test_paper_and_protocol_budgets(sst):
     assert {paper.TABLE2_LEFT["safetybench"].k, facts["k_small"], facts["random_reaches_090_at_k"]} <= set(sb)
     assert sb == sorted(sb)
     ks = pipeline.protocol_budgets(sst)
-    from irtlib.agreement import budget_grid
+    from irtlib.protocol.agreement import budget_grid
 
     grid = budget_grid(sst.filtered.shape[1])
     assert set(grid) <= set(ks) and ks == sorted(set(ks)) and max(ks) == max(grid)
@@ -99,10 +100,10 @@ def test_paper_and_protocol_budgets(sst):
 
 
 def test_protocol_is_cached_and_n_jobs_is_not_part_of_the_key(sst, tmp_path, monkeypatch):
-    import irtlib.agreement
+    import irtlib.protocol.agreement
 
-    run = Counter(irtlib.agreement.run_protocol)
-    monkeypatch.setattr(irtlib.agreement, "run_protocol", run)
+    run = Counter(irtlib.protocol.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.protocol.agreement, "run_protocol", run)
     first = pipeline.protocol_benchmark(sst, n_splits=2, ks=[1, 5, 20], cache_dir=tmp_path)
     assert run.calls == 1
     assert set(first["benchmark"]) == {"simplesafetytests"} and first.attrs["n_splits"] == 2
@@ -115,7 +116,7 @@ def test_protocol_is_cached_and_n_jobs_is_not_part_of_the_key(sst, tmp_path, mon
 
 # ---------------------------------------------------------------------------- the authors' protocol
 def test_authors_budgets_are_their_grid_plus_the_papers(sst):
-    from irtlib import protocols
+    from irtlib.protocol import presets as protocols
 
     wmdp = pipeline.load_benchmark("wmdp-bio", source="simulated")
     for bench in (sst, wmdp):
@@ -138,7 +139,7 @@ REAL = pipeline.datasets.resolve("simplesafetytests").kind == "paper"
 @pytest.mark.parametrize("name", ["anthropic-red-team", "harmbench", "simplesafetytests", "wmdp-bio"])
 def test_every_table2_budget_lies_on_the_authors_grid_of_the_real_data(name):
     """SUMMARY.md: 'Every k of Table 2 lies on these grids' (on the authors' matrices)."""
-    from irtlib import protocols
+    from irtlib.protocol import presets as protocols
 
     bench = pipeline.load_benchmark(name)
     grid = protocols.authors_budget_grid(pipeline.kept_items(bench, protocol="authors"),
@@ -156,11 +157,11 @@ def test_protocol_sizes_follow_the_protocol(sst):
 
 
 def test_protocol_benchmark_runs_the_named_protocol_and_keys_the_cache_by_it(sst, tmp_path, monkeypatch):
-    import irtlib.agreement
-    from irtlib.agreement import run_protocol  # the original, for the direct run
+    import irtlib.protocol.agreement
+    from irtlib.protocol.agreement import run_protocol  # the original, for the direct run
 
-    run = Counter(irtlib.agreement.run_protocol)
-    monkeypatch.setattr(irtlib.agreement, "run_protocol", run)
+    run = Counter(irtlib.protocol.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.protocol.agreement, "run_protocol", run)
     # (the authors' anchor points need complete responses, which the simulated release does not have)
     methods = ["fluid", "random", "random-irt", "total-fisher", "disco"]
     ours = pipeline.protocol_benchmark(sst, protocol="authors", max_splits=2, ks=[1, 5, 20], cache_dir=tmp_path,
@@ -190,9 +191,10 @@ def complete(sst):
 @pytest.mark.parametrize("protocol", ["paper", "authors"])
 def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, protocol, tmp_path):
     """With every kept item, Random IRT scores the test models by MAP on all items: the ceiling."""
-    from irtlib import map_ability, protocols
-    from irtlib.agreement import calibrate_split, calibration_seed, run_protocol, spearman, split_models
+    from irtlib import map_ability
     from irtlib.book.ceiling import ceiling_benchmark
+    from irtlib.protocol import presets as protocols
+    from irtlib.protocol.agreement import calibrate_split, calibration_seed, run_protocol, spearman, split_models
 
     sst = complete
     proto = protocols.get(protocol, benchmark=sst.name)
@@ -218,7 +220,7 @@ def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, 
 
 
 def test_book_protocol_swaps_only_the_fresh_anchor_rule_on_large_banks(sst):
-    from irtlib import protocols
+    from irtlib.protocol import presets as protocols
 
     wmdp = pipeline.load_benchmark("wmdp-bio", source="simulated")
     kept = pipeline.kept_items(wmdp, protocol="authors")

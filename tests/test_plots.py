@@ -10,8 +10,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
-from irtlib import plots
-from irtlib.plots import METHOD_STYLE, THETA_LABEL
+from irtlib.viz import figures as plots
+from irtlib.viz.figures import METHOD_STYLE, THETA_LABEL
 
 KS = [1, 2, 5, 10, 20, 50, 100, 200]
 

@@ -1,4 +1,4 @@
-"""The protocol as written and as run: irtlib.protocols and run_protocol(protocol=...).
+"""The protocol as written and as run: irtlib.protocol.presets and run_protocol(protocol=...).
 
 The authors' rules (SUMMARY.md, "What the authors' released code does") are checked against the
 authors' own released per-split fits of SimpleSafetyTests where those exist, against independent
@@ -15,12 +15,14 @@ import pandas as pd
 import pytest
 from conftest import simulate_2pl
 
-from irtlib import ResponseMatrix, agreement, protocols
-from irtlib.adaptive import MaxInformation, MleEstimator, run_adaptive
-from irtlib.agreement import agreement_curves, calibrate_splits, run_protocol
+from irtlib import ResponseMatrix
+from irtlib.core.kernels import log_likelihood
 from irtlib.errors import InputError
-from irtlib.model import log_likelihood
-from irtlib.subsets import b_quantile_bins, interleave_bins
+from irtlib.protocol import agreement
+from irtlib.protocol import presets as protocols
+from irtlib.protocol.agreement import agreement_curves, calibrate_splits, run_protocol
+from irtlib.selection.adaptive import MaxInformation, MleEstimator, run_adaptive
+from irtlib.selection.static import b_quantile_bins, interleave_bins
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata" / "paper"
 SST = REAL / "helm_simplesafety_irt_data.jsonl"

@@ -8,8 +8,8 @@ import pytest
 
 from irtlib.book import paper_claims, provenance
 from irtlib.book.pipeline import Benchmark
-from irtlib.calibrate import Calibration
-from irtlib.data import ResponseMatrix
+from irtlib.calibration.joint_map import Calibration
+from irtlib.core.responses import ResponseMatrix
 from irtlib.datasets.sources import DataSource
 
 SIX = ("airbench2024", "anthropic-red-team", "harmbench", "safetybench", "simplesafetytests", "wmdp-bio")

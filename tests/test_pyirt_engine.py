@@ -1,4 +1,4 @@
-"""Tests for the py-irt 2PL calibration backend (``irtlib._pyirt_engine``).
+"""Tests for the py-irt 2PL calibration backend (``irtlib.calibration.pyirt``).
 
 Recovery tests fit data simulated from the 2PL with numpy: 60 models x 600 items,
 theta ~ N(0, 1), b ~ N(0, 1), a ~ LogNormal(0, 0.5), simulation seed 20240601.
@@ -22,8 +22,8 @@ import pytest
 import torch
 from scipy.stats import pearsonr, spearmanr
 
-from irtlib import _pyirt_engine as engine
-from irtlib._pyirt_engine import PaperTwoParamLog, fit_pyirt
+from irtlib.calibration import pyirt as engine
+from irtlib.calibration.pyirt import PaperTwoParamLog, fit_pyirt
 
 N_MODELS, N_ITEMS = 60, 600
 EPOCHS = 300  # reduced from the paper's 1,000 to keep the file fast

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.savings import first_budget, savings_table, table2_column
+from irtlib.protocol.savings import first_budget, savings_table, table2_column
 
 
 def curves():

@@ -1,4 +1,4 @@
-"""Adaptive sessions (irtlib.session): selection, stopping, intervals, resumable state."""
+"""Adaptive sessions (irtlib.bank.session): selection, stopping, intervals, resumable state."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from conftest import simulate_2pl
 
-from irtlib.ability import map_ability
-from irtlib.bank import ItemBank, calibrate_bank, score_interval
-from irtlib.data import ResponseMatrix
-from irtlib.model import fisher_information
-from irtlib.session import AdaptiveSession
+from irtlib.bank.build import ItemBank, calibrate_bank, score_interval
+from irtlib.bank.session import AdaptiveSession
+from irtlib.core.ability import map_ability
+from irtlib.core.kernels import fisher_information
+from irtlib.core.responses import ResponseMatrix
 
 
 @pytest.fixture(scope="module")

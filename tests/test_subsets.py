@@ -1,4 +1,4 @@
-"""Static subsets (irtlib.subsets): the five methods and how subsets score models."""
+"""Static subsets (irtlib.selection.static): the five methods and how subsets score models."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
-from irtlib.ability import map_ability
-from irtlib.subsets import (
+from irtlib.core.ability import map_ability
+from irtlib.selection.static import (
     Subset,
     anchor_points,
     anchor_points_path,

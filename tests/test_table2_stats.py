@@ -1,5 +1,5 @@
 """Table 2 like for like: intervals of the mean, agreement at given budgets, paired differences,
-censored crossings, and the scorecard's verdict rules (irtlib.agreement, irtlib.book.scorecard)."""
+censored crossings, and the scorecard's verdict rules (irtlib.protocol.agreement, irtlib.book.scorecard)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from irtlib.agreement import agreement_at, agreement_curves, paired_difference, summarise_table2
 from irtlib.book import scorecard as sc
+from irtlib.protocol.agreement import agreement_at, agreement_curves, paired_difference, summarise_table2
 
 
 def _results(values: dict) -> pd.DataFrame:
@@ -112,13 +112,14 @@ def test_claims_accept_only_the_allowed_verdicts_and_rules():
 
 def _bench_results(bench, k_values):
     """Protocol-like results for one benchmark: every method at the given k, two splits."""
-    from irtlib.agreement import METHODS
+    from irtlib.protocol.agreement import METHODS
     rows = [(s, m, k, v + 0.01 * s) for k, v in k_values.items() for m in METHODS for s in range(2)]
     return pd.DataFrame(rows, columns=["split", "method", "k", "agreement"]).assign(benchmark=bench)
 
 
 def test_at_paper_budgets_reads_the_papers_k_and_judges_within():
-    from irtlib.book import paper, table2
+    from irtlib.book import table2
+    from irtlib.datasets import paper
 
     res = {"harmbench": _bench_results("harmbench", {9: 0.6, 17: 0.9, 30: 0.95})}
     long = table2.at_paper_budgets(res)

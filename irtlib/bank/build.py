@@ -3,10 +3,10 @@
 :func:`calibrate_bank` is the orchestration: variance filter, 2PL fit, item fit, provenance,
 and the cross-fitted interval check. Each job has its own module, re-exported here:
 
-- :mod:`irtlib.bank_format` -- :class:`ItemBank` and its file format (:func:`read_bank`);
-- :mod:`irtlib.intervals` -- :func:`score_interval`, the predicted score and its interval;
-- :mod:`irtlib.interval_check` -- the cross-fitted check of those intervals;
-- :mod:`irtlib.subset_files` -- fixed subsets of a bank (:func:`select_subset`) and their files.
+- :mod:`irtlib.bank.format` -- :class:`ItemBank` and its file format (:func:`read_bank`);
+- :mod:`irtlib.bank.intervals` -- :func:`score_interval`, the predicted score and its interval;
+- :mod:`irtlib.bank.coverage` -- the cross-fitted check of those intervals;
+- :mod:`irtlib.bank.subsets` -- fixed subsets of a bank (:func:`select_subset`) and their files.
 """
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .bank_format import _MAGIC, A_RANGE, B_LIMIT, BANK_FORMAT, ItemBank, _version, read_bank
-from .calibrate import ENGINES, Calibration, fit_2pl
-from .data import ResponseMatrix, shown
-from .diagnostics import ceiling_counts, coefficient_of_variation, item_rates
-from .errors import InputError
-from .interval_check import CHECKPOINTS, MIN_MODELS_INTERVAL_CHECK, IntervalCheckWarning, _interval_check
+from irtlib.calibration.joint_map import ENGINES, Calibration, fit_2pl
+from irtlib.core.responses import ResponseMatrix, shown
+from irtlib.errors import InputError
+from irtlib.fit.summaries import ceiling_counts, coefficient_of_variation, item_rates
+from irtlib.io.checksums import matrix_sha256
+
+from .coverage import CHECKPOINTS, MIN_MODELS_INTERVAL_CHECK, IntervalCheckWarning, _interval_check
+from .format import _MAGIC, A_RANGE, B_LIMIT, BANK_FORMAT, ItemBank, _version, read_bank
 from .intervals import Z95, score_interval
-from .io import matrix_sha256
-from .subset_files import _SUBSET_MAGIC, SUBSET_METHODS, read_subset, select_subset, write_subset
+from .subsets import _SUBSET_MAGIC, SUBSET_METHODS, read_subset, select_subset, write_subset
 
 __all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "IntervalCheckWarning", "MIN_MODELS_INTERVAL_CHECK", "ItemBank",
            "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",

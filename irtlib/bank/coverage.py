@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .calibrate import fit_2pl
-from .data import ResponseMatrix
+from irtlib.calibration.joint_map import fit_2pl
+from irtlib.core.kernels import fisher_information
+from irtlib.core.responses import ResponseMatrix
+
 from .intervals import Z95, score_interval
-from .model import fisher_information
 
 __all__ = ["CHECKPOINTS", "IntervalCheckWarning", "MIN_MODELS_INTERVAL_CHECK", "interval_check"]
 
@@ -34,12 +35,12 @@ CHECKPOINTS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200)
 def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
     """Adaptive tests of many models at once, replayed from their response rows.
 
-    Runs :func:`irtlib.adaptive.run_adaptive` (Fluid Benchmarking: maximum information, MAP
+    Runs :func:`irtlib.selection.adaptive.run_adaptive` (Fluid Benchmarking: maximum information, MAP
     with a Normal(0, 1) prior, unobserved items unavailable), the rule
     :class:`irtlib.AdaptiveSession` follows. Yields ``(k, theta, se, known_mask, known_sum)``
     after ``k`` items for every ``k`` in ``checkpoints`` up to the longest possible test.
     """
-    from .adaptive import run_adaptive
+    from irtlib.selection.adaptive import run_adaptive
 
     n_models = x.shape[0]
     kmax = min(max(checkpoints), int((~np.isnan(x)).sum(axis=1).max()))

@@ -35,13 +35,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import __version__
-from ._typing import ArrayLike, PathLike
-from .calibrate import ENGINES
-from .data import shown
-from .errors import InputError
-from .io import atomic_write
-from .model import probability
+from irtlib._typing import ArrayLike, PathLike
+from irtlib._version import __version__
+from irtlib.calibration.joint_map import ENGINES
+from irtlib.core.kernels import probability
+from irtlib.core.responses import shown
+from irtlib.errors import InputError
+from irtlib.io.atomic import atomic_write
 
 __all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "ItemBank", "read_bank"]
 

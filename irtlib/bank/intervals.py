@@ -2,7 +2,7 @@
 
 :func:`score_interval` maps an ability estimate and its standard error to the predicted score on
 the whole benchmark (bank items answered, bank items predicted by the 2PL, and the items the
-variance filter removed) with an interval; :func:`irtlib.interval_check.interval_check` measures
+variance filter removed) with an interval; :func:`irtlib.bank.coverage.interval_check` measures
 by how much that interval must be widened on real data (the bank's ``inflation`` factors).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._typing import ArrayLike
-from .model import probability
+from irtlib._typing import ArrayLike
+from irtlib.core.kernels import probability
 
 __all__ = ["Z95", "score_interval"]
 

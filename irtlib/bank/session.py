@@ -7,7 +7,7 @@ responses so far. :class:`AdaptiveSession` adds what a practitioner needs around
 
 - stopping rules: a budget (``max_items``), a target standard error (``target_se``) and/or a
   minimum information (``min_information``: stop when no remaining item would add that much);
-- beyond the paper (:mod:`irtlib.cat`): EAP instead of MAP (``estimator="eap"``), randomesque
+- beyond the paper (:mod:`irtlib.selection.cat`): EAP instead of MAP (``estimator="eap"``), randomesque
   exposure control (``randomesque=k``, seeded per step, so a saved state replays exactly) and
   Kingsbury-Zara content balancing over item ``categories``;
 - items the model cannot be given (e.g. missing from a replay file) are *skipped* as unavailable:
@@ -20,7 +20,7 @@ responses so far. :class:`AdaptiveSession` adds what a practitioner needs around
 
 The interval. ``theta``'s 95% interval is ``theta +/- 1.96 SE``. The predicted score
 ``S(theta)`` counts the administered items as answered, the other bank items at their 2PL
-probability and the filtered items at their calibration safe rate (see :mod:`irtlib.bank`);
+probability and the filtered items at their calibration safe rate (see :mod:`irtlib.bank.build`);
 ``S`` is increasing in ``theta``, so the theta interval maps to a score interval through its
 endpoints. The realized full-benchmark score also varies because the unadministered items are
 Bernoulli draws; their standard deviation ``sqrt(sum P_j (1 - P_j)) / N`` is added in quadrature
@@ -46,13 +46,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._typing import PathLike
-from .ability import THETA_BOUNDS, _check_prior, map_ability
-from .bank import Z95, ItemBank, score_interval
-from .data import shown
-from .errors import InputError, IrtlibError
-from .io import atomic_write
-from .model import fisher_information
+from irtlib._typing import PathLike
+from irtlib.core.ability import THETA_BOUNDS, _check_prior, map_ability
+from irtlib.core.kernels import fisher_information
+from irtlib.core.responses import shown
+from irtlib.errors import InputError, IrtlibError
+from irtlib.io.atomic import atomic_write
+
+from .build import Z95, ItemBank, score_interval
 
 _ESTIMATORS = ("map", "eap")
 
@@ -314,7 +315,7 @@ class AdaptiveSession:
     min_information : float, optional
         Stop once the most informative remaining item would add less Fisher information than this.
     estimator : {"map", "eap"}
-        The paper's MAP (default) or the posterior mean (:func:`irtlib.eap.eap_ability`).
+        The paper's MAP (default) or the posterior mean (:func:`irtlib.core.eap.eap_ability`).
     randomesque : int
         Give a random one of the ``randomesque`` most informative items (1: the paper's rule).
     categories : mapping item -> category, optional
@@ -367,7 +368,7 @@ class AdaptiveSession:
 
     # ------------------------------------------------------------------ settings
     def _set_selection(self, *, estimator, randomesque, categories, seed) -> None:
-        from .cat import ContentBalance, ExposureControl
+        from irtlib.selection.cat import ContentBalance, ExposureControl
 
         if estimator not in _ESTIMATORS:
             raise InputError(f"estimator must be one of {_ESTIMATORS}, got {shown(estimator)}")
@@ -451,7 +452,7 @@ class AdaptiveSession:
         info = fisher_information(self.theta, self._a, self._b)
         if self.randomesque == 1 and self._content is None:
             return int(np.argmax(np.where(self._used, -np.inf, info)))
-        from .cat import _choose, _step_rng, kingsbury_zara_category
+        from irtlib.selection.cat import _choose, _step_rng, kingsbury_zara_category
 
         pool = ~self._used
         if self._content is not None:
@@ -512,7 +513,7 @@ class AdaptiveSession:
     def _update(self) -> None:
         order = np.asarray(self._order)
         if self.estimator == "eap":
-            from .eap import eap_ability
+            from irtlib.core.eap import eap_ability
 
             est = eap_ability(np.asarray(self._responses, dtype=float), self._a[order], self._b[order],
                               prior_mean=self.prior_mean, prior_sd=self.prior_sd)

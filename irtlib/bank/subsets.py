@@ -13,17 +13,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import methods
-from ._typing import PathLike
-from .bank_format import ItemBank
-from .data import ResponseMatrix
-from .errors import InputError
-from .io import atomic_write
+from irtlib._typing import PathLike
+from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
+from irtlib.io.atomic import atomic_write
+from irtlib.selection import methods
+
+from .format import ItemBank
 
 __all__ = ["SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
 
 #: The static subset methods of ``irtlib subset``; ``needs_responses``: methods that need the
-#: calibration response matrix, not just the bank (both from :mod:`irtlib.methods`).
+#: calibration response matrix, not just the bank (both from :mod:`irtlib.selection.methods`).
 SUBSET_METHODS = {
     "all": methods.subset_ids(),
     "needs_responses": tuple(m for m in methods.subset_ids() if methods.REGISTRY[m].needs_responses),
@@ -40,7 +41,7 @@ def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMat
     ----------
     bank : ItemBank
     method : {"total-fisher", "marginal-fisher", "marginal-fisher-bq", "anchor-points", "disco", "random"}
-        See :mod:`irtlib.methods` and :mod:`irtlib.subsets`. The Fisher methods use the calibration
+        See :mod:`irtlib.selection.methods` and :mod:`irtlib.selection.static`. The Fisher methods use the calibration
         models' abilities stored in the bank; DISCO uses the bank's item safe rates; anchor points
         needs ``responses``.
     k : int
@@ -73,7 +74,7 @@ def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMat
 
 
 def _training(bank: ItemBank, responses: ResponseMatrix | None, seed: int):
-    """What a bank offers a selection method (:class:`irtlib.methods.Training`).
+    """What a bank offers a selection method (:class:`irtlib.selection.methods.Training`).
 
     Its item parameters, the calibration models' abilities, the items' safe rates and (when
     given) the calibration responses of the models

@@ -1,6 +1,6 @@
 """Helpers that exist only for the book: not part of the method a practitioner imports.
 
-- :mod:`irtlib.book.paper`: every number the paper reports, keyed for comparison;
+- :mod:`irtlib.datasets.paper`: every number the paper reports, keyed for comparison;
 - :mod:`irtlib.book.compare`: tables of the paper's value beside ours;
 - :mod:`irtlib.book.pipeline`: the chapters' cached calibrations and protocol runs;
 - :mod:`irtlib.book.cache`: the on-disk cache those runs use;

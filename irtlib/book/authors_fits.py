@@ -7,7 +7,7 @@ the same training models with our engines and compares, split by split:
 
 * ``"pyirt-authors"``: one py-irt fit per split with the authors' settings
   (:func:`irtlib.fit_2pl`, ``engine="pyirt-authors"``; about 10 s a split);
-* ``"batched"``: all splits in one batched fit (:func:`irtlib.calibrate_batch.fit_2pl_splits`);
+* ``"batched"``: all splits in one batched fit (:func:`irtlib.calibration.pyirt_batch.fit_2pl_splits`);
 * ``"map"``: the fast posterior-mode engine with the paper's fixed priors (``engine="map"``), a
   different estimator of a different model, so close but not equal.
 
@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..calibrate import fit_2pl
-from ..data import ResponseMatrix
+from irtlib.calibration.joint_map import fit_2pl
+from irtlib.core.responses import ResponseMatrix
+
 from ..errors import InputError
 
 __all__ = ["COMPARISON_ENGINES", "authors_train_rows", "compare_with_authors_fits", "read_authors_fits",
@@ -171,7 +172,7 @@ def compare_with_authors_fits(matrix: ResponseMatrix, fits: pd.DataFrame | str |
         b = np.empty_like(a)
         seconds = np.empty(len(splits))
         if engine == "batched":
-            from ..calibrate_batch import fit_2pl_splits
+            from irtlib.calibration.pyirt_batch import fit_2pl_splits
 
             start = time.perf_counter()
             fitted = fit_2pl_splits(values, [rows[s] for s in splits], epochs=epochs, seed=seed)

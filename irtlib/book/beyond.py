@@ -5,14 +5,14 @@ Two questions, each answered on real data by the same two measurements:
 1. *Held-out fit.* A random tenth of the observed cells is hidden; each model is fitted on the
    rest, and the hidden cells' binarized responses are scored by their mean log-likelihood
    (higher is better). The GRM predicts a strict-binarized cell as ``P(X >= top)``, a 2PL curve
-   (:mod:`irtlib.grm`); the M2PL as ``sigmoid(a . theta + d)`` with the EAP abilities.
+   (:mod:`irtlib.extended.grm`); the M2PL as ``sigmoid(a . theta + d)`` with the EAP abilities.
 2. *Agreement at the same budgets.* The paper's protocol (section "Evaluation"): splits of the
    models into training and test models, calibration on the training models only, adaptive tests
    of the test models, Spearman agreement with their full-benchmark safety score (strict
    binarization, all items). The 2PL runs Fluid Benchmarking on the binarized responses; the GRM
-   runs the same loop on the graded responses with GRM information (:class:`irtlib.grm.GradedItems`);
+   runs the same loop on the graded responses with GRM information (:class:`irtlib.extended.grm.GradedItems`);
    the M2PL runs D-optimal selection and scores by the predicted safety score
-   (:func:`irtlib.mirt.mirt_cat`).
+   (:func:`irtlib.extended.mirt.mirt_cat`).
 
 A verdict says "pays" when the new model's held-out log-likelihood is higher and its mean
 agreement is at least the 2PL's at the budgets compared (or it reaches 0.90 with fewer items).
@@ -23,13 +23,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..ability import map_ability
-from ..agreement import spearman, split_models
-from ..calibrate import fit_map
-from ..cat import StoppingRule, TwoPLItems, run_cat
-from ..grm import GradedItems, fit_grm
-from ..mirt import fit_mirt, mirt_cat
-from ..model import log_likelihood as loglik_2pl
+from irtlib.calibration.joint_map import fit_map
+from irtlib.core.ability import map_ability
+from irtlib.core.kernels import log_likelihood as loglik_2pl
+from irtlib.extended.grm import GradedItems, fit_grm
+from irtlib.extended.mirt import fit_mirt, mirt_cat
+from irtlib.protocol.agreement import spearman, split_models
+from irtlib.selection.cat import StoppingRule, TwoPLItems, run_cat
 
 __all__ = ["binarize", "heldout_mask", "wide", "severity_heldout", "severity_agreement",
            "dimension_heldout", "dimension_agreement", "smallest_budget", "verdict", "curves"]
@@ -66,7 +66,7 @@ def severity_heldout(cats: np.ndarray, *, safe_from: int, seed: int = 0, fractio
         The binarization: a cell is safe when its category is at least this (AIR-Bench's strict
         rule: the top category; PandaGuard's: anything but the lowest).
     tol : float
-        The GRM fit's tolerance (:func:`irtlib.grm.fit_grm`).
+        The GRM fit's tolerance (:func:`irtlib.extended.grm.fit_grm`).
     """
     top = int(safe_from)
     obs = ~np.isnan(cats)

@@ -21,15 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_write
+from irtlib.io.atomic import atomic_write
 
 __all__ = ["cached", "library_fingerprint", "array_checksum"]
 
 
 #: Modules that only present results (figures, tables, the command line, the book's pages): a change
 #: to them cannot change a cached fit or protocol run, so they are left out of the fingerprint.
-PRESENTATION = ("plots.py", "cli.py", "report.py", "book/compare.py", "book/scorecard.py", "book/table2.py",
-                "book/reproducibility.py", "book/paper.py")
+PRESENTATION = ("viz/figures.py", "viz/fit_figures.py", "cli.py", "viz/report.py", "book/compare.py", "book/scorecard.py", "book/table2.py",
+                "book/reproducibility.py", "datasets/paper.py")
 
 
 @lru_cache(maxsize=1)

@@ -1,6 +1,6 @@
 """The agreement ceiling of a benchmark, cached for the chapters (selection chapter, Table 2).
 
-:func:`ceiling_benchmark` is :func:`irtlib.diagnostics.agreement_ceiling` on a
+:func:`ceiling_benchmark` is :func:`irtlib.protocol.ceiling.agreement_ceiling` on a
 :class:`~irtlib.book.pipeline.Benchmark`, with the same splits as
 :func:`irtlib.book.pipeline.protocol_benchmark` for equal ``n_splits``, ``n_test``, ``seed``,
 ``engine`` and ``threshold``; :func:`ceiling_table` summarises several benchmarks for Table 2.
@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..agreement import mean_interval_halfwidth
-from ..diagnostics import agreement_ceiling
-from ..protocols import Protocol
+from irtlib.protocol.agreement import mean_interval_halfwidth
+from irtlib.protocol.ceiling import agreement_ceiling
+from irtlib.protocol.presets import Protocol
+
 from .cache import cached
 
 __all__ = ["ceiling_benchmark", "ceiling_table"]
@@ -36,9 +37,10 @@ def ceiling_benchmark(bench, *, n_splits: int | None = None, n_test: int | None 
 
     Returns
     -------
-    Series, shape (n_splits,), indexed by split (see :func:`irtlib.diagnostics.agreement_ceiling`)
+    Series, shape (n_splits,), indexed by split (see :func:`irtlib.protocol.ceiling.agreement_ceiling`)
     """
-    from .. import protocols
+    from irtlib.protocol import presets as protocols
+
     from .pipeline import protocol_sizes
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
@@ -60,7 +62,7 @@ def ceiling_table(ceilings: dict, *, level: float = 0.95, nan_policy: str = "zer
     ceilings : dict
         Benchmark -> :func:`ceiling_benchmark` output.
     nan_policy : {"zero", "omit"}
-        Undefined splits count as 0 (as in :func:`irtlib.agreement.agreement_curves`) or are left out.
+        Undefined splits count as 0 (as in :func:`irtlib.protocol.agreement.agreement_curves`) or are left out.
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """Comparison tables: the paper's value, ours, the difference, and whether it is within tolerance.
 
 Every chapter ends with one. Each row names the paper number it compares against by its
-reference in :func:`irtlib.book.paper.numbers` (e.g. ``"FIGURE3_CV[wmdp-bio]"``), so a test can check
+reference in :func:`irtlib.datasets.paper.numbers` (e.g. ``"FIGURE3_CV[wmdp-bio]"``), so a test can check
 that every number the paper reports is set beside ours somewhere in the book. The reader sees
 where the number stands in the paper instead (:func:`cite`, e.g. "Figure 3"); the rendered table
 keeps the reference only as the tooltip (``title`` attribute) of that cell.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import paper
+from irtlib.datasets import paper
 
 __all__ = ["Row", "row", "cite", "comparison_table", "style_comparison"]
 
@@ -42,7 +42,7 @@ def row(quantity: str, ref: str, ours, *, tolerance: float | None = None, note: 
     quantity : str
         What is compared, in words ("CV of a, WMDP (Bio)").
     ref : str
-        A key of :func:`irtlib.book.paper.numbers`; an unknown key raises ``KeyError``.
+        A key of :func:`irtlib.datasets.paper.numbers`; an unknown key raises ``KeyError``.
     ours : number, str or None
         Our value (``None`` when we have none, e.g. a threshold never reached).
     tolerance : float, optional
@@ -52,7 +52,7 @@ def row(quantity: str, ref: str, ours, *, tolerance: float | None = None, note: 
     """
     numbers = paper.numbers()
     if ref not in numbers:
-        raise KeyError(f"no paper number {ref!r}; see irtlib.book.paper.numbers()")
+        raise KeyError(f"no paper number {ref!r}; see irtlib.datasets.paper.numbers()")
     return Row(quantity, ref, numbers[ref], ours, tolerance, note)
 
 
@@ -68,7 +68,7 @@ def _rounded(x, digits):
     return round(float(x), digits) if _is_number(x) else x
 
 
-#: Where in the paper each table of :mod:`irtlib.book.paper` is reported (SUMMARY.md, "Reported results").
+#: Where in the paper each table of :mod:`irtlib.datasets.paper` is reported (SUMMARY.md, "Reported results").
 _CITATIONS = {
     "TABLE1": "Table 1",
     "FIGURE3_CV": "Figure 3",
@@ -93,7 +93,7 @@ def cite(ref: str) -> str:
     Parameters
     ----------
     ref : str
-        A key of :func:`irtlib.book.paper.numbers` (``"TABLE2_LEFT[airbench2024].fluid"``).
+        A key of :func:`irtlib.datasets.paper.numbers` (``"TABLE2_LEFT[airbench2024].fluid"``).
 
     Returns
     -------
@@ -135,7 +135,7 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
         Columns ``quantity``, ``paper``, ``ours``, ``difference`` (ours - paper, where both are
         numbers), ``tolerance``, ``within`` ("yes" / "no" / "n/a"), ``note``, ``source in the paper``
         (where the paper reports it, :func:`cite`) and ``ref`` (the key of
-        :func:`irtlib.book.paper.numbers`; hidden by :func:`style_comparison`).
+        :func:`irtlib.datasets.paper.numbers`; hidden by :func:`style_comparison`).
     """
     records = []
     for r in rows:

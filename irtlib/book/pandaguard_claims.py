@@ -14,10 +14,19 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from irtlib.calibration.joint_map import fit_2pl
+from irtlib.fit.summaries import coefficient_of_variation
+from irtlib.protocol.agreement import (
+    agreement_curves,
+    budget_grid,
+    paired_difference,
+    run_protocol,
+    spearman,
+    summarise_table2,
+)
+from irtlib.protocol.ceiling import agreement_ceiling
+
 from .. import datasets
-from ..agreement import agreement_curves, budget_grid, paired_difference, run_protocol, spearman, summarise_table2
-from ..calibrate import fit_2pl
-from ..diagnostics import agreement_ceiling, coefficient_of_variation
 from . import scorecard
 from .cache import array_checksum, cached
 

@@ -18,7 +18,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from . import paper, provenance
+from irtlib.datasets import paper
+
+from . import provenance
 from . import scorecard as sc
 
 __all__ = ["by_kind", "fit_claims", "ceiling_counts", "ceiling_pair", "ceiling_claims", "discrimination_claims",
@@ -62,8 +64,8 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
     fits : mapping
         Benchmark id -> ``Calibration`` fitted to ``benches[b].filtered``.
     """
-    from ..agreement import spearman
-    from ..diagnostics import item_rmse
+    from irtlib.fit.summaries import item_rmse
+    from irtlib.protocol.agreement import spearman
 
     rho_min, rmse_max = paper.numbers()["SPEARMAN_THETA_SCORE[min]"], paper.ITEM_RMSE_BOUND
     out = []
@@ -89,7 +91,7 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
 def model_choice_claims(benches: Mapping, gains: Mapping[str, float]) -> list[Claim]:
     """The paper's reason for the 2PL: the 1PL (equal discriminations) fits safety items worse.
 
-    Tested on held-out responses (:func:`irtlib.calibrate_models.compare_models`): the claim holds
+    Tested on held-out responses (:func:`irtlib.calibration.models.compare_models`): the claim holds
     on a benchmark when the 2PL's held-out log-likelihood per response exceeds the 1PL's.
 
     Parameters
@@ -119,10 +121,10 @@ def model_choice_claims(benches: Mapping, gains: Mapping[str, float]) -> list[Cl
 def ceiling_counts(bench, *, ceiling: float | None = None) -> dict:
     """Models at the ceiling, counted both ways: ``above`` (score > c) and ``at_least`` (score >= c).
 
-    The counts are :func:`irtlib.diagnostics.ceiling_counts` of the full-benchmark safety scores;
+    The counts are :func:`irtlib.fit.summaries.ceiling_counts` of the full-benchmark safety scores;
     ``at_one`` is the number of perfect scores and ``max`` the highest score.
     """
-    from ..diagnostics import ceiling_counts as counts
+    from irtlib.fit.summaries import ceiling_counts as counts
 
     c = paper.CEILING_SCORE if ceiling is None else ceiling
     s = bench.full.safety_scores().to_numpy()
@@ -231,7 +233,7 @@ def ceiling_claims(benches: Mapping, fits: Mapping) -> list[Claim]:
 
 def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> list[Claim]:
     """Figure 3: the CV of a per benchmark and the order it puts the benchmarks in."""
-    from ..diagnostics import coefficient_of_variation
+    from irtlib.fit.summaries import coefficient_of_variation
 
     out = []
     for kind, group in by_kind(benches).items():
@@ -247,7 +249,7 @@ def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-
                          provenance.describe(group), f"{evidence} ({engine})", "{ref}`ch-discrimination`",
                          sc.bound_verdict(gaps, bound=0.1, above=False), "bound", id="cv_values_real", kind="real"))
         if len(group) >= 3:
-            from ..agreement import spearman
+            from irtlib.protocol.agreement import spearman
 
             rho = float(spearman(np.array([cv[b] for b in group]), np.array([paper.FIGURE3_CV[b] for b in group])))
             out.append(Claim("CV of a orders the benchmarks as in Figure 3", "Figure 3", provenance.describe(group),
@@ -259,7 +261,7 @@ def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-
 
 def exception_claims(benches: Mapping, runs: Mapping, cv: Mapping, *, k: int = 20) -> list[Claim]:
     """The CV reading (a high CV leaves adaptive selection room) and the paper's three exceptions."""
-    from ..agreement import spearman
+    from irtlib.protocol.agreement import spearman
 
     out = []
     for kind, group in by_kind(benches).items():
@@ -288,7 +290,7 @@ def exception_claims(benches: Mapping, runs: Mapping, cv: Mapping, *, k: int = 2
 
 def airbench_claims(bench, run: pd.DataFrame) -> list[Claim]:
     """Figure 4 on AIR-Bench 2024: Random and Random IRT are nearly indistinguishable (near k = 38)."""
-    from ..agreement import paired_difference
+    from irtlib.protocol.agreement import paired_difference
 
     k = sc.nearest_swept(run, paper.TABLE2_RIGHT["airbench2024"].k)
     d = paired_difference(run, k=k, method="random", baseline="random-irt", nan_policy=_nan_policy(run))
@@ -309,7 +311,7 @@ def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame) -
     Parameters
     ----------
     summary : DataFrame
-        :func:`irtlib.agreement.summarise_table2` over the benchmarks.
+        :func:`irtlib.protocol.agreement.summarise_table2` over the benchmarks.
     long : DataFrame
         :func:`irtlib.book.table2.at_paper_budgets` (our mean and interval at the paper's k).
     """

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from .. import datasets
-from . import paper
+from irtlib.datasets import paper
 from .cache import array_checksum, cached
-from ..calibrate import Calibration, fit_2pl
-from ..data import ResponseMatrix
+from irtlib.calibration.joint_map import Calibration, fit_2pl
+from irtlib.core.responses import ResponseMatrix
 from ..datasets.sources import DataSource
-from ..protocols import Protocol
+from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "paper_budgets", "protocol_budgets",
            "kept_items", "book_protocol", "protocol_sizes", "protocol_benchmark"]
@@ -123,11 +123,11 @@ def protocol_budgets(bench: Benchmark, *, n_points: int = 25, protocol: str | Pr
     ----------
     bench : Benchmark
     n_points : int
-        Points of irtlib's log-spaced grid (:func:`irtlib.agreement.budget_grid`; the paper's protocol).
+        Points of irtlib's log-spaced grid (:func:`irtlib.protocol.agreement.budget_grid`; the paper's protocol).
     protocol : {"paper", "authors"} or Protocol, optional
         None or ``"paper"``: irtlib's grid. ``"authors"``: the authors' grid, the distinct
         ``round(geomspace(1, min(largest budget, items kept), 20))`` over the items their filter
-        keeps (:func:`irtlib.protocols.authors_budget_grid`; every k of Table 2 lies on it).
+        keeps (:func:`irtlib.protocol.presets.authors_budget_grid`; every k of Table 2 lies on it).
 
     Returns
     -------
@@ -136,8 +136,8 @@ def protocol_budgets(bench: Benchmark, *, n_points: int = 25, protocol: str | Pr
         chapter sets the paper's number beside ours at the same k, not at the nearest grid point;
         appendix F's SafetyBench budgets 19 and 556 are off the authors' grid).
     """
-    from .. import protocols
-    from ..agreement import budget_grid
+    from irtlib.protocol import presets as protocols
+    from irtlib.protocol.agreement import budget_grid
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
     if proto.budget_rule == "authors":
@@ -149,7 +149,7 @@ def protocol_budgets(bench: Benchmark, *, n_points: int = 25, protocol: str | Pr
 
 def kept_items(bench: Benchmark, *, protocol: str | Protocol | None = None, threshold: float | None = None) -> int:
     """How many items the protocol's variance filter keeps (the text drops ``p(1-p) <= t``, the code ``< t``)."""
-    from .. import protocols
+    from irtlib.protocol import presets as protocols
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
     t = proto.variance_threshold if threshold is None else threshold
@@ -181,7 +181,7 @@ def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
     """
     from dataclasses import replace
 
-    from .. import protocols
+    from irtlib.protocol import presets as protocols
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
     if (fresh_anchor_max_items is not None and proto.anchor_rule == "fresh"
@@ -196,11 +196,11 @@ def protocol_sizes(bench: Benchmark, *, protocol: str | Protocol | None = None, 
     """``(n_splits, n_test)`` a chapter runs: given, else the protocol's for this benchmark, capped by ``max_splits``.
 
     Under ``"authors"`` the protocol's are the released code's per-benchmark values
-    (:data:`irtlib.protocols.AUTHORS_SIZES`: AIR-Bench 70/10, Anthropic Red Team 100/10, HarmBench
+    (:data:`irtlib.protocol.presets.AUTHORS_SIZES`: AIR-Bench 70/10, Anthropic Red Team 100/10, HarmBench
     100/10, SimpleSafetyTests 100/10, SafetyBench 70/6, WMDP 70/6); under ``"paper"`` 100/10.
     ``max_splits`` (a QUICK build's 10) caps the count.
     """
-    from .. import protocols
+    from irtlib.protocol import presets as protocols
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
     splits = proto.n_splits if n_splits is None else int(n_splits)
@@ -230,7 +230,7 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     n_jobs : int
         Not part of the cache key: the results do not depend on it.
     protocol : {"paper", "authors"} or Protocol, optional
-        :mod:`irtlib.protocols`; None is ``"paper"``. Passed to ``run_protocol`` with
+        :mod:`irtlib.protocol.presets`; None is ``"paper"``. Passed to ``run_protocol`` with
         ``benchmark=bench.name``; part of the cache key (every rule of it).
     max_splits : int, optional
         Cap on the protocol's split count (a QUICK build).
@@ -243,8 +243,8 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
         ``run_protocol``'s rows with a ``benchmark`` column; ``attrs`` as ``run_protocol`` records
         them (the protocol, its NaN and band rules).
     """
-    from .. import protocols
-    from ..agreement import run_protocol
+    from irtlib.protocol import presets as protocols
+    from irtlib.protocol.agreement import run_protocol
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
     n_splits, n_test = protocol_sizes(bench, protocol=proto, n_splits=n_splits, n_test=n_test, max_splits=max_splits)

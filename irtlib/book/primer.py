@@ -30,10 +30,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_expit
 
+from irtlib.core.ability import map_ability
+from irtlib.core.kernels import fisher_information
+from irtlib.core.responses import ResponseMatrix
+
 from .._typing import ArrayLike
-from ..ability import map_ability
-from ..data import ResponseMatrix
-from ..model import fisher_information
 
 __all__ = ["THETA_GRID", "test_information", "standard_error", "posterior_grid",
            "adaptive_trace", "perfect_steps", "leave_one_out_tests", "trace_animation", "animation_html", "source"]
@@ -199,8 +200,8 @@ def leave_one_out_tests(matrix: ResponseMatrix, *, budget: int) -> pd.DataFrame:
         ``(theta - full_theta) / se``, ``patterns`` (distinct response patterns of the calibration
         models over the items given) and ``perfect_steps`` (how many of them are perfect steps).
     """
-    from ..adaptive import run_adaptive
-    from ..calibrate import fit_2pl
+    from irtlib.calibration.joint_map import fit_2pl
+    from irtlib.selection.adaptive import run_adaptive
 
     rows = []
     for i, model in enumerate(matrix.models):

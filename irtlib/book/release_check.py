@@ -14,10 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..agreement import agreement_curves, paired_difference, run_protocol, spearman
-from ..calibrate import fit_2pl
-from ..diagnostics import coefficient_of_variation, item_rmse
-from . import paper
+from irtlib.calibration.joint_map import fit_2pl
+from irtlib.datasets import paper
+from irtlib.fit.summaries import coefficient_of_variation, item_rmse
+from irtlib.protocol.agreement import agreement_curves, paired_difference, run_protocol, spearman
+
 from .cache import cached
 from .scorecard import nearest_swept
 

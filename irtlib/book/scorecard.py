@@ -269,8 +269,8 @@ def exception_table(results: dict, *, display_names: dict | None = None) -> pd.D
         swept), ``difference`` (Fluid - Random, mean over splits), ``ci_lo``, ``ci_hi``,
         ``share_fluid_ahead``, ``verdict``, ``rule``.
     """
-    from ..agreement import paired_difference
-    from . import paper
+    from irtlib.datasets import paper
+    from irtlib.protocol.agreement import paired_difference
 
     rows = []
     for bench, claim, where, rule in EXCEPTIONS:
@@ -303,7 +303,7 @@ def cv_advantage(results: dict, cv: dict, *, k: int = 20) -> pd.DataFrame:
         splits), ``ci_lo``, ``ci_hi``. Spearman's rho of ``lead`` on ``cv`` across benchmarks tests
         the paper's reading that a high CV leaves adaptive selection more room.
     """
-    from ..agreement import paired_difference
+    from irtlib.protocol.agreement import paired_difference
 
     rows = {}
     for bench, res in results.items():
@@ -345,7 +345,7 @@ def ceiling_pairs(bench, calibration, *, ceiling: float = 0.95) -> dict:
     """
     import numpy as np
 
-    from ..ability import map_ability
+    from irtlib.core.ability import map_ability
 
     m = bench.filtered
     est = map_ability(m.values, calibration.a.reindex(m.items).to_numpy(), calibration.b.reindex(m.items).to_numpy())

@@ -3,8 +3,8 @@
 Varies one generating factor at a time on :func:`irtlib.datasets.simulate.simulate_variant`
 (SafetyBench's generator: multiple choice, guessing, seven correlated risk dimensions) and, per
 setting, runs the paper's agreement protocol for Fluid Benchmarking and Random
-(:func:`irtlib.agreement.run_protocol`), the agreement ceiling of the ability-scored methods
-(:func:`irtlib.diagnostics.agreement_ceiling`) and Spearman(theta, score) of the full fit.
+(:func:`irtlib.protocol.agreement.run_protocol`), the agreement ceiling of the ability-scored methods
+(:func:`irtlib.protocol.ceiling.agreement_ceiling`) and Spearman(theta, score) of the full fit.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import time
 import numpy as np
 import pandas as pd
 
+from irtlib.calibration.joint_map import fit_2pl
+from irtlib.fit.summaries import coefficient_of_variation
+from irtlib.protocol.agreement import agreement_curves, budget_grid, paired_difference, run_protocol, spearman
+from irtlib.protocol.ceiling import agreement_ceiling
+
 from .. import datasets
-from ..agreement import agreement_curves, budget_grid, paired_difference, run_protocol, spearman
-from ..calibrate import fit_2pl
 from ..datasets import simulate as _sim
-from ..diagnostics import agreement_ceiling, coefficient_of_variation
 from .cache import cached
 
 __all__ = ["BASELINE", "FACTORS", "FACTOR_LABELS", "study_matrix", "setting_budgets", "run_setting",

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..agreement import agreement_at
-from . import paper
+from irtlib.datasets import paper
+from irtlib.protocol.agreement import agreement_at
+
 from .scorecard import budget_verdict, nearest_swept
 
 __all__ = ["TOLERANCE", "paper_values", "at_paper_budgets", "compact", "budget_comparison", "format_budget"]
@@ -146,7 +147,7 @@ def budget_comparison(summary: pd.DataFrame, *, names: dict | None = None) -> pd
     Parameters
     ----------
     summary : DataFrame
-        :func:`irtlib.agreement.summarise_table2` over several benchmarks.
+        :func:`irtlib.protocol.agreement.summarise_table2` over several benchmarks.
 
     Returns
     -------

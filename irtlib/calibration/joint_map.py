@@ -16,10 +16,10 @@ import scipy.linalg
 from scipy.special import log_expit
 from threadpoolctl import threadpool_limits
 
-from ._typing import ArrayLike
-from .data import ResponseMatrix
-from .errors import InputError, MissingDependencyError
-from .model import probability
+from irtlib._typing import ArrayLike
+from irtlib.core.kernels import probability
+from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError, MissingDependencyError
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES"]
 
@@ -51,7 +51,7 @@ class Calibration:
     diagnostics : dict
         Engine-specific facts (iterations, convergence, final log posterior).
     c : Series, indexed by item, or None
-        Lower asymptote of a 3PL fit (:func:`irtlib.calibrate_models.fit_irt`); None for the 2PL
+        Lower asymptote of a 3PL fit (:func:`irtlib.calibration.models.fit_irt`); None for the 2PL
         (and the 1PL), so ``P = c + (1 - c) sigmoid(a (theta - b))`` reduces to the paper's model.
     """
 
@@ -240,7 +240,7 @@ def _load_pyirt_engine():
     Raised (an ImportError) when torch, pyro or py-irt is missing.
     """
     try:
-        from ._pyirt_engine import fit_pyirt
+        from .pyirt import fit_pyirt
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
         raise MissingDependencyError(f'engine="pyirt" needs torch, pyro-ppl and py-irt, which are not installed '
@@ -266,10 +266,10 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
         which is what the agreement protocol's per-split refits need. ``"pyirt-authors"`` runs
         py-irt as the paper's released code does (SUMMARY.md, "What the authors' released code
         does", Calibration): py-irt's hierarchical priors
-        (:class:`~irtlib._pyirt_engine.HierarchicalTwoParamLog`), learning-rate decay 0.9999 per
+        (:class:`~irtlib.calibration.pyirt.HierarchicalTwoParamLog`), learning-rate decay 0.9999 per
         epoch, and the parameters after the epoch with the lowest loss (py-irt's ``best_params``);
         on SimpleSafetyTests it reproduces the authors' own per-split fits to about 1e-5. For many
-        training sets at once, :func:`irtlib.calibrate_batch.fit_2pl_splits` runs the same fit
+        training sets at once, :func:`irtlib.calibration.pyirt_batch.fit_2pl_splits` runs the same fit
         batched.
     seed : int
         Seeds py-irt's random streams (torch, pyro, numpy, random). The MAP engine is

@@ -16,7 +16,7 @@ Models (``x = 1`` a safe response, ``z = a_j (theta_m - b_j)``):
   unchanged and raises the Normal priors of theta and b by far more than it costs the slope's,
   so the mode runs off to a slope of 15 or more.)
 - ``"2pl"``: ``P = sigmoid(a_j (theta_m - b_j))`` (the paper's model); fitted by
-  :func:`irtlib.calibrate.fit_map`, so ``fit_irt(m, model="2pl")`` equals ``fit_2pl(m, engine="map")``.
+  :func:`irtlib.calibration.joint_map.fit_map`, so ``fit_irt(m, model="2pl")`` equals ``fit_2pl(m, engine="map")``.
 - ``"3pl"``: ``P = c_j + (1 - c_j) sigmoid(a_j (theta_m - b_j))`` with a lower asymptote ``c_j``
   and a ``Beta(5, 17)`` prior on it (mode 0.2, mean 0.23).
 
@@ -34,11 +34,12 @@ import scipy.linalg
 from scipy.special import expit, log_expit, logit
 from threadpoolctl import threadpool_limits
 
-from .calibrate import Calibration, fit_2pl, fit_map
-from .data import ResponseMatrix
+from irtlib.core.responses import ResponseMatrix
+
+from .joint_map import Calibration, fit_2pl, fit_map
 
 __all__ = ["MODELS", "fit_irt", "fit_irt_values", "irt_probability", "n_parameters", "compare_models",
-           "heldout_folds", "map_ability_irt", "fluid_irt", "fluid_agreement"]
+           "heldout_folds"]
 
 #: The item response models :func:`fit_irt` knows.
 MODELS = ("1pl", "2pl", "3pl")
@@ -120,7 +121,7 @@ def _step(x, mask, pt: _Point, priors):
     Expected information of a Bernoulli cell: ``dP dP^T / (P (1 - P))``. The abilities (and the
     1PL's shared slope) form the dense block; each item's parameters a small block (1 x 1 for
     the 1PL: b; 3 x 3 for the 3PL: log a, b, logit c); the item blocks are eliminated and the
-    dense Schur complement is solved by Cholesky, as in :func:`irtlib.calibrate.fit_map`.
+    dense Schur complement is solved by Cholesky, as in :func:`irtlib.calibration.joint_map.fit_map`.
     """
     (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
     a, z, s, p = pt.a, pt.z, pt.s, pt.p
@@ -271,7 +272,7 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
 
     Notes
     -----
-    The 2PL goes to :func:`irtlib.calibrate.fit_map` unchanged (Fisher scoring then Newton). The
+    The 2PL goes to :func:`irtlib.calibration.joint_map.fit_map` unchanged (Fisher scoring then Newton). The
     1PL and 3PL use joint Fisher scoring with the same block elimination and a monotone
     step-halving ascent; the 3PL's posterior is not concave in general, so its mode is a local
     one. Both start from the 2PL's mode (the 1PL with the geometric mean of its slopes, the 3PL
@@ -475,144 +476,4 @@ def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), fold
     out = pd.DataFrame(rows)
     out.attrs.update({"folds": int(folds), "seed": seed, "n_observations": n_obs, "source": matrix.source,
                       "prior_c": tuple(prior_c)})
-    return out
-
-
-# ---------------------------------------------------------------------------- Fluid with any bank
-def map_ability_irt(responses, a, b, c=None, *, theta0=0.0, prior_sd: float = 1.0, max_iter: int = 50,
-                    tol: float = 1e-6, bounds=(-8.0, 8.0)) -> np.ndarray:
-    """MAP abilities under the 2PL or 3PL, many models at once (Fisher scoring, steps capped at 1).
-
-    Parameters
-    ----------
-    responses : ndarray, shape (n_models, n_items)
-        0, 1 or NaN (not administered).
-    a, b, c : ndarray, shape (n_items,) or (n_models, n_items)
-        Item parameters (``c=None``: the 2PL).
-    theta0 : float or ndarray, shape (n_models,)
-        Starting point (an adaptive test passes the previous estimate).
-
-    Returns
-    -------
-    ndarray, shape (n_models,)
-
-    Notes
-    -----
-    For the 2PL this is the paper's MAP (section "Model: 2PL") reached by Fisher scoring rather
-    than Newton (the two coincide for the 2PL). For the 3PL the posterior in theta need not be
-    unimodal; the iteration finds the mode nearest the start.
-    """
-    x = np.asarray(responses, dtype=float)
-    obs = ~np.isnan(x)
-    x = np.where(obs, x, 0.0)
-    theta = np.broadcast_to(np.asarray(theta0, dtype=float), x.shape[:1]).copy()
-    for _ in range(max_iter):
-        z = a * (theta[:, None] - b)
-        s = expit(z)
-        if c is None:
-            g_z, w_zz = x - s, s * (1.0 - s)
-        else:
-            p = np.clip(c + (1.0 - c) * s, _P_FLOOR, 1.0 - _P_FLOOR)
-            g_z, w_zz = (x - p) * s / p, (1.0 - c) * s * s * (1.0 - s) / p
-        grad = np.where(obs, a * g_z, 0.0).sum(axis=1) - theta / prior_sd**2
-        info = np.where(obs, a * a * w_zz, 0.0).sum(axis=1) + 1.0 / prior_sd**2
-        step = np.clip(grad / info, -1.0, 1.0)
-        theta = np.clip(theta + step, *bounds)
-        if np.abs(step).max() < tol:
-            break
-    return theta
-
-
-def _item_information(theta, a, b, c):
-    """Fisher information about theta, shape (n_models, n_items).
-
-    ``a^2 P (1 - P)`` for the 2PL; Birnbaum's ``a^2 (1 - c) s^2 (1 - s) / P`` with
-    ``s = sigmoid(a (theta - b))`` for the 3PL.
-    """
-    s = expit(a * (theta[:, None] - b))
-    if c is None:
-        return a * a * s * (1.0 - s)
-    p = c + (1.0 - c) * s
-    return a * a * (1.0 - c) * s * s * (1.0 - s) / np.maximum(p, _P_FLOOR)
-
-
-def fluid_irt(responses, a, b, c=None, *, budget: int) -> np.ndarray:
-    """Fluid Benchmarking (Algorithm 1) with a 2PL or 3PL bank, vectorised over models.
-
-    Maximum Fisher information at the current estimate (Birnbaum's information for the 3PL),
-    MAP update after every response (:func:`map_ability_irt`), start at theta = 0.
-
-    Parameters
-    ----------
-    responses : ndarray, shape (n_models, n_items)
-        The models' answers to every item of the bank (NaN: unavailable).
-    a, b, c : ndarray, shape (n_items,)
-    budget : int
-
-    Returns
-    -------
-    ndarray, shape (n_models, budget)
-        The estimate after each of the first ``budget`` items.
-    """
-    x = np.asarray(responses, dtype=float)
-    n, n_items = x.shape
-    if not 1 <= int(budget) <= n_items:
-        raise ValueError(f"budget must lie between 1 and {n_items}, got {budget}")
-    rows = np.arange(n)
-    used = np.isnan(x)
-    theta = np.zeros(n)
-    took = np.zeros((n, int(budget)), dtype=int)
-    out = np.empty((n, int(budget)))
-    for k in range(int(budget)):
-        info = np.where(used, -np.inf, _item_information(theta, a, b, c))
-        j = info.argmax(axis=1)
-        used[rows, j] = True
-        took[:, k] = j
-        t = took[:, :k + 1]
-        theta = map_ability_irt(x[rows[:, None], t], a[t], b[t], None if c is None else c[t], theta0=theta)
-        out[:, k] = theta
-    return out
-
-
-def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks, n_splits: int = 20, n_test: int = 10,
-                    seed: int = 0, variance_threshold: float = 0.01, prior_c=(5.0, 17.0)) -> pd.DataFrame:
-    """Fluid Benchmarking's agreement curve with a bank calibrated by the 1PL, 2PL or 3PL.
-
-    The paper's protocol (section "Evaluation") for the one method: per split (the same test
-    models as :func:`irtlib.run_protocol` with the same seed), calibrate ``model`` on the
-    training rows, run :func:`fluid_irt` on the test rows, and take Spearman's rho between the
-    estimates after k items and the test models' full safety scores.
-
-    Parameters
-    ----------
-    matrix : ResponseMatrix
-        Unfiltered; the variance filter runs first, as in the paper.
-    model : {"1pl", "2pl", "3pl"}
-    ks : sequence of int
-        Budgets.
-    n_splits, n_test, seed
-        As in :func:`irtlib.run_protocol`.
-
-    Returns
-    -------
-    DataFrame with columns ``split``, ``method`` ("fluid"), ``k``, ``agreement``, ``model``,
-    the layout of :func:`irtlib.run_protocol` (so :func:`irtlib.agreement_curves` reads it).
-    """
-    from .agreement import spearman, split_models
-
-    _check_model(model)
-    filtered = matrix.filter_variance(variance_threshold)
-    reference = matrix.safety_scores().to_numpy()
-    values = filtered.values
-    ks = sorted({int(k) for k in ks})
-    rows = []
-    for split in range(int(n_splits)):
-        train, test = split_models(values.shape[0], n_test, seed, split)
-        fit = fit_irt_values(values[train], model=model, prior_c=prior_c)
-        est = fluid_irt(values[test], fit["a"], fit["b"], fit["c"], budget=ks[-1])
-        rho = spearman(est[:, [k - 1 for k in ks]].T, reference[test])
-        rows.extend((split, "fluid", k, float(r), model) for k, r in zip(ks, rho, strict=True))
-    out = pd.DataFrame(rows, columns=["split", "method", "k", "agreement", "model"])
-    out.attrs.update({"n_splits": int(n_splits), "n_test": int(n_test), "seed": seed, "model": model,
-                      "source": matrix.source})
     return out

@@ -70,7 +70,7 @@ from py_irt.dataset import Dataset  # noqa: E402
 from py_irt.models.abstract_model import IrtModel  # noqa: E402
 from torch.distributions import constraints  # noqa: E402
 
-from .errors import InputError  # noqa: E402
+from irtlib.errors import InputError  # noqa: E402
 
 __all__ = ["HierarchicalTwoParamLog", "PaperTwoParamLog", "fit_pyirt"]
 

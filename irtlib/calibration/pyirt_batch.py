@@ -36,12 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._typing import ArrayLike
-from .errors import InputError, MissingDependencyError
+from irtlib._typing import ArrayLike
+from irtlib.errors import InputError, MissingDependencyError
 
 __all__ = ["BatchFit", "fit_2pl_splits", "fit_hierarchical_batch"]
 
-#: Hyper-prior constants (the same as :mod:`irtlib._pyirt_engine`'s, kept here so that this module
+#: Hyper-prior constants (the same as :mod:`irtlib.calibration.pyirt`'s, kept here so that this module
 #: does not need py-irt): every mu ~ Normal(0, 1e6), every u ~ Gamma(1, 1); guide of each mu
 #: starts at loc 0, scale 10; every other factor at loc 0, scale 1.
 HYPER_LOC_SD = 1.0e6

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._typing import ArrayLike
-from .errors import InputError
-from .model import sigmoid
+from irtlib._typing import ArrayLike
+from irtlib.errors import InputError
+
+from .kernels import sigmoid
 
 __all__ = ["AbilityEstimate", "PARAMETER_LIMIT", "map_ability", "THETA_BOUNDS"]
 
@@ -52,7 +53,7 @@ def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
     z = a * (theta[:, None] - b)
     p = sigmoid(z)
     resid = np.where(observed, x - p, 0.0)
-    # P (1 - P) as sigmoid(z) sigmoid(-z), the tail-safe form of irtlib.model.fisher_information
+    # P (1 - P) as sigmoid(z) sigmoid(-z), the tail-safe form of irtlib.core.kernels.fisher_information
     info = np.where(observed, a * a * p * sigmoid(-z), 0.0)
     grad = (a * resid).sum(axis=1) - (theta - prior_mean) / prior_var
     return grad, info.sum(axis=1)

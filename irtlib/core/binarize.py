@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ._typing import ArrayLike
-from .errors import InputError
+from irtlib._typing import ArrayLike
+from irtlib.errors import InputError
 
 __all__ = ["GRADED_SCORES", "binarize_graded", "binarize_choice", "binarize_wmdp", "RULES"]
 

@@ -2,7 +2,7 @@
 
 Beyond the paper (section "Model: 2PL" uses MAP only). The posterior of theta given a model's
 responses, with a Normal(prior_mean, prior_sd) prior, is integrated numerically on an equally
-spaced grid (:func:`irtlib.quadrature.uniform_grid`): EAP is its mean and the posterior standard
+spaced grid (:func:`irtlib.core.quadrature.uniform_grid`): EAP is its mean and the posterior standard
 deviation (PSD) its spread. Unlike MAP, EAP never ends on a bound: an all-safe pattern gets a
 finite mean with a large PSD, which is what a stopping rule on the standard error should see.
 """
@@ -14,8 +14,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import log_expit
 
-from ._typing import ArrayLike
-from .errors import InputError
+from irtlib._typing import ArrayLike
+from irtlib.errors import InputError
+
 from .quadrature import posterior_weights, uniform_grid
 
 __all__ = ["EapEstimate", "eap_ability", "eap_from_log_likelihood", "EAP_POINTS"]
@@ -66,7 +67,7 @@ def grid_log_likelihood_2pl(responses: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 def eap_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
                 n_points: int = EAP_POINTS, bounds: tuple[float, float] = (-8.0, 8.0)) -> EapEstimate:
-    """EAP abilities of many models under the 2PL (:mod:`irtlib.model`).
+    """EAP abilities of many models under the 2PL (:mod:`irtlib.core.kernels`).
 
     Parameters
     ----------

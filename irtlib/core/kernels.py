@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ._typing import ArrayLike
+from irtlib._typing import ArrayLike
 
 __all__ = [
     "sigmoid",

@@ -1,8 +1,8 @@
 """Quadrature grids for the latent trait: the one place posterior integrals over theta are set up.
 
-Used by expected a posteriori (EAP) ability (:mod:`irtlib.eap`) and by the marginal maximum
-likelihood engines of the graded response model (:mod:`irtlib.grm`) and the multidimensional
-2PL (:mod:`irtlib.mirt`). Beyond the paper: the paper estimates ability by MAP only (section
+Used by expected a posteriori (EAP) ability (:mod:`irtlib.core.eap`) and by the marginal maximum
+likelihood engines of the graded response model (:mod:`irtlib.extended.grm`) and the multidimensional
+2PL (:mod:`irtlib.extended.mirt`). Beyond the paper: the paper estimates ability by MAP only (section
 "Model: 2PL").
 
 Two kinds of grid:
@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from ._typing import ArrayLike
-from .errors import InputError
+from irtlib._typing import ArrayLike
+from irtlib.errors import InputError
 
 __all__ = ["uniform_grid", "normal_grid", "posterior_weights"]
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from irtlib.errors import InputError
 
 __all__ = ["ResponseMatrix", "shown"]
 
@@ -124,7 +124,7 @@ class ResponseMatrix:
         ----------
         df : DataFrame
             Must hold the columns named by ``model``, ``item`` and ``score``; ``score`` must be
-            0 or 1 (binarize graded or multiple-choice data first, see :mod:`irtlib.binarize`).
+            0 or 1 (binarize graded or multiple-choice data first, see :mod:`irtlib.core.binarize`).
             Rows with a missing score are treated as unobserved. The frame is not modified.
         model, item, score : str
             Column names.

@@ -26,7 +26,7 @@ Real data: ``load("pandaguard-jbb")`` reads the PandaGuard jailbreak judgments o
 judgments of 22 models,
 downloaded once by :func:`irtlib.datasets.real.download_airbench` into a directory given as
 ``data_dir=`` or by the environment variable ``IRTLIB_REAL_DATA``. HELM Safety's own per-instance
-results (the paper's source) can be read with :mod:`irtlib.datasets.helm`.
+results (the paper's source) can be read with :mod:`irtlib.io.helm`.
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from irtlib.core.binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
+from irtlib.core.responses import ResponseMatrix
+
 from .._typing import PathLike
-from ..binarize import RULES, binarize_choice, binarize_graded, binarize_wmdp
-from ..book import paper as _paper
-from ..data import ResponseMatrix
 from ..errors import InputError
+from . import paper as _paper
 from . import release as _release
 from . import simulate as simulate  # loaded with the package: irtlib.datasets.simulate
 from .sources import SOURCE_ENV, SOURCES, DataSource, resolve
@@ -93,7 +94,7 @@ def display_name(name: str, *, source: str | None = None) -> str:
 
 
 def paper_facts(name: str) -> dict:
-    """What the paper reports about a benchmark (see :func:`irtlib.book.paper.facts`)."""
+    """What the paper reports about a benchmark (see :func:`irtlib.datasets.paper.facts`)."""
     _check_name(name)
     if name == "pandaguard-jbb":
         return {}      # not one of the paper's benchmarks

@@ -39,13 +39,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from irtlib.core.responses import ResponseMatrix
+from irtlib.io.checksums import sha256
+from irtlib.io.download import fetch_url
+from irtlib.io.jsonl import check_binary, parse_jsonl
+
 from .. import io as _io
 from .._typing import PathLike
-from ..data import ResponseMatrix
 from ..errors import InputError, UsageError
-from ..jsonl import check_binary, parse_jsonl
 from .real import shared_directory
-from .release import fetch_url, sha256
 
 __all__ = [
     "REPOSITORY", "COMMIT", "DATA_COMMIT", "RAW_URL", "DATA_ENV", "SHARED_NAME", "PaperFile", "FILES",
@@ -442,7 +444,7 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
         Replaces ``https://raw.githubusercontent.com/<repository>/<commit>`` (a mirror; the tests'
         loopback server).
     fetch : callable, optional
-        ``fetch(url) -> bytes`` (default :func:`irtlib.datasets.release.fetch_url`).
+        ``fetch(url) -> bytes`` (default :func:`irtlib.io.download.fetch_url`).
     progress : callable, optional
         Called with one line per file.
     missing_only : bool

@@ -31,8 +31,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from irtlib.core.responses import ResponseMatrix
+
 from .._typing import PathLike
-from ..data import ResponseMatrix
 from ..errors import InputError
 from .real import data_directory
 

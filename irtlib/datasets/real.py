@@ -33,11 +33,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from irtlib.core.binarize import RULES, binarize_graded
+from irtlib.core.responses import ResponseMatrix
+from irtlib.io.atomic import write_if_changed
+from irtlib.io.checksums import sha256
+from irtlib.io.download import fetch_url
+
 from .._typing import PathLike
-from ..binarize import RULES, binarize_graded
-from ..data import ResponseMatrix
 from ..errors import InputError
-from .release import atomic_write, fetch_url, sha256
 
 __all__ = [
     "REPOSITORY", "PINNED_COMMIT", "VARIANTS", "MODELS", "ORIGIN", "N_BASE_PROMPTS", "FILES",
@@ -168,11 +171,11 @@ def _write_outputs(dest: Path, outputs: dict, source_sums: dict, *, commit: str,
                                  f"pinned {PINNED_SHA256[fname]}; nothing was written")
     dest.mkdir(parents=True, exist_ok=True)
     for fname, data in outputs.items():
-        atomic_write(dest / fname, data, overwrite=overwrite)
+        write_if_changed(dest / fname, data, force=overwrite)
     lines = [f"{sha256(data)}  {fname}" for fname, data in outputs.items()]
     lines += [f"{digest}  source/{path}" for path, digest in sorted(source_sums.items())]
     header = f"# {REPOSITORY}@{commit}\n"
-    atomic_write(dest / CHECKSUM_FILE, (header + "\n".join(lines) + "\n").encode(), overwrite=True)
+    write_if_changed(dest / CHECKSUM_FILE, (header + "\n".join(lines) + "\n").encode(), force=True)
 
 
 def download_airbench(dest: PathLike, *, commit: str = PINNED_COMMIT, fetch: Callable[[str], bytes] | None = None,

@@ -19,7 +19,6 @@ content is never overwritten unless asked.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os  # noqa: F401 - kept as release.os (tests patch os.replace through it)
@@ -30,41 +29,21 @@ from typing import Any
 
 import pandas as pd
 
-from .. import io as _io
+from irtlib.io.atomic import write_if_changed
+from irtlib.io.checksums import sha256
+
 from .._typing import PathLike
 from ..errors import InputError
 from . import simulate as _sim
 
 __all__ = [
-    "TABLES", "MANIFEST", "csv_bytes", "gzip_bytes", "sha256", "atomic_write", "fetch_url", "release_files",
+    "TABLES", "MANIFEST", "csv_bytes", "gzip_bytes", "release_files",
     "write_release", "check_release", "read_manifest", "read_table", "verify_file",
 ]
 
 #: The three tables of each benchmark, in the order they are written.
 TABLES = ("responses", "items", "models")
 MANIFEST = "manifest.json"
-
-
-def fetch_url(url: str, *, timeout: float = 300) -> bytes:
-    """Download ``url`` whole; a response shorter than its Content-Length raises ``ValueError``.
-
-    The one network call of the data loaders (real AIR-Bench, HELM); they accept a ``fetch``
-    argument so tests can replace it.
-    """
-    import urllib.request
-
-    req = urllib.request.Request(url, headers={"User-Agent": "irtlib"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:      # noqa: S310 (https URLs built by callers)
-        data = resp.read()
-        length = resp.headers.get("Content-Length")
-    if length is not None and int(length) != len(data):
-        raise InputError(f"{url}: received {len(data)} bytes of {length} (truncated download)")
-    return data
-
-
-def sha256(data: bytes) -> str:
-    """Hex SHA-256 of ``data``."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
@@ -76,38 +55,6 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
 def gzip_bytes(data: bytes) -> bytes:
     """Gzip ``data`` reproducibly: level 9, modification time 0, no file name in the header."""
     return gzip.compress(data, compresslevel=9, mtime=0)
-
-
-def atomic_write(path: PathLike, data: bytes, *, overwrite: bool = False) -> bool:
-    """Write ``data`` to ``path`` atomically.
-
-    Parameters
-    ----------
-    path : path-like
-    data : bytes
-    overwrite : bool
-        Replace an existing file whose content differs. Without it such a file raises.
-
-    Returns
-    -------
-    bool
-        True if the file was written, False if it already held exactly ``data``.
-
-    Raises
-    ------
-    FileExistsError
-        ``path`` exists with different content and ``overwrite`` is False.
-    """
-    path = Path(path)
-    if path.exists():
-        if path.read_bytes() == data:
-            return False
-        if not overwrite:
-            raise FileExistsError(f"{path} exists with different content; pass overwrite=True "
-                                  f"(--force) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _io.atomic_write(path, data, force=True, fsync=True)
-    return True
 
 
 def release_files(name: str, *, seed: int = _sim.DEFAULT_SEED) -> dict:
@@ -204,7 +151,7 @@ def write_release(data_dir: PathLike, names: Sequence[str] | None = None, *, see
                                           f"overwrite=True (--force) to replace it")
     for n, files in rendered.items():
         for rel, (data, entry) in files.items():
-            atomic_write(data_dir / rel, data, overwrite=overwrite)
+            write_if_changed(data_dir / rel, data, force=overwrite)
             manifest["files"][rel] = entry
         manifest["benchmarks"][n] = _benchmark_entry(n, files, seed)
     manifest = {
@@ -217,7 +164,7 @@ def write_release(data_dir: PathLike, names: Sequence[str] | None = None, *, see
         "files": {k: manifest["files"][k] for k in sorted(manifest["files"])},
     }
     text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
-    atomic_write(data_dir / MANIFEST, text.encode("utf-8"), overwrite=True)
+    write_if_changed(data_dir / MANIFEST, text.encode("utf-8"), force=True)
     return manifest
 
 

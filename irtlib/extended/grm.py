@@ -8,7 +8,7 @@ safer) and increasing thresholds ``b_j1 < ... < b_j,K-1``::
     P(X_mj  = k | theta_m) = P(X >= k) - P(X >= k + 1)
 
 so every binarization "X >= k" of a GRM item is a 2PL item with the same ``a`` and difficulty
-``b_jk`` (:mod:`irtlib.model`); with ``K = 2`` the GRM is the 2PL. The formulas live here once:
+``b_jk`` (:mod:`irtlib.core.kernels`); with ``K = 2`` the GRM is the 2PL. The formulas live here once:
 :func:`category_log_probabilities`, :func:`information`.
 
 Calibration (:func:`fit_grm`) has two engines, both maximising a posterior with the paper's
@@ -39,10 +39,10 @@ import scipy.optimize
 from scipy.special import expit, log_expit
 from threadpoolctl import threadpool_limits
 
-from ._typing import ArrayLike
-from .eap import EAP_POINTS, eap_from_log_likelihood
-from .errors import InputError
-from .quadrature import normal_grid, posterior_weights, uniform_grid
+from irtlib._typing import ArrayLike
+from irtlib.core.eap import EAP_POINTS, eap_from_log_likelihood
+from irtlib.core.quadrature import normal_grid, posterior_weights, uniform_grid
+from irtlib.errors import InputError
 
 __all__ = [
     "category_log_probabilities", "category_probabilities", "information", "log_likelihood", "to_categories",
@@ -101,7 +101,7 @@ def information(theta: ArrayLike, a: ArrayLike, thresholds: ArrayLike) -> np.nda
     """Fisher information of GRM items: ``sum_k (dP_k / dtheta)^2 / P_k``.
 
     With ``dP_k / dtheta = a (s_k (1 - s_k) - s_k+1 (1 - s_k+1))``, ``s_k = P(X >= k)``. Reduces
-    to the 2PL's ``a^2 P (1 - P)`` (:func:`irtlib.model.fisher_information`) when ``K = 2``.
+    to the 2PL's ``a^2 P (1 - P)`` (:func:`irtlib.core.kernels.fisher_information`) when ``K = 2``.
 
     Returns
     -------
@@ -309,7 +309,7 @@ def fit_grm(values: ArrayLike, *, method: str = "auto", prior_log_a: tuple[float
     if method == "auto":
         method = "mml" if x.shape[0] >= x.shape[1] else "jmap"
     # BLAS single-threaded: its products here are small, and threaded BLAS on a shared machine
-    # spins against other work (as in irtlib.calibrate.fit_map)
+    # spins against other work (as in irtlib.calibration.joint_map.fit_map)
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_grm(x, obs, n_cat, method=method, prior_log_a=prior_log_a, prior_b=prior_b, n_nodes=n_nodes,
                         max_iter=max_iter, tol=tol)
@@ -440,7 +440,7 @@ def grm_ability(responses: ArrayLike, a: ArrayLike, thresholds: ArrayLike, *, pr
 
 # ---------------------------------------------------------------------------- adaptive items
 class GradedItems:
-    """GRM items for :func:`irtlib.cat.run_cat`: selection by GRM information, graded responses.
+    """GRM items for :func:`irtlib.selection.cat.run_cat`: selection by GRM information, graded responses.
 
     Parameters
     ----------

@@ -7,10 +7,10 @@ correlation matrix), and item ``j`` has loadings ``a_j`` and an intercept ``d_j`
     P(x_mj = 1 | theta_m) = sigmoid(a_j . theta_m + d_j)
 
 (the formula is :func:`probability`, the one place it lives). With ``D = 1`` this is the 2PL of
-:mod:`irtlib.model` with ``a`` the loading and ``b = -d / a``.
+:mod:`irtlib.core.kernels` with ``a`` the loading and ``b = -d / a``.
 
 Calibration (:func:`fit_mirt`): marginal maximum likelihood on a product Gauss-Hermite grid
-(:func:`irtlib.quadrature.normal_grid`), all parameters at once by L-BFGS with the exact gradient
+(:func:`irtlib.core.quadrature.normal_grid`), all parameters at once by L-BFGS with the exact gradient
 (Fisher's identity: posterior-weighted counts per node; the correlation through the nodes'
 positions ``L z`` with ``L`` the Cholesky factor of R, parameterised by unit-length rows).
 
@@ -37,9 +37,9 @@ import scipy.optimize
 from scipy.special import expit, log_expit
 from threadpoolctl import threadpool_limits
 
-from ._typing import ArrayLike
-from .errors import InputError
-from .quadrature import normal_grid, posterior_weights
+from irtlib._typing import ArrayLike
+from irtlib.core.quadrature import normal_grid, posterior_weights
+from irtlib.errors import InputError
 
 __all__ = ["probability", "MirtFit", "fit_mirt", "marginal_log_likelihood", "mirt_scores", "structure_from_labels",
            "mirt_cat", "MirtCatResult"]

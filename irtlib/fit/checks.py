@@ -16,9 +16,9 @@ observed one. The checks here are the standard ones of the psychometric literatu
 - :func:`dimensionality`: the eigenvalues of the residual correlation matrix against Horn's (1965)
   parallel analysis on matrices simulated from the fitted model and refitted.
 
-All functions take a :class:`~irtlib.data.ResponseMatrix` and the
-:class:`~irtlib.calibrate.Calibration` fitted to it (a 2PL, or a 1PL / 3PL from
-:func:`irtlib.calibrate_models.fit_irt`; a calibration's ``c`` is used where present).
+All functions take a :class:`~irtlib.core.responses.ResponseMatrix` and the
+:class:`~irtlib.calibration.joint_map.Calibration` fitted to it (a 2PL, or a 1PL / 3PL from
+:func:`irtlib.calibration.models.fit_irt`; a calibration's ``c`` is used where present).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
-from .calibrate import Calibration
-from .data import ResponseMatrix
+from irtlib.calibration.joint_map import Calibration
+from irtlib.core.responses import ResponseMatrix
 
 __all__ = ["item_fit", "lord_wingersky", "sx2_expected", "adjust_pvalues", "residuals", "q3", "q3_summary",
            "summarise_q3", "q3_by_category", "residual_eigenvalues", "dimensionality", "simulate_fitted",
@@ -715,7 +715,7 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
         ``parallel_ratio_1_2`` (the same, mean over replications), ``n_above`` (leading
         eigenvalues above the reference, counted until the first that is not), settings.
     """
-    from .calibrate_models import fit_irt_values
+    from irtlib.calibration.models import fit_irt_values
 
     if int(n_replications) < 1:
         raise ValueError(f"n_replications must be at least 1, got {n_replications}")

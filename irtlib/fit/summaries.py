@@ -2,7 +2,8 @@
 
 Paper, sections "Reported results" (fit quality, appendix E; ceiling separation; Figure 3).
 The standard psychometric checks the paper does not run (item fit, Yen's Q3, residual
-dimensionality) live in :mod:`irtlib.fit_checks` and are re-exported here.
+dimensionality) live in :mod:`irtlib.fit.checks`; the agreement ceiling, a protocol run, in
+:mod:`irtlib.protocol.ceiling`.
 """
 
 from __future__ import annotations
@@ -10,21 +11,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import protocols as _protocols
-from ._typing import ArrayLike
-from .calibrate import Calibration
-from .data import ResponseMatrix
-from .errors import InputError
-from .model import probability
+from irtlib._typing import ArrayLike
+from irtlib.calibration.joint_map import Calibration
+from irtlib.core.kernels import probability
+from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
 
-__all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING",
-           "agreement_ceiling", "item_fit", "q3", "q3_summary", "summarise_q3", "dimensionality",
-           "residual_eigenvalues"]
+__all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING"]
 
 #: The safety score above which the paper calls a benchmark saturated.
 CEILING = 0.95
-
-from .fit_checks import dimensionality, item_fit, q3, q3_summary, residual_eigenvalues, summarise_q3  # noqa: E402
 
 
 def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
@@ -96,106 +92,3 @@ def ceiling_counts(scores: ArrayLike, *, ceiling: float = CEILING) -> dict:
     s = np.asarray(scores, dtype=float)
     return {"n_models": int(s.size), "above": int((s > ceiling).sum()),
             "at_or_above": int((s >= ceiling).sum()), "perfect": int((s == 1.0).sum())}
-
-
-def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, n_test_groups,
-                    split_rule="stream", calibration_seeds="stream"):
-    """Ceilings of some splits (one joblib task of :func:`agreement_ceiling`)."""
-    from .ability import map_ability
-    from .agreement import calibrate_split, calibration_seed, spearman, split_models
-
-    out = []
-    for split in splits:
-        train, test = split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
-                                   rule=split_rule)
-        x_train = values[train]
-        pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))      # as the protocol: seen in training
-        fit_seed = calibration_seed(seed, split) if calibration_seeds == "stream" else 0
-        a, b, _ = calibrate_split(x_train[:, pool], engine=engine, seed=fit_seed)
-        # only now are the test rows touched, for scoring
-        theta = np.asarray(map_ability(values[np.ix_(test, pool)], a, b).theta)
-        out.append(spearman(theta, reference[test]))
-    return out
-
-
-def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_test: int | None = None,
-                      seed: int | None = None, engine: str = "map", variance_threshold: float | None | str = "protocol",
-                      reference: str | None = None, groups: ArrayLike | None = None, n_test_groups: int = 1,
-                      n_jobs: int = 1, protocol: str | _protocols.Protocol | None = None,
-                      benchmark: str | None = None) -> pd.Series:
-    """The agreement an ability-scored method reaches with every item: one value per split.
-
-    An IRT-scored method (Fluid, Random IRT, the three Fisher subsets) ranks the test models by
-    their MAP ability, but agreement is Spearman's rho against the plain full-benchmark safety
-    score. Even with all items given, ability and score need not order ten test models alike, so
-    those methods converge, as ``k`` grows, to this ceiling and not to 1 (the score-scored
-    methods, Random, DISCO and Anchor Points, converge to 1). Paper, section "Evaluation"; the
-    ceiling itself is this book's addition.
-
-    Per split, exactly as :func:`irtlib.agreement.run_protocol` with the same arguments: the
-    same test models (:func:`irtlib.agreement.split_models`), the 2PL calibrated on the training
-    rows only (same engine and calibration seed) over the items some training model saw; then
-    the test models' MAP abilities on all those items (:func:`irtlib.map_ability`) and their
-    Spearman correlation with the test models' full safety scores. Test responses are used only
-    for scoring.
-
-    Parameters
-    ----------
-    matrix : ResponseMatrix, shape (n_models, n_items)
-        Binary responses, unfiltered (the variance filter runs here, as in the protocol).
-    n_splits, n_test, seed, engine, variance_threshold, reference, groups, n_test_groups
-        As in :func:`irtlib.agreement.run_protocol`; equal values give equal splits. Defaults are
-        the protocol's (``"paper"``: 100 splits, 10 test models, seed 0, filter 0.01, reference
-        ``"full"``).
-    n_jobs : int
-        Splits in parallel (joblib); results do not depend on it.
-    protocol : {"paper", "authors"} or Protocol, optional
-        As in :func:`irtlib.agreement.run_protocol` (None: ``"paper"``): its split rule, variance
-        rule, reference and calibration seeds, so the ceiling of split ``i`` is that of the
-        protocol's split ``i``. Under ``"authors"`` it is the authors' reference line: MAP
-        ability on every kept item (SUMMARY.md, "Abilities").
-    benchmark : str, optional
-        The benchmark id whose sizes ``"authors"`` uses.
-
-    Returns
-    -------
-    Series, shape (n_splits,), indexed by ``split``
-        Spearman's rho per split (NaN where undefined: constant abilities or scores among the
-        test models). ``attrs`` records the settings.
-
-    Raises
-    ------
-    TypeError
-        ``matrix`` is not a :class:`~irtlib.data.ResponseMatrix`.
-    ValueError
-        Bad ``n_splits``, ``reference``, ``n_test`` or ``groups``.
-    """
-    from .agreement import protocol_data
-
-    if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
-    proto, settled = _protocols.settle(protocol, benchmark=benchmark, n_splits=n_splits, n_test=n_test, seed=seed,
-                                       reference=reference, variance_threshold=variance_threshold)
-    n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]
-    reference, variance_threshold = settled["reference"], settled["variance_threshold"]
-    filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
-                                          groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups,
-                                          variance_rule=proto.variance_rule, split_rule=proto.split_rule)
-    values = np.ascontiguousarray(filtered.values)
-    kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups,
-                  split_rule=proto.split_rule, calibration_seeds=proto.calibration_seed)
-    splits = list(range(int(n_splits)))
-    if int(n_jobs) == 1:
-        rho = _ceiling_splits(values, ref, splits, **kwargs)
-    else:
-        from joblib import Parallel, delayed
-
-        chunks = [splits[i:i + 10] for i in range(0, len(splits), 10)]
-        rho = [r for part in Parallel(n_jobs=n_jobs)(delayed(_ceiling_splits)(values, ref, c, **kwargs)
-                                                      for c in chunks) for r in part]
-    out = pd.Series(np.asarray(rho, float), index=pd.RangeIndex(len(splits), name="split"), name="ceiling")
-    out.attrs.update({"source": matrix.source, "n_splits": int(n_splits), "n_test": int(n_test), "seed": seed,
-                      "engine": engine, "variance_threshold": variance_threshold, "reference": reference,
-                      "grouped": groups is not None, "n_test_groups": int(n_test_groups),
-                      "protocol": proto.name, "protocol_settings": proto.settings(), "nan_policy": proto.nan_policy})
-    return out

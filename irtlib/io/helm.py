@@ -43,11 +43,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._typing import PathLike
-from ..binarize import RULES, binarize_graded
-from ..data import ResponseMatrix, shown
-from ..errors import InputError
-from .release import atomic_write, fetch_url
+from irtlib._typing import PathLike
+from irtlib.core.binarize import RULES, binarize_graded
+from irtlib.core.responses import ResponseMatrix, shown
+from irtlib.errors import InputError
+
+from .atomic import write_if_changed
+from .download import fetch_url
 
 __all__ = [
     "PUBLIC_BASE", "SCENARIOS", "SCORE_STATS", "read_run", "read_runs", "to_matrix",
@@ -331,7 +333,7 @@ def download_suite(dest: PathLike, *, project: str = "safety", release: str = "v
             files[fname] = data
         run_dir = Path(dest) / "runs" / suite / run_name
         for fname, data in files.items():        # only after every file of the run parsed
-            atomic_write(run_dir / fname, data, overwrite=overwrite)
+            write_if_changed(run_dir / fname, data, force=overwrite)
         written.append(run_dir)
     if not written:
         raise InputError(f"{url}: no run of {sorted(keep)} in release {release}")
@@ -341,7 +343,7 @@ def download_suite(dest: PathLike, *, project: str = "safety", release: str = "v
 def main(argv=None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m irtlib.datasets.helm",
+    ap = argparse.ArgumentParser(prog="python -m irtlib.io.helm",
                                  description="HELM Safety per-instance results: download or read.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download", help="download run_spec.json + per_instance_stats.json of the safety runs")

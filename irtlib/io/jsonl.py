@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._typing import PathLike
-from .data import ResponseMatrix, shown
-from .errors import InputError
+from irtlib._typing import PathLike
+from irtlib.core.responses import ResponseMatrix, shown
+from irtlib.errors import InputError
 
 __all__ = ["SUFFIXES", "looks_like_jsonl", "read_jsonl_values", "parse_jsonl", "read_jsonl", "check_binary"]
 

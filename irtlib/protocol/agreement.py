@@ -14,7 +14,7 @@ method                        items                                       test-m
 ``fluid``                     adaptive, maximum information (Algorithm 1)  MAP ability
 ``random``                    adaptive loop, random items                  safety score
 ``random-irt``                adaptive loop, random items                  MAP ability
-``total-fisher``              static (:func:`irtlib.subsets.total_fisher`)  MAP ability
+``total-fisher``              static (:func:`irtlib.selection.static.total_fisher`)  MAP ability
 ``marginal-fisher``           static, greedy summed SE                     MAP ability
 ``marginal-fisher-bq``        static, greedy over b-quartiles              MAP ability
 ``anchor-points``             static, K-medoids medoids                    weighted safety score
@@ -45,7 +45,7 @@ Choices the paper leaves open (all parameters of :func:`run_protocol` or
   children of ``SeedSequence(seed).spawn(n_splits)``), so results do not depend on ``n_jobs``
   or on the order in which splits run.
 
-The protocol as written and as run (``protocol=``, :mod:`irtlib.protocols`): ``"paper"`` (the
+The protocol as written and as run (``protocol=``, :mod:`irtlib.protocol.presets`): ``"paper"`` (the
 default) is everything above; ``"authors"`` follows the authors' released code where it differs
 (SUMMARY.md, "What the authors' released code does"): their split rule, test sizes and budget
 grid per benchmark, the filtered reference, undefined rho dropped and +-1 SE bands, Fluid by MLE
@@ -66,16 +66,17 @@ from contextlib import nullcontext
 import numpy as np
 import pandas as pd
 
-from . import methods as _methods
-from . import protocols as _protocols
-from ._typing import ArrayLike, Seed
-from .ability import map_ability
-from .adaptive import MleEstimator, run_adaptive
-from .calibrate import fit_2pl
-from .data import ResponseMatrix
-from .errors import InputError
-from .methods import Training
-from .subsets import Subset, score_subset
+from irtlib._typing import ArrayLike, Seed
+from irtlib.calibration.joint_map import fit_2pl
+from irtlib.core.ability import map_ability
+from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
+from irtlib.selection import methods as _methods
+from irtlib.selection.adaptive import MleEstimator, run_adaptive
+from irtlib.selection.methods import Training
+from irtlib.selection.static import Subset, score_subset
+
+from . import presets as _protocols
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
@@ -84,7 +85,7 @@ __all__ = [
     "paired_difference", "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
 
-#: Method identifiers in the order results are reported (from the registry, :mod:`irtlib.methods`).
+#: Method identifiers in the order results are reported (from the registry, :mod:`irtlib.selection.methods`).
 METHODS = _methods.METHOD_IDS
 #: Methods that score a test model by its MAP ability (the rest use a safety score).
 IRT_METHODS = _methods.irt_ids()
@@ -179,7 +180,7 @@ def split_models(n_models: int, n_test: int, seed: Seed, split: int, *, groups: 
         Groups held out per split (only with ``groups``).
     rule : {"stream", "authors"}
         ``"stream"``: the draw above; ``"authors"``: the authors' split ``split``
-        (:func:`irtlib.protocols.authors_split`, ``default_rng((seed, split))``; no ``groups``).
+        (:func:`irtlib.protocol.presets.authors_split`, ``default_rng((seed, split))``; no ``groups``).
 
     Returns
     -------
@@ -335,9 +336,9 @@ def static_selections(train_values: ArrayLike, a: ArrayLike, b: ArrayLike, theta
     """Every requested static method's subsets, from training data only.
 
     Returns ``{method: {k: Subset}}`` for the static methods among ``methods``, each chosen by its
-    registry entry's ``select`` (:mod:`irtlib.methods`; nested methods run once, to the largest
+    registry entry's ``select`` (:mod:`irtlib.selection.methods`; nested methods run once, to the largest
     ``k``, and are sliced). ``bquartile_rule``, ``anchor_rule`` and ``anchor_seed`` choose the text's
-    or the authors' rule (:class:`irtlib.methods.Training`).
+    or the authors' rule (:class:`irtlib.selection.methods.Training`).
     """
     ks = sorted({int(k) for k in ks})
     training = Training(a=np.asarray(a, float), b=np.asarray(b, float), theta=np.asarray(theta_train, float),
@@ -367,7 +368,7 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
     Every split's calibration runs first, in one :func:`calibrate_splits` call; then each split
     selects its static subsets and scores its test models on its own; the Fluid Benchmarking
     tests of all the splits' test models then run as one vectorised
-    :func:`irtlib.adaptive.run_adaptive` with per-model item parameters (every model's test only
+    :func:`irtlib.selection.adaptive.run_adaptive` with per-model item parameters (every model's test only
     depends on its own row, so the result is the same as running the splits one by one, bit for
     bit; a test checks it).
 
@@ -386,7 +387,7 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
         multi-threaded BLAS on these small matrices mostly spins on a shared machine.
     protocol : Protocol, optional
         The rules that differ between the paper's text and the authors' code
-        (:mod:`irtlib.protocols`; None: ``"paper"``). Its sizes are not read here.
+        (:mod:`irtlib.protocol.presets`; None: ``"paper"``). Its sizes are not read here.
 
     Returns
     -------
@@ -575,7 +576,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
 
     ``protocol`` chooses the protocol as the paper's text describes it (``"paper"``, the default:
     exactly what this function has always done) or as the authors' released code runs it
-    (``"authors"``, which needs ``benchmark``); see :mod:`irtlib.protocols`. The protocol supplies
+    (``"authors"``, which needs ``benchmark``); see :mod:`irtlib.protocol.presets`. The protocol supplies
     the defaults of ``n_splits``, ``n_test``, ``seed``, ``ks``, ``variance_threshold`` and
     ``reference``; any of them given explicitly overrides it.
 
@@ -607,9 +608,9 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         Which safety score the agreement is measured against (see the module notes); default
         the protocol's (``"paper"``: full, ``"authors"``: filtered).
     anchor_solver : {"auto", "fasterpam", "alternate"}
-        K-medoids solver for anchor points (:func:`irtlib.subsets.anchor_points_path`).
+        K-medoids solver for anchor points (:func:`irtlib.selection.static.anchor_points_path`).
     prior_information : float
-        Marginal Fisher's SE: 0 is the paper's ML SE (:func:`irtlib.subsets.marginal_fisher`).
+        Marginal Fisher's SE: 0 is the paper's ML SE (:func:`irtlib.selection.static.marginal_fisher`).
     progress : bool or None
         A tqdm progress bar over splits; None shows it only when stderr is a terminal.
     blas_threads : int or None
@@ -626,7 +627,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
     n_test_groups : int
         Groups held out per split (only with ``groups``).
     protocol : {"paper", "authors"} or Protocol, optional
-        The protocol's rules (:mod:`irtlib.protocols`); None is ``"paper"``.
+        The protocol's rules (:mod:`irtlib.protocol.presets`); None is ``"paper"``.
     benchmark : str, optional
         The benchmark id (``"simplesafetytests"``, ...) whose sizes ``"authors"`` uses.
 

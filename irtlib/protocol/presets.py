@@ -3,7 +3,7 @@
 ``/work/shared/paper/SUMMARY.md`` (section "What the authors' released code does", repository
 ``fabiospagliardi/efficient_llm_safety_benchmarking`` at commit c6813d1) lists where the released
 code does something other than the text says. A :class:`Protocol` names every one of those
-settings, so :func:`irtlib.agreement.run_protocol` can follow either:
+settings, so :func:`irtlib.protocol.agreement.run_protocol` can follow either:
 
 - ``"paper"``: what irtlib has always run (the text, with irtlib's choices where the text is
   silent). Its results are exactly those of ``run_protocol`` without a protocol.
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from irtlib.errors import InputError
 
 __all__ = ["Protocol", "PAPER", "AUTHORS_SIZES", "DIFFERENCES", "NAMES", "get", "resolve", "authors_budget_grid",
            "authors_split", "shared_random_order", "compare_static_rankings"]
@@ -56,7 +56,7 @@ class Protocol:
         Items dropped by the variance filter: ``p (1 - p) <= threshold`` (the text) or ``< threshold``.
     variance_threshold : float
     budget_rule : {"irtlib", "authors"}
-        ``"irtlib"``: :func:`irtlib.agreement.budget_grid`'s default; ``"authors"``: the distinct
+        ``"irtlib"``: :func:`irtlib.protocol.agreement.budget_grid`'s default; ``"authors"``: the distinct
         ``round(geomspace(1, min(max_budget, items kept), 20))`` (:func:`authors_budget_grid`).
     max_budget : int or None
         The largest budget swept (``"authors"`` rule only).
@@ -68,7 +68,7 @@ class Protocol:
         The figures' band: +-1 SD over splits, or +-1 standard error of the mean over valid splits.
     fluid_estimator : {"map", "mle"}
         Fluid's ability along its path: MAP with the Normal(0, 1) prior, or the MLE bounded to
-        [-8, 8] (:class:`irtlib.adaptive.MleEstimator`).
+        [-8, 8] (:class:`irtlib.selection.adaptive.MleEstimator`).
     fluid_start : {"zero", "training-mean"}
         Where Fluid starts: 0, or the mean of the split's training models' MAP abilities.
     random_order : {"per-model", "shared"}
@@ -125,7 +125,7 @@ class Protocol:
         return asdict(self)
 
 
-#: The paper's text as irtlib runs it: exactly today's defaults of :func:`irtlib.agreement.run_protocol`.
+#: The paper's text as irtlib runs it: exactly today's defaults of :func:`irtlib.protocol.agreement.run_protocol`.
 PAPER = Protocol("paper")
 
 #: The authors' code per benchmark: (splits, test models per split, largest budget swept) (SUMMARY.md).
@@ -212,7 +212,7 @@ def resolve(protocol: str | Protocol | None, *, benchmark: str | None = None) ->
 
 # ---------------------------------------------------------------------------- the authors' rules
 #: ``variance_threshold``'s default in :func:`irtlib.run_protocol` and
-#: :func:`irtlib.diagnostics.agreement_ceiling`: the protocol's (None already means "no filter").
+#: :func:`irtlib.protocol.ceiling.agreement_ceiling`: the protocol's (None already means "no filter").
 FROM_PROTOCOL = "protocol"
 
 
@@ -349,9 +349,9 @@ def compare_static_rankings(fits: pd.DataFrame, matrix: Any, *, n_test: int = 10
     FasterPAM ends in another local optimum or among equal-loss medoid sets, which depends on the
     ``kmedoids`` version's random initialisation and on the last bits of the distances.
     """
-    from .ability import map_ability
-    from .methods import REGISTRY, Training
-    from .subsets import correlation_distances
+    from irtlib.core.ability import map_ability
+    from irtlib.selection.methods import REGISTRY, Training
+    from irtlib.selection.static import correlation_distances
 
     need = {"fold", "item_id", "a", "b"}
     missing = need - set(fits.columns)
@@ -414,7 +414,7 @@ def compare_static_rankings(fits: pd.DataFrame, matrix: Any, *, n_test: int = 10
 
 def _tie_keys(t, x_train: np.ndarray, n: int) -> dict:
     """Per ranked method, the value it sorts on (orders with equal keys at every rank differ only in ties)."""
-    from .model import fisher_information
+    from irtlib.core.kernels import fisher_information
 
     with np.errstate(invalid="ignore", divide="ignore"):
         p = np.clip(np.nanmean(x_train, axis=0), 1e-12, 1 - 1e-12)

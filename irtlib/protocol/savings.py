@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .methods import static_ids
+from irtlib.errors import InputError
+from irtlib.selection.methods import static_ids
 
 __all__ = ["first_budget", "savings_table", "table2_column"]
 
@@ -23,7 +23,7 @@ def first_budget(curves: pd.DataFrame, methods: Sequence[str], *, threshold: flo
     Parameters
     ----------
     curves : DataFrame
-        One benchmark's :func:`irtlib.agreement.agreement_curves` (columns method, k, mean).
+        One benchmark's :func:`irtlib.protocol.agreement.agreement_curves` (columns method, k, mean).
     methods : sequence of str
         Methods pooled by taking, at each k, the best mean among them.
     threshold : float
@@ -48,7 +48,7 @@ def savings_table(curves: pd.DataFrame, n_items: dict, *, threshold: float = 0.9
     Parameters
     ----------
     curves : DataFrame
-        :func:`irtlib.agreement.agreement_curves` of several benchmarks (a ``benchmark`` column).
+        :func:`irtlib.protocol.agreement.agreement_curves` of several benchmarks (a ``benchmark`` column).
     n_items : dict
         Benchmark -> N, the full benchmark's number of items.
 
@@ -75,7 +75,7 @@ def table2_column(table: pd.DataFrame, which: str, methods: Sequence[str]) -> pd
     Parameters
     ----------
     table : DataFrame
-        :func:`irtlib.agreement.summarise_table2` of several benchmarks.
+        :func:`irtlib.protocol.agreement.summarise_table2` of several benchmarks.
     which : {"left", "right"}
     methods : sequence of str
 

@@ -61,10 +61,10 @@ from typing import Protocol
 import numpy as np
 from scipy.special import expit
 
-from ._typing import ArrayLike, Seed
-from .ability import THETA_BOUNDS, map_ability
-from .errors import InputError
-from .model import fisher_information
+from irtlib._typing import ArrayLike, Seed
+from irtlib.core.ability import THETA_BOUNDS, map_ability
+from irtlib.core.kernels import fisher_information
+from irtlib.errors import InputError
 
 __all__ = [
     "Trajectory", "Selector", "Estimator", "MaxInformation", "RandomSelection", "MapEstimator",
@@ -155,7 +155,7 @@ class MaxInformation:
 
     Picks, for every model, the available unused item with the largest ``a^2 P (1 - P)`` at
     the model's current ``theta`` (ties: lowest item index), computed exactly as
-    :func:`irtlib.model.fisher_information` does.
+    :func:`irtlib.core.kernels.fisher_information` does.
 
     Parameters
     ----------
@@ -205,7 +205,7 @@ class MaxInformation:
 def _information(theta, a, b):
     """``a^2 P (1 - P)`` with theta (n, 1) against a, b (N,) or (n, C).
 
-    The same arithmetic as :func:`irtlib.model.fisher_information` (``P (1 - P)`` as
+    The same arithmetic as :func:`irtlib.core.kernels.fisher_information` (``P (1 - P)`` as
     ``sigmoid(z) sigmoid(-z)``, accurate in the tails), so both give bit-identical values.
     """
     z = a * (theta - b)
@@ -1031,7 +1031,7 @@ def run_adaptive_reference(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, 
     """Fluid Benchmarking, one model and one step at a time: the straightforward loop.
 
     For each model: information of every item at the current theta
-    (:func:`irtlib.model.fisher_information`), used and unobserved items masked out, argmax;
+    (:func:`irtlib.core.kernels.fisher_information`), used and unobserved items masked out, argmax;
     then :func:`irtlib.map_ability` on the items given so far (from its default start, or from
     the previous estimate with ``warm_start=True``). Same rules as :func:`run_adaptive` with
     :class:`MaxInformation` and :class:`MapEstimator`, without any of its speed-ups; the

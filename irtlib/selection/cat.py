@@ -9,7 +9,7 @@ operational CAT:
   information (stop when no remaining item would add at least that much Fisher information at
   the current estimate: the bank has nothing left to say about this model);
 - *estimators*: ``"map"`` (:func:`irtlib.map_ability`, the paper's) or ``"eap"`` (the posterior
-  mean, :mod:`irtlib.eap`);
+  mean, :mod:`irtlib.core.eap`);
 - *exposure control* (:class:`ExposureControl`): randomesque (draw uniformly among the ``k``
   most informative items) and Sympson-Hetter (the chosen item is administered with probability
   ``K_j``, else it is set aside for this model and the next is tried; :func:`sympson_hetter`
@@ -18,7 +18,7 @@ operational CAT:
   from the category furthest below its target share, then the most informative item in it.
 
 The item model is pluggable (:class:`ItemModel`): :class:`TwoPLItems` here (the 2PL of
-:mod:`irtlib.model`), :class:`irtlib.grm.GradedItems` for graded judgments.
+:mod:`irtlib.core.kernels`), :class:`irtlib.extended.grm.GradedItems` for graded judgments.
 
 Randomness: step ``t`` of a run draws from ``SeedSequence(seed, spawn_key=(t,))``, so a run is
 reproduced exactly by its seed.
@@ -32,12 +32,12 @@ from typing import Protocol
 import numpy as np
 from scipy.special import log_expit
 
-from ._typing import ArrayLike, PathLike
-from .ability import map_ability
-from .eap import EAP_POINTS, eap_from_log_likelihood
-from .errors import InputError
-from .model import fisher_information
-from .quadrature import uniform_grid
+from irtlib._typing import ArrayLike, PathLike
+from irtlib.core.ability import map_ability
+from irtlib.core.eap import EAP_POINTS, eap_from_log_likelihood
+from irtlib.core.kernels import fisher_information
+from irtlib.core.quadrature import uniform_grid
+from irtlib.errors import InputError
 
 __all__ = [
     "StoppingRule", "ExposureControl", "ContentBalance", "ItemModel", "TwoPLItems", "CatResult", "run_cat",
@@ -253,7 +253,7 @@ class ItemModel(Protocol):
 
 
 class TwoPLItems:
-    """The 2PL item model (:mod:`irtlib.model`) for :func:`run_cat`.
+    """The 2PL item model (:mod:`irtlib.core.kernels`) for :func:`run_cat`.
 
     Parameters
     ----------
@@ -269,7 +269,7 @@ class TwoPLItems:
         self.valid = (0.0, 1.0)
 
     def information(self, theta: np.ndarray) -> np.ndarray:
-        """``a^2 P (1 - P)`` at each model's theta (:func:`irtlib.model.fisher_information`)."""
+        """``a^2 P (1 - P)`` at each model's theta (:func:`irtlib.core.kernels.fisher_information`)."""
         return fisher_information(np.asarray(theta, dtype=float)[:, None], self.a, self.b)
 
     def grid_log_likelihood(self, items: np.ndarray, responses: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -387,7 +387,7 @@ def run_cat(responses: ArrayLike, items: ItemModel, *, stopping: StoppingRule, e
         The models' responses (0/1 for :class:`TwoPLItems`, categories for graded items); NaN
         where a model has no response (that item is unavailable to it).
     items : ItemModel
-        :class:`TwoPLItems` or :class:`irtlib.grm.GradedItems`.
+        :class:`TwoPLItems` or :class:`irtlib.extended.grm.GradedItems`.
     stopping : StoppingRule
     estimator : {"map", "eap"}
         The ability after each item: posterior mode (with the 2PL, :func:`irtlib.map_ability`

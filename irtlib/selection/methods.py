@@ -2,8 +2,8 @@
 
 Each of the paper's eight methods has one :class:`Method` entry: its identifier (as the command
 line and the result tables spell it), its display name (as the figures label it), its kind
-(``"adaptive"``: items chosen one at a time by the adaptive loop of :mod:`irtlib.adaptive`;
-``"static"``: a fixed subset chosen from training data by :mod:`irtlib.subsets`), its scorer
+(``"adaptive"``: items chosen one at a time by the adaptive loop of :mod:`irtlib.selection.adaptive`;
+``"static"``: a fixed subset chosen from training data by :mod:`irtlib.selection.static`), its scorer
 (how a test model's responses on the chosen items become a score: ``"map"`` ability,
 ``"mean"`` safety score or anchor points' ``"weighted"`` safety score) and, for methods that
 can write a fixed subset, the function that selects the items.
@@ -13,9 +13,9 @@ Every selection function has one call signature::
     select(training: Training, ks: Sequence[int]) -> dict[int, Subset]
 
 :class:`Training` is what a method may look at (training responses, item parameters, training
-abilities, item safe rates, a seed); the result holds a :class:`~irtlib.subsets.Subset` per
+abilities, item safe rates, a seed); the result holds a :class:`~irtlib.selection.static.Subset` per
 requested budget. Nested methods compute their order once, to the largest budget, and slice it.
-The agreement protocol (:mod:`irtlib.agreement`), ``irtlib subset`` (:func:`irtlib.bank.select_subset`),
+The agreement protocol (:mod:`irtlib.protocol.agreement`), ``irtlib subset`` (:func:`irtlib.bank.build.select_subset`),
 the command line's defaults and the figures' labels all read this table.
 """
 
@@ -27,10 +27,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import subsets
+from irtlib.errors import InputError
+
+from . import static as subsets
 from .adaptive import MapEstimator, MaxInformation, MeanScoreEstimator, RandomSelection
-from .errors import InputError
-from .subsets import Subset
+from .static import Subset
 
 __all__ = ["Method", "Training", "REGISTRY", "METHOD_IDS", "get", "ids", "adaptive_ids", "static_ids",
            "subset_ids", "irt_ids", "check_methods"]
@@ -53,17 +54,17 @@ class Training:
     seed : int or numpy.random.SeedSequence
         For random choices (anchor points' initialisation, Random's subset).
     prior_information : float
-        Marginal Fisher's SE (see :func:`irtlib.subsets.marginal_fisher`; 0 is the paper's).
+        Marginal Fisher's SE (see :func:`irtlib.selection.static.marginal_fisher`; 0 is the paper's).
     anchor_solver : {"auto", "fasterpam", "alternate"}
-        K-medoids solver of anchor points (:func:`irtlib.subsets.anchor_points_path`).
+        K-medoids solver of anchor points (:func:`irtlib.selection.static.anchor_points_path`).
     bquartile_rule : {"constrained", "interleave"}
         b-quartile Marginal Fisher as the text says (a greedy constrained to the quartiles,
-        :func:`irtlib.subsets.marginal_fisher_bq`) or as the authors' code runs it (the
-        unconstrained greedy order interleaved, :func:`irtlib.subsets.marginal_fisher_bq_interleaved`).
+        :func:`irtlib.selection.static.marginal_fisher_bq`) or as the authors' code runs it (the
+        unconstrained greedy order interleaved, :func:`irtlib.selection.static.marginal_fisher_bq_interleaved`).
     anchor_rule : {"path", "fresh"}
-        Anchor points warm-started across budgets (:func:`irtlib.subsets.anchor_points_path`,
+        Anchor points warm-started across budgets (:func:`irtlib.selection.static.anchor_points_path`,
         seeded by ``seed``) or the authors' fresh FasterPAM per budget with seed ``anchor_seed``
-        (:func:`irtlib.subsets.anchor_points_fresh`).
+        (:func:`irtlib.selection.static.anchor_points_fresh`).
     anchor_seed : int
         The authors' FasterPAM seed (42).
     """
@@ -109,11 +110,11 @@ class Method:
     name : str
         Display name (``"Marginal Fisher (b-quartiles)"``).
     kind : {"adaptive", "static"}
-        Adaptive methods run the loop of :func:`irtlib.adaptive.run_adaptive` with ``selector``
+        Adaptive methods run the loop of :func:`irtlib.selection.adaptive.run_adaptive` with ``selector``
         and ``estimator``; static methods choose a fixed subset with ``select``.
     scorer : {"map", "mean", "weighted"}
         How a model's responses on the chosen items become its score
-        (:func:`irtlib.subsets.score_subset`): MAP ability, safety score, anchor points'
+        (:func:`irtlib.selection.static.score_subset`): MAP ability, safety score, anchor points'
         weighted safety score.
     select : callable, optional
         ``select(training, ks) -> {k: Subset}``; the methods ``irtlib subset`` offers are those
@@ -155,19 +156,19 @@ def _nested(order: Callable[[Training, int], Subset]) -> SelectFunction:
 
 @_nested
 def total_fisher(t: Training, k: int) -> Subset:
-    """Total Fisher (:func:`irtlib.subsets.total_fisher`)."""
+    """Total Fisher (:func:`irtlib.selection.static.total_fisher`)."""
     return subsets.total_fisher(t.a, t.b, t.theta, k)
 
 
 @_nested
 def marginal_fisher(t: Training, k: int) -> Subset:
-    """Marginal Fisher (:func:`irtlib.subsets.marginal_fisher`)."""
+    """Marginal Fisher (:func:`irtlib.selection.static.marginal_fisher`)."""
     return subsets.marginal_fisher(t.a, t.b, t.theta, k, prior_information=t.prior_information)
 
 
 @_nested
 def marginal_fisher_bq(t: Training, k: int) -> Subset:
-    """Marginal Fisher over b-quartiles (:func:`irtlib.subsets.marginal_fisher_bq`, or the authors' interleaving)."""
+    """Marginal Fisher over b-quartiles (:func:`~irtlib.selection.static.marginal_fisher_bq`, or interleaved)."""
     if t.bquartile_rule == "interleave":
         return subsets.marginal_fisher_bq_interleaved(t.a, t.b, t.theta, k, prior_information=t.prior_information)
     return subsets.marginal_fisher_bq(t.a, t.b, t.theta, k, prior_information=t.prior_information)
@@ -175,7 +176,7 @@ def marginal_fisher_bq(t: Training, k: int) -> Subset:
 
 @_nested
 def disco(t: Training, k: int) -> Subset:
-    """DISCO (:func:`irtlib.subsets.disco`), from the training responses or, without them, the safe rates.
+    """DISCO (:func:`irtlib.selection.static.disco`), from the training responses or, without them, the safe rates.
 
     DISCO only looks at the items' safe rates: a one-row matrix of the rates has exactly those
     column means.
@@ -185,7 +186,7 @@ def disco(t: Training, k: int) -> Subset:
 
 
 def anchor_points(t: Training, ks: Sequence[int]) -> dict[int, Subset]:
-    """Anchor points (:func:`irtlib.subsets.anchor_points_path`): not nested, one K-medoids run per budget."""
+    """Anchor points (:func:`irtlib.selection.static.anchor_points_path`): not nested, one K-medoids run per budget."""
     if t.values is None:
         raise InputError("anchor points needs the training responses")
     if t.anchor_rule == "fresh":

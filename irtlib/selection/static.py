@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._typing import ArrayLike, Seed
-from .ability import map_ability
-from .errors import InputError
-from .model import fisher_information
+from irtlib._typing import ArrayLike, Seed
+from irtlib.core.ability import map_ability
+from irtlib.core.kernels import fisher_information
+from irtlib.errors import InputError
 
 __all__ = [
     "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from scipy.stats import spearmanr
 
-from .diagnostics import CEILING, coefficient_of_variation
-from .methods import METHOD_IDS, REGISTRY
+from irtlib.fit.summaries import CEILING, coefficient_of_variation
+from irtlib.selection.methods import METHOD_IDS, REGISTRY
 
 __all__ = [
     "METHOD_STYLE", "MethodStyle", "THETA_LABEL", "theta_vs_score", "item_fit_scatter", "ceiling_separation",
@@ -45,7 +45,7 @@ class MethodStyle(NamedTuple):
 
 
 #: Style of every selection method (shared by all agreement figures; labels from
-#: :mod:`irtlib.methods`). Colours are the Okabe-Ito
+#: :mod:`irtlib.selection.methods`). Colours are the Okabe-Ito
 #: colour-blind-safe palette (its grey in place of its yellow, which is unreadable on white);
 #: every method also has its own (line style, marker) pair, so the curves stay apart in greyscale.
 METHOD_STYLE = {method: MethodStyle(REGISTRY[method].name, *style) for method, style in {
@@ -192,7 +192,7 @@ def _curves(ax, summary: pd.DataFrame, methods, *, band: str, threshold: float |
 
 def _summarise(results: pd.DataFrame) -> pd.DataFrame:
     # mean, SD and SE over splits, undefined rho as the results' protocol says (``attrs``; default 0)
-    from .agreement import agreement_curves as curves
+    from irtlib.protocol.agreement import agreement_curves as curves
 
     return curves(results.drop(columns="benchmark", errors="ignore"))
 

@@ -1,6 +1,6 @@
 """Figures of the model-fit chapter: one function per figure, each returning a matplotlib ``Figure``.
 
-Built without pyplot, as :mod:`irtlib.plots` does, so a chapter can glue them and they are never
+Built without pyplot, as :mod:`irtlib.viz.figures` does, so a chapter can glue them and they are never
 shown twice.
 """
 
@@ -31,7 +31,7 @@ def sx2_pvalues(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3, bins: int =
     Parameters
     ----------
     fits : mapping of title -> DataFrame
-        Output of :func:`irtlib.fit_checks.item_fit` (``p_value``, ``flagged``).
+        Output of :func:`irtlib.fit.checks.item_fit` (``p_value``, ``flagged``).
     """
     fig, axes = _grid(len(fits), ncols=ncols)
     for ax, (title, df) in zip(axes, fits.items(), strict=False):
@@ -51,7 +51,7 @@ def q3_heatmap(q3_frame: pd.DataFrame, groups: pd.Series, *, title: str | None =
     Parameters
     ----------
     q3_frame : DataFrame, shape (n, n)
-        From :func:`irtlib.fit_checks.q3` (items ordered by group).
+        From :func:`irtlib.fit.checks.q3` (items ordered by group).
     groups : Series indexed by item
         Group label of each item.
     """
@@ -81,7 +81,7 @@ def scree(dims: Mapping[str, pd.DataFrame], *, ncols: int = 3):
     Parameters
     ----------
     dims : mapping of title -> DataFrame
-        Output of :func:`irtlib.fit_checks.dimensionality`.
+        Output of :func:`irtlib.fit.checks.dimensionality`.
     """
     fig, axes = _grid(len(dims), ncols=ncols)
     for ax, (title, df) in zip(axes, dims.items(), strict=False):

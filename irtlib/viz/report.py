@@ -1,7 +1,7 @@
 """The static HTML report of ``irtlib report``: a benchmark's fit, spread of discrimination, ceiling and agreement.
 
-:func:`write_report` calibrates a bank, draws the figures of :mod:`irtlib.plots`, runs the
-agreement protocol (:func:`irtlib.agreement.run_agreement`) and writes ``index.html``, the
+:func:`write_report` calibrates a bank, draws the figures of :mod:`irtlib.viz.figures`, runs the
+agreement protocol (:func:`irtlib.protocol.agreement.run_agreement`) and writes ``index.html``, the
 figures and ``summary.json`` into a directory, atomically. Plotting libraries are imported only
 when a report is written.
 """
@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._typing import PathLike
-from .errors import InputError
-from .io import Responses
+from irtlib._typing import PathLike
+from irtlib.errors import InputError
+from irtlib.io import Responses
 
 __all__ = ["write_report", "jsonable"]
 
@@ -99,10 +99,13 @@ def write_report(data: Responses, out_dir: PathLike, *, engine: str = "map", n_s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from . import __version__, agreement, plots
-    from .bank import calibrate_bank
-    from .io import atomic_directory, check_writable
-    from .methods import ids
+    from irtlib._version import __version__
+    from irtlib.bank.build import calibrate_bank
+    from irtlib.io.atomic import atomic_directory, check_writable
+    from irtlib.protocol import agreement
+    from irtlib.selection.methods import ids
+
+    from . import figures as plots
 
     say = progress or (lambda message: None)
     out_dir = check_writable(out_dir, force=force, directory=True)
@@ -158,7 +161,7 @@ def write_report(data: Responses, out_dir: PathLike, *, engine: str = "map", n_s
 
 def _agreement_tables(results, methods: Sequence[str]) -> tuple:
     """Table 2 (when Fluid ran; else None) and the report's HTML of it and of the mean agreement curves."""
-    from . import agreement
+    from irtlib.protocol import agreement
 
     curves = agreement.agreement_curves(results)
     table2 = agreement.summarise_table2(results) if "fluid" in methods else None

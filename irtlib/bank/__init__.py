@@ -1,0 +1,15 @@
+"""Item banks: calibrate a benchmark once, save it, reuse it to evaluate new models.
+
+The bank file format (:mod:`~irtlib.bank.format`), building a bank (:mod:`~irtlib.bank.build`),
+fixed subsets of it (:mod:`~irtlib.bank.subsets`), score intervals (:mod:`~irtlib.bank.intervals`)
+and their cross-fitted coverage check (:mod:`~irtlib.bank.coverage`), and the resumable adaptive
+session (:mod:`~irtlib.bank.session`).
+
+Layer rule: imports :mod:`irtlib.selection`, :mod:`irtlib.fit` and below.
+"""
+
+from .build import calibrate_bank
+from .format import ItemBank, read_bank
+from .subsets import select_subset
+
+__all__ = ["ItemBank", "calibrate_bank", "read_bank", "select_subset"]

@@ -1,0 +1,17 @@
+"""Reading what users have and writing outputs safely.
+
+Users' response files (:mod:`~irtlib.io.tables`), HELM run directories (:mod:`~irtlib.io.helm`),
+the authors' JSON lines (:mod:`~irtlib.io.jsonl`); atomic writing (:mod:`~irtlib.io.atomic`),
+checksums (:mod:`~irtlib.io.checksums`) and the one download call (:mod:`~irtlib.io.download`).
+
+Layer rule: imports :mod:`irtlib.core` and the foundation (``errors``, ``_typing``) only.
+"""
+
+from .atomic import DIRECTORY_MARKER, atomic_directory, atomic_write, check_writable, write_if_changed
+from .checksums import file_sha256, matrix_sha256
+from .download import fetch_url
+from .tables import LAYOUTS, RULES, InputWarning, Responses, load_responses, read_model_responses, read_responses
+
+__all__ = ["DIRECTORY_MARKER", "atomic_directory", "atomic_write", "check_writable", "write_if_changed",
+           "file_sha256", "matrix_sha256", "fetch_url", "LAYOUTS", "RULES", "InputWarning", "Responses",
+           "load_responses", "read_model_responses", "read_responses"]
