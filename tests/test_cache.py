@@ -59,9 +59,9 @@ def test_presentation_modules_exist_and_stay_out_of_the_fingerprint(tmp_path, mo
         return cache.library_fingerprint()
 
     before = fingerprint()
-    (copy / "plots.py").write_text((copy / "plots.py").read_text() + "\n# edited\n")
+    (copy / "viz" / "figures.py").write_text((copy / "viz" / "figures.py").read_text() + "\n# edited\n")
     assert fingerprint() == before
-    (copy / "ability.py").write_text((copy / "ability.py").read_text() + "\n# edited\n")
+    (copy / "core" / "ability.py").write_text((copy / "core" / "ability.py").read_text() + "\n# edited\n")
     assert fingerprint() != before
     cache.library_fingerprint.cache_clear()
 

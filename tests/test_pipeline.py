@@ -69,7 +69,7 @@ def test_library_fingerprint_follows_the_computing_sources(tmp_path, monkeypatch
     cache.library_fingerprint.cache_clear()
     before = cache.library_fingerprint()
     real = Path.read_bytes
-    target = Path(cache.__file__).resolve().parent.parent / "agreement.py"
+    target = Path(cache.__file__).resolve().parent.parent / "protocol" / "agreement.py"
 
     def edited(self):
         data = real(self)
