@@ -14,7 +14,8 @@ format                  recognised by
                         writes a log); a directory holding such files
 ``helm``                a directory holding ``per_instance_stats.json`` files (HELM runs)
 ``jsonl``               any other file beginning with ``{`` or named ``.jsonl``/``.ndjson``
-                        (the paper's authors' format: ``subject_id``, ``responses``)
+                        (the paper's authors' format: ``subject_id``, ``responses``); a ``.json``
+                        file that is neither an Inspect log nor JSON lines is refused
 ``table``               any other file: CSV/TSV (optionally compressed) or Parquet, long or wide
                         (told apart by its columns, :mod:`irtlib.io`)
 ======================  =====================================================================
@@ -77,6 +78,11 @@ def _detect_file(path: Path) -> str:
             first = None
         if isinstance(first, dict) and "doc_id" in first and "subject_id" not in first:
             return "lm-eval"
+        if first is None and path.suffix.lower() == ".json":
+            raise InputError(f"{path}: a JSON document that is neither an Inspect AI eval log (which begins "
+                             "{\"version\": N, \"status\": ...) nor JSON lines (one object per line: lm-evaluation-"
+                             "harness samples, or the authors' subject_id/responses); irtlib reads "
+                             f"{', '.join(DESCRIPTIONS[k] for k in ('lm-eval', 'inspect', 'jsonl'))} and tables")
         return "jsonl"
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         return "jsonl"
