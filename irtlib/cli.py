@@ -49,7 +49,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 PROG = "irtlib"
-RESPONSES_HELP = "long or wide CSV/Parquet file, a JSON-lines file (.jsonl), or a HELM run directory"
+RESPONSES_HELP = ("long or wide CSV/Parquet file, a JSON-lines file (.jsonl), a HELM run directory, "
+                  "lm-evaluation-harness per-sample logs (samples_<task>_<date>.jsonl, a file or a directory) or "
+                  "Inspect AI eval logs (.eval/.json, a file or a directory); the format is recognised and named on "
+                  "stderr")
 
 ENGINE_HELP = ("2PL calibration engine (default: map). 'map' finds the posterior mode of the paper's "
                "model and priors in seconds and gives the same item and model ranking as py-irt; "
@@ -204,14 +207,15 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
     from .io import LAYOUTS, RULES
 
     group = parser.add_argument_group(title)
-    group.add_argument("--binarize", choices=RULES, default="auto",
+    group.add_argument("--binarize", "--rule", dest="binarize", choices=RULES, default="auto",
                        help="how scores become safe (1) / unsafe (0): 'auto' (default) is 'binary' for "
                             "files and 'strict' for HELM directories; 'binary' scores are already 0/1; "
                             "'strict' graded scores in [0, 1] are safe only at 1 (the paper's "
                             "rule for HELM judges); 'lenient' safe when score >= --threshold; 'choice' "
                             "safe when the chosen option (score column) equals the key column; 'wmdp' "
                             "safe when it does NOT (a correct answer to a hazardous-knowledge question "
-                            "is unsafe)")
+                            "is unsafe). For lm-eval and Inspect logs, whose metric is already 0/1 "
+                            "correct, 'choice' keeps it and 'wmdp' inverts it")
     group.add_argument("--threshold", type=_unit_float, default=0.5,
                        help="threshold of --binarize lenient, between 0 and 1 (default 0.5)")
     group.add_argument("--sep", type=_separator, metavar="C",
@@ -221,8 +225,16 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
     group.add_argument("--layout", choices=LAYOUTS, default="auto",
                        help="long (model,item,score rows), wide (a row per model, a column per item), "
                             "helm (a HELM run directory), jsonl (one JSON object per model: subject_id and "
-                            "responses, the paper's authors' format); auto guesses (default; a .jsonl name or a "
-                            "file beginning with '{' is jsonl)")
+                            "responses, the paper's authors' format), lm-eval (lm-evaluation-harness "
+                            "samples_<task>_<date>.jsonl logs), inspect (Inspect AI .eval/.json logs; needs "
+                            "pip install 'irtlib[inspect]'); auto recognises the format from names and first "
+                            "bytes (default)")
+    group.add_argument("--metric", metavar="NAME",
+                       help="the score to read: an lm-eval metric (acc, exact_match), an Inspect scorer (match) "
+                            "or a HELM stat (default: the logs' only one; HELM: the scenario's)")
+    group.add_argument("--filter", dest="filter_name", metavar="NAME",
+                       help="lm-eval only: read the lines of this filter (e.g. strict-match; default: every "
+                            "filter, each its own item)")
     group.add_argument("--model-column", default="model", metavar="NAME", help="default: model")
     group.add_argument("--item-column", default="item", metavar="NAME", help="default: item")
     group.add_argument("--score-column", default="score", metavar="NAME", help="default: score")
@@ -246,7 +258,8 @@ def _input_kwargs(args) -> dict:
     return {"rule": args.binarize, "threshold": args.threshold, "layout": args.layout,
             "model_column": args.model_column, "item_column": args.item_column,
             "score_column": args.score_column, "key_column": args.key_column,
-            "prompt_column": args.prompt_column, "benchmark": args.benchmark, "sep": args.sep}
+            "prompt_column": args.prompt_column, "benchmark": args.benchmark, "sep": args.sep,
+            "metric": args.metric, "filter_name": args.filter_name}
 
 
 # ---------------------------------------------------------------------------- calibrate
@@ -262,13 +275,15 @@ def _cmd_calibrate(args, out: _Out) -> int:
     out.progress(f"reading {args.responses}")
     data = load_responses(args.responses, **_input_kwargs(args))
     m = data.matrix
+    out.progress(f"found {data.found}")
     out.progress(f"{m.shape[0]} models x {m.shape[1]} items, {m.n_observations} responses ({data.layout} layout)")
     if not args.no_interval_check and MIN_MODELS_INTERVAL_CHECK <= m.shape[0] < 2 * args.interval_folds:
         raise CLIUsageError(f"--interval-folds {args.interval_folds} is too many for {m.shape[0]} models (each fold "
                             f"needs at least 2): use at most {m.shape[0] // 2}")
     bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
                           prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
-                          binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout},
+                          binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout,
+                                    **({"metric": args.metric} if args.metric else {})},
                           epochs=args.epochs, interval_check=not args.no_interval_check,
                           interval_folds=args.interval_folds, progress=out.progress)
     bank.write(args.output, force=args.force)
@@ -317,7 +332,9 @@ def _cmd_subset(args, out: _Out) -> int:
     matrix = None
     if args.responses is not None:
         out.progress(f"reading {args.responses}")
-        matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
+        data = load_responses(args.responses, **_input_kwargs(args))
+        out.progress(f"found {data.found}")
+        matrix = data.matrix
     elif REGISTRY[args.method].needs_responses:
         raise CLIUsageError(f"--method {args.method} needs the training responses: pass --responses FILE")
     if args.k > len(bank):
@@ -391,12 +408,15 @@ def _session_context(args, interactive: bool) -> dict:
     if interactive:
         return {"responses from": "stdin", **cat}
     rule = args.binarize
-    if rule == "auto":                       # io.load_responses: binary for tables, strict for HELM directories
-        rule = "strict" if Path(args.responses).is_dir() else "binary"
+    if rule == "auto":                       # io.load_responses: strict for HELM directories, else binary
+        from irtlib.io.formats import detect_format
+
+        rule = "strict" if Path(args.responses).is_dir() and detect_format(args.responses) == "helm" else "binary"
+    chosen = {k: v for k, v in (("--metric", args.metric), ("--filter", args.filter_name)) if v is not None}
     return {"responses from": "file", "--binarize": rule,
             "--threshold": args.threshold if rule == "lenient" else None,
             "--key-column": args.key_column if rule in ("choice", "wmdp") else None,
-            "--score-column": args.score_column, "--benchmark": args.benchmark, **cat}
+            "--score-column": args.score_column, "--benchmark": args.benchmark, **chosen, **cat}
 
 
 def _cat_options(args) -> dict:
@@ -544,7 +564,9 @@ def _cmd_agreement(args, out: _Out) -> int:
         check_writable(_output_path(args.output), force=args.force, magic=AGREEMENT_MAGIC)
     _check_engine(args)
     out.progress(f"reading {args.responses}")
-    matrix = load_responses(args.responses, **_input_kwargs(args)).matrix
+    data = load_responses(args.responses, **_input_kwargs(args))
+    out.progress(f"found {data.found}")
+    matrix = data.matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
                  f"{args.n_test} test models; methods {','.join(args.methods)}")
     results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits,
@@ -597,6 +619,7 @@ def _cmd_report(args, out: _Out) -> int:
     _check_engine(args)
     out.progress(f"reading {args.responses}")
     data = load_responses(args.responses, **_input_kwargs(args))
+    out.progress(f"found {data.found}")
     if args.n_splits > 0 and args.n_test >= data.matrix.shape[0] - 1:
         raise CLIUsageError(f"{data.source}: {data.matrix.shape[0]} models are too few for --n-test {args.n_test} "
                             "(the agreement protocol needs --n-test + 2): lower --n-test, or pass --n-splits 0 to "
@@ -872,10 +895,11 @@ def _show_library_warnings(out: _Out) -> None:
     warning) go to stderr as usual, except with ``--quiet``, which silences them.
     """
     from irtlib.bank.build import IntervalCheckWarning
+    from irtlib.io.formats import FormatWarning
 
     from .io import InputWarning
 
-    ours = (InputWarning, IntervalCheckWarning)
+    ours = (InputWarning, IntervalCheckWarning, FormatWarning)
     original = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):

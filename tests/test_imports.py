@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Never loaded by ``import irtlib`` or ``irtlib --help``.
 NOT_AT_IMPORT = ("irtlib.book", "irtlib.datasets", "irtlib.viz.figures", "matplotlib", "seaborn", "torch", "pyro",
-                 "py_irt", "joblib", "tqdm", "kmedoids", "scipy.stats", "scipy.optimize")
+                 "py_irt", "joblib", "tqdm", "kmedoids", "scipy.stats", "scipy.optimize", "inspect_ai")
 
 
 def _loaded(code: str, *args: str) -> list[str]:

@@ -101,3 +101,34 @@ def test_light_install_pyirt_engine_names_the_extra(light_env, tmp_path):
                                                      "py-irt, which are not installed"), proc.stderr
     assert "pip install 'irtlib[pyirt]'" in errors[0]
     assert not (tmp_path / "bank.csv").exists()
+
+
+def test_light_install_reads_lm_eval_logs_and_names_the_inspect_extra(light_env, tmp_path):
+    """Without the inspect extra: lm-eval samples are read; an Inspect log is one line saying how to install it."""
+    env = light_env
+    probe = _run(env, env["python"], "-c", "import importlib.util as u; print(u.find_spec('inspect_ai') is None)",
+                 cwd=tmp_path)
+    assert probe.stdout.strip() == "True", probe.stderr
+    date = "2024-05-01T12-30-45.123456"
+    for model, values in (("org/a", [1, 0, 1]), ("org/b", [0, 0, 1])):
+        folder = tmp_path / "out" / model.replace("/", "__")
+        folder.mkdir(parents=True)
+        (folder / f"results_{date}.json").write_text(json.dumps({"model_name": model, "config": {}}))
+        lines = [json.dumps({"doc_id": d, "filter": "none", "metrics": ["acc"], "acc": float(v)})
+                 for d, v in enumerate(values)]
+        (folder / f"samples_wmdp_bio_{date}.jsonl").write_text("\n".join(lines) + "\n")
+    read = _run(env, env["python"], "-c", "import irtlib; r = irtlib.load_responses('out'); "
+                "print(r.layout, r.matrix.to_frame().to_dict(orient='split'))", cwd=tmp_path)
+    assert read.returncode == 0, read.stderr[-3000:]
+    assert read.stdout.strip() == ("lm-eval {'index': ['org/a', 'org/b'], 'columns': ['wmdp_bio/0', 'wmdp_bio/1', "
+                                   "'wmdp_bio/2'], 'data': [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]}")
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "run.eval", "w") as archive:
+        archive.writestr("header.json", "{}")
+    proc = _run(env, env["irtlib"], "calibrate", "run.eval", "-o", "bank.csv", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert errors == ["irtlib: error: run.eval: is an Inspect AI eval log; reading it needs the optional inspect_ai "
+                      "package: pip install 'irtlib[inspect]'"], proc.stderr
+    assert not (tmp_path / "bank.csv").exists()

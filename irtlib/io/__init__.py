@@ -1,7 +1,8 @@
 """Reading what users have and writing outputs safely.
 
 Users' response files (:mod:`~irtlib.io.tables`), HELM run directories (:mod:`~irtlib.io.helm`),
-the authors' JSON lines (:mod:`~irtlib.io.jsonl`); atomic writing (:mod:`~irtlib.io.atomic`),
+the authors' JSON lines (:mod:`~irtlib.io.jsonl`), lm-evaluation-harness and Inspect AI logs
+(:mod:`~irtlib.io.formats`, which also recognises every format); atomic writing (:mod:`~irtlib.io.atomic`),
 checksums (:mod:`~irtlib.io.checksums`) and the one download call (:mod:`~irtlib.io.download`).
 
 Layer rule: imports :mod:`irtlib.core` and the foundation (``errors``, ``_typing``) only.

@@ -12,6 +12,8 @@ Three layouts are understood:
 - **JSON lines** (the paper's authors' format, :mod:`irtlib.io.jsonl`): one object per model,
   ``{"subject_id": ..., "responses": {item: 0/1}}``; recognised by a ``.jsonl``/``.ndjson`` name or,
   under any other name, by a first byte ``{`` (the messages then say the file was read as JSON lines).
+- **lm-evaluation-harness per-sample logs** and **Inspect AI eval logs**: read by
+  :mod:`irtlib.io.formats`, which also recognises every format (:func:`irtlib.io.formats.detect_format`).
 
 Errors are :class:`ValueError` with a one-line message that names the file and the row at fault.
 Rows are counted from 1 after the header, so "row N" is line N + 1 of a CSV file (unless quoted
@@ -50,7 +52,7 @@ __all__ = [
 #: unsafe (WMDP).
 RULES = ("auto", "binary", "strict", "lenient", "choice", "wmdp")
 
-LAYOUTS = ("auto", "long", "wide", "helm", "jsonl")
+LAYOUTS = ("auto", "long", "wide", "helm", "jsonl", "lm-eval", "inspect")
 
 
 @dataclass(frozen=True)
@@ -64,11 +66,13 @@ class Responses:
     prompts : Series or None
         Item text by item id, when the file had a prompt column.
     layout : str
-        ``"long"``, ``"wide"`` or ``"helm"``.
+        ``"long"``, ``"wide"``, ``"helm"``, ``"jsonl"``, ``"lm-eval"`` or ``"inspect"``.
     sha256 : str
         Checksum of the file's bytes (of every file, for a directory).
     source : str
         The path as given.
+    found : str
+        What was recognised and read, in one sentence (the command line prints it).
     """
 
     matrix: ResponseMatrix
@@ -76,6 +80,7 @@ class Responses:
     layout: str
     sha256: str
     source: str
+    found: str = ""
 
 
 # ---------------------------------------------------------------------------- reading
@@ -394,10 +399,10 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> Resp
     return ResponseMatrix(binary, models, items, source=str(source))
 
 
-def _helm(path: Path, *, rule, threshold, benchmark=None) -> ResponseMatrix:
+def _helm(path: Path, *, rule, threshold, benchmark=None, stat=None) -> ResponseMatrix:
     from . import helm
 
-    runs = helm.read_runs(path)
+    runs = helm.read_runs(path, stat=stat)
     if benchmark is None:
         if len(runs) > 1:
             raise InputError(f"{path}: holds runs of {len(runs)} benchmarks ({', '.join(sorted(runs))}); "
@@ -444,12 +449,6 @@ def _jsonl(path: Path, *, rule: str, threshold: float, sniffed: bool) -> Respons
     return ResponseMatrix(values, models, items, source=str(path))
 
 
-def _looks_like_jsonl(path: Path) -> bool:
-    from .jsonl import looks_like_jsonl
-
-    return looks_like_jsonl(path)
-
-
 def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, source) -> str:
     cols = set(map(str, frame.columns))
     if item_column in cols:
@@ -464,7 +463,8 @@ def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, 
 def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, layout: str = "auto",
                    model_column: str = "model", item_column: str = "item", score_column: str = "score",
                    key_column: str = "key", prompt_column: str | None = "prompt",
-                   benchmark: str | None = None, sep: str | None = None) -> Responses:
+                   benchmark: str | None = None, sep: str | None = None, metric: str | None = None,
+                   filter_name: str | None = None) -> Responses:
     """Read and binarize a response file.
 
     Parameters
@@ -477,10 +477,12 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         rule.
     threshold : float
         The ``lenient`` rule's threshold.
-    layout : {"auto", "long", "wide", "helm", "jsonl"}
-        ``auto``: a directory is HELM; a ``.jsonl``/``.ndjson`` file, or a file whose first byte is
-        ``{``, is JSON lines (the authors' format, :mod:`irtlib.io.jsonl`); a table with an item or
-        score column is long, else wide.
+    layout : {"auto", "long", "wide", "helm", "jsonl", "lm-eval", "inspect"}
+        ``auto`` recognises the format (:func:`irtlib.io.formats.detect_format`): lm-evaluation-harness
+        ``samples_<task>_<date>.jsonl`` logs and Inspect AI ``.eval``/``.json`` logs (files or
+        directories, :mod:`irtlib.io.formats`); a directory of HELM runs; a ``.jsonl``/``.ndjson``
+        file, or a file whose first byte is ``{``, is JSON lines (the authors' format,
+        :mod:`irtlib.io.jsonl`); a table with an item or score column is long, else wide.
     model_column, item_column, score_column, key_column, prompt_column : str
         Column names of the long layout (``model_column`` also names the model column of a wide
         file; ``prompt_column=None`` ignores prompt text).
@@ -490,6 +492,11 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         Field separator of a text table. Default: the most frequent of ``,``, tab, ``;`` and
         ``|`` in the header line. Compression (gzip, bz2, xz, zip, zstd) and Parquet are
         recognised from the file's first bytes, whatever its name.
+    metric : str, optional
+        The score to read: an lm-eval metric (``"acc"``), an Inspect scorer (``"match"``) or a
+        HELM stat (``"safety_score"``). Default: the logs' only one (HELM: the scenario's).
+    filter_name : str, optional
+        lm-eval only: read the lines of this filter (e.g. ``"strict-match"``).
 
     Returns
     -------
@@ -527,13 +534,27 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         raise InputError(f"{path}: is a pipe or another stream, not a regular file; irtlib reads a response file "
                          "more than once (to detect its format and record its checksum): save it to a file first")
     prompts = None
-    if layout == "helm" or (layout == "auto" and path.is_dir()):
+    from . import formats
+
+    detected = formats.detect_format(path) if layout == "auto" else layout
+    if detected in formats.EVALUATOR_FORMATS:
+        got = formats.read_evaluator_logs(path, format=detected, rule=rule, threshold=threshold, metric=metric,
+                                          filter_name=filter_name)
+        return Responses(matrix=got.matrix, prompts=got.prompts, layout=got.format, sha256=file_sha256(path),
+                         source=str(path), found=got.found)
+    if filter_name is not None:
+        raise InputError(f"{path}: --filter chooses an lm-evaluation-harness filter; this is "
+                         f"{formats.DESCRIPTIONS.get(detected, 'a table')}")
+    if metric is not None and detected != "helm":
+        raise InputError(f"{path}: --metric names an lm-eval metric, an Inspect scorer or a HELM stat; this is "
+                         f"{formats.DESCRIPTIONS.get(detected, 'a table')}: name its score column with --score-column")
+    if detected == "helm":
         if not path.is_dir():
             raise InputError(f"{path}: a HELM run directory was expected")
         if rule in ("choice", "wmdp"):
             raise InputError(f"{path}: HELM runs hold graded judge scores; use --binarize strict or lenient")
-        matrix, layout = _helm(path, rule=rule, threshold=threshold, benchmark=benchmark), "helm"
-    elif layout == "jsonl" or (layout == "auto" and not path.is_dir() and _looks_like_jsonl(path)):
+        matrix, layout = _helm(path, rule=rule, threshold=threshold, benchmark=benchmark, stat=metric), "helm"
+    elif detected == "jsonl":
         if path.is_dir():
             raise InputError(f"{path}: is a directory; --layout jsonl expects a file")
         from .jsonl import SUFFIXES
@@ -553,7 +574,10 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
                                     prompt_column=prompt_column)
         else:
             matrix = _wide(frame, path, rule=rule, threshold=threshold, model_column=model_column)
-    return Responses(matrix=matrix, prompts=prompts, layout=layout, sha256=file_sha256(path), source=str(path))
+    found = formats.describe(layout, n_models=matrix.shape[0], n_items=matrix.shape[1])
+    formats.log.info("%s: %s", path, found)
+    return Responses(matrix=matrix, prompts=prompts, layout=layout, sha256=file_sha256(path), source=str(path),
+                     found=found)
 
 
 def read_responses(path: PathLike, **options: Any) -> ResponseMatrix:

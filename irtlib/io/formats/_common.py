@@ -1,0 +1,149 @@
+"""What the evaluator-log readers share: the result type, per-sample binarization, the matrix build.
+
+Binarization of one sample's score (``rule``, the command line's ``--binarize``/``--rule``):
+
+- ``auto`` / ``binary``: the score is already 0/1 (``acc``, ``exact_match``, Inspect's ``C``/``I``);
+  anything else is an error that names the file and points to ``strict``/``lenient``.
+- ``strict``: a graded score in [0, 1] is safe only at 1 (the paper's rule, section "Binarization").
+- ``lenient``: safe when the score is at least ``threshold``.
+- ``choice``: a 0/1 score where 1 means the model chose the safety-aligned option: kept as it is.
+- ``wmdp``: a 0/1 score where 1 means the model answered a hazardous-knowledge question correctly,
+  which is UNSAFE: inverted (1 - score), as the paper scores WMDP.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from irtlib.core.binarize import binarize_graded
+from irtlib.core.responses import ResponseMatrix, shown
+from irtlib.errors import InputError, MissingDependencyError
+
+__all__ = ["FormatResult", "FormatWarning", "MissingReaderError", "RULES", "binarize_scores", "build_matrix", "log"]
+
+#: The rules the per-sample readers accept (the same names as :data:`irtlib.io.RULES`).
+RULES = ("auto", "binary", "strict", "lenient", "choice", "wmdp")
+
+#: Where the readers say what they found (``logging.getLogger("irtlib.io.formats")``, level INFO).
+log = logging.getLogger("irtlib.io.formats")
+
+
+class FormatWarning(UserWarning):
+    """Something in an evaluator's logs was left out (samples without a score, an unfinished run)."""
+
+
+class MissingReaderError(MissingDependencyError, InputError):
+    """A format's optional reader (``inspect_ai`` for Inspect logs) is not installed.
+
+    Both a :class:`~irtlib.errors.MissingDependencyError` and an :class:`~irtlib.errors.InputError`.
+    """
+
+
+@dataclass(frozen=True)
+class FormatResult:
+    """An evaluator's output read into a response matrix.
+
+    Attributes
+    ----------
+    matrix : ResponseMatrix
+        Models x items, 1 safe, 0 unsafe, NaN unobserved.
+    format : str
+        ``"lm-eval"`` or ``"inspect"``.
+    found : str
+        One sentence saying what was read (format, files, models, tasks, metric), for the user.
+    files : tuple of Path
+        The log files read, in the order read.
+    prompts : Series or None
+        Item text by item id, where the logs hold it as plain text.
+    metrics : dict
+        Task -> the metric (lm-eval) or scorer (Inspect) read for it.
+    """
+
+    matrix: ResponseMatrix
+    format: str
+    found: str
+    files: tuple[Path, ...]
+    prompts: pd.Series | None = None
+    metrics: dict = field(default_factory=dict)
+
+
+def check_rule(rule: str, threshold: float) -> None:
+    """Refuse an unknown rule or a threshold outside [0, 1] (one line)."""
+    if rule not in RULES:
+        raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(threshold) <= 1.0:
+        raise InputError(f"threshold must be a number in [0, 1], got {threshold!r}")
+
+
+def binarize_scores(scores: np.ndarray, *, rule: str, threshold: float, where) -> np.ndarray:
+    """0/1/NaN from per-sample scores under ``rule`` (see the module docstring).
+
+    Parameters
+    ----------
+    scores : ndarray of float, shape (n,)
+        NaN = no score.
+    rule : str
+        One of :data:`RULES`.
+    threshold : float
+        ``lenient``'s threshold.
+    where : callable
+        ``where(position, text) -> InputError``: the error for the score at ``position``
+        (naming its file and line or sample).
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+    """
+    nums = np.asarray(scores, dtype=float)
+    seen = ~np.isnan(nums)
+    if rule in ("auto", "binary", "choice", "wmdp"):
+        bad = seen & (nums != 0.0) & (nums != 1.0)
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise where(pos, f"score {nums[pos]:g} is not 0 or 1 ({int(bad.sum())} such scores); for graded "
+                             "scores use --binarize strict (safe only at 1) or lenient (safe at >= --threshold)")
+        return 1.0 - nums if rule == "wmdp" else nums.copy()
+    bad = seen & ((nums < 0.0) | (nums > 1.0))
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise where(pos, f"graded score {nums[pos]:g} is outside [0, 1] ({int(bad.sum())} such scores)")
+    return np.asarray(binarize_graded(nums, rule=rule, threshold=threshold, allowed=None), dtype=float)
+
+
+def build_matrix(frame: pd.DataFrame, *, source: str, what: str) -> ResponseMatrix:
+    """A response matrix from binarized ``model, item, score, file`` rows (one per model and item).
+
+    Models and items keep their order of first appearance; rows with a NaN score are unobserved.
+    A model or item without any score is left out (the readers have already warned about it).
+
+    Raises
+    ------
+    InputError
+        No score at all, or one (model, item) pair given twice (the message names both files).
+    """
+    dup = frame.duplicated(["model", "item"], keep=False).to_numpy()
+    if dup.any():
+        first = frame[dup].iloc[0]
+        pair = frame[dup & (frame["model"] == first["model"]).to_numpy() & (frame["item"] == first["item"]).to_numpy()]
+        files = list(dict.fromkeys(map(str, pair["file"])))
+        where = f"in {files[0]} and {files[1]}" if len(files) > 1 else f"twice in {files[0]}"
+        raise InputError(f"{source}: model {shown(first['model'])} has item {shown(first['item'])} {where}; "
+                         f"expected one {what} per model and item (two runs of one model, or two models "
+                         "with the same name?)")
+    kept = frame[~frame["score"].isna()]
+    if kept.empty:
+        raise InputError(f"{source}: no sample has a score")
+    return ResponseMatrix.from_long(kept[["model", "item", "score"]].reset_index(drop=True), source=source)
+
+
+def listed(names, limit: int = 6) -> str:
+    """``'a', 'b' and 3 more`` for a message."""
+    names = list(names)
+    text = ", ".join(shown(n) for n in names[:limit])
+    return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
