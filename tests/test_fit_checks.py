@@ -378,22 +378,11 @@ def test_heldout_folds_balanced_and_seeded():
 
 
 # ---------------------------------------------------------------------------- Fluid with any bank
-def test_map_ability_irt_matches_the_paper_estimator():
-    from irtlib import map_ability
-    from irtlib.protocol.model_agreement import map_ability_irt
-
-    values, theta, a, b = draw(30, 60, seed=16)
-    values[values.size // 2 % 30, :10] = np.nan
-    ours = map_ability_irt(values, a, b)
-    np.testing.assert_allclose(ours, map_ability(values, a, b).theta, atol=1e-6)
-    # a 3PL with c = 0 is the 2PL
-    np.testing.assert_allclose(map_ability_irt(values, a, b, np.zeros(60)), ours, atol=1e-8)
-
-
 def test_fluid_irt_ranks_models_with_a_3pl_bank():
     from scipy.stats import spearmanr
 
-    from irtlib.protocol.model_agreement import _item_information, fluid_agreement, fluid_irt
+    from irtlib import fisher_information
+    from irtlib.protocol.model_agreement import fluid_agreement, fluid_irt
 
     c = np.full(300, 0.2)
     values, theta, a, b = draw(40, 300, seed=17, c=c)
@@ -402,7 +391,7 @@ def test_fluid_irt_ranks_models_with_a_3pl_bank():
     # measured: Spearman 0.97 after 40 items
     assert spearmanr(est[:, -1], theta)[0] > 0.9
     # the first item is the most informative one at theta = 0 for everyone
-    first = np.argmax(_item_information(np.zeros(1), a, b, c)[0])
+    first = np.argmax(fisher_information(0.0, a, b, c))
     one = fluid_irt(values[:, [first]], a[[first]], b[[first]], c[[first]], budget=1)
     np.testing.assert_allclose(est[:, 0], one[:, 0])
     out = fluid_agreement(as_matrix(values), model="3pl", ks=[5, 20], n_splits=2, n_test=10, seed=0)
@@ -456,15 +445,16 @@ def test_figures_build(clean_2pl, testlets):
 
 def test_3pl_information_is_the_bernoulli_information():
     # I(theta) = P'(theta)^2 / (P (1 - P)), checked by a numerical derivative
-    from irtlib.protocol.model_agreement import _item_information
+    from irtlib import fisher_information
 
     theta = np.array([-1.0, 0.3, 2.0])
     a, b, c = np.array([0.7, 1.5, 2.5]), np.array([0.0, 1.0, -0.5]), np.array([0.0, 0.2, 0.4])
     p = lambda t: c + (1 - c) * expit(a * (t[:, None] - b))   # noqa: E731
     h = 1e-6
     dp = (p(theta + h) - p(theta - h)) / (2 * h)
-    np.testing.assert_allclose(_item_information(theta, a, b, c), dp**2 / (p(theta) * (1 - p(theta))), rtol=1e-6)
-    np.testing.assert_allclose(_item_information(theta, a, b, None)[:, 0], _item_information(theta, a, b, c)[:, 0])
+    info = fisher_information(theta[:, None], a, b, c)
+    np.testing.assert_allclose(info, dp**2 / (p(theta) * (1 - p(theta))), rtol=1e-6)
+    np.testing.assert_allclose(fisher_information(theta[:, None], a, b)[:, 0], info[:, 0])
 
 
 def test_leave_one_out_deconvolution_is_stable_on_a_longer_bank():

@@ -20,6 +20,7 @@ import pandas as pd
 
 from irtlib.calibration.joint_map import ENGINES, Calibration, fit_2pl
 from irtlib.core.responses import ResponseMatrix, shown
+from irtlib.core.stats import spearman
 from irtlib.errors import InputError
 from irtlib.fit.summaries import ceiling_counts, coefficient_of_variation, item_rates
 from irtlib.io.checksums import matrix_sha256
@@ -34,15 +35,6 @@ __all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "IntervalCheckWarning", "MIN_MOD
            "SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
 
 _ = (_MAGIC, _SUBSET_MAGIC)        # file magics, imported from here by the command line
-
-
-def _spearman(x, y) -> float:
-    """Spearman correlation, NaN (without a warning) when either input is constant."""
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(x, y)[0])
 
 
 def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_threshold: float = 0.01,
@@ -187,7 +179,7 @@ def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit:
         "diagnostics": {
             "item_rmse": float(np.sqrt(np.mean(fit["residual"] ** 2))),
             "cv_a": coefficient_of_variation(cal.a),
-            "spearman_theta_score": _spearman(theta.to_numpy(), scores_full.reindex(theta.index).to_numpy()),
+            "spearman_theta_score": float(spearman(theta.to_numpy(), scores_full.reindex(theta.index).to_numpy())),
             "ceiling": ceiling_counts(scores_full),
             "fit_seconds": round(float(cal.seconds), 3),
             "engine": {k: v for k, v in cal.diagnostics.items() if isinstance(v, (int, float, bool, str))},

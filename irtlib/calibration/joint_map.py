@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
 from scipy.special import log_expit
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import probability
+from irtlib.core.kernels import probability, z_derivatives
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, MissingDependencyError
+
+from .newton import arrow_step
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES"]
 
@@ -66,10 +67,8 @@ class Calibration:
 
     def probabilities(self) -> pd.DataFrame:
         """Model-implied probability of a safe response, models x items (with ``c`` if set)."""
-        p = probability(self.theta.to_numpy()[:, None], self.a.to_numpy(), self.b.to_numpy())
-        if self.c is not None:
-            c = self.c.reindex(self.a.index).to_numpy()
-            p = c + (1.0 - c) * p
+        c = None if self.c is None else self.c.reindex(self.a.index).to_numpy()
+        p = probability(self.theta.to_numpy()[:, None], self.a.to_numpy(), self.b.to_numpy(), c)
         return pd.DataFrame(p, index=self.theta.index, columns=self.a.index)
 
 
@@ -97,14 +96,14 @@ def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
 
     The information matrix is block structured: diagonal in theta, 2 x 2 block-diagonal in
     the items, dense between the two. The item blocks are eliminated analytically and the
-    remaining ``n_models x n_models`` Schur complement is solved densely, so a step costs a few
-    passes over the matrix plus one small solve. With ``newton=True`` the observed information
+    remaining ``n_models x n_models`` Schur complement is solved densely
+    (:func:`irtlib.calibration.newton.arrow_step`, shared with the 1PL/3PL engine), so a step costs
+    a few passes over the matrix plus one small solve. With ``newton=True`` the observed information
     (the negative Hessian) replaces the expected one, for quadratic convergence near the mode.
     """
     (mt, st), (ma, sa), (mb, sb) = priors
-    a, z, p = s.a, s.z, s.p
-    r = x - p
-    w = p * (1.0 - p)
+    a, z = s.a, s.z
+    r, w = z_derivatives(x, z)            # x - P and P (1 - P), per cell (the kernel's tail-safe forms)
     if mask is not None:
         r *= mask
         w *= mask
@@ -128,19 +127,11 @@ def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
     if newton and ((det <= 0) | (j_aa <= 0)).any():
         return None
     d_aa, d_bb, d_ab = j_bb / det, j_aa / det, -j_ab / det
-    e_al = d_aa * g_al + d_ab * g_b
-    e_b = d_ab * g_al + d_bb * g_b
-    u = c_al * d_aa + c_b * d_ab          # C D, column blocks for log a and b
-    v = c_al * d_ab + c_b * d_bb
-    schur = np.diag(j_tt) - u @ c_al.T - v @ c_b.T
-    try:  # Cholesky doubles as the check that the (observed) information is positive definite
-        chol = np.linalg.cholesky(schur)
-    except np.linalg.LinAlgError:
+    step = arrow_step(np.diag(j_tt), g_t, [c_al, c_b], [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]])
+    if step is None:
         return None
-    d_t = scipy.linalg.cho_solve((chol, True), g_t - c_al @ e_al - c_b @ e_b)
-    h_al = g_al - c_al.T @ d_t
-    h_b = g_b - c_b.T @ d_t
-    return d_t, d_aa * h_al + d_ab * h_b, d_ab * h_al + d_bb * h_b
+    d_t, (d_al, d_b) = step
+    return d_t, d_al, d_b
 
 
 def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),

@@ -30,15 +30,16 @@ import time
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
 from scipy.special import expit, log_expit, logit
 from threadpoolctl import threadpool_limits
 
+from irtlib.core.kernels import log_likelihood, probability, z_derivatives
 from irtlib.core.responses import ResponseMatrix
 
 from .joint_map import Calibration, fit_2pl, fit_map
+from .newton import arrow_step
 
-__all__ = ["MODELS", "fit_irt", "fit_irt_values", "irt_probability", "n_parameters", "compare_models",
+__all__ = ["MODELS", "fit_irt", "fit_irt_values", "n_parameters", "compare_models",
            "heldout_folds"]
 
 #: The item response models :func:`fit_irt` knows.
@@ -52,25 +53,6 @@ def _check_model(model: str) -> str:
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; choose one of {MODELS}")
     return model
-
-
-def irt_probability(theta, a, b, c=None):
-    """``c + (1 - c) sigmoid(a (theta - b))``, broadcasting like numpy (``c=None``: the 2PL).
-
-    Parameters
-    ----------
-    theta : array_like, e.g. shape (n_models, 1)
-    a, b, c : array_like, e.g. shape (n_items,)
-
-    Returns
-    -------
-    ndarray, the broadcast shape
-    """
-    s = expit(np.asarray(a, float) * (np.asarray(theta, float) - np.asarray(b, float)))
-    if c is None:
-        return s
-    c = np.asarray(c, float)
-    return c + (1.0 - c) * s
 
 
 def n_parameters(model: str, n_models: int, n_items: int) -> int:
@@ -105,7 +87,7 @@ class _Point:
         else:
             self.c = expit(gamma)
             self.s = expit(self.z)
-            self.p = np.clip(self.c + (1.0 - self.c) * self.s, _P_FLOOR, 1.0 - _P_FLOOR)
+            self.p = np.clip(probability(theta[:, None], self.a, b, self.c), _P_FLOOR, 1.0 - _P_FLOOR)
             ll = x * np.log(self.p) + (1.0 - x) * np.log1p(-self.p)
             # Beta(pc, qc) density of c (the mode is taken on the c scale)
             lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
@@ -125,16 +107,14 @@ def _step(x, mask, pt: _Point, priors):
     """
     (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
     a, z, s, p = pt.a, pt.z, pt.s, pt.p
-    if pt.c is None:                        # 1PL: P = s
-        g_z = x - s
-        w_zz = s * (1.0 - s)
-    else:                                   # 3PL: dP/dz = (1 - c) s (1 - s), dP/dgamma = c (1 - c)(1 - s)
+    g_z, w_zz = z_derivatives(x, z, pt.c)   # score and information in z (the kernel's)
+    if pt.c is not None:                    # 3PL: dP/dgamma = c (1 - c)(1 - s)
         c = pt.c
-        g_z = (x - p) * s / p
         g_g = (x - p) * c / p
-        w_zz = (1.0 - c) * s * s * (1.0 - s) / p
-        w_zg = c * (1.0 - c) * s * (1.0 - s) / p
-        w_gg = c * c * (1.0 - c) * (1.0 - s) / p
+        q = expit(-z)                       # 1 - s without rounding (the kernel's form)
+        dc = c * (1.0 - c)                  # d c / d gamma, the logit transform's Jacobian
+        w_zg = dc * s * q / p
+        w_gg = c * dc * q / p
         if mask is not None:
             g_g, w_zg, w_gg = g_g * mask, w_zg * mask, w_gg * mask
     if mask is not None:
@@ -170,33 +150,21 @@ def _step(x, mask, pt: _Point, priors):
         j_aa = (wz * z).sum(axis=0) + 1.0 / sa**2
         j_bb = a * a * w_zz.sum(axis=0) + 1.0 / sb**2
         j_ab = -a * wz.sum(axis=0)
-        j_gg = w_gg.sum(axis=0) + (pc + qc - 2.0) * c * (1.0 - c)
+        j_gg = w_gg.sum(axis=0) + (pc + qc - 2.0) * dc
         j_ag = (w_zg * z).sum(axis=0)
         j_bg = -a * w_zg.sum(axis=0)
         blocks = np.array([[j_aa, j_ab, j_ag], [j_ab, j_bb, j_bg], [j_ag, j_bg, j_gg]])   # (3, 3, J)
         cross = [wz * a, -wa * a, w_zg * a]                                                # (M, J) each
         dense = np.diag(j_tt)
         g_dense = g_theta
-    k = len(grads)
     try:
-        binv = np.linalg.inv(np.moveaxis(blocks, -1, 0))            # (J, k, k)
+        binv = np.moveaxis(np.linalg.inv(np.moveaxis(blocks, -1, 0)), 0, -1)     # (k, k, J)
     except np.linalg.LinAlgError:
         return None
-    binv = np.moveaxis(binv, 0, -1)                                 # (k, k, J)
-    e = [sum(binv[u, v] * grads[v] for v in range(k)) for u in range(k)]       # B^-1 g_item
-    schur = dense.copy()
-    rhs = g_dense.copy()
-    for u in range(k):
-        cu = sum(cross[v] * binv[v, u] for v in range(k))                        # (C B^-1)_u
-        schur -= cu @ cross[u].T
-        rhs -= cross[u] @ e[u]
-    try:
-        chol = np.linalg.cholesky(schur)
-    except np.linalg.LinAlgError:
+    step = arrow_step(dense, g_dense, cross, grads, binv)
+    if step is None:
         return None
-    d_dense = scipy.linalg.cho_solve((chol, True), rhs)
-    h = [grads[v] - cross[v].T @ d_dense for v in range(k)]
-    d_items = [sum(binv[u, v] * h[v] for v in range(k)) for u in range(k)]
+    d_dense, d_items = step
     if shared:
         return d_dense[:n_models], d_dense[n_models:], d_items[0], None
     return d_dense, d_items[0], d_items[1], d_items[2]
@@ -292,7 +260,7 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
         theta, a, b, info = fit_map(x, prior_theta=prior_theta, prior_log_a=prior_log_a, prior_b=prior_b,
                                     max_iter=min(max_iter, 200), tol=tol, max_step=max_step)
         obs = ~np.isnan(x)
-        ll = _loglik_cells(np.where(obs, x, 0.0), irt_probability(theta[:, None], a, b))[obs].sum()
+        ll = log_likelihood(np.where(obs, x, 0.0), theta[:, None], a, b)[obs].sum()
         info = dict(info, log_likelihood=float(ll))
         return {"theta": theta, "a": a, "b": b, "c": None, "info": info}
     if start is None:
@@ -400,11 +368,6 @@ def heldout_folds(observed, *, folds: int, seed: int = 0) -> np.ndarray:
     return out
 
 
-def _loglik_cells(x, p):
-    p = np.clip(p, _P_FLOOR, 1.0 - _P_FLOOR)
-    return x * np.log(p) + (1.0 - x) * np.log1p(-p)
-
-
 def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), folds: int = 5, seed: int = 0,
                    prior_c=(5.0, 17.0), max_iter: int = 500, tol: float = 1e-6) -> pd.DataFrame:
     """The 1PL, 2PL and 3PL compared on held-out responses and by information criteria.
@@ -463,10 +426,10 @@ def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), fold
             test = fold_of == f
             train = np.where(test, np.nan, x)
             fit = fit_irt_values(train, model=model, prior_c=prior_c, max_iter=max_iter, tol=tol)
-            p = irt_probability(fit["theta"][:, None], fit["a"], fit["b"], fit["c"])
-            heldout[test] = _loglik_cells(x[test], p[test])
-        p = irt_probability(full["theta"][:, None], full["a"], full["b"], full["c"])
-        ll = float(_loglik_cells(np.where(observed, x, 0.0), p)[observed].sum())
+            cells = log_likelihood(np.where(observed, x, 0.0), fit["theta"][:, None], fit["a"], fit["b"], fit["c"])
+            heldout[test] = cells[test]
+        ll = float(log_likelihood(np.where(observed, x, 0.0), full["theta"][:, None], full["a"], full["b"],
+                                  full["c"])[observed].sum())
         k = n_parameters(model, *x.shape)
         cells = heldout[observed]
         rows.append({"model": model, "heldout_loglik": float(cells.mean()),

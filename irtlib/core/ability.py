@@ -2,7 +2,9 @@
 
 Paper, section "Model: 2PL": ability by MAP with a Normal(0, 1) prior; damped Newton-Raphson
 with each step capped at 1.0 in absolute value, at most 100 iterations; where that has not
-converged, bisection on the score equation over [-8, 8], at most 200 iterations.
+converged, bisection on the score equation over [-8, 8], at most 200 iterations. The same
+estimator serves the 3PL (an optional lower asymptote ``c``, the model-check chapter), with
+the expected (Fisher) information in place of the observed one; for the 2PL the two coincide.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import numpy as np
 from irtlib._typing import ArrayLike
 from irtlib.errors import InputError
 
-from .kernels import sigmoid
+from .kernels import score_and_information
 
 __all__ = ["AbilityEstimate", "PARAMETER_LIMIT", "map_ability", "THETA_BOUNDS"]
 
@@ -48,15 +50,11 @@ class AbilityEstimate(tuple):
         return (self.theta, self.se, self.at_bound, self.used_bisection)
 
 
-def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var):
-    """Gradient of the log posterior and the total information, per model."""
-    z = a * (theta[:, None] - b)
-    p = sigmoid(z)
-    resid = np.where(observed, x - p, 0.0)
-    # P (1 - P) as sigmoid(z) sigmoid(-z), the tail-safe form of irtlib.core.kernels.fisher_information
-    info = np.where(observed, a * a * p * sigmoid(-z), 0.0)
-    grad = (a * resid).sum(axis=1) - (theta - prior_mean) / prior_var
-    return grad, info.sum(axis=1)
+def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var, c=None):
+    """Gradient of the log posterior and the total (Fisher) information, per model."""
+    score, info = score_and_information(x, theta[:, None], a, b, c)
+    grad = np.where(observed, score, 0.0).sum(axis=1) - (theta - prior_mean) / prior_var
+    return grad, np.where(observed, info, 0.0).sum(axis=1)
 
 
 def _finite_number(value, name: str) -> float:
@@ -90,7 +88,8 @@ def _check_prior(prior_mean, prior_sd, bounds) -> tuple[float, float, tuple[floa
 PARAMETER_LIMIT = 1e6
 
 
-def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean: float = 0.0, prior_sd: float = 1.0,
+def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLike | None = None,
+                prior_mean: float = 0.0, prior_sd: float = 1.0,
                 theta0: ArrayLike = 0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
                 max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS) -> AbilityEstimate:
     """Posterior-mode abilities of many models at once.
@@ -102,6 +101,11 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean:
     a, b : array_like, shape (n_items,) or (n_models, n_items)
         Item discriminations and difficulties, broadcast against ``responses`` (a per-model
         layout lets an adaptive test pass only the items each model has seen).
+    c : array_like, shape of ``a``, optional
+        Lower asymptotes of 3PL items, in ``[0, 1)``; None (the paper) is the 2PL. With ``c`` the
+        step uses the expected information (Fisher scoring; the observed one can be negative),
+        and since the 3PL posterior need not be unimodal the estimate is the mode Newton reaches
+        from ``theta0`` (or the root bisection finds).
     prior_mean, prior_sd : float
         The Normal prior on theta (the paper: 0 and 1).
     theta0 : float or array_like, shape (n_models,)
@@ -156,6 +160,13 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean:
             raise InputError(f"{name} contains {float(arr.ravel()[np.argmax(flat)]):.3g} (position "
                              f"{int(np.argmax(flat))}): item parameters beyond +/-{PARAMETER_LIMIT:g} overflow the "
                              "information (the standard error would come out as 0)")
+    if c is not None:
+        c = np.asarray(c, dtype=float)
+        if c.shape != a.shape:
+            raise InputError(f"c has shape {c.shape} but a has shape {a.shape}: give one asymptote per item")
+        if not (np.isfinite(c).all() and (c >= 0).all() and (c < 1).all()):
+            bad = c[~(np.isfinite(c) & (c >= 0) & (c < 1))].ravel()[0]
+            raise InputError(f"c (the lower asymptotes) must lie in [0, 1); found {float(bad)!r}")
     if np.any((x != 0) & (x != 1) & ~np.isnan(x)):
         bad = x[(x != 0) & (x != 1) & ~np.isnan(x)][0]
         raise InputError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
@@ -170,8 +181,9 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean:
     for _ in range(max_newton):
         aa = a if a.ndim == 1 or a.shape[0] == 1 else a[active]
         bb = b if b.ndim == 1 or b.shape[0] == 1 else b[active]
+        cc = c if c is None or c.ndim == 1 or c.shape[0] == 1 else c[active]
         grad, info = _score_and_information(theta[active], x[active], observed[active], aa, bb,
-                                            prior_mean, prior_var)
+                                            prior_mean, prior_var, cc)
         step = np.clip(grad / (info + 1.0 / prior_var), -max_step, max_step)
         new = np.clip(theta[active] + step, lo, hi)
         moved = np.abs(new - theta[active])
@@ -187,19 +199,22 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, prior_mean:
         idx = np.flatnonzero(used_bisection)
         aa = a if a.ndim == 1 or a.shape[0] == 1 else a[idx]
         bb = b if b.ndim == 1 or b.shape[0] == 1 else b[idx]
+        cc = c if c is None or c.ndim == 1 or c.shape[0] == 1 else c[idx]
         left = np.full(idx.size, lo)
         right = np.full(idx.size, hi)
         for _ in range(max_bisection):
             mid = 0.5 * (left + right)
-            g, _ = _score_and_information(mid, x[idx], observed[idx], aa, bb, prior_mean, prior_var)
+            g, _ = _score_and_information(mid, x[idx], observed[idx], aa, bb, prior_mean, prior_var, cc)
             left = np.where(g > 0, mid, left)
             right = np.where(g > 0, right, mid)
         theta[idx] = 0.5 * (left + right)
-        g_lo, _ = _score_and_information(np.full(idx.size, lo), x[idx], observed[idx], aa, bb, prior_mean, prior_var)
-        g_hi, _ = _score_and_information(np.full(idx.size, hi), x[idx], observed[idx], aa, bb, prior_mean, prior_var)
+        g_lo, _ = _score_and_information(np.full(idx.size, lo), x[idx], observed[idx], aa, bb, prior_mean, prior_var,
+                                         cc)
+        g_hi, _ = _score_and_information(np.full(idx.size, hi), x[idx], observed[idx], aa, bb, prior_mean, prior_var,
+                                         cc)
         theta[idx] = np.where(g_hi > 0, hi, np.where(g_lo < 0, lo, theta[idx]))
 
-    grad, info = _score_and_information(theta, x, observed, a, b, prior_mean, prior_var)
+    grad, info = _score_and_information(theta, x, observed, a, b, prior_mean, prior_var, c)
     se = 1.0 / np.sqrt(info + 1.0 / prior_var)
     at_bound = ((theta >= hi) & (grad > 0)) | ((theta <= lo) & (grad < 0))
     if one_model:

@@ -30,6 +30,7 @@ import pandas as pd
 from scipy.special import ndtr
 
 from irtlib.calibration.joint_map import Calibration
+from irtlib.core.kernels import fisher_information, probability
 from irtlib.core.responses import ResponseMatrix
 
 __all__ = ["item_fit", "lord_wingersky", "sx2_expected", "adjust_pvalues", "residuals", "q3", "q3_summary",
@@ -57,24 +58,6 @@ def _aligned(matrix: ResponseMatrix, calibration: Calibration):
         raise ValueError(f"calibration has no parameters for item(s) {list(matrix.items[bad][:3])}")
     c = None if calibration.c is None else calibration.c.reindex(matrix.items).to_numpy(dtype=float)
     return matrix.values, matrix.observed, theta, a, b, c
-
-
-def _icc(theta, a, b, c):
-    """``c + (1 - c) sigmoid(a (theta - b))`` with theta (n, 1) against items (n_items,)."""
-    from scipy.special import expit
-
-    s = expit(a * (theta - b))
-    return s if c is None else c + (1.0 - c) * s
-
-
-def _information(p, a, c, theta, b):
-    """Fisher information of each cell about theta (2PL: a^2 P (1 - P); 3PL: Birnbaum's)."""
-    if c is None:
-        return a * a * p * (1.0 - p)
-    from scipy.special import expit
-
-    s = expit(a * (theta - b))
-    return a * a * (1.0 - c) * s * s * (1.0 - s) / np.maximum(p, 1e-12)
 
 
 def _n_item_parameters(calibration: Calibration) -> int:
@@ -252,8 +235,7 @@ def _sx2(x, observed, theta, a, b, c, *, n_groups, n_nodes, exact_max_items, n_p
     used = np.unique(groups)
     # the fitted population: a normal with the mean of the abilities and their variance plus the
     # mean squared standard error (MAP estimates are shrunk: var(theta_hat) understates var(theta))
-    p_m = _icc(theta[:, None], a, b, c)
-    info = np.where(observed, _information(p_m, a, c, theta[:, None], b), 0.0).sum(axis=1)
+    info = np.where(observed, fisher_information(theta[:, None], a, b, c), 0.0).sum(axis=1)
     mu = float(theta.mean())
     sd = float(np.sqrt(theta.var() + np.mean(1.0 / (info + 1.0))))
     nodes = mu + sd * np.linspace(-6.0, 6.0, n_nodes)
@@ -261,7 +243,7 @@ def _sx2(x, observed, theta, a, b, c, *, n_groups, n_nodes, exact_max_items, n_p
 
     w = norm.pdf(np.linspace(-6.0, 6.0, n_nodes))
     w /= w.sum()
-    p_nodes = _icc(nodes[:, None], a, b, c)
+    p_nodes = probability(nodes[:, None], a, b, c)
     uniq, inv = np.unique(scores, return_inverse=True)
     e_js = sx2_expected(p_nodes, w, uniq, exact=n_items <= exact_max_items)       # (J, S)
     e_mj = e_js[:, inv].T                                                          # (M, J)
@@ -375,7 +357,7 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
         attrs.update({"n_groups": used, "n_item_parameters": n_params,
                       "score_distribution": "exact" if x.shape[1] <= exact_max_items else "normal"})
     else:
-        p_cells = _icc(theta[:, None], a, b, c)
+        p_cells = probability(theta[:, None], a, b, c)
         ms, n, z = _mean_squares(x, observed, p_cells, method)
         from scipy.stats import norm
 
@@ -391,7 +373,7 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
 def residuals(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
     """Raw residuals ``x - P(theta_hat)``, models x items, NaN where unobserved."""
     x, observed, theta, a, b, c = _aligned(matrix, calibration)
-    r = np.where(observed, x - _icc(theta[:, None], a, b, c), np.nan)
+    r = np.where(observed, x - probability(theta[:, None], a, b, c), np.nan)
     return pd.DataFrame(r, index=matrix.models, columns=matrix.items)
 
 
@@ -660,7 +642,7 @@ def simulate_fitted(matrix: ResponseMatrix, calibration: Calibration, *, seed: i
     """
     _, observed, theta, a, b, c = _aligned(matrix, calibration)
     rng = np.random.default_rng(np.random.SeedSequence(seed)) if rng is None else rng
-    p = _icc(theta[:, None], a, b, c)
+    p = probability(theta[:, None], a, b, c)
     sim = np.where(observed, (rng.random(p.shape) < p).astype(float), np.nan)
     keep = (np.nanstd(sim, axis=0) > 0) & observed.any(axis=0)
     return ResponseMatrix(sim[:, keep], matrix.models, matrix.items[keep], source=f"simulated from {matrix.source}")

@@ -70,6 +70,7 @@ from irtlib._typing import ArrayLike, Seed
 from irtlib.calibration.joint_map import fit_2pl
 from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
+from irtlib.core.stats import spearman
 from irtlib.errors import InputError
 from irtlib.selection import methods as _methods
 from irtlib.selection.adaptive import MleEstimator, run_adaptive
@@ -79,9 +80,9 @@ from irtlib.selection.static import Subset, score_subset
 from . import presets as _protocols
 
 __all__ = [
-    "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "calibration_seed", "calibrate_split",
-    "calibrate_splits", "register_calibration_engine", "CALIBRATION_ENGINES", "static_selections", "run_splits",
-    "protocol_data", "run_protocol", "agreement_curves", "agreement_at",
+    "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "split_agreements", "calibration_seed",
+    "calibrate_split", "calibrate_splits", "register_calibration_engine", "CALIBRATION_ENGINES", "static_selections",
+    "run_splits", "protocol_data", "run_protocol", "agreement_curves", "agreement_at",
     "paired_difference", "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
 
@@ -124,34 +125,6 @@ def budget_grid(n_items: int, *, max_k: int | None = None, n_points: int = 25, m
         raise InputError(f"max_k must be between 1 and n_items ({n_items}), got {max_k}")
     grid = np.unique(np.round(np.geomspace(1, max_k, max(int(n_points), 2))).astype(int))
     return [int(k) for k in grid]
-
-
-def spearman(x: ArrayLike, y: ArrayLike) -> np.ndarray | float:
-    """Spearman's rho (average ranks for ties), row-wise for 2-D ``x``.
-
-    Equals :func:`scipy.stats.spearmanr`; NaN when either side is constant or has a NaN.
-
-    Parameters
-    ----------
-    x : array_like, shape (n,) or (n_rows, n)
-    y : array_like, shape (n,)
-    """
-    from scipy.stats import rankdata  # scipy.stats takes a second to import: only when used
-
-    x = np.asarray(x, float)
-    y = np.asarray(y, float)
-    one = x.ndim == 1
-    x = np.atleast_2d(x)
-    bad = np.isnan(x).any(axis=1) | np.isnan(y).any()
-    rx = rankdata(np.where(np.isnan(x), 0.0, x), axis=1)
-    ry = rankdata(np.where(np.isnan(y), 0.0, y))
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean()
-    den = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = np.where((den > 0) & ~bad, (rx @ ry) / np.where(den > 0, den, 1.0), np.nan)
-    rho = np.clip(rho, -1.0, 1.0)
-    return float(rho[0]) if one else rho
 
 
 def _stream(seed, split: int, j: int) -> np.random.SeedSequence:
@@ -238,6 +211,32 @@ def calibrate_split(train_values: ArrayLike, *, engine: str = "map",
     a, b = _fit_items(x, engine=engine, seed=seed)
     theta = np.asarray(map_ability(x, a, b).theta)
     return a, b, theta
+
+
+def split_agreements(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], score: Callable, *,
+                     n_test: int, seed: Seed, groups: ArrayLike | None = None, n_test_groups: int = 1,
+                     rule: str = "stream") -> list[np.ndarray]:
+    """The per-split loop of a one-method protocol: draw the split, score its test models, rank.
+
+    Paper, section "Evaluation". For each split, :func:`split_models` draws the training and test
+    rows exactly as :func:`run_protocol` does with the same arguments; ``score(split, train, test)``
+    calibrates on ``values[train]`` only and returns the test models' scores, shape
+    ``(n_test,)`` or ``(n_budgets, n_test)``; the agreement is :func:`spearman` of each row with
+    ``reference[test]``. Used by :func:`irtlib.protocol.ceiling.agreement_ceiling` and
+    :func:`irtlib.protocol.model_agreement.fluid_agreement`.
+
+    Returns
+    -------
+    list of ndarray
+        Per split, Spearman's rho: a float (1-D scores) or shape ``(n_budgets,)``.
+    """
+    reference = np.asarray(reference, dtype=float)
+    out = []
+    for split in splits:
+        train, test = split_models(np.shape(values)[0], n_test, seed, split, groups=groups,
+                                   n_test_groups=n_test_groups, rule=rule)
+        out.append(spearman(score(split, train, test), reference[test]))
+    return out
 
 
 def _fit_items(x, *, engine, seed):

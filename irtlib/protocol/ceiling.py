@@ -15,7 +15,7 @@ from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
 
 from . import presets as _protocols
-from .agreement import calibrate_split, calibration_seed, protocol_data, spearman, split_models
+from .agreement import calibrate_split, calibration_seed, protocol_data, split_agreements
 
 __all__ = ["agreement_ceiling"]
 
@@ -23,18 +23,17 @@ __all__ = ["agreement_ceiling"]
 def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, n_test_groups,
                     split_rule="stream", calibration_seeds="stream"):
     """Ceilings of some splits (one joblib task of :func:`agreement_ceiling`)."""
-    out = []
-    for split in splits:
-        train, test = split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
-                                   rule=split_rule)
+
+    def score(split, train, test):
         x_train = values[train]
         pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))      # as the protocol: seen in training
         fit_seed = calibration_seed(seed, split) if calibration_seeds == "stream" else 0
         a, b, _ = calibrate_split(x_train[:, pool], engine=engine, seed=fit_seed)
         # only now are the test rows touched, for scoring
-        theta = np.asarray(map_ability(values[np.ix_(test, pool)], a, b).theta)
-        out.append(spearman(theta, reference[test]))
-    return out
+        return np.asarray(map_ability(values[np.ix_(test, pool)], a, b).theta)
+
+    return split_agreements(values, reference, splits, score, n_test=n_test, seed=seed, groups=groups,
+                            n_test_groups=n_test_groups, rule=split_rule)
 
 
 def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_test: int | None = None,

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from irtlib.core.stats import spearman
 from irtlib.errors import InputError
 
 __all__ = ["Protocol", "PAPER", "AUTHORS_SIZES", "DIFFERENCES", "NAMES", "get", "resolve", "authors_budget_grid",
@@ -294,10 +295,6 @@ def _ranks_from_order(order: np.ndarray, n: int) -> np.ndarray:
     return rank
 
 
-def _spearman_ranks(x, y) -> float:
-    from .agreement import spearman
-
-    return float(spearman(np.asarray(x, float), np.asarray(y, float)))
 
 
 def compare_static_rankings(fits: pd.DataFrame, matrix: Any, *, n_test: int = 10, seed: int = 42,
@@ -389,7 +386,7 @@ def compare_static_rankings(fits: pd.DataFrame, matrix: Any, *, n_test: int = 10
             ties = bool(diff.size == 0) if key is None else bool(np.array_equal(key[mine], key[theirs]))
             rows.append({"split": int(fold), "method": m, "k": int(top), "exact": bool(diff.size == 0),
                          "exact_up_to_ties": ties,
-                         "spearman": _spearman_ranks(_ranks_from_order(mine, n), f[col].to_numpy(int)),
+                         "spearman": float(spearman(_ranks_from_order(mine, n), f[col].to_numpy(float))),
                          "overlap": len(set(mine[:top]) & set(theirs[:top])) / min(top, n),
                          "first_difference": int(diff[0] + 1) if diff.size else 0})
         if anchor_cols:

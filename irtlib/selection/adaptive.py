@@ -63,7 +63,7 @@ from scipy.special import expit
 
 from irtlib._typing import ArrayLike, Seed
 from irtlib.core.ability import THETA_BOUNDS, map_ability
-from irtlib.core.kernels import fisher_information
+from irtlib.core.kernels import fisher_information, score_and_information
 from irtlib.errors import InputError
 
 __all__ = [
@@ -194,29 +194,36 @@ class MaxInformation:
         self.cache_size, self.radii, self.screen = int(cache_size), radii, bool(screen)
 
     def begin(self, a: ArrayLike, b: ArrayLike, available: ArrayLike,
-              rng: np.random.Generator | None = None) -> _MaxInfoRun:
-        """Start selecting for one run: item parameters, the available items (models x items), the random generator."""
+              rng: np.random.Generator | None = None, *, c: ArrayLike | None = None) -> _MaxInfoRun:
+        """Start selecting for one run: item parameters, the available items (models x items), the random generator.
+
+        With ``c`` (3PL lower asymptotes, shaped like ``a``) the choice maximises Birnbaum's
+        information (:func:`irtlib.core.kernels.fisher_information`), evaluated exactly over every
+        item at every step: the cache and the screen rest on 2PL bounds and are switched off.
+        """
+        if c is not None:
+            return _MaxInfoRun(a, b, available, 0, self.radii, False, c=np.asarray(c, dtype=float))
         return _MaxInfoRun(a, b, available, self.cache_size, self.radii, self.screen)
 
     def __repr__(self) -> str:
         return f"MaxInformation(cache_size={self.cache_size}, radii={tuple(self.radii)}, screen={self.screen})"
 
 
-def _information(theta, a, b):
-    """``a^2 P (1 - P)`` with theta (n, 1) against a, b (N,) or (n, C).
-
-    The same arithmetic as :func:`irtlib.core.kernels.fisher_information` (``P (1 - P)`` as
-    ``sigmoid(z) sigmoid(-z)``, accurate in the tails), so both give bit-identical values.
-    """
-    z = a * (theta - b)
-    return a * a * expit(z) * expit(-z)
-
+#: The exact information: the kernel itself (theta (n, 1) against a, b (N,) or (n, C)).
+_information = fisher_information
 
 _SCREEN_TOP = 8          # near-ties (twin items have equal values): confirm this many exactly
 
 
 def _information32(theta32, a32, b32, q32):
-    """Single-precision ``a^2 e^-|z| / (1 + e^-|z|)^2`` (= ``a^2 P (1 - P)``)."""
+    """Single-precision ``a^2 e^-|z| / (1 + e^-|z|)^2`` (= ``a^2 P (1 - P)``): the screen.
+
+    The one deliberate second form of the 2PL information (the allow-list of
+    tests/test_kernels.py): float32 ``exp`` is about ten times faster than the double-precision
+    logistic, and it only ranks items -- every choice it cannot make with certainty is decided
+    by :func:`irtlib.core.kernels.fisher_information` (see :class:`MaxInformation`). Its values
+    are tested against the kernel's to the relative margin ``MaxInformation`` assumes.
+    """
     z = a32 * (theta32 - b32)
     np.abs(z, out=z)
     np.negative(z, out=z)
@@ -265,8 +272,8 @@ def _twin_labels(a, b):
 
 
 class _MaxInfoRun:
-    def __init__(self, a, b, available, cache_size, radii, screen):
-        self.a, self.b = a, b                                     # (n_items,) or (n_models, n_items)
+    def __init__(self, a, b, available, cache_size, radii, screen, c=None):
+        self.a, self.b, self.c = a, b, c                          # (n_items,) or (n_models, n_items)
         self.per_model = a.ndim == 2
         self.unused = np.array(available, dtype=bool, copy=True)
         n_models, n_items = self.unused.shape
@@ -307,6 +314,9 @@ class _MaxInfoRun:
 
     def _exact(self, rows, theta, cols=None):
         """Exact information of ``rows`` at ``theta`` over ``cols`` (default: every item)."""
+        if self.c is not None:        # the 3PL: never cached or screened, so always every item
+            return _information(theta[:, None], self._rows(self.a, rows), self._rows(self.b, rows),
+                                self._rows(self.c, rows))
         if cols is None:
             return _information(theta[:, None], self._rows(self.a, rows), self._rows(self.b, rows))
         return _information(theta[:, None], self._cols(self.a, rows, cols), self._cols(self.b, rows, cols))
@@ -542,6 +552,8 @@ class MapEstimator:
     """
 
     provides_ability = True
+    #: Accepts 3PL items (``begin(..., guessing=True)``; ``push(a, b, x, c)``).
+    supports_guessing = True
 
     def __init__(self, *, prior_mean: float = 0.0, prior_sd: float = 1.0, tol: float = 1e-8,
                  max_step: float = 1.0, bounds: tuple[float, float] = THETA_BOUNDS, max_newton: int = 50,
@@ -553,8 +565,16 @@ class MapEstimator:
         if self.order < 0 or self.radius <= 0:
             raise InputError("order must be >= 0 and radius > 0")
 
-    def begin(self, n_models: int, budget: int, theta0: ArrayLike = 0.0) -> _MapRun:
-        """Start estimating ``n_models`` models for up to ``budget`` items, every model from ``theta0``."""
+    def begin(self, n_models: int, budget: int, theta0: ArrayLike = 0.0, *,
+              guessing: bool = False) -> _MapRun | _GuessingMapRun:
+        """Start estimating ``n_models`` models for up to ``budget`` items, every model from ``theta0``.
+
+        ``guessing=True``: 3PL items (each ``push`` carries the items' ``c``); every estimate is
+        :func:`irtlib.map_ability` with ``c`` on the items given so far, warm-started from the
+        previous one (the Taylor moments are the 2PL's).
+        """
+        if guessing:
+            return _GuessingMapRun(self, n_models, budget, theta0)
         return _MapRun(self, n_models, budget, theta0)
 
     def __repr__(self) -> str:
@@ -637,9 +657,9 @@ class _MapRun:
         elif self.fresh:
             # Predictor: the score of the previous posterior is ~0 at theta, so the new score is
             # the new item's residual; one capped Newton step from there (O(1) per model).
-            p = expit(a * (self.theta - b))
-            h = self.info + a * a * p * (1.0 - p) + 1.0 / self.e.prior_sd ** 2
-            step = np.clip(a * (x - p) / h, -self.e.max_step, self.e.max_step)
+            g, i = score_and_information(x, self.theta, a, b)
+            h = self.info + i + 1.0 / self.e.prior_sd ** 2
+            step = np.clip(g / h, -self.e.max_step, self.e.max_step)
             self.theta = np.clip(self.theta + step, *self.e.bounds)
         self.fresh = False
         self.t += 1
@@ -665,15 +685,9 @@ class _MapRun:
         """Log-posterior score and likelihood information at ``theta`` (all models)."""
         e, t = self.e, self.t
         prior = (theta - e.prior_mean) / e.prior_sd ** 2
-        if not self.taylor:
-            A = self.A[:, :t]
-            z = A * theta[:, None]
-            z -= self.AB[:, :t]
-            p = expit(z, out=z)
-            g = self.sax - np.einsum("ij,ij->i", A, p) - prior
-            q = 1.0 - p
-            q *= p
-            return g, np.einsum("ij,ij,ij->i", A, A, q)
+        if not self.taylor:           # exact pass (cells without a response have a = 0: no term)
+            g, i = score_and_information(self.X[:, :t], theta[:, None], self.A[:, :t], self.B[:, :t])
+            return g.sum(axis=1) - prior, i.sum(axis=1)
         d = theta - self.theta_r
         far = self.amax * np.abs(d) > e.radius
         if far.any():
@@ -765,6 +779,28 @@ class _MapRun:
         return self._finish(theta, done)
 
 
+class _GuessingMapRun:
+    """The 3PL's MAP on the items given so far: :func:`irtlib.map_ability` with ``c``, warm-started."""
+
+    def __init__(self, est: MapEstimator, n_models, budget, theta0):
+        self.e, self.t = est, 0
+        self.A, self.B, self.C = np.ones((n_models, budget)), np.zeros((n_models, budget)), np.zeros((n_models, budget))
+        self.X = np.full((n_models, budget), np.nan)              # NaN: no response (exhausted model)
+        self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float), *est.bounds)
+
+    def push(self, a, b, x, c):
+        t = self.t
+        self.A[:, t], self.B[:, t], self.C[:, t], self.X[:, t] = a, b, c, x
+        self.t += 1
+
+    def estimate(self):
+        e, t = self.e, self.t
+        fit = map_ability(self.X[:, :t], self.A[:, :t], self.B[:, :t], c=self.C[:, :t], prior_mean=e.prior_mean,
+                          prior_sd=e.prior_sd, theta0=self.theta, max_step=e.max_step, tol=e.tol, bounds=e.bounds)
+        self.theta = np.asarray(fit.theta, dtype=float)
+        return self.theta.copy(), self.theta
+
+
 class MleEstimator:
     """Maximum-likelihood ability (no prior) in ``bounds``, as the authors' Fluid runs it.
 
@@ -836,12 +872,10 @@ class _MleRun:
     def _score(self, rows, theta, slope=False):
         """Score ``sum a (x - P)`` (and its derivative ``-sum a^2 P (1 - P)``) of ``rows`` at ``theta``."""
         t = self.t
-        a = self.A[rows, :t]
-        p = expit(a * (theta[:, None] - self.B[rows, :t]))
-        score = (a * (self.X[rows, :t] - p)).sum(axis=1)
+        g, info = score_and_information(self.X[rows, :t], theta[:, None], self.A[rows, :t], self.B[rows, :t])
         if not slope:
-            return score
-        return score, -(a * a * p * (1.0 - p)).sum(axis=1)
+            return g.sum(axis=1)
+        return g.sum(axis=1), -info.sum(axis=1)
 
     def estimate(self):
         e = self.e
@@ -910,6 +944,16 @@ class _MleRun:
 
 
 # ---------------------------------------------------------------------------- the loop
+def _check_guessing(c, a):
+    """The 3PL's lower asymptotes, shaped like ``a`` and in [0, 1) (InputError otherwise)."""
+    c = np.asarray(c, dtype=float)
+    if c.shape != a.shape:
+        raise InputError(f"c must have the shape of a {a.shape}, got {c.shape}")
+    if not (np.isfinite(c).all() and (c >= 0).all() and (c < 1).all()):
+        raise InputError("c (the lower asymptotes) must lie in [0, 1)")
+    return c
+
+
 def _check_inputs(responses, a, b, budget):
     x = np.asarray(responses, dtype=float)
     if x.ndim == 1:
@@ -934,7 +978,7 @@ def _check_inputs(responses, a, b, budget):
 
 def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: int, selector: Selector | None = None,
                  estimator: Estimator | None = None, seed: Seed | None = None, theta0: ArrayLike = 0.0,
-                 record: Sequence[int] | None = None) -> Trajectory:
+                 record: Sequence[int] | None = None, c: ArrayLike | None = None) -> Trajectory:
     """Algorithm 1 for many models at once, replayed on their response rows.
 
     Parameters
@@ -958,6 +1002,11 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: in
         selector needs the estimate after every step anyway, so with one the estimate is
         always recorded at every step; with a non-adaptive one (random) only the requested
         steps are estimated, which is what makes Random IRT cheap.
+    c : array_like, shape of ``a``, optional
+        Lower asymptotes of a 3PL bank (the model-check chapter); None (the paper) is the 2PL.
+        With ``c``, :class:`MaxInformation` maximises Birnbaum's information and the estimator
+        (one with ``supports_guessing``: :class:`MapEstimator`) is the 3PL's MAP; every item
+        step runs the estimator.
 
     Returns
     -------
@@ -975,6 +1024,12 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: in
     estimator = MapEstimator() if estimator is None else estimator
     if selector.adaptive and not estimator.provides_ability:
         raise InputError(f"{selector!r} needs an ability estimate; {estimator!r} gives none")
+    if c is not None:
+        c = _check_guessing(c, a)
+        if not getattr(estimator, "supports_guessing", False):
+            raise InputError(f"{estimator!r} has no 3PL form: with c, use MapEstimator()")
+        return _run_guessing(x, a, b, c, budget=budget, selector=selector, estimator=estimator, seed=seed,
+                             theta0=theta0)
     n_models = x.shape[0]
     rows = np.arange(n_models)
     if selector.adaptive or record is None:
@@ -1023,6 +1078,29 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: in
             if ability is not None:
                 theta = ability
     return Trajectory(items=items, estimate=out, steps=steps)
+
+
+def _run_guessing(x, a, b, c, *, budget, selector, estimator, seed, theta0):
+    """:func:`run_adaptive`'s loop for a 3PL bank: the estimate after every step."""
+    n_models = x.shape[0]
+    rows = np.arange(n_models)
+    rng = np.random.default_rng(seed)
+    kw = {"c": c} if selector.adaptive else {}
+    sel = selector.begin(a, b, ~np.isnan(x), rng, **kw)
+    est = estimator.begin(n_models, budget, theta0, guessing=True)
+    items = np.full((n_models, budget), -1, dtype=np.intp)
+    out = np.full((n_models, budget), np.nan)
+    theta = np.broadcast_to(np.asarray(theta0, dtype=float), (n_models,)).astype(float)
+    for t in range(budget):
+        j = sel.select(theta if selector.adaptive else None)
+        got = j >= 0
+        items[:, t] = j
+        jj = np.where(got, j, 0)
+        xt = np.where(got, x[rows, jj], np.nan)
+        cols = (rows, jj) if a.ndim == 2 else (jj,)
+        est.push(a[cols], b[cols], xt, c[cols])
+        out[:, t], theta = est.estimate()
+    return Trajectory(items=items, estimate=out, steps=np.arange(1, budget + 1))
 
 
 def run_adaptive_reference(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, budget: int, theta0: float = 0.0,

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-from scipy.stats import spearmanr
 
+from irtlib.core.stats import spearman
 from irtlib.fit.summaries import CEILING, coefficient_of_variation
 from irtlib.selection.methods import METHOD_IDS, REGISTRY
 
@@ -84,7 +84,7 @@ def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: 
     fig, axes = _grid(len(panels), ncols=ncols)
     for ax, (title, (theta, score)) in zip(axes, panels.items(), strict=False):
         score = score.reindex(theta.index)
-        rho = spearmanr(theta, score)[0]
+        rho = spearman(theta.to_numpy(dtype=float), score.to_numpy(dtype=float))
         ax.scatter(theta, score, s=14, alpha=0.8, color="#0072B2", edgecolor="none")
         ax.set_title(f"{title}\nSpearman $\\rho$ = {rho:.3f}", fontsize=10)
         ax.set_xlabel(THETA_LABEL)
