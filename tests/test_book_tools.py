@@ -1,0 +1,208 @@
+"""The build tree's generated parts: the Reproduce boxes' parameter tables, the repository links.
+
+tools/reproduce_box.py reads each chapter's ``parameters`` cell and writes its table into the
+chapter's "Reproduce this chapter" box; tools/book_config.py turns one setting
+(``BOOK_REPOSITORY_URL``) into the repository, issue and launch buttons. Both are tested on
+hand-made input, then on every chapter of the book and on the build tree make_build_tree writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import book_config  # noqa: E402  (tools/book_config.py)
+import chapters  # noqa: E402  (tools/chapters.py)
+import make_build_tree  # noqa: E402  (tools/make_build_tree.py)
+import reproduce_box  # noqa: E402  (tools/reproduce_box.py)
+
+jupytext = pytest.importorskip("jupytext", reason="jupytext comes with the book extra: make venv")
+
+NOTEBOOK_PAGES = [entry for entry, _, notebook in chapters.pages(ROOT / "_toc.yml", ROOT) if notebook]
+BOXED = [entry for entry in NOTEBOOK_PAGES if "{admonition} Reproduce this" in (ROOT / f"{entry}.md").read_text()]
+
+
+def _notebook(entry: str) -> dict:
+    return json.loads(jupytext.writes(jupytext.read(ROOT / f"{entry}.md"), fmt="ipynb"))
+
+
+# ---------------------------------------------------------------------------
+# the parameters cell
+# ---------------------------------------------------------------------------
+def test_parameters_are_read_with_defaults_and_comments():
+    source = ('QUICK = False  # a fast preview\nBENCHMARKS = ["a", "b"]  # which ones\n'
+              'PAIRS = [\n    (1, 2),\n]  # spans lines: the comment ends the statement\n'
+              'TEXT = "# not a comment"  # x\n')
+    params = reproduce_box.parse_parameters(source)
+    assert params == [
+        reproduce_box.Parameter("QUICK", "False", "a fast preview"),
+        reproduce_box.Parameter("BENCHMARKS", '["a", "b"]', "which ones"),
+        reproduce_box.Parameter("PAIRS", "[\n    (1, 2),\n]", "spans lines: the comment ends the statement"),
+        reproduce_box.Parameter("TEXT", '"# not a comment"', "x"),
+    ]
+
+
+@pytest.mark.parametrize("source, message", [
+    ("QUICK = False\n", "line 1: QUICK has no one-line `# comment`"),
+    ("A = 1  # ok\nB = f()  # computed\n", "line 2: B is not a literal"),
+    ("A = B = 1  # two names\n", "line 1: not a `NAME = value` assignment"),
+    ("import os  # no\n", "line 1: not a `NAME = value` assignment"),
+])
+def test_parameters_cell_rejects(source, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        reproduce_box.parse_parameters(source)
+
+
+@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
+def test_every_parameter_of_every_page_has_a_comment(entry):
+    params = reproduce_box.parameters(_notebook(entry), where=entry)
+    assert params, f"{entry} has no parameters cell"
+    assert params[0].name == "QUICK", f"{entry}: QUICK comes first (make book QUICK=1 sets it)"
+    for p in params:
+        assert len(p.comment) >= 10 and "\n" not in p.comment, f"{entry}: {p.name}'s comment is {p.comment!r}"
+
+
+# ---------------------------------------------------------------------------
+# the Reproduce box
+# ---------------------------------------------------------------------------
+BOX_CELL = ("# Title\n\n:::{admonition} Reproduce this chapter\n:class: tip\n`make chapter CH=x`.\n:::\n\n"
+            "Text after the box.\n")
+
+
+def _listed(markdown: str) -> list[tuple[str, str, str]]:
+    """(name, default, comment) rows of the list-table of class reproduce-parameters in ``markdown``."""
+    block = re.search(r"```\{list-table\}\n:header-rows: 1\n:class: reproduce-parameters\n\n(.*?)\n```",
+                      markdown, re.S)
+    assert block, "no parameter table"
+    rows = re.findall(r"^\* - (.*)\n  - (.*)\n  - (.*)$", block.group(1), re.M)
+    assert rows[0] == ("parameter", "default", "what it sets")
+    return [(re.sub(r"^`+ ?| ?`+$", "", n), re.sub(r"^`+ ?| ?`+$", "", d), c) for n, d, c in rows[1:]]
+
+
+def test_box_gets_the_table_before_its_closing_fence():
+    notebook = {"cells": [{"cell_type": "markdown", "source": BOX_CELL}]}
+    params = reproduce_box.parse_parameters('QUICK = False  # fast\nNAME = "a`b"  # backtick inside\n')
+    assert reproduce_box.fill_box(notebook, params)
+    text = notebook["cells"][0]["source"]
+    assert _listed(text) == [("QUICK", "False", "fast"), ("NAME", '"a`b"', "backtick inside")]
+    assert "``\"a`b\"``" in text  # a longer fence around a value holding a backtick
+    box = text[text.index(":::{admonition}"):]
+    assert box.index("list-table") < box.index("\n:::\n") and text.endswith(":::\n\nText after the box.\n")
+    assert "download" not in text  # no downloads shipped, no link
+
+
+def test_box_links_the_downloads_when_shipped():
+    notebook = {"cells": [{"cell_type": "markdown", "source": BOX_CELL}]}
+    shipped = {"wheel": "_dist/irtlib-0.1.0-py3-none-any.whl", "source": "_dist/safety-irt-0.1.0-src.tar.gz"}
+    reproduce_box.fill_box(notebook, [], shipped)
+    text = notebook["cells"][0]["source"]
+    assert "{download}`irtlib-0.1.0-py3-none-any.whl </_dist/irtlib-0.1.0-py3-none-any.whl>`" in text
+    assert "{download}`safety-irt-0.1.0-src.tar.gz </_dist/safety-irt-0.1.0-src.tar.gz>`" in text
+    assert 'pip install "./irtlib-0.1.0-py3-none-any.whl[book]"' in text
+    intro = {"cells": [{"cell_type": "markdown", "source": f"## Get it\n\n{reproduce_box.DOWNLOADS_MARKER}\n"}]}
+    assert reproduce_box.fill_downloads(intro, shipped) == 1
+    assert "tar xzf safety-irt-0.1.0-src.tar.gz" in intro["cells"][0]["source"]
+    assert "IRTLIB_SIM_DATA=$PWD/safety-irt-0.1.0-src/data" in intro["cells"][0]["source"]
+    assert reproduce_box.DOWNLOADS_MARKER not in intro["cells"][0]["source"]
+
+
+def test_unclosed_box_is_an_error():
+    notebook = {"cells": [{"cell_type": "markdown", "source": ":::{admonition} Reproduce this page\ntext\n"}]}
+    with pytest.raises(ValueError, match="never closed"):
+        reproduce_box.fill_box(notebook, [])
+
+
+@pytest.mark.parametrize("entry", BOXED)
+def test_every_box_lists_exactly_its_parameters(entry):
+    notebook = _notebook(entry)
+    params = reproduce_box.parameters(notebook, where=entry)
+    assert reproduce_box.fill_box(notebook, params)
+    boxes = [c["source"] for c in notebook["cells"] if "reproduce-parameters" in "".join(c["source"])]
+    assert len(boxes) == 1
+    assert _listed(boxes[0]) == [(p.name, p.default, p.comment) for p in params]
+
+
+def test_chapters_have_a_box():
+    """Every chapter (not the introduction or the reproducibility page) opens with a Reproduce box."""
+    assert set(NOTEBOOK_PAGES) - set(BOXED) == {"book/intro", "book/reproducibility"}
+
+
+# ---------------------------------------------------------------------------
+# the repository links
+# ---------------------------------------------------------------------------
+def _config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def _urls(value) -> list[str]:
+    text = json.dumps(value)
+    return re.findall(r"https?://[^\s\"']+", text)
+
+
+def test_no_setting_means_no_links_and_no_url():
+    config = book_config.with_repository(_config(), None)
+    assert config["repository"]["url"] == ""
+    assert not config["html"]["use_repository_button"] and not config["html"]["use_issues_button"]
+    assert config["launch_buttons"]["binderhub_url"] == "" and config["launch_buttons"]["colab_url"] == ""
+    assert _urls(config) == [], "a configuration without the setting names no URL"
+    assert "example" not in (ROOT / "_config.yml").read_text(), "no placeholder URL in the repository's _config.yml"
+
+
+def test_setting_gives_repository_issue_and_launch_links():
+    raw = _config()
+    config = book_config.with_repository(raw, "https://github.com/someorg/safety-irt", branch="book")
+    assert config["repository"] == {"url": "https://github.com/someorg/safety-irt", "path_to_book": "",
+                                     "branch": "book"}
+    assert config["html"]["use_repository_button"] and config["html"]["use_issues_button"]
+    assert config["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
+    assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert raw == _config(), "the parsed configuration is not modified"
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, None), ({"BOOK_REPOSITORY_URL": "  "}, None),
+    ({"BOOK_REPOSITORY_URL": "https://github.com/o/r.git"}, "https://github.com/o/r"),
+    ({"BOOK_REPOSITORY_URL": "https://gitlab.com/o/r/"}, "https://gitlab.com/o/r"),
+])
+def test_repository_url_from_the_environment(env, expected):
+    assert book_config.repository_url(env) == expected
+
+
+def test_a_malformed_url_is_refused():
+    with pytest.raises(ValueError, match="BOOK_REPOSITORY_URL='github.com/o/r' is not a repository URL"):
+        book_config.repository_url({"BOOK_REPOSITORY_URL": "github.com/o/r"})
+
+
+def _fake_executed(directory: Path) -> None:
+    directory.mkdir()
+    for entry in NOTEBOOK_PAGES:
+        nb = _notebook(entry)
+        nb.setdefault("metadata", {})["papermill"] = {"parameters": {"QUICK": True}}
+        (directory / f"{Path(entry).name}.ipynb").write_text(json.dumps(nb))
+
+
+@pytest.mark.parametrize("url", [None, "https://github.com/someorg/safety-irt"])
+def test_build_tree_writes_the_links_of_the_setting(tmp_path, monkeypatch, url):
+    """make_build_tree reads BOOK_REPOSITORY_URL; the tree's boxes carry the parameter tables."""
+    if url is None:
+        monkeypatch.delenv("BOOK_REPOSITORY_URL", raising=False)
+    else:
+        monkeypatch.setenv("BOOK_REPOSITORY_URL", url)
+    _fake_executed(tmp_path / "executed")
+    make_build_tree.build_tree(ROOT, tmp_path / "executed", tmp_path / "src", mathjax=None)
+    config = yaml.safe_load((tmp_path / "src" / "_config.yml").read_text())
+    assert config["repository"]["url"] == (url or "")
+    assert config["html"]["use_repository_button"] is (url is not None)
+    assert bool(config["launch_buttons"]["binderhub_url"]) is (url is not None)
+    assert "book/05_selection" in config["sphinx"]["config"]["launch_sources_markdown"]
+    assert "launch_sources" in config["sphinx"]["local_extensions"]
+    chapter = json.loads((tmp_path / "src" / "book" / "01_data.ipynb").read_text())
+    box = next("".join(c["source"]) for c in chapter["cells"] if "reproduce-parameters" in "".join(c["source"]))
+    assert [row[0] for row in _listed(box)] == [p.name for p in reproduce_box.parameters(_notebook("book/01_data"))]
