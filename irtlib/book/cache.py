@@ -28,7 +28,8 @@ __all__ = ["cached", "library_fingerprint", "array_checksum"]
 
 #: Modules that only present results (figures, tables, the command line, the book's pages): a change
 #: to them cannot change a cached fit or protocol run, so they are left out of the fingerprint.
-PRESENTATION = ("plots.py", "cli.py", "report.py", "book/compare.py", "book/scorecard.py", "book/table2.py",
+PRESENTATION = ("plots.py", "cli.py", "report.py", "book/compare.py", "book/course.py", "book/scorecard.py",
+                "book/table2.py",
                 "book/reproducibility.py", "book/paper.py")
 
 
