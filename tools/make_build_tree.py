@@ -91,6 +91,7 @@ import book_config  # noqa: E402  (tools/book_config.py)
 import chapters  # noqa: E402  (tools/chapters.py)
 import dist  # noqa: E402  (tools/dist.py)
 import reproduce_box  # noqa: E402  (tools/reproduce_box.py)
+import wide_tables  # noqa: E402  (tools/wide_tables.py)
 
 BOOK_DIR = "book"
 STATIC_DIR = "_static"  # the book's CSS (jupyter-book adds each .css/.js in it to every page)
@@ -269,7 +270,8 @@ def generated_page(source: Path, label: str, note: str) -> str:
 
     The ``# `` title gets the label ``label``; in-page links ``[text](#anchor)`` become
     ``{ref}`` roles to labels put on the headings they point at; relative links to
-    files (which are not part of the book) become plain text with the path.
+    files (which are not part of the book) become plain text with the path; its tables are
+    made to fit the text column (tools/wide_tables.py).
     """
     text = source.read_text(encoding="utf-8")
     lines = text.splitlines()
@@ -310,7 +312,7 @@ def generated_page(source: Path, label: str, note: str) -> str:
         result.append(line)
     if not title_done:
         raise ValueError(f"{source}: no '# ' title")
-    return "\n".join(result) + "\n"
+    return wide_tables.fit_tables("\n".join(result)) + "\n"
 
 
 # ---------------------------------------------------------------------------
