@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -216,3 +217,42 @@ def test_parameters_agree_with_papermills_own_reading(entry):
     cell = next(c for c in jupytext.read(ROOT / f"{entry}.md").cells if "parameters" in c.metadata.get("tags", []))
     theirs = [(p.name, p.default, p.help) for p in translators.PythonTranslator.inspect(cell)]
     assert theirs == [(p.name, p.default, p.comment) for p in reproduce_box.parse_parameters(cell.source)]
+
+
+def _one_page_book(tmp_path: Path, url: str | None) -> str:
+    """Build a one-page book (a notebook page) with the links of ``url``; its page's HTML."""
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    if not jupyter_book.exists():
+        pytest.skip("jupyter-book is not installed: make venv")
+    src = tmp_path / "src"
+    (src / "book").mkdir(parents=True)
+    config = {"title": "One page", "only_build_toc_files": True, "execute": {"execute_notebooks": "off"},
+              "sphinx": {"local_extensions": {"launch_sources": str(ROOT / "book" / "_ext")},
+                         "config": {"launch_sources_markdown": ["book/page"]}}}
+    config = book_config.with_repository(config, url)
+    (src / "_config.yml").write_text(yaml.safe_dump(config))
+    (src / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# A page\n\nText.\n"},
+                          {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
+                           "source": "1 + 1"}],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (src / "book" / "page.ipynb").write_text(json.dumps(notebook))
+    done = subprocess.run([str(jupyter_book), "build", "--all", "-W", "-n", "--path-output", str(tmp_path), str(src)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return (tmp_path / "_build" / "html" / "book" / "page.html").read_text()
+
+
+@pytest.mark.book
+def test_one_page_book_shows_the_links_only_with_the_setting(tmp_path):
+    url = "https://github.com/someorg/safety-irt"
+    html = _one_page_book(tmp_path / "with", url)
+    assert f'href="{url}"' in html, "the repository button"
+    assert f"{url}/issues/new" in html, "the issues button"
+    # Binder opens the chapter's MyST source, which the repository holds (book/_ext/launch_sources.py)
+    assert "https://mybinder.org/v2/gh/someorg/safety-irt/main?urlpath=tree/book/page.md" in html
+    assert "https://colab.research.google.com/github/someorg/safety-irt/blob/main/book/page.ipynb" in html
+    bare = _one_page_book(tmp_path / "without", None)
+    assert "mybinder" not in bare and "colab" not in bare
+    assert not re.findall(r"https?://github\.com/[\w.-]+/[\w.-]+", bare), "no repository URL without the setting"
