@@ -256,3 +256,63 @@ def test_one_page_book_shows_the_links_only_with_the_setting(tmp_path):
     bare = _one_page_book(tmp_path / "without", None)
     assert "mybinder" not in bare and "colab" not in bare
     assert not re.findall(r"https?://github\.com/[\w.-]+/[\w.-]+", bare), "no repository URL without the setting"
+
+
+# ---------------------------------------------------------------------------
+# the course: exercises counted from the sources (irtlib.book.course)
+# ---------------------------------------------------------------------------
+CHAPTER_MD = """# A chapter
+
+Text.
+
+## Exercises
+
+1. First question. It goes on.
+2. Second one, over
+   two lines? Yes.
+3. Write code.
+
+```{code-cell} ipython3
+:tags: [remove-cell]
+
+# Solution 1, computed: a comment at the start of a line is no heading
+x = 1
+```
+
+```{code-cell} ipython3
+:tags: [solution]
+
+print(x)
+```
+
+:::{admonition} Solutions
+:class: dropdown
+
+1. An answer numbered like an exercise.
+:::
+
+## After the exercises
+
+1. Not an exercise.
+"""
+
+
+def test_course_counts_exercises_and_coding_solutions():
+    from irtlib.book import course
+
+    assert course.title(CHAPTER_MD) == "A chapter"
+    found, coding = course.exercises(CHAPTER_MD)
+    assert found == ("First question.", "Second one, over two lines?", "Write code.")
+    assert coding == 1
+    assert course.exercises("# No exercises\n\ntext\n") == ((), 0)
+
+
+def test_course_reads_the_books_chapters_in_toc_order():
+    from irtlib.book import course
+
+    kit = course.chapters(ROOT)
+    toc = course.toc_entries(ROOT / "_toc.yml")
+    assert [c.entry for c in kit] == [e for e in toc if e in {c.entry for c in kit}]
+    assert {c.entry for c in kit} >= {"book/00_primer", "book/05_selection", "book/10_beyond"}
+    for c in kit:       # every chapter ends with exercises, one at least with a coding solution
+        assert c.n_exercises >= 3 and c.coding >= 1, (c.entry, c.n_exercises, c.coding)
