@@ -398,9 +398,11 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
         config = book_config.from_environment(config)
     else:
         config = book_config.with_repository(config, repository_url or None)
-    markdown_pages = [entry for entry, source, notebook in chapters.pages(root / "_toc.yml", root)
-                      if notebook and source.suffix == ".md"]
-    config.setdefault("sphinx", {}).setdefault("config", {})["launch_sources_markdown"] = markdown_pages
+    if "launch_sources" in ((config.get("sphinx") or {}).get("local_extensions") or {}):
+        # book/_ext/launch_sources.py points the launch buttons at these pages' .md sources
+        markdown_pages = [entry for entry, source, notebook in chapters.pages(root / "_toc.yml", root)
+                          if notebook and source.suffix == ".md"]
+        config["sphinx"].setdefault("config", {})["launch_sources_markdown"] = markdown_pages
     config.setdefault("execute", {})
     config["execute"]["execute_notebooks"] = "off"
     found = find_mathjax(root, mathjax)
