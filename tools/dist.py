@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
-import re
 import shutil
 import subprocess
 import sys
@@ -41,13 +40,12 @@ EXCLUDED = {"_build", ".venv", ".git", "artifacts", "__pycache__", ".pytest_cach
 FIXED_MTIME = 1_700_000_000  # 2023-11-14: archive members get one time (a reproducible archive)
 
 
-def version(root: Path) -> str:
-    """The version of irtlib, read from ``irtlib/__init__.py`` without importing it."""
-    text = (root / "irtlib" / "__init__.py").read_text(encoding="utf-8")
-    match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
-    if not match:
-        raise ValueError(f"{root / 'irtlib' / '__init__.py'}: no __version__")
-    return match.group(1)
+def version(wheel: Path) -> str:
+    """The version in a wheel's file name (``irtlib-<version>-py3-none-any.whl``)."""
+    parts = wheel.name.split("-")
+    if len(parts) < 5 or not wheel.name.endswith(".whl"):
+        raise ValueError(f"{wheel.name} is not a wheel file name")
+    return parts[1]
 
 
 def build_wheel(root: Path, out: Path, *, python: str = sys.executable) -> Path:
@@ -107,7 +105,7 @@ def build_dist(root: Path, out: Path) -> dict[str, str]:
     """The wheel and the source archive in ``out``; ``{"wheel": name, "source": name}``."""
     root = root.resolve()
     wheel = build_wheel(root, out)
-    source = build_source(root, out, name=f"{SOURCE_NAME}-{version(root)}-src")
+    source = build_source(root, out, name=f"{SOURCE_NAME}-{version(wheel)}-src")
     return {"wheel": wheel.name, "source": source.name}
 
 
