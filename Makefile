@@ -32,6 +32,10 @@
 #   _build/executed/*.ipynb  --checked-->  no error outputs, every code cell ran  (tools/check_executed.py)
 #   _config.yml (execution off) + _toc.yml + book/ with executed .ipynb (cell tags, QUICK banner)
 #     + the datasheet page + MathJax 3  -->  _build/src/  (tools/make_build_tree.py)
+#     + irtlib's wheel and the source archive (tools/dist.py; linked from the introduction and
+#     every chapter's Reproduce box, which also lists the chapter's parameters)
+#     + the repository and launch buttons when BOOK_REPOSITORY_URL is set (tools/book_config.py;
+#     BOOK_REPOSITORY_BRANCH, default main; unset: no repository link anywhere)
 #   _build/src/  --jupyter-book build --all -W -n --keep-going-->  _build/html/
 # Chapters run with the repository root as working directory.  A chapter is re-executed
 # when its .md, any irtlib/**/*.py, a git-tracked file under data/, or the papermill
@@ -205,6 +209,8 @@ $(EXECUTED_COLLECTORS): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
 # serve 03 and 04; the agreement protocol of 05_selection serves 06_table2.
 $(EXEC_DIR)/03_ceiling.ipynb $(EXEC_DIR)/04_discrimination.ipynb $(EXEC_DIR)/04b_model_fit.ipynb: $(EXEC_DIR)/02_fit.ipynb
 $(EXEC_DIR)/06_table2.ipynb: $(EXEC_DIR)/05_selection.ipynb
+# The introduction and the teachers' page count the chapters' exercises from their sources.
+$(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wildcard book/*.md) _toc.yml
 
 executed: $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
@@ -260,7 +266,7 @@ student: | $(VENV_STAMP)
 # tree so that the HTML book is left alone), then printed to PDF by headless Chromium.
 pdf: executed | $(VENV_STAMP)
 	$(VPY) tools/check_executed.py $(EXECUTED)
-	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(PDF_DIR)/src
+	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(PDF_DIR)/src --no-downloads
 	rm -rf $(PDF_DIR)/_build
 	$(JUPYTER_BOOK) build --builder singlehtml -W -n --keep-going --path-output $(CURDIR)/$(PDF_DIR) $(PDF_DIR)/src
 	$(VPY) tools/pdf.py $(PDF_DIR)/_build/singlehtml/index.html $(PDF_DIR)/book.pdf

@@ -189,6 +189,51 @@ def test_quick_banner_on_every_executed_page_of_a_quick_build(built):
             assert not check_html.has_quick_banner(html), f"{entry}: a plain page carries the quick-build banner"
 
 
+def test_placeholder_check_finds_example_urls():
+    assert check_html.placeholder_urls('<a href="https://github.com/example/safety-irt/issues">x</a>') == [
+        "https://github.com/example/safety-irt/issues"]
+    assert check_html.placeholder_urls('<a href="https://github.com/executablebooks/jupyter-book">') == [
+        "https://github.com/executablebooks/jupyter-book"]
+    assert check_html.placeholder_urls('<a href="https://github.com/someorg/safety-irt">x</a>') == []
+
+
+def test_no_page_carries_a_placeholder_url(built):
+    found = {entry: urls for entry, (_, html, _) in built.items() if (urls := check_html.placeholder_urls(html))}
+    assert not found, f"placeholder repository URLs: {found}"
+
+
+def test_the_book_ships_and_links_its_code(built):
+    """The wheel and the source archive are in _build/html/_downloads, linked from the
+    introduction and every Reproduce box."""
+    wheels = sorted(HTML.glob("_downloads/*/irtlib-*.whl"))
+    sources = sorted(HTML.glob("_downloads/*/safety-irt-*-src.tar.gz"))
+    assert len(wheels) == 1 and len(sources) == 1, (wheels, sources)
+    boxed = [entry for entry, (_, html, _) in built.items() if "Reproduce this" in html]
+    assert "book/01_data" in boxed
+    for entry in ["book/intro", *boxed]:
+        path, html, _ = built[entry]
+        links = check_html.download_links(html)
+        for kind, target in (("wheel", wheels[0]), ("source", sources[0])):
+            assert links[kind], f"{entry} does not link the {kind}"
+            assert all((path.parent / href).resolve() == target.resolve() for href in links[kind]), links[kind]
+
+
+def test_every_box_lists_the_parameters_of_its_notebook(built):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import reproduce_box
+
+    for entry, (_, html, notebook) in built.items():
+        rows = check_html.parameter_rows(html)
+        if not notebook or rows is None:
+            continue
+        params = reproduce_box.parameters(_rendered_notebook(entry), where=entry)
+        assert [row[0] for row in rows] == [p.name for p in params], entry
+        def words(text):  # the page renders `code` and smart quotes: compare the words
+            return re.sub(r"[^\w]+", " ", text.replace("\u2019", "'")).split()
+
+        assert [words(row[2]) for row in rows] == [words(p.comment) for p in params], entry
+
+
 def test_datasheet_is_a_page(built):
     _, html, notebook = built["book/datasheet"]
     assert not notebook

@@ -216,26 +216,63 @@ def test_pages_need_no_network(visited):
     assert not visited["blocked"], f"requests outside the book (blocked): {sorted(set(visited['blocked']))[:10]}"
 
 
-def test_table2_fits_the_text_column(visited):
-    """Every table of class table2-compact on the Table 2 page is no wider than the text column."""
+#: The tallest table row a reader should meet (px at 1280 px wide): a row hundreds of pixels tall
+#: is a column squeezed so narrow that its text wraps every word or two (the datasheet's "why").
+MAX_ROW_HEIGHT = 300
+
+TABLE_WIDTHS_JS = """() => {
+    const column = document.querySelector('article.bd-article') || document.querySelector('main');
+    const style = getComputedStyle(column);
+    const inner = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const name = t => {
+        const box = t.closest('figure, .captioned-table, div.cell, section');
+        const caption = t.querySelector('caption') || (box && box.querySelector('figcaption, caption'));
+        const heading = t.closest('section') && t.closest('section').querySelector('h1, h2, h3');
+        return (caption ? caption.innerText : (heading ? heading.innerText : '')).slice(0, 60);
+    };
+    return {column: inner, tables: Array.from(column.querySelectorAll('table')).map(t => ({
+        name: name(t), classes: t.className,
+        width: t.getBoundingClientRect().width,
+        tallest: Math.max(0, ...Array.from(t.rows).map(r => r.getBoundingClientRect().height))}))};
+}"""
+
+
+def _table_facts(visited) -> dict:
     page = visited["page"]
-    page.goto(f"{visited['server']}/book/06_table2.html", wait_until="load")
-    widths = page.evaluate(
-        """() => {
-            const column = document.querySelector('article.bd-article') || document.querySelector('main');
-            const style = getComputedStyle(column);
-            const inner = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-            return {column: inner, tables: Array.from(document.querySelectorAll('table.table2-compact'))
-                .map(t => ({width: t.getBoundingClientRect().width, id: t.id || t.className}))};
-        }"""
-    )
-    if not widths["tables"]:
-        sources = [ROOT / "book" / "06_table2.md", *sorted((ROOT / "irtlib").rglob("*.py"))]
-        if not any("table2-compact" in path.read_text(encoding="utf-8") for path in sources):
-            pytest.xfail("neither book/06_table2.md nor irtlib marks tables with the class table2-compact yet")
-        pytest.fail("the sources use the class table2-compact but book/06_table2.html has no such table")
-    too_wide = [t for t in widths["tables"] if t["width"] > widths["column"] + 1]
-    assert not too_wide, f"tables wider than the text column ({widths['column']:.0f} px): {too_wide}"
+    found = {}
+    for path in _page_urls():
+        if path == "index.html":
+            continue
+        page.goto(f"{visited['server']}/{path}", wait_until="load")
+        found[path] = page.evaluate(TABLE_WIDTHS_JS)
+    return found
+
+
+@pytest.fixture(scope="module")
+def tables(visited):
+    return _table_facts(visited)
+
+
+def test_every_table_fits_the_text_column(tables):
+    """No table of any page is wider than the text column (the datasheet's, Table 2's, ...)."""
+    assert any(facts["tables"] for facts in tables.values()), "no table found on any page"
+    too_wide = {path: [(t["name"], round(t["width"])) for t in facts["tables"] if t["width"] > facts["column"] + 1]
+                for path, facts in tables.items()}
+    too_wide = {path: found for path, found in too_wide.items() if found}
+    assert not too_wide, f"tables wider than the text column: {too_wide}"
+
+
+def test_no_table_row_is_hundreds_of_pixels_tall(tables):
+    tall = {path: [(t["name"], round(t["tallest"])) for t in facts["tables"] if t["tallest"] > MAX_ROW_HEIGHT]
+            for path, facts in tables.items()}
+    tall = {path: found for path, found in tall.items() if found}
+    assert not tall, f"table rows taller than {MAX_ROW_HEIGHT} px (a column squeezed too narrow): {tall}"
+
+
+def test_table2_pages_use_the_compact_class(tables):
+    """Table 2's page marks its wide tables compact (the class the book's CSS narrows)."""
+    classes = " ".join(t["classes"] for t in tables["book/06_table2.html"]["tables"])
+    assert "table2-compact" in classes
 
 
 def test_glued_value_and_citations_on_intro(visited):

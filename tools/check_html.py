@@ -26,8 +26,11 @@ QUICK_BANNER_CLASS = "quick-build"
 VERDICTS = frozenset({"reproduced", "partly", "not reproduced", "reversed", "not testable here"})
 LONG_DECIMAL = re.compile(r"\d\.\d{4,}")
 PARAMETER_ASSIGNMENT = re.compile(r"^\s*QUICK\s*=", re.M)
-# Hand-written pages whose tables hold exact values with more decimals, not computed numbers.
-DECIMALS_EXEMPT = {"book/datasheet": "generator parameters such as judge_flip = 0.0005 are exact values"}
+# Hand-written pages whose tables hold exact values with more decimals, not computed numbers
+# (none since the datasheet's tables are rewritten for the book: tools/wide_tables.py).
+DECIMALS_EXEMPT: dict[str, str] = {}
+# URLs no page may carry: the placeholder repository of old, and jupyter-book's own default
+PLACEHOLDER_URL = re.compile(r"https?://github\.com/(?:example|executablebooks/jupyter-book)\b[^\s\"'<]*", re.I)
 
 
 def _soup(html: str) -> BeautifulSoup:
@@ -76,6 +79,32 @@ def hidden_code_problems(html: str) -> list[str]:
 def long_decimals(html: str) -> list[str]:
     """Texts of table cells (``<td>``) holding a number with more than three decimals."""
     return [text for td in _soup(html).find_all("td") if LONG_DECIMAL.search(text := _text(td))]
+
+
+def placeholder_urls(html: str) -> list[str]:
+    """Placeholder or default repository URLs anywhere in the page's HTML."""
+    return PLACEHOLDER_URL.findall(html)
+
+
+def download_links(html: str) -> dict[str, list[str]]:
+    """``{"wheel": [...], "source": [...]}``: hrefs of the page's links to the shipped code."""
+    links = {"wheel": [], "source": []}
+    for a in _soup(html).find_all("a", href=True):
+        href = a["href"]
+        if re.search(r"_downloads/[^\s]*/irtlib-[^/]+\.whl$", href):
+            links["wheel"].append(href)
+        elif re.search(r"_downloads/[^\s]*/safety-irt-[^/]+-src\.tar\.gz$", href):
+            links["source"].append(href)
+    return links
+
+
+def parameter_rows(html: str) -> list[list[str]] | None:
+    """Rows (name, default, text) of the page's Reproduce-box parameter table, or None."""
+    table = _soup(html).select_one("table.reproduce-parameters")
+    if table is None:
+        return None
+    rows = [[_text(cell) for cell in row.find_all(["th", "td"])] for row in table.find_all("tr")]
+    return rows[1:]
 
 
 def has_quick_banner(html: str) -> bool:
@@ -148,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         if f"book/{page.stem}" not in DECIMALS_EXEMPT:
             problems += [f"long decimal in a table: {t[:80]!r}" for t in long_decimals(html)]
         problems += local_mathjax_problems(html, page, html_root)
+        problems += [f"placeholder URL {url}" for url in placeholder_urls(html)]
         for problem in problems:
             print(f"{page}: {problem}")
         bad += bool(problems)

@@ -87,7 +87,11 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import book_config  # noqa: E402  (tools/book_config.py)
 import chapters  # noqa: E402  (tools/chapters.py)
+import dist  # noqa: E402  (tools/dist.py)
+import reproduce_box  # noqa: E402  (tools/reproduce_box.py)
+import wide_tables  # noqa: E402  (tools/wide_tables.py)
 
 BOOK_DIR = "book"
 STATIC_DIR = "_static"  # the book's CSS (jupyter-book adds each .css/.js in it to every page)
@@ -266,7 +270,8 @@ def generated_page(source: Path, label: str, note: str) -> str:
 
     The ``# `` title gets the label ``label``; in-page links ``[text](#anchor)`` become
     ``{ref}`` roles to labels put on the headings they point at; relative links to
-    files (which are not part of the book) become plain text with the path.
+    files (which are not part of the book) become plain text with the path; its tables are
+    made to fit the text column (tools/wide_tables.py).
     """
     text = source.read_text(encoding="utf-8")
     lines = text.splitlines()
@@ -307,7 +312,7 @@ def generated_page(source: Path, label: str, note: str) -> str:
         result.append(line)
     if not title_done:
         raise ValueError(f"{source}: no '# ' title")
-    return "\n".join(result) + "\n"
+    return wide_tables.fit_tables("\n".join(result)) + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -369,8 +374,14 @@ def copy_mathjax(mathjax: Path, out: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------
-def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = None) -> list[Path]:
+def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = None, *,
+               downloads: bool = False, repository_url: str | None = None) -> list[Path]:
     """Create ``out`` from the book at ``root`` and executed notebooks in ``executed``.
+
+    ``downloads``: build irtlib's wheel and the source archive into ``out/_dist`` (tools/dist.py)
+    and link them from every Reproduce box and the introduction. ``repository_url``: the
+    repository the book links to (tools/book_config.py); None reads ``$BOOK_REPOSITORY_URL``,
+    ``""`` links to none.
 
     Returns the executed notebooks placed in the tree.
     """
@@ -383,6 +394,15 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
 
     # 1. configuration: execution off, MathJax from the book, everything else unchanged
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
+    if repository_url is None:
+        config = book_config.from_environment(config)
+    else:
+        config = book_config.with_repository(config, repository_url or None)
+    if "launch_sources" in ((config.get("sphinx") or {}).get("local_extensions") or {}):
+        # book/_ext/launch_sources.py points the launch buttons at these pages' .md sources
+        markdown_pages = [entry for entry, source, notebook in chapters.pages(root / "_toc.yml", root)
+                          if notebook and source.suffix == ".md"]
+        config["sphinx"].setdefault("config", {})["launch_sources_markdown"] = markdown_pages
     config.setdefault("execute", {})
     config["execute"]["execute_notebooks"] = "off"
     found = find_mathjax(root, mathjax)
@@ -406,6 +426,13 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
         header + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8"
     )
     shutil.copy2(root / "_toc.yml", out / "_toc.yml")
+    shipped = None
+    if downloads and not (root / "pyproject.toml").is_file():
+        print(f"make_build_tree: {root} has no pyproject.toml: the book ships no wheel or source archive")
+    elif downloads:
+        built = dist.build_dist(root, out / dist.DIST_DIR)
+        shipped = {kind: f"{dist.DIST_DIR}/{name}" for kind, name in built.items()}
+        print(f"make_build_tree: ships {shipped['wheel']} and {shipped['source']}")
 
     # 2. every file under book/ except jupytext notebooks (their executed copy goes in)
     def ignore(directory: str, names: list[str]) -> set[str]:
@@ -444,6 +471,9 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
         data = json.loads(executed_nb.read_text(encoding="utf-8"))
         apply_tag_policy(data)
         add_quick_banner(data)
+        if reproduce_box.has_box(data):
+            reproduce_box.fill_box(data, reproduce_box.parameters(data, where=entry), shipped)
+        reproduce_box.fill_downloads(data, shipped)
         target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         shutil.copystat(executed_nb, target)
         placed.append(target)
@@ -458,9 +488,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mathjax", type=Path, default=None,
                         help="MathJax 3 directory holding es5/ (default: $MATHJAX_DIR, the mathjax pip "
                              "package, _build/mathjax)")
+    parser.add_argument("--no-downloads", dest="downloads", action="store_false",
+                        help="ship no wheel or source archive (tools/dist.py)")
+    parser.add_argument("--repository-url", default=None,
+                        help=f"the repository the book links to (default ${book_config.REPOSITORY_ENV}; "
+                             "'' for none)")
     args = parser.parse_args(argv)
     try:
-        placed = build_tree(args.root, args.executed, args.out, args.mathjax)
+        placed = build_tree(args.root, args.executed, args.out, args.mathjax, downloads=args.downloads,
+                            repository_url=args.repository_url)
     except (OSError, ValueError) as exc:
         print(f"make_build_tree: error: {exc}", file=sys.stderr)
         return 1

@@ -29,7 +29,8 @@ __all__ = ["cached", "library_fingerprint", "array_checksum"]
 #: Modules that only present results (figures, tables, the command line, the book's pages): a change
 #: to them cannot change a cached fit or protocol run, so they are left out of the fingerprint.
 PRESENTATION = ("viz/figures.py", "viz/fit_figures.py", "viz/report.py", "cli.py", "book/compare.py",
-                "book/scorecard.py", "book/table2.py", "book/reproducibility.py", "datasets/paper.py")
+                "book/course.py", "book/scorecard.py", "book/table2.py", "book/reproducibility.py",
+                "datasets/paper.py")
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The code the book carries: irtlib's wheel and the repository's source archive.
+
+``tools/make_build_tree.py`` calls :func:`build_dist` to write, into ``<tree>/_dist/``:
+
+* ``irtlib-<version>-py3-none-any.whl``: the library, its book helpers (``irtlib.book``,
+  which the chapter notebooks import) and its command line, built by pip from a copy of
+  ``pyproject.toml``, ``README.md`` and ``irtlib/`` (so that the working tree gets no
+  ``build/`` or ``*.egg-info``); ``pip install "<wheel>[book]"`` adds the book's packages;
+* ``safety-irt-<version>-src.tar.gz``: every file git tracks, as it is in the working tree
+  (what the book was built from), under one top directory ``safety-irt-<version>-src/``;
+  outside a git checkout, every file under the root except build products (``_build``,
+  ``.venv``, ``.git``, caches). Sorted, with fixed owners and times, so that the same files
+  give the same archive.
+
+Each file lands in the HTML as ``_build/html/_downloads/<hash>/<name>`` through Sphinx's
+``{download}`` role, which the Reproduce boxes and the introduction use.
+
+Usage::
+
+    python tools/dist.py OUT_DIR [--root .]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+DIST_DIR = "_dist"
+SOURCE_NAME = "safety-irt"
+WHEEL_INPUTS = ("pyproject.toml", "README.md", "irtlib")
+EXCLUDED = {"_build", ".venv", ".git", "artifacts", "__pycache__", ".pytest_cache", "build", ".ipynb_checkpoints"}
+FIXED_MTIME = 1_700_000_000  # 2023-11-14: archive members get one time (a reproducible archive)
+
+
+def version(wheel: Path) -> str:
+    """The version in a wheel's file name (``irtlib-<version>-py3-none-any.whl``)."""
+    parts = wheel.name.split("-")
+    if len(parts) < 5 or not wheel.name.endswith(".whl"):
+        raise ValueError(f"{wheel.name} is not a wheel file name")
+    return parts[1]
+
+
+def build_wheel(root: Path, out: Path, *, python: str = sys.executable) -> Path:
+    """Build the irtlib wheel into ``out`` (pip, no build isolation: setuptools comes from the lock)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="irtlib-wheel-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        for name in WHEEL_INPUTS:
+            path = root / name
+            if path.is_dir():
+                shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copy2(path, src / name)
+        subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                        "--wheel-dir", str(Path(tmp) / "wheel"), str(src)], check=True)
+        wheels = sorted((Path(tmp) / "wheel").glob("irtlib-*.whl"))
+        if len(wheels) != 1:
+            raise RuntimeError(f"pip wheel made {[w.name for w in wheels]}, not one irtlib wheel")
+        target = out / wheels[0].name
+        shutil.copy2(wheels[0], target)
+    return target
+
+
+def source_files(root: Path) -> list[Path]:
+    """The files of the source archive, relative to ``root``, sorted."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], check=True, capture_output=True).stdout
+        files = [Path(p) for p in listed.decode().split("\0") if p]
+        files = [p for p in files if (root / p).is_file()]  # a tracked file deleted in the working tree
+    except (OSError, subprocess.CalledProcessError):
+        files = [p.relative_to(root) for p in root.rglob("*")
+                 if p.is_file() and not EXCLUDED & set(p.relative_to(root).parts) and p.suffix != ".pyc"]
+    return sorted(files, key=lambda p: p.as_posix())
+
+
+def build_source(root: Path, out: Path, *, name: str) -> Path:
+    """Write ``out/<name>.tar.gz`` holding :func:`source_files` under ``<name>/``."""
+    out.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for rel in source_files(root):
+            path = root / rel
+            info = tarfile.TarInfo(f"{name}/{rel.as_posix()}")
+            data = path.read_bytes()
+            info.size, info.mtime = len(data), FIXED_MTIME
+            info.mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    target = out / f"{name}.tar.gz"
+    target.write_bytes(gzip.compress(buffer.getvalue(), compresslevel=9, mtime=0))
+    return target
+
+
+def build_dist(root: Path, out: Path) -> dict[str, str]:
+    """The wheel and the source archive in ``out``; ``{"wheel": name, "source": name}``."""
+    root = root.resolve()
+    wheel = build_wheel(root, out)
+    source = build_source(root, out, name=f"{SOURCE_NAME}-{version(wheel)}-src")
+    return {"wheel": wheel.name, "source": source.name}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: build the wheel and the archive into OUT_DIR."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
+    args = parser.parse_args(argv)
+    built = build_dist(args.root, args.out)
+    print(f"dist: {args.out / built['wheel']}, {args.out / built['source']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
