@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from irtlib.datasets import paper
+from irtlib.errors import InputError
 from irtlib.protocol.agreement import agreement_at
 
 from .scorecard import budget_verdict, nearest_swept
@@ -118,7 +119,7 @@ def compact(long: pd.DataFrame, *, column: str, methods, names: dict | None = No
                              "method": t["method"].map(lambda m: labels.get(m, m)),
                              "paper": t["paper"].to_numpy(), "ours": t["mean"].to_numpy()}).reset_index(drop=True)
     if layout != "wide":
-        raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
+        raise InputError(f"layout must be 'wide' or 'long', got {layout!r}")
     frame = {}
     for bench, tb in t.groupby("benchmark", sort=False):
         tb = tb.set_index("method")

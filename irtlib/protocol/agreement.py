@@ -70,7 +70,7 @@ from irtlib._typing import ArrayLike, Seed
 from irtlib.calibration.joint_map import fit_2pl
 from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
-from irtlib.errors import InputError
+from irtlib.errors import InputError, InputTypeError
 from irtlib.selection import methods as _methods
 from irtlib.selection.adaptive import MleEstimator, run_adaptive
 from irtlib.selection.methods import Training
@@ -642,7 +642,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         which :func:`agreement_curves` follows.
     """
     if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
+        raise InputTypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
     proto, settled = _protocols.settle(protocol, benchmark=benchmark, n_splits=n_splits, n_test=n_test, seed=seed,
                                        reference=reference, variance_threshold=variance_threshold)
     n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]

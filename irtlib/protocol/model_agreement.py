@@ -6,20 +6,25 @@ The paper fits the 2PL only (section "Model: 2PL"); the model-check chapter asks
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from irtlib.calibration.models import _P_FLOOR, _check_model, fit_irt_values
+from irtlib._typing import ArrayLike
+from irtlib.calibration.models import P_FLOOR, check_model, fit_irt_values
 from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
 
 from .agreement import spearman, split_models
 
 __all__ = ["map_ability_irt", "fluid_irt", "fluid_agreement"]
 
 
-def map_ability_irt(responses, a, b, c=None, *, theta0=0.0, prior_sd: float = 1.0, max_iter: int = 50,
-                    tol: float = 1e-6, bounds=(-8.0, 8.0)) -> np.ndarray:
+def map_ability_irt(responses: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
+                    theta0: ArrayLike = 0.0, prior_sd: float = 1.0, max_iter: int = 50, tol: float = 1e-6,
+                    bounds: tuple[float, float] = (-8.0, 8.0)) -> np.ndarray:
     """MAP abilities under the 2PL or 3PL, many models at once (Fisher scoring, steps capped at 1).
 
     Parameters
@@ -51,7 +56,7 @@ def map_ability_irt(responses, a, b, c=None, *, theta0=0.0, prior_sd: float = 1.
         if c is None:
             g_z, w_zz = x - s, s * (1.0 - s)
         else:
-            p = np.clip(c + (1.0 - c) * s, _P_FLOOR, 1.0 - _P_FLOOR)
+            p = np.clip(c + (1.0 - c) * s, P_FLOOR, 1.0 - P_FLOOR)
             g_z, w_zz = (x - p) * s / p, (1.0 - c) * s * s * (1.0 - s) / p
         grad = np.where(obs, a * g_z, 0.0).sum(axis=1) - theta / prior_sd**2
         info = np.where(obs, a * a * w_zz, 0.0).sum(axis=1) + 1.0 / prior_sd**2
@@ -72,10 +77,11 @@ def _item_information(theta, a, b, c):
     if c is None:
         return a * a * s * (1.0 - s)
     p = c + (1.0 - c) * s
-    return a * a * (1.0 - c) * s * s * (1.0 - s) / np.maximum(p, _P_FLOOR)
+    return a * a * (1.0 - c) * s * s * (1.0 - s) / np.maximum(p, P_FLOOR)
 
 
-def fluid_irt(responses, a, b, c=None, *, budget: int) -> np.ndarray:
+def fluid_irt(responses: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
+              budget: int) -> np.ndarray:
     """Fluid Benchmarking (Algorithm 1) with a 2PL or 3PL bank, vectorised over models.
 
     Maximum Fisher information at the current estimate (Birnbaum's information for the 3PL),
@@ -96,7 +102,7 @@ def fluid_irt(responses, a, b, c=None, *, budget: int) -> np.ndarray:
     x = np.asarray(responses, dtype=float)
     n, n_items = x.shape
     if not 1 <= int(budget) <= n_items:
-        raise ValueError(f"budget must lie between 1 and {n_items}, got {budget}")
+        raise InputError(f"budget must lie between 1 and {n_items}, got {budget}")
     rows = np.arange(n)
     used = np.isnan(x)
     theta = np.zeros(n)
@@ -113,8 +119,9 @@ def fluid_irt(responses, a, b, c=None, *, budget: int) -> np.ndarray:
     return out
 
 
-def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks, n_splits: int = 20, n_test: int = 10,
-                    seed: int = 0, variance_threshold: float = 0.01, prior_c=(5.0, 17.0)) -> pd.DataFrame:
+def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks: Sequence[int], n_splits: int = 20,
+                    n_test: int = 10, seed: int = 0, variance_threshold: float = 0.01,
+                    prior_c: tuple[float, float] = (5.0, 17.0)) -> pd.DataFrame:
     """Fluid Benchmarking's agreement curve with a bank calibrated by the 1PL, 2PL or 3PL.
 
     The paper's protocol (section "Evaluation") for the one method: per split (the same test
@@ -137,7 +144,7 @@ def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks, n_splits:
     DataFrame with columns ``split``, ``method`` ("fluid"), ``k``, ``agreement``, ``model``,
     the layout of :func:`irtlib.run_protocol` (so :func:`irtlib.agreement_curves` reads it).
     """
-    _check_model(model)
+    check_model(model)
     filtered = matrix.filter_variance(variance_threshold)
     reference = matrix.safety_scores().to_numpy()
     values = filtered.values
