@@ -33,6 +33,8 @@ from pathlib import Path
 
 from .errors import InputError, IrtlibError, UsageError
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = ["main", "build_parser"]
 
 

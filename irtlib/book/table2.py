@@ -21,6 +21,8 @@ from irtlib.protocol.agreement import agreement_at
 
 from .scorecard import budget_verdict, nearest_swept
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = ["TOLERANCE", "paper_values", "at_paper_budgets", "compact", "budget_comparison", "format_budget"]
 
 #: Widening of the 95% interval of our mean within which a paper value counts as matched.

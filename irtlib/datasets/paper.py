@@ -23,6 +23,8 @@ from types import MappingProxyType
 
 from irtlib.errors import InputError
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = [
     "BENCHMARKS", "DISPLAY_NAMES", "PaperTable", "Table1Row", "Table2Left", "Table2Right",
     "TABLE1", "FIGURE3_CV", "ITEM_RMSE", "CEILING", "SPEARMAN_THETA_SCORE", "TABLE2_LEFT",
