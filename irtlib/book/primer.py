@@ -11,7 +11,7 @@ Everything here is the textbook form of what the rest of irtlib does fast:
 - :func:`adaptive_trace` is Algorithm 1 written one step at a time (the loop a student would
   write), recording for every step the item, its ``a`` and ``b``, the response, the
   information the item gave at the estimate it was chosen for, and the MAP estimate and its
-  standard error after it. ``tests/test_primer.py`` checks that it gives the items and
+  standard error after it. ``tests/book/test_primer.py`` checks that it gives the items and
   estimates of :func:`irtlib.run_adaptive`, the fast batched implementation;
 - :func:`perfect_steps` tells which items the calibration models answered as a perfect step
   (everyone above a cut safe, everyone below unsafe), the items whose ``a`` only the prior bounds;

@@ -351,7 +351,7 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
     S-X2 assumes complete data; a model with missing cells is placed by its share of safe
     responses times the number of items, and each item's observed and expected rates use the
     models that saw it. With joint MAP estimates (not marginal ML) the reference distributions
-    are approximate; ``tests/test_fit_checks.py`` measures them on data drawn from the 2PL. In
+    are approximate; ``tests/fit/test_fit_checks.py`` measures them on data drawn from the 2PL. In
     the book's regime (80 models x 2,000 items, ``log a ~ N(0, 1)``) S-X2 is well calibrated
     (4.6% of p-values below 0.05, 0.2% flagged) but outfit is not (10% below 0.05, 9% flagged
     after the correction; infit 0.2% and none): compare a benchmark's flag rates with those of a
