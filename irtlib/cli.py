@@ -33,6 +33,8 @@ from pathlib import Path
 
 from .errors import InputError, IrtlibError, UsageError
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = ["main", "build_parser"]
 
 
@@ -249,9 +251,9 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
 def _check_engine(args) -> None:
     """``--engine pyirt`` without torch/pyro/py-irt: fail before reading any data."""
     if getattr(args, "engine", "map") == "pyirt":
-        from irtlib.calibration.joint_map import _load_pyirt_engine
+        from irtlib.calibration.joint_map import load_pyirt_engine
 
-        _load_pyirt_engine()
+        load_pyirt_engine()
 
 
 def _input_kwargs(args) -> dict:
@@ -264,8 +266,8 @@ def _input_kwargs(args) -> dict:
 
 # ---------------------------------------------------------------------------- calibrate
 def _cmd_calibrate(args, out: _Out) -> int:
-    from irtlib.bank.build import _MAGIC as BANK_MAGIC
     from irtlib.bank.build import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
+    from irtlib.bank.format import BANK_MAGIC
     from irtlib.io import load_responses
     from irtlib.io.atomic import check_writable
 
@@ -321,13 +323,14 @@ def _not_another_output(output: str, kind: str, *others: tuple[str, str]) -> Non
 
 
 def _cmd_subset(args, out: _Out) -> int:
-    from irtlib.bank.build import _SUBSET_MAGIC, read_bank, select_subset, write_subset
+    from irtlib.bank.build import read_bank, select_subset, write_subset
+    from irtlib.bank.subsets import SUBSET_MAGIC
     from irtlib.io import load_responses
     from irtlib.io.atomic import check_writable
     from irtlib.selection.methods import REGISTRY
 
     _not_another_output(args.output, "a subset file", ("an item bank", "# irtlib-bank "))
-    check_writable(_output_path(args.output), force=args.force, magic=_SUBSET_MAGIC)
+    check_writable(_output_path(args.output), force=args.force, magic=SUBSET_MAGIC)
     bank = read_bank(args.bank)
     matrix = None
     if args.responses is not None:

@@ -10,7 +10,7 @@ irtlib, reported as an internal error with exit status 3 (the traceback with ``-
 
 from __future__ import annotations
 
-__all__ = ["IrtlibError", "InputError", "UsageError", "MissingDependencyError"]
+__all__ = ["IrtlibError", "InputError", "InputTypeError", "UsageError", "MissingDependencyError"]
 
 
 class IrtlibError(Exception):
@@ -19,6 +19,10 @@ class IrtlibError(Exception):
 
 class InputError(IrtlibError, ValueError):
     """Bad input: a file, a value or an argument irtlib cannot use, with what to do about it."""
+
+
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (a DataFrame where a ResponseMatrix is needed): also a :class:`TypeError`."""
 
 
 class UsageError(InputError):

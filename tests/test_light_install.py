@@ -132,3 +132,32 @@ def test_light_install_reads_lm_eval_logs_and_names_the_inspect_extra(light_env,
     assert errors == ["irtlib: error: run.eval: is an Inspect AI eval log; reading it needs the optional inspect_ai "
                       "package: pip install 'irtlib[inspect]'"], proc.stderr
     assert not (tmp_path / "bank.csv").exists()
+
+
+#: The book's modules that need the ``book`` extra (papermill) to import: they run chapters.
+BOOK_EXTRA_ONLY = ("irtlib.book._papermill_handler", "irtlib.book.papermill_io")
+
+
+def test_light_install_ships_the_book_helpers_without_loading_them(light_env, tmp_path):
+    """The wheel ships irtlib/book/ (a downloaded chapter imports it), guarded: without the ``book``
+    extra, ``import irtlib`` does not load it and every book module but papermill's reader imports."""
+    env = light_env
+    names = sorted("irtlib.book." + p.stem for p in (REPO / "irtlib" / "book").glob("*.py") if p.stem != "__init__")
+    code = ("import importlib, json, sys, importlib.util as u\n"
+            "import irtlib\n"
+            "loaded_at_import = sorted(m for m in sys.modules if m.startswith('irtlib.book'))\n"
+            "spec = u.find_spec('irtlib.book')\n"
+            "failed = {}\n"
+            f"for name in {names!r}:\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except ImportError as exc:\n"
+            "        failed[name] = exc.name\n"
+            "print(json.dumps({'at_import': loaded_at_import, 'shipped': spec is not None and 'site-packages' in "
+            "spec.origin, 'failed': failed, 'papermill': u.find_spec('papermill') is not None}))\n")
+    proc = _run(env, env["python"], "-c", code, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout)
+    assert found["at_import"] == [] and found["shipped"] and not found["papermill"], found
+    assert sorted(found["failed"]) == sorted(BOOK_EXTRA_ONLY), found
+    assert set(found["failed"].values()) == {"papermill"}, found

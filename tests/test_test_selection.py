@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_book_test_module_exists():
     """A renamed book test would silently join the fast suite: every listed module must exist."""
     for name in BOOK_TEST_MODULES:
-        assert (ROOT / "tests" / name).is_file(), name
+        assert (ROOT / "tests" / "book" / name).is_file(), name
 
 
 def test_the_fast_suite_leaves_out_exactly_the_registered_markers():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks on the built book's HTML, as small functions of one page's HTML text.
 
-tests/test_book_build.py and tests/test_browser.py apply them to ``_build/html``
+tests/book/test_book_build.py and tests/book/test_browser.py apply them to ``_build/html``
 (and test them on hand-made HTML, so each can be seen to fail).  Run by hand::
 
     python tools/check_html.py [_build/html]

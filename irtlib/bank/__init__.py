@@ -5,7 +5,8 @@ fixed subsets of it (:mod:`~irtlib.bank.subsets`), score intervals (:mod:`~irtli
 and their cross-fitted coverage check (:mod:`~irtlib.bank.coverage`), and the resumable adaptive
 session (:mod:`~irtlib.bank.session`).
 
-Layer rule: imports :mod:`irtlib.selection`, :mod:`irtlib.fit` and below.
+Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): imports
+:mod:`irtlib.selection`, :mod:`irtlib.fit` and below.
 """
 
 from .build import calibrate_bank

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from irtlib._version import __version__
 from irtlib.calibration.joint_map import ENGINES, Calibration, fit_2pl
 from irtlib.core.responses import ResponseMatrix, shown
 from irtlib.core.stats import spearman
@@ -25,16 +26,16 @@ from irtlib.errors import InputError
 from irtlib.fit.summaries import ceiling_counts, coefficient_of_variation, item_rates
 from irtlib.io.checksums import matrix_sha256
 
-from .coverage import CHECKPOINTS, MIN_MODELS_INTERVAL_CHECK, IntervalCheckWarning, _interval_check
-from .format import _MAGIC, A_RANGE, B_LIMIT, BANK_FORMAT, ItemBank, _version, read_bank
+from .coverage import CHECKPOINTS, MIN_MODELS_INTERVAL_CHECK, IntervalCheckWarning
+from .coverage import interval_check as cross_fitted_interval_check
+from .format import A_RANGE, B_LIMIT, BANK_FORMAT, ItemBank, read_bank
 from .intervals import Z95, score_interval
-from .subsets import _SUBSET_MAGIC, SUBSET_METHODS, read_subset, select_subset, write_subset
+from .subsets import SUBSET_METHODS, read_subset, select_subset, write_subset
 
 __all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "IntervalCheckWarning", "MIN_MODELS_INTERVAL_CHECK", "ItemBank",
            "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",
            "SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
 
-_ = (_MAGIC, _SUBSET_MAGIC)        # file magics, imported from here by the command line
 
 
 def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_threshold: float = 0.01,
@@ -68,7 +69,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     epochs : int
         py-irt epochs.
     interval_check : bool
-        Run the cross-fitted check of adaptive-test score intervals (``_interval_check``:
+        Run the cross-fitted check of adaptive-test score intervals (:func:`irtlib.bank.coverage.interval_check`:
         ``interval_folds`` extra MAP fits, each leaving out one fold of the models, plus simulated
         adaptive tests of the left-out models up to 200 items)
         and store the widening factors in the header, so that
@@ -153,7 +154,7 @@ def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit:
     scores_full = matrix.safety_scores()
     theta = cal.theta
     return {
-        "irtlib_version": _version(),
+        "irtlib_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "data": {
             "source": source or matrix.source,
@@ -204,7 +205,8 @@ def _run_interval_check(matrix: ResponseMatrix, kept: ResponseMatrix, meta: dict
                          f"at least 2 models (use at most {n_models // 2})")
     else:
         say(f"checking adaptive-test intervals ({folds}-fold cross-fit)")
-        result = _interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"], folds=folds, seed=seed)
+        result = cross_fitted_interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"], folds=folds,
+                                             seed=seed)
         if result:
             return result
         reason = ("skipped: some item was seen by the models of one fold only, so a fold could not be refitted; "

@@ -61,7 +61,7 @@ def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
         yield k, theta, se, known, known_sum
 
 
-def _interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_sum: float, *, folds: int = 5,
+def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_sum: float, *, folds: int = 5,
                     seed: int = 0, checkpoints: Sequence[int] = CHECKPOINTS) -> dict | None:
     """Cross-fitted check of the adaptive test's score intervals on the calibration models.
 
@@ -104,6 +104,3 @@ def _interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_
             "k": ks, "inflation": [round(max(1.0, f), 4) for f in q95],
             "rms_z": [round(f, 4) for f in rms], "n_models": int(n_models), "seed": seed}
 
-
-#: Public name of the check (``calibrate_bank(interval_check=True)`` runs it).
-interval_check = _interval_check

@@ -36,17 +36,18 @@ import numpy as np
 import pandas as pd
 
 from irtlib._typing import ArrayLike, PathLike
-from irtlib._version import __version__
 from irtlib.calibration.joint_map import ENGINES
 from irtlib.core.kernels import probability
 from irtlib.core.responses import shown
 from irtlib.errors import InputError
 from irtlib.io.atomic import atomic_write
 
-__all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "ItemBank", "read_bank"]
+__all__ = ["BANK_FORMAT", "BANK_MAGIC", "A_RANGE", "B_LIMIT", "ItemBank", "read_bank"]
 
 BANK_FORMAT = "irtlib-bank/2"
-_MAGIC = "# irtlib-bank "
+#: The first line of every bank file starts with this (then the JSON header): what ``--force``
+#: recognises as a file irtlib wrote.
+BANK_MAGIC = "# irtlib-bank "
 _REQUIRED = ("a", "b")
 #: Item parameters outside these ranges are rejected: no calibration of real data gets near them
 #: (MAP with the paper's LogNormal(0, 1) and Normal(0, 1) priors), and beyond them the
@@ -59,11 +60,6 @@ _FILE_SHA_PLACEHOLDER = "0" * 64
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _version() -> str:
-    """The irtlib version recorded in a bank's header (``irtlib.__version__``, the one place it is kept)."""
-    return __version__
 
 
 
@@ -256,7 +252,7 @@ class ItemBank:
         meta = {"format": BANK_FORMAT, **_finite_or_none(meta), "bank_sha256": _sha256(body),
                 "file_sha256": _FILE_SHA_PLACEHOLDER}
         self.meta["bank_sha256"] = meta["bank_sha256"]
-        text = _MAGIC + json.dumps(meta, sort_keys=False, default=_json_default, allow_nan=False) + "\n" + body
+        text = BANK_MAGIC + json.dumps(meta, sort_keys=False, default=_json_default, allow_nan=False) + "\n" + body
         digest = _sha256(text)
         self.meta["file_sha256"] = digest
         return text.replace(f'"file_sha256": "{_FILE_SHA_PLACEHOLDER}"', f'"file_sha256": "{digest}"', 1)
@@ -266,7 +262,7 @@ class ItemBank:
 
         With ``force`` only an existing item bank is replaced, never another kind of file.
         """
-        return atomic_write(path, self.to_csv(), force=force, magic=_MAGIC)
+        return atomic_write(path, self.to_csv(), force=force, magic=BANK_MAGIC)
 
     @classmethod
     def read(cls, path: PathLike) -> ItemBank:
@@ -295,11 +291,11 @@ class ItemBank:
             raise InputError(f"{path}: begins with a byte-order mark (an editor re-saved it?); irtlib writes banks "
                              "without one and checks their bytes: remove the first 3 bytes, or recalibrate")
         first, _, body = text.partition("\n")
-        if not first.startswith(_MAGIC):
-            raise InputError(f"{path}: not an irtlib item bank (line 1 should start with {_MAGIC.strip()!r}; "
+        if not first.startswith(BANK_MAGIC):
+            raise InputError(f"{path}: not an irtlib item bank (line 1 should start with {BANK_MAGIC.strip()!r}; "
                              "make one with `irtlib calibrate`)")
         try:
-            meta = json.loads(first[len(_MAGIC):])
+            meta = json.loads(first[len(BANK_MAGIC):])
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: line 1: corrupt bank header ({exc.msg} at column {exc.colno})") from None
         if not isinstance(meta, dict) or meta.get("format") != BANK_FORMAT:

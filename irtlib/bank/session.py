@@ -47,10 +47,10 @@ import numpy as np
 import pandas as pd
 
 from irtlib._typing import PathLike
-from irtlib.core.ability import THETA_BOUNDS, _check_prior, map_ability
+from irtlib.core.ability import THETA_BOUNDS, check_prior, map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import shown
-from irtlib.errors import InputError, IrtlibError
+from irtlib.errors import InputError, InputTypeError, IrtlibError
 from irtlib.io.atomic import atomic_write
 
 from .build import Z95, ItemBank, score_interval
@@ -348,12 +348,12 @@ class AdaptiveSession:
                  context: dict | None = None, min_information: float | None = None, estimator: str = "map",
                  randomesque: int = 1, categories: dict | pd.Series | None = None, seed: int = 0):
         if not isinstance(bank, ItemBank):
-            raise TypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
+            raise InputTypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
         self.bank = bank
         if model is not None and (isinstance(model, bool) or not isinstance(model, (str, int, np.integer))):
             raise InputError(f"model must be the model's name (a string) or None, got {shown(model)}")
         self.model = None if model is None else str(model)
-        self.prior_mean, self.prior_sd, _ = _check_prior(prior_mean, prior_sd, THETA_BOUNDS)
+        self.prior_mean, self.prior_sd, _ = check_prior(prior_mean, prior_sd, THETA_BOUNDS)
         self.context = _check_context(context)
         self.set_stopping(max_items=max_items, target_se=target_se, min_information=min_information)
         self._a, self._b = bank.a, bank.b
@@ -452,7 +452,7 @@ class AdaptiveSession:
         info = fisher_information(self.theta, self._a, self._b)
         if self.randomesque == 1 and self._content is None:
             return int(np.argmax(np.where(self._used, -np.inf, info)))
-        from irtlib.selection.cat import _choose, _step_rng, kingsbury_zara_category
+        from irtlib.selection.cat import choose_items, kingsbury_zara_category, step_rng
 
         pool = ~self._used
         if self._content is not None:
@@ -462,7 +462,7 @@ class AdaptiveSession:
             cat = kingsbury_zara_category(counts[None, :], self._content.share, has[None, :])[0]
             pool = pool & (code == cat)
         # the draw of step n depends only on (seed, n): a replayed state proposes the same items
-        item, _ = _choose(info[None, :], pool[None, :], _step_rng(self.seed, len(self._events)), self._exposure)
+        item, _ = choose_items(info[None, :], pool[None, :], step_rng(self.seed, len(self._events)), self._exposure)
         return int(item[0])
 
     def propose(self) -> str | None:

@@ -21,7 +21,7 @@ from irtlib.selection import methods
 
 from .format import ItemBank
 
-__all__ = ["SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
+__all__ = ["SUBSET_MAGIC", "SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
 
 #: The static subset methods of ``irtlib subset``; ``needs_responses``: methods that need the
 #: calibration response matrix, not just the bank (both from :mod:`irtlib.selection.methods`).
@@ -30,7 +30,8 @@ SUBSET_METHODS = {
     "needs_responses": tuple(m for m in methods.subset_ids() if methods.REGISTRY[m].needs_responses),
 }
 
-_SUBSET_MAGIC = "# irtlib-subset "
+#: The first line of every subset file starts with this (then the JSON header).
+SUBSET_MAGIC = "# irtlib-subset "
 
 
 def select_subset(bank: ItemBank, *, method: str, k: int, responses: ResponseMatrix | None = None,
@@ -108,17 +109,17 @@ def write_subset(path: PathLike, chosen: pd.DataFrame, *, bank: ItemBank, method
             "weights": "number of bank items each medoid represents" if method == "anchor-points" else "equal"}
     buf = io.StringIO()
     chosen.to_csv(buf, index=True, index_label="item", float_format="%.17g", lineterminator="\n")
-    return atomic_write(path, _SUBSET_MAGIC + json.dumps(meta) + "\n" + buf.getvalue(), force=force)
+    return atomic_write(path, SUBSET_MAGIC + json.dumps(meta) + "\n" + buf.getvalue(), force=force)
 
 
 def read_subset(path: PathLike) -> tuple[pd.DataFrame, dict]:
     """Read a subset file written by :func:`write_subset`: ``(items frame, header dict)``."""
     path = Path(path)
     first, _, body = path.read_text(encoding="utf-8").partition("\n")
-    if not first.startswith(_SUBSET_MAGIC):
-        raise InputError(f"{path}: not an irtlib subset file (line 1 should start with {_SUBSET_MAGIC.strip()!r})")
+    if not first.startswith(SUBSET_MAGIC):
+        raise InputError(f"{path}: not an irtlib subset file (line 1 should start with {SUBSET_MAGIC.strip()!r})")
     try:
-        meta = json.loads(first[len(_SUBSET_MAGIC):])
+        meta = json.loads(first[len(SUBSET_MAGIC):])
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: line 1: corrupt subset header ({exc.msg})") from None
     frame = pd.read_csv(io.StringIO(body), dtype={"item": str}).set_index("item")

@@ -23,29 +23,60 @@ import numpy as np
 
 from irtlib.io.atomic import atomic_write
 
-__all__ = ["cached", "library_fingerprint", "array_checksum"]
+__all__ = ["cached", "library_fingerprint", "array_checksum", "is_presentation", "presentation_modules",
+           "PRESENTATION_PACKAGES", "PRESENTATION_MARKER"]
 
 
-#: Modules that only present results (figures, tables, the command line, the book's pages): a change
-#: to them cannot change a cached fit or protocol run, so they are left out of the fingerprint.
-PRESENTATION = ("viz/figures.py", "viz/fit_figures.py", "viz/report.py", "cli.py", "book/compare.py",
-                "book/course.py", "book/scorecard.py", "book/table2.py", "book/reproducibility.py",
-                "datasets/paper.py")
+#: Subpackages whose every module only presents results (figures, the HTML report).
+PRESENTATION_PACKAGES = ("viz",)
+#: A module-level line that declares a module presentation-only (the command line, the book's
+#: comparison tables, the paper's numbers): a change to it cannot change a cached fit or protocol run.
+PRESENTATION_MARKER = "__presentation__ = True"
+
+
+def is_presentation(relative: str | os.PathLike, text: str) -> bool:
+    """Whether a module of irtlib only presents results, and so stays out of the fingerprint.
+
+    Parameters
+    ----------
+    relative : path-like
+        The module's path relative to the package directory (``"viz/figures.py"``).
+    text : str
+        The module's source.
+
+    Returns
+    -------
+    bool
+        True for every module under :data:`PRESENTATION_PACKAGES` and every module with the line
+        :data:`PRESENTATION_MARKER` (at the start of a line, outside any function).
+    """
+    parts = Path(relative).parts
+    if parts and parts[0] in PRESENTATION_PACKAGES:
+        return True
+    return any(line.rstrip() == PRESENTATION_MARKER for line in text.splitlines())
+
+
+def presentation_modules() -> tuple[str, ...]:
+    """The presentation-only modules (paths relative to the package, ``/``-separated), sorted."""
+    root = Path(__file__).resolve().parent.parent
+    return tuple(sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")
+                        if is_presentation(p.relative_to(root), p.read_text(encoding="utf-8"))))
 
 
 @lru_cache(maxsize=1)
 def library_fingerprint() -> str:
     """SHA-256 over the contents of every ``irtlib/**/*.py`` file that computes, in path order.
 
-    The modules in :data:`PRESENTATION` are left out.
+    Presentation-only modules (:func:`is_presentation`) are left out.
     """
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).as_posix() in PRESENTATION:
+        data = path.read_bytes()
+        if is_presentation(path.relative_to(root), data.decode("utf-8")):
             continue
         digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
+        digest.update(data)
     return digest.hexdigest()
 
 

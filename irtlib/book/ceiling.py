@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from irtlib.errors import InputError
 from irtlib.protocol.agreement import mean_interval_halfwidth
 from irtlib.protocol.ceiling import agreement_ceiling
 from irtlib.protocol.presets import Protocol
@@ -71,7 +72,7 @@ def ceiling_table(ceilings: dict, *, level: float = 0.95, nan_policy: str = "zer
         ``ci_hi`` (Student-t interval of the mean), ``n_splits``, ``n_undefined``.
     """
     if nan_policy not in ("zero", "omit"):
-        raise ValueError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
+        raise InputError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
     q = (1.0 - level) / 2.0
     rows = {}
     for bench, c in ceilings.items():

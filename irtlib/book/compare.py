@@ -19,6 +19,8 @@ import pandas as pd
 
 from irtlib.datasets import paper
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = ["Row", "row", "cite", "comparison_table", "style_comparison"]
 
 

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+__presentation__ = True     # counts exercises in the sources: no computed number depends on it
+
 _ENTRY = re.compile(r"^\s*(?:-\s+)?(?:root|file)\s*:\s*(\S+)")
 _FENCE = re.compile(r"^(`{3,}|:{3,})")
 _SOLUTION_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n:tags:\s*\[[^\]]*\bsolution\b", re.M)

@@ -11,7 +11,7 @@ Everything here is the textbook form of what the rest of irtlib does fast:
 - :func:`adaptive_trace` is Algorithm 1 written one step at a time (the loop a student would
   write), recording for every step the item, its ``a`` and ``b``, the response, the
   information the item gave at the estimate it was chosen for, and the MAP estimate and its
-  standard error after it. ``tests/test_primer.py`` checks that it gives the items and
+  standard error after it. ``tests/book/test_primer.py`` checks that it gives the items and
   estimates of :func:`irtlib.run_adaptive`, the fast batched implementation;
 - :func:`perfect_steps` tells which items the calibration models answered as a perfect step
   (everyone above a cut safe, everyone below unsafe), the items whose ``a`` only the prior bounds;
@@ -33,6 +33,7 @@ from scipy.special import log_expit
 from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
 
 from .._typing import ArrayLike
 
@@ -123,11 +124,11 @@ def adaptive_trace(responses, a, b, *, budget: int, theta0: float = 0.0, prior_m
     x = np.asarray(responses, dtype=float)
     a, b = np.asarray(a, float), np.asarray(b, float)
     if x.ndim != 1 or a.shape != x.shape or b.shape != x.shape:
-        raise ValueError(f"responses, a and b must be 1-D of one length; got {x.shape}, {a.shape}, {b.shape}")
+        raise InputError(f"responses, a and b must be 1-D of one length; got {x.shape}, {a.shape}, {b.shape}")
     available = ~np.isnan(x)
     budget = int(budget)
     if not 1 <= budget <= int(available.sum()):
-        raise ValueError(f"budget must be between 1 and the {int(available.sum())} answered items, got {budget}")
+        raise InputError(f"budget must be between 1 and the {int(available.sum())} answered items, got {budget}")
     theta, given, rows = float(theta0), [], []
     for step in range(1, budget + 1):
         info = fisher_information(theta, a, b)            # line 3: I_j(theta_hat) for every item
@@ -167,7 +168,7 @@ def perfect_steps(values: ArrayLike, theta: ArrayLike) -> np.ndarray:
     x = np.asarray(values, dtype=float)
     theta = np.asarray(theta, dtype=float)
     if x.ndim != 2 or theta.shape != (x.shape[0],):
-        raise ValueError(f"values must be (n_models, n_items) and theta (n_models,); got {x.shape}, {theta.shape}")
+        raise InputError(f"values must be (n_models, n_items) and theta (n_models,); got {x.shape}, {theta.shape}")
     x = x[np.argsort(theta, kind="stable")]
     seen = ~np.isnan(x)
     # a safe answer below an unsafe one breaks the step: compare each unsafe with the safes below it

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = [
     "DEFAULT_PACKAGES",
     "LOCK_FILE",

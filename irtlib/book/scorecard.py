@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
            "budget_verdict", "correlation_verdict", "value_verdict", "count_verdict", "by_construction",
            "scorecard_frame", "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share",

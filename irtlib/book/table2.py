@@ -16,10 +16,13 @@ import numpy as np
 import pandas as pd
 
 from irtlib.datasets import paper
+from irtlib.errors import InputError
 from irtlib.protocol.agreement import agreement_at
 
 from .scorecard import budget_verdict, nearest_swept
 
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = ["TOLERANCE", "paper_values", "at_paper_budgets", "compact", "budget_comparison", "format_budget"]
 
 #: Widening of the 95% interval of our mean within which a paper value counts as matched.
@@ -118,7 +121,7 @@ def compact(long: pd.DataFrame, *, column: str, methods, names: dict | None = No
                              "method": t["method"].map(lambda m: labels.get(m, m)),
                              "paper": t["paper"].to_numpy(), "ours": t["mean"].to_numpy()}).reset_index(drop=True)
     if layout != "wide":
-        raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
+        raise InputError(f"layout must be 'wide' or 'long', got {layout!r}")
     frame = {}
     for bench, tb in t.groupby("benchmark", sort=False):
         tb = tb.set_index("method")

@@ -5,7 +5,8 @@ The fast joint-MAP 2PL engine and the :class:`~irtlib.calibration.joint_map.Cali
 (:mod:`~irtlib.calibration.models`), py-irt as the paper ran it (:mod:`~irtlib.calibration.pyirt`)
 and batched over splits (:mod:`~irtlib.calibration.pyirt_batch`).
 
-Layer rule: imports :mod:`irtlib.core`, :mod:`irtlib.io` and the foundation only.
+Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): imports
+:mod:`irtlib.io` and below.
 """
 
 from .joint_map import Calibration, fit_2pl

@@ -8,7 +8,9 @@ epochs, Adam learning rate 0.1, priors ``a ~ LogNormal(0, 1)``, ``b ~ Normal(0, 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,11 +20,11 @@ from threadpoolctl import threadpool_limits
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import probability, z_derivatives
 from irtlib.core.responses import ResponseMatrix
-from irtlib.errors import InputError, MissingDependencyError
+from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 
 from .newton import arrow_step
 
-__all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES"]
+__all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES", "PYIRT_EXTRA", "load_pyirt_engine"]
 
 #: Calibration engines of :func:`fit_2pl`: the paper's text ("pyirt"), the fast posterior mode ("map"),
 #: and py-irt as the paper's released code runs it ("pyirt-authors").
@@ -225,8 +227,8 @@ def _fit_map(values, *, priors, max_iter, tol, max_step):
 PYIRT_EXTRA = "pip install 'irtlib[pyirt]'"
 
 
-def _load_pyirt_engine():
-    """``fit_pyirt``, or a :class:`~irtlib.errors.MissingDependencyError` naming the extra.
+def load_pyirt_engine() -> Callable[..., Any]:
+    """:func:`irtlib.calibration.pyirt.fit_pyirt`, or a :class:`~irtlib.errors.MissingDependencyError` naming the extra.
 
     Raised (an ImportError) when torch, pyro or py-irt is missing.
     """
@@ -287,13 +289,13 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
         ``engine="pyirt"`` without torch, pyro-ppl and py-irt (``pip install 'irtlib[pyirt]'``).
     """
     if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
+        raise InputTypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
     start = time.perf_counter()
     priors = {"theta": "Normal(0, 1)", "a": "LogNormal(0, 1)", "b": "Normal(0, 1)"}
     if engine == "pyirt":
-        fit_pyirt = _load_pyirt_engine()
+        fit_pyirt = load_pyirt_engine()
         lr_decay = 1.0 if lr_decay is None else lr_decay
         theta, a, b = fit_pyirt(matrix.values, seed=seed, epochs=epochs, lr=lr, lr_decay=lr_decay,
                                 verbose=verbose)
@@ -301,7 +303,7 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
                     "optimizer": "Adam", "inference": "SVI (mean-field)", "priors": priors}
         diagnostics = {}
     elif engine == "pyirt-authors":
-        fit_pyirt = _load_pyirt_engine()
+        fit_pyirt = load_pyirt_engine()
         lr_decay = AUTHORS_PYIRT["lr_decay"] if lr_decay is None else lr_decay
         theta, a, b = fit_pyirt(matrix.values, seed=seed, epochs=epochs, lr=lr, lr_decay=lr_decay,
                                 priors=AUTHORS_PYIRT["priors"], best=AUTHORS_PYIRT["best"], verbose=verbose)

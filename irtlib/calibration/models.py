@@ -27,37 +27,42 @@ Priors otherwise as the paper's: ``theta ~ Normal(0, 1)``, ``log a ~ Normal(0, 1
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit, log_expit, logit
 from threadpoolctl import threadpool_limits
 
+from irtlib._typing import ArrayLike
 from irtlib.core.kernels import log_likelihood, probability, z_derivatives
 from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError, InputTypeError
 
 from .joint_map import Calibration, fit_2pl, fit_map
 from .newton import arrow_step
 
-__all__ = ["MODELS", "fit_irt", "fit_irt_values", "n_parameters", "compare_models",
+__all__ = ["MODELS", "P_FLOOR", "check_model", "fit_irt", "fit_irt_values", "n_parameters", "compare_models",
            "heldout_folds"]
 
 #: The item response models :func:`fit_irt` knows.
 MODELS = ("1pl", "2pl", "3pl")
 
 _DEFAULT_PRIORS = {"theta": (0.0, 1.0), "log_a": (0.0, 1.0), "b": (0.0, 1.0), "c": (5.0, 17.0)}
-_P_FLOOR = 1e-12
+#: Probabilities are kept inside ``[P_FLOOR, 1 - P_FLOOR]`` where a log or a ratio needs it.
+P_FLOOR = 1e-12
 
 
-def _check_model(model: str) -> str:
+def check_model(model: str) -> str:
+    """``model`` if it is one of :data:`MODELS`, else an :class:`~irtlib.errors.InputError` naming it."""
     if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; choose one of {MODELS}")
+        raise InputError(f"unknown model {model!r}; choose one of {MODELS}")
     return model
 
 
 def n_parameters(model: str, n_models: int, n_items: int) -> int:
     """Free parameters of a model: ``n_models`` abilities plus 1 + J (1PL), 2J (2PL) or 3J (3PL)."""
-    per_item = {"1pl": 1, "2pl": 2, "3pl": 3}[_check_model(model)]
+    per_item = {"1pl": 1, "2pl": 2, "3pl": 3}[check_model(model)]
     return int(n_models + per_item * n_items + (1 if model == "1pl" else 0))
 
 
@@ -87,7 +92,7 @@ class _Point:
         else:
             self.c = expit(gamma)
             self.s = expit(self.z)
-            self.p = np.clip(probability(theta[:, None], self.a, b, self.c), _P_FLOOR, 1.0 - _P_FLOOR)
+            self.p = np.clip(probability(theta[:, None], self.a, b, self.c), P_FLOOR, 1.0 - P_FLOOR)
             ll = x * np.log(self.p) + (1.0 - x) * np.log1p(-self.p)
             # Beta(pc, qc) density of c (the mode is taken on the c scale)
             lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
@@ -207,8 +212,9 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
                 "log_likelihood": float(pt.log_likelihood)}
 
 
-def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_log_a=(0.0, 1.0),
-                   prior_b=(0.0, 1.0), prior_c=(5.0, 17.0), max_iter: int = 500, tol: float = 1e-6,
+def fit_irt_values(values: ArrayLike, *, model: str = "2pl", prior_theta: tuple[float, float] = (0.0, 1.0),
+                   prior_log_a: tuple[float, float] = (0.0, 1.0), prior_b: tuple[float, float] = (0.0, 1.0),
+                   prior_c: tuple[float, float] = (5.0, 17.0), max_iter: int = 500, tol: float = 1e-6,
                    gain_tol: float = 1e-6, max_step: float = 2.0, start: dict | None = None) -> dict:
     """Joint posterior mode of the 1PL, 2PL or 3PL on a plain array (the engine of :func:`fit_irt`).
 
@@ -246,16 +252,16 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
     one. Both start from the 2PL's mode (the 1PL with the geometric mean of its slopes, the 3PL
     with ``c`` at its prior mode), which halves the iterations of a cold start.
     """
-    _check_model(model)
+    check_model(model)
     x = np.asarray(values, dtype=float)
     if x.ndim != 2:
-        raise ValueError(f"values must be a 2-D models x items array, got shape {x.shape}")
+        raise InputError(f"values must be a 2-D models x items array, got shape {x.shape}")
     bad = ~(np.isnan(x) | (x == 0) | (x == 1))
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise ValueError(f"values must be 0, 1 or NaN; cell ({r}, {c}) has {x[r, c]!r}")
+        raise InputError(f"values must be 0, 1 or NaN; cell ({r}, {c}) has {float(x[r, c])!r}")
     if len(prior_c) != 2 or not (prior_c[0] > 1 and prior_c[1] > 1):
-        raise ValueError(f"prior_c must be two Beta parameters above 1 (a mode inside (0, 1)), got {prior_c}")
+        raise InputError(f"prior_c must be two Beta parameters above 1 (a mode inside (0, 1)), got {prior_c}")
     if model == "2pl":
         theta, a, b, info = fit_map(x, prior_theta=prior_theta, prior_log_a=prior_log_a, prior_b=prior_b,
                                     max_iter=min(max_iter, 200), tol=tol, max_step=max_step)
@@ -271,7 +277,7 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
         start = (np.asarray(start["theta"], float), np.asarray(start["a"], float), np.asarray(start["b"], float),
                  None if start.get("c") is None else np.asarray(start["c"], float))
         if start[0].shape != x.shape[:1] or start[1].shape != x.shape[1:] or start[2].shape != x.shape[1:]:
-            raise ValueError(f"start: parameters do not match values of shape {x.shape}")
+            raise InputError(f"start: parameters do not match values of shape {x.shape}")
     observed = ~np.isnan(x)
     mask = None if observed.all() else observed.astype(float)
     x = np.where(observed, x, 0.0)
@@ -283,8 +289,9 @@ def fit_irt_values(values, *, model: str = "2pl", prior_theta=(0.0, 1.0), prior_
     return {"theta": pt.theta, "a": a, "b": pt.b, "c": pt.c, "info": info}
 
 
-def fit_irt(matrix: ResponseMatrix, *, model: str = "2pl", engine: str = "map", prior_c=(5.0, 17.0),
-            max_iter: int = 500, tol: float = 1e-6, seed: int = 0, epochs: int = 1000) -> Calibration:
+def fit_irt(matrix: ResponseMatrix, *, model: str = "2pl", engine: str = "map",
+            prior_c: tuple[float, float] = (5.0, 17.0), max_iter: int = 500, tol: float = 1e-6, seed: int = 0,
+            epochs: int = 1000) -> Calibration:
     """Fit the 1PL, 2PL or 3PL to a response matrix.
 
     Parameters
@@ -315,13 +322,13 @@ def fit_irt(matrix: ResponseMatrix, *, model: str = "2pl", engine: str = "map", 
         An unknown model or engine, or ``engine="pyirt"`` with a model other than the 2PL.
     """
     if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"fit_irt expects a ResponseMatrix, got {type(matrix).__name__}")
-    _check_model(model)
+        raise InputTypeError(f"fit_irt expects a ResponseMatrix, got {type(matrix).__name__}")
+    check_model(model)
     if engine not in ("map", "pyirt"):
-        raise ValueError(f"unknown engine {engine!r}; choose 'map' or 'pyirt'")
+        raise InputError(f"unknown engine {engine!r}; choose 'map' or 'pyirt'")
     if engine == "pyirt" or model == "2pl":
         if engine == "pyirt" and model != "2pl":
-            raise ValueError(f"engine='pyirt' fits the 2PL only, not model={model!r}")
+            raise InputError(f"engine='pyirt' fits the 2PL only, not model={model!r}")
         cal = fit_2pl(matrix, engine=engine, seed=seed, epochs=epochs, max_iter=min(max_iter, 200), tol=tol)
         return Calibration(a=cal.a, b=cal.b, theta=cal.theta, engine=cal.engine,
                            settings=dict(cal.settings, model="2pl"), seconds=cal.seconds,
@@ -344,7 +351,7 @@ def fit_irt(matrix: ResponseMatrix, *, model: str = "2pl", engine: str = "map", 
 
 
 # ---------------------------------------------------------------------------- comparison
-def heldout_folds(observed, *, folds: int, seed: int = 0) -> np.ndarray:
+def heldout_folds(observed: ArrayLike, *, folds: int, seed: int = 0) -> np.ndarray:
     """Assign every observed cell to one of ``folds`` folds at random (NaN cells get -1).
 
     Parameters
@@ -360,7 +367,7 @@ def heldout_folds(observed, *, folds: int, seed: int = 0) -> np.ndarray:
     """
     observed = np.asarray(observed, bool)
     if int(folds) < 2:
-        raise ValueError(f"folds must be at least 2, got {folds}")
+        raise InputError(f"folds must be at least 2, got {folds}")
     out = np.full(observed.shape, -1, dtype=int)
     cells = np.flatnonzero(observed)
     order = np.random.default_rng(np.random.SeedSequence(seed)).permutation(cells.size)
@@ -368,8 +375,9 @@ def heldout_folds(observed, *, folds: int, seed: int = 0) -> np.ndarray:
     return out
 
 
-def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), folds: int = 5, seed: int = 0,
-                   prior_c=(5.0, 17.0), max_iter: int = 500, tol: float = 1e-6) -> pd.DataFrame:
+def compare_models(matrix: ResponseMatrix, *, models: Sequence[str] = ("1pl", "2pl", "3pl"), folds: int = 5,
+                   seed: int = 0, prior_c: tuple[float, float] = (5.0, 17.0), max_iter: int = 500,
+                   tol: float = 1e-6) -> pd.DataFrame:
     """The 1PL, 2PL and 3PL compared on held-out responses and by information criteria.
 
     Every observed cell is assigned to one of ``folds`` folds at random; for each fold the model is
@@ -406,13 +414,13 @@ def compare_models(matrix: ResponseMatrix, *, models=("1pl", "2pl", "3pl"), fold
     log-likelihood is the comparison to trust (Akaike 1974; Schwarz 1978).
     """
     if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"compare_models expects a ResponseMatrix, got {type(matrix).__name__}")
+        raise InputTypeError(f"compare_models expects a ResponseMatrix, got {type(matrix).__name__}")
     models = tuple(models)
     if not models:
-        raise ValueError("models must name at least one model")
+        raise InputError("models must name at least one model")
     for m in models:
         if m not in MODELS:
-            raise ValueError(f"models: unknown model {m!r}; choose from {MODELS}")
+            raise InputError(f"models: unknown model {m!r}; choose from {MODELS}")
     x = matrix.values
     observed = matrix.observed
     fold_of = heldout_folds(observed, folds=folds, seed=seed)

@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -182,11 +183,11 @@ class PaperTwoParamLog(IrtModel):
 
     # -- py-irt interface -----------------------------------------------------
 
-    def get_model(self):
+    def get_model(self) -> Callable[..., None]:
         """Return the pyro model callable (py-irt interface)."""
         return self.model
 
-    def get_guide(self):
+    def get_guide(self) -> Callable[..., None]:
         """Return the pyro guide callable (py-irt interface)."""
         return self.guide
 

@@ -1,8 +1,11 @@
 """The core: the IRT formulas, ability estimation, the response matrix and binarization.
 
-Layer rule: numpy, scipy and pandas only; from irtlib, only :mod:`irtlib.errors`,
-:mod:`irtlib._typing` and this package. Every formula of the 1PL/2PL/3PL model (probability,
-Fisher information, log-likelihood, score) lives in :mod:`irtlib.core.kernels`.
+Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): numpy,
+scipy and pandas only; from irtlib, only the foundation (:mod:`irtlib.errors`, :mod:`irtlib._typing`)
+and this package.
+
+Every formula of the 1PL/2PL/3PL model (probability, Fisher information, log-likelihood, score)
+lives in :mod:`irtlib.core.kernels`.
 """
 
 from .ability import AbilityEstimate, map_ability

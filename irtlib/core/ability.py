@@ -16,7 +16,7 @@ from irtlib.errors import InputError
 
 from .kernels import score_and_information
 
-__all__ = ["AbilityEstimate", "PARAMETER_LIMIT", "map_ability", "THETA_BOUNDS"]
+__all__ = ["AbilityEstimate", "PARAMETER_LIMIT", "check_prior", "map_ability", "THETA_BOUNDS"]
 
 #: The bracket of the paper's bisection fallback; every estimate is kept inside it.
 THETA_BOUNDS = (-8.0, 8.0)
@@ -67,8 +67,23 @@ def _finite_number(value, name: str) -> float:
     return value
 
 
-def _check_prior(prior_mean, prior_sd, bounds) -> tuple[float, float, tuple[float, float]]:
-    """Validate the prior and the bracket of :func:`map_ability` (ValueError naming the argument)."""
+def check_prior(prior_mean: float, prior_sd: float,
+                bounds: tuple[float, float]) -> tuple[float, float, tuple[float, float]]:
+    """Validate the ability prior ``Normal(prior_mean, prior_sd)`` and the bracket of :func:`map_ability`.
+
+    Also used by :class:`irtlib.bank.session.AdaptiveSession`, so that both state a bad prior alike.
+
+    Returns
+    -------
+    tuple
+        ``(prior_mean, prior_sd, (lo, hi))`` as floats.
+
+    Raises
+    ------
+    InputError
+        A non-finite mean, a non-positive or non-finite sd, or a bracket that is not two finite
+        numbers ``lo < hi``; the message names the argument.
+    """
     prior_mean = _finite_number(prior_mean, "prior_mean")
     prior_sd = _finite_number(prior_sd, "prior_sd")
     if prior_sd <= 0:
@@ -172,7 +187,7 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
         raise InputError(f"responses must be 0, 1 or NaN; found {float(bad)!r}")
     observed = ~np.isnan(x)
     x = np.where(observed, x, 0.0)
-    prior_mean, prior_sd, (lo, hi) = _check_prior(prior_mean, prior_sd, bounds)
+    prior_mean, prior_sd, (lo, hi) = check_prior(prior_mean, prior_sd, bounds)
     prior_var = prior_sd ** 2
 
     theta = np.clip(np.broadcast_to(np.asarray(theta0, dtype=float), x.shape[:1]).copy(), lo, hi)

@@ -27,11 +27,14 @@ judgments of 22 models,
 downloaded once by :func:`irtlib.datasets.real.download_airbench` into a directory given as
 ``data_dir=`` or by the environment variable ``IRTLIB_REAL_DATA``. HELM Safety's own per-instance
 results (the paper's source) can be read with :mod:`irtlib.io.helm`.
+
+Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): imports
+:mod:`irtlib.protocol`, :mod:`irtlib.bank`, :mod:`irtlib.extended` and below (today it needs only
+:mod:`irtlib.io` and :mod:`irtlib.core`); never :mod:`irtlib.book`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,7 +49,7 @@ from ..errors import InputError
 from . import paper as _paper
 from . import release as _release
 from . import simulate as simulate  # loaded with the package: irtlib.datasets.simulate
-from .sources import SOURCE_ENV, SOURCES, DataSource, resolve
+from .sources import REAL, SIM_DATA_ENV, SIMULATED, SOURCE_ENV, SOURCES, DataSource, default_data_dir, resolve
 
 __all__ = [
     "SIMULATED", "REAL", "DATA_ENV", "SIM_DATA_ENV", "names", "display_name", "paper_facts",
@@ -54,14 +57,8 @@ __all__ = [
     "binarize_raw", "two_judge_scores", "SOURCES", "SOURCE_ENV", "DataSource", "resolve",
 ]
 
-#: The six simulated benchmarks (the paper's six, by id).
-SIMULATED = tuple(_paper.BENCHMARKS)
-#: Real data sets that can be loaded after a download.
-REAL = ("pandaguard-jbb", "airbench2024-real")
 #: Environment variable naming the real-data directory.
 DATA_ENV = "IRTLIB_REAL_DATA"
-#: Environment variable that overrides where the simulated release is read from.
-SIM_DATA_ENV = "IRTLIB_SIM_DATA"
 
 #: Scores a two-judge HELM Safety benchmark can have: the mean of two judges' 0 / 0.5 / 1.
 two_judge_scores = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -99,14 +96,6 @@ def paper_facts(name: str) -> dict:
     if name == "pandaguard-jbb":
         return {}      # not one of the paper's benchmarks
     return _paper.facts("airbench2024" if name == "airbench2024-real" else name)
-
-
-def default_data_dir() -> Path:
-    """Where the simulated release is read from: ``$IRTLIB_SIM_DATA`` or the repository's ``data/``."""
-    env = os.environ.get(SIM_DATA_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "data"
 
 
 def _sim_dir(data_dir) -> Path:

@@ -21,6 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from irtlib.errors import InputError
+
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
 __all__ = [
     "BENCHMARKS", "DISPLAY_NAMES", "PaperTable", "Table1Row", "Table2Left", "Table2Right",
     "TABLE1", "FIGURE3_CV", "ITEM_RMSE", "CEILING", "SPEARMAN_THETA_SCORE", "TABLE2_LEFT",
@@ -232,7 +236,7 @@ def facts(name: str) -> dict:
         (:class:`Table2Right`) and ``sources`` (key -> where in the paper).
     """
     if name not in BENCHMARKS:
-        raise ValueError(f"unknown benchmark {name!r}; the paper's benchmarks are {list(BENCHMARKS)}")
+        raise InputError(f"unknown benchmark {name!r}; the paper's benchmarks are {list(BENCHMARKS)}")
     return {
         "display_name": DISPLAY_NAMES[name], "table1": TABLE1[name], "cv_a": FIGURE3_CV[name],
         "item_rmse": ITEM_RMSE[name], "ceiling": CEILING[name], "table2_left": TABLE2_LEFT[name],

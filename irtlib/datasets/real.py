@@ -27,7 +27,7 @@ import csv
 import io
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -269,7 +269,7 @@ def shared_directory(name: str) -> Path:
     return Path(__file__).resolve().parents[2].parent / "shared" / "realdata" / name
 
 
-def data_directory(data_dir: PathLike | None, *, env: str, files, what: str, how: str,
+def data_directory(data_dir: PathLike | None, *, env: str, files: Iterable[str], what: str, how: str,
                    shared: str | None = None) -> Path:
     """A directory of external data: ``data_dir``, ``$env``, or the shared copy, holding every one of ``files``.
 

@@ -28,8 +28,17 @@ from pathlib import Path
 
 from .._typing import PathLike
 from ..errors import InputError
+from .paper import BENCHMARKS
 
-__all__ = ["SOURCES", "SOURCE_ENV", "KINDS", "DataSource", "source_setting", "resolve"]
+__all__ = ["SOURCES", "SOURCE_ENV", "KINDS", "SIMULATED", "REAL", "SIM_DATA_ENV", "DataSource", "default_data_dir",
+           "source_setting", "resolve"]
+
+#: The six simulated benchmarks (the paper's six, by id).
+SIMULATED = tuple(BENCHMARKS)
+#: Real data sets that can be loaded after a download.
+REAL = ("pandaguard-jbb", "airbench2024-real")
+#: Environment variable that overrides where the simulated release is read from.
+SIM_DATA_ENV = "IRTLIB_SIM_DATA"
 
 #: Values of ``source=``.
 SOURCES = ("auto", "real", "simulated")
@@ -121,9 +130,15 @@ def _airbench22(data_dir: PathLike | None) -> DataSource | None:
                       (len(real.MODELS), 3 * real.N_BASE_PROMPTS))
 
 
-def _simulated(name: str, data_dir: PathLike | None) -> DataSource:
-    from . import default_data_dir
+def default_data_dir() -> Path:
+    """Where the simulated release is read from: ``$IRTLIB_SIM_DATA`` or the repository's ``data/``."""
+    env = os.environ.get(SIM_DATA_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "data"
 
+
+def _simulated(name: str, data_dir: PathLike | None) -> DataSource:
     d = Path(data_dir) if data_dir is not None else default_data_dir()
     return DataSource(name, "simulated", "simulated release", d, True, None)
 
@@ -167,7 +182,7 @@ def resolve(name: str, *, source: str | None = None, data_dir: PathLike | None =
     FileNotFoundError
         ``source="real"`` and no real data for ``name``; the message says how to get them.
     """
-    from . import REAL, SIMULATED, real
+    from . import real
 
     explicit = source
     source = source_setting(source)

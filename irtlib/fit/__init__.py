@@ -3,7 +3,8 @@
 The paper's summaries: item-level RMSE, spread of discrimination, ceilings
 (:mod:`~irtlib.fit.summaries`); item fit, Yen's Q3 and dimensionality (:mod:`~irtlib.fit.checks`).
 
-Layer rule: imports :mod:`irtlib.calibration` and below.
+Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): imports
+:mod:`irtlib.calibration` and below.
 """
 
 from .checks import dimensionality, item_fit, q3, q3_summary, residual_eigenvalues, summarise_q3

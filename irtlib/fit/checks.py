@@ -29,9 +29,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
+from irtlib._typing import ArrayLike
 from irtlib.calibration.joint_map import Calibration
 from irtlib.core.kernels import fisher_information, probability
 from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError, InputTypeError
 
 __all__ = ["item_fit", "lord_wingersky", "sx2_expected", "adjust_pvalues", "residuals", "q3", "q3_summary",
            "summarise_q3", "q3_by_category", "residual_eigenvalues", "dimensionality", "simulate_fitted",
@@ -45,17 +47,17 @@ _CORRECTIONS = ("bh", "holm", "bonferroni", "none")
 def _aligned(matrix: ResponseMatrix, calibration: Calibration):
     """Responses, observed mask and model probabilities aligned by label, all (n_models, n_items)."""
     if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"matrix must be a ResponseMatrix, got {type(matrix).__name__}")
+        raise InputTypeError(f"matrix must be a ResponseMatrix, got {type(matrix).__name__}")
     if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
+        raise InputTypeError(f"calibration must be a Calibration, got {type(calibration).__name__}")
     theta = calibration.theta.reindex(matrix.models).to_numpy(dtype=float)
     if np.isnan(theta).any():
-        raise ValueError(f"calibration has no theta for model(s) {list(matrix.models[np.isnan(theta)][:3])}")
+        raise InputError(f"calibration has no theta for model(s) {list(matrix.models[np.isnan(theta)][:3])}")
     a = calibration.a.reindex(matrix.items).to_numpy(dtype=float)
     b = calibration.b.reindex(matrix.items).to_numpy(dtype=float)
     if np.isnan(a).any() or np.isnan(b).any():
         bad = np.isnan(a) | np.isnan(b)
-        raise ValueError(f"calibration has no parameters for item(s) {list(matrix.items[bad][:3])}")
+        raise InputError(f"calibration has no parameters for item(s) {list(matrix.items[bad][:3])}")
     c = None if calibration.c is None else calibration.c.reindex(matrix.items).to_numpy(dtype=float)
     return matrix.values, matrix.observed, theta, a, b, c
 
@@ -65,7 +67,7 @@ def _n_item_parameters(calibration: Calibration) -> int:
     return {"1pl": 1, "2pl": 2, "3pl": 3}.get(model, 3 if calibration.c is not None else 2)
 
 
-def adjust_pvalues(p, *, correction: str = "bh") -> np.ndarray:
+def adjust_pvalues(p: ArrayLike, *, correction: str = "bh") -> np.ndarray:
     """Multiple-testing adjusted p-values.
 
     Parameters
@@ -83,7 +85,7 @@ def adjust_pvalues(p, *, correction: str = "bh") -> np.ndarray:
         p-value is at most ``alpha``.
     """
     if correction not in _CORRECTIONS:
-        raise ValueError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
+        raise InputError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
     p = np.asarray(p, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = ~np.isnan(p)
@@ -108,7 +110,7 @@ def adjust_pvalues(p, *, correction: str = "bh") -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- S-X2
-def lord_wingersky(p) -> np.ndarray:
+def lord_wingersky(p: ArrayLike) -> np.ndarray:
     """Distribution of the summed score given ability (Lord and Wingersky 1984).
 
     Parameters
@@ -166,7 +168,8 @@ def _normal_pmf(s, mean, var):
     return ndtr((s + 0.5 - mean) / sd) - ndtr((s - 0.5 - mean) / sd)
 
 
-def sx2_expected(p_nodes, weights, scores, *, exact: bool = True, chunk: int = 256) -> np.ndarray:
+def sx2_expected(p_nodes: ArrayLike, weights: ArrayLike, scores: ArrayLike, *, exact: bool = True,
+                 chunk: int = 256) -> np.ndarray:
     """Model-implied safe rate of every item among models with summed score ``s`` (Orlando and Thissen 2000).
 
     ``E_j(s) = sum_q w_q P_j(theta_q) f^(-j)_(s-1)(theta_q) / sum_q w_q f_s(theta_q)``, with
@@ -196,7 +199,7 @@ def sx2_expected(p_nodes, weights, scores, *, exact: bool = True, chunk: int = 2
     scores = np.asarray(scores, dtype=int)
     n_nodes, n_items = p.shape
     if scores.min() < 0 or scores.max() > n_items:
-        raise ValueError(f"scores must lie in 0..{n_items}")
+        raise InputError(f"scores must lie in 0..{n_items}")
     if exact:
         f = lord_wingersky(p)
         den = f[:, scores].T @ w                                      # (S,)
@@ -330,18 +333,18 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
     S-X2 assumes complete data; a model with missing cells is placed by its share of safe
     responses times the number of items, and each item's observed and expected rates use the
     models that saw it. With joint MAP estimates (not marginal ML) the reference distributions
-    are approximate; ``tests/test_fit_checks.py`` measures them on data drawn from the 2PL. In
+    are approximate; ``tests/fit/test_fit_checks.py`` measures them on data drawn from the 2PL. In
     the book's regime (80 models x 2,000 items, ``log a ~ N(0, 1)``) S-X2 is well calibrated
     (4.6% of p-values below 0.05, 0.2% flagged) but outfit is not (10% below 0.05, 9% flagged
     after the correction; infit 0.2% and none): compare a benchmark's flag rates with those of a
     matrix drawn from its own fit (:func:`simulate_fitted`) before reading them as misfit.
     """
     if method not in ITEM_FIT_METHODS:
-        raise ValueError(f"method must be one of {ITEM_FIT_METHODS}, got {method!r}")
+        raise InputError(f"method must be one of {ITEM_FIT_METHODS}, got {method!r}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+        raise InputError(f"alpha must lie in (0, 1), got {alpha}")
     if correction not in _CORRECTIONS:
-        raise ValueError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
+        raise InputError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
     x, observed, theta, a, b, c = _aligned(matrix, calibration)
     attrs = {"method": method, "alpha": alpha, "correction": correction}
     if method == "sx2":
@@ -349,7 +352,7 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
         if n_groups is None:
             n_groups = min(10, x.shape[0] // int(min_group))
         if n_groups <= n_params:
-            raise ValueError(f"n_groups: S-X2 needs more score groups than the {n_params} item parameters; "
+            raise InputError(f"n_groups: S-X2 needs more score groups than the {n_params} item parameters; "
                              f"got {n_groups} ({x.shape[0]} models, min_group={min_group})")
         stat, df, p, used = _sx2(x, observed, theta, a, b, c, n_groups=int(n_groups), n_nodes=int(n_nodes),
                                  exact_max_items=int(exact_max_items), n_params=n_params)
@@ -415,14 +418,16 @@ def q3(matrix: ResponseMatrix, calibration: Calibration, *, items: Sequence[str]
 
 def _group_codes(items: pd.Index, groups):
     """Integer group codes per item (-1: no group) and the group labels they index."""
+    if isinstance(groups, Mapping):            # a dict of item -> label, as the hints allow
+        groups = pd.Series(groups, dtype=object)
     if isinstance(groups, pd.Series):
         missing = items.difference(groups.index)
         if len(missing):
-            raise ValueError(f"groups: no group for item(s) {list(missing[:3])}")
+            raise InputError(f"groups: no group for item(s) {list(missing[:3])}")
         g = groups.reindex(items)
     else:
         if len(groups) != len(items):
-            raise ValueError(f"groups has {len(groups)} entries for {len(items)} items")
+            raise InputError(f"groups has {len(groups)} entries for {len(items)} items")
         g = pd.Series(np.asarray(groups, dtype=object), index=items)
     codes, labels = pd.factorize(g, use_na_sentinel=True)
     return codes, labels
@@ -700,9 +705,9 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
     from irtlib.calibration.models import fit_irt_values
 
     if int(n_replications) < 1:
-        raise ValueError(f"n_replications must be at least 1, got {n_replications}")
+        raise InputError(f"n_replications must be at least 1, got {n_replications}")
     if not 0 < quantile < 1:
-        raise ValueError(f"quantile must lie in (0, 1), got {quantile}")
+        raise InputError(f"quantile must lie in (0, 1), got {quantile}")
     x, observed, theta, a, b, c = _aligned(matrix, calibration)
     data = residual_eigenvalues(matrix, calibration, n=n)
     model = calibration.settings.get("model", "3pl" if c is not None else "2pl")

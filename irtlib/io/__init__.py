@@ -5,7 +5,8 @@ the authors' JSON lines (:mod:`~irtlib.io.jsonl`), lm-evaluation-harness and Ins
 (:mod:`~irtlib.io.formats`, which also recognises every format); atomic writing (:mod:`~irtlib.io.atomic`),
 checksums (:mod:`~irtlib.io.checksums`) and the one download call (:mod:`~irtlib.io.download`).
 
-Layer rule: imports :mod:`irtlib.core` and the foundation (``errors``, ``_typing``) only.
+Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): imports
+:mod:`irtlib.core` and below.
 """
 
 from .atomic import DIRECTORY_MARKER, atomic_directory, atomic_write, check_writable, write_if_changed

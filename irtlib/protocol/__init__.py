@@ -5,7 +5,8 @@ its runner (:mod:`~irtlib.protocol.agreement`), the agreement ceiling
 (:mod:`~irtlib.protocol.ceiling`), model choice (:mod:`~irtlib.protocol.model_agreement`) and
 what a budget saves (:mod:`~irtlib.protocol.savings`).
 
-Layer rule: imports :mod:`irtlib.selection`, :mod:`irtlib.fit` and below.
+Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): imports
+:mod:`irtlib.selection`, :mod:`irtlib.fit` and below.
 """
 
 from .agreement import METHODS, agreement_curves, budget_grid, run_protocol, summarise_table2

@@ -71,7 +71,7 @@ from irtlib.calibration.joint_map import fit_2pl
 from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.core.stats import spearman
-from irtlib.errors import InputError
+from irtlib.errors import InputError, InputTypeError
 from irtlib.selection import methods as _methods
 from irtlib.selection.adaptive import MleEstimator, run_adaptive
 from irtlib.selection.methods import Training
@@ -641,7 +641,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         which :func:`agreement_curves` follows.
     """
     if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
+        raise InputTypeError(f"run_protocol expects a ResponseMatrix, got {type(matrix).__name__}")
     proto, settled = _protocols.settle(protocol, benchmark=benchmark, n_splits=n_splits, n_test=n_test, seed=seed,
                                        reference=reference, variance_threshold=variance_threshold)
     n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]

@@ -13,6 +13,7 @@ import pandas as pd
 from irtlib._typing import ArrayLike
 from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputTypeError
 
 from . import presets as _protocols
 from .agreement import calibrate_split, calibration_seed, protocol_data, split_agreements
@@ -89,7 +90,7 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_
         Bad ``n_splits``, ``reference``, ``n_test`` or ``groups``.
     """
     if not isinstance(matrix, ResponseMatrix):
-        raise TypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
+        raise InputTypeError(f"agreement_ceiling expects a ResponseMatrix, got {type(matrix).__name__}")
     proto, settled = _protocols.settle(protocol, benchmark=benchmark, n_splits=n_splits, n_test=n_test, seed=seed,
                                        reference=reference, variance_threshold=variance_threshold)
     n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]

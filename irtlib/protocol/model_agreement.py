@@ -6,11 +6,13 @@ The paper fits the 2PL only (section "Model: 2PL"); the model-check chapter asks
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
 from irtlib._typing import ArrayLike
-from irtlib.calibration.models import _check_model, fit_irt_values
+from irtlib.calibration.models import check_model, fit_irt_values
 from irtlib.core.responses import ResponseMatrix
 from irtlib.selection.adaptive import run_adaptive
 
@@ -42,8 +44,9 @@ def fluid_irt(responses: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | N
     return run_adaptive(responses, a, b, budget=budget, c=c).estimate
 
 
-def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks, n_splits: int = 20, n_test: int = 10,
-                    seed: int = 0, variance_threshold: float = 0.01, prior_c=(5.0, 17.0)) -> pd.DataFrame:
+def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks: Sequence[int], n_splits: int = 20,
+                    n_test: int = 10, seed: int = 0, variance_threshold: float = 0.01,
+                    prior_c: tuple[float, float] = (5.0, 17.0)) -> pd.DataFrame:
     """Fluid Benchmarking's agreement curve with a bank calibrated by the 1PL, 2PL or 3PL.
 
     The paper's protocol (section "Evaluation") for the one method: per split (the same test
@@ -67,7 +70,7 @@ def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks, n_splits:
     DataFrame with columns ``split``, ``method`` ("fluid"), ``k``, ``agreement``, ``model``,
     the layout of :func:`irtlib.run_protocol` (so :func:`irtlib.agreement_curves` reads it).
     """
-    _check_model(model)
+    check_model(model)
     filtered = matrix.filter_variance(variance_threshold)
     reference = matrix.safety_scores().to_numpy()
     values = filtered.values

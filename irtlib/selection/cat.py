@@ -41,7 +41,7 @@ from irtlib.errors import InputError
 
 __all__ = [
     "StoppingRule", "ExposureControl", "ContentBalance", "ItemModel", "TwoPLItems", "CatResult", "run_cat",
-    "sympson_hetter", "kingsbury_zara_category", "read_item_categories", "STOP_REASONS",
+    "sympson_hetter", "kingsbury_zara_category", "read_item_categories", "STOP_REASONS", "choose_items", "step_rng",
 ]
 
 #: Why a model's test ended.
@@ -331,15 +331,36 @@ class CatResult:
 
 
 # ---------------------------------------------------------------------------- the loop
-def _step_rng(seed, t: int) -> np.random.Generator:
+def step_rng(seed: int | None, t: int) -> np.random.Generator:
+    """The random generator of step ``t`` of a test seeded with ``seed``.
+
+    Its draws depend only on ``(seed, t)``, so that :func:`run_cat` and a resumed
+    :class:`irtlib.bank.session.AdaptiveSession` propose the same items at the same step.
+    """
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(t),)))
 
 
-def _choose(info: np.ndarray, avail: np.ndarray, rng: np.random.Generator, exposure: ExposureControl | None):
+def choose_items(info: np.ndarray, avail: np.ndarray, rng: np.random.Generator,
+                 exposure: ExposureControl | None) -> tuple[np.ndarray, np.ndarray]:
     """One item per row: max information, or randomesque/Sympson-Hetter; also the set-aside items.
 
-    Returns ``(item, rejected)``: item -1 where none is available; ``rejected`` (bool, same shape
-    as ``info``) marks items Sympson-Hetter set aside for that model.
+    Parameters
+    ----------
+    info : ndarray, shape (n_models, n_items)
+        Fisher information of every item at each model's current ability.
+    avail : ndarray of bool, shape (n_models, n_items)
+        The items each model may still be given.
+    rng : numpy.random.Generator
+        The step's generator (:func:`step_rng`).
+    exposure : ExposureControl or None
+        Randomesque and Sympson-Hetter exposure control; None: the most informative item.
+
+    Returns
+    -------
+    item : ndarray of int, shape (n_models,)
+        The chosen item's column, -1 where none is available.
+    rejected : ndarray of bool, shape (n_models, n_items)
+        The items Sympson-Hetter set aside for that model.
     """
     n_models, n_items = info.shape
     rows = np.arange(n_models)
@@ -452,8 +473,8 @@ def run_cat(responses: ArrayLike, items: ItemModel, *, stopping: StoppingRule, e
             np.logical_or.at(has.T, content.code, pool.T)
             cat = kingsbury_zara_category(counts, content.share, has)
             pool &= content.code[None, :] == cat[:, None]
-        rng = _step_rng(seed, t)
-        j, rejected = _choose(info, pool, rng, exposure)
+        rng = step_rng(seed, t)
+        j, rejected = choose_items(info, pool, rng, exposure)
         rejected &= running[:, None]
         set_aside += rejected.sum(axis=0)
         avail &= ~rejected

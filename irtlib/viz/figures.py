@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from irtlib.core.stats import spearman
+from irtlib.errors import InputError
 from irtlib.fit.summaries import CEILING, coefficient_of_variation
 from irtlib.selection.methods import METHOD_IDS, REGISTRY
 
@@ -71,7 +72,7 @@ def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):
     return fig, list(axes.flat)
 
 
-def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: int = 3):
+def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: int = 3) -> Figure:
     """Figure 2: safety score against fitted ability, one point per model, one panel per benchmark.
 
     The fitted ability is on the x axis, as in :func:`ceiling_separation`.
@@ -92,7 +93,7 @@ def theta_vs_score(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ncols: 
     return fig
 
 
-def item_fit_scatter(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3):
+def item_fit_scatter(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3) -> Figure:
     """Observed against model-implied item safe rates (appendix E), one panel per benchmark.
 
     Parameters
@@ -112,7 +113,7 @@ def item_fit_scatter(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3):
 
 
 def ceiling_separation(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, ceiling: float = CEILING,
-                       ncols: int = 3):
+                       ncols: int = 3) -> Figure:
     """Models above the ceiling spread out in theta: safety score against fitted ability, ceiling marked.
 
     The fitted ability is on the x axis, as in :func:`theta_vs_score`.
@@ -136,7 +137,7 @@ def ceiling_separation(panels: Mapping[str, tuple[pd.Series, pd.Series]], *, cei
     return fig
 
 
-def discrimination_spread(a_by_benchmark: Mapping[str, np.ndarray]):
+def discrimination_spread(a_by_benchmark: Mapping[str, np.ndarray]) -> Figure:
     """Figure 3: distribution of the discrimination a per benchmark, labelled with its CV.
 
     Parameters
@@ -201,7 +202,7 @@ def _band(results: pd.DataFrame, band: str | None) -> str:
     """The band to shade: the one given, else the results' protocol's (``attrs["band"]``), else "sd"."""
     band = results.attrs.get("band", "sd") if band is None else band
     if band not in ("sd", "se", "none"):
-        raise ValueError(f"band must be 'sd', 'se' or 'none', got {band!r}")
+        raise InputError(f"band must be 'sd', 'se' or 'none', got {band!r}")
     return band
 
 

@@ -25,7 +25,7 @@ def _grid(n: int, *, ncols: int = 3, size=(3.6, 3.0)):
     return fig, list(axes.flat)
 
 
-def sx2_pvalues(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3, bins: int = 20):
+def sx2_pvalues(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3, bins: int = 20) -> Figure:
     """Histogram of item-fit p-values per benchmark: flat under a fitting model, piled at 0 otherwise.
 
     Parameters
@@ -45,7 +45,7 @@ def sx2_pvalues(fits: Mapping[str, pd.DataFrame], *, ncols: int = 3, bins: int =
     return fig
 
 
-def q3_heatmap(q3_frame: pd.DataFrame, groups: pd.Series, *, title: str | None = None, vmax: float = 0.6):
+def q3_heatmap(q3_frame: pd.DataFrame, groups: pd.Series, *, title: str | None = None, vmax: float = 0.6) -> Figure:
     """Yen's Q3 among the items of a few groups, group boundaries marked.
 
     Parameters
@@ -75,7 +75,7 @@ def q3_heatmap(q3_frame: pd.DataFrame, groups: pd.Series, *, title: str | None =
     return fig
 
 
-def scree(dims: Mapping[str, pd.DataFrame], *, ncols: int = 3):
+def scree(dims: Mapping[str, pd.DataFrame], *, ncols: int = 3) -> Figure:
     """Residual eigenvalues against parallel analysis, one panel per benchmark.
 
     Parameters
@@ -96,7 +96,7 @@ def scree(dims: Mapping[str, pd.DataFrame], *, ncols: int = 3):
     return fig
 
 
-def heldout_comparison(tables: Mapping[str, pd.DataFrame], *, reference: str = "2pl"):
+def heldout_comparison(tables: Mapping[str, pd.DataFrame], *, reference: str = "2pl") -> Figure:
     """Held-out log-likelihood per response of each model, relative to the 2PL, per benchmark.
 
     Parameters
@@ -125,8 +125,8 @@ def heldout_comparison(tables: Mapping[str, pd.DataFrame], *, reference: str = "
     return fig
 
 
-def agreement_pair(curves: Mapping[str, pd.DataFrame], *, title: str | None = None, ylim=(0.0, 1.0),
-                   styles: Mapping[str, tuple] | None = None):
+def agreement_pair(curves: Mapping[str, pd.DataFrame], *, title: str | None = None,
+                   ylim: tuple[float, float] = (0.0, 1.0), styles: Mapping[str, tuple] | None = None) -> Figure:
     """Mean agreement against k (shading 1 SD over splits) for a few labelled curves.
 
     Parameters

@@ -12,7 +12,7 @@ import pytest
 import irtlib
 from irtlib.book import primer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "book" / "00_primer.md"
 EXECUTED = ROOT / "_build" / "executed" / "00_primer.ipynb"
 

@@ -116,7 +116,7 @@ def test_every_paper_number_cites_its_place():
 
 
 def test_compared_refs_are_found_in_the_rendered_table():
-    """tests/test_book_content.py finds the compared references in the notebooks' HTML this way."""
+    """tests/book/test_book_content.py finds the compared references in the notebooks' HTML this way."""
     refs = ["TABLE2_LEFT[airbench2024].fluid", "CEILING[anthropic-red-team].theta_range_above.1",
             "SAVINGS[abstract_static_range].0"]
     html = style_comparison(comparison_table([row(r, r, 0.5) for r in refs])).to_html()

@@ -11,7 +11,7 @@ import pytest
 from irtlib.book import claims as published
 from irtlib.book import scorecard as sc
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXECUTED = ROOT / "_build" / "executed"
 
 

@@ -13,7 +13,7 @@ import pytest
 from irtlib import datasets
 from irtlib.datasets import real
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "airbench2024_helm22"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "realdata" / "airbench2024_helm22"
 needs_real = pytest.mark.skipif(not (SHARED / "responses_graded.csv").exists(),
                                 reason=f"real AIR-Bench data not found at {SHARED}")
 
@@ -139,7 +139,7 @@ def test_bad_score_row_is_named():
 
 
 def test_never_in_the_repository():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     tracked = os.popen(f"git -C {root} ls-files").read().split()
     assert not [f for f in tracked if f.endswith("responses_graded.csv")]
 

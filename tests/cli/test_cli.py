@@ -141,7 +141,7 @@ def test_calibrate_wide_file_and_quiet(work, tmp_path, cli):
 
 
 def test_calibrate_helm_directory(tmp_path, cli):
-    helm = Path(__file__).parent / "fixtures" / "helm" / "benchmark_output"
+    helm = Path(__file__).parents[1] / "fixtures" / "helm" / "benchmark_output"
     proc = cli("calibrate", helm, "-o", "helm.csv", "--no-interval-check", "--variance-threshold", "0", cwd=tmp_path)
     assert "choose one with --benchmark" in one_line_error(proc)
     proc = cli("calibrate", helm, "--benchmark", "harmbench", "-o", "helm.csv", "--no-interval-check",

@@ -24,7 +24,7 @@ from irtlib.protocol.agreement import agreement_curves, calibrate_splits, run_pr
 from irtlib.selection.adaptive import MaxInformation, MleEstimator, run_adaptive
 from irtlib.selection.static import b_quantile_bins, interleave_bins
 
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata" / "paper"
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "paper"
 SST = REAL / "helm_simplesafety_irt_data.jsonl"
 FITS = REAL / "authors_fits" / "helm_simplesafety_100samples_test10_4bquant_minvar0.01_step20_items.csv"
 needs_real = pytest.mark.skipif(not (SST.exists() and FITS.exists()),

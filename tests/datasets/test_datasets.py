@@ -17,7 +17,7 @@ from irtlib import datasets
 from irtlib.datasets import paper, release, simulate
 from irtlib.io import atomic
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
 SMALL = ("harmbench", "simplesafetytests", "wmdp-bio")
 

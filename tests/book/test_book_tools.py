@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import book_config  # noqa: E402  (tools/book_config.py)
 import chapters  # noqa: E402  (tools/chapters.py)

@@ -26,7 +26,7 @@ from irtlib.book import pipeline
 from irtlib.datasets import authors, sources
 from irtlib.errors import InputError, UsageError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "paper"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "realdata" / "paper"
 needs_shared = pytest.mark.skipif(not (SHARED / "helm_harmbench_irt_data.jsonl").exists(),
                                   reason=f"the shared copy of the authors' files is not at {SHARED}")
 HELM = ("anthropic-red-team", "harmbench", "simplesafetytests")

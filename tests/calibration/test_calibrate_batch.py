@@ -30,7 +30,7 @@ from irtlib.core.responses import ResponseMatrix  # noqa: E402
 from irtlib.errors import InputError  # noqa: E402
 from irtlib.io import jsonl  # noqa: E402
 
-PAPER = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "paper"
+PAPER = Path(__file__).resolve().parents[3] / "shared" / "realdata" / "paper"
 SST = PAPER / "helm_simplesafety_irt_data.jsonl"
 FITS = PAPER / "authors_fits" / "helm_simplesafety_100samples_test10_4bquant_minvar0.01_step20_items.csv"
 needs_data = pytest.mark.skipif(not (SST.exists() and FITS.exists()),

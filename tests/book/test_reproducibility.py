@@ -185,7 +185,7 @@ def test_the_repository_lock_pins_the_book_and_test_environments():
 
     from irtlib.book.reproducibility import LOCK_FILE, read_lock
 
-    lock = Path(__file__).resolve().parents[1] / LOCK_FILE
+    lock = Path(__file__).resolve().parents[2] / LOCK_FILE
     pins = read_lock(lock)
     for name in ("numpy", "scipy", "pandas", "torch", "py-irt", "pyro-ppl", "jupyter-book", "papermill", "pytest",
                  "pytest-xdist", "pytest-cov", "ruff", "setuptools", "wheel"):

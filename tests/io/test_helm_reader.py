@@ -11,7 +11,7 @@ import pytest
 
 from irtlib.io import helm
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "helm"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "helm"
 RUNS = FIX / "benchmark_output"
 HB_HAIKU = RUNS / "runs" / "v1.0.0" / "harm_bench:model=anthropic_claude-3-haiku-20240307"
 

@@ -11,7 +11,7 @@ import pytest
 
 from irtlib.datasets import paper
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "book").glob("0*.md"))
 EXECUTED = ROOT / "_build" / "executed"
 

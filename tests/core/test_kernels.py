@@ -17,7 +17,7 @@ import pytest
 
 from irtlib.core import kernels as K
 
-ROOT = Path(__file__).resolve().parents[1] / "irtlib"
+ROOT = Path(__file__).resolve().parents[2] / "irtlib"
 KERNEL = "core/kernels.py"
 
 #: Where a formula-shaped expression is allowed outside the kernel module, and why.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("bs4", reason="BeautifulSoup comes with jupyter-book: make venv")

@@ -12,7 +12,7 @@ import pytest
 from irtlib import datasets
 from irtlib.datasets import pandaguard
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata" / "pandaguard_jbb"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "pandaguard_jbb"
 if not SHARED.exists():
     SHARED = Path("/work/shared/realdata/pandaguard_jbb")
 needs_data = pytest.mark.skipif(not (SHARED / "responses.csv").exists(),
