@@ -81,8 +81,8 @@ def test_fit_irt_and_compare_models_reject_bad_arguments(fitted):
 def test_fluid_irt_rejects_a_budget_outside_the_bank():
     x = np.ones((2, 4))
     a, b = np.ones(4), np.zeros(4)
-    _raises(lambda: model_agreement.fluid_irt(x, a, b, budget=5), r"budget must lie between 1 and 4, got 5")
-    _raises(lambda: model_agreement.fluid_irt(x, a, b, budget=0), r"budget must lie between 1 and 4, got 0")
+    _raises(lambda: model_agreement.fluid_irt(x, a, b, budget=5), r"budget must be between 1 and the 4 items, got 5")
+    _raises(lambda: model_agreement.fluid_irt(x, a, b, budget=0), r"budget must be between 1 and the 4 items, got 0")
 
 
 def test_fluid_agreement_rejects_an_unknown_model(fitted):

@@ -22,11 +22,7 @@ from irtlib import _layers
 PACKAGE = Path(__file__).resolve().parents[1] / "irtlib"
 
 #: Cycles allowed for now, each as a sorted tuple of its modules, with the reason (aim: none).
-ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
-    # presets' rank comparison takes `spearman` lazily from the runner, which imports presets; it
-    # goes when the one Spearman moves below the protocol (issue 20's "One Spearman", branch i20kern)
-    ("irtlib.protocol.agreement", "irtlib.protocol.presets"): "spearman lives in protocol.agreement",
-}
+ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
 
 
 @dataclass(frozen=True)

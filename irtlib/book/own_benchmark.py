@@ -289,7 +289,7 @@ def plain_bank(bank):
     ItemBank
         Same items and header, ``interval_check`` replaced by ``{"skipped": ...}``.
     """
-    from .. import ItemBank
+    from irtlib.bank.format import ItemBank
 
     meta = {**bank.meta, "interval_check": {"skipped": "removed to show the plain 2PL interval"}}
     return ItemBank(bank.items, meta)
@@ -297,7 +297,7 @@ def plain_bank(bank):
 
 def _replay(bank, answers: pd.Series, budgets: Sequence[int], model: str) -> dict:
     """Adaptive test of one model replayed from ``answers``; the result at each budget."""
-    from .. import AdaptiveSession
+    from irtlib.bank.session import AdaptiveSession
 
     budgets = sorted(set(int(k) for k in budgets))
     session = AdaptiveSession(bank, max_items=budgets[-1], model=model)
@@ -348,7 +348,7 @@ def held_out_coverage(matrix, *, budgets: Sequence[int], n_groups: int, seed: in
         One row per model and budget: ``model, group, k, truth, predicted, lo, hi, inside,
         plain_lo, plain_hi, plain_inside, inflation, random_score, n_calibration``.
     """
-    from .. import calibrate_bank
+    from irtlib.bank.build import calibrate_bank
 
     n_models = matrix.shape[0]
     if not 2 <= n_groups <= n_models:
@@ -440,7 +440,8 @@ def calibration_size(matrix, *, sizes: Sequence[int], n_reps: int, n_test: int, 
     """
     from scipy.stats import spearmanr
 
-    from .. import calibrate_bank, run_adaptive
+    from irtlib.bank.build import calibrate_bank
+    from irtlib.selection.adaptive import run_adaptive
 
     rng = np.random.default_rng(seed)
     n_models = matrix.shape[0]

@@ -20,7 +20,7 @@ __all__ = ["arrow_step"]
 
 
 def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: list,
-               item_inverse) -> tuple[np.ndarray, list] | None:
+               item_inverse: list) -> tuple[np.ndarray, list] | None:
     """Solve ``J d = g`` for an arrow-shaped information matrix ``J``.
 
     Parameters

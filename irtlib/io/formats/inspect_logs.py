@@ -30,6 +30,7 @@ import math
 import re
 import warnings
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -103,7 +104,7 @@ def _log_module(path: Path):
     return inspect_log
 
 
-def score_to_float(value, *, where) -> float:
+def score_to_float(value: object, *, where: Callable[[str], Exception]) -> float:
     """A score value as a number (see the module docstring); ``where(text)`` builds the error."""
     if value is None:
         return math.nan
