@@ -155,3 +155,15 @@ def make_cli(monkeypatch, capsys):
         out = capsys.readouterr()
         return code, out.out, out.err
     return call
+
+
+def check_one_line_errors(tmp_path, cli, cases):
+    """Each case: exit 1, one error line matching its pattern, nothing written, every file unchanged."""
+    for name, (args, pattern) in cases.items():
+        before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+        code, _, err = cli(*args, "-o", "bank.csv", cwd=tmp_path)
+        assert code == 1, (name, err)
+        line = one_error_line(err)
+        assert re.search(pattern, line), (name, line)
+        assert not (tmp_path / "bank.csv").exists(), name
+        assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before, name

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import zipfile
 
@@ -23,6 +22,7 @@ from formats_helpers import (
     DATE,
     MODELS,
     TASKS,
+    check_one_line_errors,
     lm_line,
     make_cli,
     one_error_line,
@@ -207,18 +207,6 @@ def test_calibrate_from_lm_eval_logs_gives_the_bank_of_the_csv(tmp_path, cli):
     assert list(logs.item_ids) == list(table.item_ids)
     np.testing.assert_array_equal(logs.a, table.a)
     np.testing.assert_array_equal(logs.b, table.b)
-
-
-def check_one_line_errors(tmp_path, cli, cases):
-    """Each case: exit 1, one error line matching its pattern, nothing written, every file unchanged."""
-    for name, (args, pattern) in cases.items():
-        before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-        code, _, err = cli(*args, "-o", "bank.csv", cwd=tmp_path)
-        assert code == 1, (name, err)
-        line = one_error_line(err)
-        assert re.search(pattern, line), (name, line)
-        assert not (tmp_path / "bank.csv").exists(), name
-        assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before, name
 
 
 def test_hostile_lm_eval_files_give_one_line_naming_the_file(tmp_path, cli):

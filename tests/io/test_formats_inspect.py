@@ -9,16 +9,15 @@ Without the optional extra these tests are skipped (its absence is tested in tes
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
 import pytest
 from formats_helpers import (
+    check_one_line_errors,
     inspect_log_of,
     letters,
     make_cli,
-    one_error_line,
     simulate,
     tidy,
     write_lm_output,
@@ -149,14 +148,7 @@ def test_hostile_inspect_files_give_one_line_naming_the_file(tmp_path, cli):
         "wrong scorer": (["calibrate", "ok.eval", "--metric", "acc"], r"error: ok\.eval: no scorer 'acc' \(its "
                                                                       r"scorers: 'match'\); name one with --metric$"),
     }
-    for name, (args, pattern) in cases.items():
-        before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-        code, _, err = cli(*args, "-o", "bank.csv", cwd=tmp_path)
-        assert code == 1, (name, err)
-        line = one_error_line(err)
-        assert re.search(pattern, line), (name, line)
-        assert not (tmp_path / "bank.csv").exists(), name
-        assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before, name
+    check_one_line_errors(tmp_path, cli, cases)
 
 
 def test_calibrate_says_it_found_inspect_logs(tmp_path, cli):
