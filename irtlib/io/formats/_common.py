@@ -14,6 +14,7 @@ Binarization of one sample's score (``rule``, the command line's ``--binarize``/
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from irtlib.core.binarize import binarize_graded
 from irtlib.core.responses import ResponseMatrix, shown
 from irtlib.errors import InputError, MissingDependencyError
 
-__all__ = ["FormatResult", "FormatWarning", "MissingReaderError", "RULES", "binarize_scores", "build_matrix", "log"]
+__all__ = ["FormatResult", "FormatWarning", "MissingReaderError", "RULES", "binarize_scores", "build_matrix", "log",
+           "plain_number"]
 
 #: The rules the per-sample readers accept (the same names as :data:`irtlib.io.RULES`).
 RULES = ("auto", "binary", "strict", "lenient", "choice", "wmdp")
@@ -147,3 +149,16 @@ def listed(names, limit: int = 6) -> str:
     names = list(names)
     text = ", ".join(shown(n) for n in names[:limit])
     return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def plain_number(raw: object) -> float | None:
+    """A JSON score that is already a number, as a float: null is NaN (not scored), a bool 0/1.
+
+    Returns None for anything else (text, a list, an object), which each reader explains in its own
+    terms: lm-eval metrics must be numbers, Inspect scores may also be letters such as C and I.
+    """
+    if raw is None:
+        return math.nan
+    if isinstance(raw, (bool, int, float)):
+        return float(raw)
+    return None

@@ -48,6 +48,7 @@ from ._common import (
     check_rule,
     listed,
     log,
+    plain_number,
 )
 
 __all__ = ["INSTALL_HINT", "looks_like_inspect_json", "looks_like_inspect_eval", "inspect_files", "read_inspect",
@@ -106,12 +107,9 @@ def _log_module(path: Path):
 
 def score_to_float(value: object, *, where: Callable[[str], Exception]) -> float:
     """A score value as a number (see the module docstring); ``where(text)`` builds the error."""
-    if value is None:
-        return math.nan
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
+    number = plain_number(value)
+    if number is not None:
+        return number
     if isinstance(value, str):
         text = value.strip()
         if text in _LETTERS:

@@ -35,7 +35,6 @@ binarized by the rule (:mod:`irtlib.io.formats._common`).
 from __future__ import annotations
 
 import json
-import math
 import re
 import warnings
 from pathlib import Path
@@ -47,7 +46,7 @@ from irtlib._typing import PathLike
 from irtlib.core.responses import shown
 from irtlib.errors import InputError
 
-from ._common import FormatResult, FormatWarning, binarize_scores, build_matrix, check_rule, listed, log
+from ._common import FormatResult, FormatWarning, binarize_scores, build_matrix, check_rule, listed, log, plain_number
 
 __all__ = ["SAMPLES_GLOB", "is_samples_name", "samples_files", "parse_samples_name", "model_name_of",
            "read_lm_eval"]
@@ -159,12 +158,9 @@ def _metric_names(obj: dict) -> list[str]:
 
 
 def _value(raw, *, metric: str, where) -> float:
-    if raw is None:
-        return math.nan
-    if isinstance(raw, bool):
-        return float(raw)
-    if isinstance(raw, (int, float)):
-        return float(raw)
+    number = plain_number(raw)
+    if number is not None:
+        return number
     if isinstance(raw, (list, dict)):
         raise where(f"metric {metric!r} holds a JSON {'array' if isinstance(raw, list) else 'object'}, not one "
                     "number per sample (corpus-level metrics such as bleu are not per-sample scores); choose "
