@@ -22,7 +22,7 @@ __all__ = ["ceiling_benchmark", "ceiling_table"]
 
 
 def ceiling_benchmark(bench, *, n_splits: int | None = None, n_test: int | None = None, seed: int | None = None,
-                      engine: str = "map", threshold: float = 0.01, n_jobs: int = 1, cache_dir=None,
+                      engine: str | None = None, threshold: float = 0.01, n_jobs: int = 1, cache_dir=None,
                       protocol: str | Protocol | None = None,
                       max_splits: int | None = None) -> pd.Series:
     """The agreement ceiling per split of one benchmark (cached).
@@ -47,6 +47,7 @@ def ceiling_benchmark(bench, *, n_splits: int | None = None, n_test: int | None 
     proto = protocols.resolve(protocol, benchmark=bench.name)
     n_splits, n_test = protocol_sizes(bench, protocol=proto, n_splits=n_splits, n_test=n_test, max_splits=max_splits)
     seed = proto.seed if seed is None else int(seed)
+    engine = proto.engine if engine is None else engine
     key = ("ceiling_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, engine, threshold,
            tuple(sorted(proto.settings().items())))
     return cached(lambda: agreement_ceiling(bench.full, n_splits=n_splits, n_test=n_test, seed=seed, engine=engine,

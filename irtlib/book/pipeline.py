@@ -87,22 +87,48 @@ def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, 
     return Benchmark(name, shown_name, full, full.filter_variance(threshold), rule, data)
 
 
-def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt", seed: int = 0, epochs: int = 1000,
+def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt-authors", seed: int = 0, epochs: int = 1000,
                         lr: float = 0.1, cache_dir=None) -> Calibration:
-    """Fit the 2PL to a benchmark's filtered matrix (cached).
+    """Fit the 2PL to a benchmark's filtered matrix, every model at once (cached).
 
     Parameters
     ----------
     bench : Benchmark
-    engine, seed, epochs, lr
-        As in :func:`irtlib.fit_2pl`; the MAP engine ignores seed, epochs and lr.
+    engine : {"pyirt-authors", "pyirt", "map"}
+        ``"pyirt-authors"`` (the default): the authors' calibration, py-irt's hierarchical priors
+        with learning-rate decay and the best epoch, run by the batched fit
+        (:func:`irtlib.calibration.pyirt_batch.fit_hierarchical_batch`, the same parameters as
+        py-irt's to float rounding); ``"pyirt"``: py-irt with the text's fixed priors; ``"map"``:
+        the posterior mode of the text's model (:func:`irtlib.fit_2pl`).
+    seed, epochs, lr
+        As in :func:`irtlib.fit_2pl`; the MAP engine ignores them.
     cache_dir : path, optional
         Where to keep fits between chapters.
     """
-    settings = (engine, seed, epochs, lr) if engine == "pyirt" else (engine,)
+    settings = (engine,) if engine == "map" else (engine, seed, epochs, lr)
     key = ("calibrate_benchmark", bench.name, bench.rule, bench.checksum, settings)
+    if engine == "pyirt-authors":
+        return cached(lambda: _authors_calibration(bench.filtered, seed=seed, epochs=epochs, lr=lr),
+                      key=key, cache_dir=cache_dir)
     return cached(lambda: fit_2pl(bench.filtered, engine=engine, seed=seed, epochs=epochs, lr=lr),
                   key=key, cache_dir=cache_dir)
+
+
+def _authors_calibration(matrix: ResponseMatrix, *, seed: int, epochs: int, lr: float) -> Calibration:
+    """The authors' hierarchical py-irt fit of every model of ``matrix``, as a :class:`Calibration`."""
+    import time
+
+    from irtlib.calibration.pyirt_batch import fit_hierarchical_batch
+
+    start = time.perf_counter()
+    fit = fit_hierarchical_batch(matrix.values, [np.arange(matrix.shape[0])], seed=seed, epochs=epochs, lr=lr)
+    items, models = pd.Index(matrix.items), pd.Index(matrix.models)
+    return Calibration(a=pd.Series(fit.a[0], index=items, name="a"), b=pd.Series(fit.b[0], index=items, name="b"),
+                       theta=pd.Series(fit.theta[0], index=models, name="theta"), engine="pyirt-authors",
+                       settings={"seed": seed, "epochs": epochs, "lr": lr, "lr_decay": 0.9999, "best": True,
+                                 "priors": "hierarchical", "batched": True},
+                       seconds=time.perf_counter() - start,
+                       diagnostics={"best_epoch": int(fit.best_epoch[0]), "final_loss": float(fit.loss[0, -1])})
 
 
 def paper_budgets(name: str) -> list[int]:
@@ -210,7 +236,7 @@ def protocol_sizes(bench: Benchmark, *, protocol: str | Protocol | None = None, 
 
 
 def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test: int | None = None,
-                       seed: int | None = None, ks=None, engine: str = "map", threshold: float = 0.01,
+                       seed: int | None = None, ks=None, engine: str | None = None, threshold: float = 0.01,
                        n_jobs: int = 1, cache_dir=None, progress: bool | None = False,
                        protocol: str | Protocol | None = None,
                        max_splits: int | None = None, methods=None) -> pd.DataFrame:
@@ -225,8 +251,11 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
         Default the protocol's (``"paper"`` 0; ``"authors"`` 42, their split rule's).
     ks : sequence of int, optional
         Default :func:`protocol_budgets` under the same protocol.
-    engine, threshold
-        Per-split calibration engine and the variance filter's threshold.
+    engine : str, optional
+        Per-split calibration engine (default the protocol's: ``"paper"`` the MAP engine,
+        ``"authors"`` their hierarchical py-irt fit, batched over splits).
+    threshold : float
+        The variance filter's threshold.
     n_jobs : int
         Not part of the cache key: the results do not depend on it.
     protocol : {"paper", "authors"} or Protocol, optional
@@ -249,6 +278,7 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     proto = protocols.resolve(protocol, benchmark=bench.name)
     n_splits, n_test = protocol_sizes(bench, protocol=proto, n_splits=n_splits, n_test=n_test, max_splits=max_splits)
     seed = proto.seed if seed is None else int(seed)
+    engine = proto.engine if engine is None else engine
     ks = protocol_budgets(bench, protocol=proto) if ks is None else sorted({int(k) for k in ks})
     key = ("protocol_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, tuple(ks),
            engine, threshold, tuple(sorted(proto.settings().items())), None if methods is None else tuple(methods))

@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from irtlib._typing import ArrayLike, Seed
+from irtlib.calibration.joint_map import ENGINES as _FIT_ENGINES
 from irtlib.calibration.joint_map import fit_2pl
 from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
@@ -81,7 +82,8 @@ from . import presets as _protocols
 
 __all__ = [
     "METHODS", "IRT_METHODS", "budget_grid", "spearman", "split_models", "split_agreements", "calibration_seed",
-    "calibrate_split", "calibrate_splits", "register_calibration_engine", "CALIBRATION_ENGINES", "static_selections",
+    "calibrate_split", "calibrate_splits", "check_engine", "register_calibration_engine", "CALIBRATION_ENGINES",
+    "static_selections",
     "run_splits", "protocol_data", "run_protocol", "agreement_curves", "agreement_at",
     "paired_difference", "mean_interval_halfwidth", "summarise_table2", "run_agreement",
 ]
@@ -259,9 +261,39 @@ def _calibrate_each(blocks: list, seeds: list, engine: str) -> list:
     return out
 
 
+def _authors_batched(blocks: list, seeds: list) -> list:
+    """The authors' calibration (py-irt's hierarchical 2PL) of every split in one batched fit per seed.
+
+    :func:`irtlib.calibration.pyirt_batch.fit_2pl_splits` on the stacked training blocks: each
+    split's result is that of a separate py-irt fit with the authors' settings (their code seeds
+    every split with 0; splits with other seeds are fitted in one batch per seed).
+    """
+    from irtlib.calibration.pyirt_batch import fit_2pl_splits
+
+    starts = np.cumsum([0] + [blk.shape[0] for blk in blocks])
+    stacked = np.vstack(blocks)
+    out: list = [None] * len(blocks)
+    for seed in sorted(set(seeds)):
+        which = [i for i, s in enumerate(seeds) if s == seed]
+        rows = [np.arange(starts[i], starts[i + 1]) for i in which]
+        for i, fit in zip(which, fit_2pl_splits(stacked, rows, seed=int(seed)), strict=True):
+            out[i] = fit
+    return out
+
+
 #: Batched calibration engines by name: ``fn(train_blocks, seeds) -> [(a, b), ...]`` (see
 #: :func:`register_calibration_engine`). An engine not listed runs :func:`calibrate_split` per split.
-CALIBRATION_ENGINES: dict[str, Callable[[list, list], list]] = {}
+#: ``"pyirt-authors"`` is registered here: the authors' calibration, all splits batched (the same
+#: parameters as :func:`irtlib.fit_2pl` with that engine, split by split, in a fraction of the time).
+CALIBRATION_ENGINES: dict[str, Callable[[list, list], list]] = {"pyirt-authors": _authors_batched}
+
+
+def check_engine(engine) -> str:
+    """``engine`` if it names a batched or a :func:`irtlib.fit_2pl` engine, else a one-line InputError."""
+    if isinstance(engine, str) and (engine in CALIBRATION_ENGINES or engine in _FIT_ENGINES):
+        return engine
+    raise InputError(f"unknown calibration engine {engine!r}; choose one of "
+                     f"{sorted(set(_FIT_ENGINES) | set(CALIBRATION_ENGINES))}")
 
 
 def register_calibration_engine(name: str, fn: Callable[[list, list], list]) -> None:
@@ -359,7 +391,7 @@ def _blas_limit(n_threads):
 
 def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *, ks: Sequence[int],
                methods: Sequence[str] = METHODS, n_test: int = 10, seed: Seed = 0,
-               engine: str = "map", anchor_solver: str = "auto", prior_information: float = 0.0,
+               engine: str | None = None, anchor_solver: str = "auto", prior_information: float = 0.0,
                blas_threads: int | None = 1, groups: ArrayLike | None = None, n_test_groups: int = 1,
                protocol: _protocols.Protocol | None = None) -> dict:
     """Some train/test splits of the protocol, with their Fluid tests run together.
@@ -386,7 +418,8 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
         multi-threaded BLAS on these small matrices mostly spins on a shared machine.
     protocol : Protocol, optional
         The rules that differ between the paper's text and the authors' code
-        (:mod:`irtlib.protocol.presets`; None: ``"paper"``). Its sizes are not read here.
+        (:mod:`irtlib.protocol.presets`; None: ``"paper"``). Its sizes are not read here; its
+        ``engine`` is used when ``engine`` is None.
 
     Returns
     -------
@@ -394,12 +427,13 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
         ``rows``: list of (split, method, k, agreement); ``tests``: each split's test rows;
         ``seconds``: wall time per stage, summed over the splits.
     """
+    protocol = _protocols.PAPER if protocol is None else protocol
     with _blas_limit(blas_threads):
         return _run_splits(np.asarray(values, float), np.asarray(reference, float), list(splits), ks=ks,
-                           methods=tuple(methods), n_test=n_test, seed=seed, engine=engine,
+                           methods=tuple(methods), n_test=n_test, seed=seed,
+                           engine=protocol.engine if engine is None else engine,
                            anchor_solver=anchor_solver, prior_information=prior_information,
-                           groups=groups, n_test_groups=n_test_groups,
-                           protocol=_protocols.PAPER if protocol is None else protocol)
+                           groups=groups, n_test_groups=n_test_groups, protocol=protocol)
 
 
 def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, seed, anchor_solver,
@@ -565,7 +599,7 @@ _FROM_PROTOCOL = _protocols.FROM_PROTOCOL     # variance_threshold's default: th
 
 def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None, ks: Sequence[int] | None = None,
                  n_splits: int | None = None, n_test: int | None = None,
-                 seed: int | None = None, engine: str = "map", n_jobs: int = 1,
+                 seed: int | None = None, engine: str | None = None, n_jobs: int = 1,
                  variance_threshold: float | None | str = _FROM_PROTOCOL,
                  reference: str | None = None, anchor_solver: str = "auto", prior_information: float = 0.0,
                  progress: bool | None = None, blas_threads: int | None = 1,
@@ -575,9 +609,10 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
 
     ``protocol`` chooses the protocol as the paper's text describes it (``"paper"``, the default:
     exactly what this function has always done) or as the authors' released code runs it
-    (``"authors"``, which needs ``benchmark``); see :mod:`irtlib.protocol.presets`. The protocol supplies
-    the defaults of ``n_splits``, ``n_test``, ``seed``, ``ks``, ``variance_threshold`` and
-    ``reference``; any of them given explicitly overrides it.
+    (``"authors"``, which needs ``benchmark``: their whole pipeline, calibration included); see
+    :mod:`irtlib.protocol.presets`. The protocol supplies the defaults of ``n_splits``, ``n_test``,
+    ``seed``, ``ks``, ``variance_threshold``, ``reference`` and ``engine``; any of them given
+    explicitly overrides it.
 
     Parameters
     ----------
@@ -594,9 +629,12 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         Seeds everything (splits, random orders, anchor-point initialisation). Default the
         protocol's: 0 for ``"paper"``; 42 for ``"authors"``, where it enters the split rule only
         (their random orders use the split index, FasterPAM 42 and calibration 0).
-    engine : {"map", "pyirt"}
-        Per-split calibration engine (:func:`irtlib.fit_2pl`). ``"map"`` takes about a second on the
-        largest benchmark; ``"pyirt"`` is the paper's but takes tens of seconds per split.
+    engine : str, optional
+        Per-split calibration engine; default the protocol's (``"paper"``: ``"map"``, the posterior
+        mode of the text's model, about a second on the largest benchmark; ``"authors"``:
+        ``"pyirt-authors"``, the authors' hierarchical py-irt fit, all splits batched). Any
+        :func:`irtlib.fit_2pl` engine (``"pyirt"``: py-irt with the text's priors, tens of seconds
+        per split) or a registered batched engine (:func:`register_calibration_engine`).
     n_jobs : int
         Splits run in parallel through joblib (``-1``: all cores). Results are identical for any
         value. Under ``joblib.parallel_config(backend="dask")`` the splits run on a Dask cluster.
@@ -646,6 +684,7 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
                                        reference=reference, variance_threshold=variance_threshold)
     n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]
     reference, variance_threshold = settled["reference"], settled["variance_threshold"]
+    engine = proto.engine if engine is None else check_engine(engine)
     methods = _methods.check_methods(methods)
     filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
                                           groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups,

@@ -16,29 +16,33 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputTypeError
 
 from . import presets as _protocols
-from .agreement import calibrate_split, calibration_seed, protocol_data, split_agreements
+from .agreement import calibrate_splits, calibration_seed, check_engine, protocol_data, split_agreements, split_models
 
 __all__ = ["agreement_ceiling"]
 
 
 def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, n_test_groups,
                     split_rule="stream", calibration_seeds="stream"):
-    """Ceilings of some splits (one joblib task of :func:`agreement_ceiling`)."""
+    """Ceilings of some splits (one joblib task of :func:`agreement_ceiling`), calibrated in one call."""
+    drawn = {split: split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
+                                 rule=split_rule) for split in splits}
+    seeds = [calibration_seed(seed, split) for split in splits] if calibration_seeds == "stream" else 0
+    fits = dict(zip(splits, calibrate_splits(values, [drawn[s][0] for s in splits], engine=engine, seed=seeds),
+                    strict=True))
 
     def score(split, train, test):
-        x_train = values[train]
-        pool = np.flatnonzero((~np.isnan(x_train)).any(axis=0))      # as the protocol: seen in training
-        fit_seed = calibration_seed(seed, split) if calibration_seeds == "stream" else 0
-        a, b, _ = calibrate_split(x_train[:, pool], engine=engine, seed=fit_seed)
+        a, b = fits[split]
+        pool = np.flatnonzero(np.isfinite(a))                         # as the protocol: seen in training
         # only now are the test rows touched, for scoring
-        return np.asarray(map_ability(values[np.ix_(test, pool)], a, b).theta)
+        return np.asarray(map_ability(values[np.ix_(test, pool)], a[pool], b[pool]).theta)
 
     return split_agreements(values, reference, splits, score, n_test=n_test, seed=seed, groups=groups,
                             n_test_groups=n_test_groups, rule=split_rule)
 
 
 def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_test: int | None = None,
-                      seed: int | None = None, engine: str = "map", variance_threshold: float | None | str = "protocol",
+                      seed: int | None = None, engine: str | None = None,
+                      variance_threshold: float | None | str = "protocol",
                       reference: str | None = None, groups: ArrayLike | None = None, n_test_groups: int = 1,
                       n_jobs: int = 1, protocol: str | _protocols.Protocol | None = None,
                       benchmark: str | None = None) -> pd.Series:
@@ -95,6 +99,7 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_
                                        reference=reference, variance_threshold=variance_threshold)
     n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]
     reference, variance_threshold = settled["reference"], settled["variance_threshold"]
+    engine = proto.engine if engine is None else check_engine(engine)
     filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
                                           groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups,
                                           variance_rule=proto.variance_rule, split_rule=proto.split_rule)

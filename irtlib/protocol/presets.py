@@ -84,6 +84,13 @@ class Protocol:
     anchor_seed : int
     calibration_seed : {"stream", "zero"}
         The seed each split's calibration gets: its own stream, or 0 for every split.
+    engine : str
+        How every split's 2PL is calibrated on its training models: ``"map"``, the posterior mode
+        of the text's model and priors (irtlib's fast engine); ``"pyirt"``, py-irt with the
+        text's fixed priors; ``"pyirt-authors"``, py-irt's hierarchical priors with learning-rate
+        decay and the best epoch, as the authors' code calibrates (batched over splits by
+        :func:`irtlib.calibration.pyirt_batch.fit_2pl_splits`); or a name given to
+        :func:`irtlib.protocol.agreement.register_calibration_engine`.
     """
 
     name: str
@@ -106,6 +113,7 @@ class Protocol:
     anchor_rule: str = "path"
     anchor_seed: int = 42
     calibration_seed: str = "stream"
+    engine: str = "map"
 
     def __post_init__(self):
         choices = {"split_rule": ("stream", "authors"), "variance_rule": ("at-most", "below"),
@@ -118,6 +126,8 @@ class Protocol:
             if getattr(self, field) not in allowed:
                 raise InputError(f"protocol {self.name!r}: {field} must be one of {list(allowed)}, "
                                  f"got {getattr(self, field)!r}")
+        if not isinstance(self.engine, str) or not self.engine:
+            raise InputError(f"protocol {self.name!r}: engine must be an engine name, got {self.engine!r}")
         if self.budget_rule == "authors" and self.max_budget is None:
             raise InputError(f"protocol {self.name!r}: the authors' budget rule needs max_budget")
 
@@ -138,7 +148,8 @@ AUTHORS_SIZES: Mapping[str, tuple[int, int, int]] = MappingProxyType({
 _AUTHORS_RULES = dict(split_rule="authors", seed=42, variance_rule="below", budget_rule="authors",
                       reference="filtered", nan_policy="omit", band="se", fluid_estimator="mle",
                       fluid_start="training-mean", random_order="shared", bquartile_rule="interleave",
-                      anchor_rule="fresh", anchor_seed=42, calibration_seed="zero")
+                      anchor_rule="fresh", anchor_seed=42, calibration_seed="zero",
+                      engine="pyirt-authors")
 
 #: One line per setting: the text against the authors' code, each citing SUMMARY.md.
 DIFFERENCES: Mapping[str, str] = MappingProxyType({
@@ -167,6 +178,10 @@ DIFFERENCES: Mapping[str, str] = MappingProxyType({
     "anchor_rule": f"code: a fresh FasterPAM (random init, seed 42) per budget, distance 1 - r with undefined "
                    f"r = 0, weight = cluster size / items ({_SUMMARY}, \"Methods\")",
     "calibration_seed": f"code: py-irt seed 0 for every split ({_SUMMARY}, \"Calibration\")",
+    "engine": f"text: py-irt with theta ~ N(0, 1), b ~ N(0, 1), a ~ LogNormal(0, 1), 1,000 epochs of Adam at 0.1 "
+              f"(irtlib's \"paper\" protocol fits that model by its posterior mode, engine \"map\"); code: py-irt's "
+              f"hierarchical priors, learning rate decayed by 0.9999 per epoch, the parameters of the epoch with the "
+              f"lowest loss (engine \"pyirt-authors\") ({_SUMMARY}, \"Calibration\")",
 })
 
 #: The named protocols.

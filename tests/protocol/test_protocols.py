@@ -255,23 +255,65 @@ def test_static_rankings_reproduce_the_authors_fits_on_every_split():
     assert anchors.loc[anchors["k"] == 79, "exact"].all()     # every item its own medoid
 
 
-@needs_real
-def test_authors_protocol_on_their_own_fits_gives_table_2(monkeypatch):
-    """With the authors' (a, b) per split plugged in as a batched engine, Table 2's SimpleSafetyTests row."""
+#: The methods whose scores rest on the calibration (Random's on its shared order alone).
+CALIBRATED = ["fluid", "random", "random-irt", "total-fisher", "marginal-fisher", "marginal-fisher-bq"]
+
+
+def _authors_fits_engine(blocks, seeds):
+    """The authors' released (a, b) of every split, as a batched engine (one call, in split order)."""
     fits = pd.read_csv(FITS)
+    assert len(blocks) == 100 and all(blk.shape == (67, 79) for blk in blocks)
+    return [(fits.loc[fits["fold"] == i, "a"].to_numpy(), fits.loc[fits["fold"] == i, "b"].to_numpy())
+            for i in range(len(blocks))]
 
-    def their_fits(blocks, seeds):       # one call for every split, in split order
-        assert len(blocks) == 100 and all(blk.shape == (67, 79) for blk in blocks)
-        return [(fits.loc[fits["fold"] == i, "a"].to_numpy(), fits.loc[fits["fold"] == i, "b"].to_numpy())
-                for i in range(len(blocks))]
 
-    monkeypatch.setitem(agreement.CALIBRATION_ENGINES, "authors-fits", their_fits)
-    res = run_protocol(_sst(), protocol="authors", benchmark="simplesafetytests", engine="authors-fits",
-                       methods=["fluid", "random", "random-irt"], split_batch=100, progress=False)
-    curves = agreement_curves(res)
+@pytest.fixture(scope="module")
+def on_their_fits():
+    """The authors' protocol on SimpleSafetyTests with their own per-split fits plugged in."""
+    agreement.register_calibration_engine("authors-fits", _authors_fits_engine)
+    try:
+        return run_protocol(_sst(), protocol="authors", benchmark="simplesafetytests", engine="authors-fits",
+                            methods=CALIBRATED, split_batch=100, progress=False)
+    finally:
+        del agreement.CALIBRATION_ENGINES["authors-fits"]
+
+
+@needs_real
+def test_authors_protocol_on_their_own_fits_gives_table_2(on_their_fits):
+    """With the authors' (a, b) per split plugged in as a batched engine, Table 2's SimpleSafetyTests row."""
+    curves = agreement_curves(on_their_fits)
     at20 = curves[curves["k"] == 20].set_index("method")["mean"]
     # paper, Table 2: Fluid 0.91, Random 0.75, Random IRT 0.75 at k = 20, the first k reaching 0.90
-    assert at20.round(2).to_dict() == {"fluid": 0.91, "random": 0.75, "random-irt": 0.75}
+    assert at20[["fluid", "random", "random-irt"]].round(2).to_dict() == {"fluid": 0.91, "random": 0.75,
+                                                                          "random-irt": 0.75}
     fluid = curves[curves["method"] == "fluid"].sort_values("k")
     assert fluid.loc[fluid["mean"] >= 0.90, "k"].min() == 20
     assert curves.attrs["band"] == "se"
+
+
+def test_the_authors_protocol_calibrates_with_the_authors_engine_unless_told(small, monkeypatch):
+    seen = []
+    monkeypatch.setitem(agreement.CALIBRATION_ENGINES, "pyirt-authors",
+                        lambda blocks, seeds: seen.append(seeds) or [agreement._fit_items(b, engine="map", seed=0)
+                                                                     for b in blocks])
+    kw = dict(ks=[1, 5], n_splits=2, progress=False, split_batch=2)
+    res = run_protocol(small, protocol="authors", benchmark="harmbench", **kw)
+    assert res.attrs["engine"] == "pyirt-authors" and seen == [[0, 0]]      # the authors' seed 0 for every split
+    assert run_protocol(small, protocol="authors", benchmark="harmbench", engine="map", **kw).attrs["engine"] == "map"
+    assert run_protocol(small, protocol="paper", **kw).attrs["engine"] == "map" and len(seen) == 1
+    with pytest.raises(InputError, match="unknown calibration engine 'gpu'"):
+        run_protocol(small, engine="gpu", **kw)
+
+
+@needs_real
+@pytest.mark.slow
+def test_the_authors_pipeline_reproduces_agreement_on_their_own_fits(on_their_fits):
+    """run_protocol(protocol="authors") with no engine: the agreement of the authors' own fits at every k."""
+    pytest.importorskip("torch")
+    ours = run_protocol(_sst(), protocol="authors", benchmark="simplesafetytests", methods=CALIBRATED,
+                        split_batch=100, progress=False)
+    assert ours.attrs["engine"] == "pyirt-authors"
+    mine = agreement_curves(ours).set_index(["method", "k"])["mean"]
+    theirs = agreement_curves(on_their_fits).set_index(["method", "k"])["mean"]
+    assert mine.index.equals(theirs.index) and len(mine) == len(CALIBRATED) * 17     # every k of their grid
+    assert float((mine - theirs).abs().max()) <= 1e-3
