@@ -104,7 +104,7 @@ def _bench_results(bench, k_values):
     return pd.DataFrame(rows, columns=["split", "method", "k", "agreement"]).assign(benchmark=bench)
 
 
-def test_at_paper_budgets_reads_the_papers_k_and_judges_within():
+def test_at_paper_budgets_reads_the_papers_k_and_judges_by_the_value_rule():
     from irtlib.book import table2
     from irtlib.datasets import paper
 
@@ -114,12 +114,10 @@ def test_at_paper_budgets_reads_the_papers_k_and_judges_within():
     assert (left["k"] == paper.TABLE2_LEFT["harmbench"].k).all()          # 17, swept
     assert left.loc["fluid", "mean"] == pytest.approx(0.905)
     assert left.loc["fluid", "paper"] == paper.TABLE2_LEFT["harmbench"].fluid
-    # paper 0.90 against ours 0.905 +- t(1) * 0.0071 / sqrt(2) = +-0.064 (+0.03): inside
-    assert bool(left.loc["fluid", "within"])
-    far = table2.at_paper_budgets(res, tolerance=0.0)
-    far = far[(far["column"] == "left")].set_index("method")
-    lo, hi = far.loc["fluid", ["ci_lo", "ci_hi"]]
-    assert bool(far.loc["fluid", "within"]) == (lo <= 0.90 <= hi)
+    # ours 0.905 prints as 0.91, not the paper's 0.90: close, whatever the interval's width
+    assert left.loc["fluid", "verdict"] == "close"
+    assert left.loc["random", "verdict"] == "close"            # 0.905 against 0.92
+    assert "within" not in long.columns
     right = long[long["column"] == "right"]
     assert (right["k"] == 9).all()                                           # the paper's right k for HarmBench
 
@@ -140,12 +138,16 @@ def test_compact_layouts_and_budget_comparison():
         table2.compact(long, column="left", methods=["fluid"], layout="diagonal")
     assert table2.format_budget(3431, at_least=True) == "> 3,431" and table2.format_budget(None) == "-"
     summary = summarise_table2(pd.concat(res.values()), {"harmbench": 400, "simplesafetytests": 100})
-    budgets = table2.budget_comparison(summary)
+    grids = {"harmbench": [1, 2, 3, 5, 9, 17, 30], "simplesafetytests": [1, 5, 20, 40, 63]}
+    budgets = table2.budget_comparison(summary, grids=grids)
     # HarmBench: Fluid first reaches 0.90 at k = 17 (the paper's 17): reproduced
     assert budgets.loc["harmbench", "left k (ours)"] == "17"
     assert budgets.loc["harmbench", "left verdict"] == "reproduced"
-    # SimpleSafetyTests: never reaches 0.90 within the sweep up to 63: censored, "> 63"
+    assert budgets.loc["harmbench", "left steps"] == "+0"
+    # SimpleSafetyTests: never reaches 0.90 within the sweep up to 63: censored, "> 63", not reproduced
     assert budgets.loc["simplesafetytests", "left k (ours)"] == "> 63"
+    assert budgets.loc["simplesafetytests", "left verdict"] == "not reproduced"
+    assert budgets.loc["simplesafetytests", "left steps"] == ""
 
 
 # --- irtlib.book.table2: the two readings, the bootstrap of a budget, the shift ------------------
