@@ -141,3 +141,28 @@ def test_why_note_names_what_the_data_say_and_only_for_a_miss():
     assert paper_claims.why_note("reproduced", air, engine="MAP") == ""
     assert paper_claims.why_note("not reproduced", {"x": bench("X", "paper")}) == ""
     assert paper_claims.kind_of({**air, "x": bench("X", "paper")}) == "mixed"
+
+
+def test_savings_claims_keep_kinds_apart_and_judge_both_ends_of_a_range():
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pandas as pd
+
+    from irtlib.book import paper_claims
+
+    def bench(name, kind):
+        return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=f"{kind} data"))
+
+    benches = {"anthropic-red-team": bench("Anthropic Red Team", "paper"),
+               "simplesafetytests": bench("SimpleSafetyTests", "paper"), "safetybench": bench("SafetyBench", "simulated")}
+    savings = pd.DataFrame({"adaptive": [0.949, 0.80, np.nan], "best static": [0.95, 0.85, 0.998],
+                            "marginal-fisher": [0.93, 0.80, np.nan]}, index=list(benches))
+    out = {c.id: c for c in paper_claims.savings_claims(benches, savings)}
+    assert out["save_adaptive_paper"].verdict == "reproduced"                 # 80.0% and 94.9%: at least 80%
+    assert out["save_static_paper"].evidence == "85.0% to 95.0% on 2 benchmarks"   # SafetyBench's 99.8% not pooled
+    assert out["save_body_adaptive_paper"].verdict == "reproduced"            # 94.9% prints as 95%
+    assert out["save_body_marginal_fisher_paper"].verdict == "close"          # 93% against "80 to 92%"
+    assert out["save_adaptive_sim"].verdict == "not reproduced" and out["save_adaptive_sim"].kind == "sim"
+    assert out["save_static_sim"].verdict == "reproduced"
+    assert "save_airbench" not in out
