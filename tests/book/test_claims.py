@@ -155,7 +155,8 @@ def test_savings_claims_keep_kinds_apart_and_judge_both_ends_of_a_range():
         return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=f"{kind} data"))
 
     benches = {"anthropic-red-team": bench("Anthropic Red Team", "paper"),
-               "simplesafetytests": bench("SimpleSafetyTests", "paper"), "safetybench": bench("SafetyBench", "simulated")}
+               "simplesafetytests": bench("SimpleSafetyTests", "paper"),
+               "safetybench": bench("SafetyBench", "simulated")}
     savings = pd.DataFrame({"adaptive": [0.949, 0.80, np.nan], "best static": [0.95, 0.85, 0.998],
                             "marginal-fisher": [0.93, 0.80, np.nan]}, index=list(benches))
     out = {c.id: c for c in paper_claims.savings_claims(benches, savings)}
