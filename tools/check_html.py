@@ -23,7 +23,8 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 QUICK_BANNER_CLASS = "quick-build"
-VERDICTS = frozenset({"reproduced", "partly", "not reproduced", "reversed", "not testable here"})
+# the words of irtlib.book.scorecard.VERDICTS
+VERDICTS = frozenset({"reproduced", "close", "partly", "not reproduced", "reversed", "not testable here"})
 LONG_DECIMAL = re.compile(r"\d\.\d{4,}")
 PARAMETER_ASSIGNMENT = re.compile(r"^\s*QUICK\s*=", re.M)
 # Hand-written pages whose tables hold exact values with more decimals, not computed numbers

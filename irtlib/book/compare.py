@@ -1,4 +1,10 @@
-"""Comparison tables: the paper's value, ours, the difference, and whether it is within tolerance.
+"""Comparison tables: the paper's value, ours, the difference, and the verdict.
+
+The verdict column is never a separate yes/no: a row that is one of the scorecard's claims carries
+that claim's verdict (``row(..., verdict=claim.verdict)``), and any other row is judged by the
+scorecard's own rules (:func:`irtlib.book.scorecard.value_verdict` at the decimals the paper prints
+the number with, :func:`irtlib.book.scorecard.count_verdict` for counts), so the same number gets
+the same word on every page.
 
 Every chapter ends with one. Each row names the paper number it compares against by its
 reference in :func:`irtlib.datasets.paper.numbers` (e.g. ``"FIGURE3_CV[wmdp-bio]"``), so a test can check
@@ -21,22 +27,22 @@ from irtlib.datasets import paper
 
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
-__all__ = ["Row", "row", "cite", "comparison_table", "style_comparison"]
+__all__ = ["Row", "row", "judge", "cite", "comparison_table", "tally", "style_comparison"]
 
 
 @dataclass(frozen=True)
 class Row:
-    """One comparison: a paper number (by reference) against our value."""
+    """One comparison: a paper number (by reference) against our value, and its verdict."""
 
     quantity: str
     ref: str
     paper: object
     ours: object
-    tolerance: float | None = None
+    verdict: str = "n/a"
     note: str = ""
 
 
-def row(quantity: str, ref: str, ours, *, tolerance: float | None = None, note: str = "") -> Row:
+def row(quantity: str, ref: str, ours, *, verdict: str | None = None, judged: bool = True, note: str = "") -> Row:
     """A comparison row whose paper value is looked up by reference.
 
     Parameters
@@ -47,15 +53,50 @@ def row(quantity: str, ref: str, ours, *, tolerance: float | None = None, note: 
         A key of :func:`irtlib.datasets.paper.numbers`; an unknown key raises ``KeyError``.
     ours : number, str or None
         Our value (``None`` when we have none, e.g. a threshold never reached).
-    tolerance : float, optional
-        Largest absolute difference called agreement; ``None`` for facts compared only by eye.
+    verdict : str, optional
+        The verdict of the scorecard claim this row shows (the row then repeats it, never
+        recomputes it). Default: the scorecard's rule for the number (:func:`judge`).
+    judged : bool
+        False for facts compared only by eye (verdict "n/a", not counted).
     note : str
         Why a difference arises, where it does.
     """
+    from .scorecard import VERDICTS
+
     numbers = paper.numbers()
     if ref not in numbers:
         raise KeyError(f"no paper number {ref!r}; see irtlib.datasets.paper.numbers()")
-    return Row(quantity, ref, numbers[ref], ours, tolerance, note)
+    if verdict is not None and verdict not in VERDICTS:
+        raise ValueError(f"verdict {verdict!r} is not one of {VERDICTS}")
+    if verdict is None:
+        verdict = judge(ref, ours) if judged else "n/a"
+    return Row(quantity, ref, numbers[ref], ours, verdict, note)
+
+
+def judge(ref: str, ours) -> str:
+    """The scorecard's verdict on our value for one paper number.
+
+    Counts (integers) by the count rule, every other number by the value rule at the decimals the
+    paper prints it with (:func:`irtlib.datasets.paper.printed_decimals`); a missing value of ours
+    (a threshold never reached) is "not reproduced"; a text value ("467k") is "n/a".
+
+    Examples
+    --------
+    >>> judge("TABLE2_LEFT[harmbench].fluid", 0.897), judge("TABLE2_LEFT[harmbench].fluid", 0.885)
+    ('reproduced', 'close')
+    >>> judge("CEILING[anthropic-red-team].above", 66)
+    'not reproduced'
+    """
+    from .scorecard import count_verdict, value_verdict
+
+    value = paper.numbers()[ref]
+    if ours is None or (isinstance(ours, float) and math.isnan(ours)):
+        return "not reproduced"
+    if not (_is_number(value) and _is_number(ours)):
+        return "n/a"
+    if isinstance(value, int) and float(ours).is_integer():
+        return count_verdict([int(ours)], [value])
+    return value_verdict(float(ours), float(value), decimals=paper.printed_decimals(ref), close=paper.close_band(ref))
 
 
 def _is_number(x) -> bool:
@@ -135,25 +176,21 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``quantity``, ``paper``, ``ours``, ``difference`` (ours - paper, where both are
-        numbers), ``tolerance``, ``within`` ("yes" / "no" / "n/a"), ``note``, ``source in the paper``
-        (where the paper reports it, :func:`cite`) and ``ref`` (the key of
-        :func:`irtlib.datasets.paper.numbers`; hidden by :func:`style_comparison`).
+        numbers), ``verdict`` (a word of :data:`irtlib.book.scorecard.VERDICTS`, or "n/a" for a
+        fact compared by eye), ``note``, ``source in the paper`` (where the paper reports it,
+        :func:`cite`) and ``ref`` (the key of :func:`irtlib.datasets.paper.numbers`; hidden by
+        :func:`style_comparison`).
     """
     records = []
     for r in rows:
         both = _is_number(r.paper) and _is_number(r.ours)
         diff = float(r.ours) - float(r.paper) if both else None
-        if diff is None or r.tolerance is None:
-            within = "n/a"
-        else:
-            within = "yes" if abs(diff) <= r.tolerance + 1e-12 else "no"
         records.append({
             "quantity": r.quantity,
             "paper": r.paper,
             "ours": "not reached" if r.ours is None else _rounded(r.ours, digits),
             "difference": "" if diff is None else _rounded(diff, digits),
-            "tolerance": "" if r.tolerance is None else r.tolerance,
-            "within": within,
+            "verdict": r.verdict,
             "note": r.note,
             "source in the paper": cite(r.ref),
             "ref": r.ref,
@@ -162,9 +199,24 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
     return table.astype(object)
 
 
+def tally(table: pd.DataFrame) -> dict:
+    """How many judged rows of a comparison table carry each verdict (rows "n/a" left out).
+
+    Returns
+    -------
+    dict
+        ``judged`` (rows with a verdict) and one count per word of
+        :data:`irtlib.book.scorecard.VERDICTS`.
+    """
+    from .scorecard import VERDICTS
+
+    judged = table[table["verdict"] != "n/a"]
+    return {"judged": len(judged), **{v: int((judged["verdict"] == v).sum()) for v in VERDICTS}}
+
+
 #: Columns of :func:`comparison_table`, in order.
-COLUMNS = ["quantity", "paper", "ours", "difference", "tolerance", "within", "note", "source in the paper", "ref"]
-_NUMERIC = ("paper", "ours", "difference", "tolerance")
+COLUMNS = ["quantity", "paper", "ours", "difference", "verdict", "note", "source in the paper", "ref"]
+_NUMERIC = ("paper", "ours", "difference")
 
 
 def _shown(value, *, percent: bool = False) -> str:
@@ -183,7 +235,7 @@ def _shown(value, *, percent: bool = False) -> str:
 
 
 def style_comparison(table: pd.DataFrame, *, caption: str | None = None):
-    """Render a comparison table in full (every row, no index), rows outside tolerance shaded.
+    """Render a comparison table in full (every row, no index), rows not reproduced shaded.
 
     Every number is shown with at most three decimals (trailing zeros dropped), integers with
     thousands separators, and the numbers the paper prints as percentages (Table 2's k/N, the
@@ -213,7 +265,8 @@ def style_comparison(table: pd.DataFrame, *, caption: str | None = None):
             shown[col] = [_shown(v) for v in table[col]]
 
     def shade(r):
-        colour = "background-color: #fde2e1" if r["within"] == "no" else ""
+        colour = ("background-color: #fde2e1" if r["verdict"] in ("not reproduced", "reversed") else
+                  "background-color: #fff4d6" if r["verdict"] in ("close", "partly") else "")
         return [colour] * len(r)
 
     styler = shown.style.apply(shade, axis=1).hide(axis="index")

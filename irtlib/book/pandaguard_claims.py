@@ -156,7 +156,7 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
         return rows
     rho = result["spearman_theta_score"]
     rows.append(Claim("Spearman(theta, safety score) is between 0.97 and 1.00", "Figure 2", data.format("all"),
-                      f"rho = {rho:.3f}", section, scorecard.bound_verdict([rho], bound=0.97), "bound",
+                      f"rho = {rho:.3f}", section, scorecard.bound_verdict([rho], bound=0.97, decimals=2), "bound",
                       id="pg_rho", kind="real"))
     head = headline(result, k=k)
     keys = {label: key for key, label in PROTOCOLS.items()}
@@ -180,6 +180,8 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
               if np.isfinite(saving) else "Fluid never reaches 0.90 within the sweep")
         rows.append(Claim("Fluid reaches 0.90 agreement saving at least 80% of the items", "Abstract",
                           data.format(label), ev, section,
-                          scorecard.bound_verdict([saving if np.isfinite(saving) else -1.0], bound=0.80), "bound",
+                          scorecard.bound_verdict([saving if np.isfinite(saving) else -1.0], bound=0.80, decimals=2),
+                          "bound",
                           id=f"pg_saving_{key}", kind="real"))
-    return [dataclasses.replace(c, note=why) if c.verdict in ("not reproduced", "reversed") else c for c in rows]
+    return [dataclasses.replace(c, note=why) if c.verdict not in ("reproduced", "not testable here") else c
+            for c in rows]

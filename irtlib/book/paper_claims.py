@@ -6,9 +6,13 @@ returns :class:`~irtlib.book.scorecard.Claim` rows whose verdicts come from the 
 the scorecard collects them, so every claim is tested once, in the chapter that shows its
 evidence.
 
-Claims about "all six benchmarks" are tested separately on the benchmarks with real data and on
-those that rest on the simulated release (``_real`` and ``_sim`` ids), so that a verdict on real
-data is never diluted by a simulated one, nor the reverse.
+Claims about "all six benchmarks" are tested separately on the paper's own released matrices, on
+other real data (AIR-Bench 2024's 22 real models) and on the simulated release (``_paper``,
+``_real`` and ``_sim`` ids), so that a verdict on the paper's data is never diluted by other data,
+nor the reverse. Every number the paper prints gets its own claim (one per benchmark, method and
+column of Table 2), judged by the value, budget or count rule of :mod:`irtlib.book.scorecard`.
+Where a claim does not reproduce and the data say why (a subset of the paper's models, an
+unreleased benchmark, another calibration engine), its ``note`` says so.
 """
 
 from __future__ import annotations
@@ -23,31 +27,68 @@ from irtlib.datasets import paper
 from . import provenance
 from . import scorecard as sc
 
-__all__ = ["by_kind", "fit_claims", "ceiling_counts", "ceiling_pair", "ceiling_claims", "discrimination_claims",
-           "exception_claims", "airbench_claims", "table2_claims", "savings_claims", "model_choice_claims"]
+__all__ = ["by_kind", "kind_of", "why_note", "fit_claims", "random_meets_k", "ceiling_counts", "ceiling_pair",
+           "ceiling_claims", "discrimination_claims", "exception_claims", "airbench_claims", "table2_claims",
+           "savings_claims", "model_choice_claims"]
 
 Claim = sc.Claim
 
 
+#: A benchmark's data kind (:attr:`irtlib.datasets.DataSource.kind`) -> the claim kind it gives.
+_CLAIM_KIND = {"paper": "paper", "real-subset": "real", "real": "real", "simulated": "sim"}
+
+
 def by_kind(benches: Mapping) -> dict[str, dict]:
-    """Split benchmarks into ``"real"`` (the paper's data or another real set) and ``"sim"``.
+    """Split benchmarks by what their data are: the paper's, other real data, simulated.
+
+    ``"paper"``: the authors' released matrices; ``"real"``: other real data (AIR-Bench 2024's
+    real subset); ``"sim"``: the simulated release.
 
     Returns
     -------
     dict
-        ``{"real": {id: Benchmark}, "sim": {id: Benchmark}}``, empty groups left out, in the
+        ``{"paper": {id: Benchmark}, "real": {...}, "sim": {...}}``, empty groups left out, in the
         order of ``benches``.
     """
-    groups: dict[str, dict] = {"real": {}, "sim": {}}
+    groups: dict[str, dict] = {"paper": {}, "real": {}, "sim": {}}
     for b, bench in benches.items():
-        groups["sim" if bench.data.kind == "simulated" else "real"][b] = bench
+        groups[_CLAIM_KIND.get(bench.data.kind, "real")][b] = bench
     return {k: v for k, v in groups.items() if v}
 
 
-def _kind_of(benches: Mapping) -> str:
-    """``"real"``, ``"sim"`` or ``"mixed"``: what a claim over ``benches`` rests on."""
+def kind_of(benches: Mapping) -> str:
+    """``"paper"``, ``"real"``, ``"sim"`` or ``"mixed"``: what a claim over ``benches`` rests on."""
     kinds = set(by_kind(benches))
     return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+_kind_of = kind_of
+
+
+def why_note(verdict: str, benches: Mapping, *, engine: str | None = None) -> str:
+    """Why a claim over ``benches`` may not reproduce, from the data themselves ("" when it did).
+
+    Parameters
+    ----------
+    verdict : str
+    benches : mapping
+        The benchmarks the claim rests on.
+    engine : str, optional
+        The calibration engine the evidence used, named when the claim rests on a fit.
+    """
+    if verdict in ("reproduced", "not testable here"):
+        return ""
+    reasons = []
+    for bench in benches.values():
+        kind = bench.data.kind
+        if kind == "real-subset":
+            reasons.append(f"it rests on {bench.data.label}, not on the paper's matrix")
+        elif kind == "simulated":
+            reasons.append(f"{bench.display_name}'s responses were never released, so it rests on the simulated "
+                           "release")
+    if engine:
+        reasons.append(f"our calibration engine is {engine}")
+    return ("Possible reasons the data give: " + "; ".join(dict.fromkeys(reasons)) + ".") if reasons else ""
 
 
 def _names(benches: Mapping) -> dict:
@@ -55,7 +96,10 @@ def _names(benches: Mapping) -> dict:
 
 
 def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> list[Claim]:
-    """Figure 2 and appendix E: Spearman(theta, score) >= 0.97 and item RMSE <= 0.04 everywhere.
+    """Figure 2 and appendix E: Spearman(theta, score), the RMSE bound, each benchmark's item RMSE.
+
+    Spearman(theta, score) between 0.97 and 1.00 and item RMSE <= 0.04 on every benchmark (bound
+    rule at two decimals), and each benchmark's item RMSE as printed (value rule, three decimals).
 
     Parameters
     ----------
@@ -63,6 +107,8 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
         Benchmark id -> ``Benchmark``.
     fits : mapping
         Benchmark id -> ``Calibration`` fitted to ``benches[b].filtered``.
+    engine : str
+        The engine's name, for the evidence and the note.
     """
     from irtlib.fit.summaries import item_rmse
     from irtlib.protocol.agreement import spearman
@@ -75,17 +121,30 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
                                  group[b].full.safety_scores().reindex(fits[b].theta.index).to_numpy()))
                for b in group}
         low = min(rho, key=rho.get)
-        out.append(Claim(f"Spearman(theta, score) >= {rho_min} on every benchmark", "Figure 2",
+        v = sc.bound_verdict(rho, bound=rho_min, decimals=2)
+        out.append(Claim(f"Spearman(theta, score) between {rho_min:.2f} and 1.00 on every benchmark", "Figure 2",
                          provenance.describe(group), f"lowest rho {rho[low]:.3f} ({name[low]}) of {len(rho)}",
-                         "{ref}`ch-fit`", sc.bound_verdict(rho, bound=rho_min), "bound",
-                         id=f"fit_rho_{kind}", kind=kind))
+                         "{ref}`ch-fit`", v, "bound", id=f"fit_rho_{kind}", kind=kind,
+                         note=why_note(v, group, engine=engine)))
         rmse = {b: float(item_rmse(group[b].filtered, fits[b])) for b in group}
         high = max(rmse, key=rmse.get)
+        v = sc.bound_verdict(rmse, bound=rmse_max, above=False, decimals=2)
         out.append(Claim(f"Item RMSE <= {rmse_max} on every benchmark", "Appendix E", provenance.describe(group),
                          f"largest {rmse[high]:.3f} ({name[high]}, {engine}) of {len(rmse)}", "{ref}`ch-fit`",
-                         sc.bound_verdict(rmse, bound=rmse_max, above=False), "bound",
-                         id=f"fit_rmse_{kind}", kind=kind))
+                         v, "bound", id=f"fit_rmse_{kind}", kind=kind, note=why_note(v, group, engine=engine)))
+        for b in group:
+            ref = f"ITEM_RMSE[{b}]"
+            d = paper.printed_decimals(ref)
+            v = sc.value_verdict(rmse[b], paper.ITEM_RMSE[b], decimals=d)
+            out.append(Claim(f"{name[b]}: item RMSE {paper.ITEM_RMSE[b]:.{d}f}", "Appendix E",
+                             provenance.describe({b: group[b]}), f"ours {rmse[b]:.{d + 1}f} ({engine})",
+                             "{ref}`ch-fit`", v, "value", id=f"rmse_{_ident(b)}", kind=kind,
+                             note=why_note(v, {b: group[b]}, engine=engine)))
     return out
+
+
+def _ident(b: str) -> str:
+    return b.replace("-", "_")
 
 
 def model_choice_claims(benches: Mapping, gains: Mapping[str, float]) -> list[Claim]:
@@ -182,8 +241,16 @@ def _paper_count(b: str) -> int | None:
     return None if n is None else int(n)
 
 
-def ceiling_claims(benches: Mapping, fits: Mapping) -> list[Claim]:
-    """Ceiling separation: the counts at the ceiling, and theta separating what the score lumps together."""
+def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> list[Claim]:
+    """Ceiling separation: the counts, the theta span, the five-SD pair, theta separating the ceiling.
+
+    The counts at the ceiling, the theta span and the five-SD pair on Anthropic Red Team, and
+    theta separating what the score lumps together.
+
+    A model is at the ceiling when its score is at or above 0.95 (:func:`irtlib.book.scorecard.at_ceiling`),
+    for every count, span and pair alike: the paper's HarmBench count is of scores "between 0.95
+    and 1.00", both ends included.
+    """
     out = []
     c = paper.CEILING_SCORE
     ceil = ["anthropic-red-team", "harmbench", "simplesafetytests"]
@@ -192,25 +259,17 @@ def ceiling_claims(benches: Mapping, fits: Mapping) -> list[Claim]:
         here = [b for b in ceil if b in group]
         if here:
             pairs = {b: sc.ceiling_pairs(group[b], fits[b]) for b in here}
+            v = sc.bound_verdict({b: pairs[b]["theta"] - pairs[b]["score"] for b in here}, bound=1e-9)
             out.append(Claim(
                 "Ability separates the ceiling models the score lumps together", "Ceiling separation (Results)",
                 provenance.describe({b: group[b] for b in here}),
                 "; ".join(f"{name[b]}: {pairs[b]['theta']:.0%} of pairs by theta, {pairs[b]['score']:.0%} by score"
                           for b in here),
-                "{ref}`ch-ceiling`", sc.bound_verdict({b: pairs[b]["theta"] - pairs[b]["score"] for b in here},
-                                                      bound=1e-9), "bound", id=f"ceiling_separation_{kind}", kind=kind))
+                "{ref}`ch-ceiling`", v, "bound", id=f"ceiling_separation_{kind}", kind=kind,
+                note=why_note(v, {b: group[b] for b in here}, engine=engine)))
         art = "anthropic-red-team"
-        if art in group and kind == "real":
-            pair = ceiling_pair(group[art], fits[art])
-            paper_gap = float(paper.CEILING[art]["example_pair_theta_gap"])
-            best = max(pair["gap_max"], pair["gap_max_sd"])      # the reading most favourable to the paper
-            out.append(Claim(
-                "Two Anthropic Red Team models scoring 0.957 and 0.999 differ by almost five SD units of theta",
-                "Ceiling separation (Results)", provenance.describe({art: group[art]}),
-                f"models scoring {pair['low_score']:.3f} and {pair['high_score']:.3f}: {pair['gap_max']:.2f} units of "
-                f"theta, {pair['gap_max_sd']:.2f} SD of theta (largest gap over tied candidates)",
-                "{ref}`ch-ceiling`", sc.value_verdict(paper_gap, best, best, tolerance=1.0), "value",
-                id="ceiling_gap_real", kind="real"))
+        if art in group and kind != "sim":
+            out += _anthropic_ceiling_claims(group[art], fits[art], kind=kind, engine=engine)
         counted = {b: ceiling_counts(group[b]) for b in group if _paper_count(b) is not None}
         if not counted:
             continue
@@ -222,17 +281,45 @@ def ceiling_claims(benches: Mapping, fits: Mapping) -> list[Claim]:
             continue
         evidence = "; ".join(f"{name[b]}: {counted[b]['at_least']} of {counted[b]['n_models']} at or above {c} "
                              f"(paper {_paper_count(b)}; {counted[b]['above']} strictly above)" for b in counted)
-        out.append(Claim(f"Models above {c}: 67 of 77 on Anthropic Red Team, 19 on HarmBench, none on AIR-Bench "
-                         "2024, SafetyBench and WMDP-Bio", "Ceiling separation (Results)",
+        v = sc.count_verdict([counted[b]["at_least"] for b in counted], [_paper_count(b) for b in counted])
+        out.append(Claim(f"Models at or above {c}: 67 of 77 on Anthropic Red Team, 19 on HarmBench, none on "
+                         "AIR-Bench 2024, SafetyBench and WMDP-Bio", "Ceiling separation (Results)",
                          provenance.describe({b: group[b] for b in counted}), evidence, "{ref}`ch-ceiling`",
-                         sc.count_verdict([counted[b]["at_least"] for b in counted],
-                                          [_paper_count(b) for b in counted]), "count",
-                         id="ceiling_counts_real", kind="real"))
+                         v, "count", id=f"ceiling_counts_{kind}", kind=kind,
+                         note=why_note(v, {b: group[b] for b in counted})))
+    return out
+
+
+def _anthropic_ceiling_claims(bench, calibration, *, kind: str, engine: str) -> list[Claim]:
+    """Anthropic Red Team's theta span at the ceiling (1.19 to 6.06) and the five-SD pair."""
+    art = "anthropic-red-team"
+    data, where, source = provenance.describe({art: bench}), "{ref}`ch-ceiling`", "Ceiling separation (Results)"
+    theta = calibration.theta
+    scores = bench.full.safety_scores().reindex(theta.index)
+    top = theta[sc.at_ceiling(scores.to_numpy())]
+    out = []
+    for end, ours, ref in (("lowest", float(top.min()), f"CEILING[{art}].theta_range_above.0"),
+                           ("highest", float(top.max()), f"CEILING[{art}].theta_range_above.1")):
+        p = paper.numbers()[ref]
+        v = sc.value_verdict(ours, p, decimals=paper.printed_decimals(ref))
+        out.append(Claim(f"Anthropic Red Team: the {end} theta at the ceiling is {p:.2f}", source, data,
+                         f"ours {ours:.2f} ({engine}, {len(top)} ceiling models)", where, v, "value",
+                         id=f"ceiling_theta_{end}", kind=kind, note=why_note(v, {art: bench}, engine=engine)))
+    pair = ceiling_pair(bench, calibration)
+    ref = f"CEILING[{art}].example_pair_theta_gap"
+    v = sc.value_verdict(pair["gap_max_sd"], paper.numbers()[ref], decimals=paper.printed_decimals(ref),
+                         close=paper.close_band(ref))
+    out.append(Claim(
+        "Two Anthropic Red Team models scoring 0.957 and 0.999 differ by almost five SD units of theta",
+        source, data,
+        f"models scoring {pair['low_score']:.3f} and {pair['high_score']:.3f}: {pair['gap_max_sd']:.2f} SD of "
+        f"theta ({pair['gap_max']:.2f} units of theta; largest gap over tied candidates)", where, v, "value",
+        id="ceiling_gap", kind=kind, note=why_note(v, {art: bench}, engine=engine)))
     return out
 
 
 def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> list[Claim]:
-    """Figure 3: the CV of a per benchmark and the order it puts the benchmarks in."""
+    """Figure 3: each benchmark's CV of a as printed, and the order it puts the benchmarks in."""
     from irtlib.fit.summaries import coefficient_of_variation
 
     out = []
@@ -243,19 +330,21 @@ def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-
                              "CVs were generation targets", "{ref}`ch-discrimination`", sc.by_construction(),
                              "construction", id="cv_values_sim", kind="sim"))
             continue
-        gaps = {b: abs(cv[b] - paper.FIGURE3_CV[b]) for b in group}
-        evidence = "; ".join(f"{group[b].display_name} {cv[b]:.2f} (paper {paper.FIGURE3_CV[b]:.2f})" for b in group)
-        out.append(Claim("CV of a per benchmark (Figure 3), within 0.1 of the paper's", "Figure 3",
-                         provenance.describe(group), f"{evidence} ({engine})", "{ref}`ch-discrimination`",
-                         sc.bound_verdict(gaps, bound=0.1, above=False), "bound", id="cv_values_real", kind="real"))
+        for b in group:
+            v = sc.value_verdict(cv[b], paper.FIGURE3_CV[b], decimals=paper.printed_decimals(f"FIGURE3_CV[{b}]"))
+            out.append(Claim(f"{group[b].display_name}: CV of a {paper.FIGURE3_CV[b]:.2f}", "Figure 3",
+                             provenance.describe({b: group[b]}), f"ours {cv[b]:.3f} ({engine})",
+                             "{ref}`ch-discrimination`", v, "value", id=f"cv_{_ident(b)}", kind=kind,
+                             note=why_note(v, {b: group[b]}, engine=engine)))
         if len(group) >= 3:
             from irtlib.protocol.agreement import spearman
 
             rho = float(spearman(np.array([cv[b] for b in group]), np.array([paper.FIGURE3_CV[b] for b in group])))
+            v = sc.correlation_verdict(rho)
             out.append(Claim("CV of a orders the benchmarks as in Figure 3", "Figure 3", provenance.describe(group),
                              f"Spearman of our CVs with the paper's over {len(group)} benchmarks: {rho:.2f}",
-                             "{ref}`ch-discrimination`", sc.correlation_verdict(rho), "correlation",
-                             id="cv_order_real", kind="real"))
+                             "{ref}`ch-discrimination`", v, "correlation", id=f"cv_order_{kind}", kind=kind,
+                             note=why_note(v, group, engine=engine)))
     return out
 
 
@@ -274,8 +363,8 @@ def exception_claims(benches: Mapping, runs: Mapping, cv: Mapping, *, k: int = 2
                              provenance.describe({bench: group[bench]}),
                              f"Fluid - Random at k = {r.k}: {r.difference:+.2f} [{r.ci_lo:+.2f}, {r.ci_hi:+.2f}]",
                              "{ref}`sec-exceptions`", r.verdict, r.rule, id=f"exception_{bench.replace('-', '_')}",
-                             kind=kind))
-    real = by_kind(benches).get("real", {})
+                             kind=kind, note=why_note(r.verdict, {bench: group[bench]})))
+    real = {b: x for b, x in benches.items() if x.data.kind != "simulated"}
     every = {b: runs[b] for b in benches if b in runs}
     if len(every) >= 3:
         adv = sc.cv_advantage(every, {b: cv[b] for b in every}, k=k)
@@ -283,96 +372,258 @@ def exception_claims(benches: Mapping, runs: Mapping, cv: Mapping, *, k: int = 2
         out.append(Claim("A high CV of a leaves adaptive selection more room", "Discrimination spread (Results)",
                          provenance.describe({b: benches[b] for b in every}),
                          f"Spearman(CV, Fluid - Random at k near {k}) = {rho:.2f} over {len(every)} benchmarks "
-                         f"({len(real)} on real data)", "{ref}`sec-exceptions`", sc.correlation_verdict(rho),
+                         f"({len(real)} on real data, the paper's or other)", "{ref}`sec-exceptions`",
+                         sc.correlation_verdict(rho),
                          "correlation", id="cv_room", kind=_kind_of({b: benches[b] for b in every})))
     return out
 
 
-def airbench_claims(bench, run: pd.DataFrame) -> list[Claim]:
-    """Figure 4 on AIR-Bench 2024: Random and Random IRT are nearly indistinguishable (near k = 38)."""
+#: The static methods of the paper (the "others" Random meets in Figure 4).
+_STATIC = ("total-fisher", "marginal-fisher", "marginal-fisher-bq", "anchor-points", "disco")
+
+
+def random_meets_k(run: pd.DataFrame, *, within: float = 0.01) -> int | None:
+    """The first swept k > 1 at which Random's mean agreement comes within ``within`` of the best other method.
+
+    Figure 4's "random meets the others near k = 50": the others are Fluid and the static methods
+    (not Random IRT, which scores Random's own items). k = 1 is skipped, where every method is
+    nearly blind.
+
+    Returns
+    -------
+    int or None
+        None when Random never meets them within the sweep.
+    """
+    from irtlib.protocol.agreement import agreement_curves
+
+    c = agreement_curves(run)
+    mean = c.pivot_table(index="k", columns="method", values="mean").sort_index()
+    others = [m for m in ("fluid", *_STATIC) if m in mean.columns]
+    met = mean.index[(mean["random"] >= mean[others].max(axis=1) - within) & (mean.index > 1)]
+    return int(met.min()) if len(met) else None
+
+
+def _worst_direction(verdicts) -> str:
+    order = ("reversed", "not reproduced", "not testable here", "partly", "reproduced")
+    return min(verdicts, key=order.index)
+
+
+def airbench_claims(bench, run: pd.DataFrame, *, grid=None) -> list[Claim]:
+    """Figure 4 on AIR-Bench 2024: its three statements, one claim each.
+
+    Adaptive leads at small k; Random meets the others near k = 50; Random and Random IRT are
+    nearly indistinguishable.
+
+    "Small k" is the paper's own: Table 2's left budget for AIR-Bench 2024 (k = 6). Fluid leads when
+    its paired difference to every other method is above 0 (direction rule; the claim's verdict is
+    the least favourable over the methods). "Near k = 50" is judged by the budget rule on the
+    authors' grid (:func:`random_meets_k`). Random and Random IRT are compared at Table 2's right
+    budget (k = 38) by the match rule.
+
+    Parameters
+    ----------
+    bench : Benchmark
+    run : DataFrame
+        AIR-Bench 2024's protocol results.
+    grid : sequence of int, optional
+        The authors' budget grid (default :func:`irtlib.book.table2.authors_grid`).
+    """
     from irtlib.protocol.agreement import paired_difference
 
+    from .table2 import authors_grid
+
+    air = {"airbench2024": bench}
+    data, kind, where = provenance.describe(air), kind_of(air), "{ref}`ch-selection`"
+    grid = authors_grid(bench) if grid is None else grid
+    policy = _nan_policy(run)
+    out = []
+    k_small = sc.nearest_swept(run, paper.TABLE2_LEFT["airbench2024"].k)
+    others = [m for m in ("random", "random-irt", *_STATIC) if m in set(run["method"])]
+    diffs = {m: paired_difference(run, k=k_small, method="fluid", baseline=m, nan_policy=policy) for m in others}
+    v = _worst_direction([sc.direction_verdict(d["mean"], d["ci_lo"], d["ci_hi"]) for d in diffs.values()])
+    closest = min(diffs, key=lambda m: diffs[m]["mean"])
+    d = diffs[closest]
+    out.append(Claim("Adaptive selection leads at small k (AIR-Bench 2024)", "Figure 4", data,
+                     f"at k = {k_small}, Fluid minus the closest other method ({closest}): {d['mean']:+.3f} "
+                     f"[{d['ci_lo']:+.3f}, {d['ci_hi']:+.3f}]", where, v, "direction", id="air_adaptive_leads",
+                     kind=kind, note=why_note(v, air)))
+    k_meet = random_meets_k(run)
+    v = sc.budget_verdict(k_meet, 50, grid=grid, censored=k_meet is None)
+    out.append(Claim("Random meets the other methods near k = 50 (AIR-Bench 2024)", "Figure 4", data,
+                     "Random never comes within 0.01 of the best other method" if k_meet is None else
+                     f"Random first comes within 0.01 of the best other method at k = {k_meet} "
+                     f"({sc.budget_steps(k_meet, 50, grid=grid):+d} grid steps from 50)", where, v, "budget",
+                     id="air_random_meets", kind=kind, note=why_note(v, air)))
     k = sc.nearest_swept(run, paper.TABLE2_RIGHT["airbench2024"].k)
-    d = paired_difference(run, k=k, method="random", baseline="random-irt", nan_policy=_nan_policy(run))
-    return [Claim("Random and Random IRT are nearly indistinguishable (AIR-Bench 2024)", "Figure 4",
-                  provenance.describe({"airbench2024": bench}),
-                  f"Random - Random IRT at k = {k}: {d['mean']:+.3f} [{d['ci_lo']:+.3f}, {d['ci_hi']:+.3f}]",
-                  "{ref}`ch-selection`", sc.match_verdict(d["mean"], d["ci_lo"], d["ci_hi"]), "match",
-                  id="air_random_randomirt", kind=_kind_of({"airbench2024": bench}))]
+    d = paired_difference(run, k=k, method="random", baseline="random-irt", nan_policy=policy)
+    v = sc.match_verdict(d["mean"], d["ci_lo"], d["ci_hi"])
+    out.append(Claim("Random and Random IRT are nearly indistinguishable (AIR-Bench 2024)", "Figure 4", data,
+                     f"Random - Random IRT at k = {k}: {d['mean']:+.3f} [{d['ci_lo']:+.3f}, {d['ci_hi']:+.3f}]",
+                     where, v, "match", id="air_random_randomirt", kind=kind, note=why_note(v, air)))
+    return out
 
 
 def _nan_policy(run: pd.DataFrame) -> str:
     return run.attrs.get("nan_policy", "zero")
 
 
-def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame) -> list[Claim]:
-    """Table 2 per benchmark: the left budget (Fluid first reaching 0.90) and Fluid's value there.
+def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame, *, grids: Mapping | None = None,
+                  reach: pd.DataFrame | None = None, boots: Mapping | None = None) -> list[Claim]:
+    """Every number of Table 2: both budgets per benchmark, and every printed agreement value.
+
+    Budgets are judged by the budget rule on the authors' grid, values by the value rule at two
+    decimals on our mean over splits (:mod:`irtlib.book.scorecard`).
 
     Parameters
     ----------
     summary : DataFrame
         :func:`irtlib.protocol.agreement.summarise_table2` over the benchmarks.
     long : DataFrame
-        :func:`irtlib.book.table2.at_paper_budgets` (our mean and interval at the paper's k).
+        :func:`irtlib.book.table2.at_paper_budgets` (our mean at the paper's k, with its verdict).
+    grids : mapping, optional
+        Benchmark -> the authors' budget grid (default :func:`irtlib.book.table2.authors_grid`).
+    reach : DataFrame, optional
+        :func:`irtlib.book.table2.first_reach_table`: both readings of "first reaches 0.90", shown
+        in the left budget's evidence (the verdict is the unrounded reading's, ``summary``'s).
+    boots : mapping, optional
+        ``(benchmark, column)`` -> :func:`irtlib.book.table2.bootstrap_budget`, shown in the evidence.
+
+    Returns
+    -------
+    list of Claim
+        Ids ``left_k_<bench>``, ``right_k_<bench>`` and ``t2_<column>_<method>_<bench>``.
     """
-    from .table2 import TOLERANCE, format_budget
+    from .table2 import DECIMALS, authors_grid
 
     out = []
     for b, bench in benches.items():
         if b not in paper.TABLE2_LEFT:
             continue
-        p = paper.TABLE2_LEFT[b]
-        tb = summary[(summary["benchmark"] == b) & (summary["column"] == "left")]
-        at_least = bool(getattr(p, "k_at_least", False))
-        if tb.empty:
-            k, cens = None, False
-        else:
-            k, cens = int(tb["k"].iloc[0]), bool(tb["censored"].iloc[0])
-        paper_k = format_budget(p.k, at_least=at_least)
-        out.append(Claim(f"{bench.display_name}: Fluid first reaches 0.90 at k = {paper_k}",
-                         "Table 2, left column", provenance.describe({b: bench}),
-                         "never within the sweep" if k is None else f"our first k: {format_budget(k, at_least=cens)}",
-                         "{ref}`ch-table2`", sc.budget_verdict(k, p.k, censored=cens, paper_at_least=at_least),
-                         "budget", id=f"left_k_{b.replace('-', '_')}", kind=_kind_of({b: bench})))
-        row = long[(long["benchmark"] == b) & (long["column"] == "left") & (long["method"] == "fluid")]
-        if not row.empty:
-            r = row.iloc[0]
-            out.append(Claim(f"{bench.display_name}: Fluid's agreement at k = {int(r['k'])} is {r['paper']:.2f}",
-                             "Table 2, left column", provenance.describe({b: bench}),
-                             f"ours {r['mean']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}]", "{ref}`ch-table2`",
-                             sc.value_verdict(float(r["paper"]), float(r["ci_lo"]), float(r["ci_hi"]),
-                                              tolerance=TOLERANCE), "value", id=f"left_value_{b.replace('-', '_')}",
-                             kind=_kind_of({b: bench})))
+        grid = grids[b] if grids is not None and b in grids else authors_grid(bench)
+        for column in ("left", "right"):
+            out.append(_budget_claim(b, bench, column, summary, grid=grid, reach=reach, boots=boots))
+        for r in long[long["benchmark"] == b].itertuples():
+            v = sc.value_verdict(float(r.mean), float(r.paper), decimals=DECIMALS)
+            assert v == r.verdict, "at_paper_budgets and the claim judge by the same rule"
+            side = "left" if r.column == "left" else "right"
+            out.append(Claim(f"{bench.display_name}: {r.method}'s agreement at k = {int(r.k_paper)} is {r.paper:.2f}",
+                             f"Table 2, {side} column", provenance.describe({b: bench}),
+                             f"ours {r.mean:.3f} (95% Monte Carlo interval over splits [{r.ci_lo:.2f}, {r.ci_hi:.2f}])"
+                             + ("" if int(r.k) == int(r.k_paper) else f", at the nearest swept k = {int(r.k)}"),
+                             "{ref}`ch-table2`", v, "value",
+                             id=f"t2_{side}_{_ident(r.method)}_{_ident(b)}", kind=kind_of({b: bench}),
+                             note=why_note(v, {b: bench})))
     return out
 
 
+_BUDGET_WORDS = {"left": "Fluid first reaches 0.90 at k = {k}",
+                 "right": "Random catches up with Fluid after k = {k}"}
+
+
+def _budget_claim(b, bench, column, summary, *, grid, reach, boots) -> Claim:
+    """One budget of Table 2 (left or right column) as a claim."""
+    from .table2 import format_budget
+
+    p = paper.TABLE2_LEFT[b] if column == "left" else paper.TABLE2_RIGHT[b]
+    at_least = bool(getattr(p, "k_at_least", False))
+    tb = summary[(summary["benchmark"] == b) & (summary["column"] == column)]
+    k, cens = (None, False) if tb.empty else (int(tb["k"].iloc[0]), bool(tb["censored"].iloc[0]))
+    v = sc.budget_verdict(k, p.k, grid=grid, censored=cens, paper_at_least=at_least)
+    if k is None:
+        evidence = "Fluid never leads Random" if column == "right" else "never within the sweep"
+    else:
+        evidence = f"our k: {format_budget(k, at_least=cens)}"
+        if not (cens or at_least):
+            evidence += f" ({sc.budget_steps(k, p.k, grid=grid):+d} grid steps)"
+    if column == "left" and reach is not None and b in reach.index:
+        r = reach.loc[b]
+        shown = {x: "not within the sweep" if r[x] is None or pd.isna(r[x]) else f"k = {int(r[x])}"
+                 for x in ("unrounded", "rounded")}
+        evidence += f"; the unrounded mean reaches 0.90 at {shown['unrounded']}, the rounded at {shown['rounded']}"
+    if boots is not None and (b, column) in boots:
+        bt = boots[(b, column)]
+        hi = "beyond the sweep" if np.isinf(bt["hi"]) else f"{int(bt['hi'])}"
+        evidence += (f"; bootstrap over splits: 95% of resampled budgets in [{int(bt['lo'])}, {hi}]"
+                     if np.isfinite(bt["lo"]) else "; bootstrap over splits: no budget in any resample")
+    return Claim(f"{bench.display_name}: " + _BUDGET_WORDS[column].format(k=format_budget(p.k, at_least=at_least)),
+                 f"Table 2, {column} column", provenance.describe({b: bench}), evidence, "{ref}`ch-table2`", v,
+                 "budget", id=f"{column}_k_{_ident(b)}", kind=kind_of({b: bench}), note=why_note(v, {b: bench}))
+
+
+def _range_verdict(values: Mapping, lo: float, hi: float, *, lo_decimals: int, hi_decimals: int) -> str:
+    """Bound rule on both ends of a range the paper prints ("80 to 95%"): the less favourable end's verdict."""
+    order = ("not testable here", "not reproduced", "partly", "close", "reproduced")
+    ends = [sc.bound_verdict(values, bound=lo, decimals=lo_decimals),
+            sc.bound_verdict(values, bound=hi, above=False, decimals=hi_decimals)]
+    return min(ends, key=order.index)
+
+
 def savings_claims(benches: Mapping, savings: pd.DataFrame) -> list[Claim]:
-    """The abstract's savings: adaptive >= 80% wherever 0.90 is reachable; static 80 to 99.8%."""
+    """The savings of the abstract and of the body (Results, savings), one claim per statement and data kind.
+
+    - Abstract: adaptive saves at least 80% wherever 0.90 is reachable (bound); static subsets save
+      80 to 99.8% (every benchmark's best static saving inside that range: bound on both ends).
+    - Body: on the benchmarks other than AIR-Bench 2024 and HarmBench that reach 0.90, adaptive
+      saves 80 to 95% and Marginal Fisher 80 to 92% (both ends); on AIR-Bench 2024, adaptive saves
+      99.9% and static 99.8% (values, three decimals).
+
+    Savings are read off our first crossings (:func:`irtlib.protocol.savings.savings_table`), so
+    they inherit the budgets' verdicts; kinds are kept apart (a simulated benchmark never supplies
+    a saving to a claim on the paper's data).
+    """
     nums = paper.numbers()
-    save_min, save_static = nums["SAVINGS[abstract_min_where_090_reachable]"], nums["SAVINGS[abstract_static_range].1"]
-    save_air = nums["SAVINGS[airbench2024_adaptive_at_090]"]
     out = []
     for kind, group in by_kind(benches).items():
         tab = savings.reindex([b for b in group if b in savings.index])
-        reached = tab["adaptive"].dropna()
-        out.append(Claim(f"Adaptive testing saves at least {save_min:.0%} wherever 0.90 is reachable", "Abstract",
-                         provenance.describe(group),
-                         (f"{len(reached)} of {len(tab)} benchmarks reach 0.90; smallest saving {reached.min():.1%}"
-                          if len(reached) else "0.90 never reached"), "{ref}`ch-table2`",
-                         sc.bound_verdict(reached.to_dict(), bound=save_min) if len(reached) else "not reproduced",
-                         "bound", id=f"save_adaptive_{kind}", kind=kind))
-        static = tab["best static"].dropna()
-        out.append(Claim(f"Static subsets save {save_min:.0%} to {save_static:.1%}", "Abstract",
-                         provenance.describe(group),
-                         (f"{static.min():.1%} to {static.max():.1%} on {len(static)} benchmarks" if len(static)
-                          else "0.90 never reached"), "{ref}`ch-table2`",
-                         sc.bound_verdict(static.to_dict(), bound=save_min) if len(static) else "not reproduced",
-                         "bound", id=f"save_static_{kind}", kind=kind))
+        out += _abstract_savings(kind, group, tab, nums)
+        body = tab.drop(index=[b for b in ("airbench2024", "harmbench") if b in tab.index])
+        for col, key, label in (("adaptive", "body_adaptive_range_excl_harmbench", "adaptive testing"),
+                                ("marginal-fisher", "body_marginal_fisher_range_excl_harmbench", "Marginal Fisher")):
+            lo, hi = nums[f"SAVINGS[{key}].0"], nums[f"SAVINGS[{key}].1"]
+            reached = body[col].dropna()
+            v = (_range_verdict(reached.to_dict(), lo, hi, lo_decimals=paper.printed_decimals(f"SAVINGS[{key}].0"),
+                                hi_decimals=paper.printed_decimals(f"SAVINGS[{key}].1")) if len(reached)
+                 else "not testable here")
+            out.append(Claim(f"Where 0.90 is reachable (not AIR-Bench 2024, not HarmBench), {label} saves "
+                             f"{lo:.0%} to {hi:.0%}", "Results, savings (body)", provenance.describe(group),
+                             (f"{reached.min():.1%} to {reached.max():.1%} on {len(reached)} benchmarks"
+                              if len(reached) else "no such benchmark reaches 0.90 here"), "{ref}`ch-table2`", v,
+                             "bound", id=f"save_body_{_ident(col)}_{kind}", kind=kind, note=why_note(v, group)))
     if "airbench2024" in benches and "airbench2024" in savings.index:
-        air = savings.loc["airbench2024", "adaptive"]
-        out.append(Claim(f"On AIR-Bench 2024 adaptive testing saves {save_air:.1%} at 0.90 agreement",
-                         "Results, savings (body)", provenance.describe({"airbench2024": benches["airbench2024"]}),
-                         "not reached" if pd.isna(air) else f"{air:.1%}", "{ref}`ch-table2`",
-                         "not reproduced" if pd.isna(air) else sc.value_verdict(save_air, air, air, tolerance=0.002),
-                         "value", id="save_airbench", kind=_kind_of({"airbench2024": benches["airbench2024"]})))
+        air = {"airbench2024": benches["airbench2024"]}
+        for col, key, label in (("adaptive", "airbench2024_adaptive_at_090", "adaptive testing"),
+                                ("best static", "airbench2024_static_at_090", "the best static subset")):
+            p, ours = nums[f"SAVINGS[{key}]"], savings.loc["airbench2024", col]
+            d = paper.printed_decimals(f"SAVINGS[{key}]")
+            v = sc.value_verdict(None if pd.isna(ours) else float(ours), p, decimals=d)
+            out.append(Claim(f"On AIR-Bench 2024 {label} saves {p:.{d - 2}%} at 0.90 agreement",
+                             "Results, savings (body)", provenance.describe(air),
+                             "not reached" if pd.isna(ours) else f"{ours:.{d - 1}%}", "{ref}`ch-table2`", v, "value",
+                             id="save_airbench" if col == "adaptive" else "save_airbench_static", kind=kind_of(air),
+                             note=why_note(v, air)))
+    return out
+
+
+def _abstract_savings(kind: str, group: Mapping, tab: pd.DataFrame, nums: Mapping) -> list[Claim]:
+    """The abstract's two savings statements on one kind of data."""
+    save_min = nums["SAVINGS[abstract_min_where_090_reachable]"]
+    lo, hi = nums["SAVINGS[abstract_static_range].0"], nums["SAVINGS[abstract_static_range].1"]
+    reached = tab["adaptive"].dropna()
+    v = (sc.bound_verdict(reached.to_dict(), bound=save_min,
+                          decimals=paper.printed_decimals("SAVINGS[abstract_min_where_090_reachable]"))
+         if len(reached) else "not reproduced")
+    out = [Claim(f"Adaptive testing saves at least {save_min:.0%} wherever 0.90 is reachable", "Abstract",
+                 provenance.describe(group),
+                 (f"{len(reached)} of {len(tab)} benchmarks reach 0.90; smallest saving {reached.min():.1%}"
+                  if len(reached) else "0.90 never reached"), "{ref}`ch-table2`", v, "bound",
+                 id=f"save_adaptive_{kind}", kind=kind, note=why_note(v, group))]
+    static = tab["best static"].dropna()
+    v = (_range_verdict(static.to_dict(), lo, hi,
+                        lo_decimals=paper.printed_decimals("SAVINGS[abstract_static_range].0"),
+                        hi_decimals=paper.printed_decimals("SAVINGS[abstract_static_range].1"))
+         if len(static) else "not reproduced")
+    out.append(Claim(f"Static subsets save {lo:.0%} to {hi:.1%}", "Abstract", provenance.describe(group),
+                     (f"{static.min():.1%} to {static.max():.1%} on {len(static)} benchmarks" if len(static)
+                      else "0.90 never reached"), "{ref}`ch-table2`", v, "bound", id=f"save_static_{kind}",
+                     kind=kind, note=why_note(v, group)))
     return out

@@ -4,21 +4,24 @@ A verdict is computed from the numbers by one of the rules below, never typed, a
 of :data:`VERDICTS`. The rules are written out on the scorecard page (:data:`RULES`), so a reader
 can check every verdict against its evidence.
 
+- :func:`value_verdict`: a number the paper prints (Table 2's agreements, CV of a, item RMSE, the
+  theta span): reproduced when ours rounds to it at the printed decimals (:func:`printed_round`),
+  close within two units of the last printed decimal.
+- :func:`budget_verdict`: a budget k of Table 2, in steps of the authors' budget grid.
+- :func:`count_verdict`: counts computed from the data (models at the ceiling), equal or not.
 - :func:`bound_verdict`: a claim that a quantity stays on one side of a bound on every benchmark
   ("Spearman >= 0.97 on all six", "item RMSE <= 0.04").
 - :func:`direction_verdict`: a claim that one method beats another (a paired difference with its
   confidence interval).
 - :func:`match_verdict`: a claim that two methods do about equally well.
-- :func:`budget_verdict`: a claim about the budget k at which something happens.
 - :func:`correlation_verdict`: a claim that two quantities move together across benchmarks.
-- :func:`value_verdict`: a reported value against ours with a confidence interval and a tolerance.
-- :func:`count_verdict`: counts computed from the data (models at the ceiling) against the paper's.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 
 import pandas as pd
 
@@ -27,39 +30,61 @@ __presentation__ = True
 __all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
            "budget_verdict", "correlation_verdict", "value_verdict", "count_verdict", "by_construction",
            "scorecard_frame", "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share",
-           "ceiling_pairs", "KINDS"]
+           "ceiling_pairs", "KINDS",
+           "printed_round", "rounds_to", "at_ceiling", "close_band", "grid_position", "budget_steps", "CLOSE_UNITS"]
 
-#: The only words a verdict may be.
-VERDICTS = ("reproduced", "partly", "not reproduced", "reversed", "not testable here")
+#: The only words a verdict may be. *close* is a single number near the paper's but not equal to it
+#: at the precision the paper prints; *partly* is a claim over several benchmarks that holds on some of
+#: them, or a direction that holds in the mean but not beyond the split-to-split noise.
+VERDICTS = ("reproduced", "close", "partly", "not reproduced", "reversed", "not testable here")
 
-#: What a claim's evidence may rest on (see :attr:`Claim.kind`).
-KINDS = ("real", "sim", "mixed", "")
+#: What a claim's evidence rests on (see :attr:`Claim.kind`): the paper's own released matrices,
+#: other real data (22 of AIR-Bench 2024's 82 models, PandaGuard), the simulated release, a mixture.
+KINDS = ("paper", "real", "sim", "mixed", "")
 
-#: Tolerance for "matches" (agreement units) and the budget ratios used by the rules.
+#: Tolerance for "matches" (agreement units).
 MATCH_TOLERANCE = 0.03
-BUDGET_FACTOR = 2.0
+#: "close": within this many units of the last decimal the paper prints (0.02 at two decimals).
+CLOSE_UNITS = 2
+#: Binary noise below this is dropped before rounding, so 0.8949999999999999 reads as 0.895.
+_SNAP = 9
 
 #: The rules, as printed on the scorecard page (rule id -> text).
 RULES = {
-    "bound": "A bound claimed for every benchmark: **reproduced** if it holds on all of them, "
-             "**partly** if on at least half, **not reproduced** otherwise.",
+    "value": "A value the paper prints with d decimals: **reproduced** if ours, rounded half up to d decimals, is "
+             "the paper's number (at two decimals, ours in [0.895, 0.905) reproduces 0.90); **close** if ours is "
+             f"within {CLOSE_UNITS} units of the last printed decimal (0.02 at two decimals); **not reproduced** "
+             "otherwise. Ours is our mean over splits, not an interval: a Monte Carlo interval says how far the "
+             "mean could move with other splits of the same models, and widening it until it reaches the paper's "
+             "number would call almost anything reproduced. Before rounding, binary noise below 1e-9 is dropped, "
+             "so a mean stored as 0.8949999999999999 rounds as 0.895 does, to 0.90.",
+    "budget": "A budget k (Table 2): both budgets are placed on the authors' budget grid (their released code's "
+              "distinct round(geomspace(1, min(largest budget, items kept), 20)); every k of Table 2 lies on it, and "
+              "ours is its nearest grid point on a log scale). **Reproduced** at the same grid point; **close** one "
+              "grid step away; **not reproduced** further away, or when our sweep never reaches the event (a "
+              "censored '> k' against a paper's exact k). A paper budget printed as '> k' (the paper's sweep ended "
+              "first) is **reproduced** when ours also lies beyond k, **close** when ours is reached at k or one grid "
+              "step below it, **not reproduced** further below, and **not testable here** when our sweep stopped "
+              "before k without the event. Grid budgets are conservative by one step at most, so one step is "
+              "*close*, never *reproduced*; several budgets off in the same direction are a systematic shift, and "
+              "the chapter counts them.",
+    "count": "A count of models computed from the data: **reproduced** only if every count equals the paper's; "
+             "**not reproduced** otherwise (one model more or less is a different count, and the counts are exact "
+             "on both sides).",
+    "bound": "A bound claimed for every benchmark (compared at the precision the paper prints the bound, where it "
+             "is a printed number): **reproduced** if it holds on all of them; **close** if it fails only by at "
+             f"most {CLOSE_UNITS} units of the bound's last printed decimal; **partly** if it holds on at least half; "
+             "**not reproduced** otherwise.",
     "direction": "'A beats B': from the split-by-split difference A - B at the budget in question, with its "
                  "95% confidence interval. **Reproduced** if the interval lies above 0; **partly** if the mean "
                  "is above 0 but the interval includes 0; **not reproduced** if the mean is at or below 0 but "
                  "the interval includes 0; **reversed** if the interval lies below 0.",
-    "match": f"'A matches B': **reproduced** if the mean difference is within {MATCH_TOLERANCE} of 0; "
-             f"**partly** if its 95% interval reaches into [-{MATCH_TOLERANCE}, {MATCH_TOLERANCE}]; "
+    "match": f"'A matches B': **reproduced** if the whole 95% interval of the mean difference lies within "
+             f"[-{MATCH_TOLERANCE}, {MATCH_TOLERANCE}]; **close** if the mean does but the interval reaches beyond; "
              "**not reproduced** otherwise.",
-    "budget": f"A budget k: **reproduced** if ours is within a factor of {BUDGET_FACTOR:g} of the paper's; "
-              f"**partly** if within a factor of {BUDGET_FACTOR ** 2:g}; **not reproduced** otherwise or when "
-              "our sweep never reaches the event (a censored budget is compared as '> k').",
     "correlation": "'Goes with' across benchmarks: Spearman's rho over the benchmarks. **Reproduced** if "
                    "rho >= 0.6; **partly** if 0 < rho < 0.6; **not reproduced** if -0.6 < rho <= 0; "
                    "**reversed** if rho <= -0.6.",
-    "value": "A reported value: **reproduced** if the paper's value lies in our 95% interval widened by the "
-             "stated tolerance; **partly** if within twice that; **not reproduced** otherwise.",
-    "count": "A count of models computed from the data: **reproduced** if every count equals the paper's; "
-             "**partly** if each is within 2 models of it; **not reproduced** otherwise.",
     "construction": "**Not testable here**: the simulated release was generated to match this number "
                     "(`data/README.md`), so agreement would prove nothing; the real data test it where present.",
 }
@@ -89,10 +114,11 @@ class Claim:
         A stable identifier (letters, digits, ``_``), needed to publish the claim from the chapter
         that tests it (:func:`irtlib.book.claims.publish`).
     kind : str
-        What the evidence rests on: ``"real"`` (the paper's data or another real set), ``"sim"``
-        (the simulated release), ``"mixed"``, or ``""`` (not said).
+        What the evidence rests on: ``"paper"`` (the authors' released matrices), ``"real"`` (other
+        real data: AIR-Bench 2024's 22 models, PandaGuard), ``"sim"`` (the simulated release),
+        ``"mixed"``, or ``""`` (not said).
     note : str
-        Why a claim did not reproduce, where the chapter knows (one sentence; no typed numbers).
+        Why a claim did not reproduce, where the data say it (one sentence; no typed numbers).
     """
 
     claim: str
@@ -116,24 +142,178 @@ class Claim:
 
 
 def _finite(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
+    if x is None:
+        return False
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
 
 
-def bound_verdict(values, *, bound: float, above: bool = True) -> str:
-    """Verdict of 'the quantity is >= bound (``above``) or <= bound on every benchmark'.
+def printed_round(x: float, *, decimals: int) -> Decimal:
+    """``x`` rounded half up to ``decimals`` places, as a table prints it.
+
+    Binary noise below 1e-9 is dropped first, so a float that stands for a tie rounds as the tie
+    does: 0.905 (stored as 0.90500000000000002665) and 0.8949999999999999 (a sum's 0.895) both round
+    up, to 0.91 and 0.90. Python's own ``round`` follows the stored binary value instead
+    (``round(0.865, 2)`` is 0.86, ``round(0.875, 2)`` 0.88).
+
+    Parameters
+    ----------
+    x : float
+    decimals : int
+        Places after the decimal point (0 for whole numbers).
+
+    Returns
+    -------
+    Decimal
+    """
+    snapped = Decimal(f"{float(x):.{_SNAP}f}")
+    return snapped.quantize(Decimal(1).scaleb(-int(decimals)), rounding=ROUND_HALF_UP)
+
+
+def rounds_to(ours: float, paper: float, *, decimals: int) -> bool:
+    """True when ``ours`` prints as the paper's number at ``decimals`` places (:func:`printed_round`)."""
+    return printed_round(ours, decimals=decimals) == printed_round(paper, decimals=decimals)
+
+
+def close_band(decimals: int) -> float:
+    """The largest distance called *close*: :data:`CLOSE_UNITS` units of the last printed decimal."""
+    return CLOSE_UNITS * 10.0 ** -int(decimals)
+
+
+def value_verdict(ours: float | None, paper: float, *, decimals: int = 2, close: float | None = None) -> str:
+    """Verdict of a value the paper prints with ``decimals`` places (rule ``value``, Table 2 and Results).
+
+    Parameters
+    ----------
+    ours : float or None
+        Our value (the mean over splits, not an interval); None or NaN when we have none
+        (e.g. a threshold never reached): "not reproduced".
+    paper : float
+        The paper's printed value.
+    decimals : int
+        Decimals the paper prints (two for agreement, CV and theta; three for the item RMSE).
+    close : float, optional
+        The largest distance called *close*; default :func:`close_band` of ``decimals``.
+
+    Examples
+    --------
+    >>> value_verdict(0.905, 0.91), value_verdict(0.905, 0.90), value_verdict(0.88, 0.90)
+    ('reproduced', 'close', 'close')
+    >>> value_verdict(0.86, 0.91)
+    'not reproduced'
+    """
+    if not _finite(ours):
+        return "not reproduced"
+    if rounds_to(float(ours), float(paper), decimals=decimals):
+        return "reproduced"
+    band = close_band(decimals) if close is None else float(close)
+    return "close" if abs(float(ours) - float(paper)) <= band + 10.0 ** -_SNAP else "not reproduced"
+
+
+def grid_position(k: float, grid) -> int:
+    """Index of the point of ``grid`` nearest to ``k`` on a log scale (ties go to the smaller budget).
+
+    Parameters
+    ----------
+    k : float
+        A budget (at least 1).
+    grid : sequence of int
+        A budget grid, e.g. the authors' (:func:`irtlib.protocol.presets.authors_budget_grid`).
+    """
+    import numpy as np
+
+    g = np.sort(np.asarray(list(grid), dtype=float))
+    if g.size == 0:
+        raise ValueError("the budget grid is empty")
+    distance = np.round(np.abs(np.log(g) - np.log(float(k))), 12)      # a geometric midpoint is a tie
+    return int(np.argmin(distance))
+
+
+def budget_steps(ours: int, paper: int, *, grid) -> int:
+    """Signed grid steps from the paper's budget to ours (positive: ours is later, i.e. larger)."""
+    return grid_position(ours, grid) - grid_position(paper, grid)
+
+
+def budget_verdict(ours: int | None, paper: int, *, grid, censored: bool = False,
+                   paper_at_least: bool = False) -> str:
+    """Verdict of a budget claim (rule ``budget``, Table 2): grid steps between our k and the paper's.
+
+    Parameters
+    ----------
+    ours : int or None
+        Our budget; None when there is none at all (e.g. Fluid never led Random).
+    paper : int
+        The paper's budget.
+    grid : sequence of int
+        The authors' budget grid for the benchmark.
+    censored : bool
+        True when ours is a lower bound ("> ours": our sweep ended at ``ours`` without the event).
+    paper_at_least : bool
+        True when the paper's budget is itself a lower bound ("> 3,000").
+
+    Examples
+    --------
+    >>> grid = [1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 31, 40, 50, 63, 79]
+    >>> budget_verdict(20, 20, grid=grid), budget_verdict(25, 20, grid=grid), budget_verdict(31, 20, grid=grid)
+    ('reproduced', 'close', 'not reproduced')
+    >>> budget_verdict(79, 20, grid=grid, censored=True)
+    'not reproduced'
+    """
+    if paper_at_least:
+        if ours is None:
+            return "not testable here"
+        if censored:
+            return "reproduced" if ours >= paper else "not testable here"
+        if ours > paper:
+            return "reproduced"
+        below = -budget_steps(ours, paper, grid=grid)       # 0 when reached at the paper's k itself
+        return "close" if below <= 1 else "not reproduced"
+    if ours is None or censored:
+        return "not reproduced"
+    steps = abs(budget_steps(ours, paper, grid=grid))
+    if steps == 0:
+        return "reproduced"
+    return "close" if steps == 1 else "not reproduced"
+
+
+def bound_verdict(values, *, bound: float, above: bool = True, decimals: int | None = None) -> str:
+    """Verdict of 'the quantity is >= bound (``above``) or <= bound on every benchmark' (rule ``bound``).
 
     Parameters
     ----------
     values : mapping or sequence of float
         One value per benchmark.
+    bound : float
+    above : bool
+        True for a lower bound (">= 0.97"), False for an upper one ("<= 0.04").
+    decimals : int, optional
+        The decimals the paper prints the bound with: each value is compared after
+        :func:`printed_round` to them, and a value that misses by at most :func:`close_band` makes the
+        claim *close*. None: compared exactly, no *close* (bounds on derived quantities, e.g. "> 0").
+
+    Examples
+    --------
+    >>> bound_verdict([0.99, 0.966], bound=0.97, decimals=2)     # 0.966 prints as 0.97
+    'reproduced'
+    >>> bound_verdict([0.99, 0.963], bound=0.97, decimals=2)
+    'close'
     """
-    vals = list(values.values()) if hasattr(values, "values") else list(values)
+    vals = [float(v) for v in (values.values() if hasattr(values, "values") else values)]
     if not vals:
         return "not testable here"
-    held = sum((v >= bound) if above else (v <= bound) for v in vals)
-    if held == len(vals):
+
+    def shown(v):
+        return float(printed_round(v, decimals=decimals)) if decimals is not None else v
+
+    misses = [max(bound - shown(v), 0.0) if above else max(shown(v) - bound, 0.0) for v in vals]
+    failed = [m for m in misses if m > 0]
+    if not failed:
         return "reproduced"
-    return "partly" if held >= len(vals) / 2 else "not reproduced"
+    if decimals is not None and max(failed) <= close_band(decimals) + 10.0 ** -_SNAP:
+        return "close"
+    return "partly" if len(vals) - len(failed) >= len(vals) / 2 else "not reproduced"
 
 
 def direction_verdict(mean: float, ci_lo: float, ci_hi: float) -> str:
@@ -148,42 +328,12 @@ def direction_verdict(mean: float, ci_lo: float, ci_hi: float) -> str:
 
 
 def match_verdict(mean: float, ci_lo: float, ci_hi: float, *, tolerance: float = MATCH_TOLERANCE) -> str:
-    """Verdict of 'A matches B' from the paired difference A - B and its confidence interval."""
+    """Verdict of 'A matches B' from the paired difference A - B and its confidence interval (rule ``match``)."""
     if not (_finite(mean) and _finite(ci_lo) and _finite(ci_hi)):
         return "not testable here"
-    if abs(mean) <= tolerance:
+    if -tolerance <= ci_lo and ci_hi <= tolerance:
         return "reproduced"
-    return "partly" if ci_lo <= tolerance and ci_hi >= -tolerance else "not reproduced"
-
-
-def budget_verdict(ours: int | None, paper: int, *, censored: bool = False, factor: float = BUDGET_FACTOR,
-                   paper_at_least: bool = False) -> str:
-    """Verdict of a budget claim: our k against the paper's, compared on a ratio scale.
-
-    Parameters
-    ----------
-    ours : int or None
-        Our budget; None when the event never happens.
-    paper : int
-        The paper's budget.
-    censored : bool
-        True when ours is a lower bound ("> ours": the sweep ended first).
-    paper_at_least : bool
-        True when the paper's budget is itself a lower bound ("> 3,000").
-    """
-    if ours is None:
-        return "not reproduced"
-    if paper_at_least:
-        # the paper says "beyond k": ours agrees if it is also beyond (or near) it
-        if censored or ours >= paper / factor:
-            return "reproduced"
-        return "partly" if ours >= paper / factor ** 2 else "not reproduced"
-    if censored:
-        return "partly" if ours <= paper * factor else "not reproduced"
-    ratio = max(ours / paper, paper / ours)
-    if ratio <= factor:
-        return "reproduced"
-    return "partly" if ratio <= factor ** 2 else "not reproduced"
+    return "close" if abs(mean) <= tolerance else "not reproduced"
 
 
 def correlation_verdict(rho: float) -> str:
@@ -197,18 +347,8 @@ def correlation_verdict(rho: float) -> str:
     return "reversed" if rho <= -0.6 else "not reproduced"
 
 
-def value_verdict(paper: float, ci_lo: float, ci_hi: float, *, tolerance: float) -> str:
-    """Verdict of a reported value: is it inside our interval widened by ``tolerance``?"""
-    if not (_finite(ci_lo) and _finite(ci_hi)):
-        return "not testable here"
-    gap = max(ci_lo - paper, paper - ci_hi, 0.0)
-    if gap <= tolerance:
-        return "reproduced"
-    return "partly" if gap <= 2 * tolerance else "not reproduced"
-
-
-def count_verdict(ours, reported, *, slack: int = 2) -> str:
-    """Verdict of counts (models at the ceiling): exact, within ``slack`` models, or neither.
+def count_verdict(ours, reported) -> str:
+    """Verdict of counts (models at the ceiling): reproduced only when every count equals the paper's.
 
     Parameters
     ----------
@@ -218,10 +358,7 @@ def count_verdict(ours, reported, *, slack: int = 2) -> str:
     ours, reported = [int(x) for x in ours], [int(x) for x in reported]
     if not ours or len(ours) != len(reported):
         return "not testable here"
-    gaps = [abs(o - r) for o, r in zip(ours, reported, strict=True)]
-    if max(gaps) == 0:
-        return "reproduced"
-    return "partly" if max(gaps) <= slack else "not reproduced"
+    return "reproduced" if ours == reported else "not reproduced"
 
 
 def by_construction() -> str:
@@ -326,8 +463,23 @@ def separated_share(center, half_width) -> float:
     return float(apart[np.triu_indices(n, 1)].mean()) if n > 1 else float("nan")
 
 
+def at_ceiling(scores, *, ceiling: float = 0.95):
+    """Which models sit at the ceiling: score at or above ``ceiling`` (Ceiling separation).
+
+    The one rule for every count, span and pair of the book: the paper's HarmBench count is of
+    scores "between 0.95 and 1.00", both ends included.
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    import numpy as np
+
+    return np.asarray(scores, dtype=float) >= ceiling
+
+
 def ceiling_pairs(bench, calibration, *, ceiling: float = 0.95) -> dict:
-    """How many pairs of models above ``ceiling`` ability and score tell apart (Ceiling separation).
+    """How many pairs of models at the ceiling ability and score tell apart (Ceiling separation).
 
     Each ceiling model gets a 95% interval on theta (MAP with its posterior SD, on the items the
     calibration covers) and on its safety score (binomial, over the items it answered); a pair is
@@ -342,7 +494,7 @@ def ceiling_pairs(bench, calibration, *, ceiling: float = 0.95) -> dict:
     Returns
     -------
     dict
-        ``n`` (ceiling models), ``theta`` and ``score`` (shares of pairs told apart) and
+        ``n`` (ceiling models, :func:`at_ceiling`), ``theta`` and ``score`` (shares of pairs told apart) and
         ``at_bound`` (ceiling models whose MAP ability ended on the bracket's bound).
     """
     import numpy as np
@@ -352,7 +504,7 @@ def ceiling_pairs(bench, calibration, *, ceiling: float = 0.95) -> dict:
     m = bench.filtered
     est = map_ability(m.values, calibration.a.reindex(m.items).to_numpy(), calibration.b.reindex(m.items).to_numpy())
     s = bench.full.safety_scores().reindex(m.models).to_numpy()
-    keep = s > ceiling
+    keep = at_ceiling(s, ceiling=ceiling)
     n_items = bench.full.observed.sum(axis=1)
     score_se = np.sqrt(np.maximum(s * (1 - s), 1e-12) / n_items)
     return {"n": int(keep.sum()), "theta": separated_share(est.theta[keep], 1.96 * est.se[keep]),

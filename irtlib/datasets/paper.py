@@ -29,7 +29,7 @@ __all__ = [
     "BENCHMARKS", "DISPLAY_NAMES", "PaperTable", "Table1Row", "Table2Left", "Table2Right",
     "TABLE1", "FIGURE3_CV", "ITEM_RMSE", "CEILING", "SPEARMAN_THETA_SCORE", "TABLE2_LEFT",
     "TABLE2_RIGHT", "SAFETYBENCH_APPENDIX_F", "SAVINGS", "VARIANCE_FILTER", "CEILING_SCORE",
-    "PRIORS", "ABILITY_ESTIMATION", "PROTOCOL", "facts", "numbers", "REPORTED",
+    "PRIORS", "ABILITY_ESTIMATION", "PROTOCOL", "facts", "numbers", "REPORTED", "printed_decimals", "close_band",
 ]
 
 #: The six benchmarks, in Table 1's order.
@@ -294,3 +294,33 @@ def numbers() -> dict:
         for key, value in table.items():
             out.update(_leaves(f"{name}[{key}]", value))
     return out
+
+
+def printed_decimals(ref: str) -> int:
+    """The decimals the paper prints a number with, from its reference in :func:`numbers`.
+
+    Integers (counts, budgets) have none. Fractions are printed with at least two decimals (0.90,
+    "80%"), more where the value has them (0.008, "99.9%" = 0.999). The theta gap of the example
+    pair is printed in words ("almost five standard-deviation units", Ceiling separation): none.
+
+    Examples
+    --------
+    >>> printed_decimals("TABLE2_LEFT[harmbench].fluid"), printed_decimals("ITEM_RMSE[harmbench]")
+    (2, 3)
+    >>> printed_decimals("SAVINGS[airbench2024_adaptive_at_090]"), printed_decimals("TABLE2_LEFT[harmbench].k")
+    (3, 0)
+    """
+    value = numbers()[ref]
+    if ref.endswith("example_pair_theta_gap") or isinstance(value, int):
+        return 0
+    text = f"{float(value):.6f}".rstrip("0")
+    return max(2, len(text.split(".")[1]))
+
+
+def close_band(ref: str) -> float | None:
+    """The distance within which a value counts as *close* to this number, where it is not the default.
+
+    The default (None) is two units of the last printed decimal (0.02 at two decimals). The example
+    pair's "almost five standard-deviation units" is printed as a word: one unit.
+    """
+    return 1.0 if ref.endswith("example_pair_theta_gap") else None

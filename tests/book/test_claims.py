@@ -64,15 +64,16 @@ def test_publish_refuses_missing_and_repeated_ids():
 
 
 def test_claim_refuses_unknown_verdicts_and_kinds():
+    assert _claim("x", verdict="close").verdict == "close"
     with pytest.raises(ValueError, match="verdict"):
-        _claim("x", verdict="close")
+        _claim("x", verdict="mostly")
     with pytest.raises(ValueError, match="kind"):
         _claim("x", kind="real-ish")
 
 
 def test_count_verdict_on_hand_made_counts():
     assert sc.count_verdict([67, 19, 0], [67, 19, 0]) == "reproduced"
-    assert sc.count_verdict([66, 17, 0], [67, 19, 0]) == "partly"
+    assert sc.count_verdict([66, 19, 0], [67, 19, 0]) == "not reproduced"
     assert sc.count_verdict([60, 19], [67, 19]) == "not reproduced"
     assert sc.count_verdict([], []) == "not testable here"
 
@@ -98,12 +99,71 @@ def test_model_choice_claims_split_by_kind_on_hand_made_gains():
     def bench(name, kind):
         return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=f"{kind} data"))
 
-    benches = {"x": bench("X", "paper"), "y": bench("Y", "paper"), "z": bench("Z", "simulated")}
-    out = {c.id: c for c in paper_claims.model_choice_claims(benches, {"x": 0.01, "y": -0.002, "z": 0.03})}
-    assert set(out) == {"model_2pl_1pl_real", "model_2pl_1pl_sim"}
-    real, sim = out["model_2pl_1pl_real"], out["model_2pl_1pl_sim"]
-    assert (real.verdict, real.kind, sim.verdict, sim.kind) == ("partly", "real", "reproduced", "sim")
+    benches = {"x": bench("X", "paper"), "y": bench("Y", "paper"), "z": bench("Z", "simulated"),
+               "w": bench("W", "real-subset")}
+    out = {c.id: c for c in paper_claims.model_choice_claims(benches, {"x": 0.01, "y": -0.002, "z": 0.03,
+                                                                       "w": 0.02})}
+    assert set(out) == {"model_2pl_1pl_paper", "model_2pl_1pl_real", "model_2pl_1pl_sim"}
+    real, sim = out["model_2pl_1pl_paper"], out["model_2pl_1pl_sim"]
+    assert (real.verdict, real.kind, sim.verdict, sim.kind) == ("partly", "paper", "reproduced", "sim")
+    assert (out["model_2pl_1pl_real"].verdict, out["model_2pl_1pl_real"].kind) == ("reproduced", "real")
     assert "> 0 on 1 of 2" in real.evidence and "-0.002 (Y)" in real.evidence
     # a gain of exactly zero is not a win: neither of two holds, "not reproduced"
     none = paper_claims.model_choice_claims({k: benches[k] for k in "xy"}, {"x": 0.0, "y": -0.1})
     assert none[0].verdict == "not reproduced"
+
+
+def test_printed_decimals_follow_the_papers_print():
+    from irtlib.datasets import paper
+
+    assert paper.printed_decimals("TABLE2_LEFT[harmbench].fluid") == 2          # 0.90, stored as 0.9
+    assert paper.printed_decimals("ITEM_RMSE[anthropic-red-team]") == 3         # 0.008
+    assert paper.printed_decimals("SAVINGS[airbench2024_adaptive_at_090]") == 3   # 99.9%
+    assert paper.printed_decimals("SAVINGS[abstract_min_where_090_reachable]") == 2   # 80%
+    assert paper.printed_decimals("CEILING[anthropic-red-team].above") == 0
+    assert paper.printed_decimals("CEILING[anthropic-red-team].example_pair_theta_gap") == 0   # "almost five"
+
+
+def test_why_note_names_what_the_data_say_and_only_for_a_miss():
+    from types import SimpleNamespace
+
+    from irtlib.book import paper_claims
+
+    def bench(name, kind, label=""):
+        return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=label))
+
+    air = {"airbench2024": bench("AIR-Bench 2024", "real-subset", "real judgments of 22 of the paper's 82 models")}
+    note = paper_claims.why_note("close", air, engine="MAP")
+    assert note == ("Possible reasons the data give: it rests on real judgments of 22 of the paper's 82 models, "
+                    "not on the paper's matrix; our calibration engine is MAP.")
+    assert "never released" in paper_claims.why_note("not reproduced", {"safetybench": bench("SafetyBench",
+                                                                                             "simulated")})
+    assert paper_claims.why_note("reproduced", air, engine="MAP") == ""
+    assert paper_claims.why_note("not reproduced", {"x": bench("X", "paper")}) == ""
+    assert paper_claims.kind_of({**air, "x": bench("X", "paper")}) == "mixed"
+
+
+def test_savings_claims_keep_kinds_apart_and_judge_both_ends_of_a_range():
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pandas as pd
+
+    from irtlib.book import paper_claims
+
+    def bench(name, kind):
+        return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=f"{kind} data"))
+
+    benches = {"anthropic-red-team": bench("Anthropic Red Team", "paper"),
+               "simplesafetytests": bench("SimpleSafetyTests", "paper"),
+               "safetybench": bench("SafetyBench", "simulated")}
+    savings = pd.DataFrame({"adaptive": [0.949, 0.80, np.nan], "best static": [0.95, 0.85, 0.998],
+                            "marginal-fisher": [0.93, 0.80, np.nan]}, index=list(benches))
+    out = {c.id: c for c in paper_claims.savings_claims(benches, savings)}
+    assert out["save_adaptive_paper"].verdict == "reproduced"                 # 80.0% and 94.9%: at least 80%
+    assert out["save_static_paper"].evidence == "85.0% to 95.0% on 2 benchmarks"   # SafetyBench's 99.8% not pooled
+    assert out["save_body_adaptive_paper"].verdict == "reproduced"            # 94.9% prints as 95%
+    assert out["save_body_marginal_fisher_paper"].verdict == "close"          # 93% against "80 to 92%"
+    assert out["save_adaptive_sim"].verdict == "not reproduced" and out["save_adaptive_sim"].kind == "sim"
+    assert out["save_static_sim"].verdict == "reproduced"
+    assert "save_airbench" not in out

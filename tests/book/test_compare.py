@@ -2,23 +2,43 @@ import re
 
 import pytest
 
-from irtlib.book.compare import cite, comparison_table, row, style_comparison
+from irtlib.book.compare import cite, comparison_table, judge, row, style_comparison, tally
 from irtlib.datasets import paper
 
 
-def test_rows_look_up_paper_values_and_judge_tolerance():
+def test_rows_are_judged_by_the_scorecards_rules_at_the_printed_decimals():
     table = comparison_table([
-        row("CV of a, WMDP", "FIGURE3_CV[wmdp-bio]", 0.9, tolerance=0.1),
-        row("CV of a, SafetyBench", "FIGURE3_CV[safetybench]", 0.8, tolerance=0.1, note="fewer items"),
+        row("CV of a, WMDP", "FIGURE3_CV[wmdp-bio]", 0.965),                       # prints as 0.97
+        row("CV of a, SafetyBench", "FIGURE3_CV[safetybench]", 0.91, note="fewer items"),   # 0.02 off
+        row("CV of a, AIR-Bench", "FIGURE3_CV[airbench2024]", 0.86),               # 0.06 off
         row("observations, AIR-Bench", "TABLE1[airbench2024].observations", "466.9k"),
-        row("Fluid at k, AIR-Bench", "TABLE2_LEFT[airbench2024].fluid", None, tolerance=0.05),
+        row("Fluid at k, AIR-Bench", "TABLE2_LEFT[airbench2024].fluid", None),
+        row("models, HarmBench", "TABLE1[harmbench].models", 76),
+        row("RMSE, HarmBench", "ITEM_RMSE[harmbench]", 0.0164),                    # three decimals: 0.016
+        row("CV by eye", "FIGURE3_CV[harmbench]", 0.2, judged=False),
+        row("a claim's row", "SPEARMAN_THETA_SCORE[min]", 0.99, verdict="reproduced"),
     ])
-    assert table["paper"].tolist() == [0.97, 0.93, "467k", 0.91]
-    assert table["difference"].tolist()[:2] == [pytest.approx(-0.07), pytest.approx(-0.13)]
-    assert table["within"].tolist() == ["yes", "no", "n/a", "n/a"]
-    assert table["ours"].tolist()[3] == "not reached"
+    assert table["paper"].tolist()[:5] == [0.97, 0.93, 0.92, "467k", 0.91]
+    assert table["difference"].tolist()[:2] == [pytest.approx(-0.005), pytest.approx(-0.02)]
+    assert table["verdict"].tolist() == ["reproduced", "close", "not reproduced", "n/a", "not reproduced",
+                                         "not reproduced", "reproduced", "n/a", "reproduced"]
+    assert "within" not in table.columns and "tolerance" not in table.columns
+    assert table["ours"].tolist()[4] == "not reached"
     assert table["ref"].tolist()[0] == "FIGURE3_CV[wmdp-bio]"
-    assert table["source in the paper"].tolist() == ["Figure 3", "Figure 3", "Table 1", "Table 2, left column"]
+    assert table["source in the paper"].tolist()[:5] == ["Figure 3", "Figure 3", "Figure 3", "Table 1",
+                                                         "Table 2, left column"]
+    assert tally(table) == {"judged": 7, "reproduced": 3, "close": 1, "partly": 0, "not reproduced": 3,
+                            "reversed": 0, "not testable here": 0}
+
+
+def test_a_row_refuses_a_verdict_outside_the_scorecards_words():
+    with pytest.raises(ValueError, match="verdict 'yes'"):
+        row("x", "FIGURE3_CV[wmdp-bio]", 0.97, verdict="yes")
+
+
+def test_the_example_pairs_gap_is_judged_in_whole_units_with_the_claims_band():
+    ref = "CEILING[anthropic-red-team].example_pair_theta_gap"
+    assert [judge(ref, x) for x in (4.6, 4.2, 3.9)] == ["reproduced", "close", "not reproduced"]
 
 
 def test_unknown_reference_is_an_error():
@@ -44,8 +64,7 @@ def shaded_rows(html: str) -> set[int]:
 
 
 def test_styled_table_shows_every_row_and_shades_only_misses():
-    rows = [row(f"CV {i}", "FIGURE3_CV[wmdp-bio]", 0.97 + (0.5 if i in (3, 41) else 0), tolerance=0.1)
-            for i in range(80)]
+    rows = [row(f"CV {i}", "FIGURE3_CV[wmdp-bio]", 0.97 + (0.5 if i in (3, 41) else 0)) for i in range(80)]
     html = style_comparison(comparison_table(rows)).to_html()
     assert html.count('title="FIGURE3_CV[wmdp-bio]"') == 80     # no truncation at display.max_rows
     assert shaded_rows(html) == {3, 41}                          # the misses, and nothing else
@@ -59,26 +78,26 @@ def rendered_cells(html: str) -> list[list[str]]:
 
 def test_numbers_are_rendered_like_a_paper():
     table = comparison_table([
-        row("CV of a, WMDP", "FIGURE3_CV[wmdp-bio]", 0.123456, tolerance=0.1),
-        row("RMSE, HarmBench", "ITEM_RMSE[harmbench]", 0.001, tolerance=0.01),
-        row("items, AIR-Bench", "TABLE1[airbench2024].items", 1234, tolerance=100),
+        row("CV of a, WMDP", "FIGURE3_CV[wmdp-bio]", 0.123456),
+        row("RMSE, HarmBench", "ITEM_RMSE[harmbench]", 0.001),
+        row("items, AIR-Bench", "TABLE1[airbench2024].items", 1234),
         row("left k/N, AIR-Bench", "TABLE2_LEFT[airbench2024].k_over_n", 0.001),
-        row("saving, AIR-Bench", "SAVINGS[airbench2024_adaptive_at_090]", 0.9994, tolerance=0.01),
+        row("saving, AIR-Bench", "SAVINGS[airbench2024_adaptive_at_090]", 0.9994),
         row("left k/N, SafetyBench", "TABLE2_LEFT[safetybench].k_over_n", "27.1%", note="a <b> & c"),
-        row("Fluid, AIR-Bench", "TABLE2_LEFT[airbench2024].fluid", None, tolerance=0.05),
+        row("Fluid, AIR-Bench", "TABLE2_LEFT[airbench2024].fluid", None),
     ])
     html = style_comparison(table).to_html()
     cells = rendered_cells(html)
     header = re.findall(r"<th[^>]*>(.*?)</th>", html.split("<tbody>")[0])
-    assert header == ["quantity", "paper", "ours", "difference", "tolerance", "within", "note", "source in the paper"]
+    assert header == ["quantity", "paper", "ours", "difference", "verdict", "note", "source in the paper"]
     assert cells == [
-        ["CV of a, WMDP", "0.97", "0.123", "-0.847", "0.1", "no", "", "Figure 3"],
-        ["RMSE, HarmBench", "0.016", "0.001", "-0.015", "0.01", "no", "", "Appendix E"],
-        ["items, AIR-Bench", "5,694", "1,234", "-4,460", "100", "no", "", "Table 1"],
-        ["left k/N, AIR-Bench", "0.1%", "0.1%", "", "", "n/a", "", "Table 2, left column"],
-        ["saving, AIR-Bench", "99.9%", "99.9%", "0.0%", "1.0%", "yes", "", "Results, savings (body)"],
-        ["left k/N, SafetyBench", "&gt; 26%", "27.1%", "", "", "n/a", "a &lt;b&gt; &amp; c", "Table 2, left column"],
-        ["Fluid, AIR-Bench", "0.91", "not reached", "", "0.05", "n/a", "", "Table 2, left column"],
+        ["CV of a, WMDP", "0.97", "0.123", "-0.847", "not reproduced", "", "Figure 3"],
+        ["RMSE, HarmBench", "0.016", "0.001", "-0.015", "not reproduced", "", "Appendix E"],
+        ["items, AIR-Bench", "5,694", "1,234", "-4,460", "not reproduced", "", "Table 1"],
+        ["left k/N, AIR-Bench", "0.1%", "0.1%", "", "n/a", "", "Table 2, left column"],
+        ["saving, AIR-Bench", "99.9%", "99.9%", "0.0%", "reproduced", "", "Results, savings (body)"],
+        ["left k/N, SafetyBench", "&gt; 26%", "27.1%", "", "n/a", "a &lt;b&gt; &amp; c", "Table 2, left column"],
+        ["Fluid, AIR-Bench", "0.91", "not reached", "", "not reproduced", "", "Table 2, left column"],
     ]
     # no number anywhere with more than three decimals
     text = " ".join(c for r in cells for c in r)

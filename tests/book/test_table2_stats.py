@@ -74,31 +74,18 @@ def test_direction_rule(mean, lo, hi, expected):
 
 
 @pytest.mark.parametrize("mean, lo, hi, expected", [
-    (0.01, -0.02, 0.04, "reproduced"), (0.05, 0.01, 0.09, "partly"), (0.10, 0.06, 0.14, "not reproduced")])
-def test_match_rule(mean, lo, hi, expected):
+    (0.01, -0.02, 0.025, "reproduced"), (0.01, -0.02, 0.04, "close"), (0.05, 0.01, 0.09, "not reproduced")])
+def test_match_rule_needs_the_whole_interval_inside_the_tolerance(mean, lo, hi, expected):
     assert sc.match_verdict(mean, lo, hi) == expected
 
 
-@pytest.mark.parametrize("ours, paper, kwargs, expected", [
-    (6, 6, {}, "reproduced"), (12, 6, {}, "reproduced"), (13, 6, {}, "partly"), (3, 6, {}, "reproduced"),
-    (25, 6, {}, "not reproduced"), (None, 6, {}, "not reproduced"),
-    (10, 17, {"censored": True}, "partly"), (100, 17, {"censored": True}, "not reproduced"),
-    (3431, 3000, {"paper_at_least": True, "censored": True}, "reproduced"),
-    (21, 3000, {"paper_at_least": True}, "not reproduced")])
-def test_budget_rule(ours, paper, kwargs, expected):
-    assert sc.budget_verdict(ours, paper, **kwargs) == expected
-
-
-def test_bound_correlation_and_value_rules():
+def test_bound_correlation_rules():
     assert sc.bound_verdict({"a": 0.98, "b": 0.99}, bound=0.97) == "reproduced"
     assert sc.bound_verdict([0.98, 0.96], bound=0.97) == "partly"
     assert sc.bound_verdict([0.98, 0.96, 0.95], bound=0.97) == "not reproduced"
     assert sc.bound_verdict([0.01, 0.05], bound=0.04, above=False) == "partly"
     assert [sc.correlation_verdict(r) for r in (0.8, 0.3, -0.3, -0.8)] == \
         ["reproduced", "partly", "not reproduced", "reversed"]
-    assert sc.value_verdict(0.91, 0.85, 0.89, tolerance=0.03) == "reproduced"
-    assert sc.value_verdict(0.91, 0.80, 0.86, tolerance=0.03) == "partly"
-    assert sc.value_verdict(0.91, 0.70, 0.80, tolerance=0.03) == "not reproduced"
 
 
 def test_claims_accept_only_the_allowed_verdicts_and_rules():
@@ -117,7 +104,7 @@ def _bench_results(bench, k_values):
     return pd.DataFrame(rows, columns=["split", "method", "k", "agreement"]).assign(benchmark=bench)
 
 
-def test_at_paper_budgets_reads_the_papers_k_and_judges_within():
+def test_at_paper_budgets_reads_the_papers_k_and_judges_by_the_value_rule():
     from irtlib.book import table2
     from irtlib.datasets import paper
 
@@ -127,12 +114,10 @@ def test_at_paper_budgets_reads_the_papers_k_and_judges_within():
     assert (left["k"] == paper.TABLE2_LEFT["harmbench"].k).all()          # 17, swept
     assert left.loc["fluid", "mean"] == pytest.approx(0.905)
     assert left.loc["fluid", "paper"] == paper.TABLE2_LEFT["harmbench"].fluid
-    # paper 0.90 against ours 0.905 +- t(1) * 0.0071 / sqrt(2) = +-0.064 (+0.03): inside
-    assert bool(left.loc["fluid", "within"])
-    far = table2.at_paper_budgets(res, tolerance=0.0)
-    far = far[(far["column"] == "left")].set_index("method")
-    lo, hi = far.loc["fluid", ["ci_lo", "ci_hi"]]
-    assert bool(far.loc["fluid", "within"]) == (lo <= 0.90 <= hi)
+    # ours 0.905 prints as 0.91, not the paper's 0.90: close, whatever the interval's width
+    assert left.loc["fluid", "verdict"] == "close"
+    assert left.loc["random", "verdict"] == "close"            # 0.905 against 0.92
+    assert "within" not in long.columns
     right = long[long["column"] == "right"]
     assert (right["k"] == 9).all()                                           # the paper's right k for HarmBench
 
@@ -153,9 +138,92 @@ def test_compact_layouts_and_budget_comparison():
         table2.compact(long, column="left", methods=["fluid"], layout="diagonal")
     assert table2.format_budget(3431, at_least=True) == "> 3,431" and table2.format_budget(None) == "-"
     summary = summarise_table2(pd.concat(res.values()), {"harmbench": 400, "simplesafetytests": 100})
-    budgets = table2.budget_comparison(summary)
+    grids = {"harmbench": [1, 2, 3, 5, 9, 17, 30], "simplesafetytests": [1, 5, 20, 40, 63]}
+    budgets = table2.budget_comparison(summary, grids=grids)
     # HarmBench: Fluid first reaches 0.90 at k = 17 (the paper's 17): reproduced
     assert budgets.loc["harmbench", "left k (ours)"] == "17"
     assert budgets.loc["harmbench", "left verdict"] == "reproduced"
-    # SimpleSafetyTests: never reaches 0.90 within the sweep up to 63: censored, "> 63"
+    assert budgets.loc["harmbench", "left steps"] == "+0"
+    # SimpleSafetyTests: never reaches 0.90 within the sweep up to 63: censored, "> 63", not reproduced
     assert budgets.loc["simplesafetytests", "left k (ours)"] == "> 63"
+    assert budgets.loc["simplesafetytests", "left verdict"] == "not reproduced"
+    assert budgets.loc["simplesafetytests", "left steps"] == ""
+
+
+# --- irtlib.book.table2: the two readings, the bootstrap of a budget, the shift ------------------
+
+def test_first_reach_under_both_readings():
+    from irtlib.book import table2 as t2
+
+    assert t2.first_reach([5, 6, 8], [0.85, 0.897, 0.91]) == {"rounded": 6, "unrounded": 8}
+    assert t2.first_reach([5, 6], [0.895, 0.90]) == {"rounded": 5, "unrounded": 6}     # 0.895 prints as 0.90
+    assert t2.first_reach([5, 6], [0.8949, 0.90]) == {"rounded": 6, "unrounded": 6}
+    assert t2.first_reach([5, 6], [0.5, np.nan]) == {"rounded": None, "unrounded": None}
+
+
+def test_reading_fit_counts_budgets_on_the_papers_grid_point():
+    from irtlib.book import table2 as t2
+
+    grid = [1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 31, 40, 50, 63, 79]
+    # SimpleSafetyTests' paper k is 20; HarmBench's 17 (not on this hand-made grid: nearest 16)
+    reach = pd.DataFrame({"rounded": [20, 16], "unrounded": [25, 16], "k_max": [79, 79]},
+                         index=["simplesafetytests", "harmbench"], dtype=object)
+    fit = t2.reading_fit(reach, grids={"simplesafetytests": grid, "harmbench": grid})
+    assert fit == {"rounded": 2, "unrounded": 1, "n": 2, "fits": "rounded"}
+    reach.loc["simplesafetytests", "unrounded"] = 20
+    assert t2.reading_fit(reach, grids={"simplesafetytests": grid, "harmbench": grid})["fits"] == "both equally"
+
+
+def test_bootstrap_budget_is_seeded_and_reads_budgets_off_resampled_mean_curves():
+    from irtlib.book import table2 as t2
+
+    # every split reaches 0.90 at k = 10: the budget cannot move
+    steady = _results({"fluid": {5: [0.8] * 6, 10: [0.95] * 6, 20: [0.97] * 6}})
+    out = t2.bootstrap_budget(steady, n_boot=200, seed=1)
+    assert (out["lo"], out["hi"], out["share_censored"]) == (10.0, 10.0, 0.0)
+    assert out["counts"].to_dict() == {10.0: 1.0}
+    # split 0 alone reaches 0.90 at k = 5 and drags the mean there only when drawn often enough
+    noisy = _results({"fluid": {5: [1.0, 0.86, 0.86, 0.86], 10: [1.0, 0.95, 0.95, 0.95]}})
+    a, b = (t2.bootstrap_budget(noisy, n_boot=500, seed=7) for _ in range(2))
+    assert a["counts"].equals(b["counts"])                                  # seeded: the same samples
+    assert set(a["counts"].index) == {5.0, 10.0} and (a["lo"], a["hi"]) == (5.0, 10.0)
+    # the mean of split 0 and three others: 0.895 < 0.90, so k = 5 needs split 0 at least twice
+    p_five = 1 - stats.binom.cdf(1, 4, 0.25)
+    assert a["counts"][5.0] == pytest.approx(p_five, abs=0.06)
+    never = _results({"fluid": {5: [0.5, 0.6], 10: [0.7, 0.8]}})
+    out = t2.bootstrap_budget(never, n_boot=50)
+    assert out["share_censored"] == 1.0 and np.isinf(out["hi"])
+
+
+def test_bootstrap_budget_right_column_follows_table2s_rule():
+    from irtlib.book import table2 as t2
+
+    # Fluid leads at k = 1 and 2, Random catches up at k = 4 in every split: the budget is 2
+    res = _results({"fluid": {1: [0.5] * 3, 2: [0.7] * 3, 4: [0.8] * 3},
+                    "random": {1: [0.3] * 3, 2: [0.6] * 3, 4: [0.85] * 3}})
+    out = t2.bootstrap_budget(res, column="right", n_boot=20)
+    assert (out["lo"], out["hi"], out["share_none"]) == (2.0, 2.0, 0.0)
+    assert summarise_table2(res, n_items=10).query("column == 'right'")["k"].iloc[0] == 2
+
+
+def test_budget_shift_flags_budgets_off_in_one_direction():
+    from irtlib.book import table2 as t2
+
+    late = t2.budget_shift([1, 1, 1, 1, 0])
+    assert (late["later"], late["earlier"], late["same"], late["one_sided"]) == (4, 0, 1, True)
+    assert late["p_sign"] == pytest.approx(0.125)
+    assert not t2.budget_shift([1, -1, 0])["one_sided"] and not t2.budget_shift([1, 0])["one_sided"]
+
+
+def test_at_paper_budgets_carries_the_value_rules_verdict():
+    from irtlib.book import table2 as t2
+
+    res = _results({"fluid": {51: [0.90, 0.92]}, "random": {51: [0.77, 0.78]}, "random-irt": {51: [0.70, 0.70]},
+                    "total-fisher": {51: [0.68, 0.68]}, "marginal-fisher": {260: [0.5, 0.5]}})
+    res = pd.concat([res, _results({m: {260: [0.5, 0.5]} for m in ("fluid", "random", "random-irt",
+                                                                     "total-fisher")})])
+    long = t2.at_paper_budgets({"anthropic-red-team": res}).set_index(["column", "method"])
+    assert long.loc[("left", "fluid"), "verdict"] == "reproduced"          # 0.91 = paper's 0.91
+    assert long.loc[("left", "random"), "verdict"] == "reproduced"         # 0.775 prints as 0.78
+    assert long.loc[("left", "random-irt"), "verdict"] == "not reproduced"  # 0.70 for 0.79
+    assert long.loc[("left", "total-fisher"), "verdict"] == "reproduced"

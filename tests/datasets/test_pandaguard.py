@@ -126,4 +126,5 @@ def test_run_headline_and_claims_on_the_real_data():
     assert list(head["protocol"]) == list(pg.PROTOCOLS.values())
     rows = pg.claims(result)
     assert len(rows) == 7 and all(r.verdict in VERDICTS for r in rows)
-    assert rows[0].verdict == ("reproduced" if result["spearman_theta_score"] >= 0.97 else "not reproduced")
+    rho = result["spearman_theta_score"]      # the bound 0.97 at the paper's two decimals; close within 0.02
+    assert rows[0].verdict == ("reproduced" if rho >= 0.965 else "close" if rho >= 0.945 else "not reproduced")
