@@ -194,7 +194,7 @@ def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, 
     from irtlib import map_ability
     from irtlib.book.ceiling import ceiling_benchmark
     from irtlib.protocol import presets as protocols
-    from irtlib.protocol.agreement import calibrate_split, calibration_seed, run_protocol, spearman, split_models
+    from irtlib.protocol.agreement import calibrate_splits, calibration_seed, run_protocol, spearman, split_models
 
     sst = complete
     proto = protocols.get(protocol, benchmark=sst.name)
@@ -209,7 +209,7 @@ def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, 
     for split in range(3):    # by hand: the protocol's split rule, calibration seed and reference
         train, test = split_models(sst.full.shape[0], 10, proto.seed, split, rule=proto.split_rule)
         seed = calibration_seed(proto.seed, split) if proto.calibration_seed == "stream" else 0
-        a, b, _ = calibrate_split(kept.values[train], engine="map", seed=seed)
+        (a, b), = calibrate_splits(kept.values, [train], engine=proto.engine, seed=[seed])   # the protocol's engine
         theta = np.asarray(map_ability(kept.values[test], a, b).theta)
         assert abs(spearman(theta, reference[test]) - ceiling.iloc[split]) < 1e-12
         # Random IRT with every item is the same MAP; tied abilities may break either way in another item order
