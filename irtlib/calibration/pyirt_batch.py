@@ -39,7 +39,7 @@ import numpy as np
 from irtlib._typing import ArrayLike
 from irtlib.errors import InputError, MissingDependencyError
 
-__all__ = ["BatchFit", "fit_2pl_splits", "fit_hierarchical_batch"]
+__all__ = ["BatchFit", "fit_2pl_splits", "fit_hierarchical_batch", "check_splits"]
 
 #: Hyper-prior constants (the same as :mod:`irtlib.calibration.pyirt`'s, kept here so that this module
 #: does not need py-irt): every mu ~ Normal(0, 1e6), every u ~ Gamma(1, 1); guide of each mu
@@ -78,7 +78,7 @@ class BatchFit:
 
 def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: int = 1000, lr: float = 0.1,
                    lr_decay: float = 0.9999, seed: int = 0, best: bool = True,
-                   threads: int | None = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+                   threads: int | None = 1, workers: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fit the authors' hierarchical 2PL to every split's training models in one batched fit.
 
     Parameters
@@ -98,6 +98,12 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
         ``best_params``, as the authors do); ``False`` reports the last epoch's.
     threads : int or None
         torch intra-op threads during the fit (restored afterwards); ``None`` leaves torch's setting.
+    workers : int
+        Processes to fit in: the splits are cut into ``workers`` contiguous groups, the first fitted
+        here, the others in worker processes started once per Python process (``spawn``: a script
+        calling this must guard its top level with ``if __name__ == "__main__":``). The numbers do
+        not depend on it (a split's fit does not depend on the rest of its batch). 2 uses both cores
+        of a 2-core machine.
 
     Returns
     -------
@@ -108,13 +114,14 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     ------
     InputError
         ``values`` not 2-D or not 0/1/NaN; a split with a row index out of range, a repeated row, or
-        fewer than two rows; bad optimiser settings.
+        fewer than two rows; bad optimiser settings or ``workers``.
     MissingDependencyError
         torch is not installed (``pip install 'irtlib[pyirt]'``).
 
     See Also
     --------
     fit_hierarchical_batch : the same fit with abilities, best epochs and loss curves.
+    irtlib.calibration.split_cache.fit_2pl_splits_cached : the same, each split cached on disk.
     irtlib.fit_2pl : ``engine="pyirt-authors"`` runs one such fit through py-irt itself.
 
     Notes
@@ -124,7 +131,7 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     separate py-irt fits (``benchmarks/bench_authors_calibration.py``).
     """
     fit = fit_hierarchical_batch(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed,
-                                 best=best, threads=threads)
+                                 best=best, threads=threads, workers=workers)
     return [(fit.a[s].copy(), fit.b[s].copy()) for s in range(fit.a.shape[0])]
 
 
@@ -135,7 +142,7 @@ def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *
 
     Parameters
     ----------
-    values, train_rows, epochs, lr, lr_decay, seed, best, threads
+    values, train_rows, epochs, lr, lr_decay, seed, best, threads, workers
         As in :func:`fit_2pl_splits`.
 
     Returns
@@ -152,8 +159,34 @@ def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *
     except ImportError as exc:  # pragma: no cover - the light install has no torch
         raise MissingDependencyError("the batched py-irt fit needs torch, which is not installed: "
                                      "install it with pip install 'irtlib[pyirt]'") from exc
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise InputError(f"workers must be a positive integer, got {workers!r}")
     settings = {"epochs": epochs, "lr": lr, "lr_decay": lr_decay, "seed": seed, "best": best}
     return _fit_parts(torch, x, rows, workers, threads, settings)
+
+
+_POOL: list = []     # the worker processes of _fit_parts: [executor, size] once started
+
+
+def _worker_pool(size: int):
+    """The process pool of :func:`_fit_parts` with at least ``size`` workers (spawned: torch and fork
+    do not mix)."""
+    if _POOL and _POOL[1] >= size:
+        return _POOL[0]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if _POOL:
+        _POOL[0].shutdown()
+    _POOL[:] = [ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("spawn")), size]
+    return _POOL[0]
+
+
+def _worker_fit(x, rows, threads, settings) -> BatchFit:
+    """:func:`_fit_with_threads` in a worker process."""
+    import torch
+
+    return _fit_with_threads(torch, x, rows, threads, settings)
 
 
 def _fit_with_threads(torch, x, rows, threads, settings) -> BatchFit:
@@ -168,19 +201,18 @@ def _fit_with_threads(torch, x, rows, threads, settings) -> BatchFit:
 
 
 def _fit_parts(torch, x, rows, workers, threads, settings) -> BatchFit:
-    """Fit the splits in ``workers`` contiguous groups, one thread each, and put them back together.
+    """Fit the splits in ``workers`` contiguous groups, each in its own process, and join the results.
 
-    Exact: a split's fit does not depend on the other splits of its batch. torch releases the GIL
-    inside its operations, so the threads' arithmetic runs on separate cores.
+    The first group is fitted in this process, the others in worker processes (started once, then
+    reused by later calls). Exact: a split's fit does not depend on the other splits of its batch.
     """
     parts = [p for p in np.array_split(np.arange(len(rows)), min(workers, len(rows))) if p.size]
     if len(parts) == 1:
         return _fit_with_threads(torch, x, rows, threads, settings)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(parts)) as pool:
-        fits = list(pool.map(lambda part: _fit_with_threads(torch, x, [rows[i] for i in part], threads, settings),
-                             parts))
+    pool = _worker_pool(len(parts) - 1)
+    futures = [pool.submit(_worker_fit, x, [rows[i] for i in part], threads, settings) for part in parts[1:]]
+    fits = [_fit_with_threads(torch, x, [rows[i] for i in parts[0]], threads, settings)]
+    fits += [f.result() for f in futures]
     width = max(f.theta.shape[1] for f in fits)
     theta = np.concatenate([np.pad(f.theta, ((0, 0), (0, width - f.theta.shape[1])), constant_values=np.nan)
                             for f in fits])
@@ -190,6 +222,26 @@ def _fit_parts(torch, x, rows, workers, threads, settings) -> BatchFit:
 
 
 # ----------------------------------------------------------------------------- checks
+def check_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: int = 1000, lr: float = 0.1,
+                 lr_decay: float = 0.9999, seed: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The checks of :func:`fit_2pl_splits` on its data and settings, without fitting.
+
+    Returns
+    -------
+    values : ndarray, shape (n_models, n_items)
+        As float64.
+    train_rows : list of ndarray of int64
+
+    Raises
+    ------
+    InputError
+        As :func:`fit_2pl_splits`.
+    """
+    x, rows = _validate(values, train_rows)
+    _check_settings(epochs, lr, lr_decay, seed)
+    return x, rows
+
+
 def _validate(values, train_rows) -> tuple[np.ndarray, list[np.ndarray]]:
     x = np.asarray(values, dtype=float)
     if x.ndim != 2 or 0 in x.shape:
