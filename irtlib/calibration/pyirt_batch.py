@@ -169,8 +169,10 @@ _POOL: list = []     # the worker processes of _fit_parts: [executor, size] once
 
 
 def _worker_pool(size: int):
-    """The process pool of :func:`_fit_parts` with at least ``size`` workers (spawned: torch and fork
-    do not mix)."""
+    """The process pool of :func:`_fit_parts` with at least ``size`` workers.
+
+    Spawned, not forked: a fork of a process that has run torch's thread pools can hang.
+    """
     if _POOL and _POOL[1] >= size:
         return _POOL[0]
     import multiprocessing
@@ -286,7 +288,7 @@ def _check_settings(epochs, lr, lr_decay, seed):
 
 # ----------------------------------------------------------------------------- the fit
 #: Cells (splits x rows x items) the likelihood handles per pass, at least one split: bounds the
-#: scratch memory (three float32 buffers of this size, 12 MiB) while keeping the per-chunk dispatch
+#: scratch memory (four float32 buffers of this size, 16 MiB) while keeping the per-chunk dispatch
 #: negligible. (Smaller, cache-sized chunks were measured no faster on the shared 2-core machine.)
 CHUNK_CELLS = 1 << 20
 
@@ -372,7 +374,10 @@ class _Likelihood:
         self.torch, self.sign, self.weight = torch, sign, weight
         n_splits, n, m = sign.shape
         self.chunk = max(1, min(n_splits, chunk_cells // (n * m)))
-        self._scratch = [_aligned_empty(torch, (self.chunk, n, m), sign.dtype) for _ in range(3)]
+        # s, log sigmoid(s), exp(-|s|): contiguous (torch's elementwise kernels copy strided
+        # operands); r = d/dz: each split's matrix aligned alike, as the products read it.
+        self._scratch = [torch.empty((self.chunk, n, m), dtype=sign.dtype) for _ in range(3)]
+        self._r = _aligned_empty(torch, (self.chunk, n, m), sign.dtype)
         self._apply = _log_likelihood_function(torch)
 
     def __call__(self, theta, b, a):
@@ -398,7 +403,7 @@ class _Likelihood:
             if self.weight is not None:
                 ll.mul_(self.weight[lo:hi])
             torch.sum(ll, (1, 2), out=value[lo:hi])
-            r = lsb(sign, s, e, grad_input=ll)                             # d log p / d z
+            r = lsb(sign, s, e, grad_input=self._r[:hi - lo])              # d log p / d z
             if self.weight is not None:
                 r.mul_(self.weight[lo:hi])
             torch.bmm(theta_one[lo:hi], r, out=moments[lo:hi])
