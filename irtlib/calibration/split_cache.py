@@ -103,7 +103,7 @@ def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *,
     return [(found[key][0].copy(), found[key][1].copy()) for key in keys]
 
 
-def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings) -> list[str]:
+def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings: float | bool | None) -> list[str]:
     """The cache key of every split: hex SHA-256 of its training block, the settings and the code.
 
     Parameters
