@@ -1,17 +1,23 @@
 """The authors' py-irt calibration on every split: separate py-irt fits against one batched fit.
 
-Prints, for SimpleSafetyTests (the authors' 100 splits x 79 kept items): seconds for N separate py-irt
-fits with the authors' settings (``fit_2pl(engine="pyirt-authors")``), extrapolated to 100 splits,
-against the batched fit of all 100 (``irtlib.calibration.pyirt_batch.fit_2pl_splits``), and the ratio; then
-the batched time for each of the four released benchmarks with the authors' split counts (Anthropic
-Red Team 100 x 512, HarmBench 100 x 395, SimpleSafetyTests 100 x 79, WMDP-Bio 70 splits of 6 test
-models x 1,090; WMDP's safety is 1 - x), the total, and the ratio against the authors' own pipeline
-on SimpleSafetyTests (24 min 35 s on this machine, issue 17). Peak memory from resource.getrusage.
+Prints, for SimpleSafetyTests (the authors' 100 splits x 79 kept items): seconds per split of N
+separate py-irt fits with the authors' settings (``fit_2pl(engine="pyirt-authors")``); then the
+batched fit (``irtlib.calibration.pyirt_batch.fit_2pl_splits``, ``--workers`` processes) of each of the
+four released benchmarks with the authors' split counts (Anthropic Red Team 100 x 512, HarmBench
+100 x 395, SimpleSafetyTests 100 x 79, WMDP-Bio 70 splits of 6 test models x 1,090; WMDP's safety
+is 1 - x): seconds per benchmark and per split, and per split against one separate py-irt fit (the
+baseline, measured in the same run); then the total, the total per split against the baseline, and
+SimpleSafetyTests against the authors' own pipeline (24 min 35 s on this machine, issue 17). Peak
+memory from resource.getrusage.
 
-    nice -n 10 .venv/bin/python benchmarks/bench_authors_calibration.py [--single N] [--epochs E] [--only NAME ...]
+    nice -n 10 .venv/bin/python benchmarks/bench_authors_calibration.py [--single N] [--epochs E]
+        [--only NAME ...] [--workers W] [--profile EPOCHS]
 
-Each time is printed as wall seconds and as this process's CPU seconds: on a shared machine the wall
-time grows with the load (printed too), the CPU time much less.
+Each time is printed as wall seconds and as CPU seconds (this process and its worker processes): on
+a shared machine the wall time grows with the load (printed too), the CPU time much less.
+``--profile EPOCHS`` first prints where the time of a batched fit goes: torch's profiler over
+EPOCHS epochs of each benchmark's batched fit in this process (the top operations by their own
+CPU time).
 
 Data: ../shared/realdata/paper (or IRTLIB_PAPER_DATA). Read with a few lines of json here, because
 this script only needs the matrices.
@@ -34,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from irtlib.book.authors_fits import authors_train_rows  # noqa: E402
 from irtlib.calibration.joint_map import fit_2pl  # noqa: E402
-from irtlib.calibration.pyirt_batch import fit_2pl_splits  # noqa: E402
+from irtlib.calibration.pyirt_batch import fit_2pl_splits, fit_hierarchical_batch  # noqa: E402
 from irtlib.core.responses import ResponseMatrix  # noqa: E402
 
 DATA = Path(os.environ.get("IRTLIB_PAPER_DATA", ROOT.parent / "shared" / "realdata" / "paper"))
@@ -64,48 +70,98 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+class Clock:
+    """Wall and CPU seconds of a block (CPU of the worker processes: see :func:`worker_cpu`)."""
+
+    def __enter__(self):
+        self.start, self.cpu0 = time.perf_counter(), time.process_time()
+        self.workers0 = worker_cpu()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+        self.cpu = time.process_time() - self.cpu0 + worker_cpu() - self.workers0
+
+
+def worker_cpu() -> float:
+    """CPU seconds used so far by this process's live child processes (the fit's worker pool), from /proc."""
+    total = 0.0
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:                       # the parent pid; then utime and stime in clock ticks
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def profile(x: np.ndarray, train_rows: list, epochs: int, name: str) -> None:
+    """Print the top torch operations (own CPU time) of ``epochs`` epochs of the batched fit."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        fit_hierarchical_batch(x, train_rows, epochs=epochs)
+    print(f"profile of {name}, {epochs} epochs, {len(train_rows)} splits, 1 process:")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=40))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--single", type=int, default=10, help="separate py-irt fits to time (default 10)")
     parser.add_argument("--epochs", type=int, default=1000)
     parser.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), default=sorted(BENCHMARKS),
                         help="batched fits of these benchmarks only")
+    parser.add_argument("--workers", type=int, default=2, help="processes of the batched fit (default 2)")
+    parser.add_argument("--profile", type=int, default=0, metavar="EPOCHS",
+                        help="first profile EPOCHS epochs of each batched fit (default 0: no profile)")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
 
-    sst = load("simplesafetytests")
-    rows = authors_train_rows(sst.shape[0], 100, n_test=10)
+    data = {name: load(name) for name in BENCHMARKS if name in args.only or name == "simplesafetytests"}
+    splits = {name: authors_train_rows(x.shape[0], BENCHMARKS[name][1], n_test=BENCHMARKS[name][2])
+              for name, x in data.items()}
+    if args.profile:
+        for name in args.only:
+            profile(data[name], splits[name], args.profile, name)
+
+    sst, rows = data["simplesafetytests"], splits["simplesafetytests"]
     single = float("nan")
     if args.single:
-        start, cpu = time.perf_counter(), time.process_time()
-        for s in range(args.single):
-            train = ResponseMatrix(sst[rows[s]], [f"m{i}" for i in rows[s]], [f"i{j}" for j in range(sst.shape[1])])
-            fit_2pl(train, engine="pyirt-authors", epochs=args.epochs)
-        single = (time.perf_counter() - start) / args.single
-        cpu = (time.process_time() - cpu) / args.single
+        with Clock() as clock:
+            for s in range(args.single):
+                train = ResponseMatrix(sst[rows[s]], [f"m{i}" for i in rows[s]],
+                                       [f"i{j}" for j in range(sst.shape[1])])
+                fit_2pl(train, engine="pyirt-authors", epochs=args.epochs)
+        single = clock.seconds / args.single
         print(f"single py-irt fits (authors' settings), SimpleSafetyTests: {single:.2f} s per split "
-              f"({cpu:.2f} s CPU) over {args.single} splits; 100 splits extrapolated: {100 * single:.0f} s; "
-              f"peak {peak_mib():.0f} MiB", flush=True)
+              f"({clock.cpu / args.single:.2f} s CPU) over {args.single} splits; 100 splits extrapolated: "
+              f"{100 * single:.0f} s; peak {peak_mib():.0f} MiB", flush=True)
 
-    total = 0.0
-    total_cpu = 0.0
-    for name, (_, n_splits, n_test, _) in BENCHMARKS.items():
+    total = total_cpu = 0.0
+    n_total = 0
+    fit_2pl_splits(sst, rows[:args.workers], epochs=1, workers=args.workers)   # start the worker processes
+    for name in BENCHMARKS:
         if name not in args.only:
             continue
-        x = sst if name == "simplesafetytests" else load(name)
-        train_rows = authors_train_rows(x.shape[0], n_splits, n_test=n_test)
-        start, cpu = time.perf_counter(), time.process_time()
-        fit_2pl_splits(x, train_rows, epochs=args.epochs)
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        total, total_cpu = total + seconds, total_cpu + cpu
-        print(f"batched {name}: {n_splits} splits x {x.shape[0] - n_test} training models x {x.shape[1]} items: "
-              f"{seconds:.1f} s ({cpu:.1f} s CPU); load {os.getloadavg()[0]:.1f}; peak {peak_mib():.0f} MiB",
-              flush=True)
+        x, train_rows = data[name], splits[name]
+        with Clock() as clock:
+            fit_2pl_splits(x, train_rows, epochs=args.epochs, workers=args.workers)
+        n_splits = len(train_rows)
+        total, total_cpu, n_total = total + clock.seconds, total_cpu + clock.cpu, n_total + n_splits
+        per_split = clock.seconds / n_splits
+        print(f"batched {name}: {n_splits} splits x {x.shape[0] - BENCHMARKS[name][2]} training models x "
+              f"{x.shape[1]} items: {clock.seconds:.1f} s ({clock.cpu:.1f} s CPU), {per_split:.3f} s per split, "
+              f"{single / per_split:.0f}x one py-irt fit per split; load {os.getloadavg()[0]:.1f}; "
+              f"peak {peak_mib():.0f} MiB", flush=True)
         if name == "simplesafetytests":
-            print(f"  SimpleSafetyTests ratio: separate/batched {100 * single / seconds:.1f}x; "
-                  f"authors' pipeline (24 min 35 s)/batched {AUTHORS_SST_SECONDS / seconds:.1f}x")
-    print(f"batched, {len(args.only)} benchmark(s): {total:.0f} s ({total / 60:.1f} min), {total_cpu:.0f} s CPU; "
-          f"peak {peak_mib():.0f} MiB")
+            print(f"  SimpleSafetyTests: 100 separate py-irt fits / batched {100 * single / clock.seconds:.0f}x; "
+                  f"authors' pipeline (24 min 35 s) / batched {AUTHORS_SST_SECONDS / clock.seconds:.0f}x")
+    print(f"batched, {len(args.only)} benchmark(s), {n_total} splits, {args.workers} worker(s): {total:.1f} s "
+          f"({total_cpu:.1f} s CPU), {total / n_total:.3f} s per split, {single * n_total / total:.0f}x one "
+          f"py-irt fit per split; peak {peak_mib():.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 r"""py-irt's hierarchical 2PL fit, as the paper's released code runs it, for many training sets at once.
 
-The authors' protocol refits the 2PL with py-irt on every split's training models (SUMMARY.md,
-"What the authors' released code does", Calibration): py-irt's hierarchical priors
+The paper calibrates a 2PL (the paper, Section "Model: 2PL"); the authors' released code refits it
+with py-irt on every split's training models: py-irt's hierarchical priors
 
 .. math::
 
@@ -12,8 +12,9 @@ The authors' protocol refits the 2PL with py-irt on every split's training model
 
 a mean-field guide, ``Trace_ELBO`` with one sample, Adam at learning rate 0.1 decayed by 0.9999 per
 epoch, 1,000 full-batch epochs, seed 0 for every split, and the parameters after the epoch with the
-lowest loss. One such fit takes about 10 s here, so the 100 splits of a benchmark take about
-17 minutes one after the other (their own pipeline: 24 min 35 s for SimpleSafetyTests).
+lowest loss, all in float32. One such fit takes about 10 s on an idle machine here, so the 100 splits
+of a benchmark take about 17 minutes one after the other (their own pipeline: 24 min 35 s for
+SimpleSafetyTests).
 
 :func:`fit_2pl_splits` writes the same model, guide, loss and optimiser directly in torch with a
 leading split axis: parameters of shape ``(n_splits, n_models)`` and ``(n_splits, n_items)``, each
@@ -21,9 +22,21 @@ split's likelihood restricted to its own training rows, its own hyper-parameters
 its own best epoch. The ELBO of the batch is a sum of independent per-split terms and Adam is
 element-wise, so each split follows the optimisation a separate fit would. Each split also gets its
 own random stream, seeded with ``seed`` and drawn in py-irt's order (the trainer's initial model and
-guide calls, then one guide sample per epoch), so a split's random
-draws are those of a separate py-irt fit with that seed; what remains is float rounding (sums taken
-in another order), and a split's result does not depend on the other splits in the batch.
+guide calls, then one guide sample per epoch), so a split's random draws are those of a separate
+py-irt fit with that seed; what remains is float rounding (sums taken in another order).
+
+Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one
+``log_sigmoid_forward`` (an exp and a log1p per cell) and a few cheap passes that give the loss and
+its gradient together (:class:`_Likelihood`); and each split's own generator, 9 small draws per
+split and epoch in a Python loop (the Gamma draws are rejection-sampled, so a split's stream
+position depends on its own state and cannot be drawn for all splits at once). Everything else (the
+hyper-parameters, priors and Adam on one flat parameter tensor) is a few dozen small operations per
+epoch for the whole batch. ``workers=2`` fits half of the splits in a second process.
+
+A split's result does not depend on the other splits of its batch, bit for bit (batches of two
+splits or more; the matrix products read operands aligned alike for every split), so splitting the
+batch between processes or caching each split (:mod:`irtlib.calibration.split_cache`) changes no
+number.
 
 torch is imported when a fit runs, not with :mod:`irtlib`.
 """
@@ -39,7 +52,7 @@ import numpy as np
 from irtlib._typing import ArrayLike
 from irtlib.errors import InputError, MissingDependencyError
 
-__all__ = ["BatchFit", "fit_2pl_splits", "fit_hierarchical_batch"]
+__all__ = ["BatchFit", "fit_2pl_splits", "fit_hierarchical_batch", "check_splits"]
 
 #: Hyper-prior constants (the same as :mod:`irtlib.calibration.pyirt`'s, kept here so that this module
 #: does not need py-irt): every mu ~ Normal(0, 1e6), every u ~ Gamma(1, 1); guide of each mu
@@ -78,7 +91,7 @@ class BatchFit:
 
 def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: int = 1000, lr: float = 0.1,
                    lr_decay: float = 0.9999, seed: int = 0, best: bool = True,
-                   threads: int | None = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+                   threads: int | None = 1, workers: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fit the authors' hierarchical 2PL to every split's training models in one batched fit.
 
     Parameters
@@ -98,6 +111,12 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
         ``best_params``, as the authors do); ``False`` reports the last epoch's.
     threads : int or None
         torch intra-op threads during the fit (restored afterwards); ``None`` leaves torch's setting.
+    workers : int
+        Processes to fit in: the splits are cut into ``workers`` contiguous groups, the first fitted
+        here, the others in worker processes started once per Python process (``spawn``: a script
+        calling this must guard its top level with ``if __name__ == "__main__":``). The numbers do
+        not depend on it (a split's fit does not depend on the rest of its batch). 2 uses both cores
+        of a 2-core machine.
 
     Returns
     -------
@@ -108,34 +127,38 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     ------
     InputError
         ``values`` not 2-D or not 0/1/NaN; a split with a row index out of range, a repeated row, or
-        fewer than two rows; bad optimiser settings.
+        fewer than two rows; bad optimiser settings or ``workers``.
     MissingDependencyError
         torch is not installed (``pip install 'irtlib[pyirt]'``).
 
     See Also
     --------
     fit_hierarchical_batch : the same fit with abilities, best epochs and loss curves.
+    irtlib.calibration.split_cache.fit_2pl_splits_cached : the same, each split cached on disk.
     irtlib.fit_2pl : ``engine="pyirt-authors"`` runs one such fit through py-irt itself.
 
     Notes
     -----
-    SUMMARY.md, "What the authors' released code does" (Calibration). On SimpleSafetyTests, the
-    batched fit of the authors' 100 splits takes about 20 s here, against about 17 minutes for 100
-    separate py-irt fits (``benchmarks/bench_authors_calibration.py``).
+    The model of the paper, Section "Model: 2PL", fitted as the authors' released code fits it.
+    Measured on the shared 2-core machine (``benchmarks/bench_authors_calibration.py``, see
+    ``benchmarks/RESULTS.md``): in one process, the batched fit takes 1.3 to 1.8 times less CPU than
+    before this module's rewrite (1.5 times over the four released benchmarks), and ``workers=2``
+    halves the wall time again on an idle machine; the 370 splits of the four benchmarks cost about
+    115 CPU seconds (about 1 minute on two idle cores), SimpleSafetyTests' 100 splits about 12.
     """
     fit = fit_hierarchical_batch(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed,
-                                 best=best, threads=threads)
+                                 best=best, threads=threads, workers=workers)
     return [(fit.a[s].copy(), fit.b[s].copy()) for s in range(fit.a.shape[0])]
 
 
 def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: int = 1000,
                            lr: float = 0.1, lr_decay: float = 0.9999, seed: int = 0, best: bool = True,
-                           threads: int | None = 1) -> BatchFit:
+                           threads: int | None = 1, workers: int = 1) -> BatchFit:
     """:func:`fit_2pl_splits` with everything the fit produced (abilities, best epochs, losses).
 
     Parameters
     ----------
-    values, train_rows, epochs, lr, lr_decay, seed, best, threads
+    values, train_rows, epochs, lr, lr_decay, seed, best, threads, workers
         As in :func:`fit_2pl_splits`.
 
     Returns
@@ -152,16 +175,93 @@ def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *
     except ImportError as exc:  # pragma: no cover - the light install has no torch
         raise MissingDependencyError("the batched py-irt fit needs torch, which is not installed: "
                                      "install it with pip install 'irtlib[pyirt]'") from exc
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise InputError(f"workers must be a positive integer, got {workers!r}")
+    settings = {"epochs": epochs, "lr": lr, "lr_decay": lr_decay, "seed": seed, "best": best}
+    return _fit_parts(torch, x, rows, workers, threads, settings)
+
+
+_POOL: list = []     # the worker processes of _fit_parts: [executor, size] once started
+
+
+def _worker_pool(size: int):
+    """The process pool of :func:`_fit_parts` with at least ``size`` workers.
+
+    Spawned, not forked: a fork of a process that has run torch's thread pools can hang.
+    """
+    if _POOL and _POOL[1] >= size:
+        return _POOL[0]
+    import atexit
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if _POOL:
+        _POOL[0].shutdown()
+    _POOL[:] = [ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("spawn")), size]
+    atexit.register(_POOL[0].shutdown)          # before the interpreter tears the module down
+    return _POOL[0]
+
+
+def _worker_fit(x, rows, threads, settings) -> BatchFit:
+    """:func:`_fit_with_threads` in a worker process."""
+    import torch
+
+    return _fit_with_threads(torch, x, rows, threads, settings)
+
+
+def _fit_with_threads(torch, x, rows, threads, settings) -> BatchFit:
+    """:func:`_fit` with torch's intra-op threads of the calling thread set (and restored)."""
     n_threads = torch.get_num_threads()
     try:
         if threads is not None:
-            torch.set_num_threads(int(threads))
-        return _fit(torch, x, rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed, best=best)
+            torch.set_num_threads(int(threads))   # per calling thread (OpenMP), so set in each worker
+        return _fit(torch, x, rows, **settings)
     finally:
         torch.set_num_threads(n_threads)
 
 
+def _fit_parts(torch, x, rows, workers, threads, settings) -> BatchFit:
+    """Fit the splits in ``workers`` contiguous groups, each in its own process, and join the results.
+
+    The first group is fitted in this process, the others in worker processes (started once, then
+    reused by later calls). Exact: a split's fit does not depend on the other splits of its batch.
+    """
+    parts = [p for p in np.array_split(np.arange(len(rows)), min(workers, len(rows))) if p.size]
+    if len(parts) == 1:
+        return _fit_with_threads(torch, x, rows, threads, settings)
+    pool = _worker_pool(len(parts) - 1)
+    futures = [pool.submit(_worker_fit, x, [rows[i] for i in part], threads, settings) for part in parts[1:]]
+    fits = [_fit_with_threads(torch, x, [rows[i] for i in parts[0]], threads, settings)]
+    fits += [f.result() for f in futures]
+    width = max(f.theta.shape[1] for f in fits)
+    theta = np.concatenate([np.pad(f.theta, ((0, 0), (0, width - f.theta.shape[1])), constant_values=np.nan)
+                            for f in fits])
+    return BatchFit(a=np.concatenate([f.a for f in fits]), b=np.concatenate([f.b for f in fits]), theta=theta,
+                    best_epoch=np.concatenate([f.best_epoch for f in fits]),
+                    loss=np.concatenate([f.loss for f in fits]))
+
+
 # ----------------------------------------------------------------------------- checks
+def check_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: int = 1000, lr: float = 0.1,
+                 lr_decay: float = 0.9999, seed: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The checks of :func:`fit_2pl_splits` on its data and settings, without fitting.
+
+    Returns
+    -------
+    values : ndarray, shape (n_models, n_items)
+        As float64.
+    train_rows : list of ndarray of int64
+
+    Raises
+    ------
+    InputError
+        As :func:`fit_2pl_splits`.
+    """
+    x, rows = _validate(values, train_rows)
+    _check_settings(epochs, lr, lr_decay, seed)
+    return x, rows
+
+
 def _validate(values, train_rows) -> tuple[np.ndarray, list[np.ndarray]]:
     x = np.asarray(values, dtype=float)
     if x.ndim != 2 or 0 in x.shape:
@@ -205,47 +305,50 @@ def _check_settings(epochs, lr, lr_decay, seed):
 
 
 # ----------------------------------------------------------------------------- the fit
+#: Cells (splits x rows x items) the likelihood handles per pass, at least one split: bounds the
+#: scratch memory (four float32 buffers of this size, 16 MiB) while keeping the per-chunk dispatch
+#: negligible. (Smaller, cache-sized chunks were measured no faster on the shared 2-core machine.)
+CHUNK_CELLS = 1 << 20
+
+
 class _Streams:
     """One torch generator per split, drawing in the order a py-irt fit of that split draws.
 
     A guide sample of py-irt's hierarchical 2PL draws, in order: for b, theta and a, a scalar
     Normal (mu) and a scalar Gamma (u); then Normal noise for theta (n rows), b and log a (n_items
     each). The prior sample the trainer draws once before training has the same layout, with
-    Gamma(1, 1) for each u.
+    Gamma(1, 1) for each u. The noise lands in ``eps_mu`` (n_splits, 3: b, theta, a) and ``eps``
+    (n_splits, n_max + 2 n_items: theta, b, log a), the Gamma draws in ``gamma`` (n_splits, 3).
     """
 
     def __init__(self, torch, sizes: np.ndarray, n_items: int, seed: int):
         self.torch = torch
-        sizes = [int(n) for n in sizes]
-        self.gens = [torch.Generator().manual_seed(seed) for _ in sizes]
-        n_splits, n_max = len(sizes), max(sizes)
-        self.eps_mu = torch.zeros((n_splits, 3))
-        self.eps_theta = torch.zeros((n_splits, n_max))
-        self.eps_b = torch.zeros((n_splits, n_items))
-        self.eps_a = torch.zeros((n_splits, n_items))
-        self.gamma = torch.zeros((n_splits, 3))
-        # Views into the buffers, made once: per split, the three one-element mu slots and the
-        # theta (its own size), b and log-a rows.
-        self._views = [([self.eps_mu[s, k:k + 1] for k in range(3)], self.eps_theta[s, :n], self.eps_b[s],
-                        self.eps_a[s]) for s, n in enumerate(sizes)]
+        n_max = int(max(sizes))
+        self.eps_mu = torch.zeros((len(sizes), 3))
+        self.eps = torch.zeros((len(sizes), n_max + 2 * n_items))
+        self.gamma = torch.zeros((len(sizes), 3))
+        # Per split, made once: its generator, its three one-element mu slots, and its theta (its own
+        # size), b and log-a rows.
+        self._plan = [(torch.Generator().manual_seed(seed), *(self.eps_mu[s, k:k + 1] for k in range(3)),
+                       self.eps[s, :n], self.eps[s, n_max:n_max + n_items], self.eps[s, n_max + n_items:])
+                      for s, n in enumerate(int(n) for n in sizes)]
 
     def draw(self, alpha) -> None:
         """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad)."""
         std_gamma = self.torch._standard_gamma
-        concentrations = alpha.reshape(-1).unbind()
+        conc = iter(alpha.reshape(-1).unbind())
         gammas = []
-        for g, (mus, theta, b, a), conc in zip(self.gens, self._views, _chunks(concentrations, 3), strict=True):
-            for mu, c in zip(mus, conc, strict=True):
-                mu.normal_(generator=g)
-                gammas.append(std_gamma(c, generator=g))
+        for g, mu_b, mu_t, mu_a, theta, b, a in self._plan:
+            mu_b.normal_(generator=g)
+            gammas.append(std_gamma(next(conc), generator=g))
+            mu_t.normal_(generator=g)
+            gammas.append(std_gamma(next(conc), generator=g))
+            mu_a.normal_(generator=g)
+            gammas.append(std_gamma(next(conc), generator=g))
             theta.normal_(generator=g)
             b.normal_(generator=g)
             a.normal_(generator=g)
         self.gamma = self.torch.stack(gammas).reshape(alpha.shape)
-
-
-def _chunks(seq, size):
-    return [seq[i:i + size] for i in range(0, len(seq), size)]
 
 
 def _normal_log_prob(torch, value, loc, scale):
@@ -259,140 +362,252 @@ def _gamma_log_prob(torch, value, concentration, rate):
             - torch.lgamma(concentration))
 
 
-def _log_likelihood_function(torch):
-    """Per-split Bernoulli log-likelihood of the 2PL with its gradient written out (one torch Function).
+class _Likelihood:
+    """Per-split Bernoulli log-likelihood of the 2PL and its gradient, a few splits at a time.
 
-    ``f(theta (S, n), b (S, m), a (S, m), sign (S, n, m), w (S, n, m) or None) -> (S,)``: the sum over
-    cells of ``w log sigmoid(sign z)`` with ``z = a (theta - b)`` and ``sign = 2 x - 1``, which is
-    ``Bernoulli(logits=z).log_prob(x)``. The gradient uses ``d/dz = sign sigmoid(-sign z) =
-    -sign expm1(log sigmoid(sign z))`` and ``sum_m r_mj (theta_m - b_j) = (r^T theta)_j - b_j sum_m r_mj``,
-    so that a step takes a few passes over the (S, n, m) cells instead of autograd's many.
+    ``lik(theta (S, n), b (S, m), a (S, m)) -> (S,)``: per split, the sum over its observed cells of
+    ``log sigmoid(sign z)`` with ``z = a (theta - b)`` and ``sign = 2 x - 1``, which is
+    ``Bernoulli(logits=z).log_prob(x)``; differentiable in theta, b and a (a torch autograd Function).
+
+    The forward pass also computes the gradient, chunk by chunk while the chunk's cells are in cache:
+    torch's ``log_sigmoid_forward`` gives ``log sigmoid(s)`` and ``exp(-|s|)`` in one pass (one exp
+    and one log1p per cell), ``log_sigmoid_backward`` turns them into ``d/dz = sign sigmoid(-s)``
+    without another transcendental, and two batched products give
+    ``sum_j r_mj a_j`` (theta) and ``sum_m r_mj (theta_m, 1)`` (a and b, as
+    ``sum_m r_mj (theta_m - b_j) = (r^T theta)_j - b_j sum_m r_mj``). Nothing of size
+    (S, n, m) is kept beyond one chunk's scratch buffers.
+
+    Parameters
+    ----------
+    torch : module
+    sign : Tensor, shape (S, n, m)
+        +1 safe, -1 unsafe (any value where ``weight`` is 0).
+    weight : Tensor of shape (S, n, m), or None
+        1 for an observed cell, 0 otherwise; None when every cell is observed (no multiplication).
+    chunk_cells : int
+        Cells per chunk (at least one split per chunk).
     """
+
+    def __init__(self, torch, sign, weight=None, chunk_cells: int = CHUNK_CELLS):
+        self.torch, self.sign, self.weight = torch, sign, weight
+        n_splits, n, m = sign.shape
+        self.chunk = max(1, min(n_splits, chunk_cells // (n * m)))
+        # s, log sigmoid(s), exp(-|s|): contiguous (torch's elementwise kernels copy strided
+        # operands); r = d/dz: each split's matrix aligned alike, as the products read it.
+        self._scratch = [torch.empty((self.chunk, n, m), dtype=sign.dtype) for _ in range(3)]
+        self._r = _aligned_empty(torch, (self.chunk, n, m), sign.dtype)
+        self._apply = _log_likelihood_function(torch)
+
+    def __call__(self, theta, b, a):
+        return self._apply(theta, b, a, self)
+
+    def value_and_gradient(self, theta, b, a):
+        """The (S,) log-likelihoods and their gradients in theta, b, a (tensors without grad)."""
+        torch = self.torch
+        lsf, lsb = torch.ops.aten.log_sigmoid_forward.output, torch.ops.aten.log_sigmoid_backward.grad_input
+        n_splits = theta.shape[0]
+        value = theta.new_empty(n_splits)
+        g_theta = torch.empty_like(theta)
+        moments = theta.new_empty((n_splits, 2, a.shape[1]))              # r^T theta, sum_m r
+        theta_one = _aligned_copy(torch, torch.stack((theta, torch.ones_like(theta)), 1))   # (S, 2, n)
+        a_row = _aligned_copy(torch, a[:, None, :])
+        offset = (-(a * b))[:, None, :]                                    # z = theta a - a b
+        for lo in range(0, n_splits, self.chunk):
+            hi = min(lo + self.chunk, n_splits)
+            s, ll, e = (buf[:hi - lo] for buf in self._scratch)
+            sign = self.sign[lo:hi]
+            torch.baddbmm(offset[lo:hi], theta[lo:hi, :, None], a_row[lo:hi], out=s).mul_(sign)
+            lsf(s, output=ll, buffer=e)
+            if self.weight is not None:
+                ll.mul_(self.weight[lo:hi])
+            torch.sum(ll, (1, 2), out=value[lo:hi])
+            r = lsb(sign, s, e, grad_input=self._r[:hi - lo])              # d log p / d z
+            if self.weight is not None:
+                r.mul_(self.weight[lo:hi])
+            torch.bmm(theta_one[lo:hi], r, out=moments[lo:hi])
+            torch.bmm(a_row[lo:hi], r.transpose(1, 2), out=g_theta[lo:hi, None, :])
+        g_a = moments[:, 0] - b * moments[:, 1]
+        g_b = -(moments[:, 1] * a)
+        return value, g_theta, g_b, g_a
+
+
+def _aligned_empty(torch, shape, dtype):
+    """An empty (S, r, c) tensor whose every matrix ``[s]`` starts on a 64-byte boundary.
+
+    MKL's matrix products may round differently for differently aligned operands; with every
+    split's matrices aligned alike, a split's products do not depend on its place in the batch.
+    """
+    n_splits, rows, cols = shape
+    step = -(-rows * cols // 16) * 16                       # 16 float32 = 64 bytes
+    return torch.empty((n_splits, step), dtype=dtype).as_strided(shape, (step, cols, 1))
+
+
+def _aligned_copy(torch, t):
+    """``t`` (S, r, c) copied into :func:`_aligned_empty` storage."""
+    return _aligned_empty(torch, t.shape, t.dtype).copy_(t)
+
+
+def _log_likelihood_function(torch):
+    """The autograd Function of :class:`_Likelihood` (forward computes the gradient too)."""
 
     class LogLik(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, theta, b, a, sign, w):
-            # z = theta a - a b for every cell, as one batched outer product plus a row offset
-            z = torch.baddbmm((-(a * b))[:, None, :], theta[:, :, None], a[:, None, :])
-            ll = torch.nn.functional.logsigmoid(z.mul_(sign))
-            ctx.save_for_backward(theta, b, a, sign, w, ll)
-            return (ll if w is None else ll * w).sum((1, 2))
+        def forward(ctx, theta, b, a, lik):
+            value, *grads = lik.value_and_gradient(theta, b, a)
+            ctx.save_for_backward(*grads)
+            return value
 
         @staticmethod
         def backward(ctx, grad):
-            theta, b, a, sign, w, ll = ctx.saved_tensors
-            r = torch.expm1(ll).mul_(sign).neg_()                  # d log p / d z, cell by cell
-            if w is not None:
-                r.mul_(w)
             g = grad[:, None]
-            r_items = r.sum(1)                                     # (S, m)
-            g_theta = torch.bmm(r, a[:, :, None])[:, :, 0] * g     # sum_j r_mj a_j
-            g_a = (torch.bmm(r.transpose(1, 2), theta[:, :, None])[:, :, 0] - b * r_items) * g
-            g_b = -(r_items * a) * g
-            return g_theta, g_b, g_a, None, None
+            return (*(t * g for t in ctx.saved_tensors), None)
 
     return LogLik.apply
 
 
+@dataclass
+class _Problem:
+    """The padded training cells of every split and the layout of the parameters.
+
+    ``sign`` (S, n, m) float32; ``weight`` (S, n, m) or None (every cell observed); ``row_w`` (S, n)
+    float32 or None (no padded row); ``row_ok`` (S, n) bool. The variational parameters live in one
+    flat float32 tensor (one Adam state): per split 12 hyper-parameters (loc of mu for b, theta, a;
+    log scale of mu; log alpha and log beta of u) and two blocks of ``n + 2 m`` (loc and log scale of
+    theta, b, log a, in that order).
+    """
+
+    sign: object
+    weight: object
+    row_w: object
+    row_ok: np.ndarray
+    sizes: np.ndarray
+    hyper_prior: tuple  # 0-d float32 tensors: mu's loc and scale, u's concentration and rate
+
+    @classmethod
+    def build(cls, torch, x_np, rows):
+        n_splits, n_max = len(rows), max(r.size for r in rows)
+        index = np.zeros((n_splits, n_max), dtype=np.int64)
+        row_ok = np.zeros((n_splits, n_max), dtype=bool)
+        for s, r in enumerate(rows):
+            index[s, :r.size] = r
+            row_ok[s, :r.size] = True
+        cells = x_np[index]
+        observed = ~np.isnan(cells) & row_ok[:, :, None]
+        sign = torch.from_numpy(np.where(observed & (cells == 1.0), 1.0, -1.0)).to(torch.float32)
+        weight = None if observed.all() else torch.from_numpy(observed).to(torch.float32)
+        row_w = None if row_ok.all() else torch.from_numpy(row_ok).to(torch.float32)
+        hyper_prior = tuple(torch.tensor(v, dtype=torch.float32) for v in (0.0, HYPER_LOC_SD, *HYPER_GAMMA))
+        return cls(sign, weight, row_w, row_ok, np.array([r.size for r in rows]), hyper_prior)
+
+    @property
+    def shape(self):
+        return self.sign.shape
+
+    def initial_parameters(self, torch):
+        """The flat parameter tensor at py-irt's initial values (every loc 0, scales 10 for mu, else 1)."""
+        n_splits, n, m = self.shape
+        hyper = torch.zeros((n_splits, 12), dtype=torch.float32)
+        hyper[:, 3:6] = torch.log(torch.tensor(HYPER_GUIDE_INIT_SCALE, dtype=torch.float32))
+        blocks = torch.zeros((2, n_splits, n + 2 * m), dtype=torch.float32)
+        blocks[1] = math.log(GUIDE_INIT_SCALE)
+        return torch.cat((hyper.reshape(-1), blocks.reshape(-1))).requires_grad_()
+
+    def views(self, flat):
+        """``hyper`` (S, 12), ``loc`` and ``log_scale`` (S, n + 2 m) of the flat parameters."""
+        n_splits, n, m = self.shape
+        width = n + 2 * m
+        hyper = flat[:12 * n_splits].view(n_splits, 12)
+        blocks = flat[12 * n_splits:].view(2, n_splits, width)
+        return hyper, blocks[0], blocks[1]
+
+
+def _negative_elbo(torch, problem, lik, streams, flat):
+    """One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it.
+
+    Draws the epoch's guide sample (the streams), then returns ``(log_q, log_p)``: the guide's and
+    the model's log densities site by site, each a (S,) tensor (sites: mu, u, theta, b, log a; the
+    model adds the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
+    """
+    n_splits, n, m = problem.shape
+    hyper, loc, log_scale = problem.views(flat)
+    loc_mu = hyper[:, 0:3]
+    positive = hyper[:, 3:12].exp()
+    scale_mu, alpha, beta = positive[:, 0:3], positive[:, 3:6], positive[:, 6:9]
+    streams.draw(alpha.detach())
+    # Reparameterised Gamma draw: value of the sample, gradient d sample / d alpha (implicit).
+    g_raw = streams.gamma
+    g_draw = g_raw + (alpha - alpha.detach()) * torch._standard_gamma_grad(alpha.detach(), g_raw)
+    u = (g_draw / beta).clamp(min=torch.finfo(torch.float32).tiny)
+    mu = loc_mu + streams.eps_mu * scale_mu
+    scale = log_scale.exp()
+    value = loc + streams.eps * scale                      # theta | b | log a
+    theta, b, log_a = value[:, :n], value[:, n:n + m], value[:, n + m:]
+    prior = _normal_log_prob(torch, value, _per_column(torch, problem, mu), _per_column(torch, problem, 1.0 / u))
+    guide = _normal_log_prob(torch, value, loc, scale)
+    mu_loc, mu_sd, u_conc, u_rate = problem.hyper_prior
+    log_p = [_normal_log_prob(torch, mu, mu_loc, mu_sd).sum(1), _gamma_log_prob(torch, u, u_conc, u_rate).sum(1),
+             *_site_sums(problem, prior), lik(theta, b, log_a.exp())]
+    log_q = [_normal_log_prob(torch, mu, loc_mu, scale_mu).sum(1), _gamma_log_prob(torch, u, alpha, beta).sum(1),
+             *_site_sums(problem, guide)]
+    return log_q, log_p
+
+
+def _per_column(torch, problem, per_site):
+    """A (S, 3) site quantity (b, theta, a) spread over the (S, n + 2 m) columns theta | b | log a.
+
+    Broadcast views joined, so that its gradient is a sum along each split's row, as with
+    broadcasting in the separate fit (a one-hot matrix product would sum in an order that depends on
+    the number of splits).
+    """
+    n_splits, n, m = problem.shape
+    return torch.cat((per_site[:, 1:2].expand(n_splits, n), per_site[:, 0:1].expand(n_splits, m),
+                      per_site[:, 2:3].expand(n_splits, m)), 1)
+
+
+def _site_sums(problem, block):
+    """Per split, the sums of a (S, n + 2 m) block over theta (its own rows), b and log a."""
+    n = problem.shape[1]
+    m = problem.shape[2]
+    theta = block[:, :n] if problem.row_w is None else block[:, :n] * problem.row_w
+    return theta.sum(1), block[:, n:n + m].sum(1), block[:, n + m:].sum(1)
+
+
 def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
-    n_splits, n_items = len(rows), x_np.shape[1]
-    sizes = np.array([r.size for r in rows])
-    n_max = int(sizes.max())
-    f32 = torch.float32
-    # Data, padded to the largest training set: x (S, n, m), cell weights w (1 observed, 0 not).
-    index = np.zeros((n_splits, n_max), dtype=np.int64)
-    row_ok = np.zeros((n_splits, n_max), dtype=bool)
-    for s, r in enumerate(rows):
-        index[s, :r.size] = r
-        row_ok[s, :r.size] = True
-    cells = x_np[index]
-    weight_np = (~np.isnan(cells)) & row_ok[:, :, None]
-    x = torch.from_numpy(np.where(weight_np, cells, 0.0)).to(f32)
-    w = None if weight_np.all() else torch.from_numpy(weight_np).to(f32)   # None: every cell observed
-    sign = x * 2 - 1                                                          # +1 safe, -1 unsafe
-    row_w = torch.from_numpy(row_ok).to(f32)
-
-    def param(shape, init):
-        return torch.full(shape, math.log(init) if init != 0.0 else 0.0, dtype=f32).requires_grad_()
-
-    # Unconstrained variational parameters (positive ones stored as logs, as pyro stores them).
-    log10 = torch.log(torch.tensor(HYPER_GUIDE_INIT_SCALE, dtype=f32)).item()
-    p = {
-        "loc_mu": torch.zeros((n_splits, 3), dtype=f32).requires_grad_(),     # order: b, theta, a
-        "scale_mu": torch.full((n_splits, 3), log10, dtype=f32).requires_grad_(),
-        "alpha": param((n_splits, 3), 1.0), "beta": param((n_splits, 3), 1.0),
-        "loc_theta": torch.zeros((n_splits, n_max), dtype=f32).requires_grad_(),
-        "scale_theta": param((n_splits, n_max), GUIDE_INIT_SCALE),
-        "loc_b": torch.zeros((n_splits, n_items), dtype=f32).requires_grad_(),
-        "scale_b": param((n_splits, n_items), GUIDE_INIT_SCALE),
-        "loc_a": torch.zeros((n_splits, n_items), dtype=f32).requires_grad_(),
-        "scale_a": param((n_splits, n_items), GUIDE_INIT_SCALE),
-    }
-    log_likelihood = _log_likelihood_function(torch)
-    optimizer = torch.optim.Adam(list(p.values()), lr=lr)
+    problem = _Problem.build(torch, x_np, rows)
+    n_splits, n, m = problem.shape
+    lik = _Likelihood(torch, problem.sign, problem.weight)
+    flat = problem.initial_parameters(torch)
+    optimizer = torch.optim.Adam([flat], lr=lr)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=lr_decay)
-    streams = _Streams(torch, sizes, n_items, seed)
-
+    streams = _Streams(torch, problem.sizes, m, seed)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.
-    ones = torch.ones((n_splits, 3), dtype=f32)
+    ones = torch.ones((n_splits, 3))
     streams.draw(ones * HYPER_GAMMA[0])
     streams.draw(ones)
 
-    hyper_sd = torch.tensor(HYPER_LOC_SD, dtype=f32)
-    g_conc, g_rate = torch.tensor(HYPER_GAMMA[0], dtype=f32), torch.tensor(HYPER_GAMMA[1], dtype=f32)
     losses = np.empty((n_splits, epochs))
     best_loss = torch.full((n_splits,), math.inf, dtype=torch.float64)
-    keep = {k: torch.zeros_like(p[k]).detach() for k in ("loc_theta", "loc_b", "loc_a")}
+    kept = problem.views(flat)[1].detach().clone()
     best_epoch = np.zeros(n_splits, dtype=np.int64)
     for epoch in range(epochs):
-        scale_mu, alpha, beta = p["scale_mu"].exp(), p["alpha"].exp(), p["beta"].exp()
-        streams.draw(alpha.detach())
-        # Reparameterised Gamma draw: value of the sample, gradient d sample / d alpha (implicit).
-        g_raw = streams.gamma
-        g_draw = g_raw + (alpha - alpha.detach()) * torch._standard_gamma_grad(alpha.detach(), g_raw)
-        u = (g_draw / beta).clamp(min=torch.finfo(f32).tiny)
-        mu = p["loc_mu"] + streams.eps_mu * scale_mu
-        s_theta, s_b, s_a = p["scale_theta"].exp(), p["scale_b"].exp(), p["scale_a"].exp()
-        theta = p["loc_theta"] + streams.eps_theta * s_theta
-        b = p["loc_b"] + streams.eps_b * s_b
-        log_a = p["loc_a"] + streams.eps_a * s_a
-
-        # log p (hyper-priors, priors, likelihood) and log q (the guide at its own draws), site by
-        # site, each a (S,) sum; the -log a Jacobian terms of the two LogNormals cancel.
-        mu_b, mu_t, mu_a = mu[:, 0:1], mu[:, 1:2], mu[:, 2:3]
-        sd_b, sd_t, sd_a = 1.0 / u[:, 0:1], 1.0 / u[:, 1:2], 1.0 / u[:, 2:3]
-        log_lik = log_likelihood(theta, b, log_a.exp(), sign, w)
-        log_p = (_normal_log_prob(torch, mu, torch.zeros(()), hyper_sd).sum(1),
-                 _gamma_log_prob(torch, u, g_conc, g_rate).sum(1),
-                 (_normal_log_prob(torch, theta, mu_t, sd_t) * row_w).sum(1),
-                 _normal_log_prob(torch, b, mu_b, sd_b).sum(1),
-                 _normal_log_prob(torch, log_a, mu_a, sd_a).sum(1),
-                 log_lik)
-        log_q = (_normal_log_prob(torch, mu, p["loc_mu"], scale_mu).sum(1),
-                 _gamma_log_prob(torch, u, alpha, beta).sum(1),
-                 (_normal_log_prob(torch, theta, p["loc_theta"], s_theta) * row_w).sum(1),
-                 _normal_log_prob(torch, b, p["loc_b"], s_b).sum(1),
-                 _normal_log_prob(torch, log_a, p["loc_a"], s_a).sum(1))
-        loss = sum(log_q) - sum(log_p)                        # (S,): one independent term per split
+        log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat)
         optimizer.zero_grad(set_to_none=False)
-        loss.sum().backward()
+        (torch.stack(log_q).sum() - torch.stack(log_p).sum()).backward()
         optimizer.step()
         scheduler.step()
         # The loss py-irt compares: site sums added in double precision (pyro adds Python floats).
-        loss64 = sum(t.detach().double() for t in log_q) - sum(t.detach().double() for t in log_p)
+        loss64 = torch.stack(log_q).detach().double().sum(0) - torch.stack(log_p).detach().double().sum(0)
         losses[:, epoch] = loss64.numpy()
         if best:   # py-irt keeps the parameters after the step whose (pre-step) loss is the lowest
             better = loss64 < best_loss
             if bool(better.any()):
                 best_loss = torch.where(better, loss64, best_loss)
                 best_epoch[better.numpy()] = epoch
-                for k, kept in keep.items():
-                    kept[better] = p[k].detach()[better]
+                kept[better] = problem.views(flat)[1].detach()[better]
     if not best:
-        keep = {k: p[k].detach() for k in keep}
+        kept = problem.views(flat)[1].detach()
         best_epoch[:] = epochs - 1
-    a = np.exp(keep["loc_a"].numpy().astype(np.float64))
-    b_out = keep["loc_b"].numpy().astype(np.float64)
-    theta_out = np.where(row_ok, keep["loc_theta"].numpy().astype(np.float64), np.nan)
-    return BatchFit(a=a, b=b_out, theta=theta_out, best_epoch=best_epoch, loss=losses)
+    kept = kept.numpy().astype(np.float64)
+    return BatchFit(a=np.exp(kept[:, n + m:]), b=kept[:, n:n + m],
+                    theta=np.where(problem.row_ok, kept[:, :n], np.nan), best_epoch=best_epoch, loss=losses)

@@ -1,0 +1,167 @@
+"""The authors' calibration of many splits, cached on disk split by split, by content.
+
+:func:`fit_2pl_splits_cached` is :func:`irtlib.calibration.pyirt_batch.fit_2pl_splits` with a
+directory of results: each split is stored under a key made of what determines its fit and nothing
+else, namely
+
+* the split's training block, ``values[train_rows[s]]`` (shape, float64 bytes, the NaN pattern
+  included: a missing cell is not an observation),
+* the fit's settings (epochs, learning rate and its decay, seed, best or last epoch, torch threads),
+* the calibration code: irtlib's version, a checksum of :mod:`irtlib.calibration.pyirt_batch`'s
+  source, and torch's version (whose generator draws the random streams).
+
+A call fits only the splits without an entry, all of them in one batched fit, and writes one file
+per split atomically (:func:`irtlib.io.atomic.atomic_write`). So a second call with more splits, fewer,
+or the same ones in another order reuses what exists; a changed setting, a changed training cell or
+another version of the code misses. A split's fit does not depend on the other splits of its batch
+(the module :mod:`~irtlib.calibration.pyirt_batch`), so a cached result is the one a fresh call gives.
+An entry that cannot be read, or that does not hold what its name promises, is refitted and
+rewritten, with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import warnings
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from irtlib._typing import ArrayLike, PathLike
+from irtlib._version import __version__
+from irtlib.io.atomic import atomic_write
+
+from . import pyirt_batch
+
+__all__ = ["fit_2pl_splits_cached", "split_keys"]
+
+#: Bump when the layout of an entry changes.
+ENTRY_FORMAT = 1
+
+
+def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike | None,
+                          epochs: int = 1000, lr: float = 0.1, lr_decay: float = 0.9999, seed: int = 0,
+                          best: bool = True, threads: int | None = 1,
+                          workers: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`~irtlib.calibration.pyirt_batch.fit_2pl_splits`, reusing each split's cached fit.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_models, n_items)
+        Responses: 1 safe, 0 unsafe, NaN missing.
+    train_rows : sequence of array_like of int
+        One entry per split: the row indices of ``values`` it is calibrated on, in py-irt's order.
+    cache_dir : path-like or None
+        Directory of the entries (created if missing), one ``<key>.npz`` file per split. ``None``:
+        no cache, every split is fitted.
+    epochs, lr, lr_decay, seed, best, threads, workers
+        As in :func:`~irtlib.calibration.pyirt_batch.fit_2pl_splits`; all but ``workers`` (which does
+        not change the numbers) are part of each split's key.
+
+    Returns
+    -------
+    list of (a, b)
+        Per split, in the order of ``train_rows``: ``a`` and ``b`` of shape (n_items,), float64.
+
+    Raises
+    ------
+    InputError
+        As :func:`~irtlib.calibration.pyirt_batch.fit_2pl_splits` (checked before the cache is read).
+
+    Warns
+    -----
+    UserWarning
+        An entry could not be read or did not match its key; the split is refitted and the entry
+        rewritten.
+
+    Examples
+    --------
+    >>> fits = fit_2pl_splits_cached(x, rows, cache_dir="artifacts/calibrations")   # doctest: +SKIP
+    >>> more = fit_2pl_splits_cached(x, rows + extra, cache_dir="artifacts/calibrations")  # doctest: +SKIP
+
+    The second call fits only the splits of ``extra``.
+    """
+    settings = {"epochs": epochs, "lr": lr, "lr_decay": lr_decay, "seed": seed, "best": best, "threads": threads}
+    x, rows = pyirt_batch.check_splits(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed)
+    if cache_dir is None:
+        return pyirt_batch.fit_2pl_splits(x, rows, workers=workers, **settings)
+    directory = Path(cache_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    keys = split_keys(x, rows, **settings)
+    found = {key: _read_entry(directory / f"{key}.npz", key, x.shape[1]) for key in dict.fromkeys(keys)}
+    missing = [key for key, entry in found.items() if entry is None]
+    if missing:
+        first = {key: s for s, key in reversed(list(enumerate(keys)))}      # one fit per distinct key
+        fitted = pyirt_batch.fit_2pl_splits(x, [rows[first[key]] for key in missing], workers=workers, **settings)
+        for key, (a, b) in zip(missing, fitted, strict=True):
+            _write_entry(directory / f"{key}.npz", key, a, b)
+            found[key] = (a, b)
+    return [(found[key][0].copy(), found[key][1].copy()) for key in keys]
+
+
+def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings: float | bool | None) -> list[str]:
+    """The cache key of every split: hex SHA-256 of its training block, the settings and the code.
+
+    Parameters
+    ----------
+    values, train_rows
+        As in :func:`fit_2pl_splits_cached` (``values`` as float64).
+    **settings
+        The keyword settings of the fit (their values must be JSON numbers, booleans or None).
+
+    Returns
+    -------
+    list of str
+        One 64-character key per split; equal blocks with equal settings give equal keys.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    common = hashlib.sha256(json.dumps({"format": ENTRY_FORMAT, "code": code_fingerprint(), "settings": settings},
+                                       sort_keys=True).encode())
+    keys = []
+    for r in train_rows:
+        block = x[np.asarray(r, dtype=np.int64)]
+        block = np.where(np.isnan(block), np.nan, block)                    # one NaN bit pattern
+        digest = common.copy()
+        digest.update(repr(block.shape).encode() + b"\0")
+        digest.update(np.ascontiguousarray(block).tobytes())
+        keys.append(digest.hexdigest())
+    return keys
+
+
+def code_fingerprint() -> dict:
+    """What identifies the calibration code: irtlib's version, the fit's source checksum, torch's version."""
+    source = Path(pyirt_batch.__file__).read_bytes()
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:       # pragma: no cover - the fit itself will say so
+        torch_version = None
+    return {"irtlib": __version__, "pyirt_batch": hashlib.sha256(source).hexdigest(), "torch": torch_version}
+
+
+def _read_entry(path: Path, key: str, n_items: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (a, b) stored at ``path``, or None when there is none or it cannot be trusted."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as entry:
+            stored_key, a, b = str(entry["key"]), entry["a"], entry["b"]
+        ok = (stored_key == key and a.shape == b.shape == (n_items,) and a.dtype == b.dtype == np.float64
+              and np.isfinite(a).all() and np.isfinite(b).all() and (a > 0).all())
+    except (OSError, ValueError, KeyError, EOFError) as exc:
+        ok, why = False, f"{type(exc).__name__}: {exc}"
+    else:
+        why = "its content does not match its key"
+    if not ok:
+        warnings.warn(f"{path}: cached calibration unreadable ({why}); refitting the split", stacklevel=3)
+        return None
+    return a, b
+
+
+def _write_entry(path: Path, key: str, a: np.ndarray, b: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, key=np.array(key), a=np.asarray(a, dtype=np.float64), b=np.asarray(b, dtype=np.float64))
+    atomic_write(path, buffer.getvalue(), force=True)
