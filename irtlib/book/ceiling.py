@@ -42,7 +42,7 @@ def ceiling_benchmark(bench, *, n_splits: int | None = None, n_test: int | None 
     """
     from irtlib.protocol import presets as protocols
 
-    from .pipeline import protocol_sizes
+    from .pipeline import protocol_sizes, split_cache
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
     n_splits, n_test = protocol_sizes(bench, protocol=proto, n_splits=n_splits, n_test=n_test, max_splits=max_splits)
@@ -52,7 +52,7 @@ def ceiling_benchmark(bench, *, n_splits: int | None = None, n_test: int | None 
            tuple(sorted(proto.settings().items())))
     return cached(lambda: agreement_ceiling(bench.full, n_splits=n_splits, n_test=n_test, seed=seed, engine=engine,
                                             variance_threshold=threshold, n_jobs=n_jobs, protocol=proto,
-                                            benchmark=bench.name),
+                                            benchmark=bench.name, calibration_cache=split_cache(cache_dir)),
                   key=key, cache_dir=cache_dir)
 
 

@@ -9,6 +9,7 @@ recompute.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from irtlib.core.responses import ResponseMatrix
 from ..datasets.sources import DataSource
 from irtlib.protocol.presets import Protocol
 
-__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "paper_budgets", "protocol_budgets",
+__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "split_cache", "paper_budgets", "protocol_budgets",
            "kept_items", "book_protocol", "protocol_sizes", "protocol_benchmark"]
 
 
@@ -129,6 +130,11 @@ def _authors_calibration(matrix: ResponseMatrix, *, seed: int, epochs: int, lr: 
                                  "priors": "hierarchical", "batched": True},
                        seconds=time.perf_counter() - start,
                        diagnostics={"best_epoch": int(fit.best_epoch[0]), "final_loss": float(fit.loss[0, -1])})
+
+
+def split_cache(cache_dir) -> str | None:
+    """Where the chapters keep every split's calibration (shared by the protocol runs and the ceilings)."""
+    return None if cache_dir is None else str(Path(cache_dir) / "splits")
 
 
 def paper_budgets(name: str) -> list[int]:
@@ -286,7 +292,7 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     def compute():
         df = run_protocol(bench.full, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
                           engine=engine, n_jobs=n_jobs, variance_threshold=threshold, progress=progress, protocol=proto,
-                          benchmark=bench.name)
+                          benchmark=bench.name, calibration_cache=split_cache(cache_dir))
         attrs = dict(df.attrs)
         df = df.assign(benchmark=bench.name)
         df.attrs.update(attrs)

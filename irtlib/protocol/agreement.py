@@ -58,6 +58,7 @@ before any selection, so an engine that fits all splits at once can plug in
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -261,14 +262,15 @@ def _calibrate_each(blocks: list, seeds: list, engine: str) -> list:
     return out
 
 
-def _authors_batched(blocks: list, seeds: list) -> list:
+def _authors_batched(blocks: list, seeds: list, *, cache_dir=None) -> list:
     """The authors' calibration (py-irt's hierarchical 2PL) of every split in one batched fit per seed.
 
-    :func:`irtlib.calibration.pyirt_batch.fit_2pl_splits` on the stacked training blocks: each
-    split's result is that of a separate py-irt fit with the authors' settings (their code seeds
-    every split with 0; splits with other seeds are fitted in one batch per seed).
+    :func:`irtlib.calibration.split_cache.fit_2pl_splits_cached` on the stacked training blocks:
+    each split's result is that of a separate py-irt fit with the authors' settings (their code
+    seeds every split with 0; splits with other seeds are fitted in one batch per seed), read from
+    ``cache_dir`` where an earlier call fitted the same training block with the same settings.
     """
-    from irtlib.calibration.pyirt_batch import fit_2pl_splits
+    from irtlib.calibration.split_cache import fit_2pl_splits_cached
 
     starts = np.cumsum([0] + [blk.shape[0] for blk in blocks])
     stacked = np.vstack(blocks)
@@ -276,7 +278,8 @@ def _authors_batched(blocks: list, seeds: list) -> list:
     for seed in sorted(set(seeds)):
         which = [i for i, s in enumerate(seeds) if s == seed]
         rows = [np.arange(starts[i], starts[i + 1]) for i in which]
-        for i, fit in zip(which, fit_2pl_splits(stacked, rows, seed=int(seed)), strict=True):
+        fits = fit_2pl_splits_cached(stacked, rows, seed=int(seed), cache_dir=cache_dir)
+        for i, fit in zip(which, fits, strict=True):
             out[i] = fit
     return out
 
@@ -308,7 +311,8 @@ def register_calibration_engine(name: str, fn: Callable[[list, list], list]) -> 
         training rows of the filtered responses, shape ``(n_train, n_items)`` (1, 0, NaN missing;
         the engine never sees a test row); ``seeds`` one int per split. Returns one pair of arrays
         of shape ``(n_items,)`` per split. Items a block never observed are set to NaN afterwards
-        (they leave that split's pool). Splits must not influence each other.
+        (they leave that split's pool). Splits must not influence each other. An engine that keeps
+        fits on disk takes a keyword ``cache_dir`` (passed only when :func:`calibrate_splits` gets one).
     """
     if not callable(fn):
         raise InputError(f"calibration engine {name!r} must be callable")
@@ -316,7 +320,8 @@ def register_calibration_engine(name: str, fn: Callable[[list, list], list]) -> 
 
 
 def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engine: str = "map",
-                     seed: int | Sequence[int] = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+                     seed: int | Sequence[int] = 0,
+                     cache_dir: str | os.PathLike | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Item parameters of every split, from each split's training rows only, in one call.
 
     Parameters
@@ -330,6 +335,11 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
         :func:`irtlib.fit_2pl` engine, run once per split (:func:`calibrate_split`).
     seed : int or sequence of int
         One seed for every split (the authors' code: 0) or one per split.
+    cache_dir : path-like, optional
+        A directory where a batched engine that supports it keeps each split's fit, keyed by
+        the split's training block, the settings and the code (``"pyirt-authors"``:
+        :mod:`irtlib.calibration.split_cache`), so runs that calibrate the same training
+        models (the protocol and its ceiling, two chapters) fit them once. Other engines ignore it.
 
     Returns
     -------
@@ -345,7 +355,10 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
         raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
     blocks = [x[r] for r in rows]          # only training rows reach an engine
     fn = CALIBRATION_ENGINES.get(engine)
-    out = fn(blocks, seeds) if fn is not None else _calibrate_each(blocks, seeds, engine)
+    if fn is None:
+        out = _calibrate_each(blocks, seeds, engine)
+    else:
+        out = fn(blocks, seeds) if cache_dir is None else fn(blocks, seeds, cache_dir=cache_dir)
     if len(out) != len(rows):
         raise InputError(f"calibration engine {engine!r} returned {len(out)} fits for {len(rows)} splits")
     fits = []
@@ -393,7 +406,8 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
                methods: Sequence[str] = METHODS, n_test: int = 10, seed: Seed = 0,
                engine: str | None = None, anchor_solver: str = "auto", prior_information: float = 0.0,
                blas_threads: int | None = 1, groups: ArrayLike | None = None, n_test_groups: int = 1,
-               protocol: _protocols.Protocol | None = None) -> dict:
+               protocol: _protocols.Protocol | None = None,
+               calibration_cache: str | os.PathLike | None = None) -> dict:
     """Some train/test splits of the protocol, with their Fluid tests run together.
 
     Every split's calibration runs first, in one :func:`calibrate_splits` call; then each split
@@ -420,6 +434,8 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
         The rules that differ between the paper's text and the authors' code
         (:mod:`irtlib.protocol.presets`; None: ``"paper"``). Its sizes are not read here; its
         ``engine`` is used when ``engine`` is None.
+    calibration_cache : path-like, optional
+        Where the calibration engine may keep each split's fit (:func:`calibrate_splits`).
 
     Returns
     -------
@@ -433,7 +449,8 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
                            methods=tuple(methods), n_test=n_test, seed=seed,
                            engine=protocol.engine if engine is None else engine,
                            anchor_solver=anchor_solver, prior_information=prior_information,
-                           groups=groups, n_test_groups=n_test_groups, protocol=protocol)
+                           groups=groups, n_test_groups=n_test_groups, protocol=protocol,
+                           calibration_cache=calibration_cache)
 
 
 def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, seed, anchor_solver,
@@ -483,14 +500,15 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
 
 
 def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine, anchor_solver,
-                prior_information, groups=None, n_test_groups=1, protocol=_protocols.PAPER):
+                prior_information, groups=None, n_test_groups=1, protocol=_protocols.PAPER, calibration_cache=None):
     clock = dict.fromkeys(("calibration", "static selection", "random", "static scoring", "fluid"), 0.0)
     t0 = time.perf_counter()
     ks = sorted({int(k) for k in ks})
     drawn = [split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
                           rule=protocol.split_rule) for split in splits]
     seeds = [calibration_seed(seed, split) for split in splits] if protocol.calibration_seed == "stream" else 0
-    fits = calibrate_splits(values, [train for train, _ in drawn], engine=engine, seed=seeds)
+    fits = calibrate_splits(values, [train for train, _ in drawn], engine=engine, seed=seeds,
+                            cache_dir=calibration_cache)
     clock["calibration"] += time.perf_counter() - t0
     preps = [_prepare_split(values, reference, split, train, test, a, b, ks=ks, methods=methods, seed=seed,
                             anchor_solver=anchor_solver, prior_information=prior_information, clock=clock,
@@ -604,7 +622,8 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
                  reference: str | None = None, anchor_solver: str = "auto", prior_information: float = 0.0,
                  progress: bool | None = None, blas_threads: int | None = 1,
                  split_batch: int = 10, groups: ArrayLike | None = None, n_test_groups: int = 1,
-                 protocol: str | _protocols.Protocol | None = None, benchmark: str | None = None) -> pd.DataFrame:
+                 protocol: str | _protocols.Protocol | None = None, benchmark: str | None = None,
+                 calibration_cache: str | os.PathLike | None = None) -> pd.DataFrame:
     """The paper's agreement protocol: every method, every budget, every split.
 
     ``protocol`` chooses the protocol as the paper's text describes it (``"paper"``, the default:
@@ -667,6 +686,9 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
         The protocol's rules (:mod:`irtlib.protocol.presets`); None is ``"paper"``.
     benchmark : str, optional
         The benchmark id (``"simplesafetytests"``, ...) whose sizes ``"authors"`` uses.
+    calibration_cache : path-like, optional
+        A directory where the calibration engine keeps each split's fit by content
+        (:func:`calibrate_splits`; the authors' engine supports it). Results do not depend on it.
 
     Returns
     -------
@@ -702,7 +724,8 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
 
     values = np.ascontiguousarray(filtered.values)
     kwargs = dict(ks=ks, methods=methods, n_test=n_test, seed=seed, engine=engine, anchor_solver=anchor_solver,
-                  prior_information=prior_information, blas_threads=blas_threads, protocol=proto)
+                  prior_information=prior_information, blas_threads=blas_threads, protocol=proto,
+                  calibration_cache=calibration_cache)
     if groups is not None:
         kwargs.update(groups=groups, n_test_groups=int(n_test_groups))
     batch = max(1, int(split_batch))

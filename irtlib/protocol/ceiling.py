@@ -22,13 +22,13 @@ __all__ = ["agreement_ceiling"]
 
 
 def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, n_test_groups,
-                    split_rule="stream", calibration_seeds="stream"):
+                    split_rule="stream", calibration_seeds="stream", calibration_cache=None):
     """Ceilings of some splits (one joblib task of :func:`agreement_ceiling`), calibrated in one call."""
     drawn = {split: split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
                                  rule=split_rule) for split in splits}
     seeds = [calibration_seed(seed, split) for split in splits] if calibration_seeds == "stream" else 0
-    fits = dict(zip(splits, calibrate_splits(values, [drawn[s][0] for s in splits], engine=engine, seed=seeds),
-                    strict=True))
+    fits = dict(zip(splits, calibrate_splits(values, [drawn[s][0] for s in splits], engine=engine, seed=seeds,
+                                             cache_dir=calibration_cache), strict=True))
 
     def score(split, train, test):
         a, b = fits[split]
@@ -45,7 +45,7 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_
                       variance_threshold: float | None | str = "protocol",
                       reference: str | None = None, groups: ArrayLike | None = None, n_test_groups: int = 1,
                       n_jobs: int = 1, protocol: str | _protocols.Protocol | None = None,
-                      benchmark: str | None = None) -> pd.Series:
+                      benchmark: str | None = None, calibration_cache=None) -> pd.Series:
     """The agreement an ability-scored method reaches with every item: one value per split.
 
     An IRT-scored method (Fluid, Random IRT, the three Fisher subsets) ranks the test models by
@@ -79,6 +79,9 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_
         ability on every kept item (SUMMARY.md, "Abilities").
     benchmark : str, optional
         The benchmark id whose sizes ``"authors"`` uses.
+    calibration_cache : path-like, optional
+        As in :func:`irtlib.protocol.agreement.run_protocol`: each split's fit kept on disk by
+        content, so the ceiling reuses the protocol's calibrations of the same splits.
 
     Returns
     -------
@@ -105,7 +108,8 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_
                                           variance_rule=proto.variance_rule, split_rule=proto.split_rule)
     values = np.ascontiguousarray(filtered.values)
     kwargs = dict(n_test=n_test, seed=seed, engine=engine, groups=groups, n_test_groups=n_test_groups,
-                  split_rule=proto.split_rule, calibration_seeds=proto.calibration_seed)
+                  split_rule=proto.split_rule, calibration_seeds=proto.calibration_seed,
+                  calibration_cache=calibration_cache)
     splits = list(range(int(n_splits)))
     if int(n_jobs) == 1:
         rho = _ceiling_splits(values, ref, splits, **kwargs)

@@ -317,3 +317,26 @@ def test_the_authors_pipeline_reproduces_agreement_on_their_own_fits(on_their_fi
     theirs = agreement_curves(on_their_fits).set_index(["method", "k"])["mean"]
     assert mine.index.equals(theirs.index) and len(mine) == len(CALIBRATED) * 17     # every k of their grid
     assert float((mine - theirs).abs().max()) <= 1e-3
+
+
+def test_the_ceiling_reuses_the_protocols_split_calibrations_from_the_cache(small, monkeypatch, tmp_path):
+    pytest.importorskip("torch")
+    from irtlib.calibration import pyirt_batch
+    from irtlib.protocol.ceiling import agreement_ceiling
+
+    real, fitted = pyirt_batch.fit_2pl_splits, []
+
+    def counting(values, rows, **kw):
+        fitted.append(len(rows))
+        return real(values, rows, **dict(kw, epochs=20))     # short fits: the test is about reuse
+
+    monkeypatch.setattr(pyirt_batch, "fit_2pl_splits", counting)
+    kw = dict(protocol="authors", benchmark="harmbench", n_splits=3, calibration_cache=tmp_path)
+    res = run_protocol(small, ks=[1, 5], progress=False, split_batch=3, **kw)
+    ceiling = agreement_ceiling(small, **kw)
+    assert fitted == [3] and len(list(tmp_path.glob("*.npz"))) == 3      # fitted once, by the protocol
+    # the same numbers as without a cache (where every split is fitted again)
+    pd.testing.assert_frame_equal(res, run_protocol(small, ks=[1, 5], progress=False, split_batch=3,
+                                                    **dict(kw, calibration_cache=None)), check_like=False)
+    pd.testing.assert_series_equal(ceiling, agreement_ceiling(small, **dict(kw, calibration_cache=None)))
+    assert fitted == [3, 3, 3]
