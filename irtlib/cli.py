@@ -509,8 +509,10 @@ def _resume_context(state_path: Path, context: dict, given: set, model) -> dict:
         if name not in given and key in stored:
             out[key] = stored[key]
     other_model = model is not None and state.get("model") is not None and str(state["model"]) != str(model)
-    if _ANSWERS_KEY not in stored or other_model:
+    if _ANSWERS_KEY not in stored:
         out.pop(_ANSWERS_KEY, None)
+    elif other_model:                         # refused after loading, naming both models
+        out[_ANSWERS_KEY] = stored[_ANSWERS_KEY]
     return out
 
 

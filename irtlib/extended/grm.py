@@ -220,8 +220,8 @@ def _check_graded(values):
     bad = _bad_categories(x, None)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise InputError(f"graded responses must be categories 0, 1, ..., found {x[r, c]!r} at row {r}, column {c} "
-                         f"({int(bad.sum())} such cells; see to_categories)")
+        raise InputError(f"graded responses must be categories 0, 1, ..., found {float(x[r, c])!r} at row {r}, "
+                         f"column {c} ({int(bad.sum())} such cells; see to_categories)")
     n_cat = int(np.nanmax(x)) + 1 if obs.any() else 0
     if n_cat < 2:
         raise InputError("graded responses need at least two categories (every observed response is the same: "
@@ -252,7 +252,8 @@ def _check_items(a, thresholds) -> tuple[np.ndarray, np.ndarray]:
     bad = ~(np.isfinite(a) & (a > 0))
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
-        raise InputError(f"a must be positive and finite; item {j} has a = {a[j]!r} ({int(bad.sum())} such items)")
+        raise InputError(f"a must be positive and finite; item {j} has a = {float(a[j])!r} "
+                         f"({int(bad.sum())} such items)")
     if not np.isfinite(b).all():
         j = int(np.argwhere(~np.isfinite(b))[0][0])
         raise InputError(f"thresholds must be finite; item {j} has {b[j].tolist()}")
@@ -504,7 +505,7 @@ def grm_ability(responses: ArrayLike, a: ArrayLike, thresholds: ArrayLike, *, pr
     bad = _bad_categories(x, b.shape[1] + 1)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise InputError(f"responses must be categories 0..{b.shape[1]} or NaN; found {x[r, c]!r} at row {r}, "
+        raise InputError(f"responses must be categories 0..{b.shape[1]} or NaN; found {float(x[r, c])!r} at row {r}, "
                          f"column {c} ({int(bad.sum())} such cells; see to_categories)")
     points, log_prior = uniform_grid(n_points=n_points, prior_mean=prior_mean, prior_sd=prior_sd)
     est = eap_from_log_likelihood(_grid_log_likelihood(x, a, b, points), points, log_prior)

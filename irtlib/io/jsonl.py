@@ -195,7 +195,25 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[np.ndarray, list, list, li
         warnings.warn(f"{source}: line {numbered[r][0]}: item {shown(items[c])}: value NaN ({int(nan.sum())} such "
                       "values: NaN is not JSON; null marks an unanswered item); they are left unobserved",
                       FormatWarning, stacklevel=3)
-    return values, models, items, [n for n, _ in numbered]
+    lines = [n for n, _ in numbered]
+    models = _stripped(models, "subject", source, where=lambda i: f"lines {lines[i[0]]} and {lines[i[1]]}")
+    items = _stripped(items, "item", source, where=lambda i: f"line {lines[0]}")
+    return values, models, items, lines
+
+
+def _stripped(ids: list, what: str, source: str, *, where) -> list:
+    """Ids without surrounding whitespace, as the table reader keeps them; two that differ only so are refused."""
+    out = [i.strip() if isinstance(i, str) else i for i in ids]
+    if out == ids:
+        return out
+    first: dict = {}
+    for pos, key in enumerate(out):
+        if key in first:
+            a, b = ids[first[key]], ids[pos]
+            raise InputError(f"{source}: {where((first[key], pos))}: {what} ids {shown(a)} and {shown(b)} differ only "
+                             "by surrounding whitespace; make them identical or clearly different")
+        first[key] = pos
+    return out
 
 
 def read_jsonl(path: PathLike, *, source: str | None = None) -> ResponseMatrix:

@@ -34,7 +34,7 @@ import pandas as pd
 from irtlib._typing import PathLike
 from irtlib.core.binarize import binarize_graded
 from irtlib.core.responses import ResponseMatrix, shown
-from irtlib.errors import InputError
+from irtlib.errors import InputError, UsageError
 
 from .checksums import check_recorded, file_sha256
 from .known import known_direction, looks_like_wmdp
@@ -566,6 +566,8 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
     if path.is_file():
         check_recorded(path, digest)          # a download whose bytes changed since (the hash seen is beside it)
     if detected in formats.EVALUATOR_FORMATS:
+        _no_column_options(path, detected, model_column=model_column, item_column=item_column,
+                           score_column=score_column, key_column=key_column)
         got = formats.read_evaluator_logs(path, format=detected, rule=rule, threshold=threshold, metric=metric,
                                           filter_name=filter_name, positive=positive)
         if positive is None and rule in ("auto", "binary"):
@@ -578,6 +580,9 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
                          source=str(path), found=got.found, positive=_applied(rule, positive))
     if path.is_file() and rule not in ("choice", "wmdp"):
         positive = _known_direction(path, digest, positive)
+    if detected not in ("table", "long", "wide"):
+        _no_column_options(path, detected, model_column=model_column, item_column=item_column,
+                           score_column=score_column, key_column=key_column)
     if filter_name is not None:
         raise InputError(f"{path}: --filter chooses an lm-evaluation-harness filter; this is "
                          f"{formats.DESCRIPTIONS.get(detected, 'a table')}")
@@ -618,6 +623,24 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
     formats.log.info("%s: %s", path, found)
     return Responses(matrix=matrix, prompts=prompts, layout=layout, sha256=digest, source=str(path),
                      found=found, positive=_applied(rule, positive))
+
+
+#: The column options and their defaults: a format without columns refuses any other value.
+_COLUMN_DEFAULTS = {"model_column": "model", "item_column": "item", "score_column": "score", "key_column": "key"}
+
+
+def _no_column_options(path: Path, detected: str, **given) -> None:
+    """Refuse a column option (``--score-column x``) on a format that has no columns, rather than ignore it."""
+    from . import formats
+
+    for name, value in given.items():
+        if value != _COLUMN_DEFAULTS[name]:
+            option = "--" + name.replace("_", "-")
+            hint = ("--metric names the score of lm-eval and Inspect logs" if detected in formats.EVALUATOR_FORMATS
+                    else "its scores are the values of 'responses'")
+            raise UsageError(f"{path}: {option} {value!r} names a column of a table, but this is "
+                             f"{formats.DESCRIPTIONS.get(detected, detected)}, which has none ({hint}); "
+                             f"drop {option}")
 
 
 def _applied(rule: str, positive: str | None) -> str:

@@ -136,8 +136,10 @@ def score_to_float(value: object, *, where: Callable[[str], Exception]) -> float
 
 
 def _read_one(path: Path, module):
+    # Inspect picks the format by the name; an .eval renamed (e.g. to .zip) is still a zip archive
+    form = "eval" if path.suffix.lower() != ".json" and looks_like_inspect_eval(path) else "auto"
     try:
-        return module.read_eval_log(str(path))
+        return module.read_eval_log(str(path), format=form)
     except (KeyboardInterrupt, SystemExit, MemoryError):
         raise
     except Exception as exc:  # noqa: BLE001 -- pydantic, zip, JSON and I/O errors all mean "not a readable log"
