@@ -667,10 +667,10 @@ def _cmd_agreement(args, out: _Out) -> int:
     matrix = data.matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
                  f"{args.n_test} test models; methods {','.join(args.methods)}")
-    results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits,
-                                      n_test=args.n_test,
-                            seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
-                            variance_threshold=args.variance_threshold, progress=not out.quiet)
+    with _ks_usage(args):
+        results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits,
+                                          n_test=args.n_test, seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
+                                          variance_threshold=args.variance_threshold, progress=not out.quiet)
     curves = agreement.agreement_curves(results)
     table = agreement.summarise_table2(results) if "fluid" in args.methods else None
     if args.output is not None:
@@ -692,6 +692,22 @@ def _cmd_agreement(args, out: _Out) -> int:
                   m for m in args.methods if m in set(curves["method"])))].round(3).to_string()]
     out.result(doc, "\n".join(parts))
     return 0
+
+
+@contextlib.contextmanager
+def _ks_usage(args):
+    """A ``--ks`` budget beyond the items the variance filter leaves is a usage error naming the option and file.
+
+    The protocol finds it (it alone knows how many items its filter keeps) and says so without
+    naming the option; here it becomes ``--ks 5,500: ...`` (exit 2).
+    """
+    try:
+        yield
+    except InputError as exc:
+        if args.ks is not None and str(exc).startswith("budgets must lie between"):
+            raise CLIUsageError(f"--ks {','.join(map(str, args.ks))}: {exc} of {args.responses} (variance threshold "
+                                f"{args.variance_threshold})") from None
+        raise
 
 
 def _table2_text(table) -> str:
@@ -724,11 +740,12 @@ def _cmd_report(args, out: _Out) -> int:
                             "write the report without the agreement section")
     from irtlib.viz.report import write_report
 
-    summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
-                           n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
-                           methods=args.methods, progress=out.progress, show_progress=not out.quiet,
-                           rule=f"{args.binarize} ({data.layout} layout)",
-                           variance_threshold=args.variance_threshold)
+    with _ks_usage(args):
+        summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
+                               n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
+                               methods=args.methods, progress=out.progress, show_progress=not out.quiet,
+                               rule=f"{args.binarize} ({data.layout} layout)",
+                               variance_threshold=args.variance_threshold)
     out.result({"command": "report", "output": str(out_dir), **summary}, f"wrote {out_dir / 'index.html'}")
     return 0
 

@@ -23,9 +23,10 @@ from test_hostile_input import assert_untouched, simulate, snapshot
 
 from irtlib.datasets import authors
 from irtlib.errors import InputError
-from irtlib.extended import grm
+from irtlib.extended import grm, mirt
 from irtlib.io import load_responses
 from irtlib.io.known import KNOWN_FILES
+from irtlib.selection.cat import StoppingRule, run_cat
 
 cli = hostile.cli               # the in-process command-line fixture
 
@@ -302,8 +303,6 @@ def test_grm_ability_refuses_values_that_are_not_categories(graded, value, match
     (lambda a, b: (a[:3], b), r"thresholds must have shape \(n_items, K-1\) = \(3, K-1\) matching a, got \(8, 2\)"),
 ])
 def test_graded_items_refuse_parameters_that_give_negative_probabilities(graded, edit, match):
-    from irtlib.selection.cat import StoppingRule, run_cat
-
     x, a, b = graded
     bad_a, bad_b = edit(a.copy(), b.copy())
     kept = (bad_a.copy(), bad_b.copy())
@@ -480,4 +479,42 @@ def test_paper_data_download_missing_skips_the_files_already_found(cli, tmp_path
                  cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"found safetybench: {isolated_cache / f.filename} (sha256 ")
+    assert_untouched(before, tmp_path)
+
+
+# -------------------------------------------------------------------- poor: raw errors of the graded and M2PL API
+@pytest.mark.parametrize("call, match", [
+    (lambda x, b: grm.fit_grm(x, n_nodes=0), r"n_nodes must be an integer of at least 2, got 0"),
+    (lambda x, b: grm.fit_grm(x, prior_b=(0.0, 0.0)), r"prior_b must be \(mean, sd\) with a positive sd"),
+    (lambda x, b: grm.fit_grm([["a", "b"], ["c", "d"]]), r"responses must be numbers: could not convert"),
+    (lambda x, b: grm.to_categories([0.0, 1.0, np.inf]),
+     r"values must be finite scores \(NaN for missing\), found inf"),
+    (lambda x, b: run_cat(np.where(x == 2, 40.0, x)[:2], grm.GradedItems(np.ones(8), b),
+                          stopping=StoppingRule(max_items=2)),
+     r"responses must be categories 0\.\.2 or NaN; found 40\.0"),
+    (lambda x, b: mirt.fit_mirt((x > 0).astype(float), n_dims=2.5),
+     r"n_dims must be an integer of at least 1, got 2\.5"),
+    (lambda x, b: mirt.fit_mirt((x > 0).astype(float), n_dims=3, n_per_dim=10 ** 6),
+     r"n_per_dim 1000000 gives 1000000\^3 = .* grid points in 3 dimensions; at most 200,000"),
+    (lambda x, b: mirt.fit_mirt(np.ones((5, 4))), r"fit_mirt: every observed response is the same"),
+    (lambda x, b: mirt.fit_mirt((x[:1] > 0).astype(float)), r"fit_mirt needs at least 2 models, got 1"),
+    (lambda x, b: mirt.fit_mirt(np.where(x > 1, np.inf, (x > 0).astype(float))),
+     r"responses must be 0, 1 or NaN; found inf at row \d+, column \d+"),
+])
+def test_the_graded_and_multidimensional_api_name_what_is_wrong(graded, call, match):
+    x, _, b = graded
+    kept = x.copy()
+    with pytest.raises(InputError, match=match):
+        call(x, b)
+    np.testing.assert_array_equal(x, kept)
+
+
+# ---------------------------------------------------------------------------- poor: --ks beyond the items
+def test_ks_beyond_the_filtered_items_is_a_usage_error_naming_the_option_and_file(cli, tmp_path):
+    simulate().to_csv(tmp_path / "wide.csv", index=False)
+    before = snapshot(tmp_path)
+    result = cli("agreement", "wide.csv", "--ks", "5,500", "--n-splits", "2", "-q", cwd=tmp_path)
+    assert first_line(result, 2).startswith("irtlib agreement: error: --ks 5,500: budgets must lie between 1 and "
+                                            "the ")
+    assert "variance filter of wide.csv" in result.stderr
     assert_untouched(before, tmp_path)

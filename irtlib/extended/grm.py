@@ -149,8 +149,10 @@ def to_categories(values: ArrayLike, *, levels: ArrayLike | None = None) -> tupl
         ``k`` where ``values == levels[k]``.
     levels : ndarray
     """
-    x = np.asarray(values, dtype=float)
-    levels = np.unique(x[~np.isnan(x)]) if levels is None else np.asarray(levels, dtype=float)
+    x = _float_array(values, "values")
+    if np.isinf(x).any():
+        raise InputError(f"values must be finite scores (NaN for missing), found {float(x[np.isinf(x)][0])!r}")
+    levels = np.unique(x[~np.isnan(x)]) if levels is None else _float_array(levels, "levels")
     if levels.size < 2:
         raise InputError(f"graded responses need at least two score levels, found {levels.tolist()}")
     obs = ~np.isnan(x)
@@ -359,6 +361,11 @@ def fit_grm(values: ArrayLike, *, method: str = "auto", prior_log_a: tuple[float
     """
     if method not in GRM_ENGINES + ("auto",):
         raise InputError(f"unknown GRM method {method!r}; choose one of {GRM_ENGINES + ('auto',)}")
+    if isinstance(n_nodes, bool) or not isinstance(n_nodes, (int, np.integer)) or n_nodes < 2:
+        raise InputError(f"n_nodes must be an integer of at least 2, got {n_nodes!r}")
+    for name, prior in (("prior_log_a", prior_log_a), ("prior_b", prior_b)):
+        if len(prior) != 2 or not np.all(np.isfinite(prior)) or not prior[1] > 0:
+            raise InputError(f"{name} must be (mean, sd) with a positive sd, got {prior!r}")
     x, obs, n_cat = _check_graded(values)
     if x.shape[0] < 2:
         raise InputError(f"fit_grm needs at least 2 models to calibrate items, got {x.shape[0]} (with one model "
@@ -531,6 +538,21 @@ class GradedItems:
     def __init__(self, a: ArrayLike, thresholds: ArrayLike):
         self.a, self.thresholds = _check_items(a, thresholds)
         self.n_items = self.a.size
+
+    def check_responses(self, responses: np.ndarray) -> None:
+        """Refuse a response that is not a category 0..K-1 or NaN (what :func:`irtlib.selection.cat.run_cat` replays).
+
+        Raises
+        ------
+        InputError
+            Naming the first bad cell (row, column and value).
+        """
+        x = np.asarray(responses, dtype=float)
+        bad = _bad_categories(x, self.thresholds.shape[1] + 1)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise InputError(f"responses must be categories 0..{self.thresholds.shape[1]} or NaN; found "
+                             f"{float(x[r, c])!r} at row {r}, column {c} ({int(bad.sum())} such cells)")
 
     def information(self, theta: np.ndarray) -> np.ndarray:
         """GRM Fisher information (:func:`information`) at each model's theta, (n_models, n_items)."""
