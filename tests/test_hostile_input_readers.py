@@ -518,3 +518,15 @@ def test_ks_beyond_the_filtered_items_is_a_usage_error_naming_the_option_and_fil
                                             "the ")
     assert "variance filter of wide.csv" in result.stderr
     assert_untouched(before, tmp_path)
+
+
+def test_agreement_json_never_reports_an_interval_outside_the_range_of_spearman(cli, tmp_path):
+    simulate().to_csv(tmp_path / "wide.csv", index=False)
+    before = snapshot(tmp_path)
+    result = cli("agreement", "wide.csv", "--n-splits", "5", "--n-test", "3", "--methods", "random,fluid", "--json",
+                 "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    curves = pd.DataFrame(json.loads(result.stdout)["curves"])
+    bounds = curves[["lo", "hi", "ci_lo", "ci_hi", "band_lo", "band_hi"]].to_numpy(dtype=float)
+    assert np.nanmin(bounds) >= -1.0 and np.nanmax(bounds) <= 1.0
+    assert_untouched(before, tmp_path)
