@@ -530,3 +530,34 @@ def test_agreement_json_never_reports_an_interval_outside_the_range_of_spearman(
     bounds = curves[["lo", "hi", "ci_lo", "ci_hi", "band_lo", "band_hi"]].to_numpy(dtype=float)
     assert np.nanmin(bounds) >= -1.0 and np.nanmax(bounds) <= 1.0
     assert_untouched(before, tmp_path)
+
+
+class _Stalled(http.server.BaseHTTPRequestHandler):
+    """Answers after a pause (a slow mirror)."""
+
+    def do_GET(self):  # noqa: N802 -- http.server's name
+        import time
+
+        time.sleep(0.6)
+        self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_stalled_mirror_says_it_is_waiting(cli, tmp_path, isolated_cache, monkeypatch):
+    monkeypatch.setattr(authors, "WAIT_NOTE", 0.1)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stalled)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    before = snapshot(tmp_path)
+    try:
+        result = cli("paper-data", "download", "--dest", "d", "--base-url", url, "harmbench", cwd=tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    waited = f"irtlib: still waiting for {url}/data/irt_input_data/helm_harmbench_irt_data.jsonl"
+    assert result.stderr.startswith(waited)
+    assert first_line(result, 1).startswith(f"irtlib: error: cannot download {url}/")
+    assert_untouched(before, tmp_path)
