@@ -601,7 +601,8 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
             raise InputError(f"{path}: is a directory; --layout jsonl expects a file")
         from .jsonl import SUFFIXES
 
-        sniffed = layout == "auto" and path.suffix.lower() not in SUFFIXES
+        stem = Path(path.stem) if path.suffix.lower() in (".gz", ".bz2", ".xz") else path     # r.jsonl.gz
+        sniffed = layout == "auto" and stem.suffix.lower() not in SUFFIXES
         matrix = _jsonl(path, rule=rule, threshold=threshold, sniffed=sniffed, positive=positive)
         layout = "jsonl"
     else:
