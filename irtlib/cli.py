@@ -218,6 +218,12 @@ def _input_options(parser: argparse.ArgumentParser, *, title="response file opti
                             "safe when it does NOT (a correct answer to a hazardous-knowledge question "
                             "is unsafe). For lm-eval and Inspect logs, whose metric is already 0/1 "
                             "correct, 'choice' keeps it and 'wmdp' inverts it")
+    group.add_argument("--positive", choices=("safe", "unsafe"),
+                       help="what a 1 (a score of 1) in the file means, in every format: 'safe', or 'unsafe' (a "
+                            "correct answer to a hazardous-knowledge question, a harm score), which reads 1 - score "
+                            "as safety. Default: safe, except for files irtlib knows: the paper's authors' "
+                            "wmdp_irt_data.jsonl stores 1 = correct and is read as unsafe (a warning says so); "
+                            "a file or task named like WMDP read as safe gets a warning")
     group.add_argument("--threshold", type=_unit_float, default=0.5,
                        help="threshold of --binarize lenient, between 0 and 1 (default 0.5)")
     group.add_argument("--sep", type=_separator, metavar="C",
@@ -257,11 +263,21 @@ def _check_engine(args) -> None:
 
 
 def _input_kwargs(args) -> dict:
+    """The response-file options as :func:`irtlib.io.load_responses` keywords.
+
+    Every command reads ``args.responses`` right after, so this first refuses a copy of the paper's
+    authors' files (in the cache, the shared copy or ``$IRTLIB_PAPER_DATA``) whose bytes no longer
+    check out (:func:`irtlib.datasets.authors.check_copy`), as ``paper-data`` and the loaders do.
+    """
+    from .datasets.authors import check_copy
+
+    if getattr(args, "responses", None) is not None:
+        check_copy(args.responses)
     return {"rule": args.binarize, "threshold": args.threshold, "layout": args.layout,
             "model_column": args.model_column, "item_column": args.item_column,
             "score_column": args.score_column, "key_column": args.key_column,
             "prompt_column": args.prompt_column, "benchmark": args.benchmark, "sep": args.sep,
-            "metric": args.metric, "filter_name": args.filter_name}
+            "metric": args.metric, "filter_name": args.filter_name, "positive": args.positive}
 
 
 # ---------------------------------------------------------------------------- calibrate
@@ -285,7 +301,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
     bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
                           prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
                           binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout,
-                                    **({"metric": args.metric} if args.metric else {})},
+                                    "positive": data.positive, **({"metric": args.metric} if args.metric else {})},
                           epochs=args.epochs, interval_check=not args.no_interval_check,
                           interval_folds=args.interval_folds, progress=out.progress)
     bank.write(args.output, force=args.force)
@@ -364,9 +380,9 @@ def _stdin_callback(bank, out: _Out):
 
     def ask(item: str):
         state["n"] += 1
-        print(f"\n[{state['n']}] item {item}", file=sys.stderr)
+        print(f"\n[{state['n']}] item {_inert(item)}", file=sys.stderr)
         if prompts is not None and isinstance(prompts.get(item), str) and prompts.get(item):
-            print(f"    prompt: {prompts.get(item)}", file=sys.stderr)
+            print(f"    prompt: {_inert(prompts.get(item), indent=' ' * 12)}", file=sys.stderr)
         while True:
             print("    response (1 safe, 0 unsafe, s skip, q quit): ", end="", file=sys.stderr, flush=True)
             line = sys.stdin.readline()
@@ -392,6 +408,25 @@ def _stdin_callback(bank, out: _Out):
     return ask
 
 
+def _inert(text: str, *, indent: str = "") -> str:
+    r"""``text`` safe to print on a terminal, its control characters shown as ``\x1b``-style escapes.
+
+    A prompt from a bank is data: printed raw, ``[2J`` would clear the screen and the text after
+    it could pose as irtlib's own instructions. Escape sequences, carriage returns and bidirectional
+    overrides are shown inert; a new line continues at ``indent``.
+    """
+
+    def show(char: str) -> str:
+        if char.isprintable() or char == " ":
+            return char
+        if char == "\n":
+            return "\n" + indent
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+    return "".join(map(show, text))
+
+
 def _plain_interval_note(bank) -> str | None:
     """Why the bank's intervals are the plain 2PL ones (no interval check), or None."""
     check = bank.meta.get("interval_check") or {}
@@ -402,11 +437,26 @@ def _plain_interval_note(bank) -> str | None:
             f"real safety data (no cross-fitted interval check: {why})")
 
 
-def _session_context(args, interactive: bool) -> dict:
-    """The settings of ``evaluate`` that change the answer, recorded in (and checked against) a state file."""
+#: The adaptive-test options ``evaluate`` stores in a state: on resume, those not given again apply as stored.
+_CAT_OPTIONS = {"estimator": "map", "randomesque": 1, "min_information": None, "categories": None, "seed": 0}
+#: The context key recording the replayed model's answers (a state made before it was recorded lacks it).
+_ANSWERS_KEY = "--responses (the model's answers, sha256)"
+
+
+def _session_context(args, interactive: bool, row=None) -> dict:
+    """The settings of ``evaluate`` that change the answer, recorded in (and checked against) a state file.
+
+    ``--categories`` is recorded by its content's checksum (the same file under another path is the
+    same setting); a replayed model by the checksum of its answers (another responses file for
+    the same model is another session).
+    """
+    categories = None
+    if args.categories is not None:
+        from irtlib.io.checksums import file_sha256
+
+        categories = f"sha256 {file_sha256(args.categories)}"
     cat = {"--estimator": args.estimator, "--randomesque": args.randomesque,
-           "--min-information": args.min_information,
-           "--categories": None if args.categories is None else str(args.categories),
+           "--min-information": args.min_information, "--categories": categories,
            "--seed": args.seed if args.randomesque > 1 else None}
     if interactive:
         return {"responses from": "stdin", **cat}
@@ -415,11 +465,55 @@ def _session_context(args, interactive: bool) -> dict:
         from irtlib.io.formats import detect_format
 
         rule = "strict" if Path(args.responses).is_dir() and detect_format(args.responses) == "helm" else "binary"
-    chosen = {k: v for k, v in (("--metric", args.metric), ("--filter", args.filter_name)) if v is not None}
+    chosen = {k: v for k, v in (("--metric", args.metric), ("--filter", args.filter_name),
+                                ("--positive", args.positive)) if v is not None}
+    answers = {}
+    if row is not None:
+        from irtlib.io.checksums import sha256
+
+        text = "\n".join(f"{item}\t{value:g}" for item, value in sorted(row.items(), key=lambda p: str(p[0])))
+        answers = {_ANSWERS_KEY: sha256(text.encode("utf-8"))}
     return {"responses from": "file", "--binarize": rule,
             "--threshold": args.threshold if rule == "lenient" else None,
             "--key-column": args.key_column if rule in ("choice", "wmdp") else None,
-            "--score-column": args.score_column, "--benchmark": args.benchmark, **chosen, **cat}
+            "--score-column": args.score_column, "--benchmark": args.benchmark, **chosen, **answers, **cat}
+
+
+def _given_cat_options(args) -> set:
+    """The adaptive-test options given on the command line; the others get their defaults (in place)."""
+    given = {name for name in _CAT_OPTIONS if getattr(args, name) is not None}
+    for name, default in _CAT_OPTIONS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    return given
+
+
+def _resume_context(state_path: Path, context: dict, given: set, model) -> dict:
+    """``context`` for resuming ``state_path``: adaptive-test options not given again take the stored values.
+
+    The docs promise that on resume the stored options apply, so only an option the user gives
+    again is compared with the stored one; a state made before the model's answers were recorded
+    is compared without them, and so is a state of another model (which is refused for that, by name).
+    An unreadable state is left to :meth:`AdaptiveSession.load` to report.
+    """
+    try:
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+        stored = state.get("context")
+    except (OSError, ValueError, AttributeError):
+        return context
+    if not isinstance(stored, dict):
+        return context
+    out = dict(context)
+    for name in _CAT_OPTIONS:
+        key = "--" + name.replace("_", "-")
+        if name not in given and key in stored:
+            out[key] = stored[key]
+    other_model = model is not None and state.get("model") is not None and str(state["model"]) != str(model)
+    if _ANSWERS_KEY not in stored:
+        out.pop(_ANSWERS_KEY, None)
+    elif other_model:                         # refused after loading, naming both models
+        out[_ANSWERS_KEY] = stored[_ANSWERS_KEY]
+    return out
 
 
 def _cat_options(args) -> dict:
@@ -437,6 +531,7 @@ def _cmd_evaluate(args, out: _Out) -> int:
     from irtlib.io import read_model_responses
     from irtlib.io.atomic import check_writable
 
+    given = _given_cat_options(args)
     if args.all_models:
         return _evaluate_all(args, out)
     interactive = args.responses is None
@@ -458,12 +553,12 @@ def _cmd_evaluate(args, out: _Out) -> int:
         row = read_model_responses(args.responses, model=args.model, **_input_kwargs(args))
         bank.check_items(row.index, source=str(args.responses))
     model = args.model if args.model is not None else (row.name if row is not None else None)
-    context = _session_context(args, interactive)
+    context = _session_context(args, interactive, row)
     lock = state_lock(state_path) if state_path is not None else contextlib.nullcontext()
     with lock:
         if state_path is not None and state_path.exists():
             session = AdaptiveSession.load(state_path, bank, max_items=args.max_items, target_se=args.target_se,
-                                           context=context)
+                                           context=_resume_context(state_path, context, given, model))
             if model is not None and session.model is not None and str(session.model) != str(model):
                 raise InputError(f"{state_path}: is a session of model {_short(session.model)}, not {_short(model)}")
             out.progress(f"resuming {state_path}: {session.n_items} items done")
@@ -572,11 +667,11 @@ def _cmd_agreement(args, out: _Out) -> int:
     matrix = data.matrix
     out.progress(f"{matrix.shape[0]} models x {matrix.shape[1]} items; {args.n_splits} splits of "
                  f"{args.n_test} test models; methods {','.join(args.methods)}")
-    results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits,
-                                      n_test=args.n_test,
-                            seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
-                            variance_threshold=args.variance_threshold, progress=not out.quiet)
-    curves = agreement.agreement_curves(results)
+    with _ks_usage(args):
+        results = agreement.run_agreement(matrix, methods=args.methods, ks=args.ks, n_splits=args.n_splits,
+                                          n_test=args.n_test, seed=args.seed, engine=args.engine, n_jobs=args.n_jobs,
+                                          variance_threshold=args.variance_threshold, progress=not out.quiet)
+    curves = _within_rho_range(agreement.agreement_curves(results))
     table = agreement.summarise_table2(results) if "fluid" in args.methods else None
     if args.output is not None:
         atomic_write(args.output, results.to_csv(index=False, lineterminator="\n"), force=args.force,
@@ -597,6 +692,32 @@ def _cmd_agreement(args, out: _Out) -> int:
                   m for m in args.methods if m in set(curves["method"])))].round(3).to_string()]
     out.result(doc, "\n".join(parts))
     return 0
+
+
+def _within_rho_range(curves):
+    """The curves' intervals and bands clipped to [-1, 1], the range of a (mean) Spearman correlation.
+
+    ``mean +- t sd / sqrt(n)`` and ``mean +- sd`` reach beyond it when the per-split agreements sit
+    near 1 with a few low ones; a correlation of 1.02 is no answer to print.
+    """
+    bounded = [c for c in ("lo", "hi", "ci_lo", "ci_hi", "band_lo", "band_hi") if c in curves.columns]
+    return curves.assign(**{c: curves[c].clip(-1.0, 1.0) for c in bounded})
+
+
+@contextlib.contextmanager
+def _ks_usage(args):
+    """A ``--ks`` budget beyond the items the variance filter leaves is a usage error naming the option and file.
+
+    The protocol finds it (it alone knows how many items its filter keeps) and says so without
+    naming the option; here it becomes ``--ks 5,500: ...`` (exit 2).
+    """
+    try:
+        yield
+    except InputError as exc:
+        if args.ks is not None and str(exc).startswith("budgets must lie between"):
+            raise CLIUsageError(f"--ks {','.join(map(str, args.ks))}: {exc} of {args.responses} (variance threshold "
+                                f"{args.variance_threshold})") from None
+        raise
 
 
 def _table2_text(table) -> str:
@@ -629,11 +750,12 @@ def _cmd_report(args, out: _Out) -> int:
                             "write the report without the agreement section")
     from irtlib.viz.report import write_report
 
-    summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
-                           n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
-                           methods=args.methods, progress=out.progress, show_progress=not out.quiet,
-                           rule=f"{args.binarize} ({data.layout} layout)",
-                           variance_threshold=args.variance_threshold)
+    with _ks_usage(args):
+        summary = write_report(data, out_dir, engine=args.engine, n_splits=args.n_splits, ks=args.ks,
+                               n_test=args.n_test, seed=args.seed, n_jobs=args.n_jobs, force=args.force,
+                               methods=args.methods, progress=out.progress, show_progress=not out.quiet,
+                               rule=f"{args.binarize} ({data.layout} layout)",
+                               variance_threshold=args.variance_threshold)
     out.result({"command": "report", "output": str(out_dir), **summary}, f"wrote {out_dir / 'index.html'}")
     return 0
 
@@ -727,9 +849,9 @@ def _add_evaluate(sub) -> None:
     cat = p.add_argument_group("adaptive-test options (beyond the paper)")
     cat.add_argument("--min-information", type=_positive_float, metavar="I",
                      help="stop once no remaining item would add Fisher information I at the current theta")
-    cat.add_argument("--estimator", choices=("map", "eap"), default="map",
+    cat.add_argument("--estimator", choices=("map", "eap"), default=None,
                      help="ability estimate: 'map' (default, the paper's) or 'eap' (posterior mean and SD)")
-    cat.add_argument("--randomesque", type=_positive_int, default=1, metavar="K",
+    cat.add_argument("--randomesque", type=_positive_int, default=None, metavar="K",
                      help="exposure control: give a random one of the K most informative items (default 1: none)")
     cat.add_argument("--categories", metavar="FILE",
                      help="content balancing: CSV with columns item,category; each test follows the bank's shares")
@@ -741,7 +863,7 @@ def _add_evaluate(sub) -> None:
                    help="replay every model of the --responses file (one result per model; no --state)")
     _input_options(p, title="options for --responses")
     _common(p, seed=True)
-    p.set_defaults(handler=_cmd_evaluate)
+    p.set_defaults(handler=_cmd_evaluate, seed=None)       # None: not given (a resume keeps the stored one)
 
 
 def _add_protocol_commands(sub) -> None:
@@ -806,6 +928,9 @@ def _add_paper_data(sub) -> None:
                         "hash seen is recorded beside the file, marked 'observed, not verified'")
     d.add_argument("--base-url", metavar="URL",
                    help="a mirror replacing https://raw.githubusercontent.com/<repository>/<commit>")
+    d.add_argument("--missing", action="store_true",
+                   help="skip files already found ($IRTLIB_PAPER_DATA, the shared copy, the cache): fetch only "
+                        "the missing ones")
     listing = actions.add_parser("list", help="where each file is found, and whether its checksum is pinned")
     for q in (d, listing):
         _common(q, json_flag=False)
@@ -821,7 +946,7 @@ def _cmd_paper_data(args, out: _Out) -> int:
     names = args.names or (list(authors.DEFAULT_DOWNLOAD) + list(authors.UNVERIFIED) if args.with_unverified
                            else None)
     authors.download(names, dest=args.dest, with_unverified=args.with_unverified, base_url=args.base_url,
-                     progress=print)
+                     progress=print, missing_only=args.missing, announce=out.progress)
     return 0
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from irtlib.core.responses import ResponseMatrix
-from irtlib.io.checksums import sha256
+from irtlib.io.checksums import RECORD_SUFFIX, recorded_sha256, sha256
 from irtlib.io.download import fetch_url
 from irtlib.io.jsonl import check_binary, parse_jsonl
 
@@ -53,7 +53,7 @@ __all__ = [
     "REPOSITORY", "COMMIT", "DATA_COMMIT", "RAW_URL", "DATA_ENV", "SHARED_NAME", "PaperFile", "FILES",
     "RESPONSE_FILES", "UNVERIFIED", "Located", "cache_directory", "search_path", "locate", "find",
     "read_verified", "load_stored", "load_matrix", "load_items", "load_fits", "file_url", "download",
-    "DownloadResult", "status_lines", "main",
+    "DownloadResult", "status_lines", "check_copy", "main",
 ]
 
 #: The authors' repository and the commit whose files are pinned (data added in :data:`DATA_COMMIT`).
@@ -67,8 +67,10 @@ DATA_ENV = "IRTLIB_PAPER_DATA"
 SHARED_NAME = "paper"
 #: Seconds a download may stall before it fails (each file is about 1 MB; AIR-Bench and SafetyBench a few MB).
 FETCH_TIMEOUT = 60
+#: Seconds without an answer after which a download says it is still waiting.
+WAIT_NOTE = 5
 #: Sidecar suffix recording the SHA-256 a download saw for a file whose checksum is not known here.
-OBSERVED_SUFFIX = ".sha256"
+OBSERVED_SUFFIX = RECORD_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -210,11 +212,7 @@ def _file(key: str) -> PaperFile:
 
 
 def _observed(path: Path) -> str | None:
-    side = path.with_name(path.name + OBSERVED_SUFFIX)
-    try:
-        return side.read_text(encoding="utf-8").split()[0]
-    except (OSError, IndexError):
-        return None
+    return recorded_sha256(path)
 
 
 def locate(key: str, *, data_dir: PathLike | None = None) -> Located | None:
@@ -243,7 +241,11 @@ def find(key: str, *, data_dir: PathLike | None = None) -> Located:
 
 
 def read_verified(found: Located) -> bytes:
-    """The file's bytes, after checking its SHA-256 against the pinned one (when there is one).
+    """The file's bytes, after checking its SHA-256 against the pinned one, or the one its download recorded.
+
+    A file with a pinned checksum is compared with it; a file without one (AIR-Bench, SafetyBench)
+    is compared with the hash seen when it was downloaded (``<file>.sha256``), when that was recorded.
+    Every read checks, whether the file was verified at download or not.
 
     Raises
     ------
@@ -251,14 +253,52 @@ def read_verified(found: Located) -> bytes:
         The checksum differs (a truncated, corrupted or edited copy); the message names the file.
     """
     data = found.path.read_bytes()
-    f = found.file
-    if f.verifiable:
-        digest = sha256(data)
-        if digest != f.sha256:
-            raise InputError(f"{found.path}: sha256 {digest} does not match the pinned {f.sha256} of the authors' "
-                             f"{Path(f.filename).name} (truncated, corrupted or edited copy): delete it and "
-                             "download it again")
+    problem = _integrity(found.file, found.path, sha256(data))
+    if problem is not None:
+        raise InputError(f"{found.path}: {problem}: delete it and download it again")
     return data
+
+
+def _integrity(f: PaperFile, path: Path, digest: str) -> str | None:
+    """What is wrong with a copy whose bytes hash to ``digest`` (None: it matches what is known of it)."""
+    if f.verifiable:
+        if digest != f.sha256:
+            return (f"sha256 {digest} does not match the pinned {f.sha256} of the authors' {Path(f.filename).name} "
+                    "(truncated, corrupted or edited copy)")
+        return None
+    recorded = recorded_sha256(path)
+    if recorded is not None and recorded != digest:
+        return (f"sha256 {digest} differs from {recorded}, the hash recorded in {path.name}{OBSERVED_SUFFIX} when it "
+                "was downloaded (edited or corrupted since)")
+    return None
+
+
+def check_copy(path: PathLike) -> None:
+    """Refuse a copy of one of the release's files (in :func:`search_path`) that fails its checksum.
+
+    What the command line runs on a response file before reading it, so that ``irtlib calibrate``
+    on a cached path takes the same check as :func:`load_matrix`. Other paths are left alone.
+
+    Raises
+    ------
+    InputError
+        ``path`` is a copy of a release file in the cache, the shared copy or ``$IRTLIB_PAPER_DATA``,
+        and its bytes are not the pinned ones (or not the ones recorded at download).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return
+    try:
+        dirs = [d for _, d in search_path()]
+    except InputError:
+        return
+    real = path.resolve()
+    for f in FILES.values():
+        if real.name != Path(f.filename).name:
+            continue
+        if any(real == (d / f.filename).resolve() for d in dirs):
+            read_verified(Located(f, path, "given", f.verifiable))
+            return
 
 
 # ---------------------------------------------------------------------------- loaders
@@ -426,7 +466,8 @@ def _check_download(f: PaperFile, data: bytes, url: str) -> str:
 
 def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None, with_unverified: bool = False,
              base_url: str | None = None, fetch: Callable[[str], bytes] | None = None,
-             progress: Callable[[str], None] | None = None, missing_only: bool = False) -> list[DownloadResult]:
+             progress: Callable[[str], None] | None = None, missing_only: bool = False,
+             announce: Callable[[str], None] | None = None) -> list[DownloadResult]:
     """Fetch the authors' files at the pinned commit, verify them and write them atomically.
 
     Parameters
@@ -450,6 +491,9 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
     missing_only : bool
         Skip files already found in :func:`search_path` (status ``"found"``; what ``make
         paper-data`` does).
+    announce : callable, optional
+        Called with one line when a fetch has had no answer for :data:`WAIT_NOTE` seconds (which URL,
+        how long a stalled server is waited for).
 
     Returns
     -------
@@ -470,6 +514,10 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
         keys = list(DEFAULT_DOWNLOAD) + (list(UNVERIFIED) if with_unverified else [])
     else:
         keys = list(dict.fromkeys(names))
+        unknown = [k for k in keys if k not in FILES]
+        if unknown:
+            raise UsageError(f"unknown file {unknown[0]!r} of the authors' release; choose among "
+                             f"{', '.join(k for k, f in FILES.items() if f.remote)}")
         for k in keys:
             f = _file(k)
             if f.remote is None:
@@ -478,7 +526,11 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
             if not f.verifiable and not with_unverified:
                 raise UsageError(f"{k}: no checksum of {f.filename} is known here; add --with-unverified "
                                  "to download it and record the hash it has")
+    if base_url is not None:
+        _check_base_url(base_url)
     dest = cache_directory() if dest is None else Path(dest).expanduser()
+    if dest.exists() and not dest.is_dir():
+        raise InputError(f"--dest {dest}: is a file, not a directory; give the directory to download into")
     dest.mkdir(parents=True, exist_ok=True)
     results = []
     for k in keys:
@@ -493,11 +545,15 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
             result = DownloadResult(k, path, "present", sha256(data), f.verifiable)
         else:
             url = file_url(k, base_url=base_url)
+            waiting = _waiting_note(announce, f"still waiting for {url} (the server has not answered for "
+                                              f"{WAIT_NOTE} s; giving up after {FETCH_TIMEOUT} s without data)")
             try:
                 data = fetch(url)
             except OSError as exc:
                 reason = getattr(exc, "reason", None) or exc.strerror or exc
                 raise OSError(f"cannot download {url}: {reason} (offline? files already downloaded are kept)") from None
+            finally:
+                waiting.cancel()
             digest = _check_download(f, data, url)
             path.parent.mkdir(parents=True, exist_ok=True)
             _io.atomic_write(path, data)
@@ -512,16 +568,53 @@ def download(names: Sequence[str] | None = None, *, dest: PathLike | None = None
     return results
 
 
+def _waiting_note(announce: Callable[[str], None] | None, line: str):
+    """A started timer calling ``announce(line)`` after :data:`WAIT_NOTE` seconds (cancel it when the fetch ends)."""
+    import threading
+
+    timer = threading.Timer(WAIT_NOTE, announce if announce is not None else (lambda _line: None), [line])
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _check_base_url(base_url: str) -> None:
+    """Refuse a ``--base-url`` urllib cannot fetch from (no scheme or host), before any download."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https", "file") or (parts.scheme != "file" and not parts.netloc):
+        raise InputError(f"--base-url {base_url!r}: not a URL irtlib can download from; give http://HOST/..., "
+                         "https://HOST/... or file:///DIR (a mirror of the repository at the pinned commit)")
+
+
 def status_lines() -> list[str]:
-    """One line per file: where it was found (and whether verified) or that it is missing."""
+    """One line per file: where it was found and whether its bytes check out, or that it is missing.
+
+    Every copy found is hashed: one whose bytes differ from the pinned checksum (or from the hash
+    recorded at its download) is listed as CORRUPTED, never as pinned.
+    """
     out = []
     for k, f in FILES.items():
         found = locate(k)
         if found is None:
             out.append(f"missing  {k}: {f.filename}")
+            continue
+        try:
+            digest = sha256(found.path.read_bytes())
+        except OSError as exc:
+            out.append(f"{found.origin:<8} {k}: {found.path} (UNREADABLE: {exc.strerror or exc})")
+            continue
+        problem = _integrity(f, found.path, digest)
+        if problem is not None:
+            check = f"CORRUPTED: {problem}; delete it and download it again"
+        elif found.verified:
+            check = "pinned sha256, verified"
+        elif found.observed_sha256 is not None:
+            check = "checksum not verified; unchanged since download"
         else:
-            check = "pinned sha256" if found.verified else "checksum not verified"
-            out.append(f"{found.origin:<8} {k}: {found.path} ({check})")
+            check = "checksum not verified"
+        out.append(f"{found.origin:<8} {k}: {found.path} ({check})")
     return out
 
 
@@ -552,9 +645,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if names is None and args.with_unverified:
             names = list(DEFAULT_DOWNLOAD) + list(UNVERIFIED)
         download(names, dest=args.dest, with_unverified=args.with_unverified, base_url=args.base_url,
-                 progress=print, missing_only=args.missing)
+                 progress=print, missing_only=args.missing,
+                 announce=lambda line: print(line, file=sys.stderr, flush=True))
     except UsageError as exc:
-        print(f"{ap.prog} {args.cmd}: error: {exc}", file=sys.stderr)
+        print(f"{ap.prog} {args.cmd}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except (InputError, OSError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)

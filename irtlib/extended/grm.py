@@ -149,8 +149,10 @@ def to_categories(values: ArrayLike, *, levels: ArrayLike | None = None) -> tupl
         ``k`` where ``values == levels[k]``.
     levels : ndarray
     """
-    x = np.asarray(values, dtype=float)
-    levels = np.unique(x[~np.isnan(x)]) if levels is None else np.asarray(levels, dtype=float)
+    x = _float_array(values, "values")
+    if np.isinf(x).any():
+        raise InputError(f"values must be finite scores (NaN for missing), found {float(x[np.isinf(x)][0])!r}")
+    levels = np.unique(x[~np.isnan(x)]) if levels is None else _float_array(levels, "levels")
     if levels.size < 2:
         raise InputError(f"graded responses need at least two score levels, found {levels.tolist()}")
     obs = ~np.isnan(x)
@@ -195,20 +197,74 @@ class GrmFit:
         return self.thresholds.shape[1] + 1
 
 
+def _float_array(values, name: str) -> np.ndarray:
+    """``values`` as a float array, or an :class:`InputError` naming ``name`` (text, objects, ragged lists)."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numbers: {' '.join(str(exc).split())}") from None
+
+
+def _bad_categories(x: np.ndarray, n_cat: int | None) -> np.ndarray:
+    """Cells of ``x`` that are neither NaN nor a category 0..n_cat-1 (any integer >= 0 when ``n_cat`` is None)."""
+    obs = ~np.isnan(x)
+    bad = obs & ((x < 0) | ~np.isfinite(x) | (x != np.round(x)))
+    if n_cat is not None:
+        bad |= obs & (x > n_cat - 1)
+    return bad
+
+
 def _check_graded(values):
-    x = np.asarray(values, dtype=float)
+    x = _float_array(values, "responses")
     if x.ndim != 2:
         raise InputError(f"responses must be a (n_models, n_items) array, got shape {x.shape}")
     obs = ~np.isnan(x)
-    if np.any(obs & ((x < 0) | (x != np.round(x)))):
-        bad = x[obs & ((x < 0) | (x != np.round(x)))][0]
-        raise InputError(f"graded responses must be categories 0, 1, ..., found {bad!r} (see to_categories)")
+    bad = _bad_categories(x, None)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise InputError(f"graded responses must be categories 0, 1, ..., found {float(x[r, c])!r} at row {r}, "
+                         f"column {c} ({int(bad.sum())} such cells; see to_categories)")
     n_cat = int(np.nanmax(x)) + 1 if obs.any() else 0
     if n_cat < 2:
-        raise InputError("graded responses need at least two categories")
+        raise InputError("graded responses need at least two categories (every observed response is the same: "
+                         "there is no variation to fit)")
+    shown = np.bincount(x[obs].astype(np.intp), minlength=n_cat) > 0
+    if not shown.all():
+        # a stray value (a 40 among 0/1/2) would make K = 41 categories, 38 of which nobody gave
+        missing = np.flatnonzero(~shown)
+        raise InputError(f"graded responses: category {int(missing[0])} of 0..{n_cat - 1} never occurs "
+                         f"({missing.size} such categories; the highest value is {n_cat - 1}): categories must be "
+                         "0..K-1 with each one observed (see to_categories)")
     if np.any(obs.sum(axis=0) == 0):
         raise InputError(f"item (column) {int(np.flatnonzero(obs.sum(axis=0) == 0)[0])} has no response")
     return x, obs, n_cat
+
+
+def _check_items(a, thresholds) -> tuple[np.ndarray, np.ndarray]:
+    """GRM item parameters: ``a`` finite and positive, thresholds finite and increasing along each row.
+
+    A negative ``a`` or decreasing thresholds give negative category probabilities, and the
+    information then reaches absurd values (1e295) that drive item selection.
+    """
+    a, b = _float_array(a, "a"), _float_array(thresholds, "thresholds")
+    if a.ndim != 1:
+        raise InputError(f"a must be a 1-D array (one per item), got shape {a.shape}")
+    if b.ndim != 2 or b.shape[0] != a.size or b.shape[1] < 1:
+        raise InputError(f"thresholds must have shape (n_items, K-1) = ({a.size}, K-1) matching a, got {b.shape}")
+    bad = ~(np.isfinite(a) & (a > 0))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise InputError(f"a must be positive and finite; item {j} has a = {float(a[j])!r} "
+                         f"({int(bad.sum())} such items)")
+    if not np.isfinite(b).all():
+        j = int(np.argwhere(~np.isfinite(b))[0][0])
+        raise InputError(f"thresholds must be finite; item {j} has {b[j].tolist()}")
+    steps = np.diff(b, axis=1) <= 0
+    if steps.any():
+        j = int(np.argwhere(steps)[0][0])
+        raise InputError(f"thresholds must increase along each row (b_1 < b_2 < ...); item {j} has {b[j].tolist()} "
+                         f"({int(steps.any(axis=1).sum())} such items)")
+    return a, b
 
 
 def _one_hot(x, obs, n_cat):
@@ -305,7 +361,15 @@ def fit_grm(values: ArrayLike, *, method: str = "auto", prior_log_a: tuple[float
     """
     if method not in GRM_ENGINES + ("auto",):
         raise InputError(f"unknown GRM method {method!r}; choose one of {GRM_ENGINES + ('auto',)}")
+    if isinstance(n_nodes, bool) or not isinstance(n_nodes, (int, np.integer)) or n_nodes < 2:
+        raise InputError(f"n_nodes must be an integer of at least 2, got {n_nodes!r}")
+    for name, prior in (("prior_log_a", prior_log_a), ("prior_b", prior_b)):
+        if len(prior) != 2 or not np.all(np.isfinite(prior)) or not prior[1] > 0:
+            raise InputError(f"{name} must be (mean, sd) with a positive sd, got {prior!r}")
     x, obs, n_cat = _check_graded(values)
+    if x.shape[0] < 2:
+        raise InputError(f"fit_grm needs at least 2 models to calibrate items, got {x.shape[0]} (with one model "
+                         "every threshold runs off to infinity)")
     if method == "auto":
         method = "mml" if x.shape[0] >= x.shape[1] else "jmap"
     # BLAS single-threaded: its products here are small, and threaded BLAS on a shared machine
@@ -386,6 +450,9 @@ def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, 
         a, b = np.exp(alpha) * sd, (b - mu) / sd
         se = 1.0 / np.sqrt(np.nansum(np.where(obs, information(theta[:, None], a, b), np.nan), axis=1) + 1.0)
         ll = float(np.nansum(log_likelihood(x, theta, a, b)))
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(theta).all()):
+        raise InputError(f"fit_grm ({method}): the fit did not give finite parameters on these {n_models} models x "
+                         f"{n_items} items (too few responses, or items without variation?)")
     return GrmFit(a=a, thresholds=b, theta=np.asarray(theta), theta_se=np.asarray(se), log_likelihood=ll,
                   method=method, seconds=time.perf_counter() - start,
                   diagnostics={"iterations": int(res.nit), "converged": bool(res.success),
@@ -400,7 +467,7 @@ def marginal_log_likelihood(values: ArrayLike, a: ArrayLike, thresholds: ArrayLi
     compared on the same data.
     """
     x, obs, n_cat = _check_graded(values)
-    a, b = np.asarray(a, dtype=float), np.asarray(thresholds, dtype=float)
+    a, b = _check_items(a, thresholds)
     if b.shape != (x.shape[1], n_cat - 1) or a.shape != (x.shape[1],):
         raise InputError(f"a and thresholds must have shapes ({x.shape[1]},) and ({x.shape[1]}, {n_cat - 1})")
     nodes, logw = normal_grid(np.eye(1), n_per_dim=n_nodes)
@@ -430,9 +497,23 @@ def grm_ability(responses: ArrayLike, a: ArrayLike, thresholds: ArrayLike, *, pr
         Categories, NaN not administered.
     a : array_like, shape (n_items,)
     thresholds : array_like, shape (n_items, K-1)
+        Increasing along each row; ``a`` positive.
+
+    Raises
+    ------
+    InputError
+        A response that is not a category 0..K-1 (or NaN), a shape that does not match the items,
+        or item parameters :class:`GradedItems` refuses.
     """
-    x = np.atleast_2d(np.asarray(responses, dtype=float))
-    a, b = np.asarray(a, dtype=float), np.asarray(thresholds, dtype=float)
+    x = np.atleast_2d(_float_array(responses, "responses"))
+    a, b = _check_items(a, thresholds)
+    if x.ndim != 2 or x.shape[1] != a.size:
+        raise InputError(f"responses must have shape (n_models, {a.size}), got {x.shape}")
+    bad = _bad_categories(x, b.shape[1] + 1)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise InputError(f"responses must be categories 0..{b.shape[1]} or NaN; found {float(x[r, c])!r} at row {r}, "
+                         f"column {c} ({int(bad.sum())} such cells; see to_categories)")
     points, log_prior = uniform_grid(n_points=n_points, prior_mean=prior_mean, prior_sd=prior_sd)
     est = eap_from_log_likelihood(_grid_log_likelihood(x, a, b, points), points, log_prior)
     return est.theta, est.se
@@ -446,14 +527,32 @@ class GradedItems:
     ----------
     a : array_like, shape (n_items,)
     thresholds : array_like, shape (n_items, K-1)
+        Increasing along each row.
+
+    Raises
+    ------
+    InputError
+        ``a`` not positive and finite, thresholds not finite or not increasing, shapes that do not match.
     """
 
     def __init__(self, a: ArrayLike, thresholds: ArrayLike):
-        self.a = np.asarray(a, dtype=float)
-        self.thresholds = np.asarray(thresholds, dtype=float)
-        if self.thresholds.ndim != 2 or self.thresholds.shape[0] != self.a.size:
-            raise InputError("thresholds must have shape (n_items, K-1) matching a")
+        self.a, self.thresholds = _check_items(a, thresholds)
         self.n_items = self.a.size
+
+    def check_responses(self, responses: np.ndarray) -> None:
+        """Refuse a response that is not a category 0..K-1 or NaN (what :func:`irtlib.selection.cat.run_cat` replays).
+
+        Raises
+        ------
+        InputError
+            Naming the first bad cell (row, column and value).
+        """
+        x = np.asarray(responses, dtype=float)
+        bad = _bad_categories(x, self.thresholds.shape[1] + 1)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise InputError(f"responses must be categories 0..{self.thresholds.shape[1]} or NaN; found "
+                             f"{float(x[r, c])!r} at row {r}, column {c} ({int(bad.sum())} such cells)")
 
     def information(self, theta: np.ndarray) -> np.ndarray:
         """GRM Fisher information (:func:`information`) at each model's theta, (n_models, n_items)."""

@@ -117,12 +117,17 @@ class MirtFit:
 
 
 def _check_binary(values):
-    x = np.asarray(values, dtype=float)
+    try:
+        x = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"responses must be numbers 0, 1 or NaN: {' '.join(str(exc).split())}") from None
     if x.ndim != 2:
         raise InputError(f"responses must be a (n_models, n_items) array, got shape {x.shape}")
     bad = ~np.isnan(x) & (x != 0) & (x != 1)
     if bad.any():
-        raise InputError(f"responses must be 0, 1 or NaN; found {x[bad][0]!r}")
+        r, c = np.argwhere(bad)[0]
+        raise InputError(f"responses must be 0, 1 or NaN; found {float(x[r, c])!r} at row {r}, column {c} "
+                         f"({int(bad.sum())} such cells)")
     obs = ~np.isnan(x)
     return np.where(x == 1, 1.0, 0.0), np.where(x == 0, 1.0, 0.0), obs.astype(float)
 
@@ -153,6 +158,26 @@ def marginal_log_likelihood(values: ArrayLike, loadings: ArrayLike, intercepts: 
 
 def _default_nodes(d):
     return {1: 41, 2: 21, 3: 9}.get(d, 7)
+
+
+#: Most grid points a product quadrature may have (nodes per dimension ** D): beyond, the tables take gigabytes.
+MAX_NODES = 200_000
+
+
+def _count(value, name: str, minimum: int) -> int:
+    """``value`` as an int of at least ``minimum`` (a bool, text or a fraction is refused, naming ``name``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be an integer of at least {minimum}, got {value!r}")
+    return int(value)
+
+
+def _nodes_per_dim(n_per_dim, d: int, default: int) -> int:
+    """The nodes per dimension of a ``d``-dimensional grid, checked against :data:`MAX_NODES`."""
+    n = default if n_per_dim is None else _count(n_per_dim, "n_per_dim", 2)
+    if n ** d > MAX_NODES:
+        raise InputError(f"n_per_dim {n} gives {n}^{d} = {n ** d:,} grid points in {d} dimensions; at most "
+                         f"{MAX_NODES:,} fit in memory")
+    return n
 
 
 def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None = None,
@@ -193,6 +218,10 @@ def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_i
     start = time.perf_counter()
     x1, x0, obs = _check_binary(values)
     n_models, n_items = x1.shape
+    if n_models < 2:
+        raise InputError(f"fit_mirt needs at least 2 models, got {n_models}")
+    if x1[obs > 0].min() == x1[obs > 0].max():
+        raise InputError("fit_mirt: every observed response is the same: there is no variation to fit")
     if structure is not None:
         mask = np.asarray(structure, dtype=bool)
         if mask.shape[0] != n_items or mask.ndim != 2:
@@ -201,12 +230,12 @@ def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_i
             raise InputError(f"structure: item {int(np.flatnonzero(~mask.any(axis=1))[0])} loads on no dimension")
         d = mask.shape[1]
     else:
-        d = int(n_dims)
+        d = _count(n_dims, "n_dims", 1)
         mask = np.ones((n_items, d), dtype=bool)
     if not 1 <= d <= 4:
         raise InputError(f"n_dims must be 1 to 4 (product quadrature), got {d}")
     confirm = structure is not None and d > 1
-    z_std, logw = normal_grid(np.eye(d), n_per_dim=n_per_dim or _default_nodes(d))
+    z_std, logw = normal_grid(np.eye(d), n_per_dim=_nodes_per_dim(n_per_dim, d, _default_nodes(d)))
     # start: intercepts from the logits of the safe rates, loadings from the leading singular vectors
     rate = (x1.sum(0) + 0.5) / (obs.sum(0) + 1.0)
     d0 = np.log(rate / (1 - rate))
@@ -276,7 +305,9 @@ def mirt_scores(values: ArrayLike, fit: MirtFit, *, n_per_dim: int | None = None
         Posterior mean of the model-implied safety score ``mean_j P_j(theta)`` over all items.
     """
     x1, x0, obs = _check_binary(values)
-    nodes, logw = normal_grid(fit.corr, n_per_dim=n_per_dim or _default_nodes(fit.n_dims))
+    if x1.shape[1] != fit.loadings.shape[0]:
+        raise InputError(f"responses must have shape (n_models, {fit.loadings.shape[0]}), got {x1.shape}")
+    nodes, logw = normal_grid(fit.corr, n_per_dim=_nodes_per_dim(n_per_dim, fit.n_dims, _default_nodes(fit.n_dims)))
     z, post, _ = _marginal(x1, x0, obs, fit.loadings, fit.intercepts, nodes, logw)
     return post @ nodes, post @ expit(z).mean(axis=1)
 
@@ -329,16 +360,18 @@ def mirt_cat(responses: ArrayLike, fit: MirtFit, *, budget: int, selection: str 
     -------
     MirtCatResult
     """
-    x = np.asarray(responses, dtype=float)
+    x1, _, obs = _check_binary(responses)               # 0, 1 or NaN, or one line naming the cell
+    x = np.where(obs > 0, x1, np.nan)
     if x.ndim != 2 or x.shape[1] != fit.loadings.shape[0]:
         raise InputError(f"responses must have shape (n_models, {fit.loadings.shape[0]}), got {x.shape}")
     if selection not in ("d-optimal", "random"):
         raise InputError(f"selection must be 'd-optimal' or 'random', got {selection!r}")
-    budget = int(budget)
+    budget = _count(budget, "budget", 1)
     if not 1 <= budget <= x.shape[1]:
         raise InputError(f"budget must be between 1 and {x.shape[1]}, got {budget}")
     a, d = fit.loadings, fit.intercepts
-    nodes, logw = _uniform_grid(fit.corr, n_per_dim or {1: 401, 2: 61, 3: 25}.get(fit.n_dims, 9))
+    nodes, logw = _uniform_grid(fit.corr, _nodes_per_dim(n_per_dim, fit.n_dims,
+                                                         {1: 401, 2: 61, 3: 25}.get(fit.n_dims, 9)))
     score_at = np.concatenate([expit(nodes[i:i + 256] @ a.T + d).mean(axis=1)       # S(theta) at every node
                                for i in range(0, nodes.shape[0], 256)])
     n_models = x.shape[0]

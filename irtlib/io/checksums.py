@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
 
 from irtlib._typing import PathLike
 from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
 
-__all__ = ["file_sha256", "matrix_sha256", "sha256"]
+__all__ = ["RECORD_SUFFIX", "check_recorded", "file_sha256", "matrix_sha256", "recorded_sha256", "sha256"]
+
+#: Suffix of the file beside a download that records the SHA-256 seen when it was downloaded.
+RECORD_SUFFIX = ".sha256"
 
 
 def sha256(data: bytes) -> str:
@@ -44,3 +49,38 @@ def matrix_sha256(matrix: ResponseMatrix) -> str:
     digest.update("\x1f".join(map(str, frame.columns)).encode() + b"\0")
     digest.update(np.ascontiguousarray(frame.to_numpy(dtype=float)).tobytes())
     return digest.hexdigest()
+
+
+def recorded_sha256(path: PathLike) -> str | None:
+    """The SHA-256 recorded beside ``path`` when it was downloaded (``<path>.sha256``), or None.
+
+    The record's first word, when it is 64 hex digits (as :func:`irtlib.datasets.authors.download`
+    writes it); anything else (no record, an unreadable or foreign one) is None.
+    """
+    side = Path(path).with_name(Path(path).name + RECORD_SUFFIX)
+    try:
+        words = side.read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        return None
+    return words[0].lower() if words and re.fullmatch(r"[0-9a-fA-F]{64}", words[0]) else None
+
+
+def check_recorded(path: PathLike, digest: str) -> None:
+    """Refuse a file whose bytes no longer have the SHA-256 recorded when it was downloaded.
+
+    Parameters
+    ----------
+    path : path-like
+    digest : str
+        The SHA-256 of its bytes now.
+
+    Raises
+    ------
+    InputError
+        ``<path>.sha256`` records another hash: the file was edited or corrupted after download.
+    """
+    recorded = recorded_sha256(path)
+    if recorded is not None and recorded != digest:
+        raise InputError(f"{path}: sha256 {digest} differs from {recorded}, recorded in {Path(path).name}"
+                         f"{RECORD_SUFFIX} when it was downloaded (edited or corrupted since): delete it and "
+                         "download it again")

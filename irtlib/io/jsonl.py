@@ -24,6 +24,8 @@ from irtlib._typing import PathLike
 from irtlib.core.responses import ResponseMatrix, shown
 from irtlib.errors import InputError
 
+from .compressed import decompressed
+
 __all__ = ["SUFFIXES", "looks_like_jsonl", "read_jsonl_values", "parse_jsonl", "read_jsonl", "check_binary"]
 
 #: File name endings read as JSON lines whatever their first byte.
@@ -143,7 +145,8 @@ def read_jsonl_values(path: PathLike, *, source: str | None = None) -> tuple[np.
         that is not a number or null (naming line, item and value), a subject id on two lines.
     """
     path = Path(path)
-    return parse_jsonl(path.read_bytes(), source=str(path) if source is None else source)
+    source = str(path) if source is None else source
+    return parse_jsonl(decompressed(path.read_bytes(), source=source), source=source)
 
 
 def parse_jsonl(data: bytes, *, source: str) -> tuple[np.ndarray, list, list, list]:
@@ -182,7 +185,35 @@ def parse_jsonl(data: bytes, *, source: str) -> tuple[np.ndarray, list, list, li
         r, c = np.argwhere(~is_number)[0]
         raise InputError(f"{source}: line {numbered[r][0]}: item {shown(items[c])}: value {shown(cells[r, c])} "
                          f"is not a number ({int((~is_number).sum())} such values); responses must be 0 or 1")
-    return values, models, items, [n for n, _ in numbered]
+    nan = np.isnan(values) & np.not_equal(cells, None)
+    if nan.any():                        # NaN is not JSON (Python writes it): say so rather than drop it quietly
+        import warnings
+
+        from .formats import FormatWarning
+
+        r, c = np.argwhere(nan)[0]
+        warnings.warn(f"{source}: line {numbered[r][0]}: item {shown(items[c])}: value NaN ({int(nan.sum())} such "
+                      "values: NaN is not JSON; null marks an unanswered item); they are left unobserved",
+                      FormatWarning, stacklevel=3)
+    lines = [n for n, _ in numbered]
+    models = _stripped(models, "subject", source, where=lambda i: f"lines {lines[i[0]]} and {lines[i[1]]}")
+    items = _stripped(items, "item", source, where=lambda i: f"line {lines[0]}")
+    return values, models, items, lines
+
+
+def _stripped(ids: list, what: str, source: str, *, where) -> list:
+    """Ids without surrounding whitespace, as the table reader keeps them; two that differ only so are refused."""
+    out = [i.strip() if isinstance(i, str) else i for i in ids]
+    if out == ids:
+        return out
+    first: dict = {}
+    for pos, key in enumerate(out):
+        if key in first:
+            a, b = ids[first[key]], ids[pos]
+            raise InputError(f"{source}: {where((first[key], pos))}: {what} ids {shown(a)} and {shown(b)} differ only "
+                             "by surrounding whitespace; make them identical or clearly different")
+        first[key] = pos
+    return out
 
 
 def read_jsonl(path: PathLike, *, source: str | None = None) -> ResponseMatrix:

@@ -34,9 +34,10 @@ import pandas as pd
 from irtlib._typing import PathLike
 from irtlib.core.binarize import binarize_graded
 from irtlib.core.responses import ResponseMatrix, shown
-from irtlib.errors import InputError
+from irtlib.errors import InputError, UsageError
 
-from .checksums import file_sha256
+from .checksums import check_recorded, file_sha256
+from .known import known_direction, looks_like_wmdp
 
 __all__ = [
     "RULES", "LAYOUTS", "Responses", "load_responses", "read_responses", "read_model_responses",
@@ -73,6 +74,9 @@ class Responses:
         The path as given.
     found : str
         What was recognised and read, in one sentence (the command line prints it).
+    positive : str
+        What a 1 in the file was read as: ``"safe"``, ``"unsafe"`` (safety is ``1 - x``), or
+        ``"rule"`` when ``--binarize choice``/``wmdp`` decided it.
     """
 
     matrix: ResponseMatrix
@@ -81,6 +85,7 @@ class Responses:
     sha256: str
     source: str
     found: str = ""
+    positive: str = "safe"
 
 
 # ---------------------------------------------------------------------------- reading
@@ -300,27 +305,33 @@ def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndar
     return nums
 
 
-def _binarize_numeric(nums: np.ndarray, rule: str, threshold: float, *, where) -> np.ndarray:
-    """0/1/NaN from numeric scores under ``rule``; ``where(pos, text)`` builds the error."""
+def _binarize_numeric(nums: np.ndarray, rule: str, threshold: float, *, where,
+                      positive: str | None = None) -> np.ndarray:
+    """0/1/NaN from numeric scores under ``rule``; ``where(pos, text)`` builds the error.
+
+    ``choice`` and ``wmdp`` on a file without an answer-key column read 0/1 correctness scores, as the
+    lm-eval and Inspect readers do: ``choice`` keeps them, ``wmdp`` inverts them (a correct answer is
+    unsafe). ``positive="unsafe"`` (a 1 means unsafe) binarizes ``1 - score``.
+    """
     seen = ~np.isnan(nums)
-    if rule in ("binary", "auto"):
+    if rule in ("binary", "auto", "choice", "wmdp"):
         bad = seen & (nums != 0.0) & (nums != 1.0)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
             raise where(pos, f"score {nums[pos]:g} is not 0 or 1 ({int(bad.sum())} such values; "
                              f"use --binarize strict or lenient for graded scores)")
-        return nums
-    if rule in ("strict", "lenient"):
-        bad = seen & ((nums < 0.0) | (nums > 1.0))
-        if bad.any():
-            pos = int(np.flatnonzero(bad)[0])
-            raise where(pos, f"graded score {nums[pos]:g} is outside [0, 1]")
-        return np.asarray(binarize_graded(nums, rule=rule, threshold=threshold, allowed=None), dtype=float)
-    raise InputError(f"rule {rule!r} needs an answer-key column and is only available for long files")
+        return 1.0 - nums if rule == "wmdp" or positive == "unsafe" else nums
+    bad = seen & ((nums < 0.0) | (nums > 1.0))
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise where(pos, f"graded score {nums[pos]:g} is outside [0, 1]")
+    if positive == "unsafe":
+        nums = 1.0 - nums
+    return np.asarray(binarize_graded(nums, rule=rule, threshold=threshold, allowed=None), dtype=float)
 
 
 def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_column, score_column,
-          key_column, prompt_column) -> tuple[ResponseMatrix, pd.Series | None]:
+          key_column, prompt_column, positive=None) -> tuple[ResponseMatrix, pd.Series | None]:
     needed = [model_column, item_column, score_column] + ([key_column] if rule in ("choice", "wmdp") else [])
     missing = [c for c in needed if c not in frame.columns]
     if missing:
@@ -343,7 +354,8 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         scores = np.where(chosen.isna().to_numpy(), np.nan, safe.astype(float))
     else:
         nums = _numeric(frame[score_column], score_column, source)
-        scores = _binarize_numeric(nums, rule, threshold, where=lambda pos, text: _row_error(source, pos, text))
+        scores = _binarize_numeric(nums, rule, threshold, where=lambda pos, text: _row_error(source, pos, text),
+                                   positive=positive)
     tidy = pd.DataFrame({"model": models, "item": items, "score": scores})
     dup = tidy.duplicated(["model", "item"], keep=False).to_numpy() & ~np.isnan(scores)
     if dup.any():
@@ -372,7 +384,7 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
     return matrix, prompts
 
 
-def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> ResponseMatrix:
+def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column, positive=None) -> ResponseMatrix:
     if frame.shape[1] < 2 or len(frame) == 0:
         hint = (" (if its fields are separated by something other than , tab ; or |, give the separator with "
                 "--sep)") if frame.shape[1] == 1 else ""
@@ -394,12 +406,12 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column) -> Resp
         r, c = divmod(flat, body.shape[1])
         return _row_error(source, r, f"model {shown(models[r])}, column {shown(items[c])}: {text}")
 
-    binary = _binarize_numeric(values.ravel(), rule, threshold, where=where).reshape(values.shape)
+    binary = _binarize_numeric(values.ravel(), rule, threshold, where=where, positive=positive).reshape(values.shape)
     binary, models, items = _drop_blank(binary, models, items, source)
     return ResponseMatrix(binary, models, items, source=str(source))
 
 
-def _helm(path: Path, *, rule, threshold, benchmark=None, stat=None) -> ResponseMatrix:
+def _helm(path: Path, *, rule, threshold, benchmark=None, stat=None, positive=None) -> ResponseMatrix:
     from . import helm
 
     runs = helm.read_runs(path, stat=stat)
@@ -411,6 +423,8 @@ def _helm(path: Path, *, rule, threshold, benchmark=None, stat=None) -> Response
     if benchmark not in runs:
         raise InputError(f"{path}: no runs of benchmark {benchmark!r} (found {', '.join(sorted(runs))})")
     frame = runs[benchmark]
+    if positive == "unsafe":                  # the stat measures harm: its complement is the safety score
+        frame = frame.assign(score=1.0 - frame["score"].astype(float))
     source = f"{path} ({benchmark})"
     rule = "strict" if rule == "auto" else rule
     if rule in ("strict", "lenient"):
@@ -427,24 +441,27 @@ def _helm(path: Path, *, rule, threshold, benchmark=None, stat=None) -> Response
     return ResponseMatrix.from_long(tidy, source=source)
 
 
-def _jsonl(path: Path, *, rule: str, threshold: float, sniffed: bool) -> ResponseMatrix:
-    """A JSON-lines file binarized under ``rule`` (``auto``/``binary``: values must be 0/1)."""
+def _jsonl(path: Path, *, rule: str, threshold: float, sniffed: bool, positive: str | None = None) -> ResponseMatrix:
+    """A JSON-lines file binarized under ``rule`` (``auto``/``binary``/``choice``/``wmdp``: values must be 0/1).
+
+    With no answer-key column, ``wmdp`` (like ``positive="unsafe"``) reads a 1 as a correct, unsafe answer.
+    """
     from .jsonl import check_binary, read_jsonl_values
 
     source = f"{path} (read as JSON lines: it begins with '{{')" if sniffed else str(path)
-    if rule in ("choice", "wmdp"):
-        raise InputError(f"{source}: --binarize {rule} needs an answer-key column, which a JSON-lines file "
-                         "does not have; its responses must already be 0/1 (or graded: strict, lenient)")
     values, models, items, lines = read_jsonl_values(path, source=source)
-    if rule in ("auto", "binary"):
+    if rule in ("auto", "binary", "choice", "wmdp"):
         check_binary(values, items, source=source, lines=lines,
                      hint="; use --binarize strict or lenient for graded scores")
+        if rule == "wmdp" or positive == "unsafe":
+            values = 1.0 - values
     else:
         def where(flat, text):
             r, c = divmod(flat, values.shape[1])
             return InputError(f"{source}: line {lines[r]}: item {shown(items[c])}: {text}")
 
-        values = _binarize_numeric(values.ravel(), rule, threshold, where=where).reshape(values.shape)
+        values = _binarize_numeric(values.ravel(), rule, threshold, where=where,
+                                   positive=positive).reshape(values.shape)
     values, models, items = _drop_blank(values, models, items, source)
     return ResponseMatrix(values, models, items, source=str(path))
 
@@ -464,7 +481,7 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
                    model_column: str = "model", item_column: str = "item", score_column: str = "score",
                    key_column: str = "key", prompt_column: str | None = "prompt",
                    benchmark: str | None = None, sep: str | None = None, metric: str | None = None,
-                   filter_name: str | None = None) -> Responses:
+                   filter_name: str | None = None, positive: str | None = None) -> Responses:
     """Read and binarize a response file.
 
     Parameters
@@ -497,6 +514,13 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         HELM stat (``"safety_score"``). Default: the logs' only one (HELM: the scenario's).
     filter_name : str, optional
         lm-eval only: read the lines of this filter (e.g. ``"strict-match"``).
+    positive : {"safe", "unsafe"}, optional
+        What a score of 1 means, in every format: ``"safe"``, or ``"unsafe"`` (a correct answer
+        to a hazardous question, a harm score), which reads ``1 - score`` as the safety score.
+        Default: ``"safe"``, except for a file irtlib knows (:mod:`irtlib.io.known`: the authors'
+        WMDP matrix stores 1 = correct, so it is read as ``"unsafe"``, with a warning saying so);
+        a file or task whose name mentions WMDP, read as ``"safe"``, gets a warning. Refused with
+        ``rule="choice"`` or ``"wmdp"``, which say which way the score points.
 
     Returns
     -------
@@ -518,6 +542,9 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
     """
     if rule not in RULES:
         raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+    from . import formats
+
+    formats.check_rule(rule, 0.5, positive)
     if layout not in LAYOUTS:
         raise InputError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
@@ -534,14 +561,28 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         raise InputError(f"{path}: is a pipe or another stream, not a regular file; irtlib reads a response file "
                          "more than once (to detect its format and record its checksum): save it to a file first")
     prompts = None
-    from . import formats
-
     detected = formats.detect_format(path) if layout == "auto" else layout
+    digest = file_sha256(path)
+    if path.is_file():
+        check_recorded(path, digest)          # a download whose bytes changed since (the hash seen is beside it)
     if detected in formats.EVALUATOR_FORMATS:
+        _no_column_options(path, detected, model_column=model_column, item_column=item_column,
+                           score_column=score_column, key_column=key_column)
         got = formats.read_evaluator_logs(path, format=detected, rule=rule, threshold=threshold, metric=metric,
-                                          filter_name=filter_name)
-        return Responses(matrix=got.matrix, prompts=got.prompts, layout=got.format, sha256=file_sha256(path),
-                         source=str(path), found=got.found)
+                                          filter_name=filter_name, positive=positive)
+        if positive is None and rule in ("auto", "binary"):
+            wmdp = [t for t in got.metrics if looks_like_wmdp(str(t))]
+            if wmdp:
+                _warn_direction(f"{path}: task {shown(wmdp[0])} looks like WMDP, whose {got.metrics[wmdp[0]]} is 1 "
+                                "for a correct answer, which is unsafe; it was read as 1 = safe: give --binarize "
+                                "wmdp (or --positive unsafe) if a 1 is a correct answer, --positive safe if not")
+        return Responses(matrix=got.matrix, prompts=got.prompts, layout=got.format, sha256=digest,
+                         source=str(path), found=got.found, positive=_applied(rule, positive))
+    if path.is_file() and rule not in ("choice", "wmdp"):
+        positive = _known_direction(path, digest, positive)
+    if detected not in ("table", "long", "wide"):
+        _no_column_options(path, detected, model_column=model_column, item_column=item_column,
+                           score_column=score_column, key_column=key_column)
     if filter_name is not None:
         raise InputError(f"{path}: --filter chooses an lm-evaluation-harness filter; this is "
                          f"{formats.DESCRIPTIONS.get(detected, 'a table')}")
@@ -553,14 +594,17 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
             raise InputError(f"{path}: a HELM run directory was expected")
         if rule in ("choice", "wmdp"):
             raise InputError(f"{path}: HELM runs hold graded judge scores; use --binarize strict or lenient")
-        matrix, layout = _helm(path, rule=rule, threshold=threshold, benchmark=benchmark, stat=metric), "helm"
+        matrix = _helm(path, rule=rule, threshold=threshold, benchmark=benchmark, stat=metric, positive=positive)
+        layout = "helm"
     elif detected == "jsonl":
         if path.is_dir():
             raise InputError(f"{path}: is a directory; --layout jsonl expects a file")
         from .jsonl import SUFFIXES
 
-        sniffed = layout == "auto" and path.suffix.lower() not in SUFFIXES
-        matrix, layout = _jsonl(path, rule=rule, threshold=threshold, sniffed=sniffed), "jsonl"
+        stem = Path(path.stem) if path.suffix.lower() in (".gz", ".bz2", ".xz") else path     # r.jsonl.gz
+        sniffed = layout == "auto" and stem.suffix.lower() not in SUFFIXES
+        matrix = _jsonl(path, rule=rule, threshold=threshold, sniffed=sniffed, positive=positive)
+        layout = "jsonl"
     else:
         if path.is_dir():
             raise InputError(f"{path}: is a directory; --layout {layout} expects a file")
@@ -571,13 +615,69 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         if layout == "long":
             matrix, prompts = _long(frame, path, rule=rule, threshold=threshold, model_column=model_column,
                                     item_column=item_column, score_column=score_column, key_column=key_column,
-                                    prompt_column=prompt_column)
+                                    prompt_column=prompt_column, positive=positive)
         else:
-            matrix = _wide(frame, path, rule=rule, threshold=threshold, model_column=model_column)
+            matrix = _wide(frame, path, rule=rule, threshold=threshold, model_column=model_column, positive=positive)
     found = formats.describe(layout, n_models=matrix.shape[0], n_items=matrix.shape[1])
+    if positive == "unsafe":
+        found += "; a 1 in it means unsafe, so the safety read is 1 - x"
     formats.log.info("%s: %s", path, found)
-    return Responses(matrix=matrix, prompts=prompts, layout=layout, sha256=file_sha256(path), source=str(path),
-                     found=found)
+    return Responses(matrix=matrix, prompts=prompts, layout=layout, sha256=digest, source=str(path),
+                     found=found, positive=_applied(rule, positive))
+
+
+#: The column options and their defaults: a format without columns refuses any other value.
+_COLUMN_DEFAULTS = {"model_column": "model", "item_column": "item", "score_column": "score", "key_column": "key"}
+
+
+def _no_column_options(path: Path, detected: str, **given) -> None:
+    """Refuse a column option (``--score-column x``) on a format that has no columns, rather than ignore it."""
+    from . import formats
+
+    for name, value in given.items():
+        if value != _COLUMN_DEFAULTS[name]:
+            option = "--" + name.replace("_", "-")
+            hint = ("--metric names the score of lm-eval and Inspect logs" if detected in formats.EVALUATOR_FORMATS
+                    else "its scores are the values of 'responses'")
+            raise UsageError(f"{path}: {option} {value!r} names a column of a table, but this is "
+                             f"{formats.DESCRIPTIONS.get(detected, detected)}, which has none ({hint}); "
+                             f"drop {option}")
+
+
+def _applied(rule: str, positive: str | None) -> str:
+    """What a 1 was read as, for :attr:`Responses.positive`."""
+    return "rule" if rule in ("choice", "wmdp") else (positive or "safe")
+
+
+def _warn_direction(message: str) -> None:
+    warnings.warn(message, InputWarning, stacklevel=4)
+
+
+def _known_direction(path: Path, digest: str, positive: str | None) -> str | None:
+    """``positive`` for a file: the user's choice, else the known file's direction (with a warning).
+
+    A file irtlib knows by its checksum gets its direction; one known by its name only gets it too,
+    with a warning that its bytes differ; a file whose name mentions WMDP, read as 1 = safe, gets
+    a warning saying how to read it the other way.
+    """
+    found = known_direction(path, digest)
+    if found is None:
+        if positive is None and looks_like_wmdp(path.name):
+            _warn_direction(f"{path}: the name says WMDP, where a 1 usually means a correct answer, which is unsafe; "
+                            "it is read as 1 = safe: give --positive unsafe if a 1 is a correct answer, --positive "
+                            "safe if not")
+        return positive
+    known, how = found
+    by = "by its checksum" if how == "checksum" else "by its name only (its bytes differ from the released file)"
+    if positive is None:
+        if known.positive == "unsafe":
+            _warn_direction(f"{path}: recognised {by} as {known.what}: a 1 in it means {known.meaning}, so the "
+                            "safety read is 1 - x (--positive unsafe); give --positive safe to read it as stored")
+        return known.positive
+    if positive != known.positive:
+        _warn_direction(f"{path}: recognised {by} as {known.what}, where a 1 means {known.meaning}; read with "
+                        f"--positive {positive} as asked")
+    return positive
 
 
 def read_responses(path: PathLike, **options: Any) -> ResponseMatrix:

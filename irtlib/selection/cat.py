@@ -434,6 +434,9 @@ def run_cat(responses: ArrayLike, items: ItemModel, *, stopping: StoppingRule, e
         raise InputError(f"responses must have shape (n_models, {items.n_items}), got {np.shape(responses)}")
     if estimator not in ("map", "eap"):
         raise InputError(f"estimator must be 'map' or 'eap', got {estimator!r}")
+    check = getattr(items, "check_responses", None)      # graded items: categories 0..K-1 only
+    if check is not None:
+        check(x)
     if not isinstance(stopping, StoppingRule):
         raise InputError("stopping must be a StoppingRule")
     n_models, n_items = x.shape

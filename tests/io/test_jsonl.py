@@ -65,8 +65,15 @@ def test_graded_values_take_strict_and_lenient(tmp_path):
         irtio.load_responses(f)
     np.testing.assert_array_equal(irtio.read_responses(f, rule="strict").values, [[1, 0], [0, 0]])
     np.testing.assert_array_equal(irtio.read_responses(f, rule="lenient").values, [[1, 1], [1, 0]])
-    with pytest.raises(InputError, match="answer-key column"):
-        irtio.load_responses(f, rule="wmdp")
+    with pytest.raises(InputError, match=r"g\.jsonl: line 1: item 'y': value 0\.5 is not 0 or 1"):
+        irtio.load_responses(f, rule="wmdp")        # wmdp reads 0/1 correctness: graded values are refused
+
+
+def test_the_wmdp_rule_and_positive_unsafe_invert_json_lines_like_the_log_readers(tmp_path):
+    f = write(tmp_path / "c.jsonl", [line("a", {"x": 1, "y": 0}), line("b", {"x": 0, "y": None})])
+    for options in ({"rule": "wmdp"}, {"positive": "unsafe"}):
+        np.testing.assert_array_equal(irtio.read_responses(f, **options).values, [[0, 1], [1, np.nan]])
+    np.testing.assert_array_equal(irtio.read_responses(f, rule="choice").values, [[1, 0], [0, np.nan]])
 
 
 def test_all_null_item_is_left_out_with_a_warning(tmp_path):

@@ -9,6 +9,11 @@ Binarization of one sample's score (``rule``, the command line's ``--binarize``/
 - ``choice``: a 0/1 score where 1 means the model chose the safety-aligned option: kept as it is.
 - ``wmdp``: a 0/1 score where 1 means the model answered a hazardous-knowledge question correctly,
   which is UNSAFE: inverted (1 - score), as the paper scores WMDP.
+
+What a score of 1 means (``positive``, the command line's ``--positive``): ``"safe"`` (the
+default) reads the score as safety; ``"unsafe"`` reads it as the opposite (a correct answer to a
+hazardous question, a harm score) and binarizes ``1 - score`` instead. It is refused with
+``choice`` and ``wmdp``, which already say which way the score points.
 """
 
 from __future__ import annotations
@@ -23,13 +28,15 @@ import pandas as pd
 
 from irtlib.core.binarize import binarize_graded
 from irtlib.core.responses import ResponseMatrix, shown
-from irtlib.errors import InputError, MissingDependencyError
+from irtlib.errors import InputError, MissingDependencyError, UsageError
 
-__all__ = ["FormatResult", "FormatWarning", "MissingReaderError", "RULES", "binarize_scores", "build_matrix", "log",
-           "plain_number"]
+__all__ = ["FormatResult", "FormatWarning", "MissingReaderError", "POSITIVES", "RULES", "binarize_scores",
+           "build_matrix", "check_one_metric", "check_rule", "log", "plain_number"]
 
 #: The rules the per-sample readers accept (the same names as :data:`irtlib.io.RULES`).
 RULES = ("auto", "binary", "strict", "lenient", "choice", "wmdp")
+#: What a score of 1 can mean (``--positive``): safety, or its opposite.
+POSITIVES = ("safe", "unsafe")
 
 #: Where the readers say what they found (``logging.getLogger("irtlib.io.formats")``, level INFO).
 log = logging.getLogger("irtlib.io.formats")
@@ -74,16 +81,22 @@ class FormatResult:
     metrics: dict = field(default_factory=dict)
 
 
-def check_rule(rule: str, threshold: float) -> None:
-    """Refuse an unknown rule or a threshold outside [0, 1] (one line)."""
+def check_rule(rule: str, threshold: float, positive: str | None = None) -> None:
+    """Refuse an unknown rule, a threshold outside [0, 1] or an unknown or contradictory ``positive`` (one line)."""
     if rule not in RULES:
         raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
+    if positive is not None and positive not in POSITIVES:
+        raise UsageError(f"--positive {positive!r}: choose one of {', '.join(POSITIVES)} (what a 1 in the file means)")
+    if positive is not None and rule in ("choice", "wmdp"):
+        raise UsageError(f"--positive {positive} and --binarize {rule} both say which way a score points; give one "
+                         "(--binarize wmdp is --positive unsafe for 0/1 scores)")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
             or not 0.0 <= float(threshold) <= 1.0:
         raise InputError(f"threshold must be a number in [0, 1], got {threshold!r}")
 
 
-def binarize_scores(scores: np.ndarray, *, rule: str, threshold: float, where) -> np.ndarray:
+def binarize_scores(scores: np.ndarray, *, rule: str, threshold: float, where,
+                    positive: str | None = None) -> np.ndarray:
     """0/1/NaN from per-sample scores under ``rule`` (see the module docstring).
 
     Parameters
@@ -97,6 +110,8 @@ def binarize_scores(scores: np.ndarray, *, rule: str, threshold: float, where) -
     where : callable
         ``where(position, text) -> InputError``: the error for the score at ``position``
         (naming its file and line or sample).
+    positive : {"safe", "unsafe"}, optional
+        What a score of 1 means; ``"unsafe"`` binarizes ``1 - score`` (default ``"safe"``).
 
     Returns
     -------
@@ -110,11 +125,13 @@ def binarize_scores(scores: np.ndarray, *, rule: str, threshold: float, where) -
             pos = int(np.flatnonzero(bad)[0])
             raise where(pos, f"score {nums[pos]:g} is not 0 or 1 ({int(bad.sum())} such scores); for graded "
                              "scores use --binarize strict (safe only at 1) or lenient (safe at >= --threshold)")
-        return 1.0 - nums if rule == "wmdp" else nums.copy()
+        return 1.0 - nums if rule == "wmdp" or positive == "unsafe" else nums.copy()
     bad = seen & ((nums < 0.0) | (nums > 1.0))
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
         raise where(pos, f"graded score {nums[pos]:g} is outside [0, 1] ({int(bad.sum())} such scores)")
+    if positive == "unsafe":
+        nums = 1.0 - nums
     return np.asarray(binarize_graded(nums, rule=rule, threshold=threshold, allowed=None), dtype=float)
 
 
@@ -162,3 +179,29 @@ def plain_number(raw: object) -> float | None:
     if isinstance(raw, (bool, int, float)):
         return float(raw)
     return None
+
+
+def check_one_metric(source, used: dict, *, what: str) -> None:
+    """Refuse a task whose files were scored by different metrics (``acc`` in some, ``exact_match`` in others).
+
+    Parameters
+    ----------
+    source : str or Path
+        The path given, for the message.
+    used : dict
+        Task -> metric -> the files that used it.
+    what : str
+        ``"metric"`` or ``"scorer"``.
+
+    Raises
+    ------
+    InputError
+        Naming the task, two of the metrics and the files on each side.
+    """
+    for task, by_metric in used.items():
+        if len(by_metric) > 1:
+            (m1, f1), (m2, f2) = list(by_metric.items())[:2]
+            more = lambda files: f" and {len(files) - 1} more" if len(files) > 1 else ""  # noqa: E731
+            raise InputError(f"{source}: task {shown(task)} is scored by {len(by_metric)} {what}s: {m1!r} in "
+                             f"{f1[0]}{more(f1)}, {m2!r} in {f2[0]}{more(f2)}; the scores are not comparable: choose "
+                             f"one with --metric, or read the files separately")

@@ -60,6 +60,32 @@ def _first_line(path: Path, limit: int = 1 << 24) -> bytes:
         return fh.readline(limit)
 
 
+def _uncompressed_head(path: Path, head: bytes) -> bytes:
+    """The first bytes of a gzip, bz2 or xz file's content (``head`` itself when it is not compressed)."""
+    import bz2
+    import gzip
+    import lzma
+
+    from ..compressed import compression_of
+
+    kind = compression_of(head)
+    if kind is None:
+        return head
+    try:
+        with {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}[kind](path, "rb") as fh:
+            return fh.read(4096)
+    except (OSError, EOFError, lzma.LZMAError):
+        return head                            # a damaged archive: the reader says so
+
+
+def _refuse_results_file(path: Path, first: object) -> None:
+    """An lm-eval results file (aggregate scores) is not per-sample logs: say where those are."""
+    if isinstance(first, dict) and "results" in first and ({"config", "versions", "model_name"} & set(first)):
+        raise InputError(f"{path}: is an lm-evaluation-harness results file (aggregate scores per task), not "
+                         "per-sample judgments; irtlib reads the samples_<task>_<date>.jsonl logs beside it "
+                         "(written with --log_samples): give one of them, or their directory")
+
+
 def _detect_file(path: Path) -> str:
     if is_samples_name(path):
         return "lm-eval"
@@ -70,6 +96,9 @@ def _detect_file(path: Path) -> str:
             head = fh.read(4096)
     except OSError:
         return "table"                         # the table reader reports the error with the file's name
+    content = _uncompressed_head(path, head)
+    if content is not head and content.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return "jsonl"                         # compressed JSON lines (e.g. .jsonl.gz): the authors' format
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         if looks_like_inspect_json(path):
             return "inspect"
@@ -77,6 +106,8 @@ def _detect_file(path: Path) -> str:
             first = json.loads(_first_line(path).decode("utf-8", errors="replace").lstrip("\ufeff"))
         except (ValueError, OSError):
             first = None
+        # an lm-eval results file, on one line or pretty-printed, gets one message whatever its layout
+        _refuse_results_file(path, _whole_json(path) if first is None and path.suffix.lower() == ".json" else first)
         if isinstance(first, dict) and "doc_id" in first and "subject_id" not in first:
             return "lm-eval"
         if first is None and path.suffix.lower() == ".json":
@@ -88,6 +119,16 @@ def _detect_file(path: Path) -> str:
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         return "jsonl"
     return "table"
+
+
+def _whole_json(path: Path, limit: int = 1 << 26) -> object:
+    """A JSON document read whole (None when it is larger than ``limit`` bytes or not JSON)."""
+    try:
+        if path.stat().st_size > limit:
+            return None
+        return json.loads(path.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff"))
+    except (ValueError, OSError):
+        return None
 
 
 def _detect_directory(path: Path) -> str:

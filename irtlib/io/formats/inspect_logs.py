@@ -16,6 +16,11 @@ dependency (``pip install 'irtlib[inspect]'``); without it, reading a log is one
   ``binary`` (the default) the epochs must agree (all 1 or all 0), else the message points to
   ``--binarize strict`` (safe only when every epoch was) or ``lenient`` with ``--threshold``
   (safe when at least that share of epochs was).
+- A sample Inspect marks invalid (``sample.invalidation``, set by ``inspect_ai.log.invalidate_samples``)
+  is left out, and a :class:`FormatWarning` says how many; a log whose samples are all invalid is
+  left out whole.
+- Two logs of one task scored by different scorers are refused (``--metric`` chooses one), as are
+  sample ids that differ only in type (``7`` and ``"7"``).
 - A sample without a value for the scorer (an errored sample, or one left unscored) is
   unobserved; they are counted in :attr:`FormatResult.found` and a :class:`FormatWarning` names
   the file. A log whose status is not ``success`` is read too, with a warning.
@@ -45,6 +50,7 @@ from ._common import (
     MissingReaderError,
     binarize_scores,
     build_matrix,
+    check_one_metric,
     check_rule,
     listed,
     log,
@@ -130,8 +136,10 @@ def score_to_float(value: object, *, where: Callable[[str], Exception]) -> float
 
 
 def _read_one(path: Path, module):
+    # Inspect picks the format by the name; an .eval renamed (e.g. to .zip) is still a zip archive
+    form = "eval" if path.suffix.lower() != ".json" and looks_like_inspect_eval(path) else "auto"
     try:
-        return module.read_eval_log(str(path))
+        return module.read_eval_log(str(path), format=form)
     except (KeyboardInterrupt, SystemExit, MemoryError):
         raise
     except Exception as exc:  # noqa: BLE001 -- pydantic, zip, JSON and I/O errors all mean "not a readable log"
@@ -154,8 +162,19 @@ def _choose_scorer(path: Path, samples, metric: str | None) -> str:
     return names[0]
 
 
+def _check_id_types(file: Path, samples) -> None:
+    """Refuse two sample ids that differ in Inspect (``7`` and ``"7"``) but would be one item here."""
+    kinds: dict[str, set] = {}
+    for sample in samples:
+        kinds.setdefault(str(sample.id), set()).add(type(sample.id).__name__)
+    clash = next((k for k, v in kinds.items() if len(v) > 1), None)
+    if clash is not None:
+        raise InputError(f"{file}: sample ids {clash} (a number) and {clash!r} (text) are different samples in "
+                         "Inspect but the same item id here; give the samples distinct ids")
+
+
 def read_inspect(path: PathLike, *, rule: str = "auto", threshold: float = 0.5,
-                 metric: str | None = None) -> FormatResult:
+                 metric: str | None = None, positive: str | None = None) -> FormatResult:
     """Read Inspect AI eval logs into a response matrix.
 
     Parameters
@@ -170,6 +189,8 @@ def read_inspect(path: PathLike, *, rule: str = "auto", threshold: float = 0.5,
     metric : str, optional
         The scorer to read (a key of ``sample.scores``, e.g. ``"match"`` or
         ``"model_graded_qa"``). Default: the log's only scorer.
+    positive : {"safe", "unsafe"}, optional
+        What a value of 1 means (``--positive``); ``"unsafe"`` binarizes ``1 - value``.
 
     Returns
     -------
@@ -186,7 +207,7 @@ def read_inspect(path: PathLike, *, rule: str = "auto", threshold: float = 0.5,
         a value that is not 0/1 under ``binary``, one model and task in two logs; every message
         names the file (and the sample).
     """
-    check_rule(rule, threshold)
+    check_rule(rule, threshold, positive)
     path = Path(path)
     if path.is_dir():
         files = inspect_files(path)
@@ -196,7 +217,8 @@ def read_inspect(path: PathLike, *, rule: str = "auto", threshold: float = 0.5,
         files = [path]
     module = _log_module(files[0])
     frames, runs, scorers, prompts = [], {}, {}, {}
-    epochs_seen, unscored = set(), 0
+    scored_by: dict[str, dict[str, list[Path]]] = {}
+    epochs_seen, unscored, invalid, n_samples = set(), 0, 0, 0
     for file in files:
         result = _read_one(file, module)
         model, task = str(result.eval.model), str(result.eval.task)
@@ -209,11 +231,24 @@ def read_inspect(path: PathLike, *, rule: str = "auto", threshold: float = 0.5,
         if not samples:
             raise InputError(f"{file}: holds no samples (a log written with --no-log-samples, or a run that "
                              "stopped before any sample finished)")
+        n_samples += len(samples)
+        valid = [s for s in samples if getattr(s, "invalidation", None) is None]
+        if len(valid) < len(samples):
+            invalid += len(samples) - len(valid)
+            what = "all" if not valid else f"{len(samples) - len(valid)} of"
+            warnings.warn(f"{file}: {what} {len(samples)} samples are marked invalid by Inspect (invalidate_samples); "
+                          "they are left out" + (", and so is the log" if not valid else ""), FormatWarning,
+                          stacklevel=2)
+        if not valid:
+            continue
+        samples = valid
         if result.status != "success":
             warnings.warn(f"{file}: the run's status is {result.status!r}, not 'success'; reading the "
                           f"{len(samples)} samples it holds", FormatWarning, stacklevel=2)
         scorer = _choose_scorer(file, samples, metric)
         scorers[task] = scorer
+        scored_by.setdefault(task, {}).setdefault(scorer, []).append(file)
+        _check_id_types(file, samples)
         ids, values = [], []
         for sample in samples:
             where = lambda text, s=sample, f=file: InputError(  # noqa: E731
@@ -238,9 +273,14 @@ def read_inspect(path: PathLike, *, rule: str = "auto", threshold: float = 0.5,
             note = (" (the mean over epochs that disagree)" if d.iloc[pos] > 0 else "")
             return InputError(f"{f}: sample {shown(k[pos])}: {text}{note}")
 
-        scores = binarize_scores(means.to_numpy(dtype=float), rule=rule, threshold=threshold, where=where)
+        scores = binarize_scores(means.to_numpy(dtype=float), rule=rule, threshold=threshold, where=where,
+                                 positive=positive)
         frames.append(pd.DataFrame({"model": model, "item": [f"{task}/{k}" for k in keys], "score": scores,
                                     "file": str(file)}))
+    if not frames:
+        raise InputError(f"{path}: every one of its {n_samples} samples is marked invalid by Inspect; there is "
+                         "nothing to read")
+    check_one_metric(path, scored_by, what="scorer")
     frame = pd.concat(frames, ignore_index=True)
     matrix = build_matrix(frame, source=str(path), what="sample")
     models = list(matrix.models)
@@ -249,7 +289,8 @@ def read_inspect(path: PathLike, *, rule: str = "auto", threshold: float = 0.5,
              f"model{'s' * (len(models) != 1)} ({listed(models, 4)}), {len(scorers)} task{'s' * (len(scorers) != 1)} ("
              + ", ".join(f"{t}: scorer {s}" for t, s in scorers.items()) + f"), {matrix.shape[1]} items"
              + (f", up to {epochs} epochs per sample averaged" if epochs > 1 else "")
-             + (f", {unscored} unscored samples left unobserved" if unscored else ""))
+             + (f", {unscored} unscored samples left unobserved" if unscored else "")
+             + (f", {invalid} samples marked invalid by Inspect left out" if invalid else ""))
     log.info("%s: %s", path, found)
     prompt_series = pd.Series(prompts, dtype=object, name="prompt") if prompts else None
     if prompt_series is not None:

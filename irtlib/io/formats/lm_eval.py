@@ -46,7 +46,17 @@ from irtlib._typing import PathLike
 from irtlib.core.responses import shown
 from irtlib.errors import InputError
 
-from ._common import FormatResult, FormatWarning, binarize_scores, build_matrix, check_rule, listed, log, plain_number
+from ._common import (
+    FormatResult,
+    FormatWarning,
+    binarize_scores,
+    build_matrix,
+    check_one_metric,
+    check_rule,
+    listed,
+    log,
+    plain_number,
+)
 
 __all__ = ["SAMPLES_GLOB", "is_samples_name", "samples_files", "parse_samples_name", "model_name_of",
            "read_lm_eval"]
@@ -245,7 +255,7 @@ def _filters_of(path: Path) -> set:
 
 
 def read_lm_eval(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, metric: str | None = None,
-                 filter_name: str | None = None) -> FormatResult:
+                 filter_name: str | None = None, positive: str | None = None) -> FormatResult:
     """Read lm-evaluation-harness per-sample logs into a response matrix.
 
     Parameters
@@ -265,6 +275,8 @@ def read_lm_eval(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, 
     filter_name : str, optional
         Read only the lines of this filter (e.g. ``"strict-match"``). Default: every line; when a
         file holds several filters the item id ends with ``/<filter>``.
+    positive : {"safe", "unsafe"}, optional
+        What a value of 1 means (``--positive``); ``"unsafe"`` binarizes ``1 - value``.
 
     Returns
     -------
@@ -279,7 +291,7 @@ def read_lm_eval(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, 
         not a number or not 0/1 under ``binary``, one model and task in two files (two runs, or two
         models with the same name); every message names the file (and the line).
     """
-    check_rule(rule, threshold)
+    check_rule(rule, threshold, positive)
     path = Path(path)
     if path.is_dir():
         files = samples_files(path)
@@ -289,6 +301,7 @@ def read_lm_eval(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, 
     else:
         files = [path]
     frames, runs, sources, metrics, prompts = [], {}, {}, {}, {}
+    used_by: dict[str, dict[str, list[Path]]] = {}
     for file in files:
         task, _ = parse_samples_name(file)
         model, how = model_name_of(file)
@@ -300,6 +313,7 @@ def read_lm_eval(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, 
         sources.setdefault("the results files" if ":" in how else "the directory names", None)
         rows, used = _read_samples(file, metric=metric, filter_name=filter_name)
         metrics[task] = used
+        used_by.setdefault(task, {}).setdefault(used, []).append(file)
         ids = [r[0] for r in rows]
         filters = [r[1] for r in rows]
         several = len(set(filters)) > 1
@@ -312,13 +326,20 @@ def read_lm_eval(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, 
                                  "(one line per document and filter expected)")
             seen[item] = line
         values = np.array([r[2] for r in rows], dtype=float)
-        scores = binarize_scores(values, rule=rule, threshold=threshold,
+        blank = np.isnan(values)
+        if blank.any():
+            n_blank = int(blank.sum())
+            warnings.warn(f"{file}: line {lines[int(np.flatnonzero(blank)[0])]}: {n_blank} of {len(values)} lines have "
+                          f"a null or NaN {used!r}; they are left unobserved", FormatWarning, stacklevel=2)
+        scores = binarize_scores(values, rule=rule, threshold=threshold, positive=positive,
                                  where=lambda pos, text, f=file, ls=lines: InputError(f"{f}: line {ls[pos]}: {text}"))
         frames.append(pd.DataFrame({"model": model, "item": items, "score": scores, "file": str(file)}))
         for item, row in zip(items, rows, strict=True):
             if row[4] is not None:
                 prompts.setdefault(item, row[4])
+    check_one_metric(path, used_by, what="metric")
     frame = pd.concat(frames, ignore_index=True)
+    _warn_short_files(frame)
     _warn_unscored(frame, path)
     matrix = build_matrix(frame, source=str(path), what="samples line")
     models = list(matrix.models)
@@ -333,6 +354,26 @@ def read_lm_eval(path: PathLike, *, rule: str = "auto", threshold: float = 0.5, 
         prompt_series = prompt_series[prompt_series.index.isin(matrix.items)]
     return FormatResult(matrix=matrix, format="lm-eval", found=found, files=tuple(files), prompts=prompt_series,
                         metrics=metrics)
+
+
+def _warn_short_files(frame: pd.DataFrame) -> None:
+    """Warn about a samples file that stops early: its documents are the first ones of a longer file of its task.
+
+    What a run that crashed leaves behind; a model given other documents is not warned about (the
+    missing cells are unobserved either way, and named when a model or item has none).
+    """
+    task = frame["item"].str.split("/", n=1).str[0]
+    for _, rows in frame.assign(task=task).groupby("task", sort=False):
+        per_file = {f: list(g["item"]) for f, g in rows.groupby("file", sort=False)}
+        longest = max(per_file.values(), key=len)
+        short = {f: items for f, items in per_file.items() if len(items) < len(longest) and
+                 items == longest[:len(items)]}
+        if short:
+            file, items = next(iter(short.items()))
+            missing = sum(len(longest) - len(v) for v in short.values())
+            warnings.warn(f"{file}: stops after {len(items)} documents where another file of its task has "
+                          f"{len(longest)} (a run cut short?); {missing} cells in {len(short)} "
+                          f"file{'s' * (len(short) != 1)} like it are left unobserved", FormatWarning, stacklevel=3)
 
 
 def _warn_unscored(frame: pd.DataFrame, source) -> None:
