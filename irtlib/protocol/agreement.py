@@ -707,6 +707,9 @@ def run_protocol(matrix: ResponseMatrix, *, methods: Sequence[str] | None = None
     n_splits, n_test, seed = settled["n_splits"], settled["n_test"], settled["seed"]
     reference, variance_threshold = settled["reference"], settled["variance_threshold"]
     engine = proto.engine if engine is None else check_engine(engine)
+    if int(n_test) < 2:
+        raise InputError(f"n_test must be at least 2, got {n_test}: agreement is Spearman's rho over the test models "
+                         "of a split, undefined for one")
     methods = _methods.check_methods(methods)
     filtered, ref, groups = protocol_data(matrix, variance_threshold=variance_threshold, reference=reference,
                                           groups=groups, n_test=n_test, seed=seed, n_test_groups=n_test_groups,
@@ -827,8 +830,8 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
     se, band_lo, band_hi.
         ``lo``-``hi`` is the spread of single splits (the ``level`` quantiles of the per-split
         agreements); ``ci_lo``-``ci_hi`` is the ``level`` confidence interval of the mean over
-        splits (Student's t, ``mean +- t * sd / sqrt(n_splits)``), the interval within which a
-        rerun's mean is expected. ``n_undefined`` counts the splits whose rho was undefined
+        splits (Student's t, ``mean +- t * sd / sqrt(n_splits)``, cut to [-1, 1] as every band
+        here), the interval within which a rerun's mean is expected. ``n_undefined`` counts the splits whose rho was undefined
         (constant scores among the test models), counted as 0 under ``nan_policy="zero"``.
         ``se`` is ``sd / sqrt(n)`` with ``n`` the splits averaged (all of them under ``"zero"``,
         the defined ones under ``"omit"``).
@@ -845,13 +848,14 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
     out = g["value"].agg(mean="mean", sd="std", lo=lambda s: s.quantile(q), hi=lambda s: s.quantile(1 - q),
                          n=lambda s: s.notna().sum(), n_splits="size")
     half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
-    out.insert(out.columns.get_loc("n"), "ci_lo", out["mean"] - half)
-    out.insert(out.columns.get_loc("n"), "ci_hi", out["mean"] + half)
+    # a correlation lies in [-1, 1], and so does every interval or band of its mean
+    out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
+    out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
     out["n_undefined"] = g["undefined"].sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
     width = out["sd"] if band == "sd" else out["se"]
-    out["band_lo"], out["band_hi"] = out["mean"] - width, out["mean"] + width
+    out["band_lo"], out["band_hi"] = (out["mean"] - width).clip(-1.0, 1.0), (out["mean"] + width).clip(-1.0, 1.0)
     curves = out.drop(columns="n").reset_index()
     curves.attrs.update({"nan_policy": nan_policy, "band": band,
                          "band_label": "mean +- 1 SD over splits" if band == "sd"

@@ -340,3 +340,12 @@ def test_the_ceiling_reuses_the_protocols_split_calibrations_from_the_cache(smal
                                                     **dict(kw, calibration_cache=None)), check_like=False)
     pd.testing.assert_series_equal(ceiling, agreement_ceiling(small, **dict(kw, calibration_cache=None)))
     assert fitted == [3, 3, 3]
+
+
+def test_one_test_model_is_refused_and_intervals_stay_within_minus_one_and_one(small):
+    with pytest.raises(InputError, match="n_test must be at least 2"):
+        run_protocol(small, ks=[1, 5], n_splits=2, n_test=1, progress=False)
+    res = pd.DataFrame({"split": [0, 1, 2], "method": "fluid", "k": 5, "agreement": [1.0, 1.0, 0.2]})
+    curve = agreement_curves(res).iloc[0]
+    assert curve["ci_hi"] == 1.0 and curve["band_hi"] == 1.0 and curve["ci_lo"] >= -1.0
+    assert curve["mean"] == pytest.approx(2.2 / 3)
