@@ -831,8 +831,9 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
         ``lo``-``hi`` is the spread of single splits (the ``level`` quantiles of the per-split
         agreements); ``ci_lo``-``ci_hi`` is the ``level`` confidence interval of the mean over
         splits (Student's t, ``mean +- t * sd / sqrt(n_splits)``, cut to [-1, 1] as every band
-        here), the interval within which a rerun's mean is expected. ``n_undefined`` counts the splits whose rho was undefined
-        (constant scores among the test models), counted as 0 under ``nan_policy="zero"``.
+        here), the interval within which a rerun's mean is expected. ``n_undefined`` counts the
+        splits whose rho was undefined (constant scores among the test models), counted as 0
+        under ``nan_policy="zero"``.
         ``se`` is ``sd / sqrt(n)`` with ``n`` the splits averaged (all of them under ``"zero"``,
         the defined ones under ``"omit"``).
     """
