@@ -9,7 +9,8 @@
 #                    parallel (pytest-xdist, TEST_JOBS=2 workers), without the tests marked
 #                    book, browser or slow (tests/conftest.py); about 2 minutes on 2 cores
 #   make test-all    (or make test FULL=1) lint and every test, with line coverage of irtlib
-#                    (subprocesses included): what CI runs after `make book QUICK=1`
+#                    (subprocesses included), in parallel like make test (TEST_JOBS workers, one test
+#                    file per worker at a time): what CI runs after `make book QUICK=1`
 #                    Select with PYTEST_ARGS="tests/test_x.py -k name" (make test-all runs any test)
 #   make lint        ruff only
 #   make book        execute every chapter with papermill (2 in parallel), check the
@@ -112,7 +113,7 @@ test: lint $(VENV_STAMP)
 endif
 
 test-all: lint $(VENV_STAMP)
-	$(VPY) -m pytest --cov=irtlib --cov-report=term $(PYTEST_ARGS)
+	$(VPY) -m pytest --cov=irtlib --cov-report=term -n $(TEST_JOBS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 # ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy docstrings: pyproject.toml [tool.ruff])
 LINT_PATHS ?= irtlib tests benchmarks scripts
