@@ -36,7 +36,7 @@ def _spearman(x: pd.Series, y: pd.Series) -> float:
 
 
 def engine_table(benches: Mapping, calibrations: Mapping[str, Mapping], main: str) -> pd.DataFrame:
-    """Per benchmark: items fitted, seconds per fit of every engine, and each other engine's rank agreement with ``main``.
+    """Per benchmark: items fitted, seconds per fit of each engine, and the others' rank agreement with ``main``.
 
     Parameters
     ----------

@@ -21,8 +21,9 @@ from irtlib.core.responses import ResponseMatrix
 from ..datasets.sources import DataSource
 from irtlib.protocol.presets import Protocol
 
-__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "chapter_epochs", "CHAPTER_ENGINES", "paper_budgets", "protocol_budgets",
-           "kept_items", "book_protocol", "protocol_sizes", "protocol_benchmark"]
+__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "chapter_epochs",
+           "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
+           "book_protocol", "protocol_sizes", "protocol_benchmark"]
 
 
 @dataclass(frozen=True)

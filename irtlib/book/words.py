@@ -14,8 +14,8 @@ __all__ = ["ENGINE_WORDS", "ENGINE_SHORT", "PROTOCOL_WORDS", "NAN_WORDS", "engin
 #: A calibration engine, in a clause that says what it fits and how (paper, Section 3 and appendix B).
 ENGINE_WORDS = {
     "pyirt-authors": "the authors' calibration: py-irt with its hierarchical priors, the learning rate decayed by "
-                     "0.9999 per epoch and the parameters of the epoch with the lowest loss (batched over splits, "
-                     "the same parameters as separate py-irt fits)",
+                     "0.9999 per epoch and the parameters of the epoch with the lowest loss (irtlib's batched "
+                     "implementation, the same parameters as py-irt's)",
     "pyirt": "py-irt with the text's fixed priors (θ ~ N(0, 1), b ~ N(0, 1), a ~ LogNormal(0, 1)) at a constant "
              "learning rate",
     "map": "irtlib's fast MAP engine: the posterior mode of the text's model and priors",
@@ -60,6 +60,9 @@ def nan_rule_words(protocol) -> str:
 
 
 def engine_caption(engine: str, epochs: int | None = None) -> str:
-    """A caption's words for a fit: the engine's short name and, for a py-irt run, its epochs ("authors' calibration, 1,000 epochs")."""
+    """A caption's words for a fit: the engine's short name and, for a py-irt run, its epochs.
+
+    E.g. "authors' calibration, 1,000 epochs"; "MAP engine".
+    """
     short = engine_short(engine)
     return short if engine == "map" or epochs is None else f"{short}, {int(epochs):,} epochs"
