@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from irtlib.book.words import engine_short
+from irtlib.book.words import engine_noun, engine_short
 
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
-__all__ = ["alternatives", "engine_table", "agreement_phrase", "seconds_phrase", "count_phrase",
-           "direction", "names_phrase"]
+__all__ = ["alternatives", "engine_table", "agreement_phrase", "least_agreement_phrase", "seconds_phrase",
+           "count_phrase", "direction", "names_phrase"]
 
 _PARAMS = (("theta", "θ"), ("b", "b"), ("a", "a"))
 
@@ -80,6 +80,19 @@ def agreement_phrase(table: pd.DataFrame, main: str, others: Sequence[str]) -> s
         parts.append(f"{engine_short(e)}: θ at least {low['θ']:.3f}, b at least {low['b']:.3f} and a at least "
                      f"{low['a']:.3f} ({worst} lowest, on {table[cols[worst]].idxmin()})")
     return "; ".join(parts)
+
+
+def least_agreement_phrase(table: pd.DataFrame, others: Sequence[str]) -> str:
+    """Which parameter agrees least with the main fit ("$a$ agrees least under both"), per engine if they differ."""
+    worst = {}
+    for e in others:
+        low = {sym: float(table[f"Spearman {sym}, {engine_short(e)}"].min()) for _, sym in _PARAMS}
+        worst[e] = min(low, key=low.get)
+    if len(set(worst.values())) == 1:
+        sym = next(iter(worst.values()))
+        who = {1: "the other calibration", 2: "both other calibrations"}.get(len(others), "every other calibration")
+        return f"${sym}$ agrees least under {who}" if sym != "θ" else f"$\\theta$ agrees least under {who}"
+    return "; ".join(f"{sym} agrees least under {engine_noun(e)}" for e, sym in worst.items())
 
 
 def seconds_phrase(table: pd.DataFrame, engines: Sequence[str]) -> str:

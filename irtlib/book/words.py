@@ -9,7 +9,7 @@ from __future__ import annotations
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
 __all__ = ["ENGINE_WORDS", "ENGINE_SHORT", "PROTOCOL_WORDS", "NAN_WORDS", "engine_words", "engine_short",
-           "nan_rule_words", "ENGINE_ROLE", "engine_caption"]
+           "nan_rule_words", "ENGINE_ROLE", "engine_caption", "ENGINE_NOUN", "engine_noun"]
 
 #: A calibration engine, in a clause that says what it fits and how (paper, Section 3 and appendix B).
 ENGINE_WORDS = {
@@ -23,6 +23,10 @@ ENGINE_WORDS = {
 
 #: The same, in two or three words for captions and table headers.
 ENGINE_SHORT = {"pyirt-authors": "authors' calibration", "pyirt": "py-irt, text's priors", "map": "MAP engine"}
+
+#: The same as a noun phrase inside a sentence ("..., as with the MAP engine").
+ENGINE_NOUN = {"pyirt-authors": "the authors' calibration", "pyirt": "py-irt with the text's priors",
+               "map": "the MAP engine"}
 
 #: Why a chapter's main fit is this engine, as a clause ("..., the calibration the authors' numbers come from").
 ENGINE_ROLE = {"pyirt-authors": "the calibration the authors' released code runs, so the one their reported numbers "
@@ -66,3 +70,8 @@ def engine_caption(engine: str, epochs: int | None = None) -> str:
     """
     short = engine_short(engine)
     return short if engine == "map" or epochs is None else f"{short}, {int(epochs):,} epochs"
+
+
+def engine_noun(engine: str) -> str:
+    """``engine`` as a noun phrase for a sentence ("the authors' calibration", "the MAP engine")."""
+    return ENGINE_NOUN.get(engine, f"the engine {engine!r}")
