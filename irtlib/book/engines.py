@@ -83,16 +83,19 @@ def agreement_phrase(table: pd.DataFrame, main: str, others: Sequence[str]) -> s
 
 
 def least_agreement_phrase(table: pd.DataFrame, others: Sequence[str]) -> str:
-    """Which parameter agrees least with the main fit ("$a$ agrees least under both"), per engine if they differ."""
+    """Which parameter agrees least with the main fit, per engine if they differ.
+
+    E.g. "the discrimination a agrees least under both other calibrations" (plain text: it is glued).
+    """
     worst = {}
     for e in others:
         low = {sym: float(table[f"Spearman {sym}, {engine_short(e)}"].min()) for _, sym in _PARAMS}
         worst[e] = min(low, key=low.get)
+    names = {"θ": "the ability θ", "b": "the difficulty b", "a": "the discrimination a"}   # glued text: no markdown
     if len(set(worst.values())) == 1:
-        sym = next(iter(worst.values()))
         who = {1: "the other calibration", 2: "both other calibrations"}.get(len(others), "every other calibration")
-        return f"${sym}$ agrees least under {who}" if sym != "θ" else f"$\\theta$ agrees least under {who}"
-    return "; ".join(f"{sym} agrees least under {engine_noun(e)}" for e, sym in worst.items())
+        return f"{names[next(iter(worst.values()))]} agrees least under {who}"
+    return "; ".join(f"{names[sym]} agrees least under {engine_noun(e)}" for e, sym in worst.items())
 
 
 def seconds_phrase(table: pd.DataFrame, engines: Sequence[str]) -> str:
