@@ -147,9 +147,16 @@ def dimension_agreement(binary: np.ndarray, reference: np.ndarray, *, structure:
     return pd.DataFrame(out, columns=["split", "method", "k", "agreement"])
 
 
-def curves(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean agreement per method and budget (undefined agreement counted as 0, as in the book)."""
-    r = results.assign(agreement=results["agreement"].fillna(0.0))
+def curves(results: pd.DataFrame, *, nan_policy: str = "zero") -> pd.DataFrame:
+    """Mean agreement per method and budget.
+
+    ``nan_policy`` is a protocol's rule for an undefined agreement (``Protocol.nan_policy``):
+    ``"zero"`` counts it as 0 (the paper's text, irtlib's ``"paper"`` protocol), ``"omit"`` drops
+    it from the mean (the authors' code); ``count`` is the number of values averaged.
+    """
+    if nan_policy not in ("zero", "omit"):
+        raise ValueError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
+    r = results.assign(agreement=results["agreement"].fillna(0.0)) if nan_policy == "zero" else results
     return r.groupby(["method", "k"])["agreement"].agg(["mean", "std", "count"]).reset_index()
 
 

@@ -22,8 +22,9 @@ from irtlib.core.responses import ResponseMatrix
 from ..datasets.sources import DataSource
 from irtlib.protocol.presets import Protocol
 
-__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "split_cache", "paper_budgets", "protocol_budgets",
-           "kept_items", "book_protocol", "protocol_sizes", "protocol_benchmark"]
+__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
+           "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
+           "book_protocol", "protocol_sizes", "protocol_benchmark"]
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,39 @@ def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt-authors", seed
     """
     settings = (engine,) if engine == "map" else (engine, seed, epochs, lr)
     key = ("calibrate_benchmark", bench.name, bench.rule, bench.checksum, settings)
-    if engine == "pyirt-authors":
-        return cached(lambda: _authors_calibration(bench.filtered, seed=seed, epochs=epochs, lr=lr),
-                      key=key, cache_dir=cache_dir)
-    return cached(lambda: fit_2pl(bench.filtered, engine=engine, seed=seed, epochs=epochs, lr=lr),
+    return cached(lambda: calibrate_matrix(bench.filtered, engine=engine, seed=seed, epochs=epochs, lr=lr),
                   key=key, cache_dir=cache_dir)
+
+
+def calibrate_matrix(matrix: ResponseMatrix, *, engine: str = "pyirt-authors", seed: int = 0, epochs: int = 1000,
+                     lr: float = 0.1) -> Calibration:
+    """Fit the 2PL to any matrix (a subset of items, a simulated matrix) with one of the book's engines, uncached.
+
+    As :func:`calibrate_benchmark` (``"pyirt-authors"`` by the batched fit, the others by
+    :func:`irtlib.fit_2pl`), for the checks that refit a matrix that is not a benchmark's.
+    """
+    if engine == "pyirt-authors":
+        return _authors_calibration(matrix, seed=seed, epochs=epochs, lr=lr)
+    return fit_2pl(matrix, engine=engine, seed=seed, epochs=epochs, lr=lr)
+
+
+#: The three calibrations the fit chapters set side by side: the authors' (their released code), py-irt
+#: with the text's fixed priors, and irtlib's MAP engine (posterior mode of the text's model).
+CHAPTER_ENGINES = ("pyirt-authors", "pyirt", "map")
+
+#: Epochs of py-irt with the text's priors in a QUICK build (a preview; the authors' calibration never shortens).
+QUICK_PYIRT_EPOCHS = 200
+
+
+def chapter_epochs(engine: str, epochs: int, *, quick: bool) -> int:
+    """The epochs a chapter's calibration by ``engine`` runs, so that every chapter reuses the same cached fit.
+
+    The authors' calibration (``"pyirt-authors"``) always runs ``epochs`` (1,000 is the paper's
+    protocol, and its best-epoch rule needs the whole run); py-irt with the text's priors
+    (``"pyirt"``) runs at most :data:`QUICK_PYIRT_EPOCHS` in a QUICK build; the MAP engine has no
+    epochs (returned unchanged, and ignored by :func:`calibrate_benchmark`).
+    """
+    return min(int(epochs), QUICK_PYIRT_EPOCHS) if quick and engine == "pyirt" else int(epochs)
 
 
 def _authors_calibration(matrix: ResponseMatrix, *, seed: int, epochs: int, lr: float) -> Calibration:

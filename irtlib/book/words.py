@@ -8,13 +8,14 @@ from __future__ import annotations
 
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
-__all__ = ["ENGINE_WORDS", "ENGINE_SHORT", "PROTOCOL_WORDS", "engine_words", "engine_short"]
+__all__ = ["ENGINE_WORDS", "ENGINE_SHORT", "PROTOCOL_WORDS", "NAN_WORDS", "engine_words", "engine_short",
+           "nan_rule_words", "ENGINE_ROLE", "engine_caption", "ENGINE_NOUN", "engine_noun"]
 
 #: A calibration engine, in a clause that says what it fits and how (paper, Section 3 and appendix B).
 ENGINE_WORDS = {
     "pyirt-authors": "the authors' calibration: py-irt with its hierarchical priors, the learning rate decayed by "
-                     "0.9999 per epoch and the parameters of the epoch with the lowest loss (batched over splits, "
-                     "the same parameters as separate py-irt fits)",
+                     "0.9999 per epoch and the parameters of the epoch with the lowest loss (irtlib's batched "
+                     "implementation, the same parameters as py-irt's)",
     "pyirt": "py-irt with the text's fixed priors (θ ~ N(0, 1), b ~ N(0, 1), a ~ LogNormal(0, 1)) at a constant "
              "learning rate",
     "map": "irtlib's fast MAP engine: the posterior mode of the text's model and priors",
@@ -23,9 +24,23 @@ ENGINE_WORDS = {
 #: The same, in two or three words for captions and table headers.
 ENGINE_SHORT = {"pyirt-authors": "authors' calibration", "pyirt": "py-irt, text's priors", "map": "MAP engine"}
 
+#: The same as a noun phrase inside a sentence ("..., as with the MAP engine").
+ENGINE_NOUN = {"pyirt-authors": "the authors' calibration", "pyirt": "py-irt with the text's priors",
+               "map": "the MAP engine"}
+
+#: Why a chapter's main fit is this engine, as a clause ("..., the calibration the authors' numbers come from").
+ENGINE_ROLE = {"pyirt-authors": "the calibration the authors' released code runs, so the one their reported numbers "
+                                "come from",
+               "pyirt": "the calibration the paper's text describes",
+               "map": "irtlib's fast stand-in for the text's model"}
+
 #: A protocol by name.
 PROTOCOL_WORDS = {"authors": "the protocol as the authors' released code runs it",
                   "paper": "the protocol as the paper's text describes it"}
+
+#: What a protocol does with an undefined Spearman rho (a test set whose scores all tie), by ``Protocol.nan_policy``.
+NAN_WORDS = {"zero": "counts as 0 in the mean over splits",
+             "omit": "is dropped from the mean over splits (nanmean), not counted as 0"}
 
 
 def engine_words(engine: str) -> str:
@@ -36,3 +51,27 @@ def engine_words(engine: str) -> str:
 def engine_short(engine: str) -> str:
     """The caption word for ``engine``."""
     return ENGINE_SHORT.get(engine, str(engine))
+
+
+def nan_rule_words(protocol) -> str:
+    """The undefined-rho rule of ``protocol`` (a :class:`irtlib.protocol.presets.Protocol`), naming the protocol.
+
+    One rule per protocol, read from its ``nan_policy``: e.g. "counts as 0 in the mean over splits,
+    the rule of the protocol as the paper's text describes it".
+    """
+    rule = NAN_WORDS.get(protocol.nan_policy, f"follows the rule {protocol.nan_policy!r}")
+    return f"{rule}, the rule of {PROTOCOL_WORDS.get(protocol.name, f'the protocol {protocol.name!r}')}"
+
+
+def engine_caption(engine: str, epochs: int | None = None) -> str:
+    """A caption's words for a fit: the engine's short name and, for a py-irt run, its epochs.
+
+    E.g. "authors' calibration, 1,000 epochs"; "MAP engine".
+    """
+    short = engine_short(engine)
+    return short if engine == "map" or epochs is None else f"{short}, {int(epochs):,} epochs"
+
+
+def engine_noun(engine: str) -> str:
+    """``engine`` as a noun phrase for a sentence ("the authors' calibration", "the MAP engine")."""
+    return ENGINE_NOUN.get(engine, f"the engine {engine!r}")

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from irtlib.book import beyond as bz
 
@@ -29,3 +30,22 @@ def test_verdicts():
     assert v(ll_new=-0.4, ll_old=-0.3, agree_new=0.8, agree_old=0.85, k_new=None, k_old=8) == "does not pay"
     assert v(ll_new=-0.2, ll_old=-0.3, agree_new=0.84, agree_old=0.85, k_new=8, k_old=2) == "mixed"
     assert v(ll_new=-0.4, ll_old=-0.3, agree_new=0.95, agree_old=0.85, k_new=3, k_old=8) == "mixed"
+
+
+def test_curves_follow_the_protocols_nan_rule():
+    from irtlib.book.words import nan_rule_words
+    from irtlib.protocol import presets
+
+    runs = pd.DataFrame({"split": [0, 1, 2], "method": ["a"] * 3, "k": [5] * 3, "agreement": [0.9, np.nan, 0.6]})
+    zero = bz.curves(runs, nan_policy="zero").iloc[0]
+    omit = bz.curves(runs, nan_policy="omit").iloc[0]
+    assert np.isclose(zero["mean"], 0.5) and zero["count"] == 3        # the undefined rho counted as 0
+    assert np.isclose(omit["mean"], 0.75) and omit["count"] == 2       # dropped (nanmean)
+    assert np.isclose(bz.curves(runs)["mean"].iloc[0], 0.5)           # default: the paper's text
+    with pytest.raises(ValueError, match="nan_policy"):
+        bz.curves(runs, nan_policy="mean")
+    # the sentence a chapter glues names the protocol's own rule, one per protocol
+    paper_words = nan_rule_words(presets.resolve("paper"))
+    authors_words = nan_rule_words(presets.resolve("authors", benchmark="harmbench"))
+    assert "counts as 0" in paper_words and "paper's text" in paper_words
+    assert "dropped" in authors_words and "authors' released code" in authors_words

@@ -233,3 +233,19 @@ def test_book_protocol_swaps_only_the_fresh_anchor_rule_on_large_banks(sst):
     assert rest == {k: v for k, v in same.settings().items() if k != "anchor_rule"}
     # the paper's protocol already runs the path
     assert pipeline.book_protocol(sst, "paper", fresh_anchor_max_items=1) == protocols.get("paper", benchmark=sst.name)
+
+
+def test_chapter_epochs_shortens_only_the_text_priors_run_in_a_quick_build():
+    assert pipeline.chapter_epochs("pyirt-authors", 1000, quick=True) == 1000     # the paper's protocol, always
+    assert pipeline.chapter_epochs("pyirt", 1000, quick=True) == pipeline.QUICK_PYIRT_EPOCHS
+    assert pipeline.chapter_epochs("pyirt", 1000, quick=False) == 1000
+    assert pipeline.chapter_epochs("pyirt", 50, quick=True) == 50
+    assert set(pipeline.CHAPTER_ENGINES) == {"pyirt-authors", "pyirt", "map"}
+
+
+def test_calibrate_matrix_is_calibrate_benchmark_uncached(sst, tmp_path):
+    on_bench = pipeline.calibrate_benchmark(sst, engine="map", cache_dir=tmp_path)
+    on_matrix = pipeline.calibrate_matrix(sst.filtered, engine="map")
+    pd.testing.assert_series_equal(on_bench.a, on_matrix.a)
+    authors = pipeline.calibrate_matrix(sst.filtered.subset(items=list(sst.filtered.items[:20])), epochs=5)
+    assert authors.engine == "pyirt-authors" and authors.settings["epochs"] == 5 and authors.a.size == 20
