@@ -291,7 +291,7 @@ def _authors_batched(blocks: list, seeds: list, *, cache_dir=None) -> list:
 CALIBRATION_ENGINES: dict[str, Callable[[list, list], list]] = {"pyirt-authors": _authors_batched}
 
 
-def check_engine(engine) -> str:
+def check_engine(engine: object) -> str:
     """``engine`` if it names a batched or a :func:`irtlib.fit_2pl` engine, else a one-line InputError."""
     if isinstance(engine, str) and (engine in CALIBRATION_ENGINES or engine in _FIT_ENGINES):
         return engine

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from irtlib._typing import ArrayLike
+from irtlib._typing import ArrayLike, PathLike
 from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputTypeError
@@ -45,7 +45,7 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_
                       variance_threshold: float | None | str = "protocol",
                       reference: str | None = None, groups: ArrayLike | None = None, n_test_groups: int = 1,
                       n_jobs: int = 1, protocol: str | _protocols.Protocol | None = None,
-                      benchmark: str | None = None, calibration_cache=None) -> pd.Series:
+                      benchmark: str | None = None, calibration_cache: PathLike | None = None) -> pd.Series:
     """The agreement an ability-scored method reaches with every item: one value per split.
 
     An IRT-scored method (Fluid, Random IRT, the three Fisher subsets) ranks the test models by
