@@ -25,6 +25,7 @@ import pandas as pd
 from irtlib.datasets import paper
 
 from . import provenance
+from .words import ENGINE_SHORT
 from . import scorecard as sc
 
 __all__ = ["by_kind", "kind_of", "why_note", "fit_claims", "random_meets_k", "ceiling_counts", "ceiling_pair",
@@ -86,8 +87,12 @@ def why_note(verdict: str, benches: Mapping, *, engine: str | None = None) -> st
         elif kind == "simulated":
             reasons.append(f"{bench.display_name}'s responses were never released, so it rests on the simulated "
                            "release")
-    if engine:
-        reasons.append(f"our calibration engine is {engine}")
+    if engine and engine.startswith(ENGINE_SHORT["pyirt-authors"]):
+        reasons.append("the released code calibrates on each split's training models only, so the fit of every "
+                       "model behind this number is not in it; ours is the authors' calibration applied to every "
+                       "model")
+    elif engine:
+        reasons.append(f"our calibration engine is {engine}, not the authors' calibration")
     return ("Possible reasons the data give: " + "; ".join(dict.fromkeys(reasons)) + ".") if reasons else ""
 
 

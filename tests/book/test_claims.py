@@ -135,7 +135,11 @@ def test_why_note_names_what_the_data_say_and_only_for_a_miss():
     air = {"airbench2024": bench("AIR-Bench 2024", "real-subset", "real judgments of 22 of the paper's 82 models")}
     note = paper_claims.why_note("close", air, engine="MAP")
     assert note == ("Possible reasons the data give: it rests on real judgments of 22 of the paper's 82 models, "
-                    "not on the paper's matrix; our calibration engine is MAP.")
+                    "not on the paper's matrix; our calibration engine is MAP, not the authors' calibration.")
+    # the authors' own calibration is no reason in itself: what differs is the fit the released code lacks
+    own = paper_claims.why_note("not reproduced", {"x": bench("X", "paper")},
+                                engine="authors' calibration, 1,000 epochs")
+    assert "released code calibrates on each split" in own and "engine is" not in own
     assert "never released" in paper_claims.why_note("not reproduced", {"safetybench": bench("SafetyBench",
                                                                                              "simulated")})
     assert paper_claims.why_note("reproduced", air, engine="MAP") == ""
