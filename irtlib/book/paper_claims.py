@@ -25,8 +25,8 @@ import pandas as pd
 from irtlib.datasets import paper
 
 from . import provenance
-from .words import ENGINE_SHORT
 from . import scorecard as sc
+from .words import ENGINE_SHORT
 
 __all__ = ["by_kind", "kind_of", "why_note", "fit_claims", "random_meets_k", "ceiling_counts", "ceiling_pair",
            "ceiling_claims", "discrimination_claims", "exception_claims", "airbench_claims", "table2_claims",
