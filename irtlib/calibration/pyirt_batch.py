@@ -309,6 +309,8 @@ def _check_settings(epochs, lr, lr_decay, seed):
 #: scratch memory (four float32 buffers of this size, 16 MiB) while keeping the per-chunk dispatch
 #: negligible. (Smaller, cache-sized chunks were measured no faster on the shared 2-core machine.)
 CHUNK_CELLS = 1 << 20
+#: The likelihood's loss multiplies the factors of 2 ** _HALVINGS cells before one log.
+_HALVINGS = 5
 
 
 class _Streams:
@@ -389,41 +391,76 @@ class _Likelihood:
     """
 
     def __init__(self, torch, sign, weight=None, chunk_cells: int = CHUNK_CELLS):
-        self.torch, self.sign, self.weight = torch, sign, weight
+        self.torch = torch
         n_splits, n, m = sign.shape
         self.chunk = max(1, min(n_splits, chunk_cells // (n * m)))
-        # s, log sigmoid(s), exp(-|s|): contiguous (torch's elementwise kernels copy strided
-        # operands); r = d/dz: each split's matrix aligned alike, as the products read it.
-        self._scratch = [torch.empty((self.chunk, n, m), dtype=sign.dtype) for _ in range(3)]
-        self._r = _aligned_empty(torch, (self.chunk, n, m), sign.dtype)
+        # Every (S, n, m) operand in padded storage (each split's cells start on a 64-float
+        # boundary): the elementwise kernels then run the same vector and scalar code over a split's
+        # cells wherever it sits in the batch, and the products read operands aligned alike.
+        self.sign = _aligned_copy(torch, sign)
+        self.weight = None if weight is None else _aligned_copy(torch, weight)
+        self._s, self._q, self._r = (_aligned_empty(torch, (self.chunk, n, m), sign.dtype) for _ in range(3))
+        self._products = self._logs = None
         self._apply = _log_likelihood_function(torch)
 
     def __call__(self, theta, b, a):
         return self._apply(theta, b, a, self)
 
+    def _log_of_products(self, factors):
+        """Per row of ``factors`` (k, cells), each in [1/2, 1] (overwritten), the sum of their logs.
+
+        Halving the row 5 times leaves products of at most 32 factors (at least 2 ** -32), whose
+        logs are taken in padded storage (ones beyond the row) so that each row runs the same code.
+        """
+        length = factors.shape[1]
+        for _ in range(_HALVINGS):
+            half = length // 2
+            factors[:, :half].mul_(factors[:, length - half:length])
+            length -= half
+        k = factors.shape[0]
+        width = -(-length // 64) * 64
+        if self._products is None or self._products.shape[1] != width:
+            self._products = self.torch.ones((self.chunk, width), dtype=factors.dtype)
+            self._logs = self.torch.empty_like(self._products)
+        self._products[:k, :length] = factors[:, :length]
+        return self.torch.log(self._products[:k], out=self._logs[:k]).sum(1)
+
     def value_and_gradient(self, theta, b, a):
-        """The (S,) log-likelihoods and their gradients in theta, b, a (tensors without grad)."""
+        """The (S,) log-likelihoods and their gradients in theta, b, a (tensors without grad).
+
+        Per cell, with ``s = sign z`` and ``q = sigmoid(s)``: ``d/dz = sign (1 - q)`` and
+        ``log sigmoid(s) = min(s, 0) + log max(q, 1 - q)``; the second factor lies in [1/2, 1], so
+        the factors of up to 32 cells are multiplied before one log (no underflow), instead of a
+        log1p per cell.
+        """
         torch = self.torch
-        lsf, lsb = torch.ops.aten.log_sigmoid_forward.output, torch.ops.aten.log_sigmoid_backward.grad_input
-        n_splits = theta.shape[0]
+        n_splits, n = theta.shape
+        m = a.shape[1]
         value = theta.new_empty(n_splits)
         g_theta = torch.empty_like(theta)
-        moments = theta.new_empty((n_splits, 2, a.shape[1]))              # r^T theta, sum_m r
+        moments = theta.new_empty((n_splits, 2, m))                          # r^T theta, sum_m r
         theta_one = _aligned_copy(torch, torch.stack((theta, torch.ones_like(theta)), 1))   # (S, 2, n)
         a_row = _aligned_copy(torch, a[:, None, :])
         offset = (-(a * b))[:, None, :]                                    # z = theta a - a b
+        theta_col = theta[:, :, None]
         for lo in range(0, n_splits, self.chunk):
             hi = min(lo + self.chunk, n_splits)
-            s, ll, e = (buf[:hi - lo] for buf in self._scratch)
+            s, q, r = (buf[:hi - lo] for buf in (self._s, self._q, self._r))
             sign = self.sign[lo:hi]
-            torch.baddbmm(offset[lo:hi], theta[lo:hi, :, None], a_row[lo:hi], out=s).mul_(sign)
-            lsf(s, output=ll, buffer=e)
-            if self.weight is not None:
-                ll.mul_(self.weight[lo:hi])
-            torch.sum(ll, (1, 2), out=value[lo:hi])
-            r = lsb(sign, s, e, grad_input=self._r[:hi - lo])              # d log p / d z
-            if self.weight is not None:
-                r.mul_(self.weight[lo:hi])
+            torch.addcmul(offset[lo:hi], theta_col[lo:hi], a_row[lo:hi], out=s).mul_(sign)
+            torch.sigmoid(s, out=q)
+            torch.addcmul(sign, sign, q, value=-1.0, out=r)                # d log p / d z = sign (1 - q)
+            weight = None if self.weight is None else self.weight[lo:hi]
+            # the loss: sum min(s, 0), then max(q, 1 - q) = max(q, |r|) multiplied in groups, one log each
+            s.clamp_(max=0.0)
+            if weight is not None:
+                s.mul_(weight)
+            torch.sum(s, (1, 2), out=value[lo:hi])
+            torch.maximum(q, torch.abs(r, out=s), out=q)
+            if weight is not None:       # a factor 1 (log 0) for a cell that is not an observation
+                q.sub_(1.0).mul_(weight).add_(1.0)
+                r.mul_(weight)
+            value[lo:hi] += self._log_of_products(q.reshape(hi - lo, n * m))
             torch.bmm(theta_one[lo:hi], r, out=moments[lo:hi])
             torch.bmm(a_row[lo:hi], r.transpose(1, 2), out=g_theta[lo:hi, None, :])
         g_a = moments[:, 0] - b * moments[:, 1]
@@ -432,14 +469,16 @@ class _Likelihood:
 
 
 def _aligned_empty(torch, shape, dtype):
-    """An empty (S, r, c) tensor whose every matrix ``[s]`` starts on a 64-byte boundary.
+    """An empty (S, r, c) tensor whose every matrix ``[s]`` starts on a 64-float (256-byte) boundary.
 
-    MKL's matrix products may round differently for differently aligned operands; with every
-    split's matrices aligned alike, a split's products do not depend on its place in the batch.
+    MKL's matrix products may round differently for differently aligned operands, and torch's
+    elementwise kernels run vector code over blocks of up to 32 floats and scalar code over a row's
+    tail; with every split's matrix aligned alike (and a multiple of 64 floats apart), neither
+    depends on a split's place in the batch. The padding is zero.
     """
     n_splits, rows, cols = shape
-    step = -(-rows * cols // 16) * 16                       # 16 float32 = 64 bytes
-    return torch.empty((n_splits, step), dtype=dtype).as_strided(shape, (step, cols, 1))
+    step = -(-rows * cols // 64) * 64
+    return torch.zeros((n_splits, step), dtype=dtype).as_strided(shape, (step, cols, 1))
 
 
 def _aligned_copy(torch, t):
