@@ -521,6 +521,7 @@ class _Problem:
     row_ok: np.ndarray
     sizes: np.ndarray
     hyper_prior: tuple  # 0-d float32 tensors: mu's loc and scale, u's concentration and rate
+    site_counts: object  # (S, 3) float32: the columns of each site (b, theta, a): m, the split's rows, m
 
     @classmethod
     def build(cls, torch, x_np, rows):
@@ -536,7 +537,10 @@ class _Problem:
         weight = None if observed.all() else torch.from_numpy(observed).to(torch.float32)
         row_w = None if row_ok.all() else torch.from_numpy(row_ok).to(torch.float32)
         hyper_prior = tuple(torch.tensor(v, dtype=torch.float32) for v in (0.0, HYPER_LOC_SD, *HYPER_GAMMA))
-        return cls(sign, weight, row_w, row_ok, np.array([r.size for r in rows]), hyper_prior)
+        sizes = np.array([r.size for r in rows])
+        site_counts = torch.tensor(np.stack([np.full(n_splits, x_np.shape[1]), sizes, np.full(n_splits, x_np.shape[1])],
+                                            1), dtype=torch.float32)
+        return cls(sign, weight, row_w, row_ok, sizes, hyper_prior, site_counts)
 
     @property
     def shape(self):
@@ -549,7 +553,7 @@ class _Problem:
         hyper[:, 3:6] = torch.log(torch.tensor(HYPER_GUIDE_INIT_SCALE, dtype=torch.float32))
         blocks = torch.zeros((2, n_splits, n + 2 * m), dtype=torch.float32)
         blocks[1] = math.log(GUIDE_INIT_SCALE)
-        return torch.cat((hyper.reshape(-1), blocks.reshape(-1))).requires_grad_()
+        return torch.cat((hyper.reshape(-1), blocks.reshape(-1)))
 
     def views(self, flat):
         """``hyper`` (S, 12), ``loc`` and ``log_scale`` (S, n + 2 m) of the flat parameters."""
@@ -560,34 +564,86 @@ class _Problem:
         return hyper, blocks[0], blocks[1]
 
 
-def _negative_elbo(torch, problem, lik, streams, flat):
-    """One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it.
+def _negative_elbo(torch, problem, lik, streams, flat, grad):
+    """One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it, and its gradient.
 
-    Draws the epoch's guide sample (the streams), then returns ``(log_q, log_p)``: the guide's and
-    the model's log densities site by site, each a (S,) tensor (sites: mu, u, theta, b, log a; the
-    model adds the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
+    Draws the epoch's guide sample (the streams), writes the gradient of the batch's summed
+    negative ELBO in the flat parameters into ``grad`` (the reparameterised gradient pyro's
+    autograd takes, written out), and returns ``(log_q, log_p)``: the guide's and the model's log
+    densities site by site, each a (S,) float32 tensor (sites: mu, u, theta, b, log a; the model adds
+    the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
+
+    With ``v = loc + eps scale`` each guide density is ``-eps^2 / 2 - log scale - log sqrt(2 pi)``,
+    whose total derivative is 0 in loc and -1 in log scale; each prior density
+    ``log N(v; mu, 1/u)`` gives ``d/dv = -(v - mu) u^2``, ``d/dmu = (v - mu) u^2`` and
+    ``d/du = 1/u - (v - mu)^2 u``; the Gamma draws' gradient in alpha is torch's implicit one
+    (``_standard_gamma_grad``), as for the rsample pyro uses.
     """
     n_splits, n, m = problem.shape
     hyper, loc, log_scale = problem.views(flat)
+    g_hyper, g_loc, g_log_scale = problem.views(grad)
     loc_mu = hyper[:, 0:3]
     positive = hyper[:, 3:12].exp()
     scale_mu, alpha, beta = positive[:, 0:3], positive[:, 3:6], positive[:, 6:9]
-    streams.draw(alpha.detach())
-    # Reparameterised Gamma draw: value of the sample, gradient d sample / d alpha (implicit).
+    streams.draw(alpha)
     g_raw = streams.gamma
-    g_draw = g_raw + (alpha - alpha.detach()) * torch._standard_gamma_grad(alpha.detach(), g_raw)
-    u = (g_draw / beta).clamp(min=torch.finfo(torch.float32).tiny)
+    ratio = g_raw / beta
+    tiny = torch.finfo(torch.float32).tiny
+    u = ratio.clamp(min=tiny)
     mu = loc_mu + streams.eps_mu * scale_mu
-    scale = log_scale.exp()
-    value = loc + streams.eps * scale                      # theta | b | log a
+    eps = streams.eps
+    step = eps * log_scale.exp()                            # eps scale
+    value = loc + step                                      # theta | b | log a
     theta, b, log_a = value[:, :n], value[:, n:n + m], value[:, n + m:]
-    prior = _normal_log_prob(torch, value, _per_column(torch, problem, mu), _per_column(torch, problem, 1.0 / u))
-    guide = _normal_log_prob(torch, value, loc, scale)
+    a = log_a.exp()
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(theta, b, a)
+    # Per column: dev u (dev = v - mu), dev^2 u^2, eps^2 and log scale, weighted (padded rows 0).
+    u_col = _per_column(torch, problem, u)
+    terms = torch.empty((n_splits, 4, value.shape[1]))
+    dev_u = torch.sub(value, _per_column(torch, problem, mu), out=terms[:, 0]).mul_(u_col)
+    torch.mul(dev_u, dev_u, out=terms[:, 1])
+    torch.mul(eps, eps, out=terms[:, 2])
+    terms[:, 3] = log_scale
+    dev_u.mul_(u_col)                                       # now (v - mu) u^2
+    if problem.row_w is not None:
+        terms[:, :, :n] *= problem.row_w[:, None, :]
+    sums = torch.stack([terms[:, :, :n].sum(2), terms[:, :, n:n + m].sum(2), terms[:, :, n + m:].sum(2)], 2)
+    dev_sum, sq_sum, eps_sq_sum, log_scale_sum = sums.unbind(1)          # (S, 3) each, sites theta, b, log a
+    # d(-ELBO)/dv = (v - mu) u^2 - d lik / dv; then loc and log scale.
+    torch.sub(dev_u[:, :n], g_theta, out=g_loc[:, :n])
+    torch.sub(dev_u[:, n:n + m], g_b, out=g_loc[:, n:n + m])
+    torch.sub(dev_u[:, n + m:], g_a * a, out=g_loc[:, n + m:])
+    torch.mul(g_loc, step, out=g_log_scale)
+    if problem.row_w is None:
+        g_log_scale.sub_(1.0)
+    else:
+        g_log_scale[:, :n] -= problem.row_w
+        g_log_scale[:, n:] -= 1.0
+    # Hyper-parameters (per site b, theta, a in hyper's order; the sums above are theta, b, a).
+    order = [1, 0, 2]
+    counts = problem.site_counts
+    dev_sum, sq_sum = dev_sum[:, order], sq_sum[:, order]
     mu_loc, mu_sd, u_conc, u_rate = problem.hyper_prior
+    g_mu = mu / mu_sd**2 - dev_sum
+    g_u = (sq_sum - counts) / u + 1.0 + (alpha - 1) / u - beta
+    du_dalpha = torch._standard_gamma_grad(alpha, g_raw) / beta
+    du_dbeta = -ratio / beta
+    if bool((ratio < tiny).any()):        # clamped: no gradient through u
+        du_dalpha = torch.where(ratio < tiny, 0.0, du_dalpha)
+        du_dbeta = torch.where(ratio < tiny, 0.0, du_dbeta)
+    g_hyper[:, 0:3] = g_mu
+    g_hyper[:, 3:6] = g_mu * streams.eps_mu * scale_mu - 1.0
+    g_hyper[:, 6:9] = alpha * (g_u * du_dalpha + torch.log(beta) + torch.log(u) - torch.digamma(alpha))
+    g_hyper[:, 9:12] = beta * (g_u * du_dbeta + alpha / beta - u)
+    # The loss, site by site (float32 sums, as before).
+    c0 = _HALF_LOG_2PI
+    counts_col = counts[:, order]                          # theta, b, log a
+    prior = -0.5 * sums[:, 1] - counts_col * (torch.log(1.0 / u[:, order]) + c0)
+    guide = -0.5 * sums[:, 2] - sums[:, 3] - counts_col * c0
     log_p = [_normal_log_prob(torch, mu, mu_loc, mu_sd).sum(1), _gamma_log_prob(torch, u, u_conc, u_rate).sum(1),
-             *_site_sums(problem, prior), lik(theta, b, log_a.exp())]
+             *prior.unbind(1), lik_value]
     log_q = [_normal_log_prob(torch, mu, loc_mu, scale_mu).sum(1), _gamma_log_prob(torch, u, alpha, beta).sum(1),
-             *_site_sums(problem, guide)]
+             *guide.unbind(1)]
     return log_q, log_p
 
 
@@ -629,14 +685,13 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     best_loss = torch.full((n_splits,), math.inf, dtype=torch.float64)
     kept = problem.views(flat)[1].detach().clone()
     best_epoch = np.zeros(n_splits, dtype=np.int64)
+    flat.grad = torch.zeros_like(flat)
     for epoch in range(epochs):
-        log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat)
-        optimizer.zero_grad(set_to_none=False)
-        (torch.stack(log_q).sum() - torch.stack(log_p).sum()).backward()
+        log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat, flat.grad)
         optimizer.step()
         scheduler.step()
         # The loss py-irt compares: site sums added in double precision (pyro adds Python floats).
-        loss64 = torch.stack(log_q).detach().double().sum(0) - torch.stack(log_p).detach().double().sum(0)
+        loss64 = torch.stack(log_q).double().sum(0) - torch.stack(log_p).double().sum(0)
         losses[:, epoch] = loss64.numpy()
         if best:   # py-irt keeps the parameters after the step whose (pre-step) loss is the lowest
             better = loss64 < best_loss
