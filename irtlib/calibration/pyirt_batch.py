@@ -25,18 +25,20 @@ own random stream, seeded with ``seed`` and drawn in py-irt's order (the trainer
 guide calls, then one guide sample per epoch), so a split's random draws are those of a separate
 py-irt fit with that seed; what remains is float rounding (sums taken in another order).
 
-Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one
-``log_sigmoid_forward`` (an exp and a log1p per cell) and a few cheap passes that give the loss and
-its gradient together (:class:`_Likelihood`); and each split's own generator, 9 small draws per
-split and epoch in a Python loop (the Gamma draws are rejection-sampled, so a split's stream
-position depends on its own state and cannot be drawn for all splits at once). Everything else (the
-hyper-parameters, priors and Adam on one flat parameter tensor) is a few dozen small operations per
-epoch for the whole batch. ``workers=2`` fits half of the splits in a second process.
+Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one sigmoid
+per cell and a few cheap passes that give the loss and its gradient together (:class:`_Likelihood`);
+and each split's own generator, 9 small draws per split and epoch in a Python loop (the Gamma draws
+are rejection-sampled, so a split's stream position depends on its own state and cannot be drawn for
+all splits at once). Everything else (the hyper-parameters, the priors and the guide, with their
+gradient written out rather than taken by autograd, and Adam on one flat parameter tensor) is a
+dozen passes over the (n_splits, n_models + 2 n_items) parameters and a few dozen tiny operations
+per epoch for the whole batch. ``workers=2`` fits half of the cells in a second process.
 
 A split's result does not depend on the other splits of its batch, bit for bit (batches of two
-splits or more; the matrix products read operands aligned alike for every split), so splitting the
-batch between processes or caching each split (:mod:`irtlib.calibration.split_cache`) changes no
-number.
+splits or more; every per-cell operand holds each split's cells at a 64-float boundary, so the
+elementwise kernels and the matrix products run the same code on a split's cells wherever it sits),
+so splitting the batch between processes or caching each split
+(:mod:`irtlib.calibration.split_cache`) changes no number.
 
 torch is imported when a fit runs, not with :mod:`irtlib`.
 """
@@ -112,11 +114,11 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     threads : int or None
         torch intra-op threads during the fit (restored afterwards); ``None`` leaves torch's setting.
     workers : int
-        Processes to fit in: the splits are cut into ``workers`` contiguous groups, the first fitted
-        here, the others in worker processes started once per Python process (``spawn``: a script
-        calling this must guard its top level with ``if __name__ == "__main__":``). The numbers do
-        not depend on it (a split's fit does not depend on the rest of its batch). 2 uses both cores
-        of a 2-core machine.
+        Processes to fit in: the splits are cut into ``workers`` contiguous groups of about equal
+        numbers of training cells, the first fitted here, the others in worker processes started
+        once per Python process (``spawn``: a script calling this must guard its top level with
+        ``if __name__ == "__main__":``). The numbers do not depend on it (a split's fit does not
+        depend on the rest of its batch). 2 uses both cores of a 2-core machine.
 
     Returns
     -------
@@ -391,10 +393,13 @@ class _Likelihood:
     ``log sigmoid(sign z)`` with ``z = a (theta - b)`` and ``sign = 2 x - 1``, which is
     ``Bernoulli(logits=z).log_prob(x)``; differentiable in theta, b and a (a torch autograd Function).
 
-    The forward pass also computes the gradient, chunk by chunk while the chunk's cells are in cache:
-    torch's ``log_sigmoid_forward`` gives ``log sigmoid(s)`` and ``exp(-|s|)`` in one pass (one exp
-    and one log1p per cell), ``log_sigmoid_backward`` turns them into ``d/dz = sign sigmoid(-s)``
-    without another transcendental, and two batched products give
+    The fit calls :meth:`value_and_gradient` (no autograd); the autograd Function serves the tests.
+    It computes the value and the gradient together, chunk by chunk while the chunk's cells are in
+    cache, with one transcendental per cell: ``s = sign z`` (a broadcast ``addcmul`` and a
+    multiplication), ``q = sigmoid(s)``, ``r = d/dz = sign (1 - q)`` (one ``addcmul``), and the value
+    as ``log sigmoid(s) = min(s, 0) + log max(q, 1 - q)``, whose second factor, in [1/2, 1], is
+    multiplied over groups of up to 32 cells before one log (:meth:`_log_of_products`; no
+    underflow, and float32 rounding like the old log1p per cell). Two batched products give
     ``sum_j r_mj a_j`` (theta) and ``sum_m r_mj (theta_m, 1)`` (a and b, as
     ``sum_m r_mj (theta_m - b_j) = (r^T theta)_j - b_j sum_m r_mj``). Nothing of size
     (S, n, m) is kept beyond one chunk's scratch buffers.
@@ -407,7 +412,7 @@ class _Likelihood:
     weight : Tensor of shape (S, n, m), or None
         1 for an observed cell, 0 otherwise; None when every cell is observed (no multiplication).
     chunk_cells : int
-        Cells per chunk (at least one split per chunk).
+        Cells per chunk, at most (at least one split per chunk; chunks of equal numbers of splits).
     """
 
     def __init__(self, torch, sign, weight=None, chunk_cells: int = CHUNK_CELLS):
@@ -688,13 +693,37 @@ def _site_sums(problem, block):
     return theta.sum(1), block[:, n:n + m].sum(1), block[:, n + m:].sum(1)
 
 
+class _Adam:
+    """``torch.optim.Adam`` (pyro's defaults: betas 0.9 and 0.999, eps 1e-8) stepped with
+    ``ExponentialLR``'s decay, as the same operations in the same order as torch's single-tensor
+    step (the same numbers, bit for bit), without ``torch.optim``, whose first use in a process
+    imports ``torch._dynamo`` (about 2 CPU seconds, in every worker process too)."""
+
+    BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+    def __init__(self, torch, param, lr: float, decay: float):
+        self.param, self.lr, self.decay, self.steps = param, lr, decay, 0
+        self.exp_avg, self.exp_avg_sq = torch.zeros_like(param), torch.zeros_like(param)
+
+    def step(self, grad) -> None:
+        """One Adam step of ``param`` along ``grad``, then the learning rate times ``decay``."""
+        self.steps += 1
+        beta1, beta2 = self.BETA1, self.BETA2
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = float(self.steps)
+        step_size = self.lr / (1 - beta1**step)
+        denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step) ** 0.5).add_(self.EPS)
+        self.param.addcdiv_(self.exp_avg, denom, value=-step_size)
+        self.lr = self.lr * self.decay
+
+
 def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     problem = _Problem.build(torch, x_np, rows)
     n_splits, n, m = problem.shape
     lik = _Likelihood(torch, problem.sign, problem.weight)
     flat = problem.initial_parameters(torch)
-    optimizer = torch.optim.Adam([flat], lr=lr)
-    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=lr_decay)
+    optimizer = _Adam(torch, flat, lr, lr_decay)
     streams = _Streams(torch, problem.sizes, m, seed)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.
@@ -706,11 +735,10 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     best_loss = torch.full((n_splits,), math.inf, dtype=torch.float64)
     kept = problem.views(flat)[1].detach().clone()
     best_epoch = np.zeros(n_splits, dtype=np.int64)
-    flat.grad = torch.zeros_like(flat)
+    grad = torch.zeros_like(flat)
     for epoch in range(epochs):
-        log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat, flat.grad)
-        optimizer.step()
-        scheduler.step()
+        log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat, grad)
+        optimizer.step(grad)
         # The loss py-irt compares: site sums added in double precision (pyro adds Python floats).
         loss64 = torch.stack(log_q).double().sum(0) - torch.stack(log_p).double().sum(0)
         losses[:, epoch] = loss64.numpy()
