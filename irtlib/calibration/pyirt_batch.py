@@ -395,9 +395,10 @@ class _Likelihood:
 
     The fit calls :meth:`value_and_gradient` (no autograd); the autograd Function serves the tests.
     It computes the value and the gradient together, chunk by chunk while the chunk's cells are in
-    cache, with one transcendental per cell: ``s = sign z`` (a broadcast ``addcmul`` and a
-    multiplication), ``q = sigmoid(s)``, ``r = d/dz = sign (1 - q)`` (one ``addcmul``), and the value
-    as ``log sigmoid(s) = min(s, 0) + log max(q, 1 - q)``, whose second factor, in [1/2, 1], is
+    cache, with one transcendental per cell: ``-s = -sign z`` (a broadcast ``addcmul`` and a
+    multiplication), ``q = sigmoid(-s)``, ``r = d/dz = sign q`` (to full relative precision where
+    ``q`` is tiny, as ``log_sigmoid_backward`` gave it), and the value as
+    ``log sigmoid(s) = min(s, 0) + log max(q, 1 - q)``, whose second factor, in [1/2, 1], is
     multiplied over groups of up to 32 cells before one log (:meth:`_log_of_products`; no
     underflow, and float32 rounding like the old log1p per cell). Two batched products give
     ``sum_j r_mj a_j`` (theta) and ``sum_m r_mj (theta_m, 1)`` (a and b, as
@@ -423,7 +424,7 @@ class _Likelihood:
         # Every (S, n, m) operand in padded storage (each split's cells start on a 64-float
         # boundary): the elementwise kernels then run the same vector and scalar code over a split's
         # cells wherever it sits in the batch, and the products read operands aligned alike.
-        self.sign = _aligned_copy(torch, sign)
+        self.sign, self.neg_sign = _aligned_copy(torch, sign), _aligned_copy(torch, -sign)
         self.weight = None if weight is None else _aligned_copy(torch, weight)
         self._s, self._q, self._r = (_aligned_empty(torch, (self.chunk, n, m), sign.dtype) for _ in range(3))
         self._products = self._logs = None
@@ -454,7 +455,7 @@ class _Likelihood:
     def value_and_gradient(self, theta, b, a):
         """The (S,) log-likelihoods and their gradients in theta, b, a (tensors without grad).
 
-        Per cell, with ``s = sign z`` and ``q = sigmoid(s)``: ``d/dz = sign (1 - q)`` and
+        Per cell, with ``s = sign z`` and ``q = sigmoid(-s)``: ``d/dz = sign q`` and
         ``log sigmoid(s) = min(s, 0) + log max(q, 1 - q)``; the second factor lies in [1/2, 1], so
         the factors of up to 32 cells are multiplied before one log (no underflow), instead of a
         log1p per cell.
@@ -472,20 +473,19 @@ class _Likelihood:
         for lo in range(0, n_splits, self.chunk):
             hi = min(lo + self.chunk, n_splits)
             s, q, r = (buf[:hi - lo] for buf in (self._s, self._q, self._r))
-            sign = self.sign[lo:hi]
-            torch.addcmul(offset[lo:hi], theta_col[lo:hi], a_row[lo:hi], out=s).mul_(sign)
-            torch.sigmoid(s, out=q)
-            torch.addcmul(sign, sign, q, value=-1.0, out=r)                # d log p / d z = sign (1 - q)
+            t = torch.addcmul(offset[lo:hi], theta_col[lo:hi], a_row[lo:hi], out=s).mul_(self.neg_sign[lo:hi])
+            torch.sigmoid(t, out=q)                                        # sigmoid(-s), t = -s
+            torch.mul(q, self.sign[lo:hi], out=r)                          # d log p / d z = sign sigmoid(-s)
             weight = None if self.weight is None else self.weight[lo:hi]
-            # the loss: sum min(s, 0), then max(q, 1 - q) = max(q, |r|) multiplied in groups, one log each
-            s.clamp_(max=0.0)
+            # the loss: sum min(s, 0) = -sum max(t, 0), then max(q, 1 - q) multiplied in groups, one log each
+            t.clamp_(min=0.0)
             if weight is not None:
-                s.mul_(weight)
-            torch.sum(s, (1, 2), out=value[lo:hi])
-            torch.maximum(q, torch.abs(r, out=s), out=q)
+                t.mul_(weight)
+                r.mul_(weight)
+            torch.sum(t, (1, 2), out=value[lo:hi]).neg_()
+            torch.maximum(q, torch.sub(1.0, q, out=t), out=q)
             if weight is not None:       # a factor 1 (log 0) for a cell that is not an observation
                 q.sub_(1.0).mul_(weight).add_(1.0)
-                r.mul_(weight)
             value[lo:hi] += self._log_of_products(q.reshape(hi - lo, n * m))
             torch.bmm(theta_one[lo:hi], r, out=moments[lo:hi])
             torch.bmm(a_row[lo:hi], r.transpose(1, 2), out=g_theta[lo:hi, None, :])
