@@ -143,10 +143,10 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     -----
     The model of the paper, Section "Model: 2PL", fitted as the authors' released code fits it.
     Measured on the shared 2-core machine (``benchmarks/bench_authors_calibration.py``, see
-    ``benchmarks/RESULTS.md``): in one process, the batched fit takes 1.3 to 1.8 times less CPU than
-    before this module's rewrite (1.5 times over the four released benchmarks), and ``workers=2``
-    halves the wall time again on an idle machine; the 370 splits of the four benchmarks cost about
-    115 CPU seconds (about 1 minute on two idle cores), SimpleSafetyTests' 100 splits about 12.
+    ``benchmarks/RESULTS.md``): in one process, the 370 splits of the four released benchmarks
+    (1,000 epochs) cost about 76 CPU seconds (1.7 times less than before the second rewrite, 2.6
+    times less than before the first), SimpleSafetyTests' 100 splits about 10; ``workers=2``
+    halves the wall time on an idle machine (about 40 seconds for the 370 splits).
     """
     fit = fit_hierarchical_batch(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed,
                                  best=best, threads=threads, workers=workers)
