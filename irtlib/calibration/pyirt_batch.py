@@ -694,10 +694,12 @@ def _site_sums(problem, block):
 
 
 class _Adam:
-    """``torch.optim.Adam`` (pyro's defaults: betas 0.9 and 0.999, eps 1e-8) stepped with
-    ``ExponentialLR``'s decay, as the same operations in the same order as torch's single-tensor
-    step (the same numbers, bit for bit), without ``torch.optim``, whose first use in a process
-    imports ``torch._dynamo`` (about 2 CPU seconds, in every worker process too)."""
+    """``torch.optim.Adam`` with ``ExponentialLR``'s decay, without ``torch.optim``.
+
+    pyro's defaults (betas 0.9 and 0.999, eps 1e-8), as the same operations in the same order as
+    torch's single-tensor step (the same numbers, bit for bit); ``torch.optim``'s first use in a
+    process imports ``torch._dynamo`` (about 2 CPU seconds, in every worker process too).
+    """
 
     BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
