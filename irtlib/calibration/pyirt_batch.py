@@ -25,18 +25,20 @@ own random stream, seeded with ``seed`` and drawn in py-irt's order (the trainer
 guide calls, then one guide sample per epoch), so a split's random draws are those of a separate
 py-irt fit with that seed; what remains is float rounding (sums taken in another order).
 
-Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one
-``log_sigmoid_forward`` (an exp and a log1p per cell) and a few cheap passes that give the loss and
-its gradient together (:class:`_Likelihood`); and each split's own generator, 9 small draws per
-split and epoch in a Python loop (the Gamma draws are rejection-sampled, so a split's stream
-position depends on its own state and cannot be drawn for all splits at once). Everything else (the
-hyper-parameters, priors and Adam on one flat parameter tensor) is a few dozen small operations per
-epoch for the whole batch. ``workers=2`` fits half of the splits in a second process.
+Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one sigmoid
+per cell and a few cheap passes that give the loss and its gradient together (:class:`_Likelihood`);
+and each split's own generator, 9 small draws per split and epoch in a Python loop (the Gamma draws
+are rejection-sampled, so a split's stream position depends on its own state and cannot be drawn for
+all splits at once). Everything else (the hyper-parameters, the priors and the guide, with their
+gradient written out rather than taken by autograd, and Adam on one flat parameter tensor) is a
+dozen passes over the (n_splits, n_models + 2 n_items) parameters and a few dozen tiny operations
+per epoch for the whole batch. ``workers=2`` fits half of the cells in a second process.
 
 A split's result does not depend on the other splits of its batch, bit for bit (batches of two
-splits or more; the matrix products read operands aligned alike for every split), so splitting the
-batch between processes or caching each split (:mod:`irtlib.calibration.split_cache`) changes no
-number.
+splits or more; every per-cell operand holds each split's cells at a 64-float boundary, so the
+elementwise kernels and the matrix products run the same code on a split's cells wherever it sits),
+so splitting the batch between processes or caching each split
+(:mod:`irtlib.calibration.split_cache`) changes no number.
 
 torch is imported when a fit runs, not with :mod:`irtlib`.
 """
@@ -112,11 +114,11 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     threads : int or None
         torch intra-op threads during the fit (restored afterwards); ``None`` leaves torch's setting.
     workers : int
-        Processes to fit in: the splits are cut into ``workers`` contiguous groups, the first fitted
-        here, the others in worker processes started once per Python process (``spawn``: a script
-        calling this must guard its top level with ``if __name__ == "__main__":``). The numbers do
-        not depend on it (a split's fit does not depend on the rest of its batch). 2 uses both cores
-        of a 2-core machine.
+        Processes to fit in: the splits are cut into ``workers`` contiguous groups of about equal
+        numbers of training cells, the first fitted here, the others in worker processes started
+        once per Python process (``spawn``: a script calling this must guard its top level with
+        ``if __name__ == "__main__":``). The numbers do not depend on it (a split's fit does not
+        depend on the rest of its batch). 2 uses both cores of a 2-core machine.
 
     Returns
     -------
@@ -141,10 +143,10 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     -----
     The model of the paper, Section "Model: 2PL", fitted as the authors' released code fits it.
     Measured on the shared 2-core machine (``benchmarks/bench_authors_calibration.py``, see
-    ``benchmarks/RESULTS.md``): in one process, the batched fit takes 1.3 to 1.8 times less CPU than
-    before this module's rewrite (1.5 times over the four released benchmarks), and ``workers=2``
-    halves the wall time again on an idle machine; the 370 splits of the four benchmarks cost about
-    115 CPU seconds (about 1 minute on two idle cores), SimpleSafetyTests' 100 splits about 12.
+    ``benchmarks/RESULTS.md``): in one process, the 370 splits of the four released benchmarks
+    (1,000 epochs) cost about 76 CPU seconds (1.7 times less than before the second rewrite, 2.6
+    times less than before the first), SimpleSafetyTests' 100 splits about 10; ``workers=2``
+    halves the wall time on an idle machine (about 40 seconds for the 370 splits).
     """
     fit = fit_hierarchical_batch(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed,
                                  best=best, threads=threads, workers=workers)
@@ -220,13 +222,27 @@ def _fit_with_threads(torch, x, rows, threads, settings) -> BatchFit:
         torch.set_num_threads(n_threads)
 
 
+def _balanced_parts(sizes, workers) -> list[np.ndarray]:
+    """The split indices cut into at most ``workers`` non-empty contiguous groups of about equal cells.
+
+    A split's cost is its number of training rows (times the items, the same for all): each cut
+    falls where the running total of rows comes closest to its share.
+    """
+    total = np.concatenate(([0], np.cumsum(sizes)))        # total[i]: rows of the splits before i
+    cuts = []
+    for share in total[-1] * np.arange(1, workers) / workers:
+        after = int(np.searchsorted(total, share))          # the first cut with at least the share before it
+        cuts.append(after if after == 0 or total[after] - share <= share - total[after - 1] else after - 1)
+    return [p for p in np.split(np.arange(len(sizes)), cuts) if p.size]
+
+
 def _fit_parts(torch, x, rows, workers, threads, settings) -> BatchFit:
     """Fit the splits in ``workers`` contiguous groups, each in its own process, and join the results.
 
     The first group is fitted in this process, the others in worker processes (started once, then
     reused by later calls). Exact: a split's fit does not depend on the other splits of its batch.
     """
-    parts = [p for p in np.array_split(np.arange(len(rows)), min(workers, len(rows))) if p.size]
+    parts = _balanced_parts([r.size for r in rows], workers)
     if len(parts) == 1:
         return _fit_with_threads(torch, x, rows, threads, settings)
     pool = _worker_pool(len(parts) - 1)
@@ -305,10 +321,14 @@ def _check_settings(epochs, lr, lr_decay, seed):
 
 
 # ----------------------------------------------------------------------------- the fit
-#: Cells (splits x rows x items) the likelihood handles per pass, at least one split: bounds the
-#: scratch memory (four float32 buffers of this size, 16 MiB) while keeping the per-chunk dispatch
-#: negligible. (Smaller, cache-sized chunks were measured no faster on the shared 2-core machine.)
-CHUNK_CELLS = 1 << 20
+#: Cells (splits x rows x items) the likelihood handles per pass, at most (but at least one split),
+#: in chunks of equal numbers of splits: the four float32 buffers (8 MiB) stay mostly in cache
+#: while the per-chunk dispatch stays small (measured on the shared 2-core machine: 2 ** 18 to
+#: 2 ** 19 cells about 10% faster per cell than 2 ** 20 for the large benchmarks; 2 ** 17 and below
+#: slower).
+CHUNK_CELLS = 1 << 19
+#: The likelihood's loss multiplies the factors of 2 ** _HALVINGS cells before one log.
+_HALVINGS = 5
 
 
 class _Streams:
@@ -329,22 +349,26 @@ class _Streams:
         self.gamma = torch.zeros((len(sizes), 3))
         # Per split, made once: its generator, its three one-element mu slots, and its theta (its own
         # size), b and log-a rows.
+        # and the views of its three Gamma concentrations (copied in by each draw).
+        self._alpha = torch.zeros((len(sizes), 3))
         self._plan = [(torch.Generator().manual_seed(seed), *(self.eps_mu[s, k:k + 1] for k in range(3)),
+                       *self._alpha[s].unbind(),
                        self.eps[s, :n], self.eps[s, n_max:n_max + n_items], self.eps[s, n_max + n_items:])
                       for s, n in enumerate(int(n) for n in sizes)]
 
     def draw(self, alpha) -> None:
         """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad)."""
         std_gamma = self.torch._standard_gamma
-        conc = iter(alpha.reshape(-1).unbind())
+        self._alpha.copy_(alpha)
         gammas = []
-        for g, mu_b, mu_t, mu_a, theta, b, a in self._plan:
+        add = gammas.append
+        for g, mu_b, mu_t, mu_a, alpha_b, alpha_t, alpha_a, theta, b, a in self._plan:
             mu_b.normal_(generator=g)
-            gammas.append(std_gamma(next(conc), generator=g))
+            add(std_gamma(alpha_b, generator=g))
             mu_t.normal_(generator=g)
-            gammas.append(std_gamma(next(conc), generator=g))
+            add(std_gamma(alpha_t, generator=g))
             mu_a.normal_(generator=g)
-            gammas.append(std_gamma(next(conc), generator=g))
+            add(std_gamma(alpha_a, generator=g))
             theta.normal_(generator=g)
             b.normal_(generator=g)
             a.normal_(generator=g)
@@ -369,10 +393,14 @@ class _Likelihood:
     ``log sigmoid(sign z)`` with ``z = a (theta - b)`` and ``sign = 2 x - 1``, which is
     ``Bernoulli(logits=z).log_prob(x)``; differentiable in theta, b and a (a torch autograd Function).
 
-    The forward pass also computes the gradient, chunk by chunk while the chunk's cells are in cache:
-    torch's ``log_sigmoid_forward`` gives ``log sigmoid(s)`` and ``exp(-|s|)`` in one pass (one exp
-    and one log1p per cell), ``log_sigmoid_backward`` turns them into ``d/dz = sign sigmoid(-s)``
-    without another transcendental, and two batched products give
+    The fit calls :meth:`value_and_gradient` (no autograd); the autograd Function serves the tests.
+    It computes the value and the gradient together, chunk by chunk while the chunk's cells are in
+    cache, with one transcendental per cell: ``-s = -sign z`` (a broadcast ``addcmul`` and a
+    multiplication), ``q = sigmoid(-s)``, ``r = d/dz = sign q`` (to full relative precision where
+    ``q`` is tiny, as ``log_sigmoid_backward`` gave it), and the value as
+    ``log sigmoid(s) = min(s, 0) + log max(q, 1 - q)``, whose second factor, in [1/2, 1], is
+    multiplied over groups of up to 32 cells before one log (:meth:`_log_of_products`; no
+    underflow, and float32 rounding like the old log1p per cell). Two batched products give
     ``sum_j r_mj a_j`` (theta) and ``sum_m r_mj (theta_m, 1)`` (a and b, as
     ``sum_m r_mj (theta_m - b_j) = (r^T theta)_j - b_j sum_m r_mj``). Nothing of size
     (S, n, m) is kept beyond one chunk's scratch buffers.
@@ -385,45 +413,80 @@ class _Likelihood:
     weight : Tensor of shape (S, n, m), or None
         1 for an observed cell, 0 otherwise; None when every cell is observed (no multiplication).
     chunk_cells : int
-        Cells per chunk (at least one split per chunk).
+        Cells per chunk, at most (at least one split per chunk; chunks of equal numbers of splits).
     """
 
     def __init__(self, torch, sign, weight=None, chunk_cells: int = CHUNK_CELLS):
-        self.torch, self.sign, self.weight = torch, sign, weight
+        self.torch = torch
         n_splits, n, m = sign.shape
-        self.chunk = max(1, min(n_splits, chunk_cells // (n * m)))
-        # s, log sigmoid(s), exp(-|s|): contiguous (torch's elementwise kernels copy strided
-        # operands); r = d/dz: each split's matrix aligned alike, as the products read it.
-        self._scratch = [torch.empty((self.chunk, n, m), dtype=sign.dtype) for _ in range(3)]
-        self._r = _aligned_empty(torch, (self.chunk, n, m), sign.dtype)
+        n_chunks = -(-n_splits * n * m // max(chunk_cells, n * m))
+        self.chunk = -(-n_splits // n_chunks)
+        # Every (S, n, m) operand in padded storage (each split's cells start on a 64-float
+        # boundary): the elementwise kernels then run the same vector and scalar code over a split's
+        # cells wherever it sits in the batch, and the products read operands aligned alike.
+        self.sign, self.neg_sign = _aligned_copy(torch, sign), _aligned_copy(torch, -sign)
+        self.weight = None if weight is None else _aligned_copy(torch, weight)
+        self._s, self._q, self._r = (_aligned_empty(torch, (self.chunk, n, m), sign.dtype) for _ in range(3))
+        self._products = self._logs = None
         self._apply = _log_likelihood_function(torch)
 
     def __call__(self, theta, b, a):
         return self._apply(theta, b, a, self)
 
+    def _log_of_products(self, factors):
+        """Per row of ``factors`` (k, cells), each in [1/2, 1] (overwritten), the sum of their logs.
+
+        Halving the row 5 times leaves products of at most 32 factors (at least 2 ** -32), whose
+        logs are taken in padded storage (ones beyond the row) so that each row runs the same code.
+        """
+        length = factors.shape[1]
+        for _ in range(_HALVINGS):
+            half = length // 2
+            factors[:, :half].mul_(factors[:, length - half:length])
+            length -= half
+        k = factors.shape[0]
+        width = -(-length // 64) * 64
+        if self._products is None or self._products.shape[1] != width:
+            self._products = self.torch.ones((self.chunk, width), dtype=factors.dtype)
+            self._logs = self.torch.empty_like(self._products)
+        self._products[:k, :length] = factors[:, :length]
+        return self.torch.log(self._products[:k], out=self._logs[:k]).sum(1)
+
     def value_and_gradient(self, theta, b, a):
-        """The (S,) log-likelihoods and their gradients in theta, b, a (tensors without grad)."""
+        """The (S,) log-likelihoods and their gradients in theta, b, a (tensors without grad).
+
+        Per cell, with ``s = sign z`` and ``q = sigmoid(-s)``: ``d/dz = sign q`` and
+        ``log sigmoid(s) = min(s, 0) + log max(q, 1 - q)``; the second factor lies in [1/2, 1], so
+        the factors of up to 32 cells are multiplied before one log (no underflow), instead of a
+        log1p per cell.
+        """
         torch = self.torch
-        lsf, lsb = torch.ops.aten.log_sigmoid_forward.output, torch.ops.aten.log_sigmoid_backward.grad_input
-        n_splits = theta.shape[0]
+        n_splits, n = theta.shape
+        m = a.shape[1]
         value = theta.new_empty(n_splits)
         g_theta = torch.empty_like(theta)
-        moments = theta.new_empty((n_splits, 2, a.shape[1]))              # r^T theta, sum_m r
+        moments = theta.new_empty((n_splits, 2, m))                          # r^T theta, sum_m r
         theta_one = _aligned_copy(torch, torch.stack((theta, torch.ones_like(theta)), 1))   # (S, 2, n)
         a_row = _aligned_copy(torch, a[:, None, :])
         offset = (-(a * b))[:, None, :]                                    # z = theta a - a b
+        theta_col = theta[:, :, None]
         for lo in range(0, n_splits, self.chunk):
             hi = min(lo + self.chunk, n_splits)
-            s, ll, e = (buf[:hi - lo] for buf in self._scratch)
-            sign = self.sign[lo:hi]
-            torch.baddbmm(offset[lo:hi], theta[lo:hi, :, None], a_row[lo:hi], out=s).mul_(sign)
-            lsf(s, output=ll, buffer=e)
-            if self.weight is not None:
-                ll.mul_(self.weight[lo:hi])
-            torch.sum(ll, (1, 2), out=value[lo:hi])
-            r = lsb(sign, s, e, grad_input=self._r[:hi - lo])              # d log p / d z
-            if self.weight is not None:
-                r.mul_(self.weight[lo:hi])
+            s, q, r = (buf[:hi - lo] for buf in (self._s, self._q, self._r))
+            t = torch.addcmul(offset[lo:hi], theta_col[lo:hi], a_row[lo:hi], out=s).mul_(self.neg_sign[lo:hi])
+            torch.sigmoid(t, out=q)                                        # sigmoid(-s), t = -s
+            torch.mul(q, self.sign[lo:hi], out=r)                          # d log p / d z = sign sigmoid(-s)
+            weight = None if self.weight is None else self.weight[lo:hi]
+            # the loss: sum min(s, 0) = -sum max(t, 0), then max(q, 1 - q) multiplied in groups, one log each
+            t.clamp_(min=0.0)
+            if weight is not None:
+                t.mul_(weight)
+                r.mul_(weight)
+            torch.sum(t, (1, 2), out=value[lo:hi]).neg_()
+            torch.maximum(q, torch.sub(1.0, q, out=t), out=q)
+            if weight is not None:       # a factor 1 (log 0) for a cell that is not an observation
+                q.sub_(1.0).mul_(weight).add_(1.0)
+            value[lo:hi] += self._log_of_products(q.reshape(hi - lo, n * m))
             torch.bmm(theta_one[lo:hi], r, out=moments[lo:hi])
             torch.bmm(a_row[lo:hi], r.transpose(1, 2), out=g_theta[lo:hi, None, :])
         g_a = moments[:, 0] - b * moments[:, 1]
@@ -432,14 +495,16 @@ class _Likelihood:
 
 
 def _aligned_empty(torch, shape, dtype):
-    """An empty (S, r, c) tensor whose every matrix ``[s]`` starts on a 64-byte boundary.
+    """An empty (S, r, c) tensor whose every matrix ``[s]`` starts on a 64-float (256-byte) boundary.
 
-    MKL's matrix products may round differently for differently aligned operands; with every
-    split's matrices aligned alike, a split's products do not depend on its place in the batch.
+    MKL's matrix products may round differently for differently aligned operands, and torch's
+    elementwise kernels run vector code over blocks of up to 32 floats and scalar code over a row's
+    tail; with every split's matrix aligned alike (and a multiple of 64 floats apart), neither
+    depends on a split's place in the batch. The padding is zero.
     """
     n_splits, rows, cols = shape
-    step = -(-rows * cols // 16) * 16                       # 16 float32 = 64 bytes
-    return torch.empty((n_splits, step), dtype=dtype).as_strided(shape, (step, cols, 1))
+    step = -(-rows * cols // 64) * 64
+    return torch.zeros((n_splits, step), dtype=dtype).as_strided(shape, (step, cols, 1))
 
 
 def _aligned_copy(torch, t):
@@ -482,6 +547,7 @@ class _Problem:
     row_ok: np.ndarray
     sizes: np.ndarray
     hyper_prior: tuple  # 0-d float32 tensors: mu's loc and scale, u's concentration and rate
+    site_counts: object  # (S, 3) float32: the columns of each site (b, theta, a): m, the split's rows, m
 
     @classmethod
     def build(cls, torch, x_np, rows):
@@ -497,7 +563,10 @@ class _Problem:
         weight = None if observed.all() else torch.from_numpy(observed).to(torch.float32)
         row_w = None if row_ok.all() else torch.from_numpy(row_ok).to(torch.float32)
         hyper_prior = tuple(torch.tensor(v, dtype=torch.float32) for v in (0.0, HYPER_LOC_SD, *HYPER_GAMMA))
-        return cls(sign, weight, row_w, row_ok, np.array([r.size for r in rows]), hyper_prior)
+        sizes = np.array([r.size for r in rows])
+        site_counts = torch.tensor(np.stack([np.full(n_splits, x_np.shape[1]), sizes, np.full(n_splits, x_np.shape[1])],
+                                            1), dtype=torch.float32)
+        return cls(sign, weight, row_w, row_ok, sizes, hyper_prior, site_counts)
 
     @property
     def shape(self):
@@ -510,7 +579,7 @@ class _Problem:
         hyper[:, 3:6] = torch.log(torch.tensor(HYPER_GUIDE_INIT_SCALE, dtype=torch.float32))
         blocks = torch.zeros((2, n_splits, n + 2 * m), dtype=torch.float32)
         blocks[1] = math.log(GUIDE_INIT_SCALE)
-        return torch.cat((hyper.reshape(-1), blocks.reshape(-1))).requires_grad_()
+        return torch.cat((hyper.reshape(-1), blocks.reshape(-1)))
 
     def views(self, flat):
         """``hyper`` (S, 12), ``loc`` and ``log_scale`` (S, n + 2 m) of the flat parameters."""
@@ -521,34 +590,86 @@ class _Problem:
         return hyper, blocks[0], blocks[1]
 
 
-def _negative_elbo(torch, problem, lik, streams, flat):
-    """One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it.
+def _negative_elbo(torch, problem, lik, streams, flat, grad):
+    """One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it, and its gradient.
 
-    Draws the epoch's guide sample (the streams), then returns ``(log_q, log_p)``: the guide's and
-    the model's log densities site by site, each a (S,) tensor (sites: mu, u, theta, b, log a; the
-    model adds the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
+    Draws the epoch's guide sample (the streams), writes the gradient of the batch's summed
+    negative ELBO in the flat parameters into ``grad`` (the reparameterised gradient pyro's
+    autograd takes, written out), and returns ``(log_q, log_p)``: the guide's and the model's log
+    densities site by site, each a (S,) float32 tensor (sites: mu, u, theta, b, log a; the model adds
+    the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
+
+    With ``v = loc + eps scale`` each guide density is ``-eps^2 / 2 - log scale - log sqrt(2 pi)``,
+    whose total derivative is 0 in loc and -1 in log scale; each prior density
+    ``log N(v; mu, 1/u)`` gives ``d/dv = -(v - mu) u^2``, ``d/dmu = (v - mu) u^2`` and
+    ``d/du = 1/u - (v - mu)^2 u``; the Gamma draws' gradient in alpha is torch's implicit one
+    (``_standard_gamma_grad``), as for the rsample pyro uses.
     """
     n_splits, n, m = problem.shape
     hyper, loc, log_scale = problem.views(flat)
+    g_hyper, g_loc, g_log_scale = problem.views(grad)
     loc_mu = hyper[:, 0:3]
     positive = hyper[:, 3:12].exp()
     scale_mu, alpha, beta = positive[:, 0:3], positive[:, 3:6], positive[:, 6:9]
-    streams.draw(alpha.detach())
-    # Reparameterised Gamma draw: value of the sample, gradient d sample / d alpha (implicit).
+    streams.draw(alpha)
     g_raw = streams.gamma
-    g_draw = g_raw + (alpha - alpha.detach()) * torch._standard_gamma_grad(alpha.detach(), g_raw)
-    u = (g_draw / beta).clamp(min=torch.finfo(torch.float32).tiny)
+    ratio = g_raw / beta
+    tiny = torch.finfo(torch.float32).tiny
+    u = ratio.clamp(min=tiny)
     mu = loc_mu + streams.eps_mu * scale_mu
-    scale = log_scale.exp()
-    value = loc + streams.eps * scale                      # theta | b | log a
+    eps = streams.eps
+    step = eps * log_scale.exp()                            # eps scale
+    value = loc + step                                      # theta | b | log a
     theta, b, log_a = value[:, :n], value[:, n:n + m], value[:, n + m:]
-    prior = _normal_log_prob(torch, value, _per_column(torch, problem, mu), _per_column(torch, problem, 1.0 / u))
-    guide = _normal_log_prob(torch, value, loc, scale)
+    a = log_a.exp()
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(theta, b, a)
+    # Per column: dev u (dev = v - mu), dev^2 u^2, eps^2 and log scale, weighted (padded rows 0).
+    u_col = _per_column(torch, problem, u)
+    terms = torch.empty((n_splits, 4, value.shape[1]))
+    dev_u = torch.sub(value, _per_column(torch, problem, mu), out=terms[:, 0]).mul_(u_col)
+    torch.mul(dev_u, dev_u, out=terms[:, 1])
+    torch.mul(eps, eps, out=terms[:, 2])
+    terms[:, 3] = log_scale
+    dev_u.mul_(u_col)                                       # now (v - mu) u^2
+    if problem.row_w is not None:
+        terms[:, :, :n] *= problem.row_w[:, None, :]
+    sums = torch.stack([terms[:, :, :n].sum(2), terms[:, :, n:n + m].sum(2), terms[:, :, n + m:].sum(2)], 2)
+    dev_sum, sq_sum, eps_sq_sum, log_scale_sum = sums.unbind(1)          # (S, 3) each, sites theta, b, log a
+    # d(-ELBO)/dv = (v - mu) u^2 - d lik / dv; then loc and log scale.
+    torch.sub(dev_u[:, :n], g_theta, out=g_loc[:, :n])
+    torch.sub(dev_u[:, n:n + m], g_b, out=g_loc[:, n:n + m])
+    torch.sub(dev_u[:, n + m:], g_a * a, out=g_loc[:, n + m:])
+    torch.mul(g_loc, step, out=g_log_scale)
+    if problem.row_w is None:
+        g_log_scale.sub_(1.0)
+    else:
+        g_log_scale[:, :n] -= problem.row_w
+        g_log_scale[:, n:] -= 1.0
+    # Hyper-parameters (per site b, theta, a in hyper's order; the sums above are theta, b, a).
+    order = [1, 0, 2]
+    counts = problem.site_counts
+    dev_sum, sq_sum = dev_sum[:, order], sq_sum[:, order]
     mu_loc, mu_sd, u_conc, u_rate = problem.hyper_prior
+    g_mu = mu / mu_sd**2 - dev_sum
+    g_u = (sq_sum - counts) / u + 1.0 + (alpha - 1) / u - beta
+    du_dalpha = torch._standard_gamma_grad(alpha, g_raw) / beta
+    du_dbeta = -ratio / beta
+    if bool((ratio < tiny).any()):        # clamped: no gradient through u
+        du_dalpha = torch.where(ratio < tiny, 0.0, du_dalpha)
+        du_dbeta = torch.where(ratio < tiny, 0.0, du_dbeta)
+    g_hyper[:, 0:3] = g_mu
+    g_hyper[:, 3:6] = g_mu * streams.eps_mu * scale_mu - 1.0
+    g_hyper[:, 6:9] = alpha * (g_u * du_dalpha + torch.log(beta) + torch.log(u) - torch.digamma(alpha))
+    g_hyper[:, 9:12] = beta * (g_u * du_dbeta + alpha / beta - u)
+    # The loss, site by site (float32 sums, as before).
+    c0 = _HALF_LOG_2PI
+    counts_col = counts[:, order]                          # theta, b, log a
+    prior = -0.5 * sums[:, 1] - counts_col * (torch.log(1.0 / u[:, order]) + c0)
+    guide = -0.5 * sums[:, 2] - sums[:, 3] - counts_col * c0
     log_p = [_normal_log_prob(torch, mu, mu_loc, mu_sd).sum(1), _gamma_log_prob(torch, u, u_conc, u_rate).sum(1),
-             *_site_sums(problem, prior), lik(theta, b, log_a.exp())]
+             *prior.unbind(1), lik_value]
     log_q = [_normal_log_prob(torch, mu, loc_mu, scale_mu).sum(1), _gamma_log_prob(torch, u, alpha, beta).sum(1),
-             *_site_sums(problem, guide)]
+             *guide.unbind(1)]
     return log_q, log_p
 
 
@@ -572,13 +693,39 @@ def _site_sums(problem, block):
     return theta.sum(1), block[:, n:n + m].sum(1), block[:, n + m:].sum(1)
 
 
+class _Adam:
+    """``torch.optim.Adam`` with ``ExponentialLR``'s decay, without ``torch.optim``.
+
+    pyro's defaults (betas 0.9 and 0.999, eps 1e-8), as the same operations in the same order as
+    torch's single-tensor step (the same numbers, bit for bit); ``torch.optim``'s first use in a
+    process imports ``torch._dynamo`` (about 2 CPU seconds, in every worker process too).
+    """
+
+    BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+    def __init__(self, torch, param, lr: float, decay: float):
+        self.param, self.lr, self.decay, self.steps = param, lr, decay, 0
+        self.exp_avg, self.exp_avg_sq = torch.zeros_like(param), torch.zeros_like(param)
+
+    def step(self, grad) -> None:
+        """One Adam step of ``param`` along ``grad``, then the learning rate times ``decay``."""
+        self.steps += 1
+        beta1, beta2 = self.BETA1, self.BETA2
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = float(self.steps)
+        step_size = self.lr / (1 - beta1**step)
+        denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step) ** 0.5).add_(self.EPS)
+        self.param.addcdiv_(self.exp_avg, denom, value=-step_size)
+        self.lr = self.lr * self.decay
+
+
 def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     problem = _Problem.build(torch, x_np, rows)
     n_splits, n, m = problem.shape
     lik = _Likelihood(torch, problem.sign, problem.weight)
     flat = problem.initial_parameters(torch)
-    optimizer = torch.optim.Adam([flat], lr=lr)
-    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=lr_decay)
+    optimizer = _Adam(torch, flat, lr, lr_decay)
     streams = _Streams(torch, problem.sizes, m, seed)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.
@@ -590,14 +737,12 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     best_loss = torch.full((n_splits,), math.inf, dtype=torch.float64)
     kept = problem.views(flat)[1].detach().clone()
     best_epoch = np.zeros(n_splits, dtype=np.int64)
+    grad = torch.zeros_like(flat)
     for epoch in range(epochs):
-        log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat)
-        optimizer.zero_grad(set_to_none=False)
-        (torch.stack(log_q).sum() - torch.stack(log_p).sum()).backward()
-        optimizer.step()
-        scheduler.step()
+        log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat, grad)
+        optimizer.step(grad)
         # The loss py-irt compares: site sums added in double precision (pyro adds Python floats).
-        loss64 = torch.stack(log_q).detach().double().sum(0) - torch.stack(log_p).detach().double().sum(0)
+        loss64 = torch.stack(log_q).double().sum(0) - torch.stack(log_p).double().sum(0)
         losses[:, epoch] = loss64.numpy()
         if best:   # py-irt keeps the parameters after the step whose (pre-step) loss is the lowest
             better = loss64 < best_loss

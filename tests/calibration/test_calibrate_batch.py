@@ -208,6 +208,48 @@ def test_likelihood_gradient_matches_autograd():
             assert torch.allclose(g1, g2, rtol=1e-10, atol=1e-12)
 
 
+def test_likelihood_gradient_keeps_its_relative_precision_in_saturated_cells():
+    """In float32, d/dz = sign sigmoid(-s) of a well-predicted cell (s up to 40) to float32 precision, not 1 - q."""
+    from irtlib.calibration.pyirt_batch import _Likelihood
+
+    theta = torch.tensor([[-40.0, -12.0, 3.0, 9.0, 25.0, 40.0]] * 2)
+    b, a = torch.zeros((2, 1)), torch.ones((2, 1))
+    x = torch.tensor([[1.0, 0.0, 1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0, 1.0, 1.0]])[:, :, None]
+    value, g_theta, _, _ = _Likelihood(torch, 2 * x - 1).value_and_gradient(theta, b, a)
+    z = theta.double()[:, :, None]
+    xd = x.double()
+    exact = (xd * torch.sigmoid(-z) - (1 - xd) * torch.sigmoid(z))[:, :, 0]   # d/dz of x z - softplus(z)
+    assert torch.allclose(g_theta.double(), exact, rtol=1e-6, atol=0)
+    ll = -torch.nn.functional.binary_cross_entropy_with_logits(z, x.double(), reduction="none").sum((1, 2))
+    assert torch.allclose(value.double(), ll, rtol=1e-6)
+
+
+def test_balanced_parts_cut_by_cells():
+    from irtlib.calibration.pyirt_batch import _balanced_parts
+
+    assert [p.tolist() for p in _balanced_parts([10, 10, 10, 50], 2)] == [[0, 1, 2], [3]]
+    assert [p.tolist() for p in _balanced_parts([67] * 4, 2)] == [[0, 1], [2, 3]]
+    assert [p.tolist() for p in _balanced_parts([5], 2)] == [[0]]
+
+
+def test_adam_is_torch_adam_with_exponential_decay_bit_for_bit():
+    from irtlib.calibration.pyirt_batch import _Adam
+
+    gen = torch.Generator().manual_seed(0)
+    ours = torch.randn(40, generator=gen)
+    theirs = ours.clone().requires_grad_()
+    adam = _Adam(torch, ours, 0.1, 0.99)
+    optimizer = torch.optim.Adam([theirs], lr=0.1)
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.99)
+    for _ in range(50):
+        grad = torch.randn(40, generator=gen) * 10
+        adam.step(grad)
+        theirs.grad = grad.clone()
+        optimizer.step()
+        scheduler.step()
+    assert torch.equal(ours, theirs.detach()) and adam.lr == optimizer.param_groups[0]["lr"]
+
+
 def test_a_split_is_the_same_bit_for_bit_in_any_batch_and_with_two_workers():
     """Splitting the batch (between worker processes, or by the cache) changes no number."""
     x = simulate(40, 30, seed=4)[0]
