@@ -142,7 +142,7 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
             d = paper.printed_decimals(ref)
             v = sc.value_verdict(rmse[b], paper.ITEM_RMSE[b], decimals=d)
             out.append(Claim(f"{name[b]}: item RMSE {paper.ITEM_RMSE[b]:.{d}f}", "Appendix E",
-                             provenance.describe({b: group[b]}), f"ours {rmse[b]:.{d + 1}f} ({engine})",
+                             provenance.describe({b: group[b]}), f"ours {rmse[b]:.{min(d + 1, 3)}f} ({engine})",
                              "{ref}`ch-fit`", v, "value", id=f"rmse_{_ident(b)}", kind=kind,
                              note=why_note(v, {b: group[b]}, engine=engine)))
     return out

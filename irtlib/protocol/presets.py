@@ -180,7 +180,7 @@ DIFFERENCES: Mapping[str, str] = MappingProxyType({
     "calibration_seed": f"code: py-irt seed 0 for every split ({_SUMMARY}, \"Calibration\")",
     "engine": f"text: py-irt with theta ~ N(0, 1), b ~ N(0, 1), a ~ LogNormal(0, 1), 1,000 epochs of Adam at 0.1 "
               f"(irtlib's \"paper\" protocol fits that model by its posterior mode, engine \"map\"); code: py-irt's "
-              f"hierarchical priors, learning rate decayed by 0.9999 per epoch, the parameters of the epoch with the "
+              f"hierarchical priors, learning rate decayed by 0.01% per epoch, the parameters of the epoch with the "
               f"lowest loss (engine \"pyirt-authors\") ({_SUMMARY}, \"Calibration\")",
 })
 
