@@ -237,16 +237,21 @@ class _ShortBody(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_download_failures_are_one_line_and_exit_1(cli, tmp_path, isolated_cache):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ShortBody)
+def _download_from(handler, cli, tmp_path):
+    """``irtlib paper-data download`` from a mirror on loopback served by ``handler``: (its URL, the result)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    before = snapshot(tmp_path)
     try:
-        result = cli("paper-data", "download", "--dest", "d", "--base-url", url, "harmbench", cwd=tmp_path)
+        return url, cli("paper-data", "download", "--dest", "d", "--base-url", url, "harmbench", cwd=tmp_path)
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_download_failures_are_one_line_and_exit_1(cli, tmp_path, isolated_cache):
+    before = snapshot(tmp_path)
+    url, result = _download_from(_ShortBody, cli, tmp_path)
     line = first_line(result, 1)
     assert line.startswith(f"irtlib: error: cannot download {url}/data/irt_input_data/helm_harmbench_irt_data.jsonl")
     assert "closed the connection after 10 bytes" in line
@@ -548,15 +553,8 @@ class _Stalled(http.server.BaseHTTPRequestHandler):
 
 def test_a_stalled_mirror_says_it_is_waiting(cli, tmp_path, isolated_cache, monkeypatch):
     monkeypatch.setattr(authors, "WAIT_NOTE", 0.1)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stalled)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
     before = snapshot(tmp_path)
-    try:
-        result = cli("paper-data", "download", "--dest", "d", "--base-url", url, "harmbench", cwd=tmp_path)
-    finally:
-        server.shutdown()
-        server.server_close()
+    url, result = _download_from(_Stalled, cli, tmp_path)
     waited = f"irtlib: still waiting for {url}/data/irt_input_data/helm_harmbench_irt_data.jsonl"
     assert result.stderr.startswith(waited)
     assert first_line(result, 1).startswith(f"irtlib: error: cannot download {url}/")
