@@ -70,6 +70,7 @@ def test_all_100_splits(sst_matrix):
     assert summary.loc["map", "median_r_a"] > 0.4
 
 
+@needs_data
 def test_unknown_engine_and_bad_fits_file(tmp_path, sst_matrix):
     with pytest.raises(InputError, match="engines must be"):
         compare_with_authors_fits(sst_matrix, pd.DataFrame(), engines=("gpu",))
