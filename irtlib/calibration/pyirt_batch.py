@@ -494,6 +494,59 @@ class _Likelihood:
         return value, g_theta, g_b, g_a
 
 
+class _FusedLikelihood:
+    """:class:`_Likelihood`'s :meth:`value_and_gradient` in one pass over the cells, in C.
+
+    The compiled ``loglik_2pl`` of :mod:`irtlib.calibration.fused_kernel`, the same formulas (one
+    exponential and one division per cell, the loss's factors multiplied before one log, taken in
+    double precision), each split on its own rows and in its own order. Float32 like the torch
+    likelihood (the authors ran float32), its sums in another order; the loss of each split summed
+    in float64 and then rounded to float32.
+
+    Parameters
+    ----------
+    torch : module
+    lib : ctypes library
+        :func:`irtlib.calibration.fused_kernel.load`'s.
+    sign : Tensor, shape (S, n, m)
+        +1 safe, -1 unsafe (any value where ``weight`` is 0).
+    weight : Tensor of shape (S, n, m), or None
+        1 for an observed cell, 0 otherwise (padded rows included); None when every cell is observed.
+    sizes : ndarray of int, shape (S,)
+        Each split's training rows (its first rows).
+    """
+
+    LANES = 8     # the kernel's vector width: each row of cells padded to a multiple of it
+
+    def __init__(self, torch, lib, sign, weight, sizes):
+        self.torch, self.lib = torch, lib
+        n_splits, n, m = sign.shape
+        self.width = -(-m // self.LANES) * self.LANES
+        cells = sign if weight is None else sign * weight
+        self.sign = torch.zeros((n_splits, n, self.width), dtype=torch.float32)
+        self.sign[:, :, :m] = cells
+        self.rows = np.ascontiguousarray(sizes, dtype=np.int64)
+        self.work = np.empty(4 * self.width, dtype=np.float32)
+
+    def value_and_gradient(self, theta, b, a):
+        """The (S,) log-likelihoods and their gradients in theta (S, n), b and a (S, m), float32."""
+        torch = self.torch
+        n_splits, n = theta.shape
+        m = a.shape[1]
+        for t in (theta, b, a):
+            if t.dtype != torch.float32 or t.stride(1) != 1:
+                raise ValueError("the fused likelihood takes float32 tensors with contiguous rows")
+        value = np.empty(n_splits, dtype=np.float64)
+        g_theta = torch.empty((n_splits, n), dtype=torch.float32)
+        g_b = torch.empty((n_splits, m), dtype=torch.float32)
+        g_a = torch.empty((n_splits, m), dtype=torch.float32)
+        self.lib.loglik_2pl(n_splits, n, m, self.width, self.rows.ctypes.data, self.sign.data_ptr(),
+                            theta.data_ptr(), theta.stride(0), b.data_ptr(), b.stride(0), a.data_ptr(),
+                            a.stride(0), value.ctypes.data, g_theta.data_ptr(), g_b.data_ptr(), g_a.data_ptr(),
+                            self.work.ctypes.data)
+        return torch.from_numpy(value.astype(np.float32)), g_theta, g_b, g_a
+
+
 def _aligned_empty(torch, shape, dtype):
     """An empty (S, r, c) tensor whose every matrix ``[s]`` starts on a 64-float (256-byte) boundary.
 
@@ -720,10 +773,20 @@ class _Adam:
         self.lr = self.lr * self.decay
 
 
+def _likelihood(torch, problem):
+    """The fused kernel's likelihood where it can be compiled, else the torch one (:mod:`.fused_kernel`)."""
+    from irtlib.calibration import fused_kernel
+
+    lib = fused_kernel.load()
+    if lib is None:
+        return _Likelihood(torch, problem.sign, problem.weight)
+    return _FusedLikelihood(torch, lib, problem.sign, problem.weight, problem.sizes)
+
+
 def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     problem = _Problem.build(torch, x_np, rows)
     n_splits, n, m = problem.shape
-    lik = _Likelihood(torch, problem.sign, problem.weight)
+    lik = _likelihood(torch, problem)
     flat = problem.initial_parameters(torch)
     optimizer = _Adam(torch, flat, lr, lr_decay)
     streams = _Streams(torch, problem.sizes, m, seed)
