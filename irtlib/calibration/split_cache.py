@@ -134,8 +134,10 @@ def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings: f
 
 
 def code_fingerprint() -> dict:
-    """What identifies the calibration code: irtlib's version, the fit's source checksum, torch's version,
-    and the likelihood that runs: the fused kernel's source checksum, or "torch" where it cannot be built."""
+    """What identifies the calibration code: irtlib's version, the fit's source, torch, the likelihood.
+
+    The likelihood is the fused kernel's source checksum, or "torch" where it cannot be built.
+    """
     source = Path(pyirt_batch.__file__).read_bytes()
     try:
         torch_version = metadata.version("torch")
