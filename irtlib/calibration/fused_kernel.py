@@ -2,7 +2,7 @@
 
 :mod:`irtlib.calibration.pyirt_batch` spends most of its time on the 2PL log-likelihood of every
 training cell and its gradient. In torch that takes about ten passes over the cells per epoch; the C
-function ``loglik_2pl`` in ``_loglik_2pl.c`` (beside this module) does it in one pass, with one
+function ``loglik_2pl`` in ``_batch_kernels.c`` (beside this module) does it in one pass, with one
 exponential and one division per cell (see the comment at its top for the formulas).
 
 The source is compiled once per machine with the system C compiler (``$CC``, default ``cc``) into
@@ -31,7 +31,7 @@ from pathlib import Path
 
 __all__ = ["SOURCE", "load", "compile_kernel", "bind_library", "kernel_fingerprint"]
 
-SOURCE = Path(__file__).with_name("_loglik_2pl.c")
+SOURCE = Path(__file__).with_name("_batch_kernels.c")
 #: Flags every build uses: optimised, position independent, GNU C (vector extensions), and no
 #: contraction of a * b + c into a fused multiply-add (which would round differently with and
 #: without FMA hardware).
@@ -67,7 +67,7 @@ def _kernel_directory() -> Path:
 
 
 def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None) -> Path:
-    """Compile ``_loglik_2pl.c`` into a shared library (unless already there) and return its path.
+    """Compile ``_batch_kernels.c`` into a shared library (unless already there) and return its path.
 
     Parameters
     ----------
@@ -87,11 +87,11 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None) -
     flags = [*BASE_FLAGS, *(["-mavx2"] if (_has_avx2() if avx2 is None else avx2) else [])]
     digest = hashlib.sha256(SOURCE.read_bytes() + repr((compiler, flags)).encode()).hexdigest()[:20]
     directory = _kernel_directory() if directory is None else Path(directory)
-    target = directory / f"loglik_2pl-{digest}.so"
+    target = directory / f"batch_kernels-{digest}.so"
     if target.exists():
         return target
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".loglik_2pl-", suffix=".so", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".batch_kernels-", suffix=".so", dir=directory)
     os.close(fd)
     try:
         done = subprocess.run([compiler, *flags, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True)
@@ -109,7 +109,10 @@ def bind_library(path: Path):
     lib = ctypes.CDLL(str(path))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.loglik_2pl.argtypes = [i64, i64, i64, i64, ptr, ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr, ptr]
-    lib.loglik_2pl.restype = None
+    lib.guide_sample.argtypes = [i64, i64, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr]
+    lib.prior_terms.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, i64, *[ptr] * 9]
+    for name in ("loglik_2pl", "guide_sample", "prior_terms"):
+        getattr(lib, name).restype = None
     return lib
 
 

@@ -352,7 +352,7 @@ class _Streams:
         # and the views of its three Gamma concentrations (copied in by each draw).
         self._alpha = torch.zeros((len(sizes), 3))
         self._plan = [(torch.Generator().manual_seed(seed), *(self.eps_mu[s, k:k + 1] for k in range(3)),
-                       *self._alpha[s].unbind(),
+                       *(self._alpha[s, k:k + 1] for k in range(3)),
                        self.eps[s, :n], self.eps[s, n_max:n_max + n_items], self.eps[s, n_max + n_items:])
                       for s, n in enumerate(int(n) for n in sizes)]
 
@@ -372,7 +372,7 @@ class _Streams:
             theta.normal_(generator=g)
             b.normal_(generator=g)
             a.normal_(generator=g)
-        self.gamma = self.torch.stack(gammas).reshape(alpha.shape)
+        self.gamma = self.torch.cat(gammas).reshape(alpha.shape)
 
 
 def _normal_log_prob(torch, value, loc, scale):
@@ -432,6 +432,14 @@ class _Likelihood:
 
     def __call__(self, theta, b, a):
         return self._apply(theta, b, a, self)
+
+    def guide_sample(self, problem, loc, log_scale, eps):
+        """:func:`_guide_sample_torch` (the torch likelihood's companion passes over the columns)."""
+        return _guide_sample_torch(self.torch, problem, loc, log_scale, eps)
+
+    def prior_terms(self, problem, *args):
+        """:func:`_prior_terms_torch`."""
+        return _prior_terms_torch(self.torch, problem, *args)
 
     def _log_of_products(self, factors):
         """Per row of ``factors`` (k, cells), each in [1/2, 1] (overwritten), the sum of their logs.
@@ -545,6 +553,28 @@ class _FusedLikelihood:
                             a.stride(0), value.ctypes.data, g_theta.data_ptr(), g_b.data_ptr(), g_a.data_ptr(),
                             self.work.ctypes.data)
         return torch.from_numpy(value.astype(np.float32)), g_theta, g_b, g_a
+
+    def guide_sample(self, problem, loc, log_scale, eps):
+        """:func:`_guide_sample_torch` in C (``guide_sample``): value, step (S, n + 2 m) and a (S, m)."""
+        torch = self.torch
+        n_splits, n, m = problem.shape
+        step, value = (torch.empty((n_splits, n + 2 * m), dtype=torch.float32) for _ in range(2))
+        a = torch.empty((n_splits, m), dtype=torch.float32)
+        self.lib.guide_sample(n_splits, n, m, loc.data_ptr(), log_scale.data_ptr(), loc.stride(0), eps.data_ptr(),
+                              step.data_ptr(), value.data_ptr(), a.data_ptr())
+        return value, step, a
+
+    def prior_terms(self, problem, value, step, eps, log_scale, mu, u, g_lik, a, g_loc, g_log_scale):
+        """:func:`_prior_terms_torch` in C (``prior_terms``, sums in double): the sums (S, 4, 3)."""
+        torch = self.torch
+        n_splits, n, m = problem.shape
+        sums = torch.empty((n_splits, 4, 3), dtype=torch.float32)
+        mu, u = mu.contiguous(), u.contiguous()
+        self.lib.prior_terms(n_splits, n, m, self.rows.ctypes.data, value.data_ptr(), step.data_ptr(),
+                             eps.data_ptr(), log_scale.data_ptr(), log_scale.stride(0), mu.data_ptr(), u.data_ptr(),
+                             *(g.data_ptr() for g in g_lik), a.data_ptr(), g_loc.data_ptr(), g_log_scale.data_ptr(),
+                             sums.data_ptr())
+        return sums
 
 
 def _aligned_empty(torch, shape, dtype):
@@ -671,33 +701,12 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     u = ratio.clamp(min=tiny)
     mu = loc_mu + streams.eps_mu * scale_mu
     eps = streams.eps
-    step = eps * log_scale.exp()                            # eps scale
-    value = loc + step                                      # theta | b | log a
-    theta, b, log_a = value[:, :n], value[:, n:n + m], value[:, n + m:]
-    a = log_a.exp()
-    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(theta, b, a)
-    # Per column: dev u (dev = v - mu), dev^2 u^2, eps^2 and log scale, weighted (padded rows 0).
-    u_col = _per_column(torch, problem, u)
-    terms = torch.empty((n_splits, 4, value.shape[1]))
-    dev_u = torch.sub(value, _per_column(torch, problem, mu), out=terms[:, 0]).mul_(u_col)
-    torch.mul(dev_u, dev_u, out=terms[:, 1])
-    torch.mul(eps, eps, out=terms[:, 2])
-    terms[:, 3] = log_scale
-    dev_u.mul_(u_col)                                       # now (v - mu) u^2
-    if problem.row_w is not None:
-        terms[:, :, :n] *= problem.row_w[:, None, :]
-    sums = torch.stack([terms[:, :, :n].sum(2), terms[:, :, n:n + m].sum(2), terms[:, :, n + m:].sum(2)], 2)
-    dev_sum, sq_sum, eps_sq_sum, log_scale_sum = sums.unbind(1)          # (S, 3) each, sites theta, b, log a
-    # d(-ELBO)/dv = (v - mu) u^2 - d lik / dv; then loc and log scale.
-    torch.sub(dev_u[:, :n], g_theta, out=g_loc[:, :n])
-    torch.sub(dev_u[:, n:n + m], g_b, out=g_loc[:, n:n + m])
-    torch.sub(dev_u[:, n + m:], g_a * a, out=g_loc[:, n + m:])
-    torch.mul(g_loc, step, out=g_log_scale)
-    if problem.row_w is None:
-        g_log_scale.sub_(1.0)
-    else:
-        g_log_scale[:, :n] -= problem.row_w
-        g_log_scale[:, n:] -= 1.0
+    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
+    # Per site (theta, b, log a): sums of dev u^2, (dev u)^2, eps^2 and log scale (dev = v - mu), and
+    # d(-ELBO)/dv = (v - mu) u^2 - d lik / dv, then loc and log scale.
+    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    dev_sum, sq_sum = sums[:, 0], sums[:, 1]                               # (S, 3) each
     # Hyper-parameters (per site b, theta, a in hyper's order; the sums above are theta, b, a).
     order = [1, 0, 2]
     counts = problem.site_counts
@@ -726,6 +735,45 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     return log_q, log_p
 
 
+def _guide_sample_torch(torch, problem, loc, log_scale, eps):
+    """The guide's sample ``value = loc + step`` (S, n + 2 m), ``step = eps scale``, and ``a`` (S, m)."""
+    n, m = problem.shape[1:]
+    step = eps * log_scale.exp()
+    value = loc + step
+    return value, step, value[:, n + m:].exp()
+
+
+def _prior_terms_torch(torch, problem, value, step, eps, log_scale, mu, u, g_lik, a, g_loc, g_log_scale):
+    """The per-site sums (S, 4, 3) and ``g_loc``, ``g_log_scale`` of :func:`_negative_elbo`, in torch.
+
+    Sums (sites theta, b, log a): dev u^2, (dev u)^2, eps^2, log scale, with dev = value - mu and the
+    split's own rows of theta only; ``g_loc = dev u^2 - d lik / d value``, ``g_log_scale = g_loc step - 1``
+    (0 in padded rows).
+    """
+    n_splits, n, m = problem.shape
+    g_theta, g_b, g_a = g_lik
+    u_col = _per_column(torch, problem, u)
+    terms = torch.empty((n_splits, 4, value.shape[1]))
+    dev_u = torch.sub(value, _per_column(torch, problem, mu), out=terms[:, 0]).mul_(u_col)
+    torch.mul(dev_u, dev_u, out=terms[:, 1])
+    torch.mul(eps, eps, out=terms[:, 2])
+    terms[:, 3] = log_scale
+    dev_u.mul_(u_col)                                       # now (v - mu) u^2
+    if problem.row_w is not None:
+        terms[:, :, :n] *= problem.row_w[:, None, :]
+    sums = torch.stack([terms[:, :, :n].sum(2), terms[:, :, n:n + m].sum(2), terms[:, :, n + m:].sum(2)], 2)
+    torch.sub(dev_u[:, :n], g_theta, out=g_loc[:, :n])
+    torch.sub(dev_u[:, n:n + m], g_b, out=g_loc[:, n:n + m])
+    torch.sub(dev_u[:, n + m:], g_a * a, out=g_loc[:, n + m:])
+    torch.mul(g_loc, step, out=g_log_scale)
+    if problem.row_w is None:
+        g_log_scale.sub_(1.0)
+    else:
+        g_log_scale[:, :n] -= problem.row_w
+        g_log_scale[:, n:] -= 1.0
+    return sums
+
+
 def _per_column(torch, problem, per_site):
     """A (S, 3) site quantity (b, theta, a) spread over the (S, n + 2 m) columns theta | b | log a.
 
@@ -736,14 +784,6 @@ def _per_column(torch, problem, per_site):
     n_splits, n, m = problem.shape
     return torch.cat((per_site[:, 1:2].expand(n_splits, n), per_site[:, 0:1].expand(n_splits, m),
                       per_site[:, 2:3].expand(n_splits, m)), 1)
-
-
-def _site_sums(problem, block):
-    """Per split, the sums of a (S, n + 2 m) block over theta (its own rows), b and log a."""
-    n = problem.shape[1]
-    m = problem.shape[2]
-    theta = block[:, :n] if problem.row_w is None else block[:, :n] * problem.row_w
-    return theta.sum(1), block[:, n:n + m].sum(1), block[:, n + m:].sum(1)
 
 
 class _Adam:

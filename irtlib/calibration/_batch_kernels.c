@@ -1,7 +1,11 @@
-/* The 2PL Bernoulli log-likelihood of many splits and its gradient, in one pass over the cells.
+/* The batched py-irt fit's passes over the cells and the columns, in C.
 
    Compiled at first use by irtlib.calibration.fused_kernel (the system C compiler, GNU C vector
-   extensions) and called through ctypes by irtlib.calibration.pyirt_batch.
+   extensions) and called through ctypes by irtlib.calibration.pyirt_batch: loglik_2pl (the
+   likelihood and its gradient, one pass over the cells), guide_sample and prior_terms (the guide's
+   sample and the priors' and guides' terms, one pass over the columns each).
+
+   loglik_2pl.
 
    Per split s and training row i, for every item j: z = a_j theta_i - a_j b_j, t = -sign z (sign +1
    safe, -1 unsafe, 0 no observation), q = sigmoid(t) = sigmoid(-sign z), and
@@ -34,11 +38,12 @@ static inline vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v;
 static inline void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline vf select(vi mask, vf yes, vf no) { return (vf)((mask & (vi)yes) | (~mask & (vi)no)); }
 
-/* exp(x) for x <= 0, x clamped at -87 (where it is about 1.6e-38): x = k ln 2 + r with |r| <= ln 2 / 2
+/* exp(x), x clamped to [-87, 88] (about 1.6e-38 to 1.7e38): x = k ln 2 + r with |r| <= ln 2 / 2
    (ln 2 in two parts), e^r = 1 + r + r^2 P(r) with P of degree 5 fitted by weighted least squares on
    Chebyshev nodes (relative error of e^r at most 6.6e-8 in float32), times 2^k built in the exponent. */
-static inline vf exp_nonpositive(vf x) {
+static inline vf exp_clamped(vf x) {
     x = select(x < splat(-87.0f), splat(-87.0f), x);
+    x = select(x > splat(88.0f), splat(88.0f), x);
     const vf shift = splat(12582912.0f);                     /* 1.5 * 2^23: rounds to an integer */
     vf k = (x * splat(1.44269504088896341f) + shift) - shift;
     vf r = x - k * splat(0.693145751953125f);
@@ -95,7 +100,7 @@ void loglik_2pl(int64_t n_splits, int64_t n_max, int64_t m, int64_t mw, const in
                     vf sgn = load(sg + j), av = load(pa + j);
                     vf t = -sgn * (av * th - load(pab + j));
                     vi neg = t < splat(0.0f);
-                    vf e = exp_nonpositive(select(neg, t, -t));
+                    vf e = exp_clamped(select(neg, t, -t));
                     vf f = splat(1.0f) / (splat(1.0f) + e);
                     vf r = sgn * select(neg, e * f, f);          /* d log p / d z */
                     store(m1 + j, load(m1 + j) + r * th);
@@ -120,6 +125,81 @@ void loglik_2pl(int64_t n_splits, int64_t n_max, int64_t m, int64_t mw, const in
         for (int64_t j = 0; j < m; j++) {                   /* sum_i r_ij (theta_i - b_j), -sum_i r_ij a_j */
             g_a[s * m + j] = m1[j] - bs[j] * m0[j];
             g_b[s * m + j] = -(m0[j] * as[j]);
+        }
+    }
+}
+
+/* exp of len floats, W at a time (the last W through a padded copy: every element by the same code). */
+static void exp_row(const float *x, float *out, int64_t len) {
+    int64_t j = 0;
+    for (; j + W <= len; j += W) store(out + j, exp_clamped(load(x + j)));
+    if (j < len) {
+        float in[W] = {0}, res[W];
+        memcpy(in, x + j, (size_t)(len - j) * sizeof(float));
+        store(res, exp_clamped(load(in)));
+        memcpy(out + j, res, (size_t)(len - j) * sizeof(float));
+    }
+}
+
+/* The guide's sample of every split's columns theta | b | log a (width = n_max + 2 m, rows of
+   loc and log_scale stride apart, of eps, step and value width apart):
+   step = eps exp(log_scale), value = loc + step, a = exp(log a) (S, m). */
+void guide_sample(int64_t n_splits, int64_t n_max, int64_t m, const float *loc, const float *log_scale,
+                  int64_t stride, const float *eps, float *step, float *value, float *a) {
+    int64_t width = n_max + 2 * m;
+    for (int64_t s = 0; s < n_splits; s++) {
+        const float *ls = log_scale + s * stride, *lc = loc + s * stride, *ep = eps + s * width;
+        float *st = step + s * width, *v = value + s * width;
+        exp_row(ls, st, width);
+        for (int64_t c = 0; c < width; c++) {
+            st[c] = ep[c] * st[c];
+            v[c] = lc[c] + st[c];
+        }
+        exp_row(v + n_max + m, a + s * m, m);
+    }
+}
+
+/* Per split and site (theta: the split's own rows; b; log a), with dev = value - mu and the site's
+   mu and u (S, 3, in the order b, theta, a):
+   sums (S, 4, 3): sum dev u^2, sum (dev u)^2, sum eps^2, sum log_scale (sites theta, b, log a; in
+   double, rounded to float); the gradient of the negative ELBO in the columns (rows stride apart):
+   g_loc = dev u^2 - d lik / d value (d lik / d log a = g_a a) and g_log_scale = g_loc step - 1
+   (both 0 in rows beyond the split's own). */
+void prior_terms(int64_t n_splits, int64_t n_max, int64_t m, const int64_t *rows, const float *value,
+                 const float *step, const float *eps, const float *log_scale, int64_t stride, const float *mu,
+                 const float *u, const float *g_theta, const float *g_b, const float *g_a, const float *a,
+                 float *g_loc, float *g_log_scale, float *sums) {
+    int64_t width = n_max + 2 * m;
+    for (int64_t s = 0; s < n_splits; s++) {
+        const int64_t start[3] = {0, n_max, n_max + m}, stop[3] = {rows[s], n_max + m, width};
+        const int site_of[3] = {1, 0, 2};                      /* theta, b, log a -> hyper order b, theta, a */
+        const float *v = value + s * width, *st = step + s * width, *ep = eps + s * width;
+        const float *ls = log_scale + s * stride;
+        float *gl = g_loc + s * stride, *gs = g_log_scale + s * stride;
+        for (int site = 0; site < 3; site++) {
+            const float mu_s = mu[3 * s + site_of[site]], u_s = u[3 * s + site_of[site]];
+            double dev_sum = 0.0, sq_sum = 0.0, eps_sum = 0.0, ls_sum = 0.0;
+            for (int64_t c = start[site]; c < stop[site]; c++) {
+                float du = (v[c] - mu_s) * u_s, du2 = du * u_s, g_lik;
+                if (site == 0) g_lik = g_theta[s * n_max + c];
+                else if (site == 1) g_lik = g_b[s * m + c - n_max];
+                else g_lik = g_a[s * m + c - n_max - m] * a[s * m + c - n_max - m];
+                dev_sum += du2;
+                sq_sum += du * du;
+                eps_sum += ep[c] * ep[c];
+                ls_sum += ls[c];
+                gl[c] = du2 - g_lik;
+                gs[c] = gl[c] * st[c] - 1.0f;
+            }
+            float *out = sums + 12 * s + site;
+            out[0] = (float)dev_sum;
+            out[3] = (float)sq_sum;
+            out[6] = (float)eps_sum;
+            out[9] = (float)ls_sum;
+        }
+        for (int64_t c = rows[s]; c < n_max; c++) {
+            gl[c] = 0.0f;
+            gs[c] = 0.0f;
         }
     }
 }
