@@ -836,25 +836,29 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     streams.draw(ones * HYPER_GAMMA[0])
     streams.draw(ones)
 
-    losses = np.empty((n_splits, epochs))
-    best_loss = torch.full((n_splits,), math.inf, dtype=torch.float64)
-    kept = problem.views(flat)[1].detach().clone()
+    losses = np.empty((epochs, n_splits))
+    best_loss = np.full(n_splits, math.inf)
+    loc = problem.views(flat)[1]
+    kept = loc.clone()
     best_epoch = np.zeros(n_splits, dtype=np.int64)
     grad = torch.zeros_like(flat)
     for epoch in range(epochs):
         log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat, grad)
         optimizer.step(grad)
         # The loss py-irt compares: site sums added in double precision (pyro adds Python floats).
-        loss64 = torch.stack(log_q).double().sum(0) - torch.stack(log_p).double().sum(0)
-        losses[:, epoch] = loss64.numpy()
+        loss64 = losses[epoch]
+        np.subtract(np.sum([t.numpy() for t in log_q], axis=0, dtype=np.float64),
+                    np.sum([t.numpy() for t in log_p], axis=0, dtype=np.float64), out=loss64)
         if best:   # py-irt keeps the parameters after the step whose (pre-step) loss is the lowest
             better = loss64 < best_loss
-            if bool(better.any()):
-                best_loss = torch.where(better, loss64, best_loss)
-                best_epoch[better.numpy()] = epoch
-                kept[better] = problem.views(flat)[1].detach()[better]
+            if better.any():
+                best_loss[better] = loss64[better]
+                best_epoch[better] = epoch
+                mask = torch.from_numpy(better)
+                kept[mask] = loc[mask]
+    losses = losses.T.copy()
     if not best:
-        kept = problem.views(flat)[1].detach()
+        kept = loc
         best_epoch[:] = epochs - 1
     kept = kept.numpy().astype(np.float64)
     return BatchFit(a=np.exp(kept[:, n + m:]), b=kept[:, n:n + m],
