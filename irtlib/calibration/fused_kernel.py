@@ -1,15 +1,17 @@
-"""The fused likelihood kernel of the batched py-irt fit: compiled at first use, loaded with ctypes.
+"""The batched py-irt fit's C kernels: compiled at first use, loaded with ctypes.
 
 :mod:`irtlib.calibration.pyirt_batch` spends most of its time on the 2PL log-likelihood of every
 training cell and its gradient. In torch that takes about ten passes over the cells per epoch; the C
 function ``loglik_2pl`` in ``_batch_kernels.c`` (beside this module) does it in one pass, with one
-exponential and one division per cell (see the comment at its top for the formulas).
+exponential and one division per cell (see the comment at its top for the formulas). Two more,
+``guide_sample`` and ``prior_terms``, make the guide's sample and the priors' and guides' terms in
+one pass over the parameter columns each, where torch took a dozen.
 
 The source is compiled once per machine with the system C compiler (``$CC``, default ``cc``) into
 ``$XDG_CACHE_HOME/irtlib/kernels`` (default ``~/.cache/irtlib/kernels``; ``$IRTLIB_KERNEL_DIR``
 overrides), under a name made of the checksum of the source and of the compiler flags, written to a
 temporary file and renamed, so concurrent processes are safe and a changed source recompiles.
-``-mavx2`` is added where the processor has AVX2; the kernel uses no fused multiply-add and no
+``-mavx2`` is added where the processor has AVX2; the kernels use no fused multiply-add and no
 reassociation, so the numbers do not depend on it (a test compiles both).
 
 Without a working compiler (or with ``IRTLIB_FUSED_KERNEL=0``), :func:`load` returns None and the

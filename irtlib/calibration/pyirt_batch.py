@@ -25,17 +25,20 @@ own random stream, seeded with ``seed`` and drawn in py-irt's order (the trainer
 guide calls, then one guide sample per epoch), so a split's random draws are those of a separate
 py-irt fit with that seed; what remains is float rounding (sums taken in another order).
 
-Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one sigmoid
-per cell and a few cheap passes that give the loss and its gradient together (:class:`_Likelihood`);
-and each split's own generator, 9 small draws per split and epoch in a Python loop (the Gamma draws
-are rejection-sampled, so a split's stream position depends on its own state and cannot be drawn for
-all splits at once). Everything else (the hyper-parameters, the priors and the guide, with their
-gradient written out rather than taken by autograd, and Adam on one flat parameter tensor) is a
-dozen passes over the (n_splits, n_models + 2 n_items) parameters and a few dozen tiny operations
-per epoch for the whole batch. ``workers=2`` fits half of the cells in a second process.
+Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one
+exponential and one division per cell in a single pass that gives the loss and its gradient
+together, in C (:mod:`irtlib.calibration.fused_kernel`, compiled at first use; :class:`_Likelihood`,
+about ten torch passes, where no compiler builds it); each split's own generator, 9 small draws per
+split and epoch in a Python loop (the Gamma draws are rejection-sampled, so a split's stream
+position depends on its own state and cannot be drawn for all splits at once); the guide's sample
+and the priors' and guides' terms, one C pass over the (n_splits, n_models + 2 n_items) columns
+each; and a few dozen tiny torch operations for the hyper-parameters (their gradient written out
+rather than taken by autograd) and Adam on one flat parameter tensor. ``workers=2`` fits half of
+the cells in a second process.
 
-A split's result does not depend on the other splits of its batch, bit for bit (batches of two
-splits or more; every per-cell operand holds each split's cells at a 64-float boundary, so the
+A split's result does not depend on the other splits of its batch, bit for bit (the C kernels take
+each split through the same code in its own loop; with the torch likelihood, in batches of two
+splits or more, every per-cell operand holds each split's cells at a 64-float boundary, so the
 elementwise kernels and the matrix products run the same code on a split's cells wherever it sits),
 so splitting the batch between processes or caching each split
 (:mod:`irtlib.calibration.split_cache`) changes no number.
@@ -143,10 +146,9 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     -----
     The model of the paper, Section "Model: 2PL", fitted as the authors' released code fits it.
     Measured on the shared 2-core machine (``benchmarks/bench_authors_calibration.py``, see
-    ``benchmarks/RESULTS.md``): in one process, the 370 splits of the four released benchmarks
-    (1,000 epochs) cost about 76 CPU seconds (1.7 times less than before the second rewrite, 2.6
-    times less than before the first), SimpleSafetyTests' 100 splits about 10; ``workers=2``
-    halves the wall time on an idle machine (about 40 seconds for the 370 splits).
+    ``benchmarks/RESULTS.md``): with the fused kernel, the 370 splits of the four released benchmarks
+    (1,000 epochs) cost about 50 to 65 CPU seconds, 1.6 to 1.7 times less than the torch likelihood
+    in the same process; ``workers=2`` shares them between both cores.
     """
     fit = fit_hierarchical_batch(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed,
                                  best=best, threads=threads, workers=workers)
