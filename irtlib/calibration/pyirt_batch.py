@@ -25,17 +25,20 @@ own random stream, seeded with ``seed`` and drawn in py-irt's order (the trainer
 guide calls, then one guide sample per epoch), so a split's random draws are those of a separate
 py-irt fit with that seed; what remains is float rounding (sums taken in another order).
 
-Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one sigmoid
-per cell and a few cheap passes that give the loss and its gradient together (:class:`_Likelihood`);
-and each split's own generator, 9 small draws per split and epoch in a Python loop (the Gamma draws
-are rejection-sampled, so a split's stream position depends on its own state and cannot be drawn for
-all splits at once). Everything else (the hyper-parameters, the priors and the guide, with their
-gradient written out rather than taken by autograd, and Adam on one flat parameter tensor) is a
-dozen passes over the (n_splits, n_models + 2 n_items) parameters and a few dozen tiny operations
-per epoch for the whole batch. ``workers=2`` fits half of the cells in a second process.
+Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) cells, one
+exponential and one division per cell in a single pass that gives the loss and its gradient
+together, in C (:mod:`irtlib.calibration.fused_kernel`, compiled at first use; :class:`_Likelihood`,
+about ten torch passes, where no compiler builds it); each split's own generator, 9 small draws per
+split and epoch in a Python loop (the Gamma draws are rejection-sampled, so a split's stream
+position depends on its own state and cannot be drawn for all splits at once); the guide's sample
+and the priors' and guides' terms, one C pass over the (n_splits, n_models + 2 n_items) columns
+each; and a few dozen tiny torch operations for the hyper-parameters (their gradient written out
+rather than taken by autograd) and Adam on one flat parameter tensor. ``workers=2`` fits half of
+the cells in a second process.
 
-A split's result does not depend on the other splits of its batch, bit for bit (batches of two
-splits or more; every per-cell operand holds each split's cells at a 64-float boundary, so the
+A split's result does not depend on the other splits of its batch, bit for bit (the C kernels take
+each split through the same code in its own loop; with the torch likelihood, in batches of two
+splits or more, every per-cell operand holds each split's cells at a 64-float boundary, so the
 elementwise kernels and the matrix products run the same code on a split's cells wherever it sits),
 so splitting the batch between processes or caching each split
 (:mod:`irtlib.calibration.split_cache`) changes no number.
@@ -143,10 +146,9 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     -----
     The model of the paper, Section "Model: 2PL", fitted as the authors' released code fits it.
     Measured on the shared 2-core machine (``benchmarks/bench_authors_calibration.py``, see
-    ``benchmarks/RESULTS.md``): in one process, the 370 splits of the four released benchmarks
-    (1,000 epochs) cost about 76 CPU seconds (1.7 times less than before the second rewrite, 2.6
-    times less than before the first), SimpleSafetyTests' 100 splits about 10; ``workers=2``
-    halves the wall time on an idle machine (about 40 seconds for the 370 splits).
+    ``benchmarks/RESULTS.md``): with the fused kernel, the 370 splits of the four released benchmarks
+    (1,000 epochs) cost about 50 to 65 CPU seconds, 1.6 to 1.7 times less than the torch likelihood
+    in the same process; ``workers=2`` shares them between both cores.
     """
     fit = fit_hierarchical_batch(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed,
                                  best=best, threads=threads, workers=workers)
@@ -352,7 +354,7 @@ class _Streams:
         # and the views of its three Gamma concentrations (copied in by each draw).
         self._alpha = torch.zeros((len(sizes), 3))
         self._plan = [(torch.Generator().manual_seed(seed), *(self.eps_mu[s, k:k + 1] for k in range(3)),
-                       *self._alpha[s].unbind(),
+                       *(self._alpha[s, k:k + 1] for k in range(3)),
                        self.eps[s, :n], self.eps[s, n_max:n_max + n_items], self.eps[s, n_max + n_items:])
                       for s, n in enumerate(int(n) for n in sizes)]
 
@@ -372,7 +374,7 @@ class _Streams:
             theta.normal_(generator=g)
             b.normal_(generator=g)
             a.normal_(generator=g)
-        self.gamma = self.torch.stack(gammas).reshape(alpha.shape)
+        self.gamma = self.torch.cat(gammas).reshape(alpha.shape)
 
 
 def _normal_log_prob(torch, value, loc, scale):
@@ -433,6 +435,14 @@ class _Likelihood:
     def __call__(self, theta, b, a):
         return self._apply(theta, b, a, self)
 
+    def guide_sample(self, problem, loc, log_scale, eps):
+        """:func:`_guide_sample_torch` (the torch likelihood's companion passes over the columns)."""
+        return _guide_sample_torch(self.torch, problem, loc, log_scale, eps)
+
+    def prior_terms(self, problem, *args):
+        """:func:`_prior_terms_torch`."""
+        return _prior_terms_torch(self.torch, problem, *args)
+
     def _log_of_products(self, factors):
         """Per row of ``factors`` (k, cells), each in [1/2, 1] (overwritten), the sum of their logs.
 
@@ -492,6 +502,81 @@ class _Likelihood:
         g_a = moments[:, 0] - b * moments[:, 1]
         g_b = -(moments[:, 1] * a)
         return value, g_theta, g_b, g_a
+
+
+class _FusedLikelihood:
+    """:class:`_Likelihood`'s :meth:`value_and_gradient` in one pass over the cells, in C.
+
+    The compiled ``loglik_2pl`` of :mod:`irtlib.calibration.fused_kernel`, the same formulas (one
+    exponential and one division per cell, the loss's factors multiplied before one log, taken in
+    double precision), each split on its own rows and in its own order. Float32 like the torch
+    likelihood (the authors ran float32), its sums in another order; the loss of each split summed
+    in float64 and then rounded to float32.
+
+    Parameters
+    ----------
+    torch : module
+    lib : ctypes library
+        :func:`irtlib.calibration.fused_kernel.load`'s.
+    sign : Tensor, shape (S, n, m)
+        +1 safe, -1 unsafe (any value where ``weight`` is 0).
+    weight : Tensor of shape (S, n, m), or None
+        1 for an observed cell, 0 otherwise (padded rows included); None when every cell is observed.
+    sizes : ndarray of int, shape (S,)
+        Each split's training rows (its first rows).
+    """
+
+    LANES = 8     # the kernel's vector width: each row of cells padded to a multiple of it
+
+    def __init__(self, torch, lib, sign, weight, sizes):
+        self.torch, self.lib = torch, lib
+        n_splits, n, m = sign.shape
+        self.width = -(-m // self.LANES) * self.LANES
+        cells = sign if weight is None else sign * weight
+        self.sign = torch.zeros((n_splits, n, self.width), dtype=torch.float32)
+        self.sign[:, :, :m] = cells
+        self.rows = np.ascontiguousarray(sizes, dtype=np.int64)
+        self.work = np.empty(4 * self.width, dtype=np.float32)
+
+    def value_and_gradient(self, theta, b, a):
+        """The (S,) log-likelihoods and their gradients in theta (S, n), b and a (S, m), float32."""
+        torch = self.torch
+        n_splits, n = theta.shape
+        m = a.shape[1]
+        for t in (theta, b, a):
+            if t.dtype != torch.float32 or t.stride(1) != 1:
+                raise ValueError("the fused likelihood takes float32 tensors with contiguous rows")
+        value = np.empty(n_splits, dtype=np.float64)
+        g_theta = torch.empty((n_splits, n), dtype=torch.float32)
+        g_b = torch.empty((n_splits, m), dtype=torch.float32)
+        g_a = torch.empty((n_splits, m), dtype=torch.float32)
+        self.lib.loglik_2pl(n_splits, n, m, self.width, self.rows.ctypes.data, self.sign.data_ptr(),
+                            theta.data_ptr(), theta.stride(0), b.data_ptr(), b.stride(0), a.data_ptr(),
+                            a.stride(0), value.ctypes.data, g_theta.data_ptr(), g_b.data_ptr(), g_a.data_ptr(),
+                            self.work.ctypes.data)
+        return torch.from_numpy(value.astype(np.float32)), g_theta, g_b, g_a
+
+    def guide_sample(self, problem, loc, log_scale, eps):
+        """:func:`_guide_sample_torch` in C (``guide_sample``): value, step (S, n + 2 m) and a (S, m)."""
+        torch = self.torch
+        n_splits, n, m = problem.shape
+        step, value = (torch.empty((n_splits, n + 2 * m), dtype=torch.float32) for _ in range(2))
+        a = torch.empty((n_splits, m), dtype=torch.float32)
+        self.lib.guide_sample(n_splits, n, m, loc.data_ptr(), log_scale.data_ptr(), loc.stride(0), eps.data_ptr(),
+                              step.data_ptr(), value.data_ptr(), a.data_ptr())
+        return value, step, a
+
+    def prior_terms(self, problem, value, step, eps, log_scale, mu, u, g_lik, a, g_loc, g_log_scale):
+        """:func:`_prior_terms_torch` in C (``prior_terms``, sums in double): the sums (S, 4, 3)."""
+        torch = self.torch
+        n_splits, n, m = problem.shape
+        sums = torch.empty((n_splits, 4, 3), dtype=torch.float32)
+        mu, u = mu.contiguous(), u.contiguous()
+        self.lib.prior_terms(n_splits, n, m, self.rows.ctypes.data, value.data_ptr(), step.data_ptr(),
+                             eps.data_ptr(), log_scale.data_ptr(), log_scale.stride(0), mu.data_ptr(), u.data_ptr(),
+                             *(g.data_ptr() for g in g_lik), a.data_ptr(), g_loc.data_ptr(), g_log_scale.data_ptr(),
+                             sums.data_ptr())
+        return sums
 
 
 def _aligned_empty(torch, shape, dtype):
@@ -618,33 +703,12 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     u = ratio.clamp(min=tiny)
     mu = loc_mu + streams.eps_mu * scale_mu
     eps = streams.eps
-    step = eps * log_scale.exp()                            # eps scale
-    value = loc + step                                      # theta | b | log a
-    theta, b, log_a = value[:, :n], value[:, n:n + m], value[:, n + m:]
-    a = log_a.exp()
-    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(theta, b, a)
-    # Per column: dev u (dev = v - mu), dev^2 u^2, eps^2 and log scale, weighted (padded rows 0).
-    u_col = _per_column(torch, problem, u)
-    terms = torch.empty((n_splits, 4, value.shape[1]))
-    dev_u = torch.sub(value, _per_column(torch, problem, mu), out=terms[:, 0]).mul_(u_col)
-    torch.mul(dev_u, dev_u, out=terms[:, 1])
-    torch.mul(eps, eps, out=terms[:, 2])
-    terms[:, 3] = log_scale
-    dev_u.mul_(u_col)                                       # now (v - mu) u^2
-    if problem.row_w is not None:
-        terms[:, :, :n] *= problem.row_w[:, None, :]
-    sums = torch.stack([terms[:, :, :n].sum(2), terms[:, :, n:n + m].sum(2), terms[:, :, n + m:].sum(2)], 2)
-    dev_sum, sq_sum, eps_sq_sum, log_scale_sum = sums.unbind(1)          # (S, 3) each, sites theta, b, log a
-    # d(-ELBO)/dv = (v - mu) u^2 - d lik / dv; then loc and log scale.
-    torch.sub(dev_u[:, :n], g_theta, out=g_loc[:, :n])
-    torch.sub(dev_u[:, n:n + m], g_b, out=g_loc[:, n:n + m])
-    torch.sub(dev_u[:, n + m:], g_a * a, out=g_loc[:, n + m:])
-    torch.mul(g_loc, step, out=g_log_scale)
-    if problem.row_w is None:
-        g_log_scale.sub_(1.0)
-    else:
-        g_log_scale[:, :n] -= problem.row_w
-        g_log_scale[:, n:] -= 1.0
+    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
+    # Per site (theta, b, log a): sums of dev u^2, (dev u)^2, eps^2 and log scale (dev = v - mu), and
+    # d(-ELBO)/dv = (v - mu) u^2 - d lik / dv, then loc and log scale.
+    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    dev_sum, sq_sum = sums[:, 0], sums[:, 1]                               # (S, 3) each
     # Hyper-parameters (per site b, theta, a in hyper's order; the sums above are theta, b, a).
     order = [1, 0, 2]
     counts = problem.site_counts
@@ -673,6 +737,45 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     return log_q, log_p
 
 
+def _guide_sample_torch(torch, problem, loc, log_scale, eps):
+    """The guide's sample ``value = loc + step`` (S, n + 2 m), ``step = eps scale``, and ``a`` (S, m)."""
+    n, m = problem.shape[1:]
+    step = eps * log_scale.exp()
+    value = loc + step
+    return value, step, value[:, n + m:].exp()
+
+
+def _prior_terms_torch(torch, problem, value, step, eps, log_scale, mu, u, g_lik, a, g_loc, g_log_scale):
+    """The per-site sums (S, 4, 3) and ``g_loc``, ``g_log_scale`` of :func:`_negative_elbo`, in torch.
+
+    Sums (sites theta, b, log a): dev u^2, (dev u)^2, eps^2, log scale, with dev = value - mu and the
+    split's own rows of theta only; ``g_loc = dev u^2 - d lik / d value``, ``g_log_scale = g_loc step - 1``
+    (0 in padded rows).
+    """
+    n_splits, n, m = problem.shape
+    g_theta, g_b, g_a = g_lik
+    u_col = _per_column(torch, problem, u)
+    terms = torch.empty((n_splits, 4, value.shape[1]))
+    dev_u = torch.sub(value, _per_column(torch, problem, mu), out=terms[:, 0]).mul_(u_col)
+    torch.mul(dev_u, dev_u, out=terms[:, 1])
+    torch.mul(eps, eps, out=terms[:, 2])
+    terms[:, 3] = log_scale
+    dev_u.mul_(u_col)                                       # now (v - mu) u^2
+    if problem.row_w is not None:
+        terms[:, :, :n] *= problem.row_w[:, None, :]
+    sums = torch.stack([terms[:, :, :n].sum(2), terms[:, :, n:n + m].sum(2), terms[:, :, n + m:].sum(2)], 2)
+    torch.sub(dev_u[:, :n], g_theta, out=g_loc[:, :n])
+    torch.sub(dev_u[:, n:n + m], g_b, out=g_loc[:, n:n + m])
+    torch.sub(dev_u[:, n + m:], g_a * a, out=g_loc[:, n + m:])
+    torch.mul(g_loc, step, out=g_log_scale)
+    if problem.row_w is None:
+        g_log_scale.sub_(1.0)
+    else:
+        g_log_scale[:, :n] -= problem.row_w
+        g_log_scale[:, n:] -= 1.0
+    return sums
+
+
 def _per_column(torch, problem, per_site):
     """A (S, 3) site quantity (b, theta, a) spread over the (S, n + 2 m) columns theta | b | log a.
 
@@ -683,14 +786,6 @@ def _per_column(torch, problem, per_site):
     n_splits, n, m = problem.shape
     return torch.cat((per_site[:, 1:2].expand(n_splits, n), per_site[:, 0:1].expand(n_splits, m),
                       per_site[:, 2:3].expand(n_splits, m)), 1)
-
-
-def _site_sums(problem, block):
-    """Per split, the sums of a (S, n + 2 m) block over theta (its own rows), b and log a."""
-    n = problem.shape[1]
-    m = problem.shape[2]
-    theta = block[:, :n] if problem.row_w is None else block[:, :n] * problem.row_w
-    return theta.sum(1), block[:, n:n + m].sum(1), block[:, n + m:].sum(1)
 
 
 class _Adam:
@@ -720,10 +815,20 @@ class _Adam:
         self.lr = self.lr * self.decay
 
 
+def _likelihood(torch, problem):
+    """The fused kernel's likelihood where it can be compiled, else the torch one (:mod:`.fused_kernel`)."""
+    from irtlib.calibration import fused_kernel
+
+    lib = fused_kernel.load()
+    if lib is None:
+        return _Likelihood(torch, problem.sign, problem.weight)
+    return _FusedLikelihood(torch, lib, problem.sign, problem.weight, problem.sizes)
+
+
 def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     problem = _Problem.build(torch, x_np, rows)
     n_splits, n, m = problem.shape
-    lik = _Likelihood(torch, problem.sign, problem.weight)
+    lik = _likelihood(torch, problem)
     flat = problem.initial_parameters(torch)
     optimizer = _Adam(torch, flat, lr, lr_decay)
     streams = _Streams(torch, problem.sizes, m, seed)
@@ -733,25 +838,29 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     streams.draw(ones * HYPER_GAMMA[0])
     streams.draw(ones)
 
-    losses = np.empty((n_splits, epochs))
-    best_loss = torch.full((n_splits,), math.inf, dtype=torch.float64)
-    kept = problem.views(flat)[1].detach().clone()
+    losses = np.empty((epochs, n_splits))
+    best_loss = np.full(n_splits, math.inf)
+    loc = problem.views(flat)[1]
+    kept = loc.clone()
     best_epoch = np.zeros(n_splits, dtype=np.int64)
     grad = torch.zeros_like(flat)
     for epoch in range(epochs):
         log_q, log_p = _negative_elbo(torch, problem, lik, streams, flat, grad)
         optimizer.step(grad)
         # The loss py-irt compares: site sums added in double precision (pyro adds Python floats).
-        loss64 = torch.stack(log_q).double().sum(0) - torch.stack(log_p).double().sum(0)
-        losses[:, epoch] = loss64.numpy()
+        loss64 = losses[epoch]
+        np.subtract(np.sum([t.numpy() for t in log_q], axis=0, dtype=np.float64),
+                    np.sum([t.numpy() for t in log_p], axis=0, dtype=np.float64), out=loss64)
         if best:   # py-irt keeps the parameters after the step whose (pre-step) loss is the lowest
             better = loss64 < best_loss
-            if bool(better.any()):
-                best_loss = torch.where(better, loss64, best_loss)
-                best_epoch[better.numpy()] = epoch
-                kept[better] = problem.views(flat)[1].detach()[better]
+            if better.any():
+                best_loss[better] = loss64[better]
+                best_epoch[better] = epoch
+                mask = torch.from_numpy(better)
+                kept[mask] = loc[mask]
+    losses = losses.T.copy()
     if not best:
-        kept = problem.views(flat)[1].detach()
+        kept = loc
         best_epoch[:] = epochs - 1
     kept = kept.numpy().astype(np.float64)
     return BatchFit(a=np.exp(kept[:, n + m:]), b=kept[:, n:n + m],

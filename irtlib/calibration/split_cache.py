@@ -8,7 +8,8 @@ else, namely
   included: a missing cell is not an observation),
 * the fit's settings (epochs, learning rate and its decay, seed, best or last epoch, torch threads),
 * the calibration code: irtlib's version, a checksum of :mod:`irtlib.calibration.pyirt_batch`'s
-  source, and torch's version (whose generator draws the random streams).
+  source, torch's version (whose generator draws the random streams), and the likelihood that runs
+  (a checksum of the fused kernel's source, or the torch likelihood where no compiler builds it).
 
 A call fits only the splits without an entry, all of them in one batched fit, and writes one file
 per split atomically (:func:`irtlib.io.atomic.atomic_write`). So a second call with more splits, fewer,
@@ -35,7 +36,7 @@ from irtlib._typing import ArrayLike, PathLike
 from irtlib._version import __version__
 from irtlib.io.atomic import atomic_write
 
-from . import pyirt_batch
+from . import fused_kernel, pyirt_batch
 
 __all__ = ["fit_2pl_splits_cached", "split_keys"]
 
@@ -133,13 +134,18 @@ def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings: f
 
 
 def code_fingerprint() -> dict:
-    """What identifies the calibration code: irtlib's version, the fit's source checksum, torch's version."""
+    """What identifies the calibration code: irtlib's version, the fit's source, torch, the likelihood.
+
+    The likelihood is the fused kernel's source checksum, or "torch" where it cannot be built.
+    """
     source = Path(pyirt_batch.__file__).read_bytes()
     try:
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:       # pragma: no cover - the fit itself will say so
         torch_version = None
-    return {"irtlib": __version__, "pyirt_batch": hashlib.sha256(source).hexdigest(), "torch": torch_version}
+    kernel = fused_kernel.kernel_fingerprint() if fused_kernel.load() is not None else "torch"
+    return {"irtlib": __version__, "pyirt_batch": hashlib.sha256(source).hexdigest(), "torch": torch_version,
+            "likelihood": kernel}
 
 
 def _read_entry(path: Path, key: str, n_items: int) -> tuple[np.ndarray, np.ndarray] | None:

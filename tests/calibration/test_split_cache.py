@@ -115,6 +115,12 @@ def test_bad_input_is_named_before_the_cache_is_touched(tmp_path, data):
     assert not (tmp_path / "new").exists()
 
 
-def test_the_fingerprint_names_the_code():
+def test_the_fingerprint_names_the_code(monkeypatch):
+    from irtlib.calibration import fused_kernel
+
     fingerprint = split_cache.code_fingerprint()
-    assert set(fingerprint) == {"irtlib", "pyirt_batch", "torch"} and len(fingerprint["pyirt_batch"]) == 64
+    assert set(fingerprint) == {"irtlib", "pyirt_batch", "torch", "likelihood"}
+    assert len(fingerprint["pyirt_batch"]) == 64
+    assert fingerprint["likelihood"] == fused_kernel.kernel_fingerprint()       # this machine compiles the kernel
+    monkeypatch.setattr(fused_kernel, "_LOADED", {"lib": None})               # where it cannot: another key
+    assert split_cache.code_fingerprint()["likelihood"] == "torch"
