@@ -213,3 +213,20 @@ def test_a_sample_gives_its_score_as_the_response():
         sample_response(sample(a="C", b="I"), scorer="c", positive="safe", where="t")
     with pytest.raises(InputError, match="score 0.3 is 0.3, neither 0 nor 1"):
         sample_response(sample(a=0.3), scorer=None, positive="safe", where="t")
+
+
+# ---------------------------------------------------------------------------- the documented example (slow)
+@pytest.mark.slow
+def test_the_documented_example_prints_what_the_docs_show(tmp_path):
+    """docs/inspect.md's runnable example: its output is the block after it (Inspect = offline replay = cli.md)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "inspect.md").read_text()
+    after = text[text.index("<!-- tests/bank/test_inspect_adaptive.py runs the next python block"):]
+    code, shown = re.search(r"```python\n(.*?)```\n```\n(.*?)```", after, flags=re.S).groups()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == shown
+    assert "inside Inspect: 9 items" in shown and "same items in the same order: True" in shown
