@@ -43,10 +43,11 @@ of the task's samples is refused in one line saying how many match; bank items t
 samples are skipped as unavailable when proposed (a warning says how many).
 
 The session behind the test is driven through its public step-wise methods by one small adapter,
-:class:`SessionDriver`; the options of :class:`~irtlib.bank.session.AdaptiveSession`
-(``min_information``, ``estimator``, ``randomesque``, ``categories``, ``seed``, ...) pass through
-``session_options``. The test is deterministic: the items asked, the stopping point and the
-estimate equal those of an offline replay (``AdaptiveSession.run``) on the same answers.
+:class:`irtlib.bank.stepwise.SessionDriver` (no Inspect in it); the options of
+:class:`~irtlib.bank.session.AdaptiveSession` (``min_information``, ``estimator``, ``randomesque``,
+``categories``, ``seed``, ...) pass through ``session_options``. The test is deterministic: the
+items asked, the stopping point and the estimate equal those of an offline replay
+(``AdaptiveSession.run``) on the same answers.
 
 Layer rule: part of :mod:`irtlib.bank`; imports ``inspect_ai`` when imported, so nothing else in
 irtlib imports this module (``import irtlib`` never loads Inspect).
@@ -67,7 +68,8 @@ from irtlib.errors import InputError, MissingDependencyError
 from irtlib.io.formats.inspect_logs import INSTALL_HINT, score_to_float
 
 from .format import ItemBank, read_bank
-from .session import AdaptiveSession, EvaluationResult
+from .session import EvaluationResult
+from .stepwise import DEFAULT_STOPPING, SessionDriver
 
 try:
     from inspect_ai import Task, task_with
@@ -85,84 +87,17 @@ except ImportError:                      # pragma: no cover - an Inspect older t
     raise MissingDependencyError("irtlib.bank.inspect_adaptive needs an inspect_ai with sample sources "
                                  "(inspect_ai.SampleSource; 0.3.285 is tested): pip install -U inspect-ai") from None
 
-__all__ = ["DEFAULT_STOPPING", "METADATA_KEY", "SCORER", "AdaptiveSampleSource", "AdaptiveTestWarning", "SessionDriver",
-           "adaptive_result", "adaptive_task", "match_items", "sample_response"]
+__all__ = ["METADATA_KEY", "SCORER", "AdaptiveSampleSource", "AdaptiveTestWarning", "adaptive_result",
+           "adaptive_task", "match_items", "sample_response"]
 
 #: The key of the test's settings in the task's metadata, and of its step in each asked sample's metadata.
 METADATA_KEY = "irtlib_adaptive_test"
 #: The name of the scorer :func:`adaptive_task` adds: its metrics are the test's estimate.
 SCORER = "irtlib_adaptive_test"
-#: The stopping rule when none is given: the command line's (``irtlib evaluate``) default.
-DEFAULT_STOPPING = {"max_items": 100, "target_se": 0.3}
 
 
 class AdaptiveTestWarning(UserWarning):
     """Some bank items are not samples of the task (they are skipped as unavailable when proposed)."""
-
-
-# ---------------------------------------------------------------------------- the session, through one adapter
-class SessionDriver:
-    """The step-wise session behind an adaptive test, used only through its public methods.
-
-    The one place the Inspect integration touches :class:`~irtlib.bank.session.AdaptiveSession`
-    (``propose``, ``record``, ``skip``, ``stop_reason``, ``result``): another engine with the
-    same step-wise methods plugs in here.
-
-    Parameters
-    ----------
-    bank : ItemBank
-    max_items, target_se : optional
-        The stopping rules (see :class:`~irtlib.bank.session.AdaptiveSession`).
-    options : mapping, optional
-        Further keywords of :class:`~irtlib.bank.session.AdaptiveSession` (``min_information``,
-        ``estimator``, ``randomesque``, ``categories``, ``seed``, ``prior_mean``, ``prior_sd``, ``model``).
-    """
-
-    def __init__(self, bank: ItemBank, *, max_items: int | None = None, target_se: float | None = None,
-                 options: Mapping[str, Any] | None = None):
-        self.session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, **dict(options or {}))
-
-    def next_item(self, available: Mapping[str, object]) -> str | None:
-        """The next item to ask, skipping (as unavailable) proposed items not in ``available``; None once stopped."""
-        while (item := self.session.propose()) is not None and item not in available:
-            self.session.skip(item)
-        return item
-
-    def record(self, item: str, response: int | None) -> None:
-        """Record the response (1 safe, 0 unsafe) to the item :meth:`next_item` gave; None skips it as unavailable."""
-        if response is None:
-            self.session.skip(item)
-        else:
-            self.session.record(item, response)
-
-    @property
-    def model(self) -> str | None:
-        """The evaluated model's name (for the result)."""
-        return self.session.model
-
-    @model.setter
-    def model(self, name: str | None) -> None:
-        self.session.model = name
-
-    def result(self) -> EvaluationResult:
-        """The current estimate (:meth:`AdaptiveSession.result`)."""
-        return self.session.result()
-
-    def estimate(self) -> dict[str, float]:
-        """The result's numbers as Inspect metrics (see the module docstring), NaN left out."""
-        r = self.result()
-        values = {"predicted_score": r.predicted_score, "predicted_score_low": r.predicted_score_ci95[0],
-                  "predicted_score_high": r.predicted_score_ci95[1], "theta": r.theta, "theta_se": r.se,
-                  "items": r.n_items, "finished": float(r.stop_reason is not None)}
-        return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(float(v))}
-
-    def settings(self) -> dict:
-        """The stopping rules and options, JSON-ready (for the log; :func:`adaptive_result` rebuilds from them)."""
-        s = self.session
-        return {"max_items": s.max_items, "target_se": s.target_se,
-                "options": {"min_information": s.min_information, "estimator": s.estimator,
-                            "randomesque": s.randomesque, "seed": s.seed, "prior_mean": s.prior_mean,
-                            "prior_sd": s.prior_sd, "categories": s.categories}}
 
 
 # ---------------------------------------------------------------------------- items, samples and responses
