@@ -4,7 +4,7 @@ Thin by design: each subcommand parses its options, calls the Python API (:mod:`
 :mod:`irtlib.bank.build`, :mod:`irtlib.bank.session`, :mod:`irtlib.selection.static`,
 :mod:`irtlib.protocol.agreement`, :mod:`irtlib.datasets`) and prints. One module per subcommand,
 its parser and its handler together (``irtlib.cli.calibrate``, ``subset``, ``evaluate``,
-``agreement``, ``report``, ``paper_data``); what they share is in
+``agreement``, ``report``, ``paper_data``, ``airbench_data``, ``helm_data``); what they share is in
 ``irtlib.cli._common`` (exit statuses, errors, output helpers) and ``irtlib.cli._options``
 (argument types and option groups). Conventions:
 
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from irtlib.errors import IrtlibError
 
-from . import agreement, calibrate, evaluate, paper_data, report, subset
+from . import agreement, airbench_data, calibrate, evaluate, helm_data, paper_data, report, subset
 from ._common import (
     EXIT_BUG,
     EXIT_INPUT,
@@ -57,7 +57,7 @@ __presentation__ = True
 __all__ = ["COMMANDS", "CLIUsageError", "build_parser", "main"]
 
 #: The subcommands' modules, in the order ``irtlib --help`` lists them: each adds its parser and handler.
-COMMANDS = (calibrate, subset, evaluate, agreement, report, paper_data)
+COMMANDS = (calibrate, subset, evaluate, agreement, report, paper_data, airbench_data, helm_data)
 
 
 def __getattr__(name: str):
