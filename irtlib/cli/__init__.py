@@ -6,7 +6,9 @@ Thin by design: each subcommand parses its options, calls the Python API (:mod:`
 its parser and its handler together (``irtlib.cli.calibrate``, ``subset``, ``evaluate``,
 ``agreement``, ``report``, ``paper_data``, ``airbench_data``, ``helm_data``); what they share is in
 ``irtlib.cli._common`` (exit statuses, errors, output helpers) and ``irtlib.cli._options``
-(argument types and option groups). Conventions:
+(argument types and option groups). The modules moved from the single ``irtlib/cli.py`` keep the
+names and the text their handlers and parsers had there (the shared helpers are imported under
+their old private names), so that a change made to ``cli.py`` applies to them as it is. Conventions:
 
 - exit status 0 on success, 2 on a usage error (argparse, or :class:`irtlib.errors.UsageError`),
   1 on bad input (:class:`irtlib.errors.IrtlibError`) or a file-system error (:class:`OSError`),

@@ -1,8 +1,4 @@
-"""``irtlib agreement``: the paper's agreement protocol on a response file, with the Table 2 summary.
-
-The handler and the parser keep the names and the text they had in the single-module ``irtlib/cli.py``
-(the shared helpers are imported under their old private names), so that changes made there apply here.
-"""
+"""``irtlib agreement``: the paper's agreement protocol on a response file, with the Table 2 summary."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``irtlib calibrate``: fit the 2PL model to a response file and write an item bank.
-
-The handler and the parser keep the names and the text they had in the single-module ``irtlib/cli.py``
-(the shared helpers are imported under their old private names), so that changes made there apply here.
-"""
+"""``irtlib calibrate``: fit the 2PL model to a response file and write an item bank."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``irtlib evaluate``: the adaptive test of a new model on a bank (replayed from a file, or answered on stdin).
-
-The handler and the parser keep the names and the text they had in the single-module ``irtlib/cli.py``
-(the shared helpers are imported under their old private names), so that changes made there apply here.
-"""
+"""``irtlib evaluate``: the adaptive test of a new model on a bank (replayed from a file, or answered on stdin)."""
 
 from __future__ import annotations
 

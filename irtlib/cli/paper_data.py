@@ -1,8 +1,4 @@
-"""``irtlib paper-data``: download the paper's authors' released files, or list where they are.
-
-The handler and the parser keep the names and the text they had in the single-module ``irtlib/cli.py``
-(the shared helpers are imported under their old private names), so that changes made there apply here.
-"""
+"""``irtlib paper-data``: download the paper's authors' released files, or list where they are."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``irtlib report``: a static HTML report of a benchmark's fit, ceiling, discrimination and agreement.
-
-The handler and the parser keep the names and the text they had in the single-module ``irtlib/cli.py``
-(the shared helpers are imported under their old private names), so that changes made there apply here.
-"""
+"""``irtlib report``: a static HTML report of a benchmark's fit, ceiling, discrimination and agreement."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``irtlib subset``: choose a fixed item subset from a bank with one of the paper's static methods.
-
-The handler and the parser keep the names and the text they had in the single-module ``irtlib/cli.py``
-(the shared helpers are imported under their old private names), so that changes made there apply here.
-"""
+"""``irtlib subset``: choose a fixed item subset from a bank with one of the paper's static methods."""
 
 from __future__ import annotations
 
