@@ -179,7 +179,7 @@ export IRTLIB_PANDAGUARD_DATA
 IRTLIB_DATA ?=
 export IRTLIB_DATA
 # The authors' files: $IRTLIB_PAPER_DATA, else ../shared/realdata/paper, else the per-user cache that
-# `make paper-data` (python -m irtlib.datasets.authors download) fills.
+# `make paper-data` (irtlib paper-data download) fills.
 export IRTLIB_PAPER_DATA
 
 # The papermill arguments (and the data setting) of the last run, rewritten only when they change, so
@@ -193,7 +193,7 @@ $(PARAMS_STAMP): FORCE
 # Download the authors' files that are not found anywhere yet (verified against pinned SHA-256).
 # Offline it says so in one line and fails; the book builds on whatever data it has.
 paper-data: $(VENV_STAMP)
-	$(VPY) -m irtlib.datasets.authors download --missing
+	$(VPY) -m irtlib paper-data download --missing
 
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
 $(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
@@ -225,7 +225,7 @@ JUPYTER_BOOK := $(VENV)/bin/jupyter-book
 # per-user cache) and the network allows; otherwise the book builds on what it has, and every page
 # that fell back to the simulated release says so.
 book: $(VENV_STAMP)
-	@mkdir -p $(BUILD); $(VPY) -m irtlib.datasets.authors download --missing > $(BUILD)/paper-data.log 2>&1 || \
+	@mkdir -p $(BUILD); $(VPY) -m irtlib paper-data download --missing > $(BUILD)/paper-data.log 2>&1 || \
 		{ echo "make book: the paper's data could not be fetched ($$(tail -n 1 $(BUILD)/paper-data.log)); building on what is here"; }
 	$(MAKE) --no-print-directory -j$(JOBS) executed
 	$(MAKE) --no-print-directory html

@@ -58,7 +58,7 @@ def test_exit_status_separates_input_from_bugs(monkeypatch, capsys, tmp_path, ex
     def handler(args, out):
         raise exc
 
-    monkeypatch.setattr(cli, "_cmd_calibrate", handler)
+    monkeypatch.setattr(cli.calibrate, "_cmd_calibrate", handler)     # read when the parser is built
     code_, out, err = _main(["calibrate", str(tmp_path / "r.csv"), "-o", str(tmp_path / "b.csv")], capsys)
     assert code_ == code, err
     assert label in err and "Traceback" not in err and out == ""
@@ -66,7 +66,7 @@ def test_exit_status_separates_input_from_bugs(monkeypatch, capsys, tmp_path, ex
 
 
 def test_debug_shows_the_traceback_of_a_bug(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(cli, "_cmd_calibrate", _bug)
+    monkeypatch.setattr(cli.calibrate, "_cmd_calibrate", _bug)
     code, _, err = _main(["calibrate", str(tmp_path / "r.csv"), "-o", str(tmp_path / "b.csv"), "--debug"], capsys)
     assert code == 3 and "Traceback (most recent call last)" in err and "_bug" in err
     assert "irtlib: internal error: KeyError: 'a bug'" in err

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Never loaded by ``import irtlib`` or ``irtlib --help``.
 NOT_AT_IMPORT = ("irtlib.book", "irtlib.datasets", "irtlib.viz.figures", "matplotlib", "seaborn", "torch", "pyro",
-                 "py_irt", "joblib", "tqdm", "kmedoids", "scipy.stats", "scipy.optimize", "inspect_ai")
+                 "py_irt", "joblib", "tqdm", "kmedoids", "scipy.stats", "scipy.optimize", "inspect_ai",
+                 "irtlib.bank.inspect_adaptive")
 
 
 def _loaded(code: str, *args: str) -> list[str]:
@@ -37,6 +38,24 @@ def test_the_core_loads_nothing_it_does_not_need(code, args):
     assert "irtlib" in modules
     heavy = [m for m in NOT_AT_IMPORT if m in modules]
     assert heavy == [], heavy
+
+
+def test_inspect_ai_is_loaded_only_by_the_inspect_integration():
+    """The bank, its sessions and the log readers work without Inspect; only the live integration imports it."""
+    modules = set(_loaded("import irtlib.bank, irtlib.bank.session, irtlib.io.formats.inspect_logs, irtlib.cli"))
+    assert not {"inspect_ai", "irtlib.bank.inspect_adaptive"} & modules
+    modules = set(_loaded("import irtlib.bank.inspect_adaptive"))
+    assert {"inspect_ai", "irtlib.bank.inspect_adaptive"} <= modules
+
+
+def test_without_inspect_the_integration_names_the_extra():
+    code = ("import sys; sys.modules['inspect_ai'] = None\n"
+            "from irtlib.errors import MissingDependencyError\n"
+            "try:\n    import irtlib.bank.inspect_adaptive\n"
+            "except MissingDependencyError as exc:\n    print(exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.strip() == ("irtlib.bank.inspect_adaptive runs adaptive tests inside Inspect AI and needs the "
+                                   "optional inspect_ai package: pip install 'irtlib[inspect]'"), proc.stderr
 
 
 def test_lazy_subpackages_still_import():

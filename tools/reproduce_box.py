@@ -160,7 +160,7 @@ def downloads_block(downloads: dict | None) -> str:
         f"pip install \"./{wheel_name}[book]\"     # irtlib, its book helpers, papermill, py-irt",
         f"tar xzf {source_name}                           # the source: data/, book/, tests/",
         f"export IRTLIB_SIM_DATA=$PWD/{top}/data          # the simulated release",
-        "python -m irtlib.datasets.authors download   # the paper's four matrices (checksummed)",
+        "irtlib paper-data download                  # the paper's four matrices (checksummed)",
         "papermill 01_data.ipynb out.ipynb -p QUICK True",
         "```",
         "",

@@ -16,7 +16,10 @@ command line and once from Python. This module holds what the chapter needs arou
 - :func:`calibration_size` -- how many calibration models a bank needs;
 - :func:`scores_by_rule` -- what the binarization rule of a graded judge does to the scores;
 - :func:`break_even_models` -- after how many new models a calibration bought for the purpose
-  pays for itself (the paper's caveat, section "Limits the authors name").
+  pays for itself (the paper's caveat, section "Limits the authors name");
+- :func:`live_test_steps` -- the adaptive test step by step as it runs inside an Inspect AI
+  evaluation (:mod:`irtlib.bank.inspect_adaptive`), offline: the same adapter, the held-out
+  model's answers in place of the judged samples.
 
 Only irtlib's top-level API is used (:func:`irtlib.calibrate_bank`, :class:`irtlib.AdaptiveSession`,
 :func:`irtlib.run_adaptive`, :class:`irtlib.ItemBank`).
@@ -43,7 +46,7 @@ from ..errors import InputError
 
 __all__ = ["HeldOutFiles", "choose_held_out", "split_jsonl", "split_long", "subset_responses", "run_command",
            "plain_bank", "held_out_coverage", "coverage_summary", "calibration_size", "scores_by_rule",
-           "break_even_models"]
+           "break_even_models", "live_test_steps"]
 
 
 @dataclass(frozen=True)
@@ -522,3 +525,41 @@ def break_even_models(*, n_calibration: int, n_items: int, k: int) -> int:
     if not 0 <= k < n_items:
         raise InputError(f"k must be in [0, n_items) = [0, {n_items}), got {k}")
     return math.ceil(n_calibration * n_items / (n_items - k))
+
+
+def live_test_steps(bank, answers: pd.Series, *, max_items: int | None = None,
+                    target_se: float | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The adaptive test as it runs inside Inspect AI, replayed offline through the same adapter.
+
+    Inside Inspect (:func:`irtlib.bank.inspect_adaptive.adaptive_task`) each step asks the sample
+    of the item :class:`irtlib.bank.stepwise.SessionDriver` proposes, and the sample's score
+    (``C`` safe, ``I`` unsafe) is recorded when it finishes. Here the score is the held-out
+    model's answer; the metrics are those the log's ``irtlib_adaptive_test`` scorer reports.
+
+    Parameters
+    ----------
+    bank : ItemBank
+    answers : Series
+        Item id -> 1 safe, 0 unsafe (the items the "task" has; other bank items are unavailable).
+    max_items, target_se : optional
+        The stopping rules.
+
+    Returns
+    -------
+    steps : DataFrame
+        One row per sample asked: ``step``, ``sample``, ``theta`` and ``se`` it was chosen at, ``score``.
+    metrics : dict
+        ``predicted_score``, ``predicted_score_low``, ``predicted_score_high``, ``theta``,
+        ``theta_se``, ``items``, ``finished``.
+    """
+    from irtlib.bank.stepwise import SessionDriver
+
+    driver = SessionDriver(bank, max_items=max_items, target_se=target_se)
+    given = {str(item): int(value) for item, value in answers.items()}
+    rows = []
+    while (item := driver.next_item(given)) is not None:
+        before = driver.result()
+        rows.append({"step": len(rows) + 1, "sample": item, "theta": before.theta, "se": before.se,
+                     "score": "C" if given[item] else "I"})
+        driver.record(item, given[item])
+    return pd.DataFrame(rows), driver.estimate()

@@ -125,7 +125,7 @@ def fallback_banner(benches: Mapping, *, real_expected: Mapping[str, bool]) -> s
         return ""
     return (":::{warning}\n"
             f"This build did not find the real data for {_names(benches, fell)}: the results on this page for "
-            f"{'it' if len(fell) == 1 else 'them'} rest on the simulated release. `python -m irtlib.datasets.authors "
+            f"{'it' if len(fell) == 1 else 'them'} rest on the simulated release. `irtlib paper-data "
             "download` fetches the paper's files (or set `IRTLIB_PAPER_DATA`), then rebuild.\n:::")
 
 

@@ -15,7 +15,7 @@ Where the files are looked for, in this order (per file; the first place holding
 1. the directory named by ``$IRTLIB_PAPER_DATA`` (:data:`DATA_ENV`);
 2. ``../shared/realdata/paper`` beside the repository checkout (:func:`irtlib.datasets.real.shared_directory`);
 3. the per-user cache ``$XDG_CACHE_HOME/irtlib/paper`` (default ``~/.cache/irtlib/paper``), which
-   ``python -m irtlib.datasets.authors download`` fills.
+   ``irtlib paper-data download`` fills.
 
 Every file with a pinned SHA-256 is verified each time it is read (the files are about 1 MB); a
 mismatching file is refused with one line naming it. The files are never copied into the
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,7 @@ __all__ = [
     "REPOSITORY", "COMMIT", "DATA_COMMIT", "RAW_URL", "DATA_ENV", "SHARED_NAME", "PaperFile", "FILES",
     "RESPONSE_FILES", "UNVERIFIED", "Located", "cache_directory", "search_path", "locate", "find",
     "read_verified", "load_stored", "load_matrix", "load_items", "load_fits", "file_url", "download",
-    "DownloadResult", "status_lines", "check_copy", "main",
+    "DownloadResult", "status_lines", "check_copy",
 ]
 
 #: The authors' repository and the commit whose files are pinned (data added in :data:`DATA_COMMIT`).
@@ -148,7 +147,7 @@ DEFAULT_DOWNLOAD = tuple(k for k, f in FILES.items() if f.remote and f.verifiabl
 #: Item-metadata columns kept (never prompt, behaviour or context text: the README asks so).
 ITEM_COLUMNS = {"harmbench": ("functional_category", "semantic_category", "tags"),
                 "simplesafetytests": ("harm_area", "category")}
-HOW = ("get them with `python -m irtlib.datasets.authors download` (into the per-user cache), or set "
+HOW = ("get them with `irtlib paper-data download` (into the per-user cache), or set "
        f"{DATA_ENV}=DIR to a directory holding them, or check out the repository beside ../shared/realdata/paper")
 
 
@@ -616,45 +615,3 @@ def status_lines() -> list[str]:
             check = "checksum not verified"
         out.append(f"{found.origin:<8} {k}: {found.path} ({check})")
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m irtlib.datasets.authors {download,list}``; returns the exit status."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m irtlib.datasets.authors",
-                                 description="The paper's authors' released data: download (pinned commit, "
-                                             "verified SHA-256) or list where each file is found.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("download", help="fetch the files into the per-user cache (or --dest)")
-    d.add_argument("names", nargs="*", metavar="NAME", help=f"files to fetch (default: {' '.join(DEFAULT_DOWNLOAD)})")
-    d.add_argument("--dest", metavar="DIR", help=f"target directory (default: {cache_directory()})")
-    d.add_argument("--with-unverified", action="store_true",
-                   help=f"also fetch {' and '.join(UNVERIFIED)}, whose checksums are not known here (the hash "
-                        "seen is recorded, marked 'observed, not verified')")
-    d.add_argument("--base-url", metavar="URL", help="mirror replacing https://raw.githubusercontent.com/<repo>/<commit>")
-    d.add_argument("--missing", action="store_true", help="skip files already found ($IRTLIB_PAPER_DATA, the shared "
-                                                          "copy, the cache)")
-    sub.add_parser("list", help="where each file is found")
-    args = ap.parse_args(argv)
-    try:
-        if args.cmd == "list":
-            print("\n".join(status_lines()))
-            return 0
-        names = args.names or None
-        if names is None and args.with_unverified:
-            names = list(DEFAULT_DOWNLOAD) + list(UNVERIFIED)
-        download(names, dest=args.dest, with_unverified=args.with_unverified, base_url=args.base_url,
-                 progress=print, missing_only=args.missing,
-                 announce=lambda line: print(line, file=sys.stderr, flush=True))
-    except UsageError as exc:
-        print(f"{ap.prog} {args.cmd}: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except (InputError, OSError) as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

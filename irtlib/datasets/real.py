@@ -7,7 +7,7 @@ first HELM AIR-Bench release), on all 5,694 items, as published in the public Gi
 
 Getting them (needs a network; about 100 MB of CSV)::
 
-    python -m irtlib.datasets.real download ~/irtlib-real/airbench2024
+    irtlib airbench-data download ~/irtlib-real/airbench2024
     export IRTLIB_REAL_DATA=~/irtlib-real/airbench2024
 
 then ``irtlib.datasets.load("airbench2024-real")`` (or pass ``data_dir=``). The download is
@@ -255,7 +255,7 @@ def resolve_data_dir(data_dir: PathLike | None = None) -> Path:
         Neither is given, or the directory lacks the tidy files; the message says how to
         download them.
     """
-    how = ("download them with `python -m irtlib.datasets.real download DIR` and pass "
+    how = ("download them with `irtlib airbench-data download DIR` and pass "
            f"data_dir=DIR or set {DATA_ENV}=DIR")
     return data_directory(data_dir, env=DATA_ENV, files=FILES, what="real AIR-Bench 2024 data", how=how,
                           shared=SHARED_NAME)
@@ -377,40 +377,3 @@ def load_airbench(data_dir: PathLike | None = None, *, rule: str = "strict", ver
     values = np.full((len(models), len(items)), np.nan)
     values[models.get_indexer(raw["model"]), items.get_indexer(raw["item"])] = safe
     return ResponseMatrix(values, models, items, source=f"airbench2024-real ({rule})")
-
-
-def main(argv=None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m irtlib.datasets.real",
-                                 description="Real AIR-Bench 2024 data (22 models): download or verify.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("download", help="download the 66 source CSVs and convert them")
-    d.add_argument("dest")
-    d.add_argument("--commit", default=PINNED_COMMIT)
-    d.add_argument("--force", action="store_true", help="overwrite existing files")
-    c = sub.add_parser("convert", help="convert a local checkout of the repository")
-    c.add_argument("source_dir")
-    c.add_argument("dest")
-    c.add_argument("--force", action="store_true")
-    v = sub.add_parser("verify", help="check the tidy files' checksums")
-    v.add_argument("data_dir", nargs="?")
-    args = ap.parse_args(argv)
-    try:
-        if args.cmd == "download":
-            download_airbench(args.dest, commit=args.commit, overwrite=args.force, progress=True)
-            print(f"wrote {', '.join(FILES)} and {CHECKSUM_FILE} to {args.dest}")
-        elif args.cmd == "convert":
-            convert_airbench(args.source_dir, args.dest, overwrite=args.force)
-            print(f"wrote {', '.join(FILES)} and {CHECKSUM_FILE} to {args.dest}")
-        else:
-            for fname, digest in verify_airbench(args.data_dir).items():
-                print(f"OK {digest}  {fname}")
-    except (ValueError, FileNotFoundError, FileExistsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

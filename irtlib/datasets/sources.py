@@ -147,10 +147,10 @@ def _how(name: str) -> str:
     from . import authors, real
 
     if name in authors.UNVERIFIED:
-        how = (f"download the authors' file with `python -m irtlib.datasets.authors download --with-unverified {name}`"
+        how = (f"download the authors' file with `irtlib paper-data download --with-unverified {name}`"
                f" (or set {authors.DATA_ENV}=DIR)")
         if name == "airbench2024":
-            how += (f", or point {real.DATA_ENV} at the 22-model judgments (`python -m irtlib.datasets.real "
+            how += (f", or point {real.DATA_ENV} at the 22-model judgments (`irtlib airbench-data "
                     "download DIR`)")
         return how
     return authors.HOW

@@ -338,36 +338,3 @@ def download_suite(dest: PathLike, *, project: str = "safety", release: str = "v
     if not written:
         raise InputError(f"{url}: no run of {sorted(keep)} in release {release}")
     return written
-
-
-def main(argv=None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m irtlib.io.helm",
-                                 description="HELM Safety per-instance results: download or read.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("download", help="download run_spec.json + per_instance_stats.json of the safety runs")
-    d.add_argument("dest", help="local benchmark_output directory")
-    d.add_argument("--project", default="safety", help="safety or air-bench")
-    d.add_argument("--release", default="v1.0.0")
-    d.add_argument("--scenario", action="append", help="HELM scenario name (repeatable)")
-    d.add_argument("--force", action="store_true")
-    r = sub.add_parser("summary", help="read runs and print each benchmark's matrix shape")
-    r.add_argument("root")
-    args = ap.parse_args(argv)
-    try:
-        if args.cmd == "download":
-            runs = download_suite(args.dest, project=args.project, release=args.release,
-                                  scenarios=args.scenario, overwrite=args.force, progress=True)
-            print(f"wrote {len(runs)} runs under {args.dest}/runs")
-        else:
-            for key, df in read_runs(args.root).items():
-                print(key, to_matrix(df, source=key))
-    except (ValueError, FileNotFoundError, FileExistsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -40,12 +40,15 @@ def test_array_checksum_distinguishes_nan_positions_and_shapes():
 def test_presentation_is_a_rule_not_a_list():
     """Everything under viz/ and every module that declares ``__presentation__ = True``, nothing else."""
     import importlib
+    from pathlib import Path
 
     from irtlib.book import cache
 
     found = cache.presentation_modules()
-    assert {"viz/figures.py", "viz/fit_figures.py", "viz/report.py", "cli.py", "datasets/paper.py",
+    assert {"viz/figures.py", "viz/fit_figures.py", "viz/report.py", "datasets/paper.py",
             "book/compare.py", "book/scorecard.py", "book/table2.py", "book/reproducibility.py"} <= set(found)
+    cli = Path(cache.__file__).resolve().parents[1] / "cli"          # the command line, every module of it
+    assert {f"cli/{p.name}" for p in cli.glob("*.py") if p.name != "__main__.py"} <= set(found)
     for rel in found:                       # the marker is the module's own attribute, not a stray line
         if not rel.startswith("viz/"):
             module = importlib.import_module("irtlib." + rel.removesuffix(".py").replace("/", "."))

@@ -190,3 +190,19 @@ def test_break_even_models():
     assert ob.break_even_models(n_calibration=10, n_items=100, k=50) == 20
     with pytest.raises(InputError, match="k must be in"):
         ob.break_even_models(n_calibration=10, n_items=100, k=100)
+
+
+def test_live_test_steps_replay_the_session_as_inspect_would_ask():
+    matrix, _ = _simulated()
+    bank = irtlib.calibrate_bank(matrix.subset(models=matrix.models[:35]), interval_check=False)
+    row = matrix.to_frame().loc["m37"]
+    answers = row.drop(index=["q000", "q001", "q002"])          # three bank items the "task" lacks
+    steps, metrics = ob.live_test_steps(bank, answers, max_items=12, target_se=0.35)
+    want = irtlib.AdaptiveSession(bank, max_items=12, target_se=0.35).run(answers.get)
+    assert list(steps["sample"]) == want.items and list(steps["step"]) == list(range(1, want.n_items + 1))
+    assert list(steps["score"]) == ["C" if r else "I" for r in want.responses]
+    assert (steps["theta"].iloc[0], steps["se"].iloc[0]) == (0.0, 1.0)      # the first item is chosen at the prior
+    assert metrics == pytest.approx({"predicted_score": want.predicted_score,
+                                     "predicted_score_low": want.predicted_score_ci95[0],
+                                     "predicted_score_high": want.predicted_score_ci95[1], "theta": want.theta,
+                                     "theta_se": want.se, "items": want.n_items, "finished": 1.0})

@@ -23,6 +23,7 @@ import pytest
 
 from irtlib import datasets
 from irtlib.book import pipeline
+from irtlib.cli import main
 from irtlib.datasets import authors, sources
 from irtlib.errors import InputError, UsageError
 
@@ -202,7 +203,7 @@ def test_simulated_ignores_real_files(isolated, monkeypatch):
 
 
 def test_real_without_files_says_how_to_get_them(isolated):
-    with pytest.raises(FileNotFoundError, match=r"harmbench: no real data found .*python -m irtlib.datasets.authors "
+    with pytest.raises(FileNotFoundError, match=r"harmbench: no real data found .*irtlib paper-data "
                                                 r"download"):
         datasets.load("harmbench", source="real")
     with pytest.raises(FileNotFoundError, match="download --with-unverified safetybench"):
@@ -327,9 +328,9 @@ def test_closed_port_is_one_line(tmp_path, capsys):
     with pytest.raises(OSError, match=rf"cannot download {url}/data/irt_input_data/helm_harmbench_irt_data\.jsonl"):
         authors.download(["harmbench"], dest=tmp_path / "d", base_url=url)
     assert list((tmp_path / "d").iterdir()) == []
-    status = authors.main(["download", "--dest", str(tmp_path / "d"), "--base-url", url, "harmbench"])
+    status = main(["paper-data", "download", "--dest", str(tmp_path / "d"), "--base-url", url, "harmbench"])
     err = capsys.readouterr().err
-    assert status == 1 and err.count("\n") == 1 and err.startswith("error: cannot download ")
+    assert status == 1 and err.count("\n") == 1 and err.startswith("irtlib: error: cannot download ")
     assert "Traceback" not in err
 
 
@@ -343,10 +344,11 @@ def test_unverified_needs_consent_and_records_the_hash(tmp_path, isolated, monke
     try:
         with pytest.raises(UsageError, match="add --with-unverified"):
             authors.download(["safetybench"], dest=tmp_path / "d", base_url=url)
-        assert authors.main(["download", "--dest", str(tmp_path / "d"), "--base-url", url, "safetybench"]) == 2
+        assert main(["paper-data", "download", "--dest", str(tmp_path / "d"), "--base-url", url,
+                     "safetybench"]) == 2
         capsys.readouterr()
-        assert authors.main(["download", "--dest", str(isolated["cache"]), "--base-url", url, "--with-unverified",
-                             "safetybench"]) == 0
+        assert main(["paper-data", "download", "--dest", str(isolated["cache"]), "--base-url", url,
+                     "--with-unverified", "safetybench"]) == 0
         out = capsys.readouterr().out
     finally:
         server.shutdown()
@@ -382,8 +384,6 @@ def test_unverified_download_of_the_wrong_shape_is_refused(tmp_path, monkeypatch
 
 @needs_shared
 def test_irtlib_paper_data_command(mirror, tmp_path, capsys):
-    from irtlib.cli import main
-
     _, url = mirror
     assert main(["paper-data", "download", "--dest", str(tmp_path / "d"), "--base-url", url, "wmdp-bio"]) == 0
     out = capsys.readouterr().out

@@ -69,7 +69,7 @@ def test_env_variable(real_dir, monkeypatch):
 
 
 def test_missing_directory_says_how_to_download(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m irtlib.datasets.real download"):
+    with pytest.raises(FileNotFoundError, match="irtlib airbench-data download"):
         datasets.load("airbench2024-real", data_dir=tmp_path)
 
 
@@ -145,8 +145,10 @@ def test_never_in_the_repository():
 
 
 def test_convert_a_checkout_and_the_command(tmp_path, monkeypatch, capsys):
-    """convert_airbench reads a local checkout; `python -m irtlib.datasets.real` downloads, converts,
-    verifies (on made-up sources: the pinned checksums refuse them, which the command reports)."""
+    """convert_airbench reads a local checkout; `irtlib airbench-data` downloads, converts, verifies
+    (on made-up sources: the pinned checksums refuse them, which the command reports in one line)."""
+    from irtlib.cli import main
+
     fetch = _synthetic_source(seed=1)
     prefix = f"https://raw.githubusercontent.com/{real.REPOSITORY}/{real.PINNED_COMMIT}/"
     checkout = tmp_path / "checkout"
@@ -165,12 +167,15 @@ def test_convert_a_checkout_and_the_command(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "broken").exists()
 
     monkeypatch.setattr(real, "fetch_url", fetch)
-    assert real.main(["verify", str(dest)]) == 0
+    assert main(["airbench-data", "verify", str(dest)]) == 0
     assert capsys.readouterr().out.count("OK ") == len(real.FILES)
-    assert real.main(["download", str(tmp_path / "cmd")]) == 1            # made-up data: not the pinned release
-    assert "does not match the pinned" in capsys.readouterr().err
-    assert real.main(["convert", str(checkout), str(tmp_path / "cmd2")]) == 1
-    assert capsys.readouterr().err.startswith("error: ")
+    assert main(["airbench-data", "download", str(tmp_path / "cmd")]) == 1       # made-up data: not the pinned release
+    errors = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("fetching ")]
+    assert len(errors) == 1 and errors[0].startswith("irtlib: error: ") and "does not match the pinned" in errors[0]
+    assert main(["airbench-data", "convert", str(checkout), str(tmp_path / "cmd2")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("irtlib: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "cmd").exists() and not (tmp_path / "cmd2").exists()          # nothing written
 
 
 def _synthetic_source(seed: int = 0):

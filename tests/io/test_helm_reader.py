@@ -164,11 +164,14 @@ def test_to_matrix_binarizes_once_and_names_bad_scores():
 
 
 def test_the_helm_command(tmp_path, monkeypatch, capsys):
+    from irtlib.cli import main
+
     monkeypatch.setattr(helm, "fetch_url", _fake_fetch)
-    assert helm.main(["download", str(tmp_path / "out"), "--scenario", "harm_bench"]) == 0
+    assert main(["helm-data", "download", str(tmp_path / "out"), "--scenario", "harm_bench"]) == 0
     captured = capsys.readouterr()
     assert "wrote 2 runs under" in captured.out and "fetching https://" in captured.err
-    assert helm.main(["summary", str(tmp_path / "out")]) == 0
+    assert main(["helm-data", "summary", str(tmp_path / "out")]) == 0
     assert "harmbench" in capsys.readouterr().out
-    assert helm.main(["download", str(tmp_path / "out"), "--scenario", "nope"]) == 1
-    assert capsys.readouterr().err.startswith("error: ")
+    assert main(["helm-data", "download", str(tmp_path / "out"), "--scenario", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("irtlib: error: ") and err.count("\n") == 1

@@ -1,0 +1,94 @@
+"""``irtlib calibrate``: fit the 2PL model to a response file and write an item bank."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import CLIUsageError
+from ._common import Out as _Out
+from ._common import not_another_output as _not_another_output
+from ._common import output_path as _output_path
+from ._options import ENGINE_HELP, RESPONSES_HELP
+from ._options import check_engine as _check_engine
+from ._options import general_options as _common
+from ._options import input_kwargs as _input_kwargs
+from ._options import input_options as _input_options
+from ._options import int_at_least as _int_at_least
+from ._options import positive_int as _positive_int
+from ._options import variance as _variance
+
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``irtlib calibrate`` (its options and its handler) to the subcommands ``sub``."""
+    _add_calibrate(sub)
+
+
+def _add_calibrate(sub) -> None:
+    from irtlib.calibration.joint_map import ENGINES
+
+    p = sub.add_parser("calibrate", help="fit the 2PL model and write an item bank",
+                       description="Read a response file, binarize it, drop items with (near-)zero variance, fit "
+                                   "the 2PL model and write an item bank: a CSV of item, a, b, safe rate and fit "
+                                   "diagnostics, whose first line is a JSON header recording the settings, the "
+                                   "data checksum and the bank checksum.")
+    p.add_argument("responses", metavar="RESPONSES", help=RESPONSES_HELP)
+    p.add_argument("-o", "--output", required=True, metavar="BANK", help="item bank file to write (.csv)")
+    p.add_argument("--engine", choices=sorted(ENGINES), default="map", help=ENGINE_HELP)
+    p.add_argument("--variance-threshold", type=_variance, default=0.01, metavar="V",
+                   help="leave out items with p(1-p) <= V (the paper: 0.01)")
+    p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
+    p.add_argument("--interval-folds", type=_int_at_least(2), default=5, metavar="F",
+                   help="folds of the cross-fitted check that widens adaptive-test score intervals to the "
+                        "error measured on left-out calibration models (default 5: five extra MAP fits)")
+    p.add_argument("--no-interval-check", action="store_true",
+                   help="skip that check: `evaluate` then states the plain 2PL intervals, which are too "
+                        "narrow on real safety data")
+    _input_options(p)
+    _common(p, force=True, seed=True)
+    p.set_defaults(handler=_cmd_calibrate)
+
+def _cmd_calibrate(args, out: _Out) -> int:
+    from irtlib.bank.build import MIN_MODELS_INTERVAL_CHECK, calibrate_bank
+    from irtlib.bank.format import BANK_MAGIC
+    from irtlib.io import load_responses
+    from irtlib.io.atomic import check_writable
+
+    _not_another_output(args.output, "an item bank", ("a subset file", "# irtlib-subset "))
+    check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
+    _check_engine(args)
+    out.progress(f"reading {args.responses}")
+    data = load_responses(args.responses, **_input_kwargs(args))
+    m = data.matrix
+    out.progress(f"found {data.found}")
+    out.progress(f"{m.shape[0]} models x {m.shape[1]} items, {m.n_observations} responses ({data.layout} layout)")
+    if not args.no_interval_check and MIN_MODELS_INTERVAL_CHECK <= m.shape[0] < 2 * args.interval_folds:
+        raise CLIUsageError(f"--interval-folds {args.interval_folds} is too many for {m.shape[0]} models (each fold "
+                            f"needs at least 2): use at most {m.shape[0] // 2}")
+    bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
+                          prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
+                          binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout,
+                                    "positive": data.positive, **({"metric": args.metric} if args.metric else {})},
+                          epochs=args.epochs, interval_check=not args.no_interval_check,
+                          interval_folds=args.interval_folds, progress=out.progress)
+    bank.write(args.output, force=args.force)
+    diag, filt = bank.meta["diagnostics"], bank.filtered
+    doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
+           "n_models": m.shape[0], "n_items": m.shape[1], "bank_items": len(bank), "filtered": filt,
+           "engine": args.engine, "diagnostics": diag, "interval_check": bank.meta.get("interval_check")}
+    check = bank.meta.get("interval_check") or {}
+    text = "\n".join([
+        f"wrote {args.output}: {len(bank)} items calibrated on {m.shape[0]} models ({args.engine} engine)",
+        f"  left out by the variance filter: {filt['n_items']} item{'s' * (filt['n_items'] != 1)} "
+        f"({filt['n_safe']} near-all-safe, "
+        f"{filt['n_unsafe']} near-all-unsafe)",
+        f"  item RMSE {diag['item_rmse']:.4f}, CV of a {diag['cv_a']:.2f}, "
+        f"Spearman(theta, safety score) {diag['spearman_theta_score']:.3f}, "
+        f"{diag['ceiling']['above']} of {diag['ceiling']['n_models']} models above 0.95",
+        f"  bank checksum {bank.checksum}",
+    ] + ([f"  interval check {check['skipped']}"] if check.get("skipped") else []))
+    out.result(doc, text)
+    return 0
