@@ -106,7 +106,7 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None) -
     return target
 
 
-def bind_library(path: Path):
+def bind_library(path: Path) -> ctypes.CDLL:
     """The library at ``path`` with ``loglik_2pl``'s argument types declared."""
     lib = ctypes.CDLL(str(path))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
@@ -118,7 +118,7 @@ def bind_library(path: Path):
     return lib
 
 
-def load():
+def load() -> ctypes.CDLL | None:
     """The compiled kernel (a ctypes library with ``loglik_2pl``), or None where it cannot be built.
 
     Decided once per process; ``IRTLIB_FUSED_KERNEL=0`` turns the kernel off. Where it cannot be built
