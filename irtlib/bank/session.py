@@ -489,11 +489,15 @@ class AdaptiveSession:
             if indifference is not None:
                 raise InputError("indifference needs a cut (pass_score or pass_theta)")
             return
-        if pass_score is not None:
-            self.cut = Cut.at_score(pass_score, self._items, filtered_sum=float(self.bank.filtered.get(
-                "safe_rate_sum", 0.0)), n_full=self.bank.n_items_full, indifference=indifference)
-        else:
-            self.cut = Cut.at_theta(pass_theta, indifference=indifference)
+        try:
+            if pass_score is not None:
+                self.cut = Cut.at_score(pass_score, self._items, filtered_sum=float(self.bank.filtered.get(
+                    "safe_rate_sum", 0.0)), n_full=self.bank.n_items_full, indifference=indifference)
+            else:
+                self.cut = Cut.at_theta(pass_theta, indifference=indifference)
+        except InputError as exc:
+            where = self.bank.meta.get("path")
+            raise InputError(f"{where}: {exc}" if where else str(exc)) from None
         if indifference is not None:
             self._rule = SprtRule(self.cut, confidence=self.confidence)
         else:

@@ -132,7 +132,7 @@ class Cut:
         theta = _number(theta, "the cut (theta)")
         d = _half_width(indifference)
         lo, hi = bounds
-        if not lo < theta - d and theta + d < hi:
+        if not (lo < theta - d and theta + d < hi):
             raise InputError(f"the cut theta {theta:g}" + (f" +/- {d:g}" if d else "") +
                              f" is outside the ability range ({lo:g} to {hi:g})")
         return cls(theta=theta, low=theta - d, high=theta + d, indifference=indifference)
@@ -175,7 +175,7 @@ class Cut:
 
         lo, hi = bounds
         s_lo, s_hi = tcc(lo), tcc(hi)
-        if not s_lo < score - d and score + d < s_hi:
+        if not (s_lo < score - d and score + d < s_hi):
             asked = f"{score:g}" + (f" +/- {d:g}" if d else "")
             raise InputError(f"the pass score {asked} is outside what this bank can tell apart: its predicted "
                              f"full-benchmark scores run from {s_lo:.4f} to {s_hi:.4f} (theta {lo:g} to {hi:g})")
