@@ -498,10 +498,11 @@ class AdaptiveSession:
         except InputError as exc:
             where = self.bank.meta.get("path")
             raise InputError(f"{where}: {exc}" if where else str(exc)) from None
+        prior = {"prior_mean": self.prior_mean, "prior_sd": self.prior_sd}
         if indifference is not None:
-            self._rule = SprtRule(self.cut, confidence=self.confidence)
+            self._rule = SprtRule(self.cut, confidence=self.confidence, **prior)
         else:
-            self._rule = ConfidenceRule(self.cut, confidence=self.confidence,
+            self._rule = ConfidenceRule(self.cut, confidence=self.confidence, **prior,
                                         inflation=self.bank.interval_inflation if pass_score is not None else None)
 
     def _set_selection(self, *, estimator, randomesque, categories, seed) -> None:

@@ -249,8 +249,8 @@ def _run_until_stopped(test: AdaptiveTest, x, budget, items_out, out) -> Traject
     se_out = np.full((n_models, budget), np.nan)
     reason = np.full(n_models, -1)
     for t in range(budget + 1):
-        now = test.status()
-        reason = np.where((reason < 0) & (now >= 0), now, reason)
+        live_rows = np.flatnonzero(reason < 0)
+        reason[live_rows] = test.status(rows=live_rows)
         live = reason < 0
         if t == budget or not live.any():
             break

@@ -86,8 +86,7 @@ class AdaptiveTest:
         if stopping is not None and stopping.min_information is not None and getattr(items, "dims", 1) != 1:
             raise InputError("the minimum-information rule needs a unidimensional item model")
         if stopping is not None and stopping.needs_se and not estimator.provides_ability:
-            raise InputError(f"{estimator!r} gives no standard error: a target SE or a decision needs an ability "
-                             "estimator")
+            raise InputError(f"{estimator!r} gives no standard error: a target SE needs an ability estimator")
         self.items, self.stopping, self.n_models = items, stopping, int(n_models)
         avail = np.ones((self.n_models, items.n_items), dtype=bool) if available is None else \
             np.asarray(available, dtype=bool)
@@ -157,8 +156,8 @@ class AdaptiveTest:
         info = self.items.information(self.theta)
         return np.where(self.selector.unused, info, -np.inf).max(axis=1)
 
-    def decide(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(decision, p_above)`` per model: +1 pass, -1 fail, 0 undecided, and ``P(theta > cut)``.
+    def decide(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(decision, p_above)`` per model (of ``rows``, default all): +1 pass, -1 fail, 0 undecided, ``P(above)``.
 
         Raises
         ------
@@ -167,14 +166,15 @@ class AdaptiveTest:
         """
         if self.decision is None:
             raise InputError("this test has no decision rule (no cut)")
-        return self.decision.evaluate(self.theta, self.standard_error(), self.n_given)
+        return self.decision.evaluate(self.n_given, rows)
 
-    def status(self, pending: ArrayLike | None = None) -> np.ndarray:
+    def status(self, pending: ArrayLike | None = None, rows: np.ndarray | None = None) -> np.ndarray:
         """Why each model's test ends now (an index into :data:`STOP_REASONS`), or -1 while it goes on.
 
         A pure function of the state: a resumed test with a larger budget goes on. ``pending``
         (one item per model, -1 for none): items proposed but neither answered nor skipped yet,
-        counted as still available (a session between proposing and recording).
+        counted as still available (a session between proposing and recording). ``rows``: only
+        these models (a batch skips the finished ones).
         """
         if pending is not None and (np.asarray(pending) >= 0).any():
             pending = np.asarray(pending, dtype=np.intp)
@@ -186,9 +186,11 @@ class AdaptiveTest:
             finally:
                 unused[rows, pending[rows]] = False
         s = self.stopping
+        pick = slice(None) if rows is None else rows
+        left = self.left[pick]
         if s is None:
-            return np.where(self.left == 0, STOP_REASONS.index("exhausted"), -1)
-        se = self.standard_error() if s.target_se is not None else None
-        best = self.best_information() if s.min_information is not None else None
-        decided = self.decide()[0] if self.decision is not None else None
-        return s.reasons(n_items=self.n_given, left=self.left, se=se, best_information=best, decided=decided)
+            return np.where(left == 0, STOP_REASONS.index("exhausted"), -1)
+        se = self.standard_error()[pick] if s.target_se is not None else None
+        best = self.best_information()[pick] if s.min_information is not None else None
+        decided = self.decision.decisions(self.n_given, rows) if self.decision is not None else None
+        return s.reasons(n_items=self.n_given[pick], left=left, se=se, best_information=best, decided=decided)

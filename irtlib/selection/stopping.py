@@ -75,7 +75,7 @@ class StoppingRule:
     @property
     def needs_se(self) -> bool:
         """Whether checking the rule needs the ability's standard error."""
-        return self.target_se is not None or self.decision is not None
+        return self.target_se is not None
 
     def reasons(self, *, n_items: np.ndarray, left: np.ndarray, se: np.ndarray | None = None,
                 best_information: np.ndarray | None = None, decided: np.ndarray | None = None) -> np.ndarray:

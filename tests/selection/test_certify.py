@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from scipy import integrate, optimize, stats
 
 from irtlib.core.kernels import log_likelihood, probability
 from irtlib.errors import InputError
@@ -70,16 +70,30 @@ def test_the_sprt_needs_an_indifference_region():
 
 
 # ---------------------------------------------------------------------------- the rules, by hand
-def test_the_interval_rule_is_the_normal_probability_above_the_cut():
+def test_the_interval_rule_is_the_exact_posterior_probability_above_the_cut():
+    """Against scipy's quadrature of prior x likelihood, with the cut's own spread and a tempered likelihood."""
+    a, b = _bank(10, seed=3)
+    items = TwoPLItems(a, b)
     cut = Cut(theta=0.4, sd=0.2)
-    run = ConfidenceRule(cut, confidence=0.9, inflation=lambda k: 1.0 + 0.1 * k).begin(None, 4)
-    theta = np.array([1.2, 0.45, -0.3, 2.0])
-    se = np.array([0.3, 0.1, 0.25, 0.5])
-    n = np.array([3, 5, 2, 0])
-    decision, p = run.evaluate(theta, se, n)
-    want = stats.norm.cdf((theta - 0.4) / ((1 + 0.1 * n) * np.sqrt(se ** 2 + 0.04)))
-    np.testing.assert_allclose(p, want, rtol=1e-12)
-    assert decision.tolist() == [1, 0, -1, 0]          # the last: no decision before any item
+    rule = ConfidenceRule(cut, confidence=0.9, prior_mean=np.array([0.0, 0.5, 0.0]), prior_sd=1.2,
+                          inflation=lambda k: 1.0 + 0.1 * k)
+    run = rule.begin(items, 3)
+    x = np.array([[1.0, 1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])
+    for t in range(6):
+        run.push(np.full(3, t), x[:, t])
+    decision, p = run.evaluate(np.array([6, 6, 0]))
+    for m, mu in enumerate((0.0, 0.5, 0.0)):
+        f = 1.6 if m < 2 else 1.0
+
+        def post(t, m=m, mu=mu, f=f):
+            return np.exp(log_likelihood(x[m], t, a[:6], b[:6]).sum() / f ** 2) * stats.norm.pdf(t, mu, 1.2)
+
+        kw = {"limit": 200, "epsabs": 0, "epsrel": 1e-10}
+        z = integrate.quad(post, -8, 8, **kw)[0]
+        above = integrate.quad(lambda t, post=post: post(t) * stats.norm.cdf((t - 0.4) / 0.2), -8, 8, **kw)[0] / z
+        assert p[m] == pytest.approx(above, abs=1e-6)
+    assert decision.tolist() == [int(p[0] >= 0.9) - int(p[0] <= 0.1), int(p[1] >= 0.9) - int(p[1] <= 0.1), 0]
+    assert decision[2] == 0 and p[2] < 0.1                # the last: no decision before any item counted
 
 
 def test_the_sprt_accumulates_the_log_likelihood_ratio_against_walds_bounds():
@@ -97,7 +111,7 @@ def test_the_sprt_accumulates_the_log_likelihood_ratio_against_walds_bounds():
         want = (log_likelihood(x[m, ok], 0.5, a[j[m, ok]], b[j[m, ok]])
                 - log_likelihood(x[m, ok], -0.1, a[j[m, ok]], b[j[m, ok]])).sum()
         assert run.llr[m] == pytest.approx(want, rel=1e-12)
-    decision, _ = run.evaluate(np.zeros(2), np.ones(2), np.array([4, 3]))
+    decision, _ = run.evaluate(np.array([4, 3]))
     assert decision.tolist() == [int(run.llr[0] >= math.log(9)) - int(run.llr[0] <= -math.log(9)),
                                  int(run.llr[1] >= math.log(9)) - int(run.llr[1] <= -math.log(9))]
 
@@ -118,10 +132,10 @@ def test_sprt_errors_at_the_ends_of_the_indifference_region_stay_within_the_aske
     a, b = _bank(300, seed=1)
     cut = Cut.at_theta(0.3, indifference=0.3)
     rule = SprtRule(cut, confidence=0.9)
-    n = 300
+    n = 250
     for truth, wrong in ((cut.high, -1), (cut.low, 1)):
         x = _simulate(np.full(n, truth), a, b, seed=int(10 * truth) + 5)
-        traj = run_adaptive(x, a, b, budget=100, stopping=StoppingRule(max_items=100, decision=rule))
+        traj = run_adaptive(x, a, b, budget=80, stopping=StoppingRule(max_items=80, decision=rule))
         errors = (traj.decision == wrong).sum()
         assert errors / n <= _error_bound(0.1, n), (truth, errors)
         assert (traj.decision == -wrong).mean() > 0.6      # most tests decide, and decide right
@@ -130,10 +144,10 @@ def test_sprt_errors_at_the_ends_of_the_indifference_region_stay_within_the_aske
 def test_interval_rule_errors_outside_an_indifference_region_stay_within_the_asked_rate():
     a, b = _bank(300, seed=2)
     rng = np.random.default_rng(3)
-    theta = rng.normal(0, 1, 800)
+    theta = rng.normal(0, 1, 500)
     x = _simulate(theta, a, b, seed=4)
-    traj = run_adaptive(x, a, b, budget=100, stopping=StoppingRule(
-        max_items=100, decision=ConfidenceRule(Cut.at_theta(0.3), confidence=0.9)))
+    traj = run_adaptive(x, a, b, budget=80, stopping=StoppingRule(
+        max_items=80, decision=ConfidenceRule(Cut.at_theta(0.3), confidence=0.9)))
     outside = np.abs(theta - 0.3) > 0.3
     wrong = ((traj.decision == 1) & (theta < 0.3)) | ((traj.decision == -1) & (theta > 0.3))
     assert wrong[outside].mean() <= _error_bound(0.1, outside.sum())
