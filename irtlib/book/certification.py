@@ -34,7 +34,10 @@ from irtlib.selection.selectors import RandomSelection
 from irtlib.selection.stopping import StoppingRule
 
 __all__ = ["LooBanks", "leave_one_out", "certify", "fixed_length_pass", "certification_table",
-           "simulate_certification", "mc_upper"]
+           "simulate_certification", "mc_upper", "study", "RANDOM_DRAWS"]
+
+#: Draws of random items per left-out model in the Random baseline.
+RANDOM_DRAWS = 20
 
 
 def mc_upper(errors: int, n: int) -> float:
@@ -125,7 +128,7 @@ def certify(banks: LooBanks, *, score: float, confidence: float = 0.95, budget: 
 
 
 def fixed_length_pass(banks: LooBanks, *, score: float, k: int, seed: int = 0,
-                      n_draws: int = 20) -> tuple[np.ndarray, np.ndarray]:
+                      n_draws: int = RANDOM_DRAWS) -> tuple[np.ndarray, np.ndarray]:
     """Pass decisions of a ``k``-item Fluid test and of ``k`` random items, per left-out model.
 
     Fluid (maximum information, MAP): "pass" when the predicted full-benchmark score (the
@@ -170,7 +173,8 @@ def certification_table(banks: LooBanks, *, scores=(0.90, 0.95), confidence: flo
     Returns
     -------
     DataFrame
-        One row per (cut, rule).
+        One row per (cut, rule); ``wrong full scores`` lists the full-benchmark scores of the
+        models decided wrongly at ``confidence``.
     """
     out = []
     truth = banks.full_score >= np.asarray(scores)[:, None]
@@ -181,13 +185,15 @@ def certification_table(banks: LooBanks, *, scores=(0.90, 0.95), confidence: flo
             decided = traj.decision != 0
             k = max(1, int(round(traj.n_items.mean())))
             fluid, random = fixed_length_pass(banks, score=score, k=k, seed=seed)
+            wrong = decided & (passed != truth[i])
             out.append({"cut": score, "rule": name, "models above": int(truth[i].sum()),
                         "models": int(truth[i].size), "items (mean)": float(traj.n_items.mean()),
                         "items (max)": int(traj.n_items.max()), "accuracy": float((passed == truth[i]).mean()),
                         "decided": float(decided.mean()),
                         "wrong when decided": float((passed != truth[i])[decided].mean()) if decided.any() else np.nan,
                         "k": k, "Fluid accuracy": float((fluid == truth[i]).mean()),
-                        "Random accuracy": float(np.where(truth[i], random, 1 - random).mean())})
+                        "Random accuracy": float(np.where(truth[i], random, 1 - random).mean()),
+                        "wrong full scores": tuple(np.sort(banks.full_score[wrong]).round(4).tolist())})
     return pd.DataFrame(out)
 
 
@@ -236,3 +242,40 @@ def simulate_certification(a: np.ndarray, b: np.ndarray, *, filtered_rates: np.n
                      "items (mean)": float(traj.n_items.mean()),
                      "items outside (mean)": float(traj.n_items[outside].mean())})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- the chapter's study
+def study(matrix: ResponseMatrix, *, scores=(0.90, 0.95), confidence: float = 0.95, budget: int = 100,
+          indifference: float = 0.01, n_simulees: int = 4000, loo_every: int = 1, seed: int = 0) -> dict:
+    """Both measurements on one benchmark: simulated models on its bank, and leave-one-model-out on its matrix.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix
+        The benchmark's binary matrix (all items; the variance filter is applied inside).
+    loo_every : int
+        Leave out every ``loo_every``-th model only (1: all; a quick build uses 2).
+    n_simulees : int
+        Simulated models per cut.
+
+    Returns
+    -------
+    dict
+        ``simulation`` (one row per cut and rule, :func:`simulate_certification`), ``loo``
+        (:func:`certification_table`), ``above`` (models at or above each cut, all models),
+        ``n_items``, ``n_bank`` (items after the filter on all models), ``n_models`` and ``n_left_out``.
+    """
+    x = np.asarray(matrix.values, dtype=float)
+    keep = (matrix.item_variance() > 0.01).to_numpy()
+    rate = np.nanmean(x, axis=0)
+    _, a, b, _ = fit_map(x[:, keep])
+    sims = [simulate_certification(a, b, filtered_rates=rate[~keep], score=s, indifference=indifference,
+                                   confidence=confidence, budget=budget, n_models=n_simulees, seed=seed + i)
+            .assign(cut=s) for i, s in enumerate(scores)]
+    banks = leave_one_out(matrix, rows=np.arange(0, x.shape[0], int(loo_every)))
+    loo = certification_table(banks, scores=scores, confidence=confidence, budget=budget,
+                              indifference=indifference, seed=seed)
+    full = np.nanmean(x, axis=1)
+    return {"simulation": pd.concat(sims, ignore_index=True), "loo": loo,
+            "above": {s: int((full >= s).sum()) for s in scores}, "n_items": int(x.shape[1]),
+            "n_bank": int(keep.sum()), "n_models": int(x.shape[0]), "n_left_out": int(banks.rows.size)}
