@@ -48,7 +48,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import ndtr
 
-from irtlib.core.ability import THETA_BOUNDS
+from irtlib.core.ability import THETA_BOUNDS, finite_number
 from irtlib.core.quadrature import posterior_weights
 from irtlib.core.responses import shown
 from irtlib.errors import InputError
@@ -64,22 +64,13 @@ RULE_POINTS = 321
 DECISIONS = ("fail", "undecided", "pass")
 
 
-def _number(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(f"{name} must be a number, got {shown(value)}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise InputError(f"{name} must be finite, got {shown(value)}")
-    return value
-
-
 def check_confidence(confidence) -> float:
     """``confidence`` as a float strictly between 0.5 and 1, or a one-line :class:`InputError`.
 
     A decision needs ``confidence > 0.5`` (below it "pass" and "fail" would both be decided at
     once); 0 and 1 are refused like any value outside (0, 1).
     """
-    value = _number(confidence, "confidence")
+    value = finite_number(confidence, "confidence")
     if not 0.0 < value < 1.0:
         raise InputError(f"confidence must lie strictly between 0 and 1, got {shown(confidence)}")
     if value <= 0.5:
@@ -156,7 +147,7 @@ class Cut:
         InputError
             A cut or region outside ``bounds`` (the estimators' range), a negative half-width.
         """
-        theta = _number(theta, "the cut (theta)")
+        theta = finite_number(theta, "the cut (theta)")
         d = _half_width(indifference)
         lo, hi = bounds
         if not (lo < theta - d and theta + d < hi):
@@ -187,7 +178,7 @@ class Cut:
             A score outside (0, 1), or one (or its region) the bank cannot reach: the message
             names the range of scores its TCC spans.
         """
-        score = _number(score, "the pass score")
+        score = finite_number(score, "the pass score")
         if not 0.0 < score < 1.0:
             raise InputError(f"the pass score must lie strictly between 0 and 1 (a share of safe responses), "
                              f"got {shown(score)}")
@@ -226,7 +217,7 @@ class Cut:
 def _half_width(indifference) -> float:
     if indifference is None:
         return 0.0
-    d = _number(indifference, "the indifference half-width")
+    d = finite_number(indifference, "the indifference half-width")
     if d <= 0:
         raise InputError(f"the indifference half-width must be positive, got {shown(indifference)}")
     return d

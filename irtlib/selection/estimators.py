@@ -308,16 +308,21 @@ class _MapRun:
         if not self.taylor:           # exact pass (cells without a response have a = 0: no term)
             g, i = score_and_information(self.X[:, :t], theta[:, None], self.A[:, :t], self.B[:, :t])
             return g.sum(axis=1) - prior, i.sum(axis=1)
+        terms = self._terms(theta)
+        M = self.M
+        return self.sax - (M[:, :-1] * terms).sum(axis=1) - prior, (M[:, 1:] * terms).sum(axis=1)
+
+    def _terms(self, theta):
+        """``d^n / n!`` with ``d = theta - theta_r``, re-centring first the models ``radius`` away."""
         d = theta - self.theta_r
-        far = self.amax * np.abs(d) > e.radius
+        far = self.amax * np.abs(d) > self.e.radius
         if far.any():
             rows = np.flatnonzero(far)
             self._recentre(rows, theta[rows])
             d[rows] = 0.0
         terms = d[:, None] ** self.dpow
-        terms *= self.invfact                                       # d^n / n!
-        M = self.M
-        return self.sax - (M[:, :-1] * terms).sum(axis=1) - prior, (M[:, 1:] * terms).sum(axis=1)
+        terms *= self.invfact
+        return terms
 
     def estimate(self):
         if self.taylor:
@@ -371,14 +376,7 @@ class _MapRun:
         done = np.zeros(theta.size, dtype=bool)
         info = self.info
         for _ in range(e.max_newton):
-            d = theta - self.theta_r
-            far = self.amax * np.abs(d) > e.radius
-            if far.any():
-                rows = np.flatnonzero(far)
-                self._recentre(rows, theta[rows])
-                d[rows] = 0.0
-            terms = d[:, None] ** self.dpow
-            terms *= self.invfact                                   # d^n / n!
+            terms = self._terms(theta)                              # d^n / n!
             M = self.M
             g = self.sax - np.einsum("ij,ij->i", M[:, :-1], terms) - (theta - e.prior_mean) * inv_var
             h = np.einsum("ij,ij->i", M[:, 1:], terms)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 
 import numpy as np
 import pytest
 from conftest import simulate_2pl
+from formats_helpers import make_cli
 
 from irtlib.bank.build import calibrate_bank
 from irtlib.bank.session import AdaptiveSession
-from irtlib.cli import main
 from irtlib.core.responses import ResponseMatrix
 
 
@@ -29,15 +27,7 @@ def files(tmp_path_factory):
 
 
 def _run(args, cwd, monkeypatch, capsys):
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return make_cli(monkeypatch, capsys)(*args, cwd=cwd)
 
 
 def test_evaluate_certifies_and_the_json_carries_the_decision(files, monkeypatch, capsys):
