@@ -57,7 +57,7 @@ def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var, c=No
     return grad, np.where(observed, info, 0.0).sum(axis=1)
 
 
-def finite_number(value, name: str) -> float:
+def finite_number(value: object, name: str) -> float:
     """``value`` as a float, or an :class:`~irtlib.errors.InputError` naming the argument (not a number, not finite)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InputError(f"{name} must be a number, got {value!r}")

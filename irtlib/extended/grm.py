@@ -577,7 +577,7 @@ class GradedItems:
         k = np.asarray(x).astype(int)
         return np.take_along_axis(lp, k[:, None, None], axis=-1)[..., 0]
 
-    def log_likelihood(self, j: np.ndarray, x: np.ndarray, theta) -> np.ndarray:
+    def log_likelihood(self, j: np.ndarray, x: np.ndarray, theta: ArrayLike) -> np.ndarray:
         """``log P(X = x | theta)`` of each model's response to its item ``j`` (0 where ``j`` is -1 or ``x`` NaN)."""
         ok = (np.asarray(j) >= 0) & ~np.isnan(x)
         jj = np.where(ok, j, 0)

@@ -125,7 +125,7 @@ class CatResult:
 
 
 # ---------------------------------------------------------------------------- the entry point
-def run_cat(responses, items: ItemModel, *, stopping: StoppingRule, estimator: str = "map",
+def run_cat(responses: ArrayLike, items: ItemModel, *, stopping: StoppingRule, estimator: str = "map",
             exposure: ExposureControl | None = None, content: ContentBalance | None = None,
             prior_mean: float = 0.0, prior_sd: float = 1.0, theta0: float = 0.0, seed: int = 0,
             n_points: int = EAP_POINTS) -> CatResult:

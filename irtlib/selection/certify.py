@@ -45,7 +45,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import ndtr
 
 from irtlib.core.ability import THETA_BOUNDS, finite_number
@@ -64,7 +63,7 @@ RULE_POINTS = 321
 DECISIONS = ("fail", "undecided", "pass")
 
 
-def check_confidence(confidence) -> float:
+def check_confidence(confidence: object) -> float:
     """``confidence`` as a float strictly between 0.5 and 1, or a one-line :class:`InputError`.
 
     A decision needs ``confidence > 0.5`` (below it "pass" and "fail" would both be decided at
@@ -197,6 +196,8 @@ class Cut:
             asked = f"{score:g}" + (f" +/- {d:g}" if d else "")
             raise InputError(f"the pass score {asked} is outside what this bank can tell apart: its predicted "
                              f"full-benchmark scores run from {s_lo:.4f} to {s_hi:.4f} (theta {lo:g} to {hi:g})")
+
+        from scipy.optimize import brentq  # not at import: `import irtlib` loads no scipy.optimize
 
         def invert(s):
             return float(brentq(lambda t: tcc(t) - s, lo, hi, xtol=1e-12))

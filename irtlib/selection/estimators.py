@@ -162,7 +162,7 @@ class MapEstimator:
         if self.order < 0 or self.radius <= 0:
             raise InputError("order must be >= 0 and radius > 0")
 
-    def begin(self, items: ItemModel, n_models: int, capacity: int, theta0: ArrayLike = 0.0):
+    def begin(self, items: ItemModel, n_models: int, capacity: int, theta0: ArrayLike = 0.0) -> EstimatorRun:
         """Start estimating ``n_models`` models, every model from ``theta0``.
 
         2PL items: the fast run (see Notes). 3PL items: every estimate is

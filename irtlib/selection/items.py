@@ -164,7 +164,7 @@ class TwoPLItems:
         return float(probability_slope(float(theta), self.a, self.b, self.c).sum()), float((p * (1.0 - p)).sum())
 
 
-def as_item_model(items=None, a: ArrayLike | None = None, b: ArrayLike | None = None,
+def as_item_model(items: ItemModel | None = None, a: ArrayLike | None = None, b: ArrayLike | None = None,
                   c: ArrayLike | None = None) -> ItemModel:
     """An item model from either ``items`` or the 2PL/3PL parameters ``a``, ``b`` (and ``c``)."""
     if items is not None:

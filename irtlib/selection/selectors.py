@@ -55,7 +55,7 @@ class SelectorRun(Protocol):
 
     unused: np.ndarray
 
-    def select(self, theta: np.ndarray | None, est=None, active: np.ndarray | None = None) -> np.ndarray:
+    def select(self, theta: np.ndarray | None, est: object = None, active: np.ndarray | None = None) -> np.ndarray:
         """Next item of every active model (-1: none); the items are marked used."""
 
 
@@ -766,7 +766,7 @@ class DOptimal:
         return "DOptimal()"
 
 
-def selector_for(*, exposure: ExposureControl | None = None, content: ContentBalance | None = None):
+def selector_for(*, exposure: ExposureControl | None = None, content: ContentBalance | None = None) -> Selector:
     """The selector of an operational CAT's settings: maximum information with exposure control and content balancing.
 
     ``exposure`` None or default and ``content`` None: :class:`MaxInformation`; randomesque only:
