@@ -8,7 +8,7 @@ units are absolute (``from irtlib.core.kernels import probability``), within a u
 
 The order, lowest first::
 
-    foundation < core < io < calibration < {fit, selection, extended} < {protocol, bank}
+    foundation < core < io < calibration < {fit, selection} < {extended, protocol, bank}
                < {datasets, viz} < cli < book
 
 ``book`` is the leaf: nothing outside :mod:`irtlib.book` imports it. The package's own
@@ -35,7 +35,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "calibration": ("io",),
     "fit": ("calibration",),
     "selection": ("calibration",),
-    "extended": ("calibration",),
+    "extended": ("selection",),
     "protocol": ("fit", "selection"),
     "bank": ("fit", "selection"),
     "datasets": ("extended", "protocol", "bank"),

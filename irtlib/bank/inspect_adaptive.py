@@ -26,7 +26,9 @@ Where the results are in the log:
 - the task's metrics, ``log.results.scores[0].metrics`` (what ``inspect eval`` prints and
   Inspect View shows): ``predicted_score`` (the headline: the predicted full-benchmark safety
   score) with its 95% interval ``predicted_score_low`` and ``predicted_score_high``, ``theta`` and
-  ``theta_se``, ``items`` (answered) and ``finished`` (1 when a stopping rule ended the test).
+  ``theta_se``, ``items`` (answered) and ``finished`` (1 when a stopping rule ended the test);
+  certifying (``session_options`` with ``pass_score`` or ``pass_theta``), also ``decision`` (+1
+  pass, -1 fail, 0 undecided), ``decision_probability`` and ``p_above_cut``.
   They replace the scorer's own metrics: the share of safe answers among adaptively chosen
   items is not an estimate of the benchmark's score;
 - each asked sample's metadata, key ``irtlib_adaptive_test``: its step and the ability estimate

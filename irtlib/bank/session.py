@@ -3,7 +3,9 @@
 Paper, section "Adaptive selection (Algorithm 1)": start at ``theta = 0`` with no items; until
 the budget is spent, give the unused item with the largest Fisher information at the current
 ``theta``, observe the response, and update ``theta`` by MAP (Normal(0, 1) prior) on all the
-responses so far. :class:`AdaptiveSession` adds what a practitioner needs around that loop:
+responses so far. :class:`AdaptiveSession` is the step-wise driver of the adaptive-testing engine
+(:class:`irtlib.selection.engine.AdaptiveTest`, the objects :func:`irtlib.run_adaptive` drives in
+batch) and adds what a practitioner needs around that loop:
 
 - stopping rules: a budget (``max_items``), a target standard error (``target_se``) and/or a
   minimum information (``min_information``: stop when no remaining item would add that much);
@@ -13,6 +15,8 @@ responses so far. :class:`AdaptiveSession` adds what a practitioner needs around
 - items the model cannot be given (e.g. missing from a replay file) are *skipped* as unavailable:
   they are never proposed again and do not count against the budget;
 - a predicted full-benchmark safety score with a 95% interval (:meth:`AdaptiveSession.result`);
+- certification against a safety bar (``pass_score`` or ``pass_theta``, :mod:`irtlib.selection.certify`):
+  the test stops once "pass" or "fail" is decided at the asked confidence;
 - a small JSON state (:meth:`save` / :meth:`load`) recording the bank's checksum and the
   sequence of (item, response) events. Loading replays the events through the selection rule
   and rejects a state whose items are not the ones the session would have proposed (a response
@@ -47,17 +51,23 @@ import numpy as np
 import pandas as pd
 
 from irtlib._typing import PathLike
-from irtlib.core.ability import THETA_BOUNDS, check_prior, map_ability
-from irtlib.core.kernels import fisher_information
+from irtlib.core.ability import THETA_BOUNDS, check_prior
 from irtlib.core.responses import shown
 from irtlib.errors import InputError, InputTypeError, IrtlibError
 from irtlib.io.atomic import atomic_write
+from irtlib.selection.certify import DECISIONS, ConfidenceRule, Cut, SprtRule, check_confidence
+from irtlib.selection.engine import AdaptiveTest
+from irtlib.selection.estimators import EapEstimator, MapEstimator
+from irtlib.selection.items import TwoPLItems
+from irtlib.selection.selectors import ContentBalance, ExposureControl, selector_for
+from irtlib.selection.stopping import STOP_REASONS, StoppingRule
 
 from .build import Z95, ItemBank, score_interval
 
 _ESTIMATORS = ("map", "eap")
 
-__all__ = ["LOCK_MAGIC", "STATE_FORMAT", "AdaptiveSession", "EvaluationResult", "StateLockedError", "state_lock"]
+__all__ = ["LOCK_MAGIC", "STATE_FORMAT", "AdaptiveSession", "Decision", "EvaluationResult", "SessionEstimate",
+           "StateLockedError", "state_lock"]
 
 STATE_FORMAT = "irtlib-session/1"
 
@@ -202,8 +212,9 @@ class EvaluationResult:
         Share of safe responses among the administered items (NaN with none); adaptive tests pick
         items near the model's ability, so this is NOT an estimate of the benchmark score.
     stop_reason : str or None
-        ``"target_se"``, ``"max_items"``, ``"exhausted"`` (no item left), ``"min_information"`` (no
-        remaining item adds the minimum information), or None while running.
+        ``"decided"`` (the certification decided), ``"target_se"``, ``"max_items"``, ``"exhausted"``
+        (no item left), ``"min_information"`` (no remaining item adds the minimum information), or
+        None while running (:data:`irtlib.selection.stopping.STOP_REASONS`, in order of precedence).
     bank_items, full_items : int
         Items in the bank and in the full benchmark.
     bank_sha256 : str
@@ -211,6 +222,8 @@ class EvaluationResult:
         Administered items, in order.
     responses : list of int
         Their responses.
+    decision : dict or None
+        The certification (:meth:`Decision.to_dict`), None without a cut.
     """
 
     model: str | None
@@ -229,6 +242,7 @@ class EvaluationResult:
     bank_sha256: str
     items: list
     responses: list
+    decision: dict | None = None
 
     def to_dict(self, *, with_items: bool = True) -> dict:
         """A JSON-ready dict (NaN becomes None)."""
@@ -242,7 +256,7 @@ class EvaluationResult:
         """A few human-readable lines."""
         lo, hi = self.theta_ci95
         slo, shi = self.predicted_score_ci95
-        status = {"target_se": "target SE reached", "max_items": "item budget spent",
+        status = {"decided": "decided", "target_se": "target SE reached", "max_items": "item budget spent",
                   "exhausted": "no item left in the bank",
                   "min_information": "no remaining item informative enough", None: "not finished"}[self.stop_reason]
         return "\n".join([
@@ -252,7 +266,78 @@ class EvaluationResult:
             f"theta:            {self.theta:.3f}  (SE {self.se:.3f}, 95% interval {lo:.3f} to {hi:.3f})",
             f"predicted safety score on the full benchmark ({self.full_items} items):",
             f"                  {self.predicted_score:.4f}  (95% interval {slo:.4f} to {shi:.4f})",
-        ])
+        ] + ([] if self.decision is None else [Decision(**self.decision).summary()]))
+
+
+
+
+@dataclass(frozen=True)
+class SessionEstimate:
+    """Where an adaptive session stands: the ability, its SE and the predicted full-benchmark score.
+
+    Attributes
+    ----------
+    theta, se : float
+    predicted_score : float
+    predicted_score_ci95 : (float, float)
+        Its 95% interval (see the module docstring).
+    n_items : int
+        Items administered.
+    """
+
+    theta: float
+    se: float
+    predicted_score: float
+    predicted_score_ci95: tuple[float, float]
+    n_items: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The certification of a model against a cut (:mod:`irtlib.selection.certify`).
+
+    Attributes
+    ----------
+    outcome : {"pass", "fail", "undecided"}
+        "undecided" while the test runs, and at the budget when neither side was reached.
+    probability : float
+        The probability that the outcome is right (undecided: of the likelier side), from the
+        estimate's normal approximation (:func:`irtlib.selection.certify.ConfidenceRule`).
+    p_above : float
+        The probability that the model's ability is above the cut.
+    rule : {"ci", "sprt"}
+    confidence : float
+    cut : dict
+        The cut (:meth:`~irtlib.selection.certify.Cut.to_dict`): theta, its SD, the indifference
+        region, the pass score and the scores the bank can reach.
+    n_items : int
+    final : bool
+        Whether the test is over.
+    log_likelihood_ratio : float or None
+        The SPRT's statistic (None for the interval rule).
+    """
+
+    outcome: str
+    probability: float
+    p_above: float
+    rule: str
+    confidence: float
+    cut: dict
+    n_items: int
+    final: bool
+    log_likelihood_ratio: float | None = None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line."""
+        bar = (f"score {self.cut['score']:g} (theta {self.cut['theta']:.3f})" if self.cut.get("score") is not None
+               else f"theta {self.cut['theta']:.3f}")
+        rule = "SPRT" if self.rule == "sprt" else "interval rule"
+        return (f"decision:         {self.outcome} against {bar} at confidence {self.confidence:g} ({rule}; "
+                f"P(above) {self.p_above:.3f})")
 
 
 def _check_context(context) -> dict:
@@ -293,8 +378,15 @@ def _as_response(response, item) -> int:
     return int(value)
 
 
+
 class AdaptiveSession:
-    """An adaptive test of one model on an item bank.
+    """An adaptive test of one model on an item bank: the engine's step-wise driver.
+
+    Drives the same objects as the batch :func:`irtlib.selection.adaptive.run_adaptive`
+    (:class:`irtlib.selection.engine.AdaptiveTest` with one model), so the items proposed and the
+    estimates equal a batch replay's on the same answers. The public API an evaluation harness
+    calls: :meth:`next_item`, :meth:`record` (and :meth:`skip`), :attr:`estimate`,
+    :attr:`decision`, :attr:`stop_reason` / :attr:`done`.
 
     Parameters
     ----------
@@ -315,20 +407,33 @@ class AdaptiveSession:
     min_information : float, optional
         Stop once the most informative remaining item would add less Fisher information than this.
     estimator : {"map", "eap"}
-        The paper's MAP (default) or the posterior mean (:func:`irtlib.core.eap.eap_ability`).
+        The paper's MAP (default) or the posterior mean (:class:`irtlib.selection.estimators.EapEstimator`).
     randomesque : int
         Give a random one of the ``randomesque`` most informative items (1: the paper's rule).
     categories : mapping item -> category, optional
         Balance the test's content across these categories (targets: their shares of the bank).
     seed : int
         Seeds the randomesque draws.
+    pass_score : float, optional
+        Certify against this full-benchmark safety score (mapped to theta through the bank's
+        test characteristic curve, :meth:`irtlib.selection.certify.Cut.at_score`): the test
+        stops once "pass" or "fail" is decided at ``confidence``.
+    pass_theta : float, optional
+        The same with the cut given as an ability (not with ``pass_score``).
+    confidence : float
+        In (0.5, 1): the asked probability that the decision is right (default 0.95).
+    indifference : float, optional
+        Half-width of an indifference region around the cut, in the cut's units: the decision
+        is then Wald's SPRT (:class:`~irtlib.selection.certify.SprtRule`) instead of the
+        confidence-interval rule (:class:`~irtlib.selection.certify.ConfidenceRule`).
 
     Raises
     ------
     ValueError
-        Neither stopping rule given, a stopping rule that is not a positive number (``max_items``
-        a positive integer), a non-positive or non-finite ``prior_sd``, a non-finite
-        ``prior_mean``, or a ``model`` that is not a name; the message names the argument.
+        No stopping rule, a stopping rule that is not a positive number (``max_items`` a positive
+        integer), a non-positive or non-finite ``prior_sd``, a non-finite ``prior_mean``, a
+        ``model`` that is not a name, a cut the bank cannot reach (the message names the range),
+        a confidence outside (0.5, 1); the message names the argument.
 
     Examples
     --------
@@ -336,17 +441,21 @@ class AdaptiveSession:
     >>> result = session.run(lambda item: ask_my_model(item))           # doctest: +SKIP
     >>> print(result.summary())                                         # doctest: +SKIP
 
-    Step by step::
+    Step by step, certifying against a safety bar::
 
-        while (item := session.propose()) is not None:
+        session = AdaptiveSession(bank, max_items=200, pass_score=0.95, confidence=0.95)
+        while (item := session.next_item()) is not None:
             session.record(item, judge(my_model(prompt_of[item])))
             session.save("state.json")
+        session.decision.outcome        # "pass", "fail" or "undecided" (at the budget)
     """
 
     def __init__(self, bank: ItemBank, *, max_items: int | None = None, target_se: float | None = None,
                  model: str | None = None, prior_mean: float = 0.0, prior_sd: float = 1.0,
                  context: dict | None = None, min_information: float | None = None, estimator: str = "map",
-                 randomesque: int = 1, categories: dict | pd.Series | None = None, seed: int = 0):
+                 randomesque: int = 1, categories: dict | pd.Series | None = None, seed: int = 0,
+                 pass_score: float | None = None, pass_theta: float | None = None, confidence: float = 0.95,
+                 indifference: float | None = None):
         if not isinstance(bank, ItemBank):
             raise InputTypeError(f"AdaptiveSession needs an ItemBank, got {type(bank).__name__}")
         self.bank = bank
@@ -355,30 +464,57 @@ class AdaptiveSession:
         self.model = None if model is None else str(model)
         self.prior_mean, self.prior_sd, _ = check_prior(prior_mean, prior_sd, THETA_BOUNDS)
         self.context = _check_context(context)
-        self.set_stopping(max_items=max_items, target_se=target_se, min_information=min_information)
         self._a, self._b = bank.a, bank.b
         self._index = bank.item_ids
+        self._items = TwoPLItems(self._a, self._b)
+        self._set_decision(pass_score=pass_score, pass_theta=pass_theta, confidence=confidence,
+                           indifference=indifference)
+        self.set_stopping(max_items=max_items, target_se=target_se, min_information=min_information)
         self._set_selection(estimator=estimator, randomesque=randomesque, categories=categories, seed=seed)
-        self._used = np.zeros(len(bank), dtype=bool)          # administered or unavailable
         self._order: list[int] = []                           # administered positions
         self._responses: list[int] = []
         self._events: list[tuple[str, int | None]] = []       # (item, response or None=unavailable)
         self._pending: int | None = None
-        self.theta, self.se = self.prior_mean, self.prior_sd
+        self._replaying = False
 
     # ------------------------------------------------------------------ settings
-    def _set_selection(self, *, estimator, randomesque, categories, seed) -> None:
-        from irtlib.selection.cat import ContentBalance, ExposureControl
+    def _set_decision(self, *, pass_score, pass_theta, confidence, indifference) -> None:
+        if pass_score is not None and pass_theta is not None:
+            raise InputError("give the cut once: pass_score (a full-benchmark score) or pass_theta (an ability)")
+        self.pass_score, self.pass_theta, self.indifference = pass_score, pass_theta, indifference
+        self.confidence = check_confidence(confidence)
+        self.cut = None
+        self._rule = None
+        if pass_score is None and pass_theta is None:
+            if indifference is not None:
+                raise InputError("indifference needs a cut (pass_score or pass_theta)")
+            return
+        try:
+            if pass_score is not None:
+                self.cut = Cut.at_score(pass_score, self._items, filtered_sum=float(self.bank.filtered.get(
+                    "safe_rate_sum", 0.0)), n_full=self.bank.n_items_full, indifference=indifference)
+            else:
+                self.cut = Cut.at_theta(pass_theta, indifference=indifference)
+        except InputError as exc:
+            where = self.bank.meta.get("path")
+            raise InputError(f"{where}: {exc}" if where else str(exc)) from None
+        prior = {"prior_mean": self.prior_mean, "prior_sd": self.prior_sd}
+        if indifference is not None:
+            self._rule = SprtRule(self.cut, confidence=self.confidence, **prior)
+        else:
+            self._rule = ConfidenceRule(self.cut, confidence=self.confidence, **prior,
+                                        inflation=self.bank.interval_inflation if pass_score is not None else None)
 
+    def _set_selection(self, *, estimator, randomesque, categories, seed) -> None:
         if estimator not in _ESTIMATORS:
             raise InputError(f"estimator must be one of {_ESTIMATORS}, got {shown(estimator)}")
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
             raise InputError(f"seed must be an integer, got {shown(seed)}")
         self.estimator, self.seed = estimator, int(seed)
-        self._exposure = ExposureControl(randomesque=randomesque)
-        self.randomesque = self._exposure.randomesque
+        exposure = ExposureControl(randomesque=randomesque)
+        self.randomesque = exposure.randomesque
         self.categories = None
-        self._content = None
+        content = None
         if categories is not None:
             cats = pd.Series(categories).astype(str)
             missing = [i for i in self._index if str(i) not in cats.index.astype(str)]
@@ -386,19 +522,22 @@ class AdaptiveSession:
                 raise InputError(f"categories: no category for {len(missing)} bank items (e.g. {shown(missing[0])})")
             cats.index = cats.index.astype(str)
             self.categories = {str(i): cats[str(i)] for i in self._index}
-            self._content = ContentBalance(np.array(list(self.categories.values())))
+            content = ContentBalance(np.array(list(self.categories.values())))
+        est = (MapEstimator(prior_mean=self.prior_mean, prior_sd=self.prior_sd) if estimator == "map" else
+               EapEstimator(prior_mean=self.prior_mean, prior_sd=self.prior_sd))
+        self._test = AdaptiveTest(self._items, selector=selector_for(exposure=exposure, content=content),
+                                  estimator=est, stopping=self._stopping, theta0=self.prior_mean, seed=self.seed)
 
     def set_stopping(self, *, max_items: int | None, target_se: float | None,
                      min_information: float | None = None) -> None:
-        """Change the stopping rules (e.g. extend the budget of a resumed session)."""
-        if max_items is None and target_se is None and min_information is None:
-            raise InputError("give a budget (max_items), a target standard error (target_se) and/or a minimum "
-                             "information (min_information)")
+        """Change the stopping rules (e.g. extend the budget of a resumed session); a decision rule stays."""
+        if max_items is None and target_se is None and min_information is None and self._rule is None:
+            raise InputError("give a budget (max_items), a target standard error (target_se), a minimum "
+                             "information (min_information) and/or a cut (pass_score, pass_theta)")
         if min_information is not None and (isinstance(min_information, (bool, np.bool_))
                                             or not isinstance(min_information, (int, float, np.integer, np.floating))
                                             or not math.isfinite(min_information) or not 0 < min_information):
             raise InputError(f"min_information must be a positive number, got {shown(min_information)}")
-        self.min_information = None if min_information is None else float(min_information)
         if max_items is not None and (isinstance(max_items, (bool, np.bool_))
                                       or not isinstance(max_items, (int, np.integer)) or max_items < 1):
             raise InputError(f"max_items must be a positive integer, got {shown(max_items)}")
@@ -406,14 +545,29 @@ class AdaptiveSession:
                                       or not isinstance(target_se, (int, float, np.integer, np.floating))
                                       or not math.isfinite(target_se) or not 0 < target_se):
             raise InputError(f"target_se must be a positive number, got {shown(target_se)}")
+        self.min_information = None if min_information is None else float(min_information)
         self.max_items = None if max_items is None else int(max_items)
         self.target_se = None if target_se is None else float(target_se)
+        self._stopping = StoppingRule(max_items=self.max_items, target_se=self.target_se,
+                                      min_information=self.min_information, decision=self._rule)
+        if hasattr(self, "_test"):
+            self._test.stopping = self._stopping
 
     # ------------------------------------------------------------------ state
     @property
     def n_items(self) -> int:
         """Items administered so far."""
         return len(self._order)
+
+    @property
+    def theta(self) -> float:
+        """The current ability estimate (the prior mean before any item)."""
+        return float(self._test.theta[0])
+
+    @property
+    def se(self) -> float:
+        """Its standard error (MAP) or posterior SD (EAP)."""
+        return float(self._test.standard_error()[0])
 
     @property
     def administered(self) -> pd.Series:
@@ -428,45 +582,41 @@ class AdaptiveSession:
 
     @property
     def stop_reason(self) -> str | None:
-        """Why the test is over, or None while it should go on."""
-        if self.target_se is not None and self.n_items > 0 and self.se <= self.target_se:
-            return "target_se"
-        if self.max_items is not None and self.n_items >= self.max_items:
-            return "max_items"
-        if self._used.all():
-            return "exhausted"
-        if self.min_information is not None and self._best_information() < self.min_information:
-            return "min_information"
-        return None
-
-    def _best_information(self) -> float:
-        return float(np.where(self._used, -np.inf, fisher_information(self.theta, self._a, self._b)).max())
+        """Why the test is over (one of :data:`irtlib.selection.stopping.STOP_REASONS`), or None while it goes on."""
+        if self._replaying:
+            return None
+        code = int(self._test.status(pending=[-1 if self._pending is None else self._pending])[0])
+        return None if code < 0 else STOP_REASONS[code]
 
     @property
     def done(self) -> bool:
         """True once a stopping rule holds."""
         return self.stop_reason is not None
 
+    @property
+    def estimate(self) -> SessionEstimate:
+        """The current ability, its SE and the predicted full-benchmark score with its 95% interval."""
+        r = self.result()
+        return SessionEstimate(theta=r.theta, se=r.se, predicted_score=r.predicted_score,
+                               predicted_score_ci95=r.predicted_score_ci95, n_items=r.n_items)
+
+    @property
+    def decision(self) -> Decision | None:
+        """The certification's state (None without a cut): "pass", "fail" or "undecided", with its probability."""
+        if self._rule is None:
+            return None
+        decided, p_above = self._test.decide()
+        d, p = int(decided[0]), float(p_above[0])
+        outcome = DECISIONS[d + 1]
+        llr = self._test.decision.state().get("llr")
+        return Decision(outcome=outcome, probability=p if d > 0 else 1.0 - p if d < 0 else max(p, 1.0 - p),
+                        p_above=p, rule=self._rule.name, confidence=self.confidence, cut=self.cut.to_dict(),
+                        n_items=self.n_items, final=self.done,
+                        log_likelihood_ratio=None if llr is None else float(llr[0]))
+
     # ------------------------------------------------------------------ the loop
-    def _select(self) -> int:
-        info = fisher_information(self.theta, self._a, self._b)
-        if self.randomesque == 1 and self._content is None:
-            return int(np.argmax(np.where(self._used, -np.inf, info)))
-        from irtlib.selection.cat import choose_items, kingsbury_zara_category, step_rng
-
-        pool = ~self._used
-        if self._content is not None:
-            code = self._content.code
-            counts = np.bincount(code[np.asarray(self._order, dtype=int)], minlength=self._content.share.size)
-            has = np.bincount(code[pool], minlength=self._content.share.size) > 0
-            cat = kingsbury_zara_category(counts[None, :], self._content.share, has[None, :])[0]
-            pool = pool & (code == cat)
-        # the draw of step n depends only on (seed, n): a replayed state proposes the same items
-        item, _ = choose_items(info[None, :], pool[None, :], step_rng(self.seed, len(self._events)), self._exposure)
-        return int(item[0])
-
     def propose(self) -> str | None:
-        """The next item: the unused one with the largest Fisher information at ``theta``.
+        """The next item (the selector's choice at the current ability); alias :meth:`next_item`.
 
         Returns the same item until it is answered (:meth:`record`) or skipped (:meth:`skip`);
         None once the test is over.
@@ -474,8 +624,12 @@ class AdaptiveSession:
         if self.done:
             return None
         if self._pending is None:
-            self._pending = self._select()
+            self._pending = int(self._test.propose()[0])
         return str(self._index[self._pending])
+
+    def next_item(self) -> str | None:
+        """The item to give next (None once the test is over): :meth:`propose`."""
+        return self.propose()
 
     def _check_item(self, item) -> int:
         expected = self.propose()
@@ -487,7 +641,7 @@ class AdaptiveSession:
         return self._pending
 
     def record(self, item: str, response: int | float | None) -> None:
-        """Record the response (1 safe, 0 unsafe) to the proposed item and update ``theta``.
+        """Record the response (1 safe, 0 unsafe) to the proposed item and update the estimate.
 
         Raises
         ------
@@ -496,32 +650,18 @@ class AdaptiveSession:
         """
         pos = self._check_item(item)
         value = _as_response(response, item)
-        self._used[pos] = True
         self._order.append(pos)
         self._responses.append(value)
         self._events.append((str(item), value))
         self._pending = None
-        self._update()
+        self._test.record(np.array([pos]), np.array([float(value)]))
 
     def skip(self, item: str) -> None:
         """Mark the proposed item unavailable: it is not given and never proposed again."""
         pos = self._check_item(item)
-        self._used[pos] = True
+        self._test.skip([0], [pos])
         self._events.append((str(item), None))
         self._pending = None
-
-    def _update(self) -> None:
-        order = np.asarray(self._order)
-        if self.estimator == "eap":
-            from irtlib.core.eap import eap_ability
-
-            est = eap_ability(np.asarray(self._responses, dtype=float), self._a[order], self._b[order],
-                              prior_mean=self.prior_mean, prior_sd=self.prior_sd)
-            self.theta, self.se = float(est.theta), float(est.se)
-            return
-        est = map_ability(np.asarray(self._responses, dtype=float), self._a[order], self._b[order],
-                          prior_mean=self.prior_mean, prior_sd=self.prior_sd, theta0=self.theta)
-        self.theta, self.se = float(est.theta), float(est.se)
 
     def run(self, callback: Callable[[str], object], *, on_step: Callable[[AdaptiveSession], None] | None = None,
             progress: bool = False) -> EvaluationResult:
@@ -573,8 +713,10 @@ class AdaptiveSession:
         return self.result()
 
     # ------------------------------------------------------------------ result
+
+    # ------------------------------------------------------------------ result
     def result(self) -> EvaluationResult:
-        """Current estimate, predicted full-benchmark score and intervals."""
+        """Current estimate, predicted full-benchmark score and intervals, and the decision."""
         theta, se = self.theta, self.se
         bank = self.bank
         known = np.zeros(len(bank), dtype=bool)
@@ -584,6 +726,7 @@ class AdaptiveSession:
                                        known_sum=float(sum(self._responses)),
                                        filtered_sum=float(bank.filtered.get("safe_rate_sum", 0.0)),
                                        n_full=bank.n_items_full, inflation=inflation)
+        decision = self.decision
         return EvaluationResult(
             model=self.model, theta=theta, se=se, theta_ci95=(theta - Z95 * se, theta + Z95 * se),
             predicted_score=float(score), predicted_score_ci95=(float(lo), float(hi)),
@@ -592,7 +735,7 @@ class AdaptiveSession:
             observed_score=float(np.mean(self._responses)) if self._responses else float("nan"),
             stop_reason=self.stop_reason, bank_items=len(bank), full_items=bank.n_items_full,
             bank_sha256=bank.checksum, items=[str(self._index[i]) for i in self._order],
-            responses=list(self._responses),
+            responses=list(self._responses), decision=None if decision is None else decision.to_dict(),
         )
 
     # ------------------------------------------------------------------ persistence
@@ -606,7 +749,9 @@ class AdaptiveSession:
             "settings": {"max_items": self.max_items, "target_se": self.target_se,
                          "prior_mean": self.prior_mean, "prior_sd": self.prior_sd,
                          "min_information": self.min_information, "estimator": self.estimator,
-                         "randomesque": self.randomesque, "seed": self.seed, "categories": self.categories},
+                         "randomesque": self.randomesque, "seed": self.seed, "categories": self.categories,
+                         "pass_score": self.pass_score, "pass_theta": self.pass_theta,
+                         "confidence": self.confidence, "indifference": self.indifference},
             "context": dict(self.context),
             "events": [{"item": item, "response": r} for item, r in self._events],
             "theta": self.theta,
@@ -662,7 +807,9 @@ class AdaptiveSession:
                           prior_sd=settings.get("prior_sd", 1.0), context=stored_context,
                           min_information=settings.get("min_information"), estimator=settings.get("estimator", "map"),
                           randomesque=settings.get("randomesque", 1), categories=settings.get("categories"),
-                          seed=settings.get("seed", 0))
+                          seed=settings.get("seed", 0), pass_score=settings.get("pass_score"),
+                          pass_theta=settings.get("pass_theta"), confidence=settings.get("confidence", 0.95),
+                          indifference=settings.get("indifference"))
         except (TypeError, ValueError) as exc:
             raise InputError(f"{source}: corrupt session settings ({exc})") from None
         if context is not None and stored_context is not None:
@@ -671,8 +818,7 @@ class AdaptiveSession:
             session.context = _check_context(context)
         if max_items is not None or target_se is not None:      # the caller's rules replace the stored ones
             session.set_stopping(max_items=max_items, target_se=target_se, min_information=session.min_information)
-        stopping = (session.max_items, session.target_se, session.min_information)
-        session.max_items, session.target_se, session.min_information = len(bank) + 1, None, None   # replay all
+        session._replaying = True                  # replay every event, whatever the stopping rules say
         for n, event in enumerate(events, start=1):
             if not isinstance(event, dict) or "item" not in event or "response" not in event:
                 raise InputError(f"{source}: event {n}: expected {{'item': ..., 'response': 0, 1 or null}}")
@@ -683,7 +829,7 @@ class AdaptiveSession:
                     session.record(event["item"], event["response"])
             except ValueError as exc:
                 raise InputError(f"{source}: event {n}: {exc}") from None
-        session.max_items, session.target_se, session.min_information = stopping
+        session._replaying = False
         return session
 
     @classmethod

@@ -77,6 +77,10 @@ class SessionDriver:
         values = {"predicted_score": r.predicted_score, "predicted_score_low": r.predicted_score_ci95[0],
                   "predicted_score_high": r.predicted_score_ci95[1], "theta": r.theta, "theta_se": r.se,
                   "items": r.n_items, "finished": float(r.stop_reason is not None)}
+        if r.decision is not None:      # certifying: +1 pass, -1 fail, 0 undecided, and P(the outcome is right)
+            values["decision"] = {"pass": 1.0, "fail": -1.0}.get(r.decision["outcome"], 0.0)
+            values["decision_probability"] = r.decision["probability"]
+            values["p_above_cut"] = r.decision["p_above"]
         return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(float(v))}
 
     def settings(self) -> dict:
@@ -85,4 +89,6 @@ class SessionDriver:
         return {"max_items": s.max_items, "target_se": s.target_se,
                 "options": {"min_information": s.min_information, "estimator": s.estimator,
                             "randomesque": s.randomesque, "seed": s.seed, "prior_mean": s.prior_mean,
-                            "prior_sd": s.prior_sd, "categories": s.categories}}
+                            "prior_sd": s.prior_sd, "categories": s.categories,
+                            "pass_score": s.pass_score, "pass_theta": s.pass_theta,
+                            "confidence": s.confidence, "indifference": s.indifference}}

@@ -62,6 +62,11 @@ n_test = number(int, lambda v: v >= 2, " is too few: Spearman's rho over the tes
 positive_float = number(float, lambda v: v > 0 and math.isfinite(v), " must be a positive number")
 unit_float = number(float, lambda v: 0.0 <= v <= 1.0, " must be a number between 0 and 1")
 variance = number(float, lambda v: 0.0 <= v < 0.25, " must be a number in [0, 0.25) (p(1-p) is at most 0.25)")
+pass_score = number(float, lambda v: 0.0 < v < 1.0, " must be a safety score strictly between 0 and 1",
+                    name="score in (0, 1)")
+confidence = number(float, lambda v: 0.5 < v < 1.0, " must lie strictly between 0.5 and 1 (the probability that "
+                    "the decision is right)", name="confidence in (0.5, 1)")
+finite_float = number(float, math.isfinite, " must be a finite number", name="finite number")
 processes = number(int, lambda v: v >= 1 or v == -1, ": give a number of processes >= 1, or -1 for all cores")
 
 

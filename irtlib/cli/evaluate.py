@@ -16,9 +16,12 @@ from ._common import Out as _Out
 from ._common import Quit as _Quit
 from ._common import output_path as _output_path
 from ._common import short as _short
+from ._options import confidence as _confidence
+from ._options import finite_float as _finite_float
 from ._options import general_options as _common
 from ._options import input_kwargs as _input_kwargs
 from ._options import input_options as _input_options
+from ._options import pass_score as _pass_score
 from ._options import positive_float as _positive_float
 from ._options import positive_int as _positive_int
 
@@ -41,7 +44,9 @@ def _add_evaluate(sub) -> None:
                                    "skipped as unavailable) or from stdin. Prints theta, its SE and 95% "
                                    "interval, and the predicted full-benchmark safety score with its 95% "
                                    "interval. Without --max-items and --target-se: stop at SE <= 0.3 or 100 "
-                                   "items.")
+                                   "items. With --pass-score or --pass-theta: certify, i.e. stop as soon as the "
+                                   "model is decided above or below the bar at --confidence, and report the "
+                                   "decision ('undecided' when the budget ends first).")
     p.add_argument("bank", metavar="BANK", help="item bank written by `irtlib calibrate`")
     p.add_argument("--responses", metavar="FILE", help="replay this model's responses (long or wide file)")
     p.add_argument("--model", metavar="NAME", help="which model of a multi-model --responses file")
@@ -56,6 +61,19 @@ def _add_evaluate(sub) -> None:
                      help="exposure control: give a random one of the K most informative items (default 1: none)")
     cat.add_argument("--categories", metavar="FILE",
                      help="content balancing: CSV with columns item,category; each test follows the bank's shares")
+    cert = p.add_argument_group("certification against a safety bar (beyond the paper)")
+    cert.add_argument("--pass-score", type=_pass_score, metavar="S",
+                      help="stop as soon as the model's full-benchmark safety score is decided above or below S at "
+                           "--confidence (S is mapped to theta through the bank's test characteristic curve, with the "
+                           "uncertainty of that mapping); without a budget, at most 100 items")
+    cert.add_argument("--pass-theta", type=_finite_float, metavar="T",
+                      help="the same with the cut given as an ability theta")
+    cert.add_argument("--confidence", type=_confidence, default=None, metavar="C",
+                      help="probability that the decision is right, in (0.5, 1) (default 0.95)")
+    cert.add_argument("--indifference", type=_positive_float, metavar="D",
+                      help="decide by Wald's sequential probability ratio test between the cut -/+ D (in the cut's "
+                           "units) instead of the confidence-interval rule; decisions inside that region may go "
+                           "either way")
     p.add_argument("--state", metavar="FILE",
                    help="session state: created if absent, resumed if present (same bank only), rewritten "
                         "atomically after every response")
@@ -135,7 +153,20 @@ def _plain_interval_note(bank) -> str | None:
 
 
 #: The adaptive-test options ``evaluate`` stores in a state: on resume, those not given again apply as stored.
-_CAT_OPTIONS = {"estimator": "map", "randomesque": 1, "min_information": None, "categories": None, "seed": 0}
+_CAT_OPTIONS = {"estimator": "map", "randomesque": 1, "min_information": None, "categories": None, "seed": 0,
+                "pass_score": None, "pass_theta": None, "confidence": 0.95, "indifference": None}
+
+
+def _certifying(args) -> bool:
+    """Whether ``evaluate`` certifies against a cut (--pass-score or --pass-theta)."""
+    return args.pass_score is not None or args.pass_theta is not None
+
+
+def _default_stopping(args) -> tuple[int | None, float | None]:
+    """``(max_items, target_se)``: as given, else 100 items (certifying) or SE 0.3 or 100 items."""
+    if args.max_items is None and args.target_se is None and args.min_information is None:
+        return (100, None) if _certifying(args) else (100, 0.3)
+    return args.max_items, args.target_se
 #: The context key recording the replayed model's answers (a state made before it was recorded lacks it).
 _ANSWERS_KEY = "--responses (the model's answers, sha256)"
 
@@ -154,7 +185,9 @@ def _session_context(args, interactive: bool, row=None) -> dict:
         categories = f"sha256 {file_sha256(args.categories)}"
     cat = {"--estimator": args.estimator, "--randomesque": args.randomesque,
            "--min-information": args.min_information, "--categories": categories,
-           "--seed": args.seed if args.randomesque > 1 else None}
+           "--seed": args.seed if args.randomesque > 1 else None,
+           "--pass-score": args.pass_score, "--pass-theta": args.pass_theta,
+           "--confidence": args.confidence if _certifying(args) else None, "--indifference": args.indifference}
     if interactive:
         return {"responses from": "stdin", **cat}
     rule = args.binarize
@@ -219,7 +252,8 @@ def _cat_options(args) -> dict:
 
     cats = read_item_categories(args.categories) if args.categories is not None else None
     return {"min_information": args.min_information, "estimator": args.estimator, "randomesque": args.randomesque,
-            "categories": cats, "seed": args.seed}
+            "categories": cats, "seed": args.seed, "pass_score": args.pass_score, "pass_theta": args.pass_theta,
+            "confidence": args.confidence, "indifference": args.indifference}
 
 
 def _cmd_evaluate(args, out: _Out) -> int:
@@ -228,6 +262,10 @@ def _cmd_evaluate(args, out: _Out) -> int:
     from irtlib.io import read_model_responses
     from irtlib.io.atomic import check_writable
 
+    if args.pass_score is not None and args.pass_theta is not None:
+        raise CLIUsageError("--pass-score and --pass-theta: give the cut once (a full-benchmark score or an ability)")
+    if args.indifference is not None and not _certifying(args):
+        raise CLIUsageError("--indifference needs a cut: --pass-score or --pass-theta")
     given = _given_cat_options(args)
     if args.all_models:
         return _evaluate_all(args, out)
@@ -264,9 +302,7 @@ def _cmd_evaluate(args, out: _Out) -> int:
                 session.save(state_path)
                 out.progress(f"{state_path}: the session is now named {_short(model)}")
         else:
-            max_items, target_se = args.max_items, args.target_se
-            if max_items is None and target_se is None and args.min_information is None:
-                max_items, target_se = 100, 0.3
+            max_items, target_se = _default_stopping(args)
             session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=model, context=context,
                                       **_cat_options(args))
             if state_path is not None:
@@ -289,6 +325,9 @@ def _cmd_evaluate(args, out: _Out) -> int:
            "done": complete, "complete": complete,
            "max_items": session.max_items, "target_se": session.target_se,
            "min_information": session.min_information, "estimator": session.estimator,
+           "pass_score": session.pass_score, "pass_theta": session.pass_theta,
+           "confidence": session.confidence if session.cut is not None else None,
+           "indifference": session.indifference,
            **result.to_dict(with_items=False),
            "interval_note": note,
            "administered": [{"item": i, "response": r} for i, r in zip(result.items, result.responses, strict=True)],
@@ -319,9 +358,7 @@ def _evaluate_all(args, out: _Out) -> int:
         out.warn(note)
     frame = read_responses(args.responses, **_input_kwargs(args)).to_frame()
     bank.check_items(frame.columns, source=str(args.responses))
-    max_items, target_se = args.max_items, args.target_se
-    if max_items is None and target_se is None and args.min_information is None:
-        max_items, target_se = 100, 0.3
+    max_items, target_se = _default_stopping(args)
     cat_options = _cat_options(args)
     results = []
     models = list(frame.index)
@@ -336,10 +373,13 @@ def _evaluate_all(args, out: _Out) -> int:
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": str(args.responses),
            "max_items": max_items, "target_se": target_se, "interval_note": note,
            "results": [r.to_dict(with_items=False) for r in results]}
-    lines = [f"{'model':<28} {'items':>5} {'theta':>7} {'SE':>6}  {'predicted score (95% interval)':<32}"]
+    certify = _certifying(args)
+    lines = [f"{'model':<28} {'items':>5} {'theta':>7} {'SE':>6}  {'predicted score (95% interval)':<32}"
+             + ("  decision (P)" if certify else "")]
     for r in results:
         lo, hi = r.predicted_score_ci95
         lines.append(f"{str(r.model)[:28]:<28} {r.n_items:>5} {r.theta:>7.3f} {r.se:>6.3f}  "
-                     f"{r.predicted_score:.4f} ({lo:.4f} to {hi:.4f})")
+                     f"{r.predicted_score:.4f} ({lo:.4f} to {hi:.4f})"
+                     + (f"  {r.decision['outcome']} ({r.decision['probability']:.3f})" if certify else ""))
     out.result(doc, "\n".join(lines))
     return 0

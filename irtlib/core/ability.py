@@ -16,7 +16,7 @@ from irtlib.errors import InputError
 
 from .kernels import score_and_information
 
-__all__ = ["AbilityEstimate", "PARAMETER_LIMIT", "check_prior", "map_ability", "THETA_BOUNDS"]
+__all__ = ["AbilityEstimate", "PARAMETER_LIMIT", "check_prior", "finite_number", "map_ability", "THETA_BOUNDS"]
 
 #: The bracket of the paper's bisection fallback; every estimate is kept inside it.
 THETA_BOUNDS = (-8.0, 8.0)
@@ -57,8 +57,8 @@ def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var, c=No
     return grad, np.where(observed, info, 0.0).sum(axis=1)
 
 
-def _finite_number(value, name: str) -> float:
-    """``value`` as a float, or a ValueError naming the argument."""
+def finite_number(value: object, name: str) -> float:
+    """``value`` as a float, or an :class:`~irtlib.errors.InputError` naming the argument (not a number, not finite)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InputError(f"{name} must be a number, got {value!r}")
     value = float(value)
@@ -84,15 +84,15 @@ def check_prior(prior_mean: float, prior_sd: float,
         A non-finite mean, a non-positive or non-finite sd, or a bracket that is not two finite
         numbers ``lo < hi``; the message names the argument.
     """
-    prior_mean = _finite_number(prior_mean, "prior_mean")
-    prior_sd = _finite_number(prior_sd, "prior_sd")
+    prior_mean = finite_number(prior_mean, "prior_mean")
+    prior_sd = finite_number(prior_sd, "prior_sd")
     if prior_sd <= 0:
         raise InputError(f"prior_sd must be positive, got {prior_sd!r}")
     try:
         lo, hi = bounds
     except (TypeError, ValueError):
         raise InputError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
-    lo, hi = _finite_number(lo, "bounds[0]"), _finite_number(hi, "bounds[1]")
+    lo, hi = finite_number(lo, "bounds[0]"), finite_number(hi, "bounds[1]")
     if not lo < hi:
         raise InputError(f"bounds must be increasing (lower < upper), got {bounds!r}")
     return prior_mean, prior_sd, (lo, hi)

@@ -39,6 +39,7 @@ __all__ = [
     "score_and_information",
     "z_derivatives",
     "expected_score",
+    "probability_slope",
 ]
 
 
@@ -139,6 +140,26 @@ def fisher_information(theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLik
         return info
     c = np.asarray(c, dtype=float)
     return info * (1.0 - c) * _guessing_ratio(z, c)
+
+
+def probability_slope(theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None) -> np.ndarray:
+    """``dP / dtheta``: ``a (1 - c) sigmoid(z) sigmoid(-z)`` (``a P (1 - P)`` for the 2PL).
+
+    The slope of an item characteristic curve; summed over items it is the slope of the test
+    characteristic curve, which turns a spread on the score scale into one on the theta scale
+    (:class:`irtlib.selection.certify.Cut`). Tail-safe as :func:`fisher_information`.
+
+    Returns
+    -------
+    ndarray
+        Broadcast shape of ``theta``, ``a``, ``b`` (and ``c``).
+    """
+    a = np.asarray(a, dtype=float)
+    z = logit_z(theta, a, b)
+    slope = a * sigmoid(z) * sigmoid(-z)
+    if c is None:
+        return slope
+    return slope * (1.0 - np.asarray(c, dtype=float))
 
 
 def z_derivatives(responses: ArrayLike, z: ArrayLike, c: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:

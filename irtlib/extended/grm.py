@@ -521,7 +521,10 @@ def grm_ability(responses: ArrayLike, a: ArrayLike, thresholds: ArrayLike, *, pr
 
 # ---------------------------------------------------------------------------- adaptive items
 class GradedItems:
-    """GRM items for :func:`irtlib.selection.cat.run_cat`: selection by GRM information, graded responses.
+    """GRM items as an item model of the adaptive-testing engine (:mod:`irtlib.selection.items`).
+
+    Selection by GRM information, graded responses; the engine's estimators use its grid
+    log-likelihood (EAP, and MAP as the mode on a fine grid) and the SPRT its log-likelihood.
 
     Parameters
     ----------
@@ -535,12 +538,17 @@ class GradedItems:
         ``a`` not positive and finite, thresholds not finite or not increasing, shapes that do not match.
     """
 
+    dims = 1
+
     def __init__(self, a: ArrayLike, thresholds: ArrayLike):
         self.a, self.thresholds = _check_items(a, thresholds)
         self.n_items = self.a.size
 
+    def __repr__(self) -> str:
+        return f"GradedItems({self.n_items} items, {self.thresholds.shape[1] + 1} categories)"
+
     def check_responses(self, responses: np.ndarray) -> None:
-        """Refuse a response that is not a category 0..K-1 or NaN (what :func:`irtlib.selection.cat.run_cat` replays).
+        """Refuse a response that is not a category 0..K-1 or NaN (what the engine replays).
 
         Raises
         ------
@@ -554,32 +562,30 @@ class GradedItems:
             raise InputError(f"responses must be categories 0..{self.thresholds.shape[1]} or NaN; found "
                              f"{float(x[r, c])!r} at row {r}, column {c} ({int(bad.sum())} such cells)")
 
-    def information(self, theta: np.ndarray) -> np.ndarray:
+    def information(self, theta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """GRM Fisher information (:func:`information`) at each model's theta, (n_models, n_items)."""
         return information(np.asarray(theta, dtype=float)[:, None], self.a, self.thresholds)
 
-    def grid_log_likelihood(self, items: np.ndarray, responses: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """``log P(X = response)`` of each model's item at every grid point, (n_models, n_points)."""
-        lp = category_log_probabilities(points[None, :], self.a[items][:, None], self.thresholds[items][:, None, :])
-        k = responses.astype(int)
+    def trace_information(self, theta: np.ndarray, cov: np.ndarray) -> np.ndarray:
+        """One dimension: the information scaled by the posterior variance (D-optimal's criterion)."""
+        return self.information(theta) * np.asarray(cov, dtype=float).reshape(-1, 1)
+
+    def grid_log_likelihood(self, j: np.ndarray, x: np.ndarray, points: np.ndarray,
+                            rows: np.ndarray | None = None) -> np.ndarray:
+        """``log P(X = x)`` of each model's item ``j`` at every grid point, (n_models, n_points)."""
+        lp = category_log_probabilities(points[None, :], self.a[j][:, None], self.thresholds[j][:, None, :])
+        k = np.asarray(x).astype(int)
         return np.take_along_axis(lp, k[:, None, None], axis=-1)[..., 0]
 
-    def map_estimate(self, items: np.ndarray, responses: np.ndarray, *, theta0: np.ndarray, prior_mean: float,
-                     prior_sd: float) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mode on a fine grid (refined by a parabola) and ``1 / sqrt(information + prior)``."""
-        points, log_prior = uniform_grid(n_points=EAP_POINTS, prior_mean=prior_mean, prior_sd=prior_sd)
-        ll = np.zeros((items.shape[0], points.size))
-        for t in range(items.shape[1]):
-            ok = items[:, t] >= 0
-            if ok.any():
-                ll[ok] += self.grid_log_likelihood(items[ok, t], responses[ok, t], points)
-        post = ll + log_prior
-        i = np.clip(np.argmax(post, axis=1), 1, points.size - 2)
-        r = np.arange(i.size)
-        y0, y1, y2 = post[r, i - 1], post[r, i], post[r, i + 1]
-        den = y0 - 2 * y1 + y2
-        shift = np.where(den < 0, 0.5 * (y0 - y2) / np.where(den < 0, den, -1.0), 0.0)
-        h = points[1] - points[0]
-        theta = points[i] + np.clip(shift, -1, 1) * h
-        info = np.where(items >= 0, self.information(theta)[r[:, None], np.maximum(items, 0)], 0.0).sum(axis=1)
-        return theta, 1.0 / np.sqrt(info + 1.0 / prior_sd ** 2)
+    def log_likelihood(self, j: np.ndarray, x: np.ndarray, theta: ArrayLike) -> np.ndarray:
+        """``log P(X = x | theta)`` of each model's response to its item ``j`` (0 where ``j`` is -1 or ``x`` NaN)."""
+        ok = (np.asarray(j) >= 0) & ~np.isnan(x)
+        jj = np.where(ok, j, 0)
+        lp = category_log_probabilities(np.broadcast_to(np.asarray(theta, float), jj.shape), self.a[jj],
+                                        self.thresholds[jj])
+        k = np.where(ok, x, 0).astype(int)
+        return np.where(ok, np.take_along_axis(lp, k[:, None], axis=-1)[:, 0], 0.0)
+
+    def ability_grid(self, prior_mean: float, prior_sd: float, n_points: int) -> tuple[np.ndarray, np.ndarray]:
+        """The equally spaced grid over [-8, 8] of :func:`irtlib.core.quadrature.uniform_grid`."""
+        return uniform_grid(n_points=n_points, prior_mean=prior_mean, prior_sd=prior_sd)

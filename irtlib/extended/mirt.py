@@ -22,9 +22,10 @@ positions ``L z`` with ``L`` the Cholesky factor of R, parameterised by unit-len
 Priors (mild, keeping the mode finite for items every model passes): loadings ~ Normal(0, 2),
 intercepts ~ Normal(0, 3).
 
-:func:`mirt_cat` runs adaptive tests on the fitted model with D-optimal selection (the item that
-most increases the determinant of the posterior information) and scores each model by its
-predicted full-benchmark safety score (the posterior mean of the mean item probability).
+:class:`MirtItems` is the fitted model as an item model of the adaptive-testing engine, and
+:func:`mirt_cat` runs adaptive tests on it with D-optimal selection (the item that most increases
+the determinant of the posterior information), scoring each model by its predicted
+full-benchmark safety score (the posterior mean of the mean item probability).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from irtlib.core.quadrature import normal_grid, posterior_weights
 from irtlib.errors import InputError
 
 __all__ = ["probability", "MirtFit", "fit_mirt", "marginal_log_likelihood", "mirt_scores", "structure_from_labels",
-           "mirt_cat", "MirtCatResult"]
+           "MirtItems", "mirt_cat", "MirtCatResult"]
 
 
 def probability(theta: ArrayLike, loadings: ArrayLike, intercepts: ArrayLike) -> np.ndarray:
@@ -338,9 +339,62 @@ def _uniform_grid(corr, n_per_dim, half_width=5.0):
     return nodes, -0.5 * np.einsum("qd,de,qe->q", nodes, np.linalg.inv(corr), nodes)
 
 
+class MirtItems:
+    """A fitted M2PL as an item model of the adaptive-testing engine (:mod:`irtlib.selection.items`).
+
+    The posterior is kept on an equally spaced product grid over [-5, 5]^D with the fit's
+    Normal(0, R) prior (:meth:`ability_grid`); the D-optimal selector reads
+    :meth:`trace_information`; the predicted full-benchmark score of an ability is the mean item
+    probability (:meth:`score_at`).
+
+    Parameters
+    ----------
+    fit : MirtFit
+    n_per_dim : int, optional
+        Grid nodes per dimension (default 61 for D = 2, 25 for D = 3).
+    """
+
+    def __init__(self, fit: MirtFit, *, n_per_dim: int | None = None):
+        self.loadings, self.intercepts, self.corr = fit.loadings, fit.intercepts, fit.corr
+        self.dims, self.n_items = fit.n_dims, fit.loadings.shape[0]
+        self.n_per_dim = _nodes_per_dim(n_per_dim, fit.n_dims, {1: 401, 2: 61, 3: 25}.get(fit.n_dims, 9))
+
+    def __repr__(self) -> str:
+        return f"MirtItems({self.n_items} items, {self.dims} dimensions)"
+
+    def check_responses(self, x: np.ndarray) -> None:
+        """Refuse a response other than 0, 1 or NaN (naming the cell)."""
+        _check_binary(x)
+
+    def ability_grid(self, prior_mean: float, prior_sd: float, n_points: int) -> tuple[np.ndarray, np.ndarray]:
+        """The product grid and the log Normal(0, R) prior (the unidimensional prior settings do not apply)."""
+        return _uniform_grid(self.corr, self.n_per_dim)
+
+    def grid_log_likelihood(self, j: np.ndarray, x: np.ndarray, points: np.ndarray,
+                            rows: np.ndarray | None = None) -> np.ndarray:
+        """Bernoulli log-likelihood of each model's response to its item ``j`` at every node, (n_models, n_nodes)."""
+        z = points @ self.loadings[j].T + self.intercepts[j]            # (Q, n_models)
+        return np.where(np.asarray(x)[None, :] == 1, log_expit(z), log_expit(-z)).T
+
+    def trace_information(self, theta: np.ndarray, cov: np.ndarray) -> np.ndarray:
+        """``tr(S I_j) = P_j (1 - P_j) a_j' S a_j`` at each model's posterior mean, (n_models, n_items)."""
+        p = probability(theta, self.loadings, self.intercepts)
+        return p * (1 - p) * np.einsum("jd,mde,je->mj", self.loadings, cov, self.loadings)
+
+    def score_at(self, points: np.ndarray) -> np.ndarray:
+        """The predicted full safety score ``mean_j P_j(theta)`` at every node (in blocks of 256 nodes)."""
+        return np.concatenate([probability(points[i:i + 256], self.loadings, self.intercepts).mean(axis=1)
+                               for i in range(0, points.shape[0], 256)])
+
+
 def mirt_cat(responses: ArrayLike, fit: MirtFit, *, budget: int, selection: str = "d-optimal",
              n_per_dim: int | None = None, seed: int = 0) -> MirtCatResult:
     """Adaptive tests of many models on a fitted M2PL, replayed on their 0/1 response rows.
+
+    A thin entry point over the adaptive-testing engine (:func:`irtlib.selection.adaptive.run_adaptive`
+    with :class:`MirtItems`, :class:`~irtlib.selection.selectors.DOptimal` or
+    :class:`~irtlib.selection.selectors.RandomSelection`, and
+    :class:`~irtlib.selection.estimators.EapEstimator` recording the predicted score).
 
     Parameters
     ----------
@@ -360,6 +414,10 @@ def mirt_cat(responses: ArrayLike, fit: MirtFit, *, budget: int, selection: str 
     -------
     MirtCatResult
     """
+    from irtlib.selection.adaptive import run_adaptive
+    from irtlib.selection.estimators import EapEstimator
+    from irtlib.selection.selectors import DOptimal, RandomSelection
+
     x1, _, obs = _check_binary(responses)               # 0, 1 or NaN, or one line naming the cell
     x = np.where(obs > 0, x1, np.nan)
     if x.ndim != 2 or x.shape[1] != fit.loadings.shape[0]:
@@ -369,42 +427,7 @@ def mirt_cat(responses: ArrayLike, fit: MirtFit, *, budget: int, selection: str 
     budget = _count(budget, "budget", 1)
     if not 1 <= budget <= x.shape[1]:
         raise InputError(f"budget must be between 1 and {x.shape[1]}, got {budget}")
-    a, d = fit.loadings, fit.intercepts
-    nodes, logw = _uniform_grid(fit.corr, _nodes_per_dim(n_per_dim, fit.n_dims,
-                                                         {1: 401, 2: 61, 3: 25}.get(fit.n_dims, 9)))
-    score_at = np.concatenate([expit(nodes[i:i + 256] @ a.T + d).mean(axis=1)       # S(theta) at every node
-                               for i in range(0, nodes.shape[0], 256)])
-    n_models = x.shape[0]
-    rows = np.arange(n_models)
-    avail = ~np.isnan(x)
-    log_post = np.broadcast_to(logw, (n_models, logw.size)).copy()
-    items = np.full((n_models, budget), -1, dtype=np.intp)
-    score = np.full((n_models, budget), np.nan)
-    rng = np.random.default_rng(seed)
-    order = np.argsort(rng.random(x.shape) + np.where(avail, 0.0, 2.0), axis=1)
-    mean = np.zeros((n_models, fit.n_dims))
-    for t in range(budget):
-        w = np.exp(log_post - log_post.max(axis=1, keepdims=True))
-        w /= w.sum(axis=1, keepdims=True)
-        mean = w @ nodes
-        if selection == "random":
-            j = order[:, t]
-            ok = avail[rows, j]
-        else:
-            second = np.einsum("mq,qd,qe->mde", w, nodes, nodes) - mean[:, :, None] * mean[:, None, :]
-            p = expit(mean @ a.T + d)
-            crit = p * (1 - p) * np.einsum("jd,mde,je->mj", a, second, a)
-            crit = np.where(avail, crit, -np.inf)
-            j = np.argmax(crit, axis=1)
-            ok = np.isfinite(crit[rows, j])
-        j = np.where(ok, j, -1)
-        jj = np.maximum(j, 0)
-        r = x[rows, jj]
-        z = nodes @ a[jj].T + d[jj]                               # (Q, n_models)
-        ll = np.where(r == 1, log_expit(z), log_expit(-z)).T
-        log_post += np.where(ok[:, None], ll, 0.0)
-        avail[rows[ok], j[ok]] = False
-        items[:, t] = j
-        post, _ = posterior_weights(log_post, np.zeros(logw.size))
-        score[:, t] = post @ score_at
-    return MirtCatResult(items=items, score=score, theta=post @ nodes)
+    traj = run_adaptive(x, items=MirtItems(fit, n_per_dim=n_per_dim), budget=budget,
+                        selector=DOptimal() if selection == "d-optimal" else RandomSelection(),
+                        estimator=EapEstimator(value="score"), seed=seed)
+    return MirtCatResult(items=traj.items, score=traj.estimate, theta=traj.ability)

@@ -123,6 +123,26 @@ def test_the_live_test_asks_stops_and_logs_as_the_offline_replay(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_certifying_live_test_stops_at_the_decision_and_logs_it(tmp_path):
+    bank = _bank()
+    pattern = _pattern(bank, 1.2, seed=4)
+    asked: list = []
+    rules = {"max_items": 40, "target_se": None}
+    cut = {"pass_score": 0.5, "confidence": 0.9}
+    task = adaptive_task(_task(ITEMS), bank, **rules, session_options=cut)
+    (log,) = eval(task, model=_mock(pattern, asked), display="none", log_dir=str(tmp_path))
+    want = _replay(bank, pattern, set(ITEMS), **rules, **cut)
+    assert log.status == "success" and want.stop_reason == "decided" and want.n_items < 40
+    assert asked == want.items                                          # it stopped where the offline test decides
+    got = _metrics(read_eval_log(log.location))
+    assert got["decision"] == {"pass": 1.0, "fail": -1.0}[want.decision["outcome"]]
+    assert got["decision_probability"] == pytest.approx(want.decision["probability"], rel=1e-12)
+    assert got["p_above_cut"] == pytest.approx(want.decision["p_above"], rel=1e-12)
+    replayed = adaptive_result(read_eval_log(log.location), bank)
+    assert replayed.to_dict() == {**want.to_dict(), "model": log.eval.model}
+
+
+@pytest.mark.slow
 def test_a_score_that_is_neither_0_nor_1_fails_the_evaluation_naming_the_sample(tmp_path):
     bank = _bank()
     task = adaptive_task(Task(dataset=[Sample(id=i, input=f"[{i}] x", target="A") for i in ITEMS], solver=generate(),

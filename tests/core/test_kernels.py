@@ -27,12 +27,13 @@ ALLOWED = {
     "extended/mirt.py": "multidimensional 2PL: sigmoid(theta . a + d), a different model",
     # the fast adaptive MAP keeps Taylor moments of sigma's derivatives (polynomials in s) around a
     # reference theta; tests/test_adaptive.py checks its estimates against map_ability to 1e-7
-    "selection/adaptive.py::_MapRun": "Taylor moments of the 2PL score (the fast estimator's representation)",
+    "selection/estimators.py::_MapRun": "Taylor moments of the 2PL score (the fast estimator's representation)",
     # Bernoulli variances of observed rates or predicted responses: a variance, not the
     # information, and p (1 - p) is the formula's own definition there
     "core/responses.py::ResponseMatrix": "binomial variance p (1 - p) of an item's observed safe rate (the filter)",
     "bank/build.py::calibrate_bank": "the paper's variance filter on observed rates",
     "bank/intervals.py": "variance of the unknown responses' sum in a score interval",
+    "selection/items.py::TwoPLItems": "variance of the unanswered responses' sum at a cut (certification)",
     "fit/checks.py::sx2_expected": "variance of the summed score (S-X2's normal approximation)",
     "fit/checks.py::_sx2": "S-X2's binomial denominator e (1 - e) of an expected proportion",
     "fit/checks.py::_mean_squares": "infit/outfit weights: the variance of a predicted response",
@@ -208,7 +209,7 @@ def test_the_3pl_with_no_asymptote_is_the_2pl_and_the_joint_kernels_agree():
 def test_the_float32_screen_stays_within_the_margin_of_the_kernel():
     # the one allowed second form of the 2PL information: MaxInformation assumes its relative
     # error is below err = 2.4e-7 |a|max (8 + |b|max) + 1e-6
-    from irtlib.selection.adaptive import _information32
+    from irtlib.selection.selectors import _information32
 
     rng = np.random.default_rng(2)
     a, b = np.exp(rng.normal(0, 0.6, 500)), rng.normal(0, 1.5, 500)

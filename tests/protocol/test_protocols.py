@@ -22,6 +22,7 @@ from irtlib.protocol import agreement
 from irtlib.protocol import presets as protocols
 from irtlib.protocol.agreement import agreement_curves, calibrate_splits, run_protocol
 from irtlib.selection.adaptive import MaxInformation, MleEstimator, run_adaptive
+from irtlib.selection.items import TwoPLItems
 from irtlib.selection.static import b_quantile_bins, interleave_bins
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "paper"
@@ -136,13 +137,13 @@ def test_mle_matches_a_brute_force_likelihood_maximiser():
 def test_mle_stops_where_the_score_falls_below_tol_as_the_authors_code_does():
     # one safe answer to a sharp easy item: the score a (1 - P) drops below 1e-6 well before +8
     a, b = np.array([4.0]), np.array([-1.0])
-    est = MleEstimator().begin(1, 1, 0.0)
-    est.push(a, b, np.array([1.0]))
+    est = MleEstimator().begin(TwoPLItems(a, b), 1, 1, 0.0)
+    est.push(np.array([0]), np.array([1.0]))
     theta = est.estimate()[0][0]
     p = 1 / (1 + np.exp(-a[0] * (theta - b[0])))
     assert theta < 8.0 and a[0] * (1 - p) < 1e-6
-    exact = MleEstimator(tol=0.0).begin(1, 1, 0.0)       # tol 0: the exact bounded MLE
-    exact.push(a, b, np.array([1.0]))
+    exact = MleEstimator(tol=0.0).begin(TwoPLItems(a, b), 1, 1, 0.0)       # tol 0: the exact bounded MLE
+    exact.push(np.array([0]), np.array([1.0]))
     assert exact.estimate()[0][0] == 8.0
 
 

@@ -17,6 +17,8 @@ from irtlib.selection.adaptive import (
     run_adaptive,
     run_adaptive_reference,
 )
+from irtlib.selection.items import TwoPLItems
+from irtlib.selection.selectors import Streams
 
 
 def _administered(x, traj, k):
@@ -38,7 +40,7 @@ def test_max_information_first_pick_is_the_argmax_of_a2_p_1_minus_p():
         info = fisher_information(theta, a, b)
         assert np.argmax(info) == expected
         for sel in (MaxInformation(), MaxInformation(cache_size=0), MaxInformation(cache_size=2, screen=False)):
-            run = sel.begin(a, b, ~np.isnan(x))
+            run = sel.begin(TwoPLItems(a, b), ~np.isnan(x))
             assert run.select(np.full(2, theta)).tolist() == [expected, expected]
 
 
@@ -46,7 +48,7 @@ def test_max_information_never_repeats_and_skips_unavailable_items():
     rng = np.random.default_rng(3)
     a, b = rng.lognormal(0, 0.5, 40), rng.normal(size=40)
     available = rng.random((5, 40)) > 0.3
-    run = MaxInformation(cache_size=8).begin(a, b, available)
+    run = MaxInformation(cache_size=8).begin(TwoPLItems(a, b), available)
     theta = np.zeros(5)
     seen = [set() for _ in range(5)]
     for _ in range(40):
@@ -88,7 +90,7 @@ def test_twin_items_go_to_the_lowest_index():
 def test_random_selection_is_a_seeded_permutation_of_available_items():
     available = np.ones((3, 30), dtype=bool)
     available[1, :10] = False
-    orders = [RandomSelection().begin(None, None, available, np.random.default_rng(s)) for s in (7, 7, 8)]
+    orders = [RandomSelection().begin(None, available, Streams(s)) for s in (7, 7, 8)]
     picks = [np.array([o.select() for _ in range(30)]).T for o in orders]
     np.testing.assert_array_equal(picks[0], picks[1])          # same seed, same orders
     assert not np.array_equal(picks[0], picks[2])
@@ -197,7 +199,7 @@ def test_input_checks():
 def test_near_tie_beyond_the_screened_top_falls_back_to_the_exact_argmax(monkeypatch):
     """More than _SCREEN_TOP items within the screen's margin of the best: the whole row is
     evaluated exactly, and the pick is the exact argmax (here, to the last bit)."""
-    from irtlib.selection import adaptive
+    from irtlib.selection import selectors
 
     # 16 items whose information at theta = 0 differs only in the 12th digit: b = +-j * 1e-7
     n = 16
@@ -206,14 +208,14 @@ def test_near_tie_beyond_the_screened_top_falls_back_to_the_exact_argmax(monkeyp
     b[11] = 0.0                                        # the unique exact maximum (P = 1/2)
     x = np.ones((1, n))
     full = []
-    original = adaptive._MaxInfoRun._exact
+    original = selectors._MaxInfoRun._exact
 
     def spy(self, rows, theta, cols=None):
         if self.screen and cols is None:               # only the fallback asks for every column
             full.append(rows.size)
         return original(self, rows, theta, cols)
 
-    monkeypatch.setattr(adaptive._MaxInfoRun, "_exact", spy)
+    monkeypatch.setattr(selectors._MaxInfoRun, "_exact", spy)
     traj = run_adaptive(x, a, b, budget=1, selector=MaxInformation(cache_size=0))
     assert full, "the exact fallback did not run"
     assert traj.items[0, 0] == 11 == int(np.argmax(fisher_information(0.0, a, b)))

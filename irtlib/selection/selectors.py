@@ -1,0 +1,781 @@
+"""Selectors of the adaptive-testing engine: which item each model is given next.
+
+One small class per rule, each with ``begin(items, available, random)`` returning a *run* that
+holds one test's state for many models at once (every array operation is over all models):
+
+==========================  =====================================================================
+selector                    next item
+==========================  =====================================================================
+:class:`MaxInformation`     the most informative unused item at the current ability (Fluid
+                            Benchmarking, paper section "Adaptive selection (Algorithm 1)")
+:class:`RandomSelection`    the next item of the model's own random order (Random, Random IRT)
+:class:`Randomesque`        uniformly among the ``k`` most informative (exposure control)
+:class:`SympsonHetter`      the most informative, given with probability ``K_j``, else set aside
+:class:`ContentBalanced`    Kingsbury-Zara: from the category furthest below its target share,
+                            then by the rule ``within`` (one of the above)
+:class:`DOptimal`           the largest gain in the determinant of the posterior information
+                            (multidimensional models; one dimension: maximum information)
+==========================  =====================================================================
+
+A run has ``unused`` (models x items, bool: the items a model may still be given),
+``select(theta, est=None, active=None)`` (the next item of every ``active`` model, -1 when it has
+none left; ``theta`` is the current ability, ``est`` the estimator's run, which D-optimal asks
+for the posterior covariance) and ``skipped(rows, items)`` (a proposed item turned out not to be
+given; content balancing stops counting it). The chosen item is marked used at once: a session
+that skips it never sees it again.
+
+Randomness (:class:`Streams`): random orders are drawn once per run from the run's generator;
+randomesque and Sympson-Hetter draw at select call ``t`` from :func:`step_rng` ``(seed, t)``, so a
+replayed session proposes the same items, and a test is reproduced by its seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from irtlib._typing import ArrayLike, Seed
+from irtlib.core.kernels import fisher_information
+from irtlib.errors import InputError
+
+from .items import ItemModel, TwoPLItems
+
+__all__ = [
+    "Selector", "SelectorRun", "Streams", "step_rng", "MaxInformation", "RandomSelection", "Randomesque",
+    "SympsonHetter", "ContentBalanced", "DOptimal", "ExposureControl", "ContentBalance", "choose_items",
+    "kingsbury_zara_category", "selector_for",
+]
+
+
+# ---------------------------------------------------------------------------- protocols, randomness
+class SelectorRun(Protocol):
+    """One test's selection state for many models (see the module docstring)."""
+
+    unused: np.ndarray
+
+    def select(self, theta: np.ndarray | None, est: object = None, active: np.ndarray | None = None) -> np.ndarray:
+        """Next item of every active model (-1: none); the items are marked used."""
+
+
+class Selector(Protocol):
+    """A selection rule. ``adaptive`` says whether it needs the current ability."""
+
+    adaptive: bool
+
+    def begin(self, items: ItemModel, available: np.ndarray, random: Streams | None) -> SelectorRun:
+        """Start a run over ``items`` with ``available`` (n_models, n_items)."""
+
+
+def step_rng(seed: Seed | None, t: int) -> np.random.Generator:
+    """The random generator of select call ``t`` of a test seeded with ``seed``.
+
+    Its draws depend only on ``(seed, t)`` (an int, a SeedSequence or None), so a batch run and a
+    resumed session propose the same items at the same step. A Generator is used as it is
+    (its draws then follow one another).
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.default_rng(np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, int(t))))
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(t),)))
+
+
+class Streams:
+    """The random streams of one test: ``generator`` (drawn from once, at the start) and ``at(t)``."""
+
+    def __init__(self, seed: Seed | None = None):
+        self.seed = seed
+        self._generator = None
+
+    @property
+    def generator(self) -> np.random.Generator:
+        """``numpy.random.default_rng(seed)``, made on first use."""
+        if self._generator is None:
+            self._generator = np.random.default_rng(self.seed)
+        return self._generator
+
+    def at(self, t: int) -> np.random.Generator:
+        """The generator of select call ``t`` (:func:`step_rng`)."""
+        return step_rng(self.seed, t)
+
+
+# ---------------------------------------------------------------------------- maximum information
+class MaxInformation:
+    """Maximum Fisher information at the current ability (Fluid Benchmarking's rule).
+
+    Picks, for every model, the available unused item with the largest ``a^2 P (1 - P)`` at
+    the model's current ``theta`` (ties: lowest item index), computed exactly as
+    :func:`irtlib.core.kernels.fisher_information` does.
+
+    Parameters
+    ----------
+    cache_size : int
+        Exact speed-ups (0 disables the cache). After a pass over all items at ``theta_c``,
+        each model keeps its ``cache_size`` most informative unused items as candidates, with,
+        for each radius ``r`` in ``radii``, a bound on what any other item can give anywhere in
+        ``[theta_c - r, theta_c + r]``: ``log P (1 - P)`` is 1-Lipschitz in ``z = a (theta - b)``,
+        so that is at most ``min(I_j(theta_c) exp(a_j r), a_j^2 / 4)``. At the next steps only the
+        candidates are evaluated, and their best unused item is the exact argmax while it beats
+        the bound for the current distance from ``theta_c``; otherwise the full pass is redone.
+    radii : sequence of float
+        The radii of the bounds, increasing.
+    screen : bool
+        Compare information values in single precision (SIMD ``exp``, about ten times faster
+        than the double-precision logistic on this kind of machine). Rounding moves
+        ``z = a (theta - b)`` by at most ``2.4e-7 |a| (8 + |b|)``, so the single-precision
+        information is within a relative ``delta`` (that plus 1e-6, computed from the run's
+        largest ``|a|`` and ``|b|``; about 3e-5 on the simulated benchmarks) of the exact one, and
+        two items more than ``4 delta`` apart compare the same way exactly. When the best item
+        is not that far ahead of every other (twin items with equal ``a`` and ``b`` excepted: the
+        lower index wins among them), the 8 best screened items are evaluated exactly, and if
+        even those are within the margin, all of them. Bounds built from screened values are
+        inflated by the margin. The choice is therefore the exact one, as with ``screen=False``
+        (which is also used when ``delta`` would exceed 2.5e-3).
+    """
+
+    adaptive = True
+
+    def __init__(self, *, cache_size: int = 256, radii=(0.001, 0.003, 0.01, 0.03), screen: bool = True):
+        radii = np.sort(np.asarray(radii, dtype=float))
+        if cache_size < 0:
+            raise InputError("cache_size must be >= 0")
+        if radii.size == 0 or radii[0] < 0:
+            raise InputError("radii must be non-empty and non-negative")
+        self.cache_size, self.radii, self.screen = int(cache_size), radii, bool(screen)
+
+    def begin(self, items: ItemModel, available: np.ndarray, random: Streams | None = None) -> SelectorRun:
+        """Start selecting for one run: the item model, the available items (models x items), the random streams.
+
+        A 2PL bank (:class:`~irtlib.selection.items.TwoPLItems` without ``c``) gets the cached and
+        screened run described above. With lower asymptotes ``c`` the choice maximises Birnbaum's
+        information (:func:`irtlib.core.kernels.fisher_information`), evaluated exactly over every
+        item at every step: the cache and the screen rest on 2PL bounds and are switched off. Any
+        other item model (graded, ...) gets the plain argmax of its ``information``.
+        """
+        available = np.asarray(available, dtype=bool)
+        if isinstance(items, TwoPLItems):
+            if items.c is not None:
+                return _MaxInfoRun(items.a, items.b, available, 0, self.radii, False, c=items.c)
+            return _MaxInfoRun(items.a, items.b, available, self.cache_size, self.radii, self.screen)
+        return _RankedRun(items, available, random)
+
+    def __repr__(self) -> str:
+        return f"MaxInformation(cache_size={self.cache_size}, radii={tuple(self.radii)}, screen={self.screen})"
+
+
+#: The exact information: the kernel itself (theta (n, 1) against a, b (N,) or (n, C)).
+_information = fisher_information
+
+_SCREEN_TOP = 8          # near-ties (twin items have equal values): confirm this many exactly
+
+
+def _information32(theta32, a32, b32, q32):
+    """Single-precision ``a^2 e^-|z| / (1 + e^-|z|)^2`` (= ``a^2 P (1 - P)``): the screen.
+
+    The one deliberate second form of the 2PL information (the allow-list of
+    tests/test_kernels.py): float32 ``exp`` is about ten times faster than the double-precision
+    logistic, and it only ranks items -- every choice it cannot make with certainty is decided
+    by :func:`irtlib.core.kernels.fisher_information` (see :class:`MaxInformation`). Its values
+    are tested against the kernel's to the relative margin ``MaxInformation`` assumes.
+    """
+    z = a32 * (theta32 - b32)
+    np.abs(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    d = z + np.float32(1.0)
+    d *= d
+    z /= d
+    z *= q32
+    return z
+
+
+def _screen(info32, twin, gap):
+    """Argmax per row of screened values (blocked entries negative) and whether it is certain.
+
+    Certain: every other item is more than the margin below the best, so the exact argmax is the same.
+
+    ``twin`` (same shape) labels items with identical ``a`` and ``b``: their information is
+    identical, so the first of them (the lowest index, which ``argmax`` returns) is the exact
+    choice among them, and only the others need to be beaten by the margin.
+    """
+    r = np.arange(info32.shape[0])
+    k = np.argmax(info32, axis=1)
+    v1 = info32[r, k].copy()
+    if info32.shape[1] == 1:
+        return k, v1.astype(float), np.ones(r.size, dtype=bool)
+    mine = twin[k] if twin.ndim == 1 else twin[r, k]    # (screening always labels twins: never None)
+    v2 = np.where(twin == mine[:, None], np.float32(-np.inf), info32).max(axis=1)
+    return k, v1.astype(float), v2 < v1 * np.float32(1.0 - gap)
+
+
+def _twin_labels(a, b):
+    """Labels (int32, same shape as ``a``) shared exactly by items with equal ``a`` and ``b``.
+
+    Per row for per-model parameters; identical rows are labelled once.
+    """
+    if a.ndim == 1:
+        return np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
+    out = np.empty(a.shape, dtype=np.int32)
+    seen = {}
+    for i in range(a.shape[0]):
+        key = (a[i].tobytes(), b[i].tobytes())
+        if key not in seen:
+            seen[key] = _twin_labels(a[i], b[i])
+        out[i] = seen[key]
+    return out
+
+
+class _MaxInfoRun:
+    def __init__(self, a, b, available, cache_size, radii, screen, c=None):
+        self.a, self.b, self.c = a, b, c                          # (n_items,) or (n_models, n_items)
+        self.per_model = a.ndim == 2
+        self.unused = np.array(available, dtype=bool, copy=True)
+        n_models, n_items = self.unused.shape
+        self.rows = np.arange(n_models)
+        self.left = self.unused.sum(axis=1)
+        self.radii = radii
+        # Single-precision error of a^2 P (1 - P), relative: |d log I / dz| <= 1, and rounding
+        # a, theta, b, the difference and the product moves z = a (theta - b) by at most
+        # 2.4e-7 |a| (|theta| + |b|), with |theta| <= 8; exp, divisions and products add < 1e-6.
+        # Values more than 4x that apart (the margin) compare the same way in double precision.
+        err = 2.4e-7 * float(np.abs(a).max()) * (8.0 + float(np.abs(b).max())) + 1e-6
+        self.gap = 4.0 * err
+        self.screen = screen and self.gap < 1e-2
+        self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
+        self.q32 = self.a32 * self.a32
+        self.twin = _twin_labels(a, b) if self.screen else None
+        self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
+        self.cache = cache_size if 0 < cache_size < n_items else 0
+        self.full_passes = 0      # diagnostics: model-steps that needed a full pass
+        if self.cache:
+            c = self.cache
+            self.items = np.zeros((n_models, c), dtype=np.intp)  # candidates, by item id
+            self.ca, self.cb = np.ones((n_models, c)), np.zeros((n_models, c))
+            self.ca32, self.cb32 = np.ones((n_models, c), np.float32), np.zeros((n_models, c), np.float32)
+            self.cq32 = np.ones((n_models, c), np.float32)
+            self.used = np.ones((n_models, c), dtype=bool)
+            self.ctwin = np.zeros((n_models, c), dtype=np.int32)
+            self.theta_c = np.full(n_models, np.inf)              # inf: not built yet
+            # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
+            # the extra last column (+inf) is what a theta outside every radius looks up.
+            self.bound = np.full((n_models, radii.size + 1), np.inf)
+
+    def _rows(self, arr, rows):
+        return arr[rows] if self.per_model else arr
+
+    def _cols(self, arr, rows, cols):
+        return arr[rows[:, None], cols] if self.per_model else arr[cols]
+
+    def _exact(self, rows, theta, cols=None):
+        """Exact information of ``rows`` at ``theta`` over ``cols`` (default: every item)."""
+        if self.c is not None:        # the 3PL: never cached or screened, so always every item
+            return _information(theta[:, None], self._rows(self.a, rows), self._rows(self.b, rows),
+                                self._rows(self.c, rows))
+        if cols is None:
+            return _information(theta[:, None], self._rows(self.a, rows), self._rows(self.b, rows))
+        return _information(theta[:, None], self._cols(self.a, rows, cols), self._cols(self.b, rows, cols))
+
+    def _full(self, rows, theta):
+        """Exact argmax over all items for ``rows``; rebuilds their candidate lists."""
+        th = theta[rows]
+        blocked = ~self.unused[rows]
+        self.full_passes += rows.size
+        if not self.screen:
+            info = self._exact(rows, th)
+            info[blocked] = -np.inf
+            pick = np.argmax(info, axis=1)
+            if self.cache:
+                self._build(rows, th, info.astype(np.float32), blocked)
+            return pick
+        a32 = self._rows(self.a32, rows)
+        info32 = _information32(th.astype(np.float32)[:, None], a32, self._rows(self.b32, rows),
+                                self._rows(self.q32, rows))
+        info32[blocked] = -1.0
+        pick, best, sure = _screen(info32, self._rows(self.twin, rows), self.gap)
+        if self.cache:
+            self._build(rows, th, info32, blocked, a32)
+        unsure = np.flatnonzero(~sure & (best >= 0))             # near-ties: decide exactly
+        if unsure.size:
+            u = rows[unsure]
+            tu = th[unsure]
+            pick[unsure] = self._refine(info32[unsure], blocked[unsure], tu,
+                                        lambda cols, sub=None: self._exact(u if sub is None else u[sub],
+                                                                           tu if sub is None else tu[sub], cols))[0]
+        return pick
+
+    def _refine(self, info32, blocked, th, exact):
+        """Exact argmax for rows whose screen was inconclusive.
+
+        The ``_SCREEN_TOP`` best screened columns are evaluated exactly; when the last of them is
+        more than the margin below the best, the exact argmax is among them (ties: lowest
+        column); otherwise the whole row is evaluated exactly. ``exact(cols, sub)`` returns the
+        exact information of rows ``sub`` (default all) at columns ``cols`` (None: all).
+        """
+        n, p = info32.shape
+        r = np.arange(n)
+        m = min(_SCREEN_TOP, p)
+        top = np.sort(np.argpartition(info32, p - m, axis=1)[:, p - m:], axis=1)
+        v = np.take_along_axis(info32, top, 1)
+        info = exact(top)
+        info[np.take_along_axis(blocked, top, 1)] = -np.inf
+        j = np.argmax(info, axis=1)
+        k, best = top[r, j], info[r, j]
+        if m < p:
+            hard = np.flatnonzero(v.min(axis=1) >= v.max(axis=1) * np.float32(1.0 - self.gap))
+            if hard.size:
+                full = exact(None, hard)
+                full[blocked[hard]] = -np.inf
+                k[hard] = np.argmax(full, axis=1)
+                best[hard] = full[np.arange(hard.size), k[hard]]
+        return k, best
+
+    def _build(self, rows, th, info32, blocked, a32=None):
+        """Candidates: the ``cache`` best unused items (by screened value), and the bounds."""
+        c, n = self.cache, info32.shape[1]
+        top = np.sort(np.argpartition(info32, n - c, axis=1)[:, n - c:], axis=1)
+        self.items[rows] = top
+        self.ca[rows], self.cb[rows] = self._cols(self.a, rows, top), self._cols(self.b, rows, top)
+        self.ca32[rows], self.cb32[rows] = self.ca[rows], self.cb[rows]
+        self.cq32[rows] = self.ca32[rows] * self.ca32[rows]
+        self.used[rows] = np.take_along_axis(blocked, top, 1)
+        if self.twin is not None:
+            self.ctwin[rows] = self._cols(self.twin, rows, top)
+        self.theta_c[rows] = th
+        # bound over the unused non-candidates, in logs: log(I (1 + gap)) + a r, capped by the
+        # log of the peak a^2 / 4 (both inflated by the screening margin)
+        other = ~blocked
+        np.put_along_axis(other, top, False, axis=1)
+        with np.errstate(divide="ignore"):
+            base = np.log(np.where(other, info32, np.float32(0.0)) * np.float32(1.0 + self.gap))
+        if a32 is None:
+            a32 = self._rows(self.a32, rows)
+        peak = self._rows(self.logpeak32, rows)
+        for i, r in enumerate(self.radii):
+            lim = np.minimum(base + a32 * np.float32(r), peak).max(axis=1).astype(float)
+            self.bound[rows, i] = np.exp(lim) * (1.0 + 1e-4)     # undo the logs, rounding margin
+
+    def _candidates(self, theta):
+        """Best unused candidate of every model.
+
+        Returns (column, a value certainly not above its exact information, value known exactly).
+        """
+        if not self.screen:
+            info = _information(theta[:, None], self.ca, self.cb)
+            info[self.used] = -np.inf
+            k = np.argmax(info, axis=1)
+            return k, info[self.rows, k]
+        info32 = _information32(theta.astype(np.float32)[:, None], self.ca32, self.cb32, self.cq32)
+        info32[self.used] = -1.0
+        k, best, sure = _screen(info32, self.ctwin, self.gap)
+        low = np.where(best >= 0, best * (1.0 - self.gap), -np.inf)   # <= the exact value
+        unsure = np.flatnonzero(~sure & (best >= 0))
+        if unsure.size:
+            ca, cb, th = self.ca[unsure], self.cb[unsure], theta[unsure]
+
+            def exact(cols, sub=None):
+                if sub is None:
+                    return _information(th[:, None], np.take_along_axis(ca, cols, 1), np.take_along_axis(cb, cols, 1))
+                return _information(th[sub, None], ca[sub], cb[sub])
+
+            k[unsure], low[unsure] = self._refine(info32[unsure], self.used[unsure], th, exact)
+        return k, low
+
+    def select(self, theta, est=None, active=None):
+        theta = np.asarray(theta, dtype=float)
+        out = np.full(self.rows.size, -1, dtype=np.intp)
+        live = self.left > 0
+        if active is not None:
+            live &= active
+        if not self.cache:
+            pending = np.flatnonzero(live)
+        else:
+            level = np.searchsorted(self.radii, np.abs(theta - self.theta_c))
+            k, low = self._candidates(theta)
+            ok = live & (low > self.bound[self.rows, level])
+            hit = self.rows[ok]
+            out[hit] = self.items[hit, k[ok]]
+            pending = np.flatnonzero(live & ~ok)
+        if pending.size:
+            out[pending] = self._full(pending, theta)
+        got = np.flatnonzero(out >= 0)
+        chosen = out[got]
+        self.unused[got, chosen] = False
+        if self.cache:
+            self.used[got] |= self.items[got] == chosen[:, None]
+        self.left[got] -= 1
+        return out
+
+
+
+
+class RandomSelection:
+    """Uniformly random items: every model gets its own random order of its available items.
+
+    The order is drawn once per run from the run's generator (``run_adaptive(seed=...)``), so
+    the first ``k`` items of a run to budget ``K`` are the run to budget ``k``.
+    """
+
+    adaptive = False
+
+    def begin(self, items: ItemModel, available: np.ndarray, random: Streams | None = None) -> _RandomRun:
+        """Start selecting: a random order of each model's available items, drawn from ``random.generator``."""
+        return _RandomRun(np.asarray(available, dtype=bool), (random or Streams()).generator)
+
+    def __repr__(self) -> str:
+        return "RandomSelection()"
+
+
+class _RandomRun:
+    def __init__(self, available, rng):
+        keys = rng.random(available.shape)
+        keys[~available] = np.inf
+        self.order = np.argsort(keys, axis=1, kind="stable")
+        self.n_available = available.sum(axis=1)
+        self.unused = available.copy()
+        self.pos = np.zeros(available.shape[0], dtype=np.intp)     # next position in each model's order
+
+    def select(self, theta=None, est=None, active=None):
+        rows = np.arange(self.pos.size)
+        live = self.pos < self.n_available
+        if active is not None:
+            live &= active
+        out = np.full(rows.size, -1, dtype=np.intp)
+        out[live] = self.order[rows[live], self.pos[live]]
+        self.unused[rows[live], out[live]] = False
+        self.pos += live
+        return out
+
+    def skipped(self, rows, items):
+        """Nothing to undo: the order moves on."""
+
+
+# ---------------------------------------------------------------------------- exposure, content
+def _positive_int(value, name):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ExposureControl:
+    """Exposure control for item selection.
+
+    Parameters
+    ----------
+    randomesque : int
+        Draw the next item uniformly among this many most informative candidates (1: none).
+    sympson_hetter : array_like, shape (n_items,), optional
+        Exposure-control parameters ``K_j`` in [0, 1] (:func:`irtlib.selection.cat.sympson_hetter`
+        calibrates them): the selected item is given with probability ``K_j``; otherwise it is set
+        aside for this model and the next candidate is tried (an item with ``K_j = 1`` is always given).
+    """
+
+    randomesque: int = 1
+    sympson_hetter: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        _positive_int(self.randomesque, "randomesque")
+        if self.sympson_hetter is not None:
+            k = np.asarray(self.sympson_hetter, dtype=float)
+            if k.ndim != 1 or not np.all((k >= 0) & (k <= 1)):
+                raise InputError("sympson_hetter must be a 1-D array of probabilities in [0, 1]")
+            object.__setattr__(self, "sympson_hetter", k)
+
+
+@dataclass(frozen=True)
+class ContentBalance:
+    """Kingsbury-Zara content balancing.
+
+    Parameters
+    ----------
+    categories : array_like, shape (n_items,)
+        The category of every item (any labels).
+    targets : mapping label -> share, optional
+        Target share of each category in a test; default: its share of the bank. Shares are
+        normalised to sum to one; categories without a target get none (share 0).
+    """
+
+    categories: np.ndarray = field(repr=False)
+    targets: dict | None = None
+
+    def __post_init__(self):
+        labels = np.asarray(self.categories)
+        if labels.ndim != 1:
+            raise InputError("categories must be one label per item")
+        uniq, code = np.unique(labels, return_inverse=True)
+        if self.targets is None:
+            share = np.bincount(code, minlength=uniq.size) / labels.size
+        else:
+            unknown = set(self.targets) - set(uniq.tolist())
+            if unknown:
+                raise InputError(f"targets name categories no item has: {sorted(map(str, unknown))}")
+            share = np.array([float(self.targets.get(u, 0.0)) for u in uniq.tolist()])
+            if np.any(share < 0) or share.sum() <= 0:
+                raise InputError("targets must be non-negative shares with a positive sum")
+            share = share / share.sum()
+        object.__setattr__(self, "_labels", uniq)
+        object.__setattr__(self, "_code", code)
+        object.__setattr__(self, "_share", share)
+
+    @property
+    def labels(self) -> np.ndarray:
+        """The category labels, sorted."""
+        return self._labels
+
+    @property
+    def code(self) -> np.ndarray:
+        """Each item's category as an index into :attr:`labels`, shape (n_items,)."""
+        return self._code
+
+    @property
+    def share(self) -> np.ndarray:
+        """Target share of each category, shape (n_categories,), summing to one."""
+        return self._share
+
+
+def kingsbury_zara_category(counts: ArrayLike, share: ArrayLike, has_items: ArrayLike) -> np.ndarray:
+    """The category each model's next item comes from: the largest shortfall against its target.
+
+    Parameters
+    ----------
+    counts : array_like, shape (n_models, n_categories)
+        Items given so far per category.
+    share : array_like, shape (n_categories,)
+        Target shares.
+    has_items : array_like of bool, shape (n_models, n_categories)
+        Whether the category still has an available item for that model.
+
+    Returns
+    -------
+    ndarray of int, shape (n_models,)
+        ``argmax over categories with items of (t + 1) share_c - counts_c`` (``t`` items given;
+        ties: the lowest category), or -1 where no category has an item.
+    """
+    counts = np.asarray(counts, dtype=float)
+    share = np.asarray(share, dtype=float)
+    has = np.asarray(has_items, dtype=bool)
+    t = counts.sum(axis=1, keepdims=True)
+    deficit = np.where(has, (t + 1) * share - counts, -np.inf)
+    best = np.argmax(deficit, axis=1)
+    return np.where(has.any(axis=1), best, -1)
+
+
+def choose_items(info: np.ndarray, avail: np.ndarray, rng: np.random.Generator,
+                 exposure: ExposureControl | None) -> tuple[np.ndarray, np.ndarray]:
+    """One item per row: the largest criterion, or randomesque/Sympson-Hetter; also the set-aside items.
+
+    Parameters
+    ----------
+    info : ndarray, shape (n_models, n_items)
+        The criterion (Fisher information at each model's current ability, or D-optimal's).
+    avail : ndarray of bool, shape (n_models, n_items)
+        The items each model may be given now.
+    rng : numpy.random.Generator
+        The step's generator (:func:`step_rng`).
+    exposure : ExposureControl or None
+        Randomesque and Sympson-Hetter exposure control; None: the largest criterion.
+
+    Returns
+    -------
+    item : ndarray of int, shape (n_models,)
+        The chosen item's column, -1 where none is available.
+    rejected : ndarray of bool, shape (n_models, n_items)
+        The items Sympson-Hetter set aside for that model.
+    """
+    n_models, n_items = info.shape
+    rows = np.arange(n_models)
+    masked = np.where(avail, info, -np.inf)
+    rejected = np.zeros_like(avail)
+    k = 1 if exposure is None else exposure.randomesque
+    if exposure is not None and exposure.sympson_hetter is not None:
+        order = np.argsort(-masked, axis=1, kind="stable")            # ties: lowest index first
+        ok = np.take_along_axis(avail, order, axis=1)
+        accept = rng.random((n_models, n_items)) < exposure.sympson_hetter[order]
+        accept &= ok
+        if k > 1:                  # randomesque among the first k items Sympson-Hetter lets through
+            rank = np.cumsum(accept, axis=1)
+            n_ok = np.minimum(rank[:, -1], k)
+            pick = np.floor(rng.random(n_models) * np.maximum(n_ok, 1)).astype(int) + 1
+            first = np.argmax(accept & (rank == pick[:, None]), axis=1)
+        else:
+            first = np.argmax(accept, axis=1)
+        found = accept[rows, first]
+        item = np.where(found, order[rows, first], -1)
+        # everything tried before the administered item was set aside (all tried, if none accepted)
+        tried = (np.arange(n_items)[None, :] < np.where(found, first, n_items)[:, None]) & ok & ~accept
+        rejected[rows[:, None], order] = tried
+        return item, rejected
+    if k == 1:
+        item = np.argmax(masked, axis=1)
+    else:
+        kk = min(k, n_items)
+        top = np.argsort(-masked, axis=1, kind="stable")[:, :kk]
+        n_ok = np.minimum(avail.sum(axis=1), kk)
+        pick = np.floor(rng.random(n_models) * np.maximum(n_ok, 1)).astype(int)
+        item = top[rows, pick]
+    return np.where(avail.any(axis=1), item, -1), rejected
+
+
+class _RankedRun:
+    """Items ranked by a criterion at the current estimate: argmax, randomesque, Sympson-Hetter, content.
+
+    The general run (any item model, any of the rules): the criterion of every item is computed
+    at every step; :class:`MaxInformation`'s cached run is the fast special case of the 2PL's argmax.
+    """
+
+    def __init__(self, items, available, random, *, exposure=None, content=None, d_optimal=False):
+        self.items, self.random = items, random or Streams()
+        self.unused = np.array(available, dtype=bool, copy=True)
+        n_models, n_items = self.unused.shape
+        if exposure is not None and exposure.sympson_hetter is not None and exposure.sympson_hetter.size != n_items:
+            raise InputError(f"sympson_hetter has {exposure.sympson_hetter.size} values for {n_items} items")
+        if content is not None and content.code.size != n_items:
+            raise InputError(f"content categories cover {content.code.size} items, the bank has {n_items}")
+        self.exposure, self.content, self.d_optimal = exposure, content, d_optimal
+        self.t = 0
+        self.set_aside = np.zeros(n_items, dtype=int)
+        if content is not None:
+            self.counts = np.zeros((n_models, content.share.size))
+            self.onehot = (content.code[:, None] == np.arange(content.share.size)[None, :]).astype(float)
+
+    def _criterion(self, theta, est):
+        if self.d_optimal:
+            return self.items.trace_information(theta, est.covariance())
+        return self.items.information(theta)
+
+    def select(self, theta, est=None, active=None):
+        rows = np.arange(self.unused.shape[0])
+        pool = self.unused if active is None else self.unused & active[:, None]
+        if self.content is not None:
+            has = (pool @ self.onehot) > 0
+            cat = kingsbury_zara_category(self.counts, self.content.share, has)
+            pool = pool & (self.content.code[None, :] == cat[:, None])
+        rng = self.random.at(self.t)
+        self.t += 1
+        j, rejected = choose_items(self._criterion(theta, est), pool, rng, self.exposure)
+        if rejected.any():
+            self.set_aside += rejected.sum(axis=0)
+            self.unused &= ~rejected
+        got = j >= 0
+        self.unused[rows[got], j[got]] = False
+        if self.content is not None:
+            np.add.at(self.counts, (rows[got], self.content.code[j[got]]), 1.0)
+        return j
+
+    def skipped(self, rows, items):
+        """A proposed item was not given: it no longer counts towards its category's share."""
+        if self.content is not None:
+            np.add.at(self.counts, (rows, self.content.code[items]), -1.0)
+
+
+class Randomesque:
+    """Randomesque exposure control: uniformly among the ``k`` most informative unused items.
+
+    Parameters
+    ----------
+    k : int
+        How many of the most informative items to draw from (1: :class:`MaxInformation`).
+    """
+
+    adaptive = True
+
+    def __init__(self, k: int):
+        self.exposure = ExposureControl(randomesque=k)
+
+    def begin(self, items: ItemModel, available: np.ndarray, random: Streams | None = None) -> _RankedRun:
+        """Start selecting (draws from ``random.at(t)``)."""
+        return _RankedRun(items, available, random, exposure=self.exposure)
+
+    def __repr__(self) -> str:
+        return f"Randomesque({self.exposure.randomesque})"
+
+
+class SympsonHetter:
+    """Sympson-Hetter exposure control: the chosen item is given with probability ``K_j``, else set aside.
+
+    Parameters
+    ----------
+    parameters : array_like, shape (n_items,)
+        ``K_j`` in [0, 1] (:func:`irtlib.selection.cat.sympson_hetter` calibrates them by simulation).
+    randomesque : int
+        Draw among the first ``randomesque`` items the rule lets through (1: the first).
+    """
+
+    adaptive = True
+
+    def __init__(self, parameters: ArrayLike, *, randomesque: int = 1):
+        self.exposure = ExposureControl(randomesque=randomesque, sympson_hetter=parameters)
+
+    def begin(self, items: ItemModel, available: np.ndarray, random: Streams | None = None) -> _RankedRun:
+        """Start selecting; the run counts the items it set aside (``set_aside``, per item)."""
+        return _RankedRun(items, available, random, exposure=self.exposure)
+
+    def __repr__(self) -> str:
+        return f"SympsonHetter(randomesque={self.exposure.randomesque})"
+
+
+class ContentBalanced:
+    """Kingsbury-Zara content balancing around another rule.
+
+    Parameters
+    ----------
+    balance : ContentBalance
+        Every item's category and the target shares.
+    within : MaxInformation, Randomesque or SympsonHetter, optional
+        How the item is chosen inside the category (default: the most informative).
+    """
+
+    adaptive = True
+
+    def __init__(self, balance: ContentBalance, *, within=None):
+        if not isinstance(balance, ContentBalance):
+            raise InputError("ContentBalanced needs a ContentBalance (the items' categories and target shares)")
+        if within is not None and not isinstance(within, (MaxInformation, Randomesque, SympsonHetter)):
+            raise InputError(f"within must be MaxInformation, Randomesque or SympsonHetter, got {within!r}")
+        self.balance, self.within = balance, within
+
+    def begin(self, items: ItemModel, available: np.ndarray, random: Streams | None = None) -> _RankedRun:
+        """Start selecting: the category first, then the item."""
+        exposure = getattr(self.within, "exposure", None)
+        return _RankedRun(items, available, random, exposure=exposure, content=self.balance)
+
+    def __repr__(self) -> str:
+        return f"ContentBalanced({self.balance.labels.size} categories, within={self.within!r})"
+
+
+class DOptimal:
+    """D-optimal selection: the item that most increases the determinant of the posterior information.
+
+    With ``F`` the posterior information and ``I_j`` item ``j``'s Fisher information at the
+    posterior mean, ``det(F + I_j) = det(F) det(1 + S I_j)`` with ``S = F^-1`` the posterior
+    covariance; to first order (exactly, for the M2PL's rank-one ``I_j = P (1 - P) a a'``, by the
+    matrix determinant lemma) the item maximising ``tr(S I_j)`` wins. The estimator must give a
+    covariance (:class:`~irtlib.selection.estimators.EapEstimator`). With one dimension
+    ``tr(S I_j) = SE^2 I_j``: maximum information.
+    """
+
+    adaptive = True
+
+    def begin(self, items: ItemModel, available: np.ndarray, random: Streams | None = None) -> _RankedRun:
+        """Start selecting (every item's criterion at every step)."""
+        return _RankedRun(items, available, random, d_optimal=True)
+
+    def __repr__(self) -> str:
+        return "DOptimal()"
+
+
+def selector_for(*, exposure: ExposureControl | None = None, content: ContentBalance | None = None) -> Selector:
+    """The selector of an operational CAT's settings: maximum information with exposure control and content balancing.
+
+    ``exposure`` None or default and ``content`` None: :class:`MaxInformation`; randomesque only:
+    :class:`Randomesque`; Sympson-Hetter: :class:`SympsonHetter`; with ``content``:
+    :class:`ContentBalanced` around the one of those.
+    """
+    within = MaxInformation()
+    if exposure is not None and exposure.sympson_hetter is not None:
+        within = SympsonHetter(exposure.sympson_hetter, randomesque=exposure.randomesque)
+    elif exposure is not None and exposure.randomesque > 1:
+        within = Randomesque(exposure.randomesque)
+    return within if content is None else ContentBalanced(content, within=within)

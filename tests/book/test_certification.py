@@ -1,0 +1,71 @@
+"""The certification study's helpers (irtlib.book.certification) on small simulated matrices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import simulate_2pl
+
+from irtlib.bank.build import calibrate_bank
+from irtlib.bank.session import AdaptiveSession
+from irtlib.book import certification as cz
+from irtlib.calibration.joint_map import fit_map
+from irtlib.core.responses import ResponseMatrix
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    values, _, _, _ = simulate_2pl(24, 80, seed=31, sd_log_a=0.6)
+    values[:, :3] = 1.0                                  # three items every model passes: filtered out
+    return ResponseMatrix(values, [f"m{i:02d}" for i in range(24)], [f"q{j:02d}" for j in range(80)])
+
+
+def test_each_left_out_bank_is_fitted_without_its_model(matrix):
+    banks = cz.leave_one_out(matrix, rows=[0, 5])
+    x = matrix.values
+    for i, m in enumerate((0, 5)):
+        others = np.delete(np.arange(24), m)
+        _, a, b, _ = fit_map(x[others][:, 3:])
+        np.testing.assert_allclose(banks.a[i, 3:], a, rtol=1e-12)
+        np.testing.assert_allclose(banks.b[i, 3:], b, rtol=1e-12)
+        assert not banks.available[i, :3].any() and banks.available[i, 3:].all()
+        assert banks.filtered_sum[i] == 3.0 and banks.full_score[i] == pytest.approx(np.nanmean(x[m]))
+
+
+def test_batch_certification_of_left_out_models_is_the_session_on_their_banks(matrix):
+    """The book's batch run per left-out model equals AdaptiveSession on a bank calibrated without it."""
+    rows = [2, 9]
+    banks = cz.leave_one_out(matrix, rows=rows)
+    traj = cz.certify(banks, score=0.5, confidence=0.9, budget=30)
+    for i, m in enumerate(rows):
+        others = [name for r, name in enumerate(matrix.models) if r != m]
+        bank = calibrate_bank(matrix.subset(models=others), interval_check=False)
+        row = matrix.to_frame().loc[matrix.models[m]]
+        result = AdaptiveSession(bank, max_items=30, pass_score=0.5, confidence=0.9).run(row.get)
+        assert result.n_items == traj.n_items[i]
+        assert result.decision["outcome"] == ("fail", "undecided", "pass")[traj.decision[i] + 1]
+        assert result.decision["p_above"] == pytest.approx(traj.p_above[i], abs=1e-6)
+
+
+def test_the_table_counts_agreement_with_the_full_benchmark(matrix):
+    banks = cz.leave_one_out(matrix, rows=range(0, 24, 3))
+    table = cz.certification_table(banks, scores=(0.5,), confidence=0.9, budget=20, indifference=0.05)
+    assert list(table.rule) == ["interval rule", "SPRT, +/-0.05"]
+    truth = banks.full_score >= 0.5
+    for _, row in table.iterrows():
+        d = 0.05 if row.rule.startswith("SPRT") else None
+        traj = cz.certify(banks, score=0.5, confidence=0.9, budget=20, indifference=d)
+        passed = np.where(traj.decision != 0, traj.decision > 0, traj.p_above >= 0.5)
+        assert row.accuracy == pytest.approx((passed == truth).mean())
+        assert row["items (mean)"] == pytest.approx(traj.n_items.mean()) and row.k == round(traj.n_items.mean())
+        assert row["models above"] == truth.sum() and 0 <= row["Random accuracy"] <= 1
+
+
+def test_simulated_errors_outside_the_region_are_rare_and_the_interval_is_wilsons():
+    rng = np.random.default_rng(2)
+    a, b = np.exp(rng.normal(0, 0.5, 150)), rng.normal(0, 1, 150)
+    out = cz.simulate_certification(a, b, score=0.6, indifference=0.03, confidence=0.9, budget=40, n_models=300)
+    assert (out["error outside"] <= out["error outside (95% upper)"]).all()
+    assert (out["error outside (95% upper)"] < 0.1 + 0.05).all()
+    assert cz.mc_upper(0, 100) == pytest.approx(0.037, abs=1e-3)      # Wilson's rule of three, roughly
+    assert cz.mc_upper(5, 100) == pytest.approx(0.1118, abs=1e-3)
