@@ -77,22 +77,24 @@ class Calibration:
 # ---------------------------------------------------------------------------- MAP engine
 # The passes over the response matrix (irtlib.calibration.cells): module-level functions, so a Dask
 # worker can run them. Each gets a block of rows and what the previous kept pass left for it.
-def _cell_pass(block, state, theta, a, b, mode):
+def _cell_pass(block, state, theta, a, b, mode, dtype):
     """Log-likelihood of the block and, unless ``mode`` is None, its sums for the next step.
 
     Returns ``((log_lik, item_sums, model_sums), kept)``: ``item_sums`` (5, n_items) are the column
     sums of ``g``, ``g z``, ``w``, ``w z``, ``w z^2`` (``g = x - P``, ``w = P (1 - P)``); ``model_sums``
     (2, n_rows) the row sums of ``g a`` and ``w a^2``; ``kept`` the per-cell ``w`` and ``e`` of the
     information between ability and item (``e = w z``, minus ``g`` for a Newton step), in float32.
-    The block is worked through tile by tile, in the calling thread's work arrays.
+    The block is worked through tile by tile, in the calling thread's work arrays of ``dtype``; every
+    sum is accumulated in float64.
     """
     log_lik = 0.0
     if mode is not None:
         item_sums = np.zeros((5, block.n_items))
         model_sums = np.empty((2, block.rows.stop - block.rows.start))
         kept_w, kept_e = np.empty(block.shape, np.float32), np.empty(block.shape, np.float32)
+        a_cells, a2_cells = a.astype(dtype), (a * a).astype(dtype)
     for local, tile in block.tiles():
-        work = workspace(tile.shape, 7)
+        work = workspace(tile.shape, 7, dtype)
         z = tile.z(theta, a, b, out=work[5])
         ll, g, w = response_terms(tile.flip, z, observed=tile.observed, out=work[:5])
         log_lik += ll
@@ -103,8 +105,8 @@ def _cell_pass(block, state, theta, a, b, mode):
         item_sums[1] += tile.col_sum(np.multiply(g, z, out=tmp))
         item_sums[2] += tile.col_sum(w)
         item_sums[3] += tile.col_sum(np.multiply(w, z, out=wz))
-        model_sums[0, local] = tile.row_dot(g, a)
-        model_sums[1, local] = tile.row_dot(w, a * a)
+        model_sums[0, local] = tile.row_dot(g, a_cells)
+        model_sums[1, local] = tile.row_dot(w, a2_cells)
         cells = tile.cells(local)
         kept_w[cells] = w
         kept_e[cells] = np.subtract(wz, g, out=tmp) if mode == "newton" else wz
@@ -128,24 +130,27 @@ def _cross_pass(block, state, y_e, y_w):
 
 
 class _Point:
-    """Parameters, the log posterior there and (unless ``mode`` is None) the sums a step needs."""
+    """Parameters, the log posterior there and (unless ``mode`` is None) the sums a step needs.
 
-    def __init__(self, runner, theta, alpha, b, priors, mode):
+    ``dtype`` is the precision of the per-cell arithmetic (sums are always float64): float32 while
+    the steps are large, float64 for the last ones (:data:`FLOAT64_BELOW`).
+    """
+
+    def __init__(self, runner, theta, alpha, b, priors, mode, dtype):
         (mt, st), (ma, sa), (mb, sb) = priors
         self.theta, self.alpha, self.b, self.a = theta, alpha, b, np.exp(alpha)
         self.log_posterior = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * (((alpha - ma) / sa) ** 2).sum() \
             - 0.5 * (((b - mb) / sb) ** 2).sum()
-        self.mode = None
+        self.dtype = dtype
         self._derive(runner, mode, add_log_lik=True)
 
     def _derive(self, runner, mode, *, add_log_lik=False):
-        parts = runner.run(_cell_pass, self.theta, self.a, self.b, mode, keep=mode is not None)
+        parts = runner.run(_cell_pass, self.theta, self.a, self.b, mode, self.dtype, keep=mode is not None)
         if add_log_lik:
             self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
         if mode is not None:
             self.item_sums = sum(p[1] for p in parts)
             self.model_sums = np.concatenate([p[2] for p in parts], axis=1)
-            self.mode = mode
             runner.owner = (self, mode)
 
     def ready(self, runner, mode) -> None:
@@ -280,12 +285,19 @@ def _start(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return theta, b
 
 
+#: Per-cell arithmetic runs in float32 (twice as fast) until an accepted step moves no parameter by
+#: more than this; the last steps, and the stopping rule, then run in float64, so the mode is found to
+#: float64 accuracy. (At that size a step still raises the log posterior by far more than float32's
+#: rounding of the sum over cells, so the float32 line search never mistakes noise for a decrease.)
+FLOAT64_BELOW = 0.1
+
+
 def _fit_map(values, *, priors, max_iter, tol, max_step, n_threads, client, progress):
     x = np.asarray(values, dtype=float)
     theta, b = _start(x)
     runner = make_runner(x, n_threads=n_threads, client=client)
     try:
-        state = _Point(runner, theta, np.zeros(x.shape[1]), b, priors, "scoring")
+        state = _Point(runner, theta, np.zeros(x.shape[1]), b, priors, "scoring", np.float32)
         converged, newton, cg = False, False, 0
         for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
             moved = None
@@ -302,14 +314,19 @@ def _fit_map(values, *, priors, max_iter, tol, max_step, n_threads, client, prog
                 moved = _line_search(runner, state, step, size, priors, max_step=max_step)
                 if moved is not None:
                     break
-            if moved is None:             # a step below tol, or no ascent direction left: the mode, numerically
+            if moved is None and state.dtype == np.float32:
+                moved = (_Point(runner, state.theta, state.alpha, state.b, priors, "scoring", np.float64), 0.0)
+            elif moved is None:           # a step below tol, or no ascent direction left: the mode, numerically
                 converged = True
                 break
             state, scale = moved
             newton = scale == 1.0         # full steps: the quadratic region, where Newton pays off
             if progress is not None:
                 progress(it, float(scale * size))
-            if scale * size < tol:
+            if state.dtype == np.float32 and scale * size < FLOAT64_BELOW:
+                state = _Point(runner, state.theta, state.alpha, state.b, priors, "newton" if newton else "scoring",
+                               np.float64)
+            elif scale * size < tol:
                 converged = True
                 break
     finally:
@@ -329,7 +346,7 @@ def _line_search(runner, state: _Point, step, size: float, priors, *, max_step: 
     scale = min(1.0, max_step / size) if size > 0 else 1.0
     for _ in range(40):
         cand = _Point(runner, state.theta + scale * step[0], state.alpha + scale * step[1],
-                      state.b + scale * step[2], priors, "newton" if scale == 1.0 else "scoring")
+                      state.b + scale * step[2], priors, "newton" if scale == 1.0 else "scoring", state.dtype)
         if cand.log_posterior >= state.log_posterior:
             return cand, scale
         scale *= 0.5

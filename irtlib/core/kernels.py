@@ -203,15 +203,17 @@ def response_terms(flip: np.ndarray, z: np.ndarray, *, observed: np.ndarray | No
         Linear predictors ``a (theta - b)``, the shape of ``flip``.
     observed : ndarray of bool, optional
         Observed cells; None when every cell is. Unobserved cells add nothing.
-    out : tuple of 5 float64 ndarrays, optional
+    out : tuple of 5 ndarrays, optional
         Work arrays of the shape of ``z`` (a caller looping over blocks reuses them, which saves
         allocating about ten temporaries per block); the returned ``g_z`` and ``w_zz`` are two of them.
+        Their dtype is the precision of the arithmetic: float32 halves its cost (the calibration
+        engine's first steps), float64 by default; the log-likelihood is summed in float64 either way.
 
     Returns
     -------
     log_lik : float
         ``sum of x log P + (1 - x) log(1 - P)`` over the observed cells.
-    g_z, w_zz : ndarray of float64
+    g_z, w_zz : ndarray
         ``x - P`` and ``P (1 - P)`` per cell (0 where unobserved), the shape of ``z``.
     """
     y, e, t, g, w = out if out is not None else tuple(np.empty(np.shape(z)) for _ in range(5))
@@ -220,7 +222,7 @@ def response_terms(flip: np.ndarray, z: np.ndarray, *, observed: np.ndarray | No
     np.negative(e, out=e)
     np.exp(e, out=e)                                 # e = exp(-|y|), in (0, 1]
     np.add(e, 1.0, out=t)
-    log_lik = -(_sum_of_logs(t) + np.maximum(y, 0.0, out=g).sum())
+    log_lik = -(_sum_of_logs(t) + np.maximum(y, 0.0, out=g).sum(dtype=np.float64))
     if observed is not None:                         # an unobserved cell has y = 0: it added log 2
         log_lik += float(observed.size - np.count_nonzero(observed)) * np.log(2.0)
     np.reciprocal(t, out=t)                          # sigmoid(|y|)
@@ -242,8 +244,8 @@ def _sum_of_logs(values: np.ndarray, group: int = 512) -> float:
     """``sum(log(values))`` for values in [1, 2], as logs of products of ``group`` values."""
     flat = values.reshape(-1)
     whole = flat.size // group * group
-    total = np.log(np.multiply.reduce(flat[:whole].reshape(-1, group), axis=1)).sum()
-    return float(total + np.log(flat[whole:]).sum())
+    total = np.log(np.multiply.reduce(flat[:whole].reshape(-1, group), axis=1, dtype=np.float64)).sum()
+    return float(total + np.log(flat[whole:].astype(np.float64)).sum())
 
 
 def score(responses: ArrayLike, theta: ArrayLike, a: ArrayLike, b: ArrayLike,
