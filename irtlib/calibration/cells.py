@@ -12,7 +12,7 @@ that the engine adds up in block order. This module holds the blocks and runs th
   when most cells are missing, so that a missing cell costs nothing;
 - :class:`ThreadRunner` -- runs a pass over the blocks on several threads (numpy releases the GIL
   in its loops, so two threads keep both cores busy); :class:`DaskRunner` runs it on a Dask
-  cluster, each block staying on the worker that holds it.
+  cluster, each block (and its state) staying on the worker it was sent to.
 
 A pass is ``fn(block, state, *args) -> (small, new_state)``: ``state`` is what the previous pass
 with ``keep=True`` left for that block (the engine's per-cell weights), ``small`` what is sent back.
@@ -196,7 +196,7 @@ def workspace(shape: tuple[int, ...], count: int, dtype=np.float64) -> list[np.n
     return arrays[:count]
 
 
-def split_blocks(values: np.ndarray, *, block_cells: int = BLOCK_CELLS,
+def split_blocks(values: np.ndarray, *, block_cells: int | None = None,
                  sparse: bool | None = None) -> list[DenseBlock | SparseBlock]:
     """The matrix cut into blocks of whole rows, about ``block_cells`` cells each.
 
@@ -204,9 +204,9 @@ def split_blocks(values: np.ndarray, *, block_cells: int = BLOCK_CELLS,
     ----------
     values : ndarray, shape (n_models, n_items)
         0, 1 or NaN (missing).
-    block_cells : int
-        Cells per block (stored cells for a sparse block); the boundaries depend only on the
-        matrix, never on the number of threads.
+    block_cells : int, optional
+        Cells per block (stored cells for a sparse block; default :data:`BLOCK_CELLS`); the
+        boundaries depend only on the matrix, never on the number of threads.
     sparse : bool, optional
         Store every block sparse (True) or dense (False); None decides per matrix: sparse when
         fewer than :data:`SPARSE_BELOW` of the cells are observed.
@@ -216,6 +216,7 @@ def split_blocks(values: np.ndarray, *, block_cells: int = BLOCK_CELLS,
     list of DenseBlock or SparseBlock
     """
     values = np.asarray(values, dtype=float)
+    block_cells = BLOCK_CELLS if block_cells is None else int(block_cells)
     n_models, n_items = values.shape
     observed_share = float((~np.isnan(values)).mean())
     if sparse is None:
@@ -268,13 +269,28 @@ class ThreadRunner:
         self.states = [None] * len(self.blocks)
 
 
-class DaskRunner:
-    """Runs passes on a Dask cluster: each block is scattered once and stays on its worker.
+class _BlockActor:
+    """One block and its state, living on a Dask worker (a Dask actor: calls skip the scheduler)."""
 
-    The per-block states (the engine's per-cell weights, as large as the block) never leave the
-    worker either: they are kept as futures and handed to the next pass, so only the small per-model
-    and per-item sums travel. Results equal :class:`ThreadRunner`'s exactly (same blocks, same
-    functions, sums added in block order).
+    def __init__(self, block):
+        self.block, self.state = block, None
+
+    def run(self, fn: Callable, args: tuple, keep: bool):
+        if keep:
+            self.state = None
+        small, state = fn(self.block, self.state, *args)
+        if keep:
+            self.state = state
+        return small
+
+
+class DaskRunner:
+    """Runs passes on a Dask cluster: each block is sent once, to a worker that keeps it.
+
+    Each block lives in a Dask actor on one worker (blocks dealt to the workers in turn), with its
+    state (the engine's per-cell weights, as large as the block); a pass calls every actor and
+    gets back only the small per-model and per-item sums. Results equal :class:`ThreadRunner`'s
+    exactly (same blocks, same functions, sums added in block order).
 
     Parameters
     ----------
@@ -283,30 +299,26 @@ class DaskRunner:
     """
 
     def __init__(self, blocks: Sequence, client):
-        self.client = client
-        self.blocks = client.scatter(list(blocks))
-        self.states: list = [None] * len(self.blocks)
-        self.n_threads = sum(client.nthreads().values())
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise InputError("the Dask cluster has no workers")
+        self.n_threads = len(workers)
+        self._futures = [client.submit(_BlockActor, block, actor=True, workers=[workers[i % len(workers)]],
+                                       allow_other_workers=False, pure=False) for i, block in enumerate(blocks)]
+        self.actors = [f.result() for f in self._futures]
 
     def run(self, fn: Callable, *args, keep: bool = False) -> list:
-        """As :meth:`ThreadRunner.run`, each block's call running where the block is."""
-        if keep:
-            self.states = [None] * len(self.blocks)
-        futures = [self.client.submit(fn, block, state, *args, pure=False)
-                   for block, state in zip(self.blocks, self.states, strict=True)]
-        smalls = self.client.gather([self.client.submit(operator.itemgetter(0), f, pure=False) for f in futures])
-        if keep:
-            self.states = [self.client.submit(operator.itemgetter(1), f, pure=False) for f in futures]
-        return smalls
+        """As :meth:`ThreadRunner.run`, each block's call running on the worker that holds it."""
+        calls = [actor.run(fn, args, keep) for actor in self.actors]
+        return [call.result() for call in calls]
 
     def close(self) -> None:
         """Release the blocks and their states on the cluster."""
-        self.states = [None] * len(self.blocks)
-        self.blocks = []
+        self.actors, self._futures = [], []
 
 
 def make_runner(values: np.ndarray, *, n_threads: int | None = None, client=None,
-                block_cells: int = BLOCK_CELLS, sparse: bool | None = None) -> ThreadRunner | DaskRunner:
+                block_cells: int | None = None, sparse: bool | None = None) -> ThreadRunner | DaskRunner:
     """The blocks of ``values`` and the runner that makes passes over them.
 
     Parameters
