@@ -22,7 +22,6 @@ gives the same numbers on any number of threads or workers.
 
 from __future__ import annotations
 
-import operator
 import os
 import threading
 from collections.abc import Callable, Sequence

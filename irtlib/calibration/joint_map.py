@@ -218,8 +218,8 @@ CG_RTOL = {"scoring": 1e-2, "newton": 1e-4}
 
 def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
             prior_log_a: tuple[float, float] = (0.0, 1.0), prior_b: tuple[float, float] = (0.0, 1.0),
-            max_iter: int = 200, tol: float = 1e-6, max_step: float = 2.0, n_threads: int | None = None,
-            client=None, progress: Callable[[int, float], None] | None = None
+            max_iter: int = 200, tol: float = 1e-6, max_step: float = 2.0, start: dict | None = None,
+            n_threads: int | None = None, client=None, progress: Callable[[int, float], None] | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Joint posterior mode of the 2PL with the paper's priors (the fast engine).
 
@@ -238,6 +238,10 @@ def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
     max_step : float
         Each iteration's step is scaled so no parameter moves more than this, then halved until
         the log posterior increases (a monotone ascent).
+    start : dict, optional
+        ``theta`` (n_models,), ``a`` and ``b`` (n_items,) to start from, e.g. the fit of a larger
+        matrix these models and items come from (the bank's interval check): Newton steps from the
+        first iteration, the same mode in fewer of them. Default: logits of the observed rates.
     n_threads : int, optional
         Threads that share each pass over the matrix (default: every core this process may use).
         The result does not depend on it.
@@ -271,7 +275,7 @@ def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
     """
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_map(values, priors=(prior_theta, prior_log_a, prior_b), max_iter=max_iter, tol=tol,
-                        max_step=max_step, n_threads=n_threads, client=client, progress=progress)
+                        max_step=max_step, start=start, n_threads=n_threads, client=client, progress=progress)
 
 
 def _start(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -292,13 +296,30 @@ def _start(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 FLOAT64_BELOW = 0.1
 
 
-def _fit_map(values, *, priors, max_iter, tol, max_step, n_threads, client, progress):
+def _given_start(start: dict, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(theta, log a, b)`` from a ``start`` dict, checked against the matrix's shape."""
+    try:
+        theta, a, b = (np.asarray(start[k], dtype=float) for k in ("theta", "a", "b"))
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"start must be a dict with theta, a and b ({exc})") from None
+    if theta.shape != shape[:1] or a.shape != shape[1:] or b.shape != shape[1:]:
+        raise InputError(f"start: parameters of shapes {theta.shape}, {a.shape}, {b.shape} do not match "
+                         f"values of shape {shape}")
+    if not (np.isfinite(theta).all() and np.isfinite(b).all() and (a > 0).all() and np.isfinite(a).all()):
+        raise InputError("start: theta and b must be finite and a positive")
+    return theta, np.log(a), b
+
+
+def _fit_map(values, *, priors, max_iter, tol, max_step, start, n_threads, client, progress):
     x = np.asarray(values, dtype=float)
-    theta, b = _start(x)
+    if start is None:
+        (theta, b), alpha, newton, dtype = _start(x), np.zeros(x.shape[1]), False, np.float32
+    else:
+        (theta, alpha, b), newton, dtype = _given_start(start, x.shape), True, np.float32   # near the mode: Newton
     runner = make_runner(x, n_threads=n_threads, client=client)
     try:
-        state = _Point(runner, theta, np.zeros(x.shape[1]), b, priors, "scoring", np.float32)
-        converged, newton, cg = False, False, 0
+        state = _Point(runner, theta, alpha, b, priors, "newton" if newton else "scoring", dtype)
+        converged, cg = False, 0
         for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
             moved = None
             for mode in (("newton", "scoring") if newton else ("scoring",)):
@@ -314,18 +335,20 @@ def _fit_map(values, *, priors, max_iter, tol, max_step, n_threads, client, prog
                 moved = _line_search(runner, state, step, size, priors, max_step=max_step)
                 if moved is not None:
                     break
-            if moved is None and state.dtype == np.float32:
-                moved = (_Point(runner, state.theta, state.alpha, state.b, priors, "scoring", np.float64), 0.0)
-            elif moved is None:           # a step below tol, or no ascent direction left: the mode, numerically
+            if moved is None and state.dtype == np.float32:     # float32 can go no further: go on in float64
+                state, newton = _Point(runner, state.theta, state.alpha, state.b, priors, "scoring", np.float64), False
+                continue
+            if moved is None:             # a step below tol, or no ascent direction left: the mode, numerically
                 converged = True
                 break
             state, scale = moved
             newton = scale == 1.0         # full steps: the quadratic region, where Newton pays off
             if progress is not None:
                 progress(it, float(scale * size))
-            if state.dtype == np.float32 and scale * size < FLOAT64_BELOW:
-                state = _Point(runner, state.theta, state.alpha, state.b, priors, "newton" if newton else "scoring",
-                               np.float64)
+            if state.dtype == np.float32:
+                if scale * size < FLOAT64_BELOW:
+                    state = _Point(runner, state.theta, state.alpha, state.b, priors,
+                                   "newton" if newton else "scoring", np.float64)
             elif scale * size < tol:
                 converged = True
                 break
@@ -375,7 +398,8 @@ def load_pyirt_engine() -> Callable[..., Any]:
 
 def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epochs: int = 1000,
             lr: float = 0.1, lr_decay: float | None = None, max_iter: int = 200, tol: float = 1e-6,
-            verbose: bool = False) -> Calibration:
+            verbose: bool = False, start: dict | None = None, n_threads: int | None = None,
+            progress: Callable[[int, float], None] | None = None) -> Calibration:
     """Fit the 2PL model to a response matrix.
 
     Parameters
@@ -409,6 +433,9 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
         MAP-engine stopping rule.
     verbose : bool
         Let py-irt print its progress.
+    start, n_threads, progress
+        MAP engine: where to start, the threads of its passes and a callback after each iteration
+        (:func:`fit_map`).
 
     Returns
     -------
@@ -423,7 +450,7 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
         raise InputTypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
-    start = time.perf_counter()
+    began = time.perf_counter()
     priors = {"theta": "Normal(0, 1)", "a": "LogNormal(0, 1)", "b": "Normal(0, 1)"}
     if engine == "pyirt":
         fit_pyirt = load_pyirt_engine()
@@ -444,9 +471,10 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
                                "b": "Normal(mu_b, 1/u_b)", "mu": "Normal(0, 1e6)", "u": "Gamma(1, 1)"}}
         diagnostics = {}
     else:
-        theta, a, b, diagnostics = fit_map(matrix.values, max_iter=max_iter, tol=tol)
+        theta, a, b, diagnostics = fit_map(matrix.values, max_iter=max_iter, tol=tol, start=start, n_threads=n_threads,
+                                           progress=progress)
         settings = {"max_iter": max_iter, "tol": tol, "method": "joint MAP, Fisher scoring", "priors": priors}
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - began
     return Calibration(
         a=pd.Series(a, index=matrix.items, name="a"),
         b=pd.Series(b, index=matrix.items, name="b"),

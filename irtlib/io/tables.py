@@ -435,8 +435,10 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
 
 def _first_seen(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The codes in order of first appearance in ``codes``, and each code's position in that order (-1: absent)."""
-    present, first = np.unique(codes, return_index=True)
-    order = present[np.argsort(first, kind="stable")]
+    first = np.full(n, codes.size, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(codes.size))
+    present = np.flatnonzero(first < codes.size)
+    order = present[np.argsort(first[present], kind="stable")]
     at = np.full(n, -1, dtype=np.intp)
     at[order] = np.arange(order.size)
     return order, at
@@ -448,6 +450,9 @@ def _refuse_conflicts(cell, scores, rows, model_codes, item_codes, model_names, 
     ``cell`` codes the pair of each observed row (``rows``, in file order); repeated identical judgments are
     accepted (one is kept).
     """
+    n_cells = len(model_names) * len(item_names)
+    if n_cells <= 4 * cell.size + (1 << 20) and np.bincount(cell, minlength=n_cells).max(initial=0) <= 1:
+        return                                  # no pair judged twice (a count per cell, without sorting)
     order = np.argsort(cell, kind="stable")
     sorted_cells, sorted_scores = cell[order], scores[order]
     same_cell = sorted_cells[1:] == sorted_cells[:-1]
