@@ -355,12 +355,12 @@ def _calibrate_bars(out: _Out):
 
     def on_iteration(iteration: int, step: float) -> None:
         if not bars:
-            bars.append(tqdm(file=sys.stderr, leave=False, bar_format="{desc} [{elapsed}]"))
+            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, bar_format="{desc} [{elapsed}]"))
         bars[0].set_description_str(f"{PROG}: fitting: iteration {iteration}, largest step {step:.1e}")
 
     def on_fold(done: int, total: int) -> None:
         if not bars:
-            bars.append(tqdm(file=sys.stderr, leave=False, total=total, desc=f"{PROG}: interval check",
+            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, desc=f"{PROG}: interval check",
                              unit=" folds"))
         bars[0].update(done - bars[0].n)
 

@@ -220,7 +220,8 @@ def response_terms(flip: np.ndarray, z: np.ndarray, *, observed: np.ndarray | No
     np.multiply(flip, z, out=y)
     np.abs(y, out=e)
     np.negative(e, out=e)
-    np.exp(e, out=e)                                 # e = exp(-|y|), in (0, 1]
+    with np.errstate(under="ignore"):                # exp(-|y|) below 1e-308 is 0: nothing of it is lost
+        np.exp(e, out=e)                             # e = exp(-|y|), in (0, 1]
     np.add(e, 1.0, out=t)
     log_lik = -(_sum_of_logs(t) + np.maximum(y, 0.0, out=g).sum(dtype=np.float64))
     if observed is not None:                         # an unobserved cell has y = 0: it added log 2
