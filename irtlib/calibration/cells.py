@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from irtlib.core.kernels import logit_z
 from irtlib.errors import InputError
@@ -63,7 +65,7 @@ class DenseBlock:
         self.observed = None if observed.all() else observed
         self.n_items = values.shape[1]
 
-    def tiles(self):
+    def tiles(self) -> Iterator[tuple[slice, DenseBlock]]:
         """``(local_rows, tile)`` pairs covering the block: tiles of about :data:`TILE_CELLS` cells."""
         step = max(1, TILE_CELLS // max(1, self.n_items))
         n_rows = self.flip.shape[0]
@@ -129,7 +131,7 @@ class SparseBlock:
         self.flip = (1.0 - 2.0 * values[r, c]).astype(np.float32)
         self.n_rows, self.n_items = values.shape
 
-    def tiles(self):
+    def tiles(self) -> Iterator[tuple[slice, SparseBlock]]:
         """The whole block as its one tile (its cells are already only the observed ones)."""
         yield slice(0, self.n_rows), self
 
@@ -177,7 +179,7 @@ def _ones(n: int, dtype) -> np.ndarray:
     return cache[key]
 
 
-def workspace(shape: tuple[int, ...], count: int, dtype=np.float64) -> list[np.ndarray]:
+def workspace(shape: tuple[int, ...], count: int, dtype: DTypeLike = np.float64) -> list[np.ndarray]:
     """``count`` work arrays of ``shape`` and ``dtype``, reused by every pass of the calling thread.
 
     A pass over a block needs about ten temporaries of the block's size; allocating them afresh for
@@ -244,7 +246,7 @@ class ThreadRunner:
         self.n_threads = max(1, min(len(self.blocks), cores if n_threads is None else int(n_threads)))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
 
-    def run(self, fn: Callable, *args, keep: bool = False) -> list:
+    def run(self, fn: Callable, *args: Any, keep: bool = False) -> list:
         """``fn(block, state, *args)`` on every block; the ``small`` parts, in block order.
 
         With ``keep=True`` each block's new state replaces its old one, which is dropped first (``fn``
@@ -306,7 +308,7 @@ class DaskRunner:
                                        allow_other_workers=False, pure=False) for i, block in enumerate(blocks)]
         self.actors = [f.result() for f in self._futures]
 
-    def run(self, fn: Callable, *args, keep: bool = False) -> list:
+    def run(self, fn: Callable, *args: Any, keep: bool = False) -> list:
         """As :meth:`ThreadRunner.run`, each block's call running on the worker that holds it."""
         calls = [actor.run(fn, args, keep) for actor in self.actors]
         return [call.result() for call in calls]
@@ -316,7 +318,7 @@ class DaskRunner:
         self.actors, self._futures = [], []
 
 
-def make_runner(values: np.ndarray, *, n_threads: int | None = None, client=None,
+def make_runner(values: np.ndarray, *, n_threads: int | None = None, client: Any = None,
                 block_cells: int | None = None, sparse: bool | None = None) -> ThreadRunner | DaskRunner:
     """The blocks of ``values`` and the runner that makes passes over them.
 

@@ -219,7 +219,7 @@ CG_RTOL = {"scoring": 1e-2, "newton": 1e-4}
 def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
             prior_log_a: tuple[float, float] = (0.0, 1.0), prior_b: tuple[float, float] = (0.0, 1.0),
             max_iter: int = 200, tol: float = 1e-6, max_step: float = 2.0, start: dict | None = None,
-            n_threads: int | None = None, client=None, progress: Callable[[int, float], None] | None = None
+            n_threads: int | None = None, client: Any = None, progress: Callable[[int, float], None] | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Joint posterior mode of the 2PL with the paper's priors (the fast engine).
 

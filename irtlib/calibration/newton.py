@@ -19,6 +19,8 @@ response matrix, so a step costs a small multiple of the number of responses (th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.linalg
 
@@ -69,7 +71,8 @@ def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: lis
     return d_dense, [sum(binv[u][v] * h[v] for v in range(k)) for u in range(k)]
 
 
-def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t, cross, g_items: list, item_inverse: list, *,
+def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarray], list],
+             cross: Callable[[list], np.ndarray], g_items: list, item_inverse: list, *,
              coarse: np.ndarray, rtol: float, max_iter: int = 200) -> tuple[np.ndarray, list, int] | None:
     """Solve ``J d = g`` for the same arrow-shaped ``J`` as :func:`arrow_step`, matrix-free.
 
