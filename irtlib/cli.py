@@ -360,8 +360,8 @@ def _calibrate_bars(out: _Out):
 
     def on_fold(done: int, total: int) -> None:
         if not bars:
-            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, desc=f"{PROG}: interval check",
-                             unit=" folds"))
+            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, unit="",
+                             desc=f"{PROG}: interval check (refits, replays)"))
         bars[0].update(done - bars[0].n)
 
     try:
