@@ -273,3 +273,15 @@ def test_a_standardized_bank_has_the_fits_probabilities_on_the_calibration_model
     np.testing.assert_allclose(standard.predicted_full_score(theta_s), bank.predicted_full_score(theta), atol=1e-12)
     with pytest.raises(ValueError, match="unknown scale 'z'"):
         calibrate_bank(matrix, scale="z")
+
+
+def test_the_interval_check_replays_a_seeded_sample_of_a_large_calibration_set(matrix, monkeypatch):
+    from irtlib.bank import coverage
+
+    monkeypatch.setattr(coverage, "MAX_REPLAYED", 20)         # as if the 40 models were a leaderboard
+    first = calibrate_bank(matrix).meta["interval_check"]
+    assert first["n_models"] == 40 and first["n_replayed"] == 20
+    assert first == calibrate_bank(matrix).meta["interval_check"]             # the same sample and factors again
+    monkeypatch.setattr(coverage, "MAX_REPLAYED", 200)
+    everyone = calibrate_bank(matrix).meta["interval_check"]
+    assert everyone["n_replayed"] == 40 and everyone["inflation"] != first["inflation"]
