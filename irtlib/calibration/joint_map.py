@@ -77,28 +77,28 @@ class Calibration:
 # ---------------------------------------------------------------------------- MAP engine
 # The passes over the response matrix (irtlib.calibration.cells): module-level functions, so a Dask
 # worker can run them. Each gets a block of rows and what the previous kept pass left for it.
-def _cell_pass(block, state, theta, a, b, mode, dtype):
-    """Log-likelihood of the block and, unless ``mode`` is None, its sums for the next step.
+def _cell_pass(block, state, theta, a, b, derive, dtype):
+    """Log-likelihood of the block and, with ``derive``, its sums and per-cell weights for the next step.
 
     Returns ``((log_lik, item_sums, model_sums), kept)``: ``item_sums`` (5, n_items) are the column
     sums of ``g``, ``g z``, ``w``, ``w z``, ``w z^2`` (``g = x - P``, ``w = P (1 - P)``); ``model_sums``
-    (2, n_rows) the row sums of ``g a`` and ``w a^2``; ``kept`` the per-cell ``w`` and ``e`` of the
-    information between ability and item (``e = w z``, minus ``g`` for a Newton step), in float32.
-    The block is worked through tile by tile, in the calling thread's work arrays of ``dtype``; every
-    sum is accumulated in float64.
+    (2, n_rows) the row sums of ``g a`` and ``w a^2``; ``kept`` the per-cell ``w``, ``w z`` and ``g`` in
+    float32, from which the information between an ability and an item's ``log a`` is ``a w z`` (Fisher
+    scoring) or ``a (w z - g)`` (Newton), and with its ``b`` ``-a^2 w``. The block is worked through
+    tile by tile, in the calling thread's work arrays of ``dtype``; every sum is accumulated in float64.
     """
     log_lik = 0.0
-    if mode is not None:
+    if derive:
         item_sums = np.zeros((5, block.n_items))
         model_sums = np.empty((2, block.rows.stop - block.rows.start))
-        kept_w, kept_e = np.empty(block.shape, np.float32), np.empty(block.shape, np.float32)
+        kept = tuple(np.empty(block.shape, np.float32) for _ in range(3))
         a_cells, a2_cells = a.astype(dtype), (a * a).astype(dtype)
     for local, tile in block.tiles():
         work = workspace(tile.shape, 7, dtype)
         z = tile.z(theta, a, b, out=work[5])
         ll, g, w = response_terms(tile.flip, z, observed=tile.observed, out=work[:5])
         log_lik += ll
-        if mode is None:
+        if not derive:
             continue
         wz, tmp = work[0], work[6]                  # work[0] held y, no longer needed
         item_sums[0] += tile.col_sum(g)
@@ -108,58 +108,56 @@ def _cell_pass(block, state, theta, a, b, mode, dtype):
         model_sums[0, local] = tile.row_dot(g, a_cells)
         model_sums[1, local] = tile.row_dot(w, a2_cells)
         cells = tile.cells(local)
-        kept_w[cells] = w
-        kept_e[cells] = np.subtract(wz, g, out=tmp) if mode == "newton" else wz
+        kept[0][cells], kept[1][cells], kept[2][cells] = w, wz, g
         item_sums[4] += tile.col_sum(np.multiply(wz, z, out=wz))
-    if mode is None:
+    if not derive:
         return (log_lik, None, None), state
-    return (log_lik, item_sums, model_sums), (kept_w, kept_e)
+    return (log_lik, item_sums, model_sums), kept
 
 
 def _cross_t_pass(block, state, v):
-    """``sum_m e[m, j] v[m]`` and ``sum_m w[m, j] v[m]`` over the block's models (v: (n_models,) or (n_models, q))."""
-    w, e = state
+    """``sum_m c[m, j] v[m]`` for c = w, w z, g over the block's models (v: (n_models,) or (n_models, q))."""
     u = v[block.rows]
-    return (block.col_dot(e, u), block.col_dot(w, u)), state
+    return tuple(block.col_dot(c, u) for c in state), state
 
 
-def _cross_pass(block, state, y_e, y_w):
-    """``sum_j e[m, j] y_e[j] + w[m, j] y_w[j]`` for the block's models (y: (n_items,) or (n_items, q))."""
-    w, e = state
-    return block.row_dot(e, y_e) + block.row_dot(w, y_w), state
+def _cross_pass(block, state, y_w, y_wz, y_g):
+    """``sum_j w[m, j] y_w[j] + (w z)[m, j] y_wz[j] + g[m, j] y_g[j]`` for the block's models."""
+    w, wz, g = state
+    return block.row_dot(w, y_w) + block.row_dot(wz, y_wz) + block.row_dot(g, y_g), state
 
 
 class _Point:
-    """Parameters, the log posterior there and (unless ``mode`` is None) the sums a step needs.
+    """Parameters, the log posterior there and (with ``derive``) the sums a step needs.
 
     ``dtype`` is the precision of the per-cell arithmetic (sums are always float64): float32 while
     the steps are large, float64 for the last ones (:data:`FLOAT64_BELOW`).
     """
 
-    def __init__(self, runner, theta, alpha, b, priors, mode, dtype):
+    def __init__(self, runner, theta, alpha, b, priors, dtype, *, derive=True):
         (mt, st), (ma, sa), (mb, sb) = priors
         self.theta, self.alpha, self.b, self.a = theta, alpha, b, np.exp(alpha)
         self.log_posterior = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * (((alpha - ma) / sa) ** 2).sum() \
             - 0.5 * (((b - mb) / sb) ** 2).sum()
         self.dtype = dtype
-        self._derive(runner, mode, add_log_lik=True)
+        self._derive(runner, derive, add_log_lik=True)
 
-    def _derive(self, runner, mode, *, add_log_lik=False):
-        parts = runner.run(_cell_pass, self.theta, self.a, self.b, mode, self.dtype, keep=mode is not None)
+    def _derive(self, runner, derive, *, add_log_lik=False):
+        parts = runner.run(_cell_pass, self.theta, self.a, self.b, derive, self.dtype, keep=derive)
         if add_log_lik:
             self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
-        if mode is not None:
+        if derive:
             self.item_sums = sum(p[1] for p in parts)
             self.model_sums = np.concatenate([p[2] for p in parts], axis=1)
-            runner.owner = (self, mode)
+            runner.owner = self
 
-    def ready(self, runner, mode) -> None:
-        """Make the runner hold this point's per-cell weights for a ``mode`` step (a pass if it does not)."""
-        if getattr(runner, "owner", None) != (self, mode):
-            self._derive(runner, mode)
+    def ready(self, runner) -> None:
+        """Make the runner hold this point's per-cell weights (a pass if a later trial point replaced them)."""
+        if getattr(runner, "owner", None) is not self:
+            self._derive(runner, True)
 
 
-def _direction(runner, pt: _Point, priors, *, newton: bool, rtol: float):
+def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
     """One joint Fisher-scoring (or Newton) direction for (theta, log a, b), or None.
 
     The information matrix is block structured: diagonal in theta, 2 x 2 block-diagonal in
@@ -168,7 +166,8 @@ def _direction(runner, pt: _Point, priors, *, newton: bool, rtol: float):
     gradients without forming it (:func:`irtlib.calibration.newton.arrow_cg`): each product is two
     passes over the per-cell weights, so a step costs a small multiple of the number of responses.
     With ``newton=True`` the observed information (the negative Hessian) replaces the expected
-    one, for quadratic convergence near the mode; None when it is not positive definite.
+    one, for quadratic convergence near the mode, item by item where it is positive definite; None
+    when the conjugate gradients meet a direction of non-positive curvature.
     """
     (mt, st), (ma, sa), (mb, sb) = priors
     a = pt.a
@@ -177,25 +176,29 @@ def _direction(runner, pt: _Point, priors, *, newton: bool, rtol: float):
     g_al = s_gz - (pt.alpha - ma) / sa**2
     g_b = -a * s_g - (pt.b - mb) / sb**2
     j_tt = pt.model_sums[1] + 1.0 / st**2
-    j_aa = s_wz2 + 1.0 / sa**2
     j_bb = a * a * s_w + 1.0 / sb**2
-    j_ab = -a * s_wz
-    if newton:                        # second derivatives of z times the residuals
-        j_aa = j_aa - s_gz
-        j_ab = j_ab + a * s_g
+    # Newton: the second derivatives of z times the residuals; items whose observed block is not
+    # positive definite (a flat or saddle-shaped likelihood, e.g. items no model discriminates) take
+    # their expected (Fisher-scoring) block instead, so one bad item does not cost the others Newton
+    obs_aa, obs_ab = s_wz2 + 1.0 / sa**2 - newton * s_gz, -a * s_wz + newton * a * s_g
+    newton_item = np.zeros(a.shape, dtype=bool)
+    if newton:
+        newton_item = (obs_aa > 0) & (obs_aa * j_bb - obs_ab**2 > 0)
+    j_aa = np.where(newton_item, obs_aa, s_wz2 + 1.0 / sa**2)
+    j_ab = np.where(newton_item, obs_ab, -a * s_wz)
     det = j_aa * j_bb - j_ab**2
-    if newton and ((det <= 0) | (j_aa <= 0)).any():
-        return None
     d_aa, d_bb, d_ab = j_bb / det, j_aa / det, -j_ab / det
+    minus_g = np.where(newton_item, -newton, 0.0)   # the log a cross term is a (w z - newton g)
 
     def cross_t(v):                   # C^T v: information between theta and (log a_j, b_j)
         parts = runner.run(_cross_t_pass, v.astype(np.float32))
-        return [a * sum(p[0] for p in parts), -a * a * sum(p[1] for p in parts)]
+        c_w, c_wz, c_g = (sum(p[k] for p in parts) for k in range(3))
+        return [a * (c_wz + minus_g * c_g), -a * a * c_w]
 
     def cross(ys):                    # C y
-        y_e, y_w = (a * ys[0]).T, (-a * a * ys[1]).T
-        return np.concatenate(runner.run(_cross_pass, y_e.astype(np.float32), y_w.astype(np.float32))
-                              ).astype(float)
+        y_al = a * ys[0]
+        args = ((-a * a * ys[1]).T, y_al.T, (minus_g * y_al).T)
+        return np.concatenate(runner.run(_cross_pass, *(y.astype(np.float32) for y in args))).astype(float)
 
     coarse = _coarse(pt.theta)
     step = arrow_cg(j_tt, g_t, cross_t, cross, [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]], coarse=coarse,
@@ -210,6 +213,12 @@ def _coarse(theta: np.ndarray) -> np.ndarray:
     """The directions the conjugate-gradient preconditioner solves exactly: a shift and a stretch of the abilities."""
     return np.stack([np.ones_like(theta), theta], axis=1)
 
+
+#: The steps tried in turn once full steps are accepted: the information is the observed one (Newton)
+#: plus ``1 - weight`` times the difference to the expected one (Fisher scoring, weight 0), which makes it
+#: positive definite where the observed one is not (a flat valley of the posterior, as on responses
+#: without any structure), with as much of Newton's curvature as that allows.
+NEWTON_WEIGHTS = (1.0, 0.5, 0.0)
 
 #: Relative residual at which a step's conjugate-gradient solve stops: loose for scoring steps (far from
 #: the mode), tighter for Newton steps (whose accuracy sets how fast the last iterations converge).
@@ -318,13 +327,14 @@ def _fit_map(values, *, priors, max_iter, tol, max_step, start, n_threads, clien
         (theta, alpha, b), newton, dtype = _given_start(start, x.shape), True, np.float32   # near the mode: Newton
     runner = make_runner(x, n_threads=n_threads, client=client)
     try:
-        state = _Point(runner, theta, alpha, b, priors, "newton" if newton else "scoring", dtype)
+        state = _Point(runner, theta, alpha, b, priors, dtype)
         converged, cg = False, 0
         for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
             moved = None
-            for mode in (("newton", "scoring") if newton else ("scoring",)):
-                state.ready(runner, mode)
-                found = _direction(runner, state, priors, newton=mode == "newton", rtol=CG_RTOL[mode])
+            for weight in (NEWTON_WEIGHTS if newton else (0.0,)):
+                state.ready(runner)
+                found = _direction(runner, state, priors, newton=weight,
+                                   rtol=CG_RTOL["newton" if weight else "scoring"])
                 if found is None:
                     continue
                 *step, n_cg = found
@@ -336,7 +346,7 @@ def _fit_map(values, *, priors, max_iter, tol, max_step, start, n_threads, clien
                 if moved is not None:
                     break
             if moved is None and state.dtype == np.float32:     # float32 can go no further: go on in float64
-                state, newton = _Point(runner, state.theta, state.alpha, state.b, priors, "scoring", np.float64), False
+                state, newton = _Point(runner, state.theta, state.alpha, state.b, priors, np.float64), False
                 continue
             if moved is None:             # a step below tol, or no ascent direction left: the mode, numerically
                 converged = True
@@ -347,8 +357,7 @@ def _fit_map(values, *, priors, max_iter, tol, max_step, start, n_threads, clien
                 progress(it, float(scale * size))
             if state.dtype == np.float32:
                 if scale * size < FLOAT64_BELOW:
-                    state = _Point(runner, state.theta, state.alpha, state.b, priors,
-                                   "newton" if newton else "scoring", np.float64)
+                    state = _Point(runner, state.theta, state.alpha, state.b, priors, np.float64)
             elif scale * size < tol:
                 converged = True
                 break
@@ -363,13 +372,12 @@ def _line_search(runner, state: _Point, step, size: float, priors, *, max_step: 
 
     The step is scaled so no parameter moves more than ``max_step``, then halved until the log
     posterior does not decrease (a monotone ascent). Each trial point is evaluated with the sums of
-    the step that would follow it (Newton after a full step, scoring otherwise), so an accepted
-    point costs one pass over the matrix.
+    the step that would follow it, so an accepted point costs one pass over the matrix.
     """
     scale = min(1.0, max_step / size) if size > 0 else 1.0
     for _ in range(40):
         cand = _Point(runner, state.theta + scale * step[0], state.alpha + scale * step[1],
-                      state.b + scale * step[2], priors, "newton" if scale == 1.0 else "scoring", state.dtype)
+                      state.b + scale * step[2], priors, state.dtype)
         if cand.log_posterior >= state.log_posterior:
             return cand, scale
         scale *= 0.5
