@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from .intervals import Z95, score_interval
 from .subsets import SUBSET_METHODS, read_subset, select_subset, write_subset
 
 __all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "IntervalCheckWarning", "MIN_MODELS_INTERVAL_CHECK", "ItemBank",
-           "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",
+           "SCALES", "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",
            "SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
 
 
@@ -42,7 +43,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                    seed: int = 0, prompts: pd.Series | None = None, source: str | None = None,
                    data_sha256: str | None = None, binarize: dict | None = None,
                    epochs: int = 1000, interval_check: bool = True, interval_folds: int = 5,
-                   progress: Callable[[str], None] | None = None) -> ItemBank:
+                   scale: str = "fit", progress: Callable[[str], None] | None = None,
+                   fit_progress: Callable[[int, float], None] | None = None,
+                   check_progress: Callable[[int, int], None] | None = None) -> ItemBank:
     """Calibrate an item bank from a benchmark's binary response matrix.
 
     Drops items whose binomial variance is at most ``variance_threshold`` (the paper's first
@@ -70,8 +73,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         py-irt epochs.
     interval_check : bool
         Run the cross-fitted check of adaptive-test score intervals (:func:`irtlib.bank.coverage.interval_check`:
-        ``interval_folds`` extra MAP fits, each leaving out one fold of the models, plus simulated
-        adaptive tests of the left-out models up to 200 items)
+        ``interval_folds`` extra MAP fits, each leaving out one fold of the models and started from
+        the bank's fit, plus simulated adaptive tests of the left-out models up to 200 items, of at
+        most :data:`irtlib.bank.coverage.MAX_REPLAYED` of them)
         and store the widening factors in the header, so that
         :class:`irtlib.AdaptiveSession` states intervals that cover at their nominal rate on
         data like the calibration data. Needs at least 10 models; without it the intervals are
@@ -80,8 +84,21 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     interval_folds : int
         Folds of that check (at least 2; more folds = item parameters closer to the real bank's,
         at the cost of more fits).
+    scale : {"fit", "standard"}
+        The scale of the bank's ``a``, ``b`` and calibration abilities. ``"fit"`` (default): the fit's
+        own, as the engine returns it (for the MAP engine the joint posterior mode, whose abilities
+        are shrunk by the priors: their SD is typically 0.6 to 0.9, and the slopes are larger by the
+        inverse factor). ``"standard"``: the linear transformation of the fit that gives the
+        calibration models' abilities mean 0 and SD 1 (``theta' = (theta - m) / s``, ``b' = (b - m) / s``,
+        ``a' = a s``), which leaves every probability unchanged; use it to compare parameters with
+        another tool's, which report on scales of their own (see docs/cli.md, "The scale of a bank").
+        Either way the header's ``scale`` records which, with the fit's ``m`` and ``s``.
     progress : callable(str), optional
         Called with a short message as each stage starts (the CLI prints them).
+    fit_progress : callable(iteration, step), optional
+        Called after each iteration of the MAP fit (:func:`irtlib.calibration.joint_map.fit_map`).
+    check_progress : callable(done, total), optional
+        Called as each fold of the interval check finishes.
 
     Returns
     -------
@@ -103,6 +120,8 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         ``interval_check`` is then ``{"skipped": reason}``.
     """
     _check_settings(matrix, engine, variance_threshold, interval_check, interval_folds)
+    if scale not in SCALES:
+        raise InputError(f"unknown scale {scale!r}; choose one of {SCALES}")
     rates = matrix.item_safe_rates()
     variance = rates * (1 - rates)
     dropped = variance <= variance_threshold
@@ -110,7 +129,10 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     say = progress or (lambda message: None)
     say(f"fitting the 2PL model ({engine} engine) to {kept.shape[0]} models x {kept.shape[1]} items "
         f"({int(dropped.sum())} item(s) with variance <= {variance_threshold} left out)")
-    cal: Calibration = fit_2pl(kept, engine=engine, seed=seed, epochs=epochs)
+    cal: Calibration = fit_2pl(kept, engine=engine, seed=seed, epochs=epochs,
+                               **({"progress": fit_progress} if engine == "map" else {}))
+    fitted = cal
+    cal, scale_record = _on_scale(cal, scale)
     fit = item_rates(kept, cal)
     items = pd.DataFrame({
         "a": cal.a, "b": cal.b,
@@ -122,10 +144,34 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         items["prompt"] = prompts.reindex(items.index.astype(str)).to_numpy()
     meta = _header(matrix, kept, cal, fit, rates, dropped, engine=engine, variance_threshold=variance_threshold,
                    seed=seed, source=source, data_sha256=data_sha256, binarize=binarize)
+    meta["scale"] = scale_record
     if interval_check:
         meta["interval_check"] = _run_interval_check(matrix, kept, meta, folds=interval_folds, seed=seed,
-                                                     source=source, say=say)
+                                                     source=source, say=say,
+                                                     fit=fitted if engine == "map" else None,
+                                                     progress=check_progress)
     return ItemBank(items, meta)
+
+
+#: The scales a bank can be written on (:func:`calibrate_bank`'s ``scale``).
+SCALES = ("fit", "standard")
+
+
+def _on_scale(cal: Calibration, scale: str) -> tuple[Calibration, dict]:
+    """The calibration on the bank's scale, and the header's record of that scale."""
+    theta = cal.theta.to_numpy()
+    mean, sd = float(theta.mean()), float(theta.std())
+    record = {"kind": scale, "fit_theta_mean": mean, "fit_theta_sd": sd}
+    if scale == "fit":
+        record["note"] = ("the fit's own scale: abilities of the calibration models have mean fit_theta_mean and SD "
+                          "fit_theta_sd (the priors shrink a joint posterior mode's abilities)")
+        return cal, record
+    if not sd > 0:
+        raise InputError("scale='standard' needs calibration abilities that differ (their SD is 0)")
+    record["note"] = ("standardized: theta = (theta_fit - fit_theta_mean) / fit_theta_sd, b likewise, a = a_fit * "
+                      "fit_theta_sd, so the calibration models' abilities have mean 0 and SD 1; probabilities are "
+                      "those of the fit")
+    return replace(cal, theta=(cal.theta - mean) / sd, b=(cal.b - mean) / sd, a=cal.a * sd), record
 
 
 def _check_settings(matrix: ResponseMatrix, engine: str, variance_threshold: float, interval_check: bool,
@@ -194,7 +240,8 @@ def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit:
 
 
 def _run_interval_check(matrix: ResponseMatrix, kept: ResponseMatrix, meta: dict, *, folds: int, seed: int,
-                        source: str | None, say: Callable[[str], None]) -> dict:
+                        source: str | None, say: Callable[[str], None], fit: Calibration | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> dict:
     """The header's ``interval_check``: the cross-fitted check's result, or ``{"skipped": reason}`` with a warning."""
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
@@ -206,7 +253,7 @@ def _run_interval_check(matrix: ResponseMatrix, kept: ResponseMatrix, meta: dict
     else:
         say(f"checking adaptive-test intervals ({folds}-fold cross-fit)")
         result = cross_fitted_interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"], folds=folds,
-                                             seed=seed)
+                                             seed=seed, fit=fit, progress=progress)
         if result:
             return result
         reason = ("skipped: some item was seen by the models of one fold only, so a fold could not be refitted; "

@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import log_expit
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import probability, z_derivatives
+from irtlib.core.kernels import probability, response_terms
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 
-from .newton import arrow_step
+from .cells import make_runner, workspace
+from .newton import arrow_cg
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES", "PYIRT_EXTRA", "load_pyirt_engine"]
 
@@ -75,77 +75,168 @@ class Calibration:
 
 
 # ---------------------------------------------------------------------------- MAP engine
-class _State:
-    """Parameters plus what the next step needs, computed once per accepted point."""
+# The passes over the response matrix (irtlib.calibration.cells): module-level functions, so a Dask
+# worker can run them. Each gets a block of rows and what the previous kept pass left for it.
+def _cell_pass(block, state, theta, a, b, derive, dtype):
+    """Log-likelihood of the block and, with ``derive``, its sums and per-cell weights for the next step.
 
-    def __init__(self, x, mask, theta, alpha, b, priors):
+    Returns ``((log_lik, item_sums, model_sums), kept)``: ``item_sums`` (5, n_items) are the column
+    sums of ``g``, ``g z``, ``w``, ``w z``, ``w z^2`` (``g = x - P``, ``w = P (1 - P)``); ``model_sums``
+    (2, n_rows) the row sums of ``g a`` and ``w a^2``; ``kept`` the per-cell ``w``, ``w z`` and ``g`` in
+    float32, from which the information between an ability and an item's ``log a`` is ``a w z`` (Fisher
+    scoring) or ``a (w z - g)`` (Newton), and with its ``b`` ``-a^2 w``. The block is worked through
+    tile by tile, in the calling thread's work arrays of ``dtype``; every sum is accumulated in float64.
+    """
+    log_lik = 0.0
+    if derive:
+        item_sums = np.zeros((5, block.n_items))
+        model_sums = np.empty((2, block.rows.stop - block.rows.start))
+        kept = tuple(np.empty(block.shape, np.float32) for _ in range(3))
+        a_cells, a2_cells = a.astype(dtype), (a * a).astype(dtype)
+    for local, tile in block.tiles():
+        work = workspace(tile.shape, 7, dtype)
+        z = tile.z(theta, a, b, out=work[5])
+        ll, g, w = response_terms(tile.flip, z, observed=tile.observed, out=work[:5])
+        log_lik += ll
+        if not derive:
+            continue
+        wz, tmp = work[0], work[6]                  # work[0] held y, no longer needed
+        item_sums[0] += tile.col_sum(g)
+        item_sums[1] += tile.col_sum(np.multiply(g, z, out=tmp))
+        item_sums[2] += tile.col_sum(w)
+        item_sums[3] += tile.col_sum(np.multiply(w, z, out=wz))
+        model_sums[0, local] = tile.row_dot(g, a_cells)
+        model_sums[1, local] = tile.row_dot(w, a2_cells)
+        cells = tile.cells(local)
+        kept[0][cells], kept[1][cells], kept[2][cells] = w, wz, g
+        item_sums[4] += tile.col_sum(np.multiply(wz, z, out=wz))
+    if not derive:
+        return (log_lik, None, None), state
+    return (log_lik, item_sums, model_sums), kept
+
+
+def _cross_t_pass(block, state, v):
+    """``sum_m c[m, j] v[m]`` for c = w, w z, g over the block's models (v: (n_models,) or (n_models, q))."""
+    u = v[block.rows]
+    return tuple(block.col_dot(c, u) for c in state), state
+
+
+def _cross_pass(block, state, y_w, y_wz, y_g):
+    """``sum_j w[m, j] y_w[j] + (w z)[m, j] y_wz[j] + g[m, j] y_g[j]`` for the block's models."""
+    w, wz, g = state
+    return block.row_dot(w, y_w) + block.row_dot(wz, y_wz) + block.row_dot(g, y_g), state
+
+
+class _Point:
+    """Parameters, the log posterior there and (with ``derive``) the sums a step needs.
+
+    ``dtype`` is the precision of the per-cell arithmetic (sums are always float64): float32 while
+    the steps are large, float64 for the last ones (:data:`FLOAT64_BELOW`).
+    """
+
+    def __init__(self, runner, theta, alpha, b, priors, dtype, *, derive=True):
         (mt, st), (ma, sa), (mb, sb) = priors
-        self.theta, self.alpha, self.b = theta, alpha, b
-        self.a = np.exp(alpha)
-        self.z = self.a * (theta[:, None] - b)
-        log_p = log_expit(self.z)
-        # x log p + (1 - x) log(1 - p) = log p - (1 - x) z, with one transcendental call
-        ll = log_p - (1.0 - x) * self.z
-        if mask is not None:
-            ll *= mask
-        self.log_posterior = ll.sum() - 0.5 * (((theta - mt) / st) ** 2).sum() \
-            - 0.5 * (((alpha - ma) / sa) ** 2).sum() - 0.5 * (((b - mb) / sb) ** 2).sum()
-        self.p = np.exp(log_p)
+        self.theta, self.alpha, self.b, self.a = theta, alpha, b, np.exp(alpha)
+        self.log_posterior = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * (((alpha - ma) / sa) ** 2).sum() \
+            - 0.5 * (((b - mb) / sb) ** 2).sum()
+        self.dtype = dtype
+        self._derive(runner, derive, add_log_lik=True)
+
+    def _derive(self, runner, derive, *, add_log_lik=False):
+        parts = runner.run(_cell_pass, self.theta, self.a, self.b, derive, self.dtype, keep=derive)
+        if add_log_lik:
+            self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
+        if derive:
+            self.item_sums = sum(p[1] for p in parts)
+            self.model_sums = np.concatenate([p[2] for p in parts], axis=1)
+            runner.owner = self
+
+    def ready(self, runner) -> None:
+        """Make the runner hold this point's per-cell weights (a pass if a later trial point replaced them)."""
+        if getattr(runner, "owner", None) is not self:
+            self._derive(runner, True)
 
 
-def _scoring_step(x, mask, s: _State, priors, *, newton: bool):
-    """One joint Fisher-scoring (or Newton) direction for (theta, log a, b).
+def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
+    """One joint Fisher-scoring (or Newton) direction for (theta, log a, b), or None.
 
     The information matrix is block structured: diagonal in theta, 2 x 2 block-diagonal in
     the items, dense between the two. The item blocks are eliminated analytically and the
-    remaining ``n_models x n_models`` Schur complement is solved densely
-    (:func:`irtlib.calibration.newton.arrow_step`, shared with the 1PL/3PL engine), so a step costs
-    a few passes over the matrix plus one small solve. With ``newton=True`` the observed information
-    (the negative Hessian) replaces the expected one, for quadratic convergence near the mode.
+    remaining ``n_models x n_models`` Schur complement is solved by preconditioned conjugate
+    gradients without forming it (:func:`irtlib.calibration.newton.arrow_cg`): each product is two
+    passes over the per-cell weights, so a step costs a small multiple of the number of responses.
+    With ``newton=True`` the observed information (the negative Hessian) replaces the expected
+    one, for quadratic convergence near the mode, item by item where it is positive definite; None
+    when the conjugate gradients meet a direction of non-positive curvature.
     """
     (mt, st), (ma, sa), (mb, sb) = priors
-    a, z = s.a, s.z
-    r, w = z_derivatives(x, z)            # x - P and P (1 - P), per cell (the kernel's tail-safe forms)
-    if mask is not None:
-        r *= mask
-        w *= mask
-    r_sum = r.sum(axis=0)
-    g_t = r @ a - (s.theta - mt) / st**2
-    g_al = (r * z).sum(axis=0) - (s.alpha - ma) / sa**2
-    g_b = -a * r_sum - (s.b - mb) / sb**2
-
-    wz = w * z
-    j_tt = w @ (a * a) + 1.0 / st**2
-    j_aa = (wz * z).sum(axis=0) + 1.0 / sa**2
-    j_bb = a * a * w.sum(axis=0) + 1.0 / sb**2
-    j_ab = -a * wz.sum(axis=0)
-    c_al = wz * a                     # information between theta_m and log a_j
-    c_b = w * -(a * a)                # information between theta_m and b_j
-    if newton:                        # second derivatives of z times the residuals
-        j_aa = j_aa - (r * z).sum(axis=0)
-        j_ab = j_ab + a * r_sum
-        c_al = c_al - r * a
+    a = pt.a
+    s_g, s_gz, s_w, s_wz, s_wz2 = pt.item_sums
+    g_t = pt.model_sums[0] - (pt.theta - mt) / st**2
+    g_al = s_gz - (pt.alpha - ma) / sa**2
+    g_b = -a * s_g - (pt.b - mb) / sb**2
+    j_tt = pt.model_sums[1] + 1.0 / st**2
+    j_bb = a * a * s_w + 1.0 / sb**2
+    # Newton: the second derivatives of z times the residuals; items whose observed block is not
+    # positive definite (a flat or saddle-shaped likelihood, e.g. items no model discriminates) take
+    # their expected (Fisher-scoring) block instead, so one bad item does not cost the others Newton
+    obs_aa, obs_ab = s_wz2 + 1.0 / sa**2 - newton * s_gz, -a * s_wz + newton * a * s_g
+    newton_item = np.zeros(a.shape, dtype=bool)
+    if newton:
+        newton_item = (obs_aa > 0) & (obs_aa * j_bb - obs_ab**2 > 0)
+    j_aa = np.where(newton_item, obs_aa, s_wz2 + 1.0 / sa**2)
+    j_ab = np.where(newton_item, obs_ab, -a * s_wz)
     det = j_aa * j_bb - j_ab**2
-    if newton and ((det <= 0) | (j_aa <= 0)).any():
-        return None
     d_aa, d_bb, d_ab = j_bb / det, j_aa / det, -j_ab / det
-    step = arrow_step(np.diag(j_tt), g_t, [c_al, c_b], [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]])
+    minus_g = np.where(newton_item, -newton, 0.0)   # the log a cross term is a (w z - newton g)
+
+    def cross_t(v):                   # C^T v: information between theta and (log a_j, b_j)
+        parts = runner.run(_cross_t_pass, v.astype(np.float32))
+        c_w, c_wz, c_g = (sum(p[k] for p in parts) for k in range(3))
+        return [a * (c_wz + minus_g * c_g), -a * a * c_w]
+
+    def cross(ys):                    # C y
+        y_al = a * ys[0]
+        args = ((-a * a * ys[1]).T, y_al.T, (minus_g * y_al).T)
+        return np.concatenate(runner.run(_cross_pass, *(y.astype(np.float32) for y in args))).astype(float)
+
+    coarse = _coarse(pt.theta)
+    step = arrow_cg(j_tt, g_t, cross_t, cross, [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]], coarse=coarse,
+                    rtol=rtol)
     if step is None:
         return None
-    d_t, (d_al, d_b) = step
-    return d_t, d_al, d_b
+    d_t, (d_al, d_b), iterations = step
+    return d_t, d_al, d_b, iterations
+
+
+def _coarse(theta: np.ndarray) -> np.ndarray:
+    """The directions the conjugate-gradient preconditioner solves exactly: a shift and a stretch of the abilities."""
+    return np.stack([np.ones_like(theta), theta], axis=1)
+
+
+#: The steps tried in turn once full steps are accepted: the information is the observed one (Newton)
+#: plus ``1 - weight`` times the difference to the expected one (Fisher scoring, weight 0), which makes it
+#: positive definite where the observed one is not (a flat valley of the posterior, as on responses
+#: without any structure), with as much of Newton's curvature as that allows.
+NEWTON_WEIGHTS = (1.0, 0.5, 0.0)
+
+#: Relative residual at which a step's conjugate-gradient solve stops: loose for scoring steps (far from
+#: the mode), tighter for Newton steps (whose accuracy sets how fast the last iterations converge).
+CG_RTOL = {"scoring": 1e-2, "newton": 1e-4}
 
 
 def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
             prior_log_a: tuple[float, float] = (0.0, 1.0), prior_b: tuple[float, float] = (0.0, 1.0),
-            max_iter: int = 200, tol: float = 1e-6,
-            max_step: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+            max_iter: int = 200, tol: float = 1e-6, max_step: float = 2.0, start: dict | None = None,
+            n_threads: int | None = None, client: Any = None, progress: Callable[[int, float], None] | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Joint posterior mode of the 2PL with the paper's priors (the fast engine).
 
     Parameters
     ----------
     values : ndarray, shape (n_models, n_items)
-        1 safe, 0 unsafe, NaN missing (missing cells simply drop out of the likelihood).
+        1 safe, 0 unsafe, NaN missing (missing cells simply drop out of the likelihood; when most
+        cells are missing they are not stored at all, so they cost nothing).
     prior_theta, prior_log_a, prior_b : (float, float)
         Mean and SD of the Normal priors on theta, ``log a`` and b. ``log a ~ Normal(0, 1)`` is
         the paper's ``a ~ LogNormal(0, 1)``; the mode is taken in ``log a``, the scale on which
@@ -156,70 +247,141 @@ def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
     max_step : float
         Each iteration's step is scaled so no parameter moves more than this, then halved until
         the log posterior increases (a monotone ascent).
+    start : dict, optional
+        ``theta`` (n_models,), ``a`` and ``b`` (n_items,) to start from, e.g. the fit of a larger
+        matrix these models and items come from (the bank's interval check): Newton steps from the
+        first iteration, the same mode in fewer of them. Default: logits of the observed rates.
+    n_threads : int, optional
+        Threads that share each pass over the matrix (default: every core this process may use).
+        The result does not depend on it.
+    client : distributed.Client, optional
+        Fit on a Dask cluster instead: the matrix's row blocks are scattered to the workers once
+        and every pass runs where its block is (:class:`irtlib.calibration.cells.DaskRunner`); the
+        result equals the local fit's.
+    progress : callable(iteration, step), optional
+        Called after every iteration with its number and the largest parameter change.
 
     Returns
     -------
     theta : ndarray, shape (n_models,)
     a, b : ndarray, shape (n_items,)
     info : dict
-        ``iterations``, ``converged``, ``log_posterior``.
+        ``iterations``, ``converged``, ``log_posterior``, ``cg_iterations`` (conjugate-gradient
+        iterations over all steps).
 
     Notes
     -----
     Fisher scoring (expected information, always positive definite) far from the mode; once
     the full step is accepted, Newton steps (observed information) for quadratic convergence, with a
     fallback to scoring whenever the observed information is not positive definite or a Newton
-    step fails to increase the log posterior. BLAS runs single-threaded: its products here are
-    small (models x models), and on a shared 2-core machine threaded BLAS spinning against other
-    work made a fit two to six times slower.
+    step fails to increase the log posterior. Each step is the joint step in all parameters
+    (:func:`_direction`), solved by conjugate gradients over passes of the matrix's row blocks
+    (:mod:`irtlib.calibration.cells`), so a fit costs a small multiple of the number of observed
+    responses in time and of the matrix stored in float32 in memory. The passes run on ``n_threads``
+    threads; BLAS itself runs single-threaded (its products here are per-block matrix-vector
+    products, and on a shared 2-core machine threaded BLAS spinning against other work made a fit
+    two to six times slower).
     """
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_map(values, priors=(prior_theta, prior_log_a, prior_b), max_iter=max_iter, tol=tol,
-                        max_step=max_step)
+                        max_step=max_step, start=start, n_threads=n_threads, client=client, progress=progress)
 
 
-def _fit_map(values, *, priors, max_iter, tol, max_step):
-    x = np.asarray(values, dtype=float)
-    observed = ~np.isnan(x)
-    x = np.where(observed, x, 0.0)
-    mask = None if observed.all() else observed.astype(float)
-    # Start from logits of the observed rates: close to the mode, so few iterations are needed.
+def _start(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starting abilities and difficulties: logits of the observed rates, close to the mode."""
     eps = 0.5
-    n_obs_m, n_obs_i = observed.sum(axis=1), observed.sum(axis=0)
-    theta = np.log((x.sum(axis=1) + eps) / (n_obs_m - x.sum(axis=1) + eps))
+    observed = ~np.isnan(x)
+    safe_m, safe_i = np.nansum(x, axis=1), np.nansum(x, axis=0)
+    theta = np.log((safe_m + eps) / (observed.sum(axis=1) - safe_m + eps))
     theta = (theta - theta.mean()) / (theta.std() + 1e-12)
-    b = -np.log((x.sum(axis=0) + eps) / (n_obs_i - x.sum(axis=0) + eps)) / 1.7
-    state = _State(x, mask, theta, np.zeros(x.shape[1]), b, priors)
-    converged, newton = False, False
-    it = 0
-    for _ in range(max_iter):
-        it += 1
-        accepted = None
-        for use_newton in ((True, False) if newton else (False,)):
-            step = _scoring_step(x, mask, state, priors, newton=use_newton)
-            if step is None:
-                continue
-            biggest = max(np.abs(d).max() for d in step)
-            scale = min(1.0, max_step / biggest) if biggest > 0 else 1.0
-            for _ in range(40):
-                cand = _State(x, mask, state.theta + scale * step[0], state.alpha + scale * step[1],
-                              state.b + scale * step[2], priors)
-                if cand.log_posterior >= state.log_posterior:
-                    accepted = cand
+    b = -np.log((safe_i + eps) / (observed.sum(axis=0) - safe_i + eps)) / 1.7
+    return theta, b
+
+
+#: Per-cell arithmetic runs in float32 (twice as fast) until an accepted step moves no parameter by
+#: more than this; the last steps, and the stopping rule, then run in float64, so the mode is found to
+#: float64 accuracy. (At that size a step still raises the log posterior by far more than float32's
+#: rounding of the sum over cells, so the float32 line search never mistakes noise for a decrease.)
+FLOAT64_BELOW = 0.1
+
+
+def _given_start(start: dict, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(theta, log a, b)`` from a ``start`` dict, checked against the matrix's shape."""
+    try:
+        theta, a, b = (np.asarray(start[k], dtype=float) for k in ("theta", "a", "b"))
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"start must be a dict with theta, a and b ({exc})") from None
+    if theta.shape != shape[:1] or a.shape != shape[1:] or b.shape != shape[1:]:
+        raise InputError(f"start: parameters of shapes {theta.shape}, {a.shape}, {b.shape} do not match "
+                         f"values of shape {shape}")
+    if not (np.isfinite(theta).all() and np.isfinite(b).all() and (a > 0).all() and np.isfinite(a).all()):
+        raise InputError("start: theta and b must be finite and a positive")
+    return theta, np.log(a), b
+
+
+def _fit_map(values, *, priors, max_iter, tol, max_step, start, n_threads, client, progress):
+    x = np.asarray(values, dtype=float)
+    if start is None:
+        (theta, b), alpha, newton, dtype = _start(x), np.zeros(x.shape[1]), False, np.float32
+    else:
+        (theta, alpha, b), newton, dtype = _given_start(start, x.shape), True, np.float32   # near the mode: Newton
+    runner = make_runner(x, n_threads=n_threads, client=client)
+    try:
+        state = _Point(runner, theta, alpha, b, priors, dtype)
+        converged, cg = False, 0
+        for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
+            moved = None
+            for weight in (NEWTON_WEIGHTS if newton else (0.0,)):
+                state.ready(runner)
+                found = _direction(runner, state, priors, newton=weight,
+                                   rtol=CG_RTOL["newton" if weight else "scoring"])
+                if found is None:
+                    continue
+                *step, n_cg = found
+                cg += n_cg
+                size = max(np.abs(d).max() for d in step)
+                if size < tol:            # the mode is within tol: stop without another pass over the matrix
                     break
-                scale *= 0.5
-            if accepted is not None:
+                moved = _line_search(runner, state, step, size, priors, max_step=max_step)
+                if moved is not None:
+                    break
+            if moved is None and state.dtype == np.float32:     # float32 can go no further: go on in float64
+                state, newton = _Point(runner, state.theta, state.alpha, state.b, priors, np.float64), False
+                continue
+            if moved is None:             # a step below tol, or no ascent direction left: the mode, numerically
+                converged = True
                 break
-        if accepted is None:          # no ascent direction left: we are at the mode numerically
-            converged = True
-            break
-        state = accepted
-        newton = scale == 1.0         # full steps: the quadratic region, where Newton pays off
-        if scale * biggest < tol:
-            converged = True
-            break
+            state, scale = moved
+            newton = scale == 1.0         # full steps: the quadratic region, where Newton pays off
+            if progress is not None:
+                progress(it, float(scale * size))
+            if state.dtype == np.float32:
+                if scale * size < FLOAT64_BELOW:
+                    state = _Point(runner, state.theta, state.alpha, state.b, priors, np.float64)
+            elif scale * size < tol:
+                converged = True
+                break
+    finally:
+        runner.close()
     return state.theta, state.a, state.b, {"iterations": it, "converged": converged,
-                                           "log_posterior": float(state.log_posterior)}
+                                           "log_posterior": float(state.log_posterior), "cg_iterations": cg}
+
+
+def _line_search(runner, state: _Point, step, size: float, priors, *, max_step: float):
+    """The accepted ``(point, scale)`` along ``step``, or None after 40 halvings.
+
+    The step is scaled so no parameter moves more than ``max_step``, then halved until the log
+    posterior does not decrease (a monotone ascent). Each trial point is evaluated with the sums of
+    the step that would follow it, so an accepted point costs one pass over the matrix.
+    """
+    scale = min(1.0, max_step / size) if size > 0 else 1.0
+    for _ in range(40):
+        cand = _Point(runner, state.theta + scale * step[0], state.alpha + scale * step[1],
+                      state.b + scale * step[2], priors, state.dtype)
+        if cand.log_posterior >= state.log_posterior:
+            return cand, scale
+        scale *= 0.5
+    return None
 
 
 # ---------------------------------------------------------------------------- front door
@@ -244,7 +406,8 @@ def load_pyirt_engine() -> Callable[..., Any]:
 
 def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epochs: int = 1000,
             lr: float = 0.1, lr_decay: float | None = None, max_iter: int = 200, tol: float = 1e-6,
-            verbose: bool = False) -> Calibration:
+            verbose: bool = False, start: dict | None = None, n_threads: int | None = None,
+            progress: Callable[[int, float], None] | None = None) -> Calibration:
     """Fit the 2PL model to a response matrix.
 
     Parameters
@@ -278,6 +441,9 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
         MAP-engine stopping rule.
     verbose : bool
         Let py-irt print its progress.
+    start, n_threads, progress
+        MAP engine: where to start, the threads of its passes and a callback after each iteration
+        (:func:`fit_map`).
 
     Returns
     -------
@@ -292,7 +458,7 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
         raise InputTypeError(f"fit_2pl expects a ResponseMatrix, got {type(matrix).__name__}")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {ENGINES}")
-    start = time.perf_counter()
+    began = time.perf_counter()
     priors = {"theta": "Normal(0, 1)", "a": "LogNormal(0, 1)", "b": "Normal(0, 1)"}
     if engine == "pyirt":
         fit_pyirt = load_pyirt_engine()
@@ -313,9 +479,10 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
                                "b": "Normal(mu_b, 1/u_b)", "mu": "Normal(0, 1e6)", "u": "Gamma(1, 1)"}}
         diagnostics = {}
     else:
-        theta, a, b, diagnostics = fit_map(matrix.values, max_iter=max_iter, tol=tol)
+        theta, a, b, diagnostics = fit_map(matrix.values, max_iter=max_iter, tol=tol, start=start, n_threads=n_threads,
+                                           progress=progress)
         settings = {"max_iter": max_iter, "tol": tol, "method": "joint MAP, Fisher scoring", "priors": priors}
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - began
     return Calibration(
         a=pd.Series(a, index=matrix.items, name="a"),
         b=pd.Series(b, index=matrix.items, name="b"),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 
-from ._common import CLIUsageError
+from ._common import PROG, CLIUsageError
 from ._common import Out as _Out
 from ._common import not_another_output as _not_another_output
 from ._common import output_path as _output_path
@@ -47,6 +49,10 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--no-interval-check", action="store_true",
                    help="skip that check: `evaluate` then states the plain 2PL intervals, which are too "
                         "narrow on real safety data")
+    p.add_argument("--scale", choices=("fit", "standard"), default="fit",
+                   help="scale of the bank's a, b and abilities: 'fit' (default) the fit's own; 'standard' "
+                        "rescaled so the calibration models' abilities have mean 0 and SD 1 (same probabilities; "
+                        "for comparing parameters with other tools). The bank's header records which")
     _input_options(p)
     _common(p, force=True, seed=True)
     p.set_defaults(handler=_cmd_calibrate)
@@ -68,12 +74,14 @@ def _cmd_calibrate(args, out: _Out) -> int:
     if not args.no_interval_check and MIN_MODELS_INTERVAL_CHECK <= m.shape[0] < 2 * args.interval_folds:
         raise CLIUsageError(f"--interval-folds {args.interval_folds} is too many for {m.shape[0]} models (each fold "
                             f"needs at least 2): use at most {m.shape[0] // 2}")
-    bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
-                          prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
-                          binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout,
-                                    "positive": data.positive, **({"metric": args.metric} if args.metric else {})},
-                          epochs=args.epochs, interval_check=not args.no_interval_check,
-                          interval_folds=args.interval_folds, progress=out.progress)
+    with _calibrate_bars(out) as (say, on_iteration, on_fold):
+        bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
+                              prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
+                              binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout,
+                                        "positive": data.positive, **({"metric": args.metric} if args.metric else {})},
+                              epochs=args.epochs, interval_check=not args.no_interval_check,
+                              interval_folds=args.interval_folds, scale=args.scale, progress=say,
+                              fit_progress=on_iteration, check_progress=on_fold)
     bank.write(args.output, force=args.force)
     diag, filt = bank.meta["diagnostics"], bank.filtered
     doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
@@ -92,3 +100,47 @@ def _cmd_calibrate(args, out: _Out) -> int:
     ] + ([f"  interval check {check['skipped']}"] if check.get("skipped") else []))
     out.result(doc, text)
     return 0
+
+
+@contextlib.contextmanager
+def _calibrate_bars(out: _Out):
+    """Progress bars (tqdm) of the fit's iterations and the interval check's folds: on a terminal only.
+
+    Yields ``(say, on_iteration, on_fold)`` for :func:`irtlib.bank.build.calibrate_bank`: ``say`` prints a
+    stage's line after clearing the bar of the stage before; in a pipe or with ``--quiet`` the two
+    callbacks are None (no bar at all).
+    """
+    try:
+        shown_here = not out.quiet and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        shown_here = False
+    if not shown_here:
+        yield out.progress, None, None
+        return
+    from tqdm import tqdm
+
+    bars: list = []
+
+    def close() -> None:
+        while bars:
+            bars.pop().close()
+
+    def say(message: str) -> None:
+        close()
+        out.progress(message)
+
+    def on_iteration(iteration: int, step: float) -> None:
+        if not bars:
+            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, bar_format="{desc} [{elapsed}]"))
+        bars[0].set_description_str(f"{PROG}: fitting: iteration {iteration}, largest step {step:.1e}")
+
+    def on_fold(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, unit="",
+                             desc=f"{PROG}: interval check (refits, replays)"))
+        bars[0].update(done - bars[0].n)
+
+    try:
+        yield say, on_iteration, on_fold
+    finally:
+        close()

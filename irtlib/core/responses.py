@@ -47,6 +47,25 @@ def _describe(index: pd.Index, positions: np.ndarray, limit: int = 3) -> str:
     return ", ".join(names) + more
 
 
+def _numeric_cells(df: pd.DataFrame) -> np.ndarray:
+    """The frame's cells as floats, NaN where a cell is missing or not a number.
+
+    Numeric columns are taken as one block; the others are converted together, in one call of
+    :func:`pandas.to_numeric` over all their cells (not one call per column: a leaderboard has
+    thousands of item columns).
+    """
+    values = np.empty(df.shape)
+    numeric = np.array([pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t) for t in df.dtypes],
+                       dtype=bool)
+    if numeric.any():
+        values[:, numeric] = df.iloc[:, np.flatnonzero(numeric)].to_numpy(dtype=float, na_value=np.nan)
+    if not numeric.all():
+        rest = df.iloc[:, np.flatnonzero(~numeric)].to_numpy(dtype=object)
+        flat = pd.to_numeric(pd.Series(rest.ravel(), dtype=object), errors="coerce")
+        values[:, ~numeric] = flat.to_numpy(dtype=float, na_value=np.nan).reshape(rest.shape)
+    return values
+
+
 class ResponseMatrix:
     """A validated models x items matrix of binary safety judgments.
 
@@ -202,15 +221,15 @@ class ResponseMatrix:
             df = df.set_index(model)
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise InputError(f"{source}: the response table is empty ({df.shape[0]} rows x {df.shape[1]} columns)")
-        numeric = df.apply(pd.to_numeric, errors="coerce")
-        nonnum = numeric.isna().to_numpy() & ~df.isna().to_numpy()
+        values = _numeric_cells(df)
+        nonnum = np.isnan(values) & ~df.isna().to_numpy()
         if nonnum.any():
             r, c = np.argwhere(nonnum)[0]
             raise InputError(
                 f"{source}: row {r + 1} (model {shown(df.index[r])}), column {shown(df.columns[c])}: "
                 f"{shown(df.iat[r, c])} is not numeric"
             )
-        return cls(numeric.to_numpy(dtype=float), df.index, df.columns, source=source)
+        return cls(values, df.index, df.columns, source=source)
 
     # ------------------------------------------------------------------ accessors
     @property

@@ -205,6 +205,39 @@ def _is_utf8(value: bytes) -> bool:
     return True
 
 
+#: Compressions pyarrow's CSV reader opens itself; the others (xz, zip) go through pandas.
+_ARROW_COMPRESSION = {None: None, "gzip": "gzip", "bz2": "bz2", "zstd": "zstd"}
+
+
+def _read_csv_arrow(path: Path, *, sep: str, compression: str | None, names: list[str]) -> pd.DataFrame | None:
+    """The table read by pyarrow's CSV reader (several threads), every column categorical; None if it cannot.
+
+    Each column is parsed straight into a dictionary of its distinct texts plus one integer code a
+    row, so a leaderboard's long file (tens of millions of rows of a few thousand model and item ids)
+    costs a few seconds and about a tenth of the memory of one Python string a field, and every later
+    step (ids, scores, duplicates) works on the distinct values. Anything this reader does not accept
+    as pandas would (rows of another width, quoted line breaks, text that is not UTF-8, ...) returns
+    None and the file is read by pandas, whose messages name the row at fault.
+    """
+    if compression not in _ARROW_COMPRESSION or not names or "" in names:     # pandas names an empty header
+        return None
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    text = pa.dictionary(pa.int32(), pa.string())
+    try:
+        with pa.input_stream(str(path), compression=_ARROW_COMPRESSION[compression]) as stream:
+            table = pcsv.read_csv(
+                stream,
+                read_options=pcsv.ReadOptions(column_names=names, skip_rows=1),
+                parse_options=pcsv.ParseOptions(delimiter=sep),
+                convert_options=pcsv.ConvertOptions(column_types={n: text for n in names}, null_values=[""],
+                                                    strings_can_be_null=True, quoted_strings_can_be_null=True))
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    return pd.DataFrame({n: table.column(i).to_pandas() for i, n in enumerate(names)})
+
+
 def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
@@ -223,7 +256,11 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
         sep = _separator(_header_line(path, compression), path, sep)
         header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
                              compression=compression)
-        _check_header([str(v) for v in header.iloc[0].tolist()] if len(header) else [], path)
+        names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
+        _check_header(names, path)
+        fast = _read_csv_arrow(path, sep=sep, compression=compression, names=names)
+        if fast is not None:
+            return fast
         with warnings.catch_warnings():
             # rows longer than the header: pandas would silently take the first column as the index
             # (shifting every column by one) or drop the extra fields; both are wrong answers
@@ -254,26 +291,34 @@ def _row_error(source, pos: int, text: str) -> InputError:
     return InputError(f"{source}: row {pos + 1}: {text}")
 
 
-def _ids(frame: pd.DataFrame, column: str, source) -> np.ndarray:
-    values = frame[column]
-    empty = values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy()
+def _id_codes(frame: pd.DataFrame, column: str, source) -> tuple[np.ndarray, np.ndarray]:
+    """A code per row and the ids (surrounding whitespace removed) the codes index, in order of appearance.
+
+    Every check runs on the distinct values: an empty id, or two ids that differ only by surrounding
+    whitespace ("m005" and "m005 " would become one model: refused rather than merged), is named by
+    the first row holding it.
+    """
+    codes, uniques = pd.factorize(frame[column], use_na_sentinel=True)
+    raw = np.array([str(v) for v in np.asarray(uniques, dtype=object)], dtype=object)
+    stripped = np.array([v.strip() for v in raw], dtype=object)
+    empty = (codes < 0) | (stripped == "")[np.maximum(codes, 0)]
     if empty.any():
         raise _row_error(source, int(np.flatnonzero(empty)[0]), f"column {shown(column)} is empty")
-    raw = values.astype(str)
-    stripped = raw.str.strip()
-    padded = (raw != stripped).to_numpy()
-    if padded.any():
-        # "m005" and "m005 " would become one id: refuse rather than merge two models or items
-        forms = pd.DataFrame({"raw": raw.to_numpy(), "id": stripped.to_numpy()}).drop_duplicates()
-        clash = forms["id"].duplicated(keep=False).to_numpy()
-        if clash.any():
-            name = forms["id"].to_numpy()[clash][0]
-            variants = forms.loc[forms["id"] == name, "raw"].tolist()
-            rows = [int(np.flatnonzero((raw == v).to_numpy())[0]) + 1 for v in variants[:2]]
-            raise InputError(f"{source}: rows {rows[0]} and {rows[1]}: {column} ids {shown(variants[0])} and "
-                             f"{shown(variants[1])} differ only by surrounding whitespace; make them identical "
-                             "or clearly different")
-    return stripped.to_numpy(dtype=object)
+    clash = pd.Index(stripped).duplicated(keep=False)
+    if clash.any():
+        name = stripped[clash][0]
+        variants = np.flatnonzero(stripped == name)[:2]
+        rows = [int(np.flatnonzero(codes == v)[0]) + 1 for v in variants]
+        raise InputError(f"{source}: rows {rows[0]} and {rows[1]}: {column} ids {shown(raw[variants[0]])} and "
+                         f"{shown(raw[variants[1]])} differ only by surrounding whitespace; make them identical "
+                         "or clearly different")
+    return codes, stripped
+
+
+def _ids(frame: pd.DataFrame, column: str, source) -> np.ndarray:
+    """The ids of ``column``, one a row, checked as :func:`_id_codes` does."""
+    codes, names = _id_codes(frame, column, source)
+    return names[codes]
 
 
 def _warn_dropped(source, kind: str, names) -> None:
@@ -297,8 +342,15 @@ def _drop_blank(values: np.ndarray, models, items, source):
 
 
 def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndarray:
-    nums = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    bad = np.isnan(nums) & ~values.isna().to_numpy()
+    """The column as floats (NaN where blank); a value that is not a number is named with its row.
+
+    Converted once per distinct value (a long file's score column holds a handful of them).
+    """
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    converted = pd.to_numeric(pd.Series(np.asarray(uniques, dtype=object), dtype=object), errors="coerce")
+    distinct = np.append(converted.to_numpy(dtype=float, na_value=np.nan), np.nan)
+    nums = distinct[codes]                       # code -1 (blank) takes the NaN appended last
+    bad = np.isnan(nums) & (codes >= 0)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
         raise _row_error(source, pos, f"{what} {shown(values.iloc[pos])} in column {shown(column)} is not a number")
@@ -341,8 +393,8 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         raise InputError(f"{source}: missing column(s) {missing} (found {list(map(str, frame.columns))[:8]}){hint}")
     if len(frame) == 0:
         raise InputError(f"{source}: no data rows")
-    models = _ids(frame, model_column, source)
-    items = _ids(frame, item_column, source)
+    model_codes, model_names = _id_codes(frame, model_column, source)
+    item_codes, item_names = _id_codes(frame, item_column, source)
     if rule in ("choice", "wmdp"):
         chosen = frame[score_column]
         key = frame[key_column]
@@ -356,32 +408,65 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         nums = _numeric(frame[score_column], score_column, source)
         scores = _binarize_numeric(nums, rule, threshold, where=lambda pos, text: _row_error(source, pos, text),
                                    positive=positive)
-    tidy = pd.DataFrame({"model": models, "item": items, "score": scores})
-    dup = tidy.duplicated(["model", "item"], keep=False).to_numpy() & ~np.isnan(scores)
-    if dup.any():
-        groups = tidy[dup].groupby(["model", "item"], sort=False)["score"]
-        conflicts = groups.nunique()
-        conflicts = conflicts[conflicts > 1]
-        if len(conflicts):
-            m, i = conflicts.index[0]
-            rows = np.flatnonzero((models == m) & (items == i)) + 1
-            raise InputError(f"{source}: rows {rows[:5].tolist()}: model {shown(m)}, item {shown(i)} has conflicting "
-                             f"scores ({len(conflicts)} such pairs)")
+    seen = np.flatnonzero(~np.isnan(scores))
+    cell = model_codes[seen].astype(np.int64) * len(item_names) + item_codes[seen]
+    _refuse_conflicts(cell, scores[seen], seen, model_codes, item_codes, model_names, item_names, source)
     prompts = None
     if prompt_column and prompt_column in frame.columns:
         text = frame[prompt_column]
-        keep = ~text.isna().to_numpy()
-        if keep.any():
-            prompts = pd.Series(text.to_numpy()[keep], index=items[keep]).astype(str)
-            prompts = prompts[~prompts.index.duplicated()].rename("prompt")
-    blank_models = pd.Index(pd.unique(models)).difference(pd.Index(pd.unique(models[~np.isnan(scores)])), sort=False)
-    blank_items = pd.Index(pd.unique(items)).difference(pd.Index(pd.unique(items[~np.isnan(scores)])), sort=False)
-    if np.isnan(scores).all():
+        with_text = np.flatnonzero(~text.isna().to_numpy())
+        if with_text.size:
+            _, first = np.unique(item_codes[with_text], return_index=True)
+            rows = with_text[np.sort(first)]                   # each item's first row with a prompt, in file order
+            prompts = pd.Series([str(v) for v in text.iloc[rows]], index=item_names[item_codes[rows]],
+                                dtype=object, name="prompt")
+    if seen.size == 0:
         raise InputError(f"{source}: every score is blank")
-    _warn_dropped(source, "model", blank_models)
-    _warn_dropped(source, "item", blank_items)
-    matrix = ResponseMatrix.from_long(tidy, source=str(source))
+    # models and items in order of their first observed score, as ResponseMatrix.from_long orders them
+    model_order, model_at = _first_seen(model_codes[seen], len(model_names))
+    item_order, item_at = _first_seen(item_codes[seen], len(item_names))
+    _warn_dropped(source, "model", [n for k, n in enumerate(model_names) if model_at[k] < 0])
+    _warn_dropped(source, "item", [n for k, n in enumerate(item_names) if item_at[k] < 0])
+    values = np.full((model_order.size, item_order.size), np.nan)
+    values[model_at[model_codes[seen]], item_at[item_codes[seen]]] = scores[seen]
+    matrix = ResponseMatrix(values, model_names[model_order], item_names[item_order], source=str(source))
     return matrix, prompts
+
+
+def _first_seen(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The codes in order of first appearance in ``codes``, and each code's position in that order (-1: absent)."""
+    first = np.full(n, codes.size, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(codes.size))
+    present = np.flatnonzero(first < codes.size)
+    order = present[np.argsort(first[present], kind="stable")]
+    at = np.full(n, -1, dtype=np.intp)
+    at[order] = np.arange(order.size)
+    return order, at
+
+
+def _refuse_conflicts(cell, scores, rows, model_codes, item_codes, model_names, item_names, source) -> None:
+    """An error naming the rows of the first (model, item) pair judged twice with different scores, if any.
+
+    ``cell`` codes the pair of each observed row (``rows``, in file order); repeated identical judgments are
+    accepted (one is kept).
+    """
+    n_cells = len(model_names) * len(item_names)
+    if n_cells <= 4 * cell.size + (1 << 20) and np.bincount(cell, minlength=n_cells).max(initial=0) <= 1:
+        return                                  # no pair judged twice (a count per cell, without sorting)
+    order = np.argsort(cell, kind="stable")
+    sorted_cells, sorted_scores = cell[order], scores[order]
+    same_cell = sorted_cells[1:] == sorted_cells[:-1]
+    differ = same_cell & (sorted_scores[1:] != sorted_scores[:-1])      # scores are 0 or 1
+    if not differ.any():
+        return
+    conflicting = np.unique(sorted_cells[1:][differ])
+    first_row = {}
+    for c, r in zip(cell[np.isin(cell, conflicting)], rows[np.isin(cell, conflicting)], strict=True):
+        first_row.setdefault(int(c), int(r))
+    m, i = divmod(min(first_row, key=first_row.get), len(item_names))
+    at = np.flatnonzero((model_codes == m) & (item_codes == i)) + 1
+    raise InputError(f"{source}: rows {at[:5].tolist()}: model {shown(model_names[m])}, item {shown(item_names[i])} "
+                     f"has conflicting scores ({conflicting.size} such pairs)")
 
 
 def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column, positive=None) -> ResponseMatrix:
@@ -398,9 +483,16 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column, positiv
         raise _row_error(source, pos, f"model {shown(models[pos])} appears in more than one row")
     body = frame.drop(columns=[col])
     items = [str(c).strip() for c in body.columns]
-    values = np.empty(body.shape)
-    for j, column in enumerate(body.columns):
-        values[:, j] = _numeric(body[column], str(column), source)
+    # every cell in one conversion, column by column in order (so the first bad cell named is the one a
+    # per-column loop would find): a leaderboard has thousands of item columns
+    cells = pd.Series(body.to_numpy(dtype=object).ravel(order="F"), dtype=object)
+    nums = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad = np.isnan(nums) & ~cells.isna().to_numpy()
+    if bad.any():
+        c, r = divmod(int(np.flatnonzero(bad)[0]), body.shape[0])
+        raise _row_error(source, r, f"score {shown(body.iat[r, c])} in column {shown(str(body.columns[c]))} is not "
+                                    "a number")
+    values = nums.reshape(body.shape, order="F")
 
     def where(flat, text):
         r, c = divmod(flat, body.shape[1])

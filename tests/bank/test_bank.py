@@ -254,3 +254,34 @@ def test_read_model_responses(tmp_path):
     assert row.name == "m3" and row.to_dict() == {"001": 0.0, "002": 1.0}
     with pytest.raises(ValueError, match="no model 'zz'"):
         read_model_responses(path, model="zz")
+
+
+def test_a_standardized_bank_has_the_fits_probabilities_on_the_calibration_models_scale(bank, matrix):
+    fit_scale = bank.meta["scale"]
+    assert fit_scale["kind"] == "fit"
+    theta = np.asarray(bank.meta["models"]["theta"])
+    assert fit_scale["fit_theta_mean"] == pytest.approx(theta.mean()) and fit_scale["fit_theta_sd"] == pytest.approx(
+        theta.std())
+    standard = calibrate_bank(matrix, scale="standard", interval_check=False)
+    theta_s = np.asarray(standard.meta["models"]["theta"])
+    assert standard.meta["scale"]["kind"] == "standard"
+    assert theta_s.mean() == pytest.approx(0.0, abs=1e-12) and theta_s.std() == pytest.approx(1.0)
+    # a linear change of scale: the same probability for every model and item, the transformation recorded
+    m, s = fit_scale["fit_theta_mean"], fit_scale["fit_theta_sd"]
+    np.testing.assert_allclose(standard.a, bank.a * s, rtol=1e-12)
+    np.testing.assert_allclose(standard.b, (bank.b - m) / s, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(standard.predicted_full_score(theta_s), bank.predicted_full_score(theta), atol=1e-12)
+    with pytest.raises(ValueError, match="unknown scale 'z'"):
+        calibrate_bank(matrix, scale="z")
+
+
+def test_the_interval_check_replays_a_seeded_sample_of_a_large_calibration_set(matrix, monkeypatch):
+    from irtlib.bank import coverage
+
+    monkeypatch.setattr(coverage, "MAX_REPLAYED", 20)         # as if the 40 models were a leaderboard
+    first = calibrate_bank(matrix).meta["interval_check"]
+    assert first["n_models"] == 40 and first["n_replayed"] == 20
+    assert first == calibrate_bank(matrix).meta["interval_check"]             # the same sample and factors again
+    monkeypatch.setattr(coverage, "MAX_REPLAYED", 200)
+    everyone = calibrate_bank(matrix).meta["interval_check"]
+    assert everyone["n_replayed"] == 40 and everyone["inflation"] != first["inflation"]

@@ -7,6 +7,8 @@ evaluated adaptively by replaying their responses.
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import os
 import subprocess
@@ -138,6 +140,50 @@ def test_calibrate_wide_file_and_quiet(work, tmp_path, cli):
     wide.to_csv(tmp_path / "wide.csv")
     proc = cli("calibrate", "wide.csv", "-o", "sst.csv", "--quiet", "--no-interval-check", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "" and proc.stdout.startswith("wrote sst.csv:")
+
+
+def test_calibrate_standard_scale_and_no_bar_in_a_pipe(tmp_path, cli):
+    from irtlib import datasets
+    from irtlib.bank.build import read_bank
+
+    wide = datasets.load("simplesafetytests", source="simulated").to_frame()
+    wide.index.name = "model"
+    wide.to_csv(tmp_path / "wide.csv")
+    proc = cli("calibrate", "wide.csv", "-o", "sst.csv", "--scale", "standard", "--no-interval-check", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "iteration" not in proc.stderr          # stage lines only, no bar
+    bank = read_bank(tmp_path / "sst.csv")
+    assert bank.meta["scale"]["kind"] == "standard"
+    assert np.std(bank.meta["models"]["theta"]) == pytest.approx(1.0)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_calibrate_bars_show_on_a_terminal_unless_quiet(monkeypatch, quiet):
+    from irtlib import cli as cli_module
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    out = cli_module._Out(argparse.Namespace(quiet=quiet, json=False))
+    with cli_module._calibrate_bars(out) as (say, on_iteration, on_fold):
+        say("fitting")
+        if not quiet:
+            for it in range(1, 4):
+                on_iteration(it, 10.0 ** -it)
+            say("checking")
+            for done in range(1, 6):
+                on_fold(done, 5)
+    text = terminal.getvalue()
+    if quiet:
+        assert text == "" and on_iteration is None and on_fold is None
+    else:
+        assert "irtlib: fitting: iteration 3, largest step 1.0e-03" in text
+        assert "interval check" in text and "5/5" in text
+        assert text.index("iteration 3") < text.index("irtlib: checking")      # the fit's bar closed first
 
 
 def test_calibrate_helm_directory(tmp_path, cli):

@@ -293,3 +293,38 @@ def test_spearman_is_scipys():
     x, y = rng.integers(0, 4, (5, 30)).astype(float), rng.integers(0, 6, 30).astype(float)   # ties
     np.testing.assert_allclose(spearman(x, y), [spearmanr(r, y)[0] for r in x], rtol=1e-12)
     assert np.isnan(spearman(np.ones(30), y)) and np.isnan(spearman(np.r_[np.nan, y[1:]], y))
+
+
+@pytest.mark.parametrize("z", [-800.0, -40.0, -3.0, 0.0, 2.5, 40.0, 800.0])
+def test_response_terms_against_50_digit_arithmetic(z):
+    """The engine's one-exp kernel: log-likelihood, x - P and P (1 - P) of each response, in both tails."""
+    zz = np.array([[z, z]])
+    flip = np.array([[-1.0, 1.0]], dtype=np.float32)                   # a safe and an unsafe response
+    with np.errstate(all="raise"):
+        ll, g, w = K.response_terms(flip, zz)
+    s, q = 1 / (1 + mpmath.exp(-mpmath.mpf(z))), 1 / (1 + mpmath.exp(mpmath.mpf(z)))
+    assert ll == pytest.approx(float(mpmath.log(s) + mpmath.log(q)), rel=1e-13, abs=1e-300)
+    assert g[0, 0] == pytest.approx(float(q), rel=1e-12, abs=np.finfo(float).tiny)           # 1 - P
+    assert g[0, 1] == pytest.approx(float(-s), rel=1e-12, abs=np.finfo(float).tiny)          # 0 - P
+    assert w[0, 0] == w[0, 1] == pytest.approx(float(s * q), rel=1e-12, abs=np.finfo(float).tiny)
+
+
+def test_response_terms_agree_with_the_separate_kernels_and_skip_unobserved_cells():
+    rng = np.random.default_rng(3)
+    theta, a, b = rng.normal(size=(40, 1)) * 2, np.exp(rng.normal(0, 0.7, 700)), rng.normal(size=700)
+    x = (rng.random((40, 700)) < 0.5).astype(float)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    seen = ~np.isnan(x)
+    z = K.logit_z(theta, a, b)
+    flip = np.where(seen, 1 - 2 * np.nan_to_num(x), 0.0)
+    ll, g, w = K.response_terms(flip.astype(np.float32), z, observed=seen)
+    g0, w0 = K.z_derivatives(np.nan_to_num(x), z)
+    assert ll == pytest.approx(K.log_likelihood(x, theta, a, b)[seen].sum(), rel=1e-13)
+    np.testing.assert_allclose(g, np.where(seen, g0, 0.0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(w, np.where(seen, w0, 0.0), rtol=1e-12, atol=1e-15)
+    # float32 work arrays: the same to single precision, the log-likelihood still summed in float64
+    out = tuple(np.empty(z.shape, np.float32) for _ in range(5))
+    ll32, g32, w32 = K.response_terms(flip.astype(np.float32), z.astype(np.float32), observed=seen, out=out)
+    assert g32.dtype == np.float32 and ll32 == pytest.approx(ll, rel=1e-6)
+    np.testing.assert_allclose(g32, g, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(w32, w, rtol=0, atol=1e-6)
