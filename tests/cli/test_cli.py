@@ -164,12 +164,12 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize("quiet", [False, True])
 def test_calibrate_bars_show_on_a_terminal_unless_quiet(monkeypatch, quiet):
-    from irtlib import cli as cli_module
+    from irtlib.cli import _common, calibrate
 
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    out = cli_module._Out(argparse.Namespace(quiet=quiet, json=False))
-    with cli_module._calibrate_bars(out) as (say, on_iteration, on_fold):
+    out = _common.Out(argparse.Namespace(quiet=quiet, json=False))
+    with calibrate._calibrate_bars(out) as (say, on_iteration, on_fold):
         say("fitting")
         if not quiet:
             for it in range(1, 4):
