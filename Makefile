@@ -17,6 +17,9 @@
 #                    executed notebooks, render the HTML book into _build/html/
 #   make book QUICK=1
 #                    the same with `-p QUICK True` for every chapter (reduced settings: preview, CI)
+#   make stage [QUICK=1]
+#                    the calibrations the chapters share, fitted once into _build/cache (every chapter
+#                    target depends on it): irtlib/book/split_stage.py
 #   make chapter CH=03_fluid [QUICK=1] [PARAMS="-p N_SPLITS 20"]
 #                    re-execute one chapter (book/03_fluid.md) into _build/executed/03_fluid.ipynb
 #   make html        render the HTML again from the executed notebooks (executes what is out of date)
@@ -47,7 +50,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.PHONY: all venv lock test test-all lint book executed html chapter student pdf mathjax clean distclean FORCE paper-data
+.PHONY: all venv lock test test-all lint book stage executed html chapter student pdf mathjax clean distclean FORCE paper-data
 
 all: book
 
@@ -195,8 +198,20 @@ $(PARAMS_STAMP): FORCE
 paper-data: $(VENV_STAMP)
 	$(VPY) -m irtlib paper-data download --missing
 
+# The calibrations every chapter shares, as one stage before them (irtlib/book/split_stage.py): every
+# split the protocol chapters calibrate with the authors' engine, batched per benchmark on both cores,
+# and each benchmark's whole fit by the three engines, into the chapters' cache _build/cache (their
+# CACHE_DIR). The stamp lives in that cache, so deleting the cache reruns the stage.
+STAGE_CACHE := _build/cache
+STAGE_STAMP := $(STAGE_CACHE)/.stage-$(QUICK_VALUE)
+$(STAGE_STAMP): $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
+	$(VPY) -m irtlib.book.split_stage $(if $(filter True,$(QUICK_VALUE)),--quick) --cache-dir $(STAGE_CACHE) \
+		--workers $(JOBS)
+	@touch $@
+stage: $(STAGE_STAMP)
+
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
-$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
+$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) $(STAGE_STAMP) | $(VENV_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
 
 # The scorecard runs after all chapters and collects their claims; the reproducibility page runs
@@ -244,7 +259,7 @@ html: executed | $(VENV_STAMP)
 # unless its sources changed meanwhile.
 CH ?=
 CH_NAME := $(basename $(patsubst book/%,%,$(CH)))
-chapter: | $(VENV_STAMP)
+chapter: $(STAGE_STAMP) | $(VENV_STAMP)
 	@test -n "$(CH_NAME)" || { echo 'usage: make chapter CH=<name> [QUICK=1] [PARAMS="-p KEY VALUE"]' >&2; exit 2; }
 	@test -f book/$(CH_NAME).md || { echo "no chapter book/$(CH_NAME).md" >&2; exit 2; }
 	$(VPY) tools/run_chapter.py book/$(CH_NAME).md $(EXEC_DIR)/$(CH_NAME).ipynb --cwd $(CURDIR) \

@@ -24,7 +24,7 @@ from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
            "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
-           "book_protocol", "protocol_sizes", "protocol_benchmark"]
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants"]
 
 
 @dataclass(frozen=True)
@@ -328,3 +328,36 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
         return df
 
     return cached(compute, key=key, cache_dir=cache_dir)
+
+
+def harmbench_variants(bench: Benchmark, *, data: str | None = None) -> dict[str, Benchmark]:
+    """HarmBench with all its behaviours, without the copyright ones, and those alone (chapter 5's exception).
+
+    Parameters
+    ----------
+    bench : Benchmark
+        HarmBench as :func:`load_benchmark` gives it.
+    data : {"auto", "real", "simulated"} or None
+        Where its item file is read (:func:`irtlib.datasets.load_items`).
+
+    Returns
+    -------
+    dict
+        ``"all 400 behaviours"`` (``bench`` itself), ``"without copyright"``, ``"copyright only"``;
+        empty unless ``bench`` holds the paper's data and its item file names each behaviour's
+        ``functional_category``.
+    """
+    items = datasets.load_items(bench.name, source=data)
+    if "functional_category" not in items.columns or bench.data is None or bench.data.kind != "paper":
+        return {}
+    category = items.set_index("item")["functional_category"].astype(str)
+    full = bench.full
+
+    def variant(keep, label):
+        sub = full.subset(items=keep)
+        return Benchmark(bench.name, f"HarmBench ({label})", sub, sub.filter_variance(), bench.rule, bench.data)
+
+    copyright_items = [i for i in full.items if category.get(i) == "copyright"]
+    other_items = [i for i in full.items if category.get(i) != "copyright"]
+    return {"all 400 behaviours": bench, "without copyright": variant(other_items, "without copyright"),
+            "copyright only": variant(copyright_items, "copyright only")}

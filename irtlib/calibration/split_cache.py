@@ -38,7 +38,7 @@ from irtlib.io.atomic import atomic_write
 
 from . import fused_kernel, pyirt_batch
 
-__all__ = ["fit_2pl_splits_cached", "split_keys"]
+__all__ = ["fit_2pl_splits_cached", "missing_splits", "split_keys"]
 
 #: Bump when the layout of an entry changes.
 ENTRY_FORMAT = 1
@@ -102,6 +102,18 @@ def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *,
             _write_entry(directory / f"{key}.npz", key, a, b)
             found[key] = (a, b)
     return [(found[key][0].copy(), found[key][1].copy()) for key in keys]
+
+
+def missing_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike, epochs: int = 1000,
+                   lr: float = 0.1, lr_decay: float = 0.9999, seed: int = 0, best: bool = True,
+                   threads: int | None = 1) -> int:
+    """How many distinct splits :func:`fit_2pl_splits_cached` would fit (no entry under ``cache_dir`` yet).
+
+    Only the presence of the files is looked at; an unreadable entry counts as present here.
+    """
+    x, rows = pyirt_batch.check_splits(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed)
+    keys = split_keys(x, rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed, best=best, threads=threads)
+    return sum(not (Path(cache_dir) / f"{key}.npz").exists() for key in dict.fromkeys(keys))
 
 
 def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings: float | bool | None) -> list[str]:

@@ -202,6 +202,30 @@ def calibration_seed(seed: Seed, split: int) -> int:
     return int(_stream(seed, split, _STREAM_CALIBRATION).generate_state(1)[0])
 
 
+def calibration_seeds(seed: Seed, splits: Sequence[int], *, protocol: _protocols.Protocol) -> list[int]:
+    """The calibration seed of each split: its own stream's (:func:`calibration_seed`), or the authors' 0 for all."""
+    if protocol.calibration_seed == "stream":
+        return [calibration_seed(seed, split) for split in splits]
+    return [0] * len(splits)
+
+
+def split_training(n_models: int, splits: Sequence[int], *, n_test: int, seed: Seed,
+                   protocol: _protocols.Protocol) -> tuple[list[np.ndarray], list[int]]:
+    """The training rows and calibration seed of each split, as :func:`run_protocol` draws them (no groups).
+
+    What the calibration engine of a split sees, so that a caller can calibrate the splits of a
+    run ahead of it (:mod:`irtlib.book.split_stage`) under the same cache keys.
+
+    Returns
+    -------
+    rows : list of ndarray of int
+        Per split, the training rows (sorted positions of the filtered matrix).
+    seeds : list of int
+    """
+    rows = [split_models(n_models, n_test, seed, split, rule=protocol.split_rule)[0] for split in splits]
+    return rows, calibration_seeds(seed, splits, protocol=protocol)
+
+
 def calibrate_split(train_values: ArrayLike, *, engine: str = "map",
                     seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Item parameters and training abilities from the training rows only.
@@ -506,9 +530,8 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
     ks = sorted({int(k) for k in ks})
     drawn = [split_models(values.shape[0], n_test, seed, split, groups=groups, n_test_groups=n_test_groups,
                           rule=protocol.split_rule) for split in splits]
-    seeds = [calibration_seed(seed, split) for split in splits] if protocol.calibration_seed == "stream" else 0
-    fits = calibrate_splits(values, [train for train, _ in drawn], engine=engine, seed=seeds,
-                            cache_dir=calibration_cache)
+    fits = calibrate_splits(values, [train for train, _ in drawn], engine=engine,
+                            seed=calibration_seeds(seed, splits, protocol=protocol), cache_dir=calibration_cache)
     clock["calibration"] += time.perf_counter() - t0
     preps = [_prepare_split(values, reference, split, train, test, a, b, ks=ks, methods=methods, seed=seed,
                             anchor_solver=anchor_solver, prior_information=prior_information, clock=clock,

@@ -181,6 +181,52 @@ def test_sympson_hetter_calibration_caps_exposure_in_a_fresh_simulation():
     assert (k < 1).any()
 
 
+def _sympson_hetter_by_full_ranking(info, avail, u, v, k_exposure, k):
+    """Sympson-Hetter (randomesque among its first k) by ranking every item of every row."""
+    rows = np.arange(info.shape[0])
+    order = np.argsort(-np.where(avail, info, -np.inf), axis=1, kind="stable")
+    ok = np.take_along_axis(avail, order, axis=1)
+    accept = (u < k_exposure[order]) & ok
+    rank = np.cumsum(accept, axis=1)
+    if k > 1:
+        pick = np.floor(v * np.maximum(np.minimum(rank[:, -1], k), 1)).astype(int) + 1
+        first = np.argmax(accept & (rank == pick[:, None]), axis=1)
+    else:
+        first = np.argmax(accept, axis=1)
+    found = accept[rows, first]
+    tried = (np.arange(info.shape[1])[None, :] < np.where(found, first, info.shape[1])[:, None]) & ok & ~accept
+    rejected = np.zeros_like(avail)
+    rejected[rows[:, None], order] = tried
+    return np.where(found, order[rows, first], -1), rejected
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_sympson_hetter_choice_matches_ranking_every_item(k):
+    from irtlib.selection.selectors import SYMPSON_HETTER_HEAD, choose_items
+
+    rng = np.random.default_rng(4)
+    n_models, n_items = 60, 3 * SYMPSON_HETTER_HEAD
+    info = rng.random((n_models, n_items)).round(2)          # many ties, some across the head's end
+    info[:5] = 1.0                                           # rows of one long tie
+    info[9:20] = 0.5                                         # a few better items, then a tie across the head's end
+    info[9:20, rng.permutation(n_items)[:30]] = 0.9
+    avail = rng.random((n_models, n_items)) < 0.9
+    avail[5:8, 10:] = False                                  # rows with fewer items than the head
+    avail[8] = False                                         # a row with none
+    k_exposure = np.where(rng.random(n_items) < 0.5, 0.02, 1.0)   # half the items almost always set aside
+    k_exposure[rng.permutation(n_items)[:20]] = 0.0
+    for seed in range(5):
+        got_item, got_rejected = choose_items(info, avail, np.random.default_rng(seed),
+                                              ExposureControl(sympson_hetter=k_exposure, randomesque=k))
+        draws = np.random.default_rng(seed)
+        u = draws.random((n_models, n_items))
+        v = draws.random(n_models) if k > 1 else None
+        item, rejected = _sympson_hetter_by_full_ranking(info, avail, u, v, k_exposure, k)
+        np.testing.assert_array_equal(got_item, item)
+        np.testing.assert_array_equal(got_rejected, rejected)
+        assert (item[:8] >= 0).all() and item[8] == -1
+
+
 # ------------------------------------------------------------------------------ content balancing
 def test_kingsbury_zara_picks_the_largest_shortfall():
     counts = np.array([[2, 1, 0], [0, 0, 0], [1, 1, 1]])

@@ -1,0 +1,58 @@
+"""The book's calibration stage (irtlib.book.split_stage): it calibrates exactly the blocks the protocol asks for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from irtlib.book import split_stage
+from irtlib.book.pipeline import Benchmark
+from irtlib.core.responses import ResponseMatrix
+from irtlib.protocol import agreement
+from irtlib.protocol import presets as protocols
+
+
+def _bench(seed=3, n_models=24, n_items=40):
+    rng = np.random.default_rng(seed)
+    theta, b = rng.normal(size=n_models), rng.normal(size=n_items)
+    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(float)
+    x[0, :3] = np.nan
+    m = ResponseMatrix(x, models=[f"m{i}" for i in range(n_models)], items=[f"i{j}" for j in range(n_items)])
+    return Benchmark("simplesafetytests", "SST", m, m.filter_variance(), "binary")
+
+
+@pytest.mark.parametrize("name", ["authors", "paper"])
+def test_stage_blocks_are_the_blocks_the_protocol_calibrates(name):
+    bench = _bench()
+    proto = protocols.resolve(name, benchmark="simplesafetytests")
+    seen = []
+
+    def recording(blocks, seeds):
+        seen.extend((blk.copy(), int(s)) for blk, s in zip(blocks, np.broadcast_to(seeds, len(blocks)), strict=True))
+        return [(np.ones(blk.shape[1]), np.zeros(blk.shape[1])) for blk in blocks]
+
+    agreement.register_calibration_engine("recording-test", recording)
+    try:
+        agreement.run_protocol(bench.full, methods=["random"], ks=[2, 5], n_splits=4, n_test=6, engine="recording-test",
+                               variance_threshold=0.01, protocol=proto, benchmark="simplesafetytests")
+    finally:
+        agreement.CALIBRATION_ENGINES.pop("recording-test")
+    run = split_stage.StageRun("test", bench, proto, 4, 6, proto.seed)
+    blocks, seeds = split_stage.training_blocks(run)
+    assert len(blocks) == len(seen) == 4
+    for (want, want_seed), got, seed in zip(seen, blocks, seeds, strict=True):
+        np.testing.assert_array_equal(got, want)
+        assert seed == want_seed
+    if name == "authors":
+        assert set(seeds) == {0}                     # the authors seed every split's calibration with 0
+    else:
+        assert len(set(seeds)) == 4                  # one stream per split
+
+
+def test_stage_runs_cover_the_protocol_chapters_on_simulated_data():
+    runs = split_stage.stage_runs(quick=True, data="simulated")
+    labels = [r.label for r in runs]
+    assert [lab for lab in labels if lab.startswith("05/06")] == [f"05/06 {b}" for b in split_stage.BOOK_BENCHMARKS]
+    assert all(r.n_splits <= split_stage.QUICK_MAX_SPLITS for r in runs)
+    assert not any("copyright" in lab for lab in labels)    # the HarmBench variants need the paper's item file
+    assert labels[-1] == "04b harmbench" and runs[-1].protocol.name == "paper"
