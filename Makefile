@@ -202,12 +202,15 @@ paper-data: $(VENV_STAMP)
 # split the protocol chapters calibrate with the authors' engine, batched per benchmark on both cores,
 # and each benchmark's whole fit by the three engines, into the chapters' cache _build/cache (their
 # CACHE_DIR). The stamp lives in that cache, so deleting the cache reruns the stage.
+# (A tree without irtlib/book/split_stage.py, such as the tests' tiny books, has no stage.)
 STAGE_CACHE := _build/cache
-STAGE_STAMP := $(STAGE_CACHE)/.stage-$(QUICK_VALUE)
+STAGE_STAMP := $(if $(wildcard irtlib/book/split_stage.py),$(STAGE_CACHE)/.stage-$(QUICK_VALUE))
+ifneq ($(STAGE_STAMP),)
 $(STAGE_STAMP): $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
 	$(VPY) -m irtlib.book.split_stage $(if $(filter True,$(QUICK_VALUE)),--quick) --cache-dir $(STAGE_CACHE) \
 		--workers $(JOBS)
 	@touch $@
+endif
 stage: $(STAGE_STAMP)
 
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
