@@ -526,6 +526,7 @@ class _MleRun:
         self.X = np.zeros((n_models, budget))
         self.t = 0
         self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float), *est.bounds)
+        self._work = None
 
     def push(self, j, x):
         a, b, _ = self.items.at(j)
@@ -539,12 +540,32 @@ class _MleRun:
         self.t += 1
 
     def _score(self, rows, theta, slope=False):
-        """Score ``sum a (x - P)`` (and its derivative ``-sum a^2 P (1 - P)``) of ``rows`` at ``theta``."""
-        t = self.t
-        g, info = score_and_information(self.X[rows, :t], theta[:, None], self.A[rows, :t], self.B[rows, :t])
-        if not slope:
-            return g.sum(axis=1)
-        return g.sum(axis=1), -info.sum(axis=1)
+        """Score ``sum a (x - P)`` (and its derivative ``-sum a^2 P (1 - P)``) of ``rows`` at ``theta``.
+
+        :func:`irtlib.core.kernels.score_and_information`'s operations in its order (the same
+        numbers, bit for bit), in work arrays kept between calls, and the information only when
+        ``slope`` asks for it: the estimate is re-solved on every administered item at every step,
+        so this is where a long test spends its time.
+        """
+        t, n = self.t, rows.size
+        if self._work is None or self._work.shape[1] < n * t:
+            self._work = np.empty((2, n * t))
+        s, q = (w[:n * t].reshape(n, t) for w in self._work)
+        x, a, z = self.X[rows, :t], self.A[rows, :t], self.B[rows, :t]      # copies, overwritten below
+        np.subtract(theta[:, None], z, out=z)
+        np.multiply(a, z, out=z)                                   # z = a (theta - b)
+        expit(z, out=s)
+        expit(np.negative(z, out=q), out=q)
+        if slope:
+            np.multiply(a, a, out=z)
+            np.multiply(z, s, out=z)
+            info = np.multiply(z, q, out=z).sum(axis=1)
+        np.multiply(x, q, out=q)                                   # x q
+        np.subtract(1.0, x, out=x)
+        np.multiply(x, s, out=s)                                   # (1 - x) s
+        np.subtract(q, s, out=q)
+        g = np.multiply(a, q, out=q).sum(axis=1)
+        return (g, -info) if slope else g
 
     def estimate(self):
         e = self.e

@@ -303,3 +303,28 @@ def test_session_and_batch_certify_alike(bank_and_rows, rule):
         assert d.outcome == ("fail", "undecided", "pass")[batch.decision[m] + 1]
         assert d.p_above == pytest.approx(batch.p_above[m], abs=1e-9)
     assert (batch.decision != 0).sum() >= 6 and (batch.stop_reason == "decided").sum() >= 6
+
+
+def test_mle_score_in_work_arrays_is_score_and_information_bit_for_bit():
+    from irtlib.core.kernels import score_and_information
+
+    rng = np.random.default_rng(1)
+    n_models, n_items = 20, 300
+    a, b = np.exp(rng.normal(0, 1, n_items)), rng.normal(0, 2, n_items)
+    run = MleEstimator().begin(TwoPLItems(a, b), n_models, 16, 0.0)       # capacity grows past 16
+    for t in range(60):
+        j = rng.integers(0, n_items, n_models)
+        x = (rng.random(n_models) < 0.6).astype(float)
+        x[rng.random(n_models) < 0.05] = np.nan                             # no response: no term
+        if t % 7 == 0:
+            j[:3] = -1
+        run.push(j, x)
+    for rows in (np.sort(rng.choice(n_models, 13, replace=False)), np.arange(n_models)):
+        theta = rng.normal(0, 3, rows.size)
+        theta[0] = 8.0
+        g, info = score_and_information(run.X[rows, :run.t], theta[:, None], run.A[rows, :run.t],
+                                        run.B[rows, :run.t])
+        score, slope = run._score(rows, theta, slope=True)
+        np.testing.assert_array_equal(score, g.sum(axis=1))
+        np.testing.assert_array_equal(slope, -info.sum(axis=1))
+        np.testing.assert_array_equal(run._score(rows, theta), g.sum(axis=1))
