@@ -1,4 +1,4 @@
-"""Item drift: do the same items behave the same in two calibrations, or for two groups of models?
+"""Item drift: whether the same items behave the same in two calibrations, or for two groups of models.
 
 Two ways of asking, both standard in the literature on differential item functioning (DIF):
 
@@ -28,7 +28,8 @@ from :func:`_item_covariance`, the observed information of each item's 2PL likel
 parameters (the item priors left out), from which each model's ability information (its Normal(0, 1)
 prior included) is taken out by a Schur complement, other items held fixed: with the abilities simply
 held fixed the intervals are too narrow and 7.4% of items were flagged at 5% without drift; with the
-correction 4.4% (20 simulated data sets of 300 models x 40 items, two groups). Swapping in another source of covariances is one argument (``covariances``).
+correction 4.4% (20 simulated data sets of 300 models x 40 items, two groups).
+Swapping in another source of covariances is one argument (``covariances``).
 
 Layer rule: imports :mod:`irtlib.calibration` and below.
 """
@@ -46,7 +47,7 @@ from irtlib.core.kernels import probability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
-from .checks import _CORRECTIONS, _aligned, adjust_pvalues
+from .checks import CORRECTIONS, adjust_pvalues, aligned
 
 __all__ = ["item_covariance", "mean_sigma", "compare_calibrations", "mantel_haenszel", "drift_by_group",
            "group_labels"]
@@ -65,7 +66,7 @@ def _item_covariance(matrix: ResponseMatrix, calibration: Calibration, *, free_t
     -------
     DataFrame, indexed by item: ``se_a``, ``se_b``, ``cov_ab`` (NaN where the information is singular).
     """
-    x, observed, theta, a, b, _ = _aligned(matrix, calibration)
+    x, observed, theta, a, b, _ = aligned(matrix, calibration)
     p = probability(theta[:, None], a, b)
     w = np.where(observed, p * (1.0 - p), 0.0)
     d = np.where(observed, theta[:, None] - b, 0.0)
@@ -150,8 +151,8 @@ def compare_calibrations(matrix_1: ResponseMatrix, calibration_1: Calibration, m
         ``p_adjusted``, ``flagged``, ``linked_on`` (the item entered the final link). ``attrs``:
         ``A``, ``B`` (the link), ``alpha``, ``correction``, ``purify``, ``n_linked``.
     """
-    if correction not in _CORRECTIONS:
-        raise InputError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
+    if correction not in CORRECTIONS:
+        raise InputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
     if not 0 < alpha < 1:
         raise InputError(f"alpha must lie in (0, 1), got {alpha}")
     common = calibration_1.a.index.intersection(calibration_2.a.index, sort=False)
@@ -242,8 +243,8 @@ def mantel_haenszel(matrix: ResponseMatrix, groups: Mapping[str, object] | pd.Se
     flag items of high discrimination (Zwick 1990); read the flags with the two groups' score
     distributions in mind.
     """
-    if correction not in _CORRECTIONS:
-        raise InputError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
+    if correction not in CORRECTIONS:
+        raise InputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
     if int(n_strata) < 1:
         raise InputError(f"n_strata must be at least 1, got {n_strata}")
     labels, levels = group_labels(matrix, groups)
