@@ -11,15 +11,12 @@ from ._options import general_options as _common
 from ._options import input_kwargs as _input_kwargs
 from ._options import input_options as _input_options
 from ._options import int_at_least as _int_at_least
-from ._options import number as _number
 from ._options import positive_float as _positive_float
+from ._options import test_options as _test_options
 
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
-
-_level = _number(float, lambda v: 0.0 < v < 1.0, " must lie strictly between 0 and 1", name="level")
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``irtlib audit`` (its options and its handler) to the subcommands ``sub``."""
@@ -33,9 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("bank", metavar="BANK", help="item bank written by `irtlib calibrate`")
     p.add_argument("responses", metavar="RESPONSES", help="the responses the bank was calibrated on")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write")
-    p.add_argument("--alpha", type=_level, default=0.05, help="level of the tests (default: 0.05)")
-    p.add_argument("--correction", choices=("bh", "holm", "bonferroni", "none"), default="bh",
-                   help="multiple-testing correction: Benjamini-Hochberg (default), Holm, Bonferroni or none")
+    _test_options(p)
     p.add_argument("--a-min", type=_positive_float, default=0.3,
                    help="flag items whose a times the SD of the models' abilities is below this (default: 0.3)")
     p.add_argument("--replications", type=_int_at_least(1), default=10, metavar="N",

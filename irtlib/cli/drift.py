@@ -11,14 +11,11 @@ from ._options import general_options as _common
 from ._options import input_kwargs as _input_kwargs
 from ._options import input_options as _input_options
 from ._options import int_at_least as _int_at_least
-from ._options import number as _number
+from ._options import test_options as _test_options
 
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
-
-_level = _number(float, lambda v: 0.0 < v < 1.0, " must lie strictly between 0 and 1", name="level")
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``irtlib drift`` (its options and its handler) to the subcommands ``sub``."""
@@ -32,9 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--groups", metavar="CSV", help="CSV with columns model,group (exactly two groups)")
     p.add_argument("--reference", metavar="GROUP", help="the reference group (default: first in sorted order)")
     p.add_argument("-o", "--output", metavar="CSV", help="write the per-item table as CSV")
-    p.add_argument("--alpha", type=_level, default=0.05, help="level of the tests (default: 0.05)")
-    p.add_argument("--correction", choices=("bh", "holm", "bonferroni", "none"), default="bh",
-                   help="multiple-testing correction (default: bh, Benjamini-Hochberg)")
+    _test_options(p)
     p.add_argument("--strata", type=_int_at_least(1), default=5, help="score strata of Mantel-Haenszel (default: 5)")
     _input_options(p)
     _common(p, force=True)
