@@ -154,9 +154,9 @@ def test_map_engine_recovers_a_leaderboard_sized_matrix():
 
 def test_item_refit_with_fixed_abilities_is_each_items_posterior_mode():
     """fit_items against scipy's optimiser item by item (the same priors), from a cold and a warm start."""
+    from conftest import simulate_2pl
     from scipy.optimize import minimize
 
-    from conftest import simulate_2pl
     from irtlib.calibration.joint_map import fit_items
 
     values, theta, *_ = simulate_2pl(60, 40, seed=1, missing=0.05)
