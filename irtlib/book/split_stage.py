@@ -187,11 +187,11 @@ def _log(log, labels, n_splits, n_items, fitted, seconds) -> None:
               f"{seconds:.1f} s", file=log, flush=True)
 
 
-def _benchmark_fit(bench, engine, epochs, cache_dir) -> float:
+def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> float:
     start = time.perf_counter()
     from .pipeline import calibrate_benchmark
 
-    calibrate_benchmark(bench, engine=engine, seed=0, epochs=epochs, lr=0.1, cache_dir=cache_dir)
+    calibrate_benchmark(bench, engine=engine, seed=seed, epochs=epochs, lr=0.1, cache_dir=cache_dir)
     return time.perf_counter() - start
 
 
@@ -201,8 +201,9 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
 
     :func:`irtlib.book.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
     engine of :data:`irtlib.book.pipeline.CHAPTER_ENGINES` (seed 0, learning rate 0.1, the
-    epochs :func:`irtlib.book.pipeline.chapter_epochs` gives), ``workers`` fits at a time; what is
-    cached already is read, not refitted. Returns the wall seconds.
+    epochs :func:`irtlib.book.pipeline.chapter_epochs` gives), and SimpleSafetyTests by py-irt
+    with the text's priors and seed 1 (chapter 2's seed check), ``workers`` fits at a time; what
+    is cached already is read, not refitted. Returns the wall seconds.
     """
     from joblib import Parallel, delayed
 
@@ -210,10 +211,12 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
 
     start = time.perf_counter()
     benches = [load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS]
-    jobs = [(bench, engine, chapter_epochs(engine, 1000, quick=quick)) for engine in CHAPTER_ENGINES
+    jobs = [(bench, engine, 0, chapter_epochs(engine, 1000, quick=quick)) for engine in CHAPTER_ENGINES
             for bench in benches]
-    seconds = Parallel(n_jobs=workers)(delayed(_benchmark_fit)(bench, engine, epochs, cache_dir)
-                                       for bench, engine, epochs in jobs)
+    sst = benches[BOOK_BENCHMARKS.index("simplesafetytests")]
+    jobs.append((sst, "pyirt", 1, chapter_epochs("pyirt", 1000, quick=quick)))   # chapter 2's second seed
+    seconds = Parallel(n_jobs=workers)(delayed(_benchmark_fit)(bench, engine, seed, epochs, cache_dir)
+                                       for bench, engine, seed, epochs in jobs)
     if log is not None:
         print(f"[split stage] whole-benchmark fits ({len(jobs)}: {', '.join(CHAPTER_ENGINES)}): "
               f"{sum(seconds):.1f} s in the workers", file=log, flush=True)
