@@ -45,7 +45,7 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
     p.add_argument("--interval-folds", type=_int_at_least(2), default=5, metavar="F",
                    help="folds of the cross-fitted check that widens adaptive-test score intervals to the "
-                        "error measured on left-out calibration models (default 5: five item refits)")
+                        "error measured on left-out calibration models (default 5: five extra MAP fits)")
     p.add_argument("--no-interval-check", action="store_true",
                    help="skip that check: `evaluate` then states the plain 2PL intervals, which are too "
                         "narrow on real safety data")
