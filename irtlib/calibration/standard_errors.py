@@ -1,0 +1,268 @@
+"""Standard errors of the 2PL item parameters: the curvature of the posterior, or a bootstrap over models.
+
+The one place the formula is written. Paper, section "Model: 2PL" (appendix B): the posterior of
+``(theta_m, log a_j, b_j)`` under ``theta ~ Normal(0, 1)``, ``log a ~ Normal(0, 1)``, ``b ~ Normal(0, 1)``
+(the priors of :func:`irtlib.calibration.joint_map.fit_map`). With ``z = a (theta - b)``,
+``g = x - P`` and ``w = P (1 - P)`` per observed cell, the observed information (the negative
+Hessian of the log posterior) has the entries
+
+==================  ==========================  ===============================
+pair                per cell                    plus prior
+==================  ==========================  ===============================
+theta_m, theta_m    ``a^2 w``                   ``1 / sd_theta^2``
+log a_j, log a_j    ``w z^2 - g z``             ``1 / sd_log_a^2``
+b_j, b_j            ``a^2 w``                   ``1 / sd_b^2``
+log a_j, b_j        ``-a w z + a g``
+theta_m, log a_j    ``a (w z - g)``
+theta_m, b_j        ``-a^2 w``
+==================  ==========================  ===============================
+
+(the expected information drops the ``g`` terms). It is diagonal in the abilities and 2 x 2
+block-diagonal in the items, dense between them, so the item blocks of its inverse come from the
+``n_models x n_models`` Schur complement ``S = J_tt - C J_ii^-1 C^T`` in one Cholesky
+factorisation: ``Cov(item j) = D_j + D_j C_j^T S^-1 C_j D_j`` with ``D_j`` the inverse of the
+item's own 2 x 2 block. The abilities' uncertainty is therefore propagated into the items' (the
+SEs are those of the joint posterior, not of items given known abilities). ``se(a) = a se(log a)``
+(the delta method), since the posterior is close to Normal in ``log a``, not in ``a``.
+
+For a fit that is not the mode of that posterior (py-irt's hierarchical priors, ``engine="pyirt-authors"``)
+the curvature is not the right measure: ``method="bootstrap"`` refits the engine on models drawn with
+replacement and reports the SD of each parameter over the refits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from irtlib._typing import ArrayLike
+from irtlib.core.kernels import logit_z, sigmoid
+from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
+
+__all__ = ["SE_METHODS", "PAPER_PRIORS", "item_standard_errors", "calibration_standard_errors",
+           "bootstrap_refits", "default_method"]
+
+#: ``method`` of :func:`item_standard_errors`.
+SE_METHODS = ("observed", "expected", "bootstrap")
+#: ``(mean, sd)`` of the Normal priors on theta, log a and b (paper, appendix B).
+PAPER_PRIORS = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
+#: Items per block of the passes over the matrix (memory: a few ``n_models x ITEM_BLOCK`` arrays).
+ITEM_BLOCK = 2048
+
+
+def default_method(engine: str) -> str:
+    """The SE method that fits an engine: the curvature of the paper's posterior, a bootstrap for py-irt's hierarchical fit."""
+    return "bootstrap" if engine == "pyirt-authors" else "observed"
+
+
+def _blocks(n: int) -> Iterator[slice]:
+    for start in range(0, n, ITEM_BLOCK):
+        yield slice(start, min(n, start + ITEM_BLOCK))
+
+
+def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, observed: bool):
+    """Per-cell cross information of (log a_j, b_j) with theta_m, and the items' own 2 x 2 sums.
+
+    Returns ``c_al, c_b`` (n_models, n_block) and ``j_aa, j_ab, j_bb`` (n_block,) without the priors.
+    """
+    seen = ~np.isnan(x)
+    z = logit_z(theta[:, None], a, b)
+    p = sigmoid(z)
+    w = np.where(seen, p * (1.0 - p), 0.0)
+    g = np.where(seen, np.nan_to_num(x) - p, 0.0) if observed else np.zeros_like(w)
+    c_al = a * (w * z - g)
+    c_b = -(a * a) * w
+    j_aa = (w * z * z - g * z).sum(axis=0)
+    j_ab = (-a * w * z + a * g).sum(axis=0)
+    j_bb = (a * a) * w.sum(axis=0)
+    return c_al, c_b, j_aa, j_ab, j_bb, w
+
+
+def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *,
+                          priors, observed: bool):
+    """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD."""
+    (_, st), (_, sa), (_, sb) = priors
+    n_models, n_items = x.shape
+    blocks = list(_blocks(n_items))
+    schur = np.zeros((n_models, n_models))
+    j_tt = np.full(n_models, 1.0 / st**2)
+    inv = []
+    for cols in blocks:
+        c_al, c_b, j_aa, j_ab, j_bb, w = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+        j_tt += (w * a[cols] ** 2).sum(axis=1)
+        j_aa, j_bb = j_aa + 1.0 / sa**2, j_bb + 1.0 / sb**2
+        det = j_aa * j_bb - j_ab**2
+        if not ((j_aa > 0) & (det > 0)).all():
+            return None
+        d = (j_bb / det, -j_ab / det, j_aa / det)            # D_j = inverse of the item's block
+        m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+        schur -= c_al @ m_al.T + c_b @ m_b.T
+        inv.append(d)
+    schur[np.diag_indices(n_models)] += j_tt
+    try:
+        factor = cho_factor(schur)
+    except LinAlgError:
+        return None
+    var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
+    for cols, d in zip(blocks, inv, strict=True):
+        c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+        m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+        s_al, s_b = cho_solve(factor, m_al), cho_solve(factor, m_b)
+        var_al[cols] = d[0] + (m_al * s_al).sum(axis=0)
+        var_b[cols] = d[2] + (m_b * s_b).sum(axis=0)
+        cov[cols] = d[1] + (m_al * s_b).sum(axis=0)
+    var_theta = np.diag(cho_solve(factor, np.eye(n_models)))
+    return var_al, var_b, cov, var_theta
+
+
+def _refit(values: np.ndarray, engine: str, seed: int, epochs: int, start: dict | None):
+    """``(a, b)`` of one bootstrap refit with ``engine``."""
+    if engine == "map":
+        from .joint_map import fit_map
+
+        _, a, b, _ = fit_map(values, start=start, n_threads=1)
+        return a, b
+    from .joint_map import AUTHORS_PYIRT, load_pyirt_engine
+
+    fit_pyirt = load_pyirt_engine()
+    extra = AUTHORS_PYIRT if engine == "pyirt-authors" else {"lr_decay": 1.0}
+    _, a, b = fit_pyirt(values, seed=seed, epochs=epochs, **extra)
+    return np.asarray(a, float), np.asarray(b, float)
+
+
+def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 100, seed: int = 0,
+                     epochs: int = 1000, start: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Refit the 2PL on ``n_boot`` resamples of the models (rows drawn with replacement).
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_models, n_items)
+        1 safe, 0 unsafe, NaN missing.
+    engine : {"map", "pyirt", "pyirt-authors"}
+        The engine of every refit (:func:`irtlib.calibration.joint_map.fit_2pl`).
+    n_boot, seed : int
+        Number of resamples; seeds the draws (and py-irt's streams, ``seed + r`` for refit ``r``).
+    epochs : int
+        py-irt epochs.
+    start : dict, optional
+        MAP engine: ``theta`` (n_models,), ``a``, ``b`` of the full fit; each refit starts there
+        (the resampled models' abilities), so it needs few Newton steps.
+
+    Returns
+    -------
+    a, b : ndarray, shape (n_boot, n_items)
+    """
+    x = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, x.shape[0], size=(n_boot, x.shape[0]))
+    a_out, b_out = np.empty((n_boot, x.shape[1])), np.empty((n_boot, x.shape[1]))
+    for r, pick in enumerate(rows):
+        begin = None if start is None else {"theta": np.asarray(start["theta"], float)[pick],
+                                            "a": start["a"], "b": start["b"]}
+        a_out[r], b_out[r] = _refit(x[pick], engine, seed + r, epochs, begin)
+    return a_out, b_out
+
+
+def _as_arrays(responses, a, b, theta):
+    """The response values and the parameters as float arrays in the matrix's order, checked."""
+    if isinstance(responses, ResponseMatrix):
+        x, source = responses.values, responses.source
+        a = a.reindex(responses.items) if isinstance(a, pd.Series) else a
+        b = b.reindex(responses.items) if isinstance(b, pd.Series) else b
+        theta = theta.reindex(responses.models) if isinstance(theta, pd.Series) else theta
+        items = pd.Index(responses.items)
+    else:
+        x, source, items = np.asarray(responses, dtype=float), "responses", None
+    a, b, theta = (np.asarray(v, dtype=float) for v in (a, b, theta))
+    if x.ndim != 2 or a.shape != x.shape[1:] or b.shape != x.shape[1:] or theta.shape != x.shape[:1]:
+        raise InputError(f"{source}: parameters of shapes a {a.shape}, b {b.shape}, theta {theta.shape} do not "
+                         f"match the responses' {x.shape} (models x items)")
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(theta).all()):
+        raise InputError(f"{source}: some item or model of the responses has no finite parameter "
+                         "(parameters from another matrix?)")
+    if (a <= 0).any():
+        raise InputError(f"{source}: discrimination a must be positive")
+    return x, a, b, theta, items
+
+
+def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b: ArrayLike, theta: ArrayLike, *,
+                         method: str = "observed", priors=PAPER_PRIORS, engine: str = "map", n_boot: int = 100,
+                         seed: int = 0, epochs: int = 1000) -> pd.DataFrame:
+    """Standard errors of each item's ``a`` and ``b`` (and of the abilities) for a fitted 2PL.
+
+    Parameters
+    ----------
+    responses : ResponseMatrix or ndarray, shape (n_models, n_items)
+        The responses the parameters were fitted to (1 safe, 0 unsafe, NaN missing).
+    a, b : array_like or Series, shape (n_items,)
+        The fitted discriminations and difficulties (Series are aligned to the matrix's items).
+    theta : array_like or Series, shape (n_models,)
+        The fitted abilities of the same models.
+    method : {"observed", "expected", "bootstrap"}
+        ``"observed"`` (default): the inverse of the observed information of the posterior at the given
+        parameters (the module docstring); right for the MAP engine and py-irt with the paper's priors.
+        ``"expected"``: the same with the expected (Fisher) information. ``"bootstrap"``: the SD over
+        ``n_boot`` refits of ``engine`` on the models drawn with replacement (for
+        ``engine="pyirt-authors"``, whose hierarchical priors make the curvature the wrong measure).
+        When the observed information is not positive definite at the given parameters (they are not a
+        mode of the posterior), the expected one is used and ``attrs["information"]`` says so.
+    priors : ((float, float), (float, float), (float, float))
+        Means and SDs of the Normal priors on theta, log a and b (the paper's by default).
+    engine, n_boot, seed, epochs
+        The bootstrap's engine, resamples, seed and py-irt epochs.
+
+    Returns
+    -------
+    DataFrame, indexed by item (the matrix's items, or 0..n_items-1 for an array)
+        ``se_a``, ``se_b`` and ``cov_ab`` (the covariance of ``a`` and ``b``). ``attrs`` holds
+        ``method``, ``information`` and ``se_theta`` (ndarray, shape (n_models,); observed/expected only).
+
+    Raises
+    ------
+    InputError
+        Shapes that do not match, non-finite parameters, an unknown method.
+    """
+    if method not in SE_METHODS:
+        raise InputError(f"unknown standard-error method {method!r}; choose one of {SE_METHODS}")
+    x, a, b, theta, items = _as_arrays(responses, a, b, theta)
+    attrs: dict = {"method": method}
+    if method == "bootstrap":
+        start = {"theta": theta, "a": a, "b": b} if engine == "map" else None
+        a_r, b_r = bootstrap_refits(x, engine=engine, n_boot=n_boot, seed=seed, epochs=epochs, start=start)
+        se_a, se_b = a_r.std(axis=0, ddof=1), b_r.std(axis=0, ddof=1)
+        cov_ab = ((a_r - a_r.mean(0)) * (b_r - b_r.mean(0))).sum(axis=0) / (n_boot - 1)
+        attrs.update(information=f"bootstrap over models ({n_boot} refits, {engine} engine, seed {seed})")
+    else:
+        found = _posterior_covariance(x, theta, a, b, priors=priors, observed=method == "observed")
+        attrs["information"] = method
+        if found is None and method == "observed":
+            found = _posterior_covariance(x, theta, a, b, priors=priors, observed=False)
+            attrs["information"] = ("expected (the observed information is not positive definite at these "
+                                    "parameters: not a posterior mode)")
+        if found is None:
+            raise InputError("the information of the posterior is singular at these parameters")
+        var_al, var_b, cov, var_theta = found
+        se_a, se_b, cov_ab = a * np.sqrt(var_al), np.sqrt(var_b), a * cov
+        attrs["se_theta"] = np.sqrt(var_theta)
+    out = pd.DataFrame({"se_a": se_a, "se_b": se_b, "cov_ab": cov_ab},
+                       index=items if items is not None else pd.RangeIndex(x.shape[1]))
+    out.attrs.update(attrs)
+    return out
+
+
+def calibration_standard_errors(cal, matrix: ResponseMatrix, *, method: str | None = None,
+                                **options) -> pd.DataFrame:
+    """:func:`item_standard_errors` of a :class:`~irtlib.calibration.joint_map.Calibration` fitted to ``matrix``.
+
+    ``method`` defaults to the engine's (:func:`default_method`); the bootstrap refits with the fit's engine.
+    """
+    method = method or default_method(cal.engine)
+    if method == "bootstrap":
+        options.setdefault("engine", cal.engine)
+        options.setdefault("seed", int(cal.settings.get("seed", 0)))
+        options.setdefault("epochs", int(cal.settings.get("epochs", 1000)))
+    return item_standard_errors(matrix, cal.a, cal.b, cal.theta, method=method, **options)
