@@ -37,6 +37,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import logit_z, sigmoid
@@ -82,9 +83,23 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
     return c_al, c_b, j_aa, j_ab, j_bb, w
 
 
+def _scale_constraints(theta: np.ndarray) -> np.ndarray:
+    """``L`` (2, n_models): the linearised mean and SD of the abilities, the two directions the scale fixes."""
+    n = len(theta)
+    centred = theta - theta.mean()
+    sd = np.sqrt((centred**2).mean())
+    return np.stack([np.full(n, 1.0 / n), centred / (n * sd if sd > 0 else 1.0)])
+
+
 def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *,
-                          priors, observed: bool):
-    """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD."""
+                          priors, observed: bool, given_scale: bool):
+    """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD.
+
+    With ``given_scale`` the covariance is the one conditional on the abilities' mean and SD (the
+    linear constraints ``L theta`` of :func:`_scale_constraints`):
+    ``Sigma - Sigma L^T (L Sigma_tt L^T)^-1 L Sigma``, where the items' covariance with the abilities
+    is ``-D C^T S^-1``.
+    """
     (_, st), (_, sa), (_, sb) = priors
     n_models, n_items = x.shape
     blocks = list(_blocks(n_items))
@@ -107,35 +122,41 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
         factor = cho_factor(schur)
     except LinAlgError:
         return None
+    s_inv = cho_solve(factor, np.eye(n_models))
+    lt = _scale_constraints(theta).T if given_scale else np.zeros((n_models, 0))
+    u = s_inv @ lt                                             # S^-1 L^T, (n_models, 2)
+    k_inv = np.linalg.pinv(lt.T @ u) if given_scale else np.zeros((0, 0))
     var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
     for cols, d in zip(blocks, inv, strict=True):
         c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
         m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
-        s_al, s_b = cho_solve(factor, m_al), cho_solve(factor, m_b)
-        var_al[cols] = d[0] + (m_al * s_al).sum(axis=0)
-        var_b[cols] = d[2] + (m_b * s_b).sum(axis=0)
-        cov[cols] = d[1] + (m_al * s_b).sum(axis=0)
-    var_theta = np.diag(cho_solve(factor, np.eye(n_models)))
+        s_al, s_b = s_inv @ m_al, s_inv @ m_b
+        v_al, v_b = m_al.T @ u, m_b.T @ u                       # items' covariance with L theta (sign squared away)
+        var_al[cols] = d[0] + (m_al * s_al).sum(axis=0) - ((v_al @ k_inv) * v_al).sum(axis=1)
+        var_b[cols] = d[2] + (m_b * s_b).sum(axis=0) - ((v_b @ k_inv) * v_b).sum(axis=1)
+        cov[cols] = d[1] + (m_al * s_b).sum(axis=0) - ((v_al @ k_inv) * v_b).sum(axis=1)
+    var_theta = np.diag(s_inv) - ((u @ k_inv) * u).sum(axis=1)
     return var_al, var_b, cov, var_theta
 
 
 def _refit(values: np.ndarray, engine: str, seed: int, epochs: int, start: dict | None):
-    """``(a, b)`` of one bootstrap refit with ``engine``."""
+    """``(theta, a, b)`` of one bootstrap refit with ``engine``."""
     if engine == "map":
         from .joint_map import fit_map
 
-        _, a, b, _ = fit_map(values, start=start, n_threads=1)
-        return a, b
+        theta, a, b, _ = fit_map(values, start=start, n_threads=1)
+        return theta, a, b
     from .joint_map import AUTHORS_PYIRT, load_pyirt_engine
 
     fit_pyirt = load_pyirt_engine()
     extra = AUTHORS_PYIRT if engine == "pyirt-authors" else {"lr_decay": 1.0}
-    _, a, b = fit_pyirt(values, seed=seed, epochs=epochs, **extra)
-    return np.asarray(a, float), np.asarray(b, float)
+    theta, a, b = fit_pyirt(values, seed=seed, epochs=epochs, **extra)
+    return np.asarray(theta, float), np.asarray(a, float), np.asarray(b, float)
 
 
 def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 100, seed: int = 0,
-                     epochs: int = 1000, start: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     epochs: int = 1000, start: dict | None = None,
+                     align: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Refit the 2PL on ``n_boot`` resamples of the models (rows drawn with replacement).
 
     Parameters
@@ -151,6 +172,10 @@ def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 10
     start : dict, optional
         MAP engine: ``theta`` (n_models,), ``a``, ``b`` of the full fit; each refit starts there
         (the resampled models' abilities), so it needs few Newton steps.
+    align : ndarray, shape (n_models,), optional
+        The full fit's abilities: each refit is put on their scale (the linear map that gives the drawn
+        models' refitted abilities the mean and SD of theirs in ``align``), so the spread is that of the
+        items given the scale.
 
     Returns
     -------
@@ -163,7 +188,12 @@ def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 10
     for r, pick in enumerate(rows):
         begin = None if start is None else {"theta": np.asarray(start["theta"], float)[pick],
                                             "a": start["a"], "b": start["b"]}
-        a_out[r], b_out[r] = _refit(x[pick], engine, seed + r, epochs, begin)
+        theta_r, a_out[r], b_out[r] = _refit(x[pick], engine, seed + r, epochs, begin)
+        if align is not None:
+            ref = np.asarray(align, float)[pick]
+            slope = ref.std() / theta_r.std()
+            shift = ref.mean() - slope * theta_r.mean()
+            a_out[r], b_out[r] = a_out[r] / slope, slope * b_out[r] + shift
     return a_out, b_out
 
 
@@ -190,8 +220,8 @@ def _as_arrays(responses, a, b, theta):
 
 
 def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b: ArrayLike, theta: ArrayLike, *,
-                         method: str = "observed", priors=PAPER_PRIORS, engine: str = "map", n_boot: int = 100,
-                         seed: int = 0, epochs: int = 1000) -> pd.DataFrame:
+                         method: str = "observed", given_scale: bool = True, priors=PAPER_PRIORS,
+                         engine: str = "map", n_boot: int = 100, seed: int = 0, epochs: int = 1000) -> pd.DataFrame:
     """Standard errors of each item's ``a`` and ``b`` (and of the abilities) for a fitted 2PL.
 
     Parameters
@@ -210,6 +240,15 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
         ``engine="pyirt-authors"``, whose hierarchical priors make the curvature the wrong measure).
         When the observed information is not positive definite at the given parameters (they are not a
         mode of the posterior), the expected one is used and ``attrs["information"]`` says so.
+    given_scale : bool
+        True (default): the errors given the scale, i.e. conditional on the mean and SD of the
+        calibration models' abilities (the location and unit of the bank's scale), the errors that
+        matter when items are compared on one scale, and for anything the scale does not change
+        (probabilities, the CV of ``a``). False: the joint posterior's, which also carry the
+        uncertainty of the scale itself; with the paper's priors that is large, because the priors on
+        ``theta`` and ``log a`` pin the unit only weakly (it moves every ``b`` in proportion to ``b``).
+        The bootstrap's refits are put on the fit's scale the same way (mean and SD of the drawn models'
+        abilities equal to the fit's) when True.
     priors : ((float, float), (float, float), (float, float))
         Means and SDs of the Normal priors on theta, log a and b (the paper's by default).
     engine, n_boot, seed, epochs
@@ -232,17 +271,20 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
     attrs: dict = {"method": method}
     if method == "bootstrap":
         start = {"theta": theta, "a": a, "b": b} if engine == "map" else None
-        a_r, b_r = bootstrap_refits(x, engine=engine, n_boot=n_boot, seed=seed, epochs=epochs, start=start)
+        a_r, b_r = bootstrap_refits(x, engine=engine, n_boot=n_boot, seed=seed, epochs=epochs, start=start,
+                                    align=theta if given_scale else None)
         se_a, se_b = a_r.std(axis=0, ddof=1), b_r.std(axis=0, ddof=1)
         cov_ab = ((a_r - a_r.mean(0)) * (b_r - b_r.mean(0))).sum(axis=0) / (n_boot - 1)
-        attrs.update(information=f"bootstrap over models ({n_boot} refits, {engine} engine, seed {seed})")
+        attrs.update(given_scale=given_scale, information=f"bootstrap over models ({n_boot} refits, {engine} engine, seed {seed})")
     else:
-        found = _posterior_covariance(x, theta, a, b, priors=priors, observed=method == "observed")
-        attrs["information"] = method
-        if found is None and method == "observed":
-            found = _posterior_covariance(x, theta, a, b, priors=priors, observed=False)
-            attrs["information"] = ("expected (the observed information is not positive definite at these "
-                                    "parameters: not a posterior mode)")
+        attrs.update(information=method, given_scale=given_scale)
+        with threadpool_limits(limits=1, user_api="blas"):     # small products: threaded BLAS only spins
+            found = _posterior_covariance(x, theta, a, b, priors=priors, observed=method == "observed",
+                                          given_scale=given_scale)
+            if found is None and method == "observed":
+                found = _posterior_covariance(x, theta, a, b, priors=priors, observed=False, given_scale=given_scale)
+                attrs["information"] = ("expected (the observed information is not positive definite at these "
+                                        "parameters: not a posterior mode)")
         if found is None:
             raise InputError("the information of the posterior is singular at these parameters")
         var_al, var_b, cov, var_theta = found
