@@ -56,7 +56,7 @@ ITEM_BLOCK = 2048
 
 
 def default_method(engine: str) -> str:
-    """The SE method that fits an engine: the curvature of the paper's posterior, a bootstrap for py-irt's hierarchical fit."""
+    """The SE method that fits an engine: the posterior's curvature, a bootstrap for py-irt's hierarchical fit."""
     return "bootstrap" if engine == "pyirt-authors" else "observed"
 
 
@@ -275,7 +275,8 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
                                     align=theta if given_scale else None)
         se_a, se_b = a_r.std(axis=0, ddof=1), b_r.std(axis=0, ddof=1)
         cov_ab = ((a_r - a_r.mean(0)) * (b_r - b_r.mean(0))).sum(axis=0) / (n_boot - 1)
-        attrs.update(given_scale=given_scale, information=f"bootstrap over models ({n_boot} refits, {engine} engine, seed {seed})")
+        attrs.update(given_scale=given_scale,
+                     information=f"bootstrap over models ({n_boot} refits, {engine} engine, seed {seed})")
     else:
         attrs.update(information=method, given_scale=given_scale)
         with threadpool_limits(limits=1, user_api="blas"):     # small products: threaded BLAS only spins
