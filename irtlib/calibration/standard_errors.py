@@ -92,19 +92,20 @@ def _scale_constraints(theta: np.ndarray) -> np.ndarray:
 
 
 def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *,
-                          priors, observed: bool, given_scale: bool):
+                          priors, observed: bool, given_scale: bool, extra_tt: np.ndarray | float = 0.0):
     """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD.
 
     With ``given_scale`` the covariance is the one conditional on the abilities' mean and SD (the
     linear constraints ``L theta`` of :func:`_scale_constraints`):
     ``Sigma - Sigma L^T (L Sigma_tt L^T)^-1 L Sigma``, where the items' covariance with the abilities
-    is ``-D C^T S^-1``.
+    is ``-D C^T S^-1``. ``extra_tt`` (n_models,) is information about the abilities from items held
+    fixed (fixed-parameter calibration).
     """
     (_, st), (_, sa), (_, sb) = priors
     n_models, n_items = x.shape
     blocks = list(_blocks(n_items))
     schur = np.zeros((n_models, n_models))
-    j_tt = np.full(n_models, 1.0 / st**2)
+    j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
     inv = []
     for cols in blocks:
         c_al, c_b, j_aa, j_ab, j_bb, w = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
@@ -221,7 +222,8 @@ def _as_arrays(responses, a, b, theta):
 
 def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b: ArrayLike, theta: ArrayLike, *,
                          method: str = "observed", given_scale: bool = True, priors=PAPER_PRIORS,
-                         engine: str = "map", n_boot: int = 100, seed: int = 0, epochs: int = 1000) -> pd.DataFrame:
+                         engine: str = "map", n_boot: int = 100, seed: int = 0, epochs: int = 1000,
+                         fixed: ArrayLike | None = None) -> pd.DataFrame:
     """Standard errors of each item's ``a`` and ``b`` (and of the abilities) for a fitted 2PL.
 
     Parameters
@@ -253,6 +255,11 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
         Means and SDs of the Normal priors on theta, log a and b (the paper's by default).
     engine, n_boot, seed, epochs
         The bootstrap's engine, resamples, seed and py-irt epochs.
+    fixed : ndarray of bool, shape (n_items,), optional
+        Items whose parameters were held fixed (fixed-parameter calibration,
+        :func:`irtlib.calibration.fixed.fit_fixed`): they inform the abilities but have no error of
+        their own here (NaN); the scale is theirs, so ``given_scale`` does not apply. Observed or
+        expected information only.
 
     Returns
     -------
@@ -270,6 +277,8 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
     x, a, b, theta, items = _as_arrays(responses, a, b, theta)
     attrs: dict = {"method": method}
     if method == "bootstrap":
+        if fixed is not None:
+            raise InputError("fixed items: use method='observed' or 'expected' (the bootstrap refits everything)")
         start = {"theta": theta, "a": a, "b": b} if engine == "map" else None
         a_r, b_r = bootstrap_refits(x, engine=engine, n_boot=n_boot, seed=seed, epochs=epochs, start=start,
                                     align=theta if given_scale else None)
@@ -278,18 +287,27 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
         attrs.update(given_scale=given_scale,
                      information=f"bootstrap over models ({n_boot} refits, {engine} engine, seed {seed})")
     else:
+        free, extra_tt = np.ones(x.shape[1], dtype=bool), 0.0
+        if fixed is not None:
+            free = ~np.asarray(fixed, dtype=bool)
+            p = sigmoid(logit_z(theta[:, None], a[~free], b[~free]))
+            extra_tt = np.where(np.isnan(x[:, ~free]), 0.0, p * (1 - p) * a[~free] ** 2).sum(axis=1)
+            given_scale = False
         attrs.update(information=method, given_scale=given_scale)
+        args = (x[:, free], theta, a[free], b[free])
         with threadpool_limits(limits=1, user_api="blas"):     # small products: threaded BLAS only spins
-            found = _posterior_covariance(x, theta, a, b, priors=priors, observed=method == "observed",
-                                          given_scale=given_scale)
+            found = _posterior_covariance(*args, priors=priors, observed=method == "observed",
+                                          given_scale=given_scale, extra_tt=extra_tt)
             if found is None and method == "observed":
-                found = _posterior_covariance(x, theta, a, b, priors=priors, observed=False, given_scale=given_scale)
+                found = _posterior_covariance(*args, priors=priors, observed=False, given_scale=given_scale,
+                                              extra_tt=extra_tt)
                 attrs["information"] = ("expected (the observed information is not positive definite at these "
                                         "parameters: not a posterior mode)")
         if found is None:
             raise InputError("the information of the posterior is singular at these parameters")
         var_al, var_b, cov, var_theta = found
-        se_a, se_b, cov_ab = a * np.sqrt(var_al), np.sqrt(var_b), a * cov
+        se_a, se_b, cov_ab = (np.full(x.shape[1], np.nan) for _ in range(3))
+        se_a[free], se_b[free], cov_ab[free] = a[free] * np.sqrt(var_al), np.sqrt(var_b), a[free] * cov
         attrs["se_theta"] = np.sqrt(var_theta)
     out = pd.DataFrame({"se_a": se_a, "se_b": se_b, "cov_ab": cov_ab},
                        index=items if items is not None else pd.RangeIndex(x.shape[1]))
