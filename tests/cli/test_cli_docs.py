@@ -53,8 +53,8 @@ def test_every_option_of_every_subcommand_is_in_docs_cli_md():
 def test_each_command_module_adds_one_subcommand():
     parser = build_parser()
     names = list(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
-    assert names == ["calibrate", "add-items", "link", "subset", "evaluate", "agreement", "report", "paper-data", "airbench-data",
-                     "helm-data"]
+    assert names == ["calibrate", "add-items", "link", "subset", "evaluate", "agreement", "report", "paper-data",
+                     "airbench-data", "helm-data"]
     assert [m.__name__.rsplit(".", 1)[1].replace("_", "-") for m in COMMANDS] == names
 
 
