@@ -15,7 +15,7 @@ from irtlib._typing import ArrayLike
 from irtlib.core.kernels import logit_z, sigmoid
 from irtlib.errors import InputError
 
-from .standard_errors import PAPER_PRIORS
+from .standard_errors import PAPER_PRIORS, Priors
 
 __all__ = ["fit_fixed"]
 
@@ -27,7 +27,7 @@ def _sums(x, seen, theta, a, b):
     return np.where(seen, np.nan_to_num(x) - p, 0.0), np.where(seen, p * (1 - p), 0.0), z
 
 
-def fit_fixed(values: ArrayLike, a_fixed: ArrayLike, b_fixed: ArrayLike, *, priors=PAPER_PRIORS,
+def fit_fixed(values: ArrayLike, a_fixed: ArrayLike, b_fixed: ArrayLike, *, priors: Priors = PAPER_PRIORS,
               max_iter: int = 500, tol: float = 1e-6, max_step: float = 1.0) -> tuple[np.ndarray, ...]:
     """Posterior mode of the abilities and the free items' parameters with the fixed items' held.
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
-from scipy.stats import norm
 
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import probability
@@ -36,8 +34,9 @@ LINK_METHODS = ("mean/sigma", "mean/mean", "stocking-lord")
 MIN_COMMON = 5
 #: Bootstrap resamples solved at once (memory: a few ``_BLOCK x 41 x n_common`` arrays).
 _BLOCK = 25
-#: Ability grid of the Stocking-Lord criterion, in SDs of the base scale's abilities.
+#: Ability grid of the Stocking-Lord criterion, in SDs of the base scale's abilities, and its Normal weights.
 _GRID = np.linspace(-4.0, 4.0, 41)
+_WEIGHTS = np.exp(-0.5 * _GRID**2) / np.exp(-0.5 * _GRID**2).sum()
 
 
 def _mean_sigma(a_x, b_x, a_y, b_y):
@@ -104,6 +103,8 @@ def _stocking_lord(counts, a_x, b_x, a_y, b_y, *, start, grid, weights, iteratio
 
 def _stocking_lord_scipy(a_x, b_x, a_y, b_y, *, start, grid, weights):
     """The criterion minimised by scipy (least squares on the weighted residuals), for one set of items."""
+    from scipy.optimize import least_squares  # here: `irtlib --help` imports this module's names only
+
     ones, root = np.ones((1, a_x.size)), np.sqrt(weights)
     target = probability(grid[:, None], a_y, b_y).sum(axis=1)
 
@@ -138,10 +139,8 @@ def linking_constants(a_x: ArrayLike, b_x: ArrayLike, a_y: ArrayLike, b_y: Array
     a_x, b_x, a_y, b_y = (np.asarray(v, dtype=float) for v in (a_x, b_x, a_y, b_y))
     out = {"mean/sigma": tuple(map(float, _mean_sigma(a_x, b_x, a_y, b_y))),
            "mean/mean": tuple(map(float, _mean_mean(a_x, b_x, a_y, b_y)))}
-    grid = theta_mean + theta_sd * _GRID
-    weights = norm.pdf(_GRID)
-    out["stocking-lord"] = _stocking_lord_scipy(a_x, b_x, a_y, b_y, start=out["mean/sigma"], grid=grid,
-                                                weights=weights / weights.sum())
+    out["stocking-lord"] = _stocking_lord_scipy(a_x, b_x, a_y, b_y, start=out["mean/sigma"],
+                                                grid=theta_mean + theta_sd * _GRID, weights=_WEIGHTS)
     return out
 
 
@@ -182,7 +181,7 @@ def link_constants_with_errors(a_x: ArrayLike, b_x: ArrayLike, a_y: ArrayLike, b
     picks = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     boot = {"mean/sigma": _mean_sigma(a_x[picks], b_x[picks], a_y[picks], b_y[picks]),
             "mean/mean": _mean_mean(a_x[picks], b_x[picks], a_y[picks], b_y[picks])}
-    grid, weights = theta_mean + theta_sd * _GRID, norm.pdf(_GRID) / norm.pdf(_GRID).sum()
+    grid, weights = theta_mean + theta_sd * _GRID, _WEIGHTS
     counts = np.stack([np.bincount(p, minlength=n) for p in picks]).astype(float)
     sl = np.concatenate([_stocking_lord(counts[r:r + _BLOCK], a_x, b_x, a_y, b_y, start=point["stocking-lord"],
                                         grid=grid, weights=weights) for r in range(0, n_boot, _BLOCK)])

@@ -33,6 +33,7 @@ replacement and reports the SD of each parameter over the refits.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,13 +45,17 @@ from irtlib.core.kernels import logit_z, sigmoid
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
-__all__ = ["SE_METHODS", "PAPER_PRIORS", "item_standard_errors", "calibration_standard_errors",
+from .joint_map import Calibration
+
+__all__ = ["SE_METHODS", "PAPER_PRIORS", "Priors", "item_standard_errors", "calibration_standard_errors",
            "bootstrap_refits", "default_method"]
 
 #: ``method`` of :func:`item_standard_errors`.
 SE_METHODS = ("observed", "expected", "bootstrap")
-#: ``(mean, sd)`` of the Normal priors on theta, log a and b (paper, appendix B).
-PAPER_PRIORS = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
+#: ``((mean, sd), (mean, sd), (mean, sd))`` of the Normal priors on theta, log a and b.
+Priors = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
+#: The paper's priors (appendix B).
+PAPER_PRIORS: Priors = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
 #: Items per block of the passes over the matrix (memory: a few ``n_models x ITEM_BLOCK`` arrays).
 ITEM_BLOCK = 2048
 
@@ -221,7 +226,7 @@ def _as_arrays(responses, a, b, theta):
 
 
 def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b: ArrayLike, theta: ArrayLike, *,
-                         method: str = "observed", given_scale: bool = True, priors=PAPER_PRIORS,
+                         method: str = "observed", given_scale: bool = True, priors: Priors = PAPER_PRIORS,
                          engine: str = "map", n_boot: int = 100, seed: int = 0, epochs: int = 1000,
                          fixed: ArrayLike | None = None) -> pd.DataFrame:
     """Standard errors of each item's ``a`` and ``b`` (and of the abilities) for a fitted 2PL.
@@ -315,8 +320,8 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
     return out
 
 
-def calibration_standard_errors(cal, matrix: ResponseMatrix, *, method: str | None = None,
-                                **options) -> pd.DataFrame:
+def calibration_standard_errors(cal: Calibration, matrix: ResponseMatrix, *, method: str | None = None,
+                                **options: Any) -> pd.DataFrame:
     """:func:`item_standard_errors` of a :class:`~irtlib.calibration.joint_map.Calibration` fitted to ``matrix``.
 
     ``method`` defaults to the engine's (:func:`default_method`); the bootstrap refits with the fit's engine.
