@@ -8,22 +8,14 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from formats_helpers import make_cli
 
 from irtlib.bank.format import read_bank
 from irtlib.core.kernels import probability
 
 
 def run(args, cwd, monkeypatch, capsys):
-    from irtlib.cli import main
-
-    monkeypatch.chdir(cwd)
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return make_cli(monkeypatch, capsys)(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
