@@ -21,7 +21,7 @@ import pandas as pd
 
 from irtlib._version import __version__
 from irtlib.calibration.joint_map import ENGINES, Calibration, fit_2pl
-from irtlib.calibration.standard_errors import calibration_standard_errors, default_method
+from irtlib.calibration.standard_errors import calibration_standard_errors
 from irtlib.core.responses import ResponseMatrix, shown
 from irtlib.core.stats import spearman
 from irtlib.errors import InputError
@@ -44,7 +44,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                    seed: int = 0, prompts: pd.Series | None = None, source: str | None = None,
                    data_sha256: str | None = None, binarize: dict | None = None,
                    epochs: int = 1000, interval_check: bool = True, interval_folds: int = 5,
-                   scale: str = "fit", standard_errors: str = "auto", se_bootstrap: int = 50,
+                   scale: str = "fit", standard_errors: str = "observed", se_bootstrap: int = 50,
                    progress: Callable[[str], None] | None = None,
                    fit_progress: Callable[[int, float], None] | None = None,
                    check_progress: Callable[[int, int], None] | None = None) -> ItemBank:
@@ -95,12 +95,14 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         ``a' = a s``), which leaves every probability unchanged; use it to compare parameters with
         another tool's, which report on scales of their own (see docs/cli.md, "The scale of a bank").
         Either way the header's ``scale`` records which, with the fit's ``m`` and ``s``.
-    standard_errors : {"auto", "observed", "bootstrap", "none"}
+    standard_errors : {"observed", "bootstrap", "none"}
         The items' standard errors, stored as columns ``se_a`` and ``se_b`` (on the bank's scale, given
         the scale: :func:`irtlib.calibration.standard_errors.item_standard_errors`), with the header's
         ``standard_errors`` saying how, and the CV of ``a``'s 95% interval in ``diagnostics.cv_a_interval``.
-        ``"auto"``: the inverse observed information for the MAP and the paper's py-irt engines, a
-        bootstrap over models for ``"pyirt-authors"`` (hierarchical priors). ``"none"``: no columns.
+        ``"observed"`` (default): the inverse observed information of the paper's posterior at the fit (for
+        ``"pyirt-authors"``, whose hierarchical priors the curvature does not describe, an approximation);
+        ``"bootstrap"``: the SD over ``se_bootstrap`` refits of the engine on models drawn with replacement
+        (each a full fit: slow with the py-irt engines). ``"none"``: no columns.
     se_bootstrap : int
         Refits of the bootstrap (with the bank's engine).
     progress : callable(str), optional
@@ -154,9 +156,10 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     })
     se_record = None
     if standard_errors != "none":
-        say(f"standard errors of a and b ({default_method(engine) if standard_errors == 'auto' else standard_errors})")
-        se = calibration_standard_errors(fitted, kept, method=None if standard_errors == "auto" else standard_errors,
-                                         n_boot=se_bootstrap)
+        say(f"standard errors of a and b ({standard_errors}"
+            + (f": {se_bootstrap} refits, {engine} engine)" if standard_errors == "bootstrap" else ")"))
+        se = calibration_standard_errors(fitted, kept, method=standard_errors,
+                                         **({"n_boot": se_bootstrap} if standard_errors == "bootstrap" else {}))
         unit = scale_record["fit_theta_sd"] if scale == "standard" else 1.0
         items["se_a"], items["se_b"] = se["se_a"] * unit, se["se_b"] / unit
         se_record = {"method": se.attrs["method"], "information": se.attrs["information"], "given_scale": True,
@@ -179,7 +182,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
 
 
 #: ``standard_errors`` of :func:`calibrate_bank`.
-SE_CHOICES = ("auto", "observed", "bootstrap", "none")
+SE_CHOICES = ("observed", "bootstrap", "none")
 
 #: The scales a bank can be written on (:func:`calibrate_bank`'s ``scale``).
 SCALES = ("fit", "standard")

@@ -26,8 +26,9 @@ SEs are those of the joint posterior, not of items given known abilities). ``se(
 (the delta method), since the posterior is close to Normal in ``log a``, not in ``a``.
 
 For a fit that is not the mode of that posterior (py-irt's hierarchical priors, ``engine="pyirt-authors"``)
-the curvature is not the right measure: ``method="bootstrap"`` refits the engine on models drawn with
-replacement and reports the SD of each parameter over the refits.
+the curvature at its parameters is only an approximation (and where it is not positive definite the
+expected information stands in): the option ``method="bootstrap"`` refits the engine on models drawn
+with replacement and reports the SD of each parameter over the refits.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from irtlib.errors import InputError
 from .joint_map import Calibration
 
 __all__ = ["SE_METHODS", "PAPER_PRIORS", "Priors", "item_standard_errors", "calibration_standard_errors",
-           "bootstrap_refits", "default_method"]
+           "bootstrap_refits"]
 
 #: ``method`` of :func:`item_standard_errors`.
 SE_METHODS = ("observed", "expected", "bootstrap")
@@ -58,11 +59,6 @@ Priors = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
 PAPER_PRIORS: Priors = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
 #: Items per block of the passes over the matrix (memory: a few ``n_models x ITEM_BLOCK`` arrays).
 ITEM_BLOCK = 2048
-
-
-def default_method(engine: str) -> str:
-    """The SE method that fits an engine: the posterior's curvature, a bootstrap for py-irt's hierarchical fit."""
-    return "bootstrap" if engine == "pyirt-authors" else "observed"
 
 
 def _blocks(n: int) -> Iterator[slice]:
@@ -324,9 +320,10 @@ def calibration_standard_errors(cal: Calibration, matrix: ResponseMatrix, *, met
                                 **options: Any) -> pd.DataFrame:
     """:func:`item_standard_errors` of a :class:`~irtlib.calibration.joint_map.Calibration` fitted to ``matrix``.
 
-    ``method`` defaults to the engine's (:func:`default_method`); the bootstrap refits with the fit's engine.
+    ``method`` defaults to ``"observed"`` for every engine; the bootstrap refits with the fit's engine (its seed
+    and epochs).
     """
-    method = method or default_method(cal.engine)
+    method = method or "observed"
     if method == "bootstrap":
         options.setdefault("engine", cal.engine)
         options.setdefault("seed", int(cal.settings.get("seed", 0)))

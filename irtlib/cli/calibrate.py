@@ -55,10 +55,11 @@ def _add_calibrate(sub) -> None:
                    help="scale of the bank's a, b and abilities: 'fit' (default) the fit's own; 'standard' "
                         "rescaled so the calibration models' abilities have mean 0 and SD 1 (same probabilities; "
                         "for comparing parameters with other tools). The bank's header records which")
-    p.add_argument("--standard-errors", choices=("auto", "observed", "bootstrap", "none"), default="auto",
-                   help="standard errors of a and b, stored as the bank's se_a and se_b columns: 'auto' (default) the "
-                        "inverse observed information of the fit, or a bootstrap over models for the pyirt-authors "
-                        "engine (hierarchical priors); 'observed', 'bootstrap' to choose; 'none' to skip")
+    p.add_argument("--standard-errors", choices=("observed", "bootstrap", "none"), default="observed",
+                   help="standard errors of a and b, stored as the bank's se_a and se_b columns: 'observed' (default) "
+                        "the inverse observed information of the fit (for --engine pyirt-authors, whose hierarchical "
+                        "priors it does not describe, an approximation); 'bootstrap' the SD over --se-bootstrap refits "
+                        "on models drawn with replacement (slow with the py-irt engines); 'none' to skip")
     p.add_argument("--se-bootstrap", type=_positive_int, default=50, metavar="N",
                    help="refits of the bootstrap over models (default 50)")
     _input_options(p)

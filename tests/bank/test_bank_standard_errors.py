@@ -99,3 +99,15 @@ def test_cv_interval_covers_the_planted_cv():
         inside += lo <= coefficient_of_variation(a) <= hi
     # measured: 9 of 10 (the one miss: a fit in which one item's a blew up to a CV of 4)
     assert inside >= 8
+
+
+def test_bank_errors_by_bootstrap_or_none():
+    m, _ = planted(1, n_models=40, n_items=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = calibrate_bank(m, interval_check=False, standard_errors="bootstrap", se_bootstrap=3)
+        none = calibrate_bank(m, interval_check=False, standard_errors="none")
+    assert boot.meta["standard_errors"]["method"] == "bootstrap" and (boot.se_a > 0).all()
+    assert none.se_a is None and "standard_errors" not in none.meta and "cv_a_interval" not in none.meta["diagnostics"]
+    with pytest.raises(InputError, match="unknown standard_errors 'auto'"):
+        calibrate_bank(m, interval_check=False, standard_errors="auto")
