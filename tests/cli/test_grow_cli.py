@@ -36,7 +36,8 @@ def files(tmp_path_factory):
     df.iloc[80:, 36:].to_csv(d / "four_items.csv")
     for src, bank, extra in (("old.csv", "old_bank.csv", []), ("group_a.csv", "a.csv", []),
                              ("group_b.csv", "b.csv", []), ("group_b.csv", "b_std.csv", ["--scale", "standard"]),
-                             ("four_items.csv", "four.csv", ["--variance-threshold", "0"])):
+                             ("four_items.csv", "four.csv", ["--variance-threshold", "0"]),
+                             ("old.csv", "no_errors.csv", ["--standard-errors", "none"])):
         assert main(["calibrate", str(d / src), "-o", str(d / bank), "--no-interval-check", "-q", *extra]) == 0
     return d
 
@@ -67,7 +68,18 @@ def test_link_reports_three_methods_and_writes_the_linked_bank(files, tmp_path, 
     assert linked.meta["linked"]["method"] == "stocking-lord"
 
 
+def test_evaluate_widens_the_interval_by_item_uncertainty(files, monkeypatch, capsys):
+    base = ["evaluate", "old_bank.csv", "--responses", "all.csv", "--model", "m007", "--max-items", "10", "--json"]
+    plain = json.loads(run(base, files, monkeypatch, capsys)[1])
+    wider = json.loads(run([*base, "--item-uncertainty"], files, monkeypatch, capsys)[1])
+    assert wider["predicted_score"] == plain["predicted_score"]
+    (lo, hi), (wlo, whi) = plain["predicted_score_ci95"], wider["predicted_score_ci95"]
+    assert wlo < lo and whi > hi
+
+
 @pytest.mark.parametrize("args, code, message", [
+    (["evaluate", "no_errors.csv", "--responses", "all.csv", "--model", "m001", "--item-uncertainty"], 1,
+     "no_errors.csv: --item-uncertainty needs the bank's standard errors"),
     (["link", "a.csv", "four.csv", "-o", "out.csv"], 1, "only 4 common items: a link needs at least 5"),
     (["link", "a.csv", "b_std.csv", "-o", "out.csv"], 1, "b_std.csv: scale 'standard' differs from the base bank"),
     (["link", "a.csv", "b.csv", "-o", "b.csv", "--force"], 2, "-o b.csv: is the NEW given as input"),
