@@ -33,17 +33,17 @@
 typedef float vf __attribute__((vector_size(4 * W)));
 typedef int32_t vi __attribute__((vector_size(4 * W)));
 
-static inline vf splat(float x) { vf v; for (int k = 0; k < W; k++) v[k] = x; return v; }
-static inline vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
-static inline void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
-static inline vf select(vi mask, vf yes, vf no) { return (vf)((mask & (vi)yes) | (~mask & (vi)no)); }
+static inline __attribute__((always_inline)) vf splat(float x) { vf v; for (int k = 0; k < W; k++) v[k] = x; return v; }
+static inline __attribute__((always_inline)) vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
+static inline __attribute__((always_inline)) void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
+static inline __attribute__((always_inline)) vf select(vi mask, vf yes, vf no) { return (vf)((mask & (vi)yes) | (~mask & (vi)no)); }
 
-/* exp(x), x clamped to [-87, 88] (about 1.6e-38 to 1.7e38): x = k ln 2 + r with |r| <= ln 2 / 2
+/* exp(x) for x <= 0 (x clamped below at -87, about 1.6e-38): x = k ln 2 + r with |r| <= ln 2 / 2
    (ln 2 in two parts), e^r = 1 + r + r^2 P(r) with P of degree 5 fitted by weighted least squares on
-   Chebyshev nodes (relative error of e^r at most 6.6e-8 in float32), times 2^k built in the exponent. */
-static inline vf exp_clamped(vf x) {
+   Chebyshev nodes (relative error of e^r at most 6.6e-8 in float32), times 2^k built in the exponent.
+   Inlined (a call would pass the vectors through memory and spill the callers' accumulators). */
+static inline __attribute__((always_inline)) vf exp_nonpositive(vf x) {
     x = select(x < splat(-87.0f), splat(-87.0f), x);
-    x = select(x > splat(88.0f), splat(88.0f), x);
     const vf shift = splat(12582912.0f);                     /* 1.5 * 2^23: rounds to an integer */
     vf k = (x * splat(1.44269504088896341f) + shift) - shift;
     vf r = x - k * splat(0.693145751953125f);
@@ -57,6 +57,12 @@ static inline vf exp_clamped(vf x) {
     p = p * r * r + r + splat(1.0f);
     vi bits = (__builtin_convertvector(k, vi) + 127) << 23;
     return p * (vf)bits;
+}
+
+/* exp(x), x clamped to [-87, 88] (about 1.6e-38 to 1.7e38): exp_nonpositive's formula, with x
+   above 0 clamped at 88 first (the same arithmetic, so the same bits where both apply). */
+static inline __attribute__((always_inline)) vf exp_clamped(vf x) {
+    return exp_nonpositive(select(x > splat(88.0f), splat(88.0f), x));
 }
 
 /* n_splits splits of at most n_max training rows and m items, rows stored mw >= m apart (mw a
@@ -100,7 +106,7 @@ void loglik_2pl(int64_t n_splits, int64_t n_max, int64_t m, int64_t mw, const in
                     vf sgn = load(sg + j), av = load(pa + j);
                     vf t = -sgn * (av * th - load(pab + j));
                     vi neg = t < splat(0.0f);
-                    vf e = exp_clamped(select(neg, t, -t));
+                    vf e = exp_nonpositive(select(neg, t, -t));   /* exp(-|t|) */
                     vf f = splat(1.0f) / (splat(1.0f) + e);
                     vf r = sgn * select(neg, e * f, f);          /* d log p / d z */
                     store(m1 + j, load(m1 + j) + r * th);
