@@ -78,6 +78,7 @@ def test_blocks_of_items_give_the_same_errors(monkeypatch):
     np.testing.assert_allclose(item_standard_errors(x, a, b, theta).to_numpy(), whole.to_numpy(), rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_standard_errors_match_the_spread_of_refits():
     """On 40 data sets drawn from one planted 2PL, the SD of the MAP estimates (each put on the standard
     scale, abilities of mean 0 and SD 1, which fixes the scale as the errors assume) matches the mean SE."""
@@ -98,6 +99,7 @@ def test_standard_errors_match_the_spread_of_refits():
     assert np.mean((ratio > 0.75) & (ratio < 1.4)) >= 0.85
 
 
+@pytest.mark.slow
 def test_bootstrap_agrees_with_the_curvature_on_a_map_fit():
     rng = np.random.default_rng(4)
     x = draw(rng, *simulate(rng, 150, 20, log_a_sd=0.3))
