@@ -109,9 +109,20 @@ def test_bootstrap_agrees_with_the_curvature_on_a_map_fit():
     ratio = boot[["se_a", "se_b"]].to_numpy() / observed[["se_a", "se_b"]].to_numpy()
     # measured: median ratio 1.26 for a (the bootstrap's a is skewed: a few refits blow up), 1.12 for b
     assert 0.9 <= np.median(ratio[:, 0]) <= 1.6 and 0.85 <= np.median(ratio[:, 1]) <= 1.35
-    few = item_standard_errors(x, a, b, theta, method="bootstrap", n_boot=3, seed=1)
-    again = item_standard_errors(x, a, b, theta, method="bootstrap", n_boot=3, seed=1)
+
+
+def test_bootstrap_is_seeded_and_returns_one_refit_per_resample():
+    rng = np.random.default_rng(8)
+    x = draw(rng, *simulate(rng, 40, 6, log_a_sd=0.3))
+    theta, a, b, _ = fit_map(x)
+    few = item_standard_errors(x, a, b, theta, method="bootstrap", n_boot=4, seed=1)
+    again = item_standard_errors(x, a, b, theta, method="bootstrap", n_boot=4, seed=1)
     np.testing.assert_array_equal(few.to_numpy(), again.to_numpy())
+    # the aligned refits come back one row per resample, finite
+    from irtlib.calibration.standard_errors import bootstrap_refits
+
+    a_r, b_r = bootstrap_refits(x, n_boot=2, seed=1, start={"theta": theta, "a": a, "b": b}, align=theta)
+    assert a_r.shape == (2, 6) and np.isfinite(b_r).all()
 
 
 def test_calibration_errors_follow_the_matrix_labels_and_the_engine_default():
