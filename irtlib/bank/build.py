@@ -21,10 +21,11 @@ import pandas as pd
 
 from irtlib._version import __version__
 from irtlib.calibration.joint_map import ENGINES, Calibration, fit_2pl
+from irtlib.calibration.standard_errors import calibration_standard_errors
 from irtlib.core.responses import ResponseMatrix, shown
 from irtlib.core.stats import spearman
 from irtlib.errors import InputError
-from irtlib.fit.summaries import ceiling_counts, coefficient_of_variation, item_rates
+from irtlib.fit.summaries import ceiling_counts, coefficient_of_variation, cv_interval, item_rates
 from irtlib.io.checksums import matrix_sha256
 
 from .coverage import CHECKPOINTS, MIN_MODELS_INTERVAL_CHECK, IntervalCheckWarning
@@ -34,7 +35,7 @@ from .intervals import Z95, score_interval
 from .subsets import SUBSET_METHODS, read_subset, select_subset, write_subset
 
 __all__ = ["BANK_FORMAT", "A_RANGE", "B_LIMIT", "IntervalCheckWarning", "MIN_MODELS_INTERVAL_CHECK", "ItemBank",
-           "SCALES", "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",
+           "SCALES", "SE_CHOICES", "calibrate_bank", "read_bank", "score_interval", "CHECKPOINTS", "Z95",
            "SUBSET_METHODS", "select_subset", "write_subset", "read_subset"]
 
 
@@ -43,7 +44,8 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                    seed: int = 0, prompts: pd.Series | None = None, source: str | None = None,
                    data_sha256: str | None = None, binarize: dict | None = None,
                    epochs: int = 1000, interval_check: bool = True, interval_folds: int = 5,
-                   scale: str = "fit", progress: Callable[[str], None] | None = None,
+                   scale: str = "fit", standard_errors: str = "observed", se_bootstrap: int = 50,
+                   progress: Callable[[str], None] | None = None,
                    fit_progress: Callable[[int, float], None] | None = None,
                    check_progress: Callable[[int, int], None] | None = None) -> ItemBank:
     """Calibrate an item bank from a benchmark's binary response matrix.
@@ -73,10 +75,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         py-irt epochs.
     interval_check : bool
         Run the cross-fitted check of adaptive-test score intervals (:func:`irtlib.bank.coverage.interval_check`:
-        ``interval_folds`` item refits, each leaving out one fold of the models, with the training
-        models' abilities held at the bank's fit (a joint MAP fit per fold for a py-irt bank), plus
-        simulated adaptive tests of the left-out models up to 200 items, of at most
-        :data:`irtlib.bank.coverage.MAX_REPLAYED` of them)
+        ``interval_folds`` extra MAP fits, each leaving out one fold of the models and started from
+        the bank's fit, plus simulated adaptive tests of the left-out models up to 200 items, of at
+        most :data:`irtlib.bank.coverage.MAX_REPLAYED` of them)
         and store the widening factors in the header, so that
         :class:`irtlib.AdaptiveSession` states intervals that cover at their nominal rate on
         data like the calibration data. Needs at least 10 models; without it the intervals are
@@ -94,6 +95,16 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         ``a' = a s``), which leaves every probability unchanged; use it to compare parameters with
         another tool's, which report on scales of their own (see docs/cli.md, "The scale of a bank").
         Either way the header's ``scale`` records which, with the fit's ``m`` and ``s``.
+    standard_errors : {"observed", "bootstrap", "none"}
+        The items' standard errors, stored as columns ``se_a`` and ``se_b`` (on the bank's scale, given
+        the scale: :func:`irtlib.calibration.standard_errors.item_standard_errors`), with the header's
+        ``standard_errors`` saying how, and the CV of ``a``'s 95% interval in ``diagnostics.cv_a_interval``.
+        ``"observed"`` (default): the inverse observed information of the paper's posterior at the fit (for
+        ``"pyirt-authors"``, whose hierarchical priors the curvature does not describe, an approximation);
+        ``"bootstrap"``: the SD over ``se_bootstrap`` refits of the engine on models drawn with replacement
+        (each a full fit: slow with the py-irt engines). ``"none"``: no columns.
+    se_bootstrap : int
+        Refits of the bootstrap (with the bank's engine).
     progress : callable(str), optional
         Called with a short message as each stage starts (the CLI prints them).
     fit_progress : callable(iteration, step), optional
@@ -121,6 +132,8 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         ``interval_check`` is then ``{"skipped": reason}``.
     """
     _check_settings(matrix, engine, variance_threshold, interval_check, interval_folds)
+    if standard_errors not in SE_CHOICES:
+        raise InputError(f"unknown standard_errors {standard_errors!r}; choose one of {SE_CHOICES}")
     if scale not in SCALES:
         raise InputError(f"unknown scale {scale!r}; choose one of {SCALES}")
     rates = matrix.item_safe_rates()
@@ -141,11 +154,25 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         "n_models": kept.observed.sum(axis=0),
         "expected": fit["expected"], "residual": fit["residual"],
     })
+    se_record = None
+    if standard_errors != "none":
+        say(f"standard errors of a and b ({standard_errors}"
+            + (f": {se_bootstrap} refits, {engine} engine)" if standard_errors == "bootstrap" else ")"))
+        se = calibration_standard_errors(fitted, kept, method=standard_errors,
+                                         **({"n_boot": se_bootstrap} if standard_errors == "bootstrap" else {}))
+        unit = scale_record["fit_theta_sd"] if scale == "standard" else 1.0
+        items["se_a"], items["se_b"] = se["se_a"] * unit, se["se_b"] / unit
+        se_record = {"method": se.attrs["method"], "information": se.attrs["information"], "given_scale": True,
+                     "note": "se_a and se_b on the bank's scale, given the scale (the calibration models' mean and "
+                             "SD of ability held fixed)"}
     if prompts is not None:
         items["prompt"] = prompts.reindex(items.index.astype(str)).to_numpy()
     meta = _header(matrix, kept, cal, fit, rates, dropped, engine=engine, variance_threshold=variance_threshold,
                    seed=seed, source=source, data_sha256=data_sha256, binarize=binarize)
     meta["scale"] = scale_record
+    if se_record is not None:
+        meta["standard_errors"] = se_record
+        meta["diagnostics"]["cv_a_interval"] = list(cv_interval(items["a"], items["se_a"], seed=seed))
     if interval_check:
         meta["interval_check"] = _run_interval_check(matrix, kept, meta, folds=interval_folds, seed=seed,
                                                      source=source, say=say,
@@ -153,6 +180,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                                                      progress=check_progress)
     return ItemBank(items, meta)
 
+
+#: ``standard_errors`` of :func:`calibrate_bank`.
+SE_CHOICES = ("observed", "bootstrap", "none")
 
 #: The scales a bank can be written on (:func:`calibrate_bank`'s ``scale``).
 SCALES = ("fit", "standard")

@@ -42,13 +42,16 @@ from irtlib.core.responses import shown
 from irtlib.errors import InputError
 from irtlib.io.atomic import atomic_write
 
-__all__ = ["BANK_FORMAT", "BANK_MAGIC", "A_RANGE", "B_LIMIT", "ItemBank", "read_bank"]
+__all__ = ["BANK_FORMAT", "BANK_MAGIC", "SE_COLUMNS", "A_RANGE", "B_LIMIT", "ItemBank", "read_bank"]
 
 BANK_FORMAT = "irtlib-bank/2"
 #: The first line of every bank file starts with this (then the JSON header): what ``--force``
 #: recognises as a file irtlib wrote.
 BANK_MAGIC = "# irtlib-bank "
 _REQUIRED = ("a", "b")
+#: Optional columns: the standard errors of ``a`` and ``b`` (:mod:`irtlib.calibration.standard_errors`);
+#: banks written before them read back without.
+SE_COLUMNS = ("se_a", "se_b")
 #: Item parameters outside these ranges are rejected: no calibration of real data gets near them
 #: (MAP with the paper's LogNormal(0, 1) and Normal(0, 1) priors), and beyond them the
 #: information and the standard error overflow or vanish (``a = 1e200`` gives SE 0).
@@ -118,6 +121,15 @@ class ItemBank:
                              f"is out of range [{-B_LIMIT:g}, {B_LIMIT:g}]")
         if len(items) == 0:
             raise InputError(f"{source}: the item bank is empty")
+        for col in SE_COLUMNS:
+            if col in items.columns:
+                items[col] = pd.to_numeric(items[col], errors="coerce")
+                value = items[col].to_numpy(dtype=float)
+                bad = ~(np.isfinite(value) & (value >= 0))
+                if bad.any():
+                    pos = int(np.flatnonzero(bad)[0])
+                    raise InputError(f"{source}: row {pos + 1}: item {shown(items.index[pos])}: {col} = "
+                                     f"{items[col].iloc[pos]!r} is not a standard error (a finite number >= 0)")
         self.items = items
 
     # ------------------------------------------------------------------ accessors
@@ -135,6 +147,16 @@ class ItemBank:
     def b(self) -> np.ndarray:
         """Difficulties, in bank order."""
         return self.items["b"].to_numpy(dtype=float)
+
+    @property
+    def se_a(self) -> np.ndarray | None:
+        """Standard errors of ``a`` in bank order, or None for a bank without them."""
+        return self.items["se_a"].to_numpy(dtype=float) if "se_a" in self.items.columns else None
+
+    @property
+    def se_b(self) -> np.ndarray | None:
+        """Standard errors of ``b`` in bank order, or None for a bank without them."""
+        return self.items["se_b"].to_numpy(dtype=float) if "se_b" in self.items.columns else None
 
     def __len__(self) -> int:
         return len(self.items)

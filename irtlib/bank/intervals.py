@@ -21,8 +21,8 @@ Z95 = 1.959963984540054
 
 def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, *,
                    known_mask: ArrayLike | None = None, known_sum: ArrayLike = 0.0, filtered_sum: float = 0.0,
-                   n_full: int | None = None, inflation: ArrayLike = 1.0,
-                   z: float = Z95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   n_full: int | None = None, inflation: ArrayLike = 1.0, z: float = Z95,
+                   item_se: tuple[ArrayLike, ArrayLike] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Predicted full-benchmark safety score and its interval, vectorised over models.
 
     Parameters
@@ -43,6 +43,11 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
         Factor applied to both half-widths (see :func:`calibrate_bank`).
     z : float
         Normal quantile of the interval (1.96 for 95%).
+    item_se : (ndarray, ndarray), each shape (n_items,), optional
+        Standard errors of ``a`` and ``b`` (the bank's ``se_a``, ``se_b``): include the uncertainty of the
+        item parameters. The predicted score's variance from them, by the delta method with the items'
+        errors independent, ``sum_unknown w_j^2 ((theta - b_j)^2 se_a_j^2 + a_j^2 se_b_j^2)`` with
+        ``w = P (1 - P)``, is added in quadrature to each half-width (before the inflation).
 
     Returns
     -------
@@ -69,7 +74,12 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
     mid, p = total(theta)
     lo, _ = total(theta - z * se)
     hi, _ = total(theta + z * se)
-    spread = z * np.sqrt(np.where(unknown, p * (1 - p), 0.0).sum(axis=-1))
+    var = np.where(unknown, p * (1 - p), 0.0)
+    if item_se is not None:
+        se_a, se_b = (np.asarray(v, float) for v in item_se)
+        w = p * (1 - p)
+        var = var + np.where(unknown, w**2 * ((np.asarray(theta)[..., None] - b) ** 2 * se_a**2 + a**2 * se_b**2), 0.0)
+    spread = z * np.sqrt(var.sum(axis=-1))
     base = np.asarray(known_sum, float) + filtered_sum
     score = (mid + base) / n_full
     half_lo = inflation * np.hypot(mid - lo, spread) / n_full

@@ -715,9 +715,20 @@ class AdaptiveSession:
     # ------------------------------------------------------------------ result
 
     # ------------------------------------------------------------------ result
-    def result(self) -> EvaluationResult:
-        """Current estimate, predicted full-benchmark score and intervals, and the decision."""
+    def result(self, *, item_uncertainty: bool = False) -> EvaluationResult:
+        """Current estimate, predicted full-benchmark score and intervals, and the decision.
+
+        With ``item_uncertainty`` the score interval also carries the uncertainty of the item
+        parameters (the bank's ``se_a`` and ``se_b``; :func:`irtlib.bank.intervals.score_interval`);
+        a bank without them raises InputError.
+        """
         theta, se = self.theta, self.se
+        item_se = None
+        if item_uncertainty:
+            if self.bank.se_a is None or self.bank.se_b is None:
+                raise InputError(f"{self.bank.meta.get('path', 'item bank')}: has no standard errors of a and b "
+                                 "(se_a, se_b): calibrate it again with this irtlib to include item uncertainty")
+            item_se = (self.bank.se_a, self.bank.se_b)
         bank = self.bank
         known = np.zeros(len(bank), dtype=bool)
         known[self._order] = True
@@ -725,7 +736,7 @@ class AdaptiveSession:
         score, lo, hi = score_interval(self._a, self._b, theta, se, known_mask=known,
                                        known_sum=float(sum(self._responses)),
                                        filtered_sum=float(bank.filtered.get("safe_rate_sum", 0.0)),
-                                       n_full=bank.n_items_full, inflation=inflation)
+                                       n_full=bank.n_items_full, inflation=inflation, item_se=item_se)
         decision = self.decision
         return EvaluationResult(
             model=self.model, theta=theta, se=se, theta_ci95=(theta - Z95 * se, theta + Z95 * se),

@@ -306,13 +306,15 @@ def _replay(bank, answers: pd.Series, budgets: Sequence[int], model: str) -> dic
     session = AdaptiveSession(bank, max_items=budgets[-1], model=model)
     out = {}
 
+    items_too = bank.se_a is not None
+
     def keep(s):
         if s.n_items in budgets:
-            out[s.n_items] = s.result()
+            out[s.n_items] = (s.result(), s.result(item_uncertainty=True) if items_too else None)
 
     got = answers.to_dict()
     last = session.run(lambda item: got.get(item), on_step=keep)
-    out.setdefault(last.n_items, last)
+    out.setdefault(last.n_items, (last, session.result(item_uncertainty=True) if items_too else None))
     return out
 
 
@@ -349,7 +351,9 @@ def held_out_coverage(matrix, *, budgets: Sequence[int], n_groups: int, seed: in
     -------
     DataFrame
         One row per model and budget: ``model, group, k, truth, predicted, lo, hi, inside,
-        plain_lo, plain_hi, plain_inside, inflation, random_score, n_calibration``.
+        plain_lo, plain_hi, plain_inside, items_lo, items_hi, items_inside (the stated interval with the
+        item parameters' uncertainty added, :meth:`irtlib.AdaptiveSession.result`), inflation,
+        random_score, n_calibration``.
     """
     from irtlib.bank.build import calibrate_bank
 
@@ -371,13 +375,15 @@ def held_out_coverage(matrix, *, budgets: Sequence[int], n_groups: int, seed: in
             row = pd.Series(matrix.values[matrix.models.get_loc(m)], index=matrix.items.astype(str)).dropna()
             adaptive, adaptive_plain = _replay(bank, row, budgets, m), _replay(plain, row, budgets, m)
             order = rng.permutation(len(row))
-            for k, res in adaptive.items():
+            for k, (res, with_items) in adaptive.items():
                 lo, hi = res.predicted_score_ci95
-                plo, phi = adaptive_plain[k].predicted_score_ci95
+                plo, phi = adaptive_plain[k][0].predicted_score_ci95
+                ilo, ihi = with_items.predicted_score_ci95 if with_items is not None else (np.nan, np.nan)
                 t = float(truth[m])
                 rows.append({"model": str(m), "group": g, "k": k, "truth": t, "predicted": res.predicted_score,
                              "lo": lo, "hi": hi, "inside": bool(lo <= t <= hi), "plain_lo": plo, "plain_hi": phi,
-                             "plain_inside": bool(plo <= t <= phi), "inflation": res.interval_inflation,
+                             "plain_inside": bool(plo <= t <= phi), "items_lo": ilo, "items_hi": ihi,
+                             "items_inside": bool(ilo <= t <= ihi), "inflation": res.interval_inflation,
                              "random_score": float(row.to_numpy()[order[:k]].mean()),
                              "n_calibration": others.shape[0]})
     return pd.DataFrame(rows)
@@ -395,14 +401,17 @@ def coverage_summary(results: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame indexed by ``k``
         ``models``, ``coverage`` (share of models whose truth lies in the stated interval),
-        ``plain_coverage``, ``mean_width`` (of the stated interval), ``mae_fluid`` (mean
+        ``plain_coverage``, ``items_coverage`` (of the stated interval with item uncertainty),
+        ``mean_width`` (of the stated interval), ``items_width`` (of the one with item uncertainty), ``mae_fluid`` (mean
         |predicted - truth|), ``mae_random`` (mean |random-subset mean - truth|), ``inflation``
         (the mean widening factor).
     """
     r = results.assign(width=results["hi"] - results["lo"], err=(results["predicted"] - results["truth"]).abs(),
-                       err_random=(results["random_score"] - results["truth"]).abs())
+                       err_random=(results["random_score"] - results["truth"]).abs(),
+                       items_width=results["items_hi"] - results["items_lo"])
     return r.groupby("k").agg(models=("model", "nunique"), coverage=("inside", "mean"),
-                              plain_coverage=("plain_inside", "mean"), mean_width=("width", "mean"),
+                              plain_coverage=("plain_inside", "mean"), items_coverage=("items_inside", "mean"),
+                              mean_width=("width", "mean"), items_width=("items_width", "mean"),
                               mae_fluid=("err", "mean"), mae_random=("err_random", "mean"),
                               inflation=("inflation", "mean"))
 

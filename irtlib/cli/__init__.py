@@ -3,9 +3,9 @@
 Thin by design: each subcommand parses its options, calls the Python API (:mod:`irtlib.io`,
 :mod:`irtlib.bank.build`, :mod:`irtlib.bank.session`, :mod:`irtlib.selection.static`,
 :mod:`irtlib.protocol.agreement`, :mod:`irtlib.datasets`) and prints. One module per subcommand,
-its parser and its handler together (``irtlib.cli.calibrate``, ``subset``, ``evaluate``,
-``agreement``, ``report``, ``audit``, ``drift``, ``paper_data``, ``airbench_data``, ``helm_data``); what they
-share is in
+its parser and its handler together (``irtlib.cli.calibrate``, ``add_items``, ``link``, ``subset``,
+``evaluate``, ``agreement``, ``report``, ``audit``, ``drift``, ``paper_data``, ``airbench_data``,
+``helm_data``); what they share is in
 ``irtlib.cli._common`` (exit statuses, errors, output helpers) and ``irtlib.cli._options``
 (argument types and option groups). The modules moved from the single ``irtlib/cli.py`` keep the
 names and the text their handlers and parsers had there (the shared helpers are imported under
@@ -38,7 +38,20 @@ from collections.abc import Sequence
 
 from irtlib.errors import IrtlibError
 
-from . import agreement, airbench_data, audit, calibrate, drift, evaluate, helm_data, paper_data, report, subset
+from . import (
+    add_items,
+    agreement,
+    airbench_data,
+    audit,
+    calibrate,
+    drift,
+    evaluate,
+    helm_data,
+    link,
+    paper_data,
+    report,
+    subset,
+)
 from ._common import (
     EXIT_BUG,
     EXIT_INPUT,
@@ -60,7 +73,8 @@ __presentation__ = True
 __all__ = ["COMMANDS", "CLIUsageError", "build_parser", "main"]
 
 #: The subcommands' modules, in the order ``irtlib --help`` lists them: each adds its parser and handler.
-COMMANDS = (calibrate, subset, evaluate, agreement, report, audit, drift, paper_data, airbench_data, helm_data)
+COMMANDS = (calibrate, add_items, link, subset, evaluate, agreement, report, audit, drift, paper_data, airbench_data,
+            helm_data)
 
 
 def __getattr__(name: str):

@@ -106,6 +106,17 @@ def not_another_output(output: str, kind: str, *others: tuple[str, str]) -> None
 
 
 
+def not_an_input(output: str, *inputs: tuple[str, str]) -> None:
+    """Refuse an output path that is one of the command's inputs (``(option, path)`` pairs), even with --force."""
+    out = Path(output)
+    for option, given in inputs:
+        src = Path(given)
+        same = out.exists() and src.exists() and out.resolve() == src.resolve()
+        if same or out.absolute() == src.absolute():
+            raise CLIUsageError(f"-o {output}: is the {option} given as input; irtlib never overwrites an input: "
+                                "choose another -o")
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line (exit status 2), not argparse's usage block."""
 

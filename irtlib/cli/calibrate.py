@@ -6,6 +6,8 @@ import argparse
 import contextlib
 import sys
 
+import numpy as np
+
 from ._common import PROG, CLIUsageError
 from ._common import Out as _Out
 from ._common import not_another_output as _not_another_output
@@ -45,7 +47,7 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
     p.add_argument("--interval-folds", type=_int_at_least(2), default=5, metavar="F",
                    help="folds of the cross-fitted check that widens adaptive-test score intervals to the "
-                        "error measured on left-out calibration models (default 5: five item refits)")
+                        "error measured on left-out calibration models (default 5: five extra MAP fits)")
     p.add_argument("--no-interval-check", action="store_true",
                    help="skip that check: `evaluate` then states the plain 2PL intervals, which are too "
                         "narrow on real safety data")
@@ -53,6 +55,13 @@ def _add_calibrate(sub) -> None:
                    help="scale of the bank's a, b and abilities: 'fit' (default) the fit's own; 'standard' "
                         "rescaled so the calibration models' abilities have mean 0 and SD 1 (same probabilities; "
                         "for comparing parameters with other tools). The bank's header records which")
+    p.add_argument("--standard-errors", choices=("observed", "bootstrap", "none"), default="observed",
+                   help="standard errors of a and b, stored as the bank's se_a and se_b columns: 'observed' (default) "
+                        "the inverse observed information of the fit (for --engine pyirt-authors, whose hierarchical "
+                        "priors it does not describe, an approximation); 'bootstrap' the SD over --se-bootstrap refits "
+                        "on models drawn with replacement (slow with the py-irt engines); 'none' to skip")
+    p.add_argument("--se-bootstrap", type=_positive_int, default=50, metavar="N",
+                   help="refits of the bootstrap over models (default 50)")
     _input_options(p)
     _common(p, force=True, seed=True)
     p.set_defaults(handler=_cmd_calibrate)
@@ -80,24 +89,31 @@ def _cmd_calibrate(args, out: _Out) -> int:
                               binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout,
                                         "positive": data.positive, **({"metric": args.metric} if args.metric else {})},
                               epochs=args.epochs, interval_check=not args.no_interval_check,
-                              interval_folds=args.interval_folds, scale=args.scale, progress=say,
+                              interval_folds=args.interval_folds, scale=args.scale,
+                              standard_errors=args.standard_errors, se_bootstrap=args.se_bootstrap, progress=say,
                               fit_progress=on_iteration, check_progress=on_fold)
     bank.write(args.output, force=args.force)
     diag, filt = bank.meta["diagnostics"], bank.filtered
     doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
            "n_models": m.shape[0], "n_items": m.shape[1], "bank_items": len(bank), "filtered": filt,
-           "engine": args.engine, "diagnostics": diag, "interval_check": bank.meta.get("interval_check")}
+           "engine": args.engine, "diagnostics": diag, "interval_check": bank.meta.get("interval_check"),
+           "standard_errors": bank.meta.get("standard_errors")}
     check = bank.meta.get("interval_check") or {}
+    cv_ci = diag.get("cv_a_interval")
+    se_line = [] if bank.se_a is None else [
+        f"  standard errors ({bank.meta['standard_errors']['information']}): median SE of a "
+        f"{float(np.median(bank.se_a)):.3f}, of b {float(np.median(bank.se_b)):.3f}"]
     text = "\n".join([
         f"wrote {args.output}: {len(bank)} items calibrated on {m.shape[0]} models ({args.engine} engine)",
         f"  left out by the variance filter: {filt['n_items']} item{'s' * (filt['n_items'] != 1)} "
         f"({filt['n_safe']} near-all-safe, "
         f"{filt['n_unsafe']} near-all-unsafe)",
-        f"  item RMSE {diag['item_rmse']:.4f}, CV of a {diag['cv_a']:.2f}, "
+        f"  item RMSE {diag['item_rmse']:.4f}, CV of a {diag['cv_a']:.2f}"
+        + (f" (95% interval {cv_ci[0]:.2f} to {cv_ci[1]:.2f})" if cv_ci else "") + ", "
         f"Spearman(theta, safety score) {diag['spearman_theta_score']:.3f}, "
         f"{diag['ceiling']['above']} of {diag['ceiling']['n_models']} models above 0.95",
         f"  bank checksum {bank.checksum}",
-    ] + ([f"  interval check {check['skipped']}"] if check.get("skipped") else []))
+    ] + se_line + ([f"  interval check {check['skipped']}"] if check.get("skipped") else []))
     out.result(doc, text)
     return 0
 

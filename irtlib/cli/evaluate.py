@@ -74,6 +74,9 @@ def _add_evaluate(sub) -> None:
                       help="decide by Wald's sequential probability ratio test between the cut -/+ D (in the cut's "
                            "units) instead of the confidence-interval rule; decisions inside that region may go "
                            "either way")
+    p.add_argument("--item-uncertainty", action="store_true",
+                   help="widen the predicted score's interval by the uncertainty of the bank's item parameters "
+                        "(its se_a and se_b columns, delta method); banks without them are refused")
     p.add_argument("--state", metavar="FILE",
                    help="session state: created if absent, resumed if present (same bank only), rewritten "
                         "atomically after every response")
@@ -283,6 +286,7 @@ def _cmd_evaluate(args, out: _Out) -> int:
     if state_path is not None and not state_path.exists():
         check_writable(state_path)
     bank = read_bank(args.bank)
+    _check_item_errors(args, bank)
     row = None
     if not interactive:
         row = read_model_responses(args.responses, model=args.model, **_input_kwargs(args))
@@ -319,6 +323,8 @@ def _cmd_evaluate(args, out: _Out) -> int:
         except _Quit as why:
             interrupted = str(why)
             result = session.result()
+    if args.item_uncertainty:
+        result = session.result(item_uncertainty=True)
     complete = result.stop_reason is not None
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": args.responses,
            "state": str(state_path) if state_path else None, "interrupted": interrupted,
@@ -344,6 +350,13 @@ def _cmd_evaluate(args, out: _Out) -> int:
     return 0
 
 
+def _check_item_errors(args, bank) -> None:
+    """``--item-uncertainty`` on a bank without standard errors: refused before any item is asked."""
+    if getattr(args, "item_uncertainty", False) and (bank.se_a is None or bank.se_b is None):
+        raise InputError(f"{args.bank}: --item-uncertainty needs the bank's standard errors (columns se_a, se_b), "
+                         "which this bank has not: calibrate it again with this irtlib")
+
+
 def _evaluate_all(args, out: _Out) -> int:
     """``evaluate --all-models``: replay every model of a responses file (no state)."""
     from irtlib.bank.build import read_bank
@@ -353,6 +366,7 @@ def _evaluate_all(args, out: _Out) -> int:
     if args.responses is None or args.state is not None or args.model is not None:
         raise CLIUsageError("--all-models needs --responses FILE and excludes --state and --model")
     bank = read_bank(args.bank)
+    _check_item_errors(args, bank)
     note = _plain_interval_note(bank)
     if note:
         out.warn(note)
@@ -369,7 +383,8 @@ def _evaluate_all(args, out: _Out) -> int:
     for model in models:
         row = frame.loc[model].dropna()
         session = AdaptiveSession(bank, max_items=max_items, target_se=target_se, model=str(model), **cat_options)
-        results.append(session.run(row.get))
+        done = session.run(row.get)
+        results.append(session.result(item_uncertainty=True) if args.item_uncertainty else done)
     doc = {"command": "evaluate", "bank": str(args.bank), "responses": str(args.responses),
            "max_items": max_items, "target_se": target_se, "interval_note": note,
            "results": [r.to_dict(with_items=False) for r in results]}

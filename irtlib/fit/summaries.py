@@ -17,7 +17,7 @@ from irtlib.core.kernels import probability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
-__all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "ceiling_counts", "CEILING"]
+__all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "cv_interval", "ceiling_counts", "CEILING"]
 
 #: The safety score above which the paper calls a benchmark saturated.
 CEILING = 0.95
@@ -72,6 +72,46 @@ def coefficient_of_variation(a: ArrayLike, *, ddof: int = 1) -> float:
     """
     a = np.asarray(a, dtype=float)
     return float(np.std(a, ddof=ddof) / np.mean(a))
+
+
+def cv_interval(a: ArrayLike, se_a: ArrayLike, *, level: float = 0.95, draws: int = 2000, seed: int = 0,
+                ddof: int = 1) -> tuple[float, float]:
+    """Interval of the CV of ``a`` for the uncertainty of the items' ``a`` (Figure 3 with error bars).
+
+    Each draw replaces every ``log a_j`` by ``Normal(log a_j, se_a_j / a_j)`` (the items' standard
+    errors, :func:`irtlib.calibration.standard_errors.item_standard_errors`, on the scale on which the
+    posterior is close to Normal) and recomputes the CV. Estimation noise adds spread to the ``a``, so
+    the CV of the estimates is biased upward by about what a draw adds again: the interval is the
+    basic (reverse-percentile) bootstrap interval ``[2 cv - q_hi, 2 cv - q_lo]`` of the draws'
+    quantiles, which carries that correction, floored at 0.
+
+    Parameters
+    ----------
+    a, se_a : array_like, shape (n_items,)
+        Discriminations and their standard errors.
+    level : float
+        Coverage of the interval.
+    draws, seed : int
+        Monte Carlo draws (in blocks of 250) and their seed.
+    ddof : int
+        As :func:`coefficient_of_variation`.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+    """
+    a, se = np.asarray(a, dtype=float), np.asarray(se_a, dtype=float)
+    rng = np.random.default_rng(seed)
+    log_a, sd = np.log(a), se / a
+    cvs = np.concatenate([_cv_rows(np.exp(log_a + sd * rng.standard_normal((min(250, draws - start), a.size))), ddof)
+                          for start in range(0, draws, 250)])
+    cv = coefficient_of_variation(a, ddof=ddof)
+    lo, hi = np.quantile(cvs, [(1 - level) / 2, (1 + level) / 2])
+    return max(0.0, float(2 * cv - hi)), float(2 * cv - lo)
+
+
+def _cv_rows(a: np.ndarray, ddof: int) -> np.ndarray:
+    return np.std(a, axis=1, ddof=ddof) / np.mean(a, axis=1)
 
 
 def ceiling_counts(scores: ArrayLike, *, ceiling: float = CEILING) -> dict:

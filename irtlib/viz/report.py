@@ -179,17 +179,33 @@ def _body(m, bank, variance_threshold: float, figures: dict, agreement_html: str
     import pandas as pd
 
     diag = bank.meta["diagnostics"]
+    cv_ci = diag.get("cv_a_interval")
     facts = pd.DataFrame({"value": [
         m.shape[0], m.shape[1], m.n_observations, len(bank), bank.filtered["n_items"],
         diag["item_rmse"], diag["cv_a"], diag["spearman_theta_score"], diag["ceiling"]["above"],
     ]}, index=["models", "items", "responses", "items calibrated", "items left out (variance <= "
                f"{variance_threshold})", "item RMSE", "CV of a", "Spearman(theta, safety score)",
                "models above 0.95"])
+    if cv_ci and bank.se_a is not None:
+        import numpy as np
+
+        extra = pd.DataFrame({"value": [f"{cv_ci[0]:.3f} to {cv_ci[1]:.3f}", f"{np.median(bank.se_a):.3f}",
+                                        f"{np.median(bank.se_b):.3f}"]},
+                             index=["CV of a, 95% interval (item standard errors)", "median SE of a",
+                                    "median SE of b"])
+        shown_facts = facts["value"].map(lambda v: f"{v:.3f}" if isinstance(v, float) else str(v))
+        facts = pd.concat([shown_facts.to_frame("value"), extra])
     body = ["<h2>Summary</h2>", facts.to_html(border=0, header=False, float_format=lambda v: f"{v:.3f}")]
     for fname, (caption, _) in figures.items():
         if fname == "agreement.png":
             continue
         body += [f"<h2>{caption}</h2>", f'<img src="{fname}" alt="{caption}">']
+    if bank.se_a is not None:
+        least = bank.items.assign(rel_se_a=bank.items["se_a"] / bank.items["a"]).nlargest(10, "rel_se_a")
+        body += ["<h2>Least precisely known items</h2>",
+                 f'<p class="note">The ten items with the largest SE of a relative to a '
+                 f'({bank.meta["standard_errors"]["information"]}, given the scale).</p>',
+                 _html_table(least[["a", "se_a", "b", "se_b", "safe_rate"]])]
     body += ["<h2>Agreement</h2>"]
     if "agreement.png" in figures:
         body += [f'<p class="note">{figures["agreement.png"][0]}</p>', '<img src="agreement.png" alt="agreement">']

@@ -136,6 +136,9 @@ def test_held_out_coverage_rows_and_invariants(coverage):
     # the stated interval is the plain one widened: it contains it, so plain coverage implies coverage
     assert (res["lo"] <= res["plain_lo"] + 1e-12).all() and (res["hi"] >= res["plain_hi"] - 1e-12).all()
     assert (~res["plain_inside"] | res["inside"]).all()
+    # item uncertainty only widens the stated interval (same prediction, a larger half-width)
+    assert (res["items_lo"] <= res["lo"] + 1e-12).all() and (res["items_hi"] >= res["hi"] - 1e-12).all()
+    assert (~res["inside"] | res["items_inside"]).all()
     # a random subset's mean is a mean of k zeros and ones
     assert np.allclose(res["random_score"] * res["k"], np.round(res["random_score"] * res["k"]))
     # on data drawn from a 2PL the stated 95% interval covers about as it says
@@ -155,8 +158,10 @@ def test_coverage_summary_by_hand():
                         "predicted": [0.6, 0.7, 0.55, 0.8], "lo": [0.4, 0.75, 0.45, 0.7],
                         "hi": [0.8, 0.9, 0.65, 0.9], "inside": [True, False, True, True],
                         "plain_inside": [False, False, True, False], "random_score": [0.2, 1.0, 0.5, 0.9],
-                        "inflation": [2.0, 2.0, 3.0, 3.0]})
+                        "items_lo": [0.35, 0.7, 0.4, 0.7], "items_hi": [0.85, 0.9, 0.7, 0.95],
+                        "items_inside": [True, True, True, True], "inflation": [2.0, 2.0, 3.0, 3.0]})
     s = ob.coverage_summary(res)
+    assert s.loc[5, "items_coverage"] == 1.0 and s.loc[10, "items_width"] == pytest.approx(0.275)
     assert s.loc[5, "coverage"] == 0.5 and s.loc[10, "coverage"] == 1.0
     assert s.loc[10, "plain_coverage"] == 0.5 and s.loc[5, "models"] == 2
     assert s.loc[5, "mae_fluid"] == pytest.approx(0.1) and s.loc[5, "mae_random"] == pytest.approx(0.25)

@@ -446,6 +446,7 @@ def test_report_command(work, cli, tmp_path):
             "ceiling.png", "agreement.png", "agreement.csv"} <= names
     html = (tmp_path / "rep" / "index.html").read_text()
     assert "CV of a" in html and 'src="agreement.png"' in html
+    assert "CV of a, 95% interval (item standard errors)" in html and "Least precisely known items" in html
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]          # no temporary directory left
 
 

@@ -1,0 +1,331 @@
+"""Standard errors of the 2PL item parameters: the curvature of the posterior, or a bootstrap over models.
+
+The one place the formula is written. Paper, section "Model: 2PL" (appendix B): the posterior of
+``(theta_m, log a_j, b_j)`` under ``theta ~ Normal(0, 1)``, ``log a ~ Normal(0, 1)``, ``b ~ Normal(0, 1)``
+(the priors of :func:`irtlib.calibration.joint_map.fit_map`). With ``z = a (theta - b)``,
+``g = x - P`` and ``w = P (1 - P)`` per observed cell, the observed information (the negative
+Hessian of the log posterior) has the entries
+
+==================  ==========================  ===============================
+pair                per cell                    plus prior
+==================  ==========================  ===============================
+theta_m, theta_m    ``a^2 w``                   ``1 / sd_theta^2``
+log a_j, log a_j    ``w z^2 - g z``             ``1 / sd_log_a^2``
+b_j, b_j            ``a^2 w``                   ``1 / sd_b^2``
+log a_j, b_j        ``-a w z + a g``
+theta_m, log a_j    ``a (w z - g)``
+theta_m, b_j        ``-a^2 w``
+==================  ==========================  ===============================
+
+(the expected information drops the ``g`` terms). It is diagonal in the abilities and 2 x 2
+block-diagonal in the items, dense between them, so the item blocks of its inverse come from the
+``n_models x n_models`` Schur complement ``S = J_tt - C J_ii^-1 C^T`` in one Cholesky
+factorisation: ``Cov(item j) = D_j + D_j C_j^T S^-1 C_j D_j`` with ``D_j`` the inverse of the
+item's own 2 x 2 block. The abilities' uncertainty is therefore propagated into the items' (the
+SEs are those of the joint posterior, not of items given known abilities). ``se(a) = a se(log a)``
+(the delta method), since the posterior is close to Normal in ``log a``, not in ``a``.
+
+For a fit that is not the mode of that posterior (py-irt's hierarchical priors, ``engine="pyirt-authors"``)
+the curvature at its parameters is only an approximation (and where it is not positive definite the
+expected information stands in): the option ``method="bootstrap"`` refits the engine on models drawn
+with replacement and reports the SD of each parameter over the refits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from threadpoolctl import threadpool_limits
+
+from irtlib._typing import ArrayLike
+from irtlib.core.kernels import logit_z, sigmoid
+from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
+
+from .joint_map import Calibration
+
+__all__ = ["SE_METHODS", "PAPER_PRIORS", "Priors", "item_standard_errors", "calibration_standard_errors",
+           "bootstrap_refits"]
+
+#: ``method`` of :func:`item_standard_errors`.
+SE_METHODS = ("observed", "expected", "bootstrap")
+#: ``((mean, sd), (mean, sd), (mean, sd))`` of the Normal priors on theta, log a and b.
+Priors = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
+#: The paper's priors (appendix B).
+PAPER_PRIORS: Priors = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
+#: Items per block of the passes over the matrix (memory: a few ``n_models x ITEM_BLOCK`` arrays).
+ITEM_BLOCK = 2048
+
+
+def _blocks(n: int) -> Iterator[slice]:
+    for start in range(0, n, ITEM_BLOCK):
+        yield slice(start, min(n, start + ITEM_BLOCK))
+
+
+def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, observed: bool):
+    """Per-cell cross information of (log a_j, b_j) with theta_m, and the items' own 2 x 2 sums.
+
+    Returns ``c_al, c_b`` (n_models, n_block) and ``j_aa, j_ab, j_bb`` (n_block,) without the priors.
+    """
+    seen = ~np.isnan(x)
+    z = logit_z(theta[:, None], a, b)
+    p = sigmoid(z)
+    w = np.where(seen, p * (1.0 - p), 0.0)
+    g = np.where(seen, np.nan_to_num(x) - p, 0.0) if observed else np.zeros_like(w)
+    c_al = a * (w * z - g)
+    c_b = -(a * a) * w
+    j_aa = (w * z * z - g * z).sum(axis=0)
+    j_ab = (-a * w * z + a * g).sum(axis=0)
+    j_bb = (a * a) * w.sum(axis=0)
+    return c_al, c_b, j_aa, j_ab, j_bb, w
+
+
+def _scale_constraints(theta: np.ndarray) -> np.ndarray:
+    """``L`` (2, n_models): the linearised mean and SD of the abilities, the two directions the scale fixes."""
+    n = len(theta)
+    centred = theta - theta.mean()
+    sd = np.sqrt((centred**2).mean())
+    return np.stack([np.full(n, 1.0 / n), centred / (n * sd if sd > 0 else 1.0)])
+
+
+def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *,
+                          priors, observed: bool, given_scale: bool, extra_tt: np.ndarray | float = 0.0):
+    """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD.
+
+    With ``given_scale`` the covariance is the one conditional on the abilities' mean and SD (the
+    linear constraints ``L theta`` of :func:`_scale_constraints`):
+    ``Sigma - Sigma L^T (L Sigma_tt L^T)^-1 L Sigma``, where the items' covariance with the abilities
+    is ``-D C^T S^-1``. ``extra_tt`` (n_models,) is information about the abilities from items held
+    fixed (fixed-parameter calibration).
+    """
+    (_, st), (_, sa), (_, sb) = priors
+    n_models, n_items = x.shape
+    blocks = list(_blocks(n_items))
+    schur = np.zeros((n_models, n_models))
+    j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
+    inv = []
+    for cols in blocks:
+        c_al, c_b, j_aa, j_ab, j_bb, w = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+        j_tt += (w * a[cols] ** 2).sum(axis=1)
+        j_aa, j_bb = j_aa + 1.0 / sa**2, j_bb + 1.0 / sb**2
+        det = j_aa * j_bb - j_ab**2
+        if not ((j_aa > 0) & (det > 0)).all():
+            return None
+        d = (j_bb / det, -j_ab / det, j_aa / det)            # D_j = inverse of the item's block
+        m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+        schur -= c_al @ m_al.T + c_b @ m_b.T
+        inv.append(d)
+    schur[np.diag_indices(n_models)] += j_tt
+    try:
+        factor = cho_factor(schur)
+    except LinAlgError:
+        return None
+    s_inv = cho_solve(factor, np.eye(n_models))
+    lt = _scale_constraints(theta).T if given_scale else np.zeros((n_models, 0))
+    u = s_inv @ lt                                             # S^-1 L^T, (n_models, 2)
+    k_inv = np.linalg.pinv(lt.T @ u) if given_scale else np.zeros((0, 0))
+    var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
+    for cols, d in zip(blocks, inv, strict=True):
+        c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+        m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+        s_al, s_b = s_inv @ m_al, s_inv @ m_b
+        v_al, v_b = m_al.T @ u, m_b.T @ u                       # items' covariance with L theta (sign squared away)
+        var_al[cols] = d[0] + (m_al * s_al).sum(axis=0) - ((v_al @ k_inv) * v_al).sum(axis=1)
+        var_b[cols] = d[2] + (m_b * s_b).sum(axis=0) - ((v_b @ k_inv) * v_b).sum(axis=1)
+        cov[cols] = d[1] + (m_al * s_b).sum(axis=0) - ((v_al @ k_inv) * v_b).sum(axis=1)
+    var_theta = np.diag(s_inv) - ((u @ k_inv) * u).sum(axis=1)
+    return var_al, var_b, cov, var_theta
+
+
+def _refit(values: np.ndarray, engine: str, seed: int, epochs: int, start: dict | None):
+    """``(theta, a, b)`` of one bootstrap refit with ``engine``."""
+    if engine == "map":
+        from .joint_map import fit_map
+
+        theta, a, b, _ = fit_map(values, start=start, n_threads=1)
+        return theta, a, b
+    from .joint_map import AUTHORS_PYIRT, load_pyirt_engine
+
+    fit_pyirt = load_pyirt_engine()
+    extra = AUTHORS_PYIRT if engine == "pyirt-authors" else {"lr_decay": 1.0}
+    theta, a, b = fit_pyirt(values, seed=seed, epochs=epochs, **extra)
+    return np.asarray(theta, float), np.asarray(a, float), np.asarray(b, float)
+
+
+def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 100, seed: int = 0,
+                     epochs: int = 1000, start: dict | None = None,
+                     align: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Refit the 2PL on ``n_boot`` resamples of the models (rows drawn with replacement).
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_models, n_items)
+        1 safe, 0 unsafe, NaN missing.
+    engine : {"map", "pyirt", "pyirt-authors"}
+        The engine of every refit (:func:`irtlib.calibration.joint_map.fit_2pl`).
+    n_boot, seed : int
+        Number of resamples; seeds the draws (and py-irt's streams, ``seed + r`` for refit ``r``).
+    epochs : int
+        py-irt epochs.
+    start : dict, optional
+        MAP engine: ``theta`` (n_models,), ``a``, ``b`` of the full fit; each refit starts there
+        (the resampled models' abilities), so it needs few Newton steps.
+    align : ndarray, shape (n_models,), optional
+        The full fit's abilities: each refit is put on their scale (the linear map that gives the drawn
+        models' refitted abilities the mean and SD of theirs in ``align``), so the spread is that of the
+        items given the scale.
+
+    Returns
+    -------
+    a, b : ndarray, shape (n_boot, n_items)
+    """
+    x = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, x.shape[0], size=(n_boot, x.shape[0]))
+    a_out, b_out = np.empty((n_boot, x.shape[1])), np.empty((n_boot, x.shape[1]))
+    for r, pick in enumerate(rows):
+        begin = None if start is None else {"theta": np.asarray(start["theta"], float)[pick],
+                                            "a": start["a"], "b": start["b"]}
+        theta_r, a_out[r], b_out[r] = _refit(x[pick], engine, seed + r, epochs, begin)
+        if align is not None:
+            ref = np.asarray(align, float)[pick]
+            slope = ref.std() / theta_r.std()
+            shift = ref.mean() - slope * theta_r.mean()
+            a_out[r], b_out[r] = a_out[r] / slope, slope * b_out[r] + shift
+    return a_out, b_out
+
+
+def _as_arrays(responses, a, b, theta):
+    """The response values and the parameters as float arrays in the matrix's order, checked."""
+    if isinstance(responses, ResponseMatrix):
+        x, source = responses.values, responses.source
+        a = a.reindex(responses.items) if isinstance(a, pd.Series) else a
+        b = b.reindex(responses.items) if isinstance(b, pd.Series) else b
+        theta = theta.reindex(responses.models) if isinstance(theta, pd.Series) else theta
+        items = pd.Index(responses.items)
+    else:
+        x, source, items = np.asarray(responses, dtype=float), "responses", None
+    a, b, theta = (np.asarray(v, dtype=float) for v in (a, b, theta))
+    if x.ndim != 2 or a.shape != x.shape[1:] or b.shape != x.shape[1:] or theta.shape != x.shape[:1]:
+        raise InputError(f"{source}: parameters of shapes a {a.shape}, b {b.shape}, theta {theta.shape} do not "
+                         f"match the responses' {x.shape} (models x items)")
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(theta).all()):
+        raise InputError(f"{source}: some item or model of the responses has no finite parameter "
+                         "(parameters from another matrix?)")
+    if (a <= 0).any():
+        raise InputError(f"{source}: discrimination a must be positive")
+    return x, a, b, theta, items
+
+
+def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b: ArrayLike, theta: ArrayLike, *,
+                         method: str = "observed", given_scale: bool = True, priors: Priors = PAPER_PRIORS,
+                         engine: str = "map", n_boot: int = 100, seed: int = 0, epochs: int = 1000,
+                         fixed: ArrayLike | None = None) -> pd.DataFrame:
+    """Standard errors of each item's ``a`` and ``b`` (and of the abilities) for a fitted 2PL.
+
+    Parameters
+    ----------
+    responses : ResponseMatrix or ndarray, shape (n_models, n_items)
+        The responses the parameters were fitted to (1 safe, 0 unsafe, NaN missing).
+    a, b : array_like or Series, shape (n_items,)
+        The fitted discriminations and difficulties (Series are aligned to the matrix's items).
+    theta : array_like or Series, shape (n_models,)
+        The fitted abilities of the same models.
+    method : {"observed", "expected", "bootstrap"}
+        ``"observed"`` (default): the inverse of the observed information of the posterior at the given
+        parameters (the module docstring); right for the MAP engine and py-irt with the paper's priors.
+        ``"expected"``: the same with the expected (Fisher) information. ``"bootstrap"``: the SD over
+        ``n_boot`` refits of ``engine`` on the models drawn with replacement (for
+        ``engine="pyirt-authors"``, whose hierarchical priors make the curvature the wrong measure).
+        When the observed information is not positive definite at the given parameters (they are not a
+        mode of the posterior), the expected one is used and ``attrs["information"]`` says so.
+    given_scale : bool
+        True (default): the errors given the scale, i.e. conditional on the mean and SD of the
+        calibration models' abilities (the location and unit of the bank's scale), the errors that
+        matter when items are compared on one scale, and for anything the scale does not change
+        (probabilities, the CV of ``a``). False: the joint posterior's, which also carry the
+        uncertainty of the scale itself; with the paper's priors that is large, because the priors on
+        ``theta`` and ``log a`` pin the unit only weakly (it moves every ``b`` in proportion to ``b``).
+        The bootstrap's refits are put on the fit's scale the same way (mean and SD of the drawn models'
+        abilities equal to the fit's) when True.
+    priors : ((float, float), (float, float), (float, float))
+        Means and SDs of the Normal priors on theta, log a and b (the paper's by default).
+    engine, n_boot, seed, epochs
+        The bootstrap's engine, resamples, seed and py-irt epochs.
+    fixed : ndarray of bool, shape (n_items,), optional
+        Items whose parameters were held fixed (fixed-parameter calibration,
+        :func:`irtlib.calibration.fixed.fit_fixed`): they inform the abilities but have no error of
+        their own here (NaN); the scale is theirs, so ``given_scale`` does not apply. Observed or
+        expected information only.
+
+    Returns
+    -------
+    DataFrame, indexed by item (the matrix's items, or 0..n_items-1 for an array)
+        ``se_a``, ``se_b`` and ``cov_ab`` (the covariance of ``a`` and ``b``). ``attrs`` holds
+        ``method``, ``information`` and ``se_theta`` (ndarray, shape (n_models,); observed/expected only).
+
+    Raises
+    ------
+    InputError
+        Shapes that do not match, non-finite parameters, an unknown method.
+    """
+    if method not in SE_METHODS:
+        raise InputError(f"unknown standard-error method {method!r}; choose one of {SE_METHODS}")
+    x, a, b, theta, items = _as_arrays(responses, a, b, theta)
+    attrs: dict = {"method": method}
+    if method == "bootstrap":
+        if fixed is not None:
+            raise InputError("fixed items: use method='observed' or 'expected' (the bootstrap refits everything)")
+        start = {"theta": theta, "a": a, "b": b} if engine == "map" else None
+        a_r, b_r = bootstrap_refits(x, engine=engine, n_boot=n_boot, seed=seed, epochs=epochs, start=start,
+                                    align=theta if given_scale else None)
+        se_a, se_b = a_r.std(axis=0, ddof=1), b_r.std(axis=0, ddof=1)
+        cov_ab = ((a_r - a_r.mean(0)) * (b_r - b_r.mean(0))).sum(axis=0) / (n_boot - 1)
+        attrs.update(given_scale=given_scale,
+                     information=f"bootstrap over models ({n_boot} refits, {engine} engine, seed {seed})")
+    else:
+        free, extra_tt = np.ones(x.shape[1], dtype=bool), 0.0
+        if fixed is not None:
+            free = ~np.asarray(fixed, dtype=bool)
+            p = sigmoid(logit_z(theta[:, None], a[~free], b[~free]))
+            extra_tt = np.where(np.isnan(x[:, ~free]), 0.0, p * (1 - p) * a[~free] ** 2).sum(axis=1)
+            given_scale = False
+        attrs.update(information=method, given_scale=given_scale)
+        args = (x[:, free], theta, a[free], b[free])
+        with threadpool_limits(limits=1, user_api="blas"):     # small products: threaded BLAS only spins
+            found = _posterior_covariance(*args, priors=priors, observed=method == "observed",
+                                          given_scale=given_scale, extra_tt=extra_tt)
+            if found is None and method == "observed":
+                found = _posterior_covariance(*args, priors=priors, observed=False, given_scale=given_scale,
+                                              extra_tt=extra_tt)
+                attrs["information"] = ("expected (the observed information is not positive definite at these "
+                                        "parameters: not a posterior mode)")
+        if found is None:
+            raise InputError("the information of the posterior is singular at these parameters")
+        var_al, var_b, cov, var_theta = found
+        se_a, se_b, cov_ab = (np.full(x.shape[1], np.nan) for _ in range(3))
+        se_a[free], se_b[free], cov_ab[free] = a[free] * np.sqrt(var_al), np.sqrt(var_b), a[free] * cov
+        attrs["se_theta"] = np.sqrt(var_theta)
+    out = pd.DataFrame({"se_a": se_a, "se_b": se_b, "cov_ab": cov_ab},
+                       index=items if items is not None else pd.RangeIndex(x.shape[1]))
+    out.attrs.update(attrs)
+    return out
+
+
+def calibration_standard_errors(cal: Calibration, matrix: ResponseMatrix, *, method: str | None = None,
+                                **options: Any) -> pd.DataFrame:
+    """:func:`item_standard_errors` of a :class:`~irtlib.calibration.joint_map.Calibration` fitted to ``matrix``.
+
+    ``method`` defaults to ``"observed"`` for every engine; the bootstrap refits with the fit's engine (its seed
+    and epochs).
+    """
+    method = method or "observed"
+    if method == "bootstrap":
+        options.setdefault("engine", cal.engine)
+        options.setdefault("seed", int(cal.settings.get("seed", 0)))
+        options.setdefault("epochs", int(cal.settings.get("epochs", 1000)))
+    return item_standard_errors(matrix, cal.a, cal.b, cal.theta, method=method, **options)
