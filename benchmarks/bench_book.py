@@ -122,10 +122,14 @@ def main(argv=None) -> int:
             steps["stage (cold)"] = _make(tree, "stage", quick=args.quick, jobs=args.jobs, venv=venv)
             steps["chapters (cold)"] = _make(tree, "executed", quick=args.quick, jobs=args.jobs, venv=venv)
             cold = _durations(executed)
+            print("cold:", ", ".join(f"{name} {s:.1f} s" for name, s in cold.items()), flush=True)
             warm = {}
             if not args.no_warm:
                 shutil.rmtree(executed)
-                steps["chapters (warm)"] = _make(tree, "executed", quick=args.quick, jobs=args.jobs, venv=venv)
+                try:
+                    steps["chapters (warm)"] = _make(tree, "executed", quick=args.quick, jobs=args.jobs, venv=venv)
+                except subprocess.CalledProcessError as exc:       # report the cold run all the same
+                    print(f"warm run failed ({exc}); the chapters it finished are shown", flush=True)
                 warm = _durations(executed)
         finally:
             if args.in_place:
