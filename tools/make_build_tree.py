@@ -473,6 +473,7 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
         add_quick_banner(data)
         if reproduce_box.has_box(data):
             reproduce_box.fill_box(data, reproduce_box.parameters(data, where=entry), shipped)
+            reproduce_box.move_box_to_end(data)
         reproduce_box.fill_downloads(data, shipped)
         target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         shutil.copystat(executed_nb, target)

@@ -215,3 +215,40 @@ def fill_downloads(notebook: dict, downloads: dict | None) -> int:
             count += text.count(DOWNLOADS_MARKER)
             cell["source"] = text.replace(DOWNLOADS_MARKER, downloads_block(downloads))
     return count
+
+
+END_HEADING = "## Reproduce this page"
+
+
+def move_box_to_end(notebook: dict) -> bool:
+    """Move the Reproduce box (filled or not) from where the source has it to the end of the page, in place.
+
+    A chapter opens with its claim; the box (the command, the parameters, the downloads) becomes the
+    page's last section, under :data:`END_HEADING`. A markdown cell left empty by the move is dropped.
+    Returns True when a box was moved.
+    """
+    cells = notebook.get("cells", [])
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") != "markdown":
+            continue
+        lines = _source(cell).split("\n")
+        for start, line in enumerate(lines):
+            match = BOX.match(line)
+            if not match:
+                continue
+            fence = match.group(1)
+            end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == fence), None)
+            if end is None:
+                raise ValueError(f"the Reproduce box opened by {line!r} is never closed")
+            box, rest = lines[start:end + 1], lines[:start] + lines[end + 1:]
+            if "\n".join(rest).strip():
+                cell["source"] = "\n".join(rest)
+            else:
+                del cells[index]
+            moved = {"cell_type": "markdown", "metadata": {"tags": ["reproduce-box"]},
+                     "source": "\n".join([END_HEADING, "", *box]) + "\n"}
+            if notebook.get("nbformat_minor", 0) >= 5:
+                moved["id"] = "reproduce-box"
+            cells.append(moved)
+            return True
+    return False
