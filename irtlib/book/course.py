@@ -198,5 +198,6 @@ def require_real_data(entry: str, params: dict) -> list[str]:
                           f"{'is' if len(missing) == 1 else 'are'} missing (looked in ${authors.DATA_ENV}, "
                           f"../shared/realdata/paper and {authors.cache_directory()}): get "
                           f"{'it' if len(missing) == 1 else 'them'} with {how}, or run the notebook with "
-                          "`-p DATA simulated` to use the simulated release (every number then differs from the book's)")
+                          "`-p DATA simulated` to use the simulated release (every number then differs from the "
+                          "book's)")
     return names
