@@ -17,7 +17,8 @@ from . import scorecard as sc
 
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
-__all__ = ["REASONS", "reason", "ours", "results_frame", "results_markdown", "LIMIT_REASONS", "limit_counts"]
+__all__ = ["REASONS", "reason", "ours", "results_frame", "results_markdown", "LIMIT_REASONS", "limit_counts",
+           "found_sentences"]
 
 #: Why a verdict is what it is, one clause per rule and verdict (the rules in full: :data:`scorecard.RULES`).
 REASONS = {
@@ -136,3 +137,54 @@ def limit_counts(frame: pd.DataFrame) -> dict[str, int]:
     """
     off = frame[frame["verdict"] != "reproduced"]
     return {key: int(off["why"].str.contains(re.escape(words)).sum()) for key, (_, words) in LIMIT_REASONS.items()}
+
+
+_KIND_WORDS = {"paper": "the paper's data", "real": "other real data", "sim": "the simulated release",
+               "mixed": "several kinds of data together", "": "data not stated"}
+
+
+def _counted(frame: pd.DataFrame) -> str:
+    parts = [(tallied, words) for tallied, words in (
+        (int((frame["verdict"] == "reproduced").sum()), "reproduced"),
+        (int((frame["verdict"] == "close").sum()), "close"),
+        (int((frame["verdict"] == "partly").sum()), "partly"),
+        (int(frame["verdict"].isin(["not reproduced", "reversed"]).sum()), "not reproduced or reversed"),
+        (int((frame["verdict"] == "not testable here").sum()), "not testable here")) if tallied]
+    text = [f"{n} {words}" for n, words in parts]
+    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
+
+
+def found_sentences(claims, *, most: int = 2) -> str:
+    """What a chapter found, in two or three sentences, from the claims it published (Markdown).
+
+    The first sentence counts the verdicts on the paper's data, the second names the claims that
+    did not reproduce there (at most ``most``, with the reason), the third counts those on other data.
+    The counts are the published verdicts', so the sentences agree with the chapter's numbers.
+
+    Parameters
+    ----------
+    claims : iterable of Claim
+        The claims the chapter published (:func:`irtlib.book.claims.publish` returns them).
+    most : int
+        How many failed claims to name.
+    """
+    frame = results_frame(claims)
+    if frame.empty:
+        return "This chapter tested none of the paper's claims in this build."
+    out = []
+    paper = frame[frame["kind"] == "paper"]
+    if len(paper):
+        out.append(f"On the paper's data this chapter tested {len(paper)} of its claims: {_counted(paper)}.")
+        off = paper[paper["verdict"].isin(["not reproduced", "reversed"])]
+        if len(off):
+            named = "; ".join(f"{r.claim} ({r.verdict}: {r.why})" for r in off.head(most).itertuples())
+            more = f", and {len(off) - most} more ({{doc}}`results`)" if len(off) > most else ""
+            out.append(f"Those that did not reproduce: {named}{more}.")
+        else:
+            out.append("None of them failed outright (not reproduced or reversed).")
+    other = frame[frame["kind"] != "paper"]
+    if len(other):
+        kinds = sorted(set(other["kind"]), key=list(_KIND_WORDS).index)
+        out.append(f"On {' and '.join(_KIND_WORDS[k] for k in kinds)}, {len(other)} "
+                   f"{'claim' if len(other) == 1 else 'claims'}: {_counted(other)}.")
+    return " ".join(out)
