@@ -252,3 +252,17 @@ def test_scorecard_verdicts():
     assert check_html.verdict_cells(html), "the scorecard has no table with a 'verdict' header cell"
     assert not check_html.bad_verdicts(html), (
         f"verdicts outside {sorted(check_html.VERDICTS)}: {check_html.bad_verdicts(html)}")
+
+
+def test_results_page_shows_only_verdict_words_and_links_each_claim():
+    if not (HTML / "index.html").is_file():
+        pytest.skip(f"no built book at {HTML}")
+    page = HTML / "book" / "results.html"
+    assert page.is_file(), "book/results.html was not built: is book/results in _toc.yml?"
+    html = page.read_text(encoding="utf-8")
+    assert check_html.verdict_cells(html), "the results page has no table with a 'verdict' header cell"
+    assert not check_html.bad_verdicts(html), f"verdicts outside {sorted(check_html.VERDICTS)}"
+    assert 'id="sec-limits"' in html or 'id="limits-of-this-reproduction"' in html
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)[1:]
+    claim_rows = [r for r in rows if "<td" in r]
+    assert claim_rows and all('href="' in r for r in claim_rows), "a claim's line links no section"
