@@ -237,20 +237,21 @@ TABLE_WIDTHS_JS = """() => {
 }"""
 
 
-def _table_facts(visited) -> dict:
+def _on_every_page(visited, scripts: dict) -> dict:
+    """``{path: {name: result}}``: each script of ``scripts`` evaluated on every page (not index.html)."""
     page = visited["page"]
     found = {}
     for path in _page_urls():
         if path == "index.html":
             continue
         page.goto(f"{visited['server']}/{path}", wait_until="load")
-        found[path] = page.evaluate(TABLE_WIDTHS_JS)
+        found[path] = {name: page.evaluate(js) for name, js in scripts.items()}
     return found
 
 
 @pytest.fixture(scope="module")
 def tables(visited):
-    return _table_facts(visited)
+    return {path: facts["tables"] for path, facts in _on_every_page(visited, {"tables": TABLE_WIDTHS_JS}).items()}
 
 
 def test_every_table_fits_the_text_column(tables):
@@ -339,14 +340,7 @@ FIGURES_JS = """() => {
 @pytest.fixture(scope="module")
 def layout(visited):
     """Per page: the words broken inside table cells and the figures without a number."""
-    page = visited["page"]
-    found = {}
-    for path in _page_urls():
-        if path == "index.html":
-            continue
-        page.goto(f"{visited['server']}/{path}", wait_until="load")
-        found[path] = {"broken": page.evaluate(CELL_BREAKS_JS), "figures": page.evaluate(FIGURES_JS)}
-    return found
+    return _on_every_page(visited, {"broken": CELL_BREAKS_JS, "figures": FIGURES_JS})
 
 
 def test_no_word_or_number_breaks_inside_a_table_cell(layout):
