@@ -4,7 +4,8 @@ Thin by design: each subcommand parses its options, calls the Python API (:mod:`
 :mod:`irtlib.bank.build`, :mod:`irtlib.bank.session`, :mod:`irtlib.selection.static`,
 :mod:`irtlib.protocol.agreement`, :mod:`irtlib.datasets`) and prints. One module per subcommand,
 its parser and its handler together (``irtlib.cli.calibrate``, ``subset``, ``evaluate``,
-``agreement``, ``report``, ``paper_data``, ``airbench_data``, ``helm_data``); what they share is in
+``agreement``, ``report``, ``audit``, ``drift``, ``paper_data``, ``airbench_data``, ``helm_data``); what they
+share is in
 ``irtlib.cli._common`` (exit statuses, errors, output helpers) and ``irtlib.cli._options``
 (argument types and option groups). The modules moved from the single ``irtlib/cli.py`` keep the
 names and the text their handlers and parsers had there (the shared helpers are imported under
@@ -37,7 +38,7 @@ from collections.abc import Sequence
 
 from irtlib.errors import IrtlibError
 
-from . import agreement, airbench_data, calibrate, evaluate, helm_data, paper_data, report, subset
+from . import agreement, airbench_data, audit, calibrate, drift, evaluate, helm_data, paper_data, report, subset
 from ._common import (
     EXIT_BUG,
     EXIT_INPUT,
@@ -59,7 +60,7 @@ __presentation__ = True
 __all__ = ["COMMANDS", "CLIUsageError", "build_parser", "main"]
 
 #: The subcommands' modules, in the order ``irtlib --help`` lists them: each adds its parser and handler.
-COMMANDS = (calibrate, subset, evaluate, agreement, report, paper_data, airbench_data, helm_data)
+COMMANDS = (calibrate, subset, evaluate, agreement, report, audit, drift, paper_data, airbench_data, helm_data)
 
 
 def __getattr__(name: str):

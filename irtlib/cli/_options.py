@@ -66,6 +66,17 @@ pass_score = number(float, lambda v: 0.0 < v < 1.0, " must be a safety score str
                     name="score in (0, 1)")
 confidence = number(float, lambda v: 0.5 < v < 1.0, " must lie strictly between 0.5 and 1 (the probability that "
                     "the decision is right)", name="confidence in (0.5, 1)")
+#: A test's level (``--alpha``): strictly between 0 and 1.
+level = number(float, lambda v: 0.0 < v < 1.0, " must lie strictly between 0 and 1", name="level")
+
+
+def test_options(parser: argparse.ArgumentParser) -> None:
+    """``--alpha`` and ``--correction``: the level and multiple-testing correction of per-item tests."""
+    parser.add_argument("--alpha", type=level, default=0.05, help="level of the tests (default: 0.05)")
+    parser.add_argument("--correction", choices=("bh", "holm", "bonferroni", "none"), default="bh",
+                        help="multiple-testing correction: Benjamini-Hochberg (default), Holm, Bonferroni or none")
+
+
 finite_float = number(float, math.isfinite, " must be a finite number", name="finite number")
 processes = number(int, lambda v: v >= 1 or v == -1, ": give a number of processes >= 1, or -1 for all cores")
 

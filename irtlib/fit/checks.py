@@ -36,16 +36,19 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError
 
 __all__ = ["item_fit", "lord_wingersky", "sx2_expected", "adjust_pvalues", "residuals", "q3", "q3_summary",
-           "summarise_q3", "q3_by_category", "residual_eigenvalues", "dimensionality", "simulate_fitted",
+           "summarise_q3", "q3_by_category", "aligned", "CORRECTIONS",
+           "residual_eigenvalues", "dimensionality", "simulate_fitted",
            "ITEM_FIT_METHODS"]
 
 ITEM_FIT_METHODS = ("sx2", "infit", "outfit")
-_CORRECTIONS = ("bh", "holm", "bonferroni", "none")
+#: The multiple-testing corrections of :func:`adjust_pvalues`.
+CORRECTIONS = ("bh", "holm", "bonferroni", "none")
+_CORRECTIONS = CORRECTIONS
 
 
 # ---------------------------------------------------------------------------- helpers
-def _aligned(matrix: ResponseMatrix, calibration: Calibration):
-    """Responses, observed mask and model probabilities aligned by label, all (n_models, n_items)."""
+def aligned(matrix: ResponseMatrix, calibration: Calibration):
+    """Responses, observed mask (n_models, n_items), abilities (n_models,) and a, b, c (n_items,) aligned by label."""
     if not isinstance(matrix, ResponseMatrix):
         raise InputTypeError(f"matrix must be a ResponseMatrix, got {type(matrix).__name__}")
     if not isinstance(calibration, Calibration):
@@ -345,7 +348,7 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
         raise InputError(f"alpha must lie in (0, 1), got {alpha}")
     if correction not in _CORRECTIONS:
         raise InputError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
-    x, observed, theta, a, b, c = _aligned(matrix, calibration)
+    x, observed, theta, a, b, c = aligned(matrix, calibration)
     attrs = {"method": method, "alpha": alpha, "correction": correction}
     if method == "sx2":
         n_params = _n_item_parameters(calibration)
@@ -375,7 +378,7 @@ def item_fit(matrix: ResponseMatrix, calibration: Calibration, *, method: str = 
 # ---------------------------------------------------------------------------- Q3
 def residuals(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
     """Raw residuals ``x - P(theta_hat)``, models x items, NaN where unobserved."""
-    x, observed, theta, a, b, c = _aligned(matrix, calibration)
+    x, observed, theta, a, b, c = aligned(matrix, calibration)
     r = np.where(observed, x - probability(theta[:, None], a, b, c), np.nan)
     return pd.DataFrame(r, index=matrix.models, columns=matrix.items)
 
@@ -645,7 +648,7 @@ def simulate_fitted(matrix: ResponseMatrix, calibration: Calibration, *, seed: i
     -------
     ResponseMatrix, shape (n_models, n_kept)
     """
-    _, observed, theta, a, b, c = _aligned(matrix, calibration)
+    _, observed, theta, a, b, c = aligned(matrix, calibration)
     rng = np.random.default_rng(np.random.SeedSequence(seed)) if rng is None else rng
     p = probability(theta[:, None], a, b, c)
     sim = np.where(observed, (rng.random(p.shape) < p).astype(float), np.nan)
@@ -708,7 +711,7 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
         raise InputError(f"n_replications must be at least 1, got {n_replications}")
     if not 0 < quantile < 1:
         raise InputError(f"quantile must lie in (0, 1), got {quantile}")
-    x, observed, theta, a, b, c = _aligned(matrix, calibration)
+    x, observed, theta, a, b, c = aligned(matrix, calibration)
     data = residual_eigenvalues(matrix, calibration, n=n)
     model = calibration.settings.get("model", "3pl" if c is not None else "2pl")
     rng = np.random.default_rng(np.random.SeedSequence(seed))

@@ -18,7 +18,7 @@ from irtlib._typing import PathLike
 from irtlib.errors import InputError
 from irtlib.io import Responses
 
-__all__ = ["write_report", "jsonable"]
+__all__ = ["write_report", "jsonable", "HTML_PAGE"]
 
 
 def jsonable(obj: Any) -> Any:
@@ -52,6 +52,10 @@ binarization {rule}, variance threshold {threshold}. Safety score = share of saf
 {body}
 </body></html>
 """
+
+
+#: The page template (title, note, body), for the other reports of irtlib.
+HTML_PAGE = _HTML
 
 
 def _html_table(frame) -> str:

@@ -40,7 +40,7 @@ def test_every_option_of_every_subcommand_is_in_docs_cli_md():
     text = DOC.read_text(encoding="utf-8")
     reference = text[text.index(cli_reference.BEGIN):]
     leaves = list(_leaves(build_parser()))
-    assert len(leaves) == 12                              # 5 commands, paper-data x2, airbench-data x3, helm-data x2
+    assert len(leaves) == 14                              # 7 commands, paper-data x2, airbench-data x3, helm-data x2
     for path, parser in leaves:
         assert f"### `{' '.join(path)}`" in reference, path
         for action in parser._actions:
@@ -53,8 +53,8 @@ def test_every_option_of_every_subcommand_is_in_docs_cli_md():
 def test_each_command_module_adds_one_subcommand():
     parser = build_parser()
     names = list(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
-    assert names == ["calibrate", "subset", "evaluate", "agreement", "report", "paper-data", "airbench-data",
-                     "helm-data"]
+    assert names == ["calibrate", "subset", "evaluate", "agreement", "report", "audit", "drift", "paper-data",
+                     "airbench-data", "helm-data"]
     assert [m.__name__.rsplit(".", 1)[1].replace("_", "-") for m in COMMANDS] == names
 
 
