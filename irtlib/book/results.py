@@ -184,7 +184,8 @@ def found_sentences(claims, *, most: int = 2) -> str:
             out.append("None of them failed outright (not reproduced or reversed).")
     other = frame[frame["kind"] != "paper"]
     if len(other):
-        kinds = sorted(set(other["kind"]), key=list(_KIND_WORDS).index)
-        out.append(f"On {' and '.join(_KIND_WORDS[k] for k in kinds)}, {len(other)} "
+        kinds = [_KIND_WORDS[k] for k in sorted(set(other["kind"]), key=list(_KIND_WORDS).index)]
+        where = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+        out.append(f"On {where}, {len(other)} "
                    f"{'claim' if len(other) == 1 else 'claims'}: {_counted(other)}.")
     return " ".join(out)

@@ -331,8 +331,8 @@ FIGURES_JS = """() => {
             const figure = img.closest('figure');
             return !(figure && figure.querySelector('figcaption .caption-number'));
         }).map(img => (img.getAttribute('alt') || img.getAttribute('src') || '').slice(0, 60)),
-        untitled: Array.from(column.querySelectorAll('figure figcaption')).map(c => c.innerText)
-            .filter(t => !/[a-z]{3,}\\s+[a-z]{3,}/i.test(t.replace(/^(Figure|Table) \\d+[.:]?/, ''))),
+        untitled: Array.from(column.querySelectorAll('figure figcaption')).map(c => c.textContent)
+            .filter(t => !/[a-z]{3,}\\s+[a-z]{3,}/i.test(t.replace(/^\\s*(Figure|Table) \\d+[.:]?/, ''))),
     };
 }"""
 
