@@ -73,9 +73,10 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         py-irt epochs.
     interval_check : bool
         Run the cross-fitted check of adaptive-test score intervals (:func:`irtlib.bank.coverage.interval_check`:
-        ``interval_folds`` extra MAP fits, each leaving out one fold of the models and started from
-        the bank's fit, plus simulated adaptive tests of the left-out models up to 200 items, of at
-        most :data:`irtlib.bank.coverage.MAX_REPLAYED` of them)
+        ``interval_folds`` item refits, each leaving out one fold of the models, with the training
+        models' abilities held at the bank's fit (a joint MAP fit per fold for a py-irt bank), plus
+        simulated adaptive tests of the left-out models up to 200 items, of at most
+        :data:`irtlib.bank.coverage.MAX_REPLAYED` of them)
         and store the widening factors in the header, so that
         :class:`irtlib.AdaptiveSession` states intervals that cover at their nominal rate on
         data like the calibration data. Needs at least 10 models; without it the intervals are

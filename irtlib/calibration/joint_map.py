@@ -24,7 +24,7 @@ from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 from .cells import make_runner, workspace
 from .newton import arrow_cg
 
-__all__ = ["Calibration", "fit_2pl", "fit_map", "ENGINES", "PYIRT_EXTRA", "load_pyirt_engine"]
+__all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "ENGINES", "PYIRT_EXTRA", "load_pyirt_engine"]
 
 #: Calibration engines of :func:`fit_2pl`: the paper's text ("pyirt"), the fast posterior mode ("map"),
 #: and py-irt as the paper's released code runs it ("pyirt-authors").
@@ -77,7 +77,7 @@ class Calibration:
 # ---------------------------------------------------------------------------- MAP engine
 # The passes over the response matrix (irtlib.calibration.cells): module-level functions, so a Dask
 # worker can run them. Each gets a block of rows and what the previous kept pass left for it.
-def _cell_pass(block, state, theta, a, b, derive, dtype):
+def _cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
     """Log-likelihood of the block and, with ``derive``, its sums and per-cell weights for the next step.
 
     Returns ``((log_lik, item_sums, model_sums), kept)``: ``item_sums`` (5, n_items) are the column
@@ -86,12 +86,14 @@ def _cell_pass(block, state, theta, a, b, derive, dtype):
     float32, from which the information between an ability and an item's ``log a`` is ``a w z`` (Fisher
     scoring) or ``a (w z - g)`` (Newton), and with its ``b`` ``-a^2 w``. The block is worked through
     tile by tile, in the calling thread's work arrays of ``dtype``; every sum is accumulated in float64.
+    Without ``keep_cells`` the per-cell weights are not kept (``kept`` is None): the item refits of
+    :func:`fit_items` need the sums only.
     """
     log_lik = 0.0
     if derive:
         item_sums = np.zeros((5, block.n_items))
         model_sums = np.empty((2, block.rows.stop - block.rows.start))
-        kept = tuple(np.empty(block.shape, np.float32) for _ in range(3))
+        kept = tuple(np.empty(block.shape, np.float32) for _ in range(3)) if keep_cells else None
         a_cells, a2_cells = a.astype(dtype), (a * a).astype(dtype)
     for local, tile in block.tiles():
         work = workspace(tile.shape, 7, dtype)
@@ -107,8 +109,9 @@ def _cell_pass(block, state, theta, a, b, derive, dtype):
         item_sums[3] += tile.col_sum(np.multiply(w, z, out=wz))
         model_sums[0, local] = tile.row_dot(g, a_cells)
         model_sums[1, local] = tile.row_dot(w, a2_cells)
-        cells = tile.cells(local)
-        kept[0][cells], kept[1][cells], kept[2][cells] = w, wz, g
+        if keep_cells:
+            cells = tile.cells(local)
+            kept[0][cells], kept[1][cells], kept[2][cells] = w, wz, g
         item_sums[4] += tile.col_sum(np.multiply(wz, z, out=wz))
     if not derive:
         return (log_lik, None, None), state
@@ -134,27 +137,55 @@ class _Point:
     the steps are large, float64 for the last ones (:data:`FLOAT64_BELOW`).
     """
 
-    def __init__(self, runner, theta, alpha, b, priors, dtype, *, derive=True):
+    def __init__(self, runner, theta, alpha, b, priors, dtype, *, derive=True, keep_cells=True):
         (mt, st), (ma, sa), (mb, sb) = priors
         self.theta, self.alpha, self.b, self.a = theta, alpha, b, np.exp(alpha)
         self.log_posterior = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * (((alpha - ma) / sa) ** 2).sum() \
             - 0.5 * (((b - mb) / sb) ** 2).sum()
-        self.dtype = dtype
+        self.dtype, self.keep_cells = dtype, keep_cells
         self._derive(runner, derive, add_log_lik=True)
 
     def _derive(self, runner, derive, *, add_log_lik=False):
-        parts = runner.run(_cell_pass, self.theta, self.a, self.b, derive, self.dtype, keep=derive)
+        keep = derive and self.keep_cells
+        parts = runner.run(_cell_pass, self.theta, self.a, self.b, derive, self.dtype, keep, keep=keep)
         if add_log_lik:
             self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
         if derive:
             self.item_sums = sum(p[1] for p in parts)
             self.model_sums = np.concatenate([p[2] for p in parts], axis=1)
-            runner.owner = self
+            runner.owner = self if keep else None
 
     def ready(self, runner) -> None:
         """Make the runner hold this point's per-cell weights (a pass if a later trial point replaced them)."""
         if getattr(runner, "owner", None) is not self:
             self._derive(runner, True)
+
+
+def _item_blocks(pt, priors, *, newton: float):
+    """Each item's gradient in ``(log a, b)`` and the inverse of its 2 x 2 information block.
+
+    Returns ``((g_al, g_b), (d_aa, d_ab, d_bb), newton_item)``, arrays of shape (n_items,): the
+    inverse's entries, and which items took the observed (Newton, with weight ``newton``) block.
+    Items whose observed block is not positive definite (a flat or saddle-shaped likelihood, e.g.
+    items no model discriminates) take their expected (Fisher-scoring) block instead, so one bad item
+    does not cost the others Newton. Shared by the joint step (:func:`_direction`) and the item
+    refits with abilities held fixed (:func:`fit_items`).
+    """
+    _, (ma, sa), (mb, sb) = priors
+    a = pt.a
+    s_g, s_gz, s_w, s_wz, s_wz2 = pt.item_sums
+    g_al = s_gz - (pt.alpha - ma) / sa**2
+    g_b = -a * s_g - (pt.b - mb) / sb**2
+    j_bb = a * a * s_w + 1.0 / sb**2
+    # Newton: the second derivatives of z times the residuals
+    obs_aa, obs_ab = s_wz2 + 1.0 / sa**2 - newton * s_gz, -a * s_wz + newton * a * s_g
+    newton_item = np.zeros(a.shape, dtype=bool)
+    if newton:
+        newton_item = (obs_aa > 0) & (obs_aa * j_bb - obs_ab**2 > 0)
+    j_aa = np.where(newton_item, obs_aa, s_wz2 + 1.0 / sa**2)
+    j_ab = np.where(newton_item, obs_ab, -a * s_wz)
+    det = j_aa * j_bb - j_ab**2
+    return (g_al, g_b), (j_bb / det, -j_ab / det, j_aa / det), newton_item
 
 
 def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
@@ -169,25 +200,11 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
     one, for quadratic convergence near the mode, item by item where it is positive definite; None
     when the conjugate gradients meet a direction of non-positive curvature.
     """
-    (mt, st), (ma, sa), (mb, sb) = priors
+    (mt, st), _, _ = priors
     a = pt.a
-    s_g, s_gz, s_w, s_wz, s_wz2 = pt.item_sums
     g_t = pt.model_sums[0] - (pt.theta - mt) / st**2
-    g_al = s_gz - (pt.alpha - ma) / sa**2
-    g_b = -a * s_g - (pt.b - mb) / sb**2
     j_tt = pt.model_sums[1] + 1.0 / st**2
-    j_bb = a * a * s_w + 1.0 / sb**2
-    # Newton: the second derivatives of z times the residuals; items whose observed block is not
-    # positive definite (a flat or saddle-shaped likelihood, e.g. items no model discriminates) take
-    # their expected (Fisher-scoring) block instead, so one bad item does not cost the others Newton
-    obs_aa, obs_ab = s_wz2 + 1.0 / sa**2 - newton * s_gz, -a * s_wz + newton * a * s_g
-    newton_item = np.zeros(a.shape, dtype=bool)
-    if newton:
-        newton_item = (obs_aa > 0) & (obs_aa * j_bb - obs_ab**2 > 0)
-    j_aa = np.where(newton_item, obs_aa, s_wz2 + 1.0 / sa**2)
-    j_ab = np.where(newton_item, obs_ab, -a * s_wz)
-    det = j_aa * j_bb - j_ab**2
-    d_aa, d_bb, d_ab = j_bb / det, j_aa / det, -j_ab / det
+    (g_al, g_b), (d_aa, d_ab, d_bb), newton_item = _item_blocks(pt, priors, newton=newton)
     minus_g = np.where(newton_item, -newton, 0.0)   # the log a cross term is a (w z - newton g)
 
     def cross_t(v):                   # C^T v: information between theta and (log a_j, b_j)
@@ -382,6 +399,100 @@ def _line_search(runner, state: _Point, step, size: float, priors, *, max_step: 
             return cand, scale
         scale *= 0.5
     return None
+
+
+def fit_items(values: ArrayLike, theta: ArrayLike, *, start: dict | None = None,
+              prior_log_a: tuple[float, float] = (0.0, 1.0), prior_b: tuple[float, float] = (0.0, 1.0),
+              max_iter: int = 100, tol: float = 1e-6, sd_tol: float = 0.0, max_step: float = 1.0,
+              n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Posterior mode of every item's ``(a, b)`` with the models' abilities held fixed.
+
+    Given the abilities the items are independent: each iteration is one pass over the matrix and a
+    2 x 2 Newton step per item (its Fisher-scoring step where the observed block is not positive
+    definite), no joint linear system. The interval check of :func:`irtlib.calibrate_bank` refits its
+    folds' items this way, from the bank's fit and with the training models' abilities from it.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_models, n_items)
+        1 safe, 0 unsafe, NaN missing.
+    theta : ndarray, shape (n_models,)
+        The models' abilities, held fixed.
+    start : dict, optional
+        ``a`` and ``b`` (n_items,) to start from (default: ``a = 1`` and the logits of the observed rates).
+    prior_log_a, prior_b : (float, float)
+        Mean and SD of the Normal priors on ``log a`` and b (the paper's, as in :func:`fit_map`).
+    max_iter, tol : int, float
+        Stop when no item's step moves ``log a`` or b by more than ``tol``.
+    sd_tol : float
+        Or when every item is within ``sd_tol`` posterior SDs of its mode: its Newton decrement
+        ``sqrt(g' J^-1 g)`` (g the item's gradient, J its 2 x 2 information) is below ``sd_tol``. An item
+        whose likelihood is nearly flat (no model tells its slope apart) can take many iterations to
+        move its ``log a`` by ``tol`` while the log posterior gains nothing measurable; this rule stops
+        when every remaining step is worth less than ``sd_tol**2 / 2`` nats. 0 (default): ``tol`` only.
+    max_step : float
+        Each item's step is scaled so neither of its parameters moves more than this; all steps are then
+        halved together until the log posterior increases.
+    n_threads : int, optional
+        Threads that share each pass (the result does not depend on it).
+
+    Returns
+    -------
+    a, b : ndarray, shape (n_items,)
+    info : dict
+        ``iterations``, ``converged``, ``log_posterior`` (the items' log posterior, abilities' prior left out).
+    """
+    x = np.asarray(values, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    if theta.shape != x.shape[:1] or not np.isfinite(theta).all():
+        raise InputError(f"theta must be {x.shape[0]} finite abilities, one a row of values; got shape {theta.shape}")
+    if start is None:
+        alpha, b = np.zeros(x.shape[1]), _start(x)[1]
+    else:
+        _, alpha, b = _given_start({"theta": theta, **start}, x.shape)
+    # the abilities are fixed: their prior (SD inf) adds nothing
+    priors = ((0.0, np.inf), prior_log_a, prior_b)
+    with threadpool_limits(limits=1, user_api="blas"):
+        runner = make_runner(x, n_threads=n_threads)
+        try:
+            return _fit_items(runner, theta, alpha, b, priors, max_iter=max_iter, tol=tol, sd_tol=sd_tol,
+                              max_step=max_step)
+        finally:
+            runner.close()
+
+
+def _fit_items(runner, theta, alpha, b, priors, *, max_iter, tol, sd_tol, max_step):
+    def point(alpha, b, dtype):
+        return _Point(runner, theta, alpha, b, priors, dtype, keep_cells=False)
+
+    state, converged = point(alpha, b, np.float32), False
+    for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
+        (g_al, g_b), (d_aa, d_ab, d_bb), _ = _item_blocks(state, priors, newton=1.0)
+        step = np.stack([d_aa * g_al + d_ab * g_b, d_ab * g_al + d_bb * g_b])
+        decrement = float(np.sqrt(np.max(step[0] * g_al + step[1] * g_b)))
+        step *= np.minimum(1.0, max_step / np.maximum(np.abs(step).max(axis=0), 1e-300))
+        size = float(np.abs(step).max())
+        if size < tol or decrement < sd_tol:
+            converged = True
+            break
+        scale, moved = 1.0, None
+        for _ in range(40):
+            cand = point(state.alpha + scale * step[0], state.b + scale * step[1], state.dtype)
+            if cand.log_posterior >= state.log_posterior:
+                moved = cand
+                break
+            scale *= 0.5
+        if moved is None and state.dtype == np.float32:    # float32 can go no further: on in float64
+            state = point(state.alpha, state.b, np.float64)
+            continue
+        if moved is None:
+            converged = True
+            break
+        state = moved
+        if state.dtype == np.float32 and scale * size < FLOAT64_BELOW:
+            state = point(state.alpha, state.b, np.float64)
+    return state.a, state.b, {"iterations": it, "converged": converged, "log_posterior": float(state.log_posterior),
+                              "largest_decrement": decrement}
 
 
 # ---------------------------------------------------------------------------- front door

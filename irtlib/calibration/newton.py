@@ -107,8 +107,12 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     Returns
     -------
     (d_dense, d_items, iterations) or None
-        None when ``S`` shows a direction of non-positive curvature (the observed information is not
-        positive definite there), which the engines take as "no Newton step".
+        When ``S`` shows a direction of non-positive curvature (the observed information is not positive
+        definite there), the iterate reached before it (truncated Newton: every conjugate-gradient iterate
+        from zero is an ascent direction), or None if that happens at the first iteration, which the engines
+        take as "no Newton step". (On a flat posterior, e.g. responses without structure, the observed
+        information is indefinite for most of the way to the mode: returning None there left only blended
+        and scoring steps, 38 iterations instead of 25 on a 1,000 x 20,000 matrix of coin flips.)
     """
     k = len(g_items)
 
@@ -140,8 +144,10 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     while np.linalg.norm(res) > target and it < max_iter:
         sp = schur(p)
         curvature = p @ sp
-        if curvature <= 0:
-            return None
+        if curvature <= 0:          # truncated Newton: the iterate so far, if any, is still an ascent direction
+            if it == 0:
+                return None
+            break
         step = rz / curvature
         d += step * p
         res -= step * sp

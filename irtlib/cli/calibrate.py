@@ -45,7 +45,7 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--epochs", type=_positive_int, default=1000, help="py-irt epochs (default 1000)")
     p.add_argument("--interval-folds", type=_int_at_least(2), default=5, metavar="F",
                    help="folds of the cross-fitted check that widens adaptive-test score intervals to the "
-                        "error measured on left-out calibration models (default 5: five extra MAP fits)")
+                        "error measured on left-out calibration models (default 5: five item refits)")
     p.add_argument("--no-interval-check", action="store_true",
                    help="skip that check: `evaluate` then states the plain 2PL intervals, which are too "
                         "narrow on real safety data")
@@ -66,15 +66,15 @@ def _cmd_calibrate(args, out: _Out) -> int:
     _not_another_output(args.output, "an item bank", ("a subset file", "# irtlib-subset "))
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
     _check_engine(args)
-    out.progress(f"reading {args.responses}")
-    data = load_responses(args.responses, **_input_kwargs(args))
-    m = data.matrix
-    out.progress(f"found {data.found}")
-    out.progress(f"{m.shape[0]} models x {m.shape[1]} items, {m.n_observations} responses ({data.layout} layout)")
-    if not args.no_interval_check and MIN_MODELS_INTERVAL_CHECK <= m.shape[0] < 2 * args.interval_folds:
-        raise CLIUsageError(f"--interval-folds {args.interval_folds} is too many for {m.shape[0]} models (each fold "
-                            f"needs at least 2): use at most {m.shape[0] // 2}")
-    with _calibrate_bars(out) as (say, on_iteration, on_fold):
+    with _calibrate_bars(out) as (say, on_read, on_iteration, on_fold):
+        say(f"reading {args.responses}")
+        data = load_responses(args.responses, **_input_kwargs(args), progress=on_read)
+        m = data.matrix
+        say(f"found {data.found}")
+        say(f"{m.shape[0]} models x {m.shape[1]} items, {m.n_observations} responses ({data.layout} layout)")
+        if not args.no_interval_check and MIN_MODELS_INTERVAL_CHECK <= m.shape[0] < 2 * args.interval_folds:
+            raise CLIUsageError(f"--interval-folds {args.interval_folds} is too many for {m.shape[0]} models (each "
+                                f"fold needs at least 2): use at most {m.shape[0] // 2}")
         bank = calibrate_bank(m, engine=args.engine, variance_threshold=args.variance_threshold, seed=args.seed,
                               prompts=data.prompts, source=str(args.responses), data_sha256=data.sha256,
                               binarize={"rule": args.binarize, "threshold": args.threshold, "layout": data.layout,
@@ -104,10 +104,11 @@ def _cmd_calibrate(args, out: _Out) -> int:
 
 @contextlib.contextmanager
 def _calibrate_bars(out: _Out):
-    """Progress bars (tqdm) of the fit's iterations and the interval check's folds: on a terminal only.
+    """Progress bars (tqdm) of the reading, the fit's iterations and the interval check's folds: on a terminal only.
 
-    Yields ``(say, on_iteration, on_fold)`` for :func:`irtlib.bank.build.calibrate_bank`: ``say`` prints a
-    stage's line after clearing the bar of the stage before; in a pipe or with ``--quiet`` the two
+    Yields ``(say, on_read, on_iteration, on_fold)``: ``on_read`` for :func:`irtlib.io.load_responses`
+    (bytes of the file read), the other two for :func:`irtlib.bank.build.calibrate_bank`; ``say`` prints a
+    stage's line after clearing the bar of the stage before. In a pipe or with ``--quiet`` the three
     callbacks are None (no bar at all).
     """
     try:
@@ -115,7 +116,7 @@ def _calibrate_bars(out: _Out):
     except (AttributeError, ValueError):
         shown_here = False
     if not shown_here:
-        yield out.progress, None, None
+        yield out.progress, None, None, None
         return
     from tqdm import tqdm
 
@@ -129,6 +130,12 @@ def _calibrate_bars(out: _Out):
         close()
         out.progress(message)
 
+    def on_read(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, unit="B", unit_scale=True,
+                             desc=f"{PROG}: reading"))
+        bars[0].update(done - bars[0].n)
+
     def on_iteration(iteration: int, step: float) -> None:
         if not bars:
             bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, bar_format="{desc} [{elapsed}]"))
@@ -141,6 +148,6 @@ def _calibrate_bars(out: _Out):
         bars[0].update(done - bars[0].n)
 
     try:
-        yield say, on_iteration, on_fold
+        yield say, on_read, on_iteration, on_fold
     finally:
         close()

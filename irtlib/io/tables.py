@@ -23,7 +23,9 @@ fields span several lines).
 from __future__ import annotations
 
 import contextlib
+import io
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,7 +211,8 @@ def _is_utf8(value: bytes) -> bool:
 _ARROW_COMPRESSION = {None: None, "gzip": "gzip", "bz2": "bz2", "zstd": "zstd"}
 
 
-def _read_csv_arrow(path: Path, *, sep: str, compression: str | None, names: list[str]) -> pd.DataFrame | None:
+def _read_csv_arrow(path: Path, *, sep: str, compression: str | None, names: list[str],
+                    progress: Callable[[int, int], None] | None = None) -> pd.DataFrame | None:
     """The table read by pyarrow's CSV reader (several threads), every column categorical; None if it cannot.
 
     Each column is parsed straight into a dictionary of its distinct texts plus one integer code a
@@ -217,7 +220,8 @@ def _read_csv_arrow(path: Path, *, sep: str, compression: str | None, names: lis
     costs a few seconds and about a tenth of the memory of one Python string a field, and every later
     step (ids, scores, duplicates) works on the distinct values. Anything this reader does not accept
     as pandas would (rows of another width, quoted line breaks, text that is not UTF-8, ...) returns
-    None and the file is read by pandas, whose messages name the row at fault.
+    None and the file is read by pandas, whose messages name the row at fault. ``progress(done, total)``
+    is called with the bytes of the file read so far (compressed bytes for a compressed file).
     """
     if compression not in _ARROW_COMPRESSION or not names or "" in names:     # pandas names an empty header
         return None
@@ -226,7 +230,7 @@ def _read_csv_arrow(path: Path, *, sep: str, compression: str | None, names: lis
 
     text = pa.dictionary(pa.int32(), pa.string())
     try:
-        with pa.input_stream(str(path), compression=_ARROW_COMPRESSION[compression]) as stream:
+        with _counted_stream(path, _ARROW_COMPRESSION[compression], progress) as stream:
             table = pcsv.read_csv(
                 stream,
                 read_options=pcsv.ReadOptions(column_names=names, skip_rows=1),
@@ -238,7 +242,39 @@ def _read_csv_arrow(path: Path, *, sep: str, compression: str | None, names: lis
     return pd.DataFrame({n: table.column(i).to_pandas() for i, n in enumerate(names)})
 
 
-def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
+class _CountingFile(io.RawIOBase):
+    """A binary file that reports the bytes read so far to ``progress(done, total)``."""
+
+    def __init__(self, path: Path, progress: Callable[[int, int], None]):
+        self._file, self._progress = open(path, "rb"), progress  # noqa: SIM115  (closed with this object)
+        self._total, self._done = path.stat().st_size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._file.readinto(buffer)
+        self._done += n or 0
+        self._progress(self._done, self._total)
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _counted_stream(path: Path, compression: str | None, progress: Callable[[int, int], None] | None):
+    """Pyarrow's input stream of ``path`` (decompressed), reporting the file's bytes read when ``progress`` is given."""
+    import pyarrow as pa
+
+    if progress is None:
+        return pa.input_stream(str(path), compression=compression)
+    raw = pa.PythonFile(io.BufferedReader(_CountingFile(path, progress), buffer_size=1 << 20), mode="r")
+    return raw if compression is None else pa.CompressedInputStream(raw, compression)
+
+
+def _read_table(path: Path, *, sep: str | None = None, progress: Callable[[int, int], None] | None = None
+                ) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     kind, compression = "csv", None
@@ -258,7 +294,7 @@ def _read_table(path: Path, *, sep: str | None = None) -> pd.DataFrame:
                              compression=compression)
         names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
         _check_header(names, path)
-        fast = _read_csv_arrow(path, sep=sep, compression=compression, names=names)
+        fast = _read_csv_arrow(path, sep=sep, compression=compression, names=names, progress=progress)
         if fast is not None:
             return fast
         with warnings.catch_warnings():
@@ -573,7 +609,8 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
                    model_column: str = "model", item_column: str = "item", score_column: str = "score",
                    key_column: str = "key", prompt_column: str | None = "prompt",
                    benchmark: str | None = None, sep: str | None = None, metric: str | None = None,
-                   filter_name: str | None = None, positive: str | None = None) -> Responses:
+                   filter_name: str | None = None, positive: str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> Responses:
     """Read and binarize a response file.
 
     Parameters
@@ -613,6 +650,9 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         WMDP matrix stores 1 = correct, so it is read as ``"unsafe"``, with a warning saying so);
         a file or task whose name mentions WMDP, read as ``"safe"``, gets a warning. Refused with
         ``rule="choice"`` or ``"wmdp"``, which say which way the score points.
+    progress : callable(done, total), optional
+        Called as a CSV table is read, with the bytes of the file read so far and its size (the
+        command line's reading bar); not called for the other formats.
 
     Returns
     -------
@@ -700,7 +740,7 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
     else:
         if path.is_dir():
             raise InputError(f"{path}: is a directory; --layout {layout} expects a file")
-        frame = _read_table(path, sep=sep)
+        frame = _read_table(path, sep=sep, progress=progress)
         frame.columns = [str(c).strip() for c in frame.columns]
         if layout == "auto":
             layout = _detect_layout(frame, item_column=item_column, score_column=score_column, source=path)

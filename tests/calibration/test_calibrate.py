@@ -150,3 +150,31 @@ def test_map_engine_recovers_a_leaderboard_sized_matrix():
     assert pearsonr(theta, fit_theta)[0] >= 0.99
     assert pearsonr(a, fit_a)[0] >= 0.99
     assert pearsonr(b, fit_b)[0] >= 0.99
+
+
+def test_item_refit_with_fixed_abilities_is_each_items_posterior_mode():
+    """fit_items against scipy's optimiser item by item (the same priors), from a cold and a warm start."""
+    from conftest import simulate_2pl
+    from scipy.optimize import minimize
+
+    from irtlib.calibration.joint_map import fit_items
+
+    values, theta, *_ = simulate_2pl(60, 40, seed=1, missing=0.05)
+    a, b, info = fit_items(values, theta, tol=1e-10)
+    assert info["converged"]
+    for j in range(values.shape[1]):
+        seen = ~np.isnan(values[:, j])
+
+        def minus_log_post(p, j=j, seen=seen):
+            z = np.exp(p[0]) * (theta[seen] - p[1])
+            y = values[seen, j]
+            return (y * np.logaddexp(0, -z) + (1 - y) * np.logaddexp(0, z)).sum() + 0.5 * (p[0] ** 2 + p[1] ** 2)
+
+        best = minimize(minus_log_post, [0.0, 0.0], method="BFGS", options={"gtol": 1e-10}).x
+        np.testing.assert_allclose([np.log(a[j]), b[j]], best, rtol=0, atol=1e-6)
+    # the Newton-decrement rule stops sooner, within a small fraction of a posterior SD
+    near, near_b, loose = fit_items(values, theta, start={"a": a * 1.3, "b": b + 0.2}, tol=0.0, sd_tol=0.01)
+    assert loose["converged"] and loose["largest_decrement"] < 0.01
+    assert np.abs(np.log(near / a)).max() < 0.01 and np.abs(near_b - b).max() < 0.01
+    with pytest.raises(ValueError, match="theta must be 60 finite abilities"):
+        fit_items(values, theta[1:])

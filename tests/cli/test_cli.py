@@ -163,13 +163,19 @@ class _Terminal(io.StringIO):
 
 
 @pytest.mark.parametrize("quiet", [False, True])
-def test_calibrate_bars_show_on_a_terminal_unless_quiet(monkeypatch, quiet):
+def test_calibrate_bars_show_on_a_terminal_unless_quiet(monkeypatch, tmp_path, quiet):
     from irtlib.cli import _common, calibrate
+    from irtlib.io import load_responses
 
+    rows = [f"m{m},i{j},{(m + j) % 2}" for m in range(30) for j in range(40)]
+    table = tmp_path / "long.csv"
+    table.write_text("model,item,score\n" + "\n".join(rows) + "\n")
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     out = _common.Out(argparse.Namespace(quiet=quiet, json=False))
-    with calibrate._calibrate_bars(out) as (say, on_iteration, on_fold):
+    with calibrate._calibrate_bars(out) as (say, on_read, on_iteration, on_fold):
+        say("reading")
+        assert load_responses(table, progress=on_read).matrix.shape == (30, 40)
         say("fitting")
         if not quiet:
             for it in range(1, 4):
@@ -179,10 +185,13 @@ def test_calibrate_bars_show_on_a_terminal_unless_quiet(monkeypatch, quiet):
                 on_fold(done, 5)
     text = terminal.getvalue()
     if quiet:
-        assert text == "" and on_iteration is None and on_fold is None
+        assert text == "" and on_read is None and on_iteration is None and on_fold is None
     else:
+        size = table.stat().st_size
+        assert "irtlib: reading: 100%" in text and f"{size / 1000:.1f}k" in text
         assert "irtlib: fitting: iteration 3, largest step 1.0e-03" in text
         assert "interval check" in text and "5/5" in text
+        assert text.index("reading: 100%") < text.index("irtlib: fitting\n")      # the reading bar closed first
         assert text.index("iteration 3") < text.index("irtlib: checking")      # the fit's bar closed first
 
 
