@@ -137,9 +137,10 @@ NOTEBOOKS := $(shell $(PYTHON) tools/chapters.py --notebooks)
 ifneq ($(.SHELLSTATUS),0)
 $(warning tools/chapters.py could not read _toc.yml: no chapters found)
 endif
-# Two pages read the other executed chapters (-p EXECUTED_DIR): book/scorecard collects the claims
-# they published, book/reproducibility their papermill metadata (the scorecard's too), so it runs last.
-SCORECARD := $(filter book/scorecard,$(NOTEBOOKS))
+# Four pages read the other executed chapters (-p EXECUTED_DIR): book/results and book/scorecard
+# collect the claims they published, book/teaching their run times, book/reproducibility their
+# papermill metadata (the collectors' too), so it runs last.
+SCORECARD := $(filter book/results book/scorecard book/teaching,$(NOTEBOOKS))
 LAST := $(filter book/reproducibility,$(NOTEBOOKS))
 COLLECTORS := $(SCORECARD) $(LAST)
 CHAPTERS := $(filter-out $(COLLECTORS),$(NOTEBOOKS))
@@ -217,8 +218,8 @@ stage: $(STAGE_STAMP)
 $(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) $(STAGE_STAMP) | $(VENV_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
 
-# The scorecard runs after all chapters and collects their claims; the reproducibility page runs
-# after it and reads every page's metadata.
+# The results page and the scorecard run after all chapters and collect their claims; the
+# reproducibility page runs after them and reads every page's metadata.
 $(EXECUTED_SCORECARD): $(EXECUTED_CHAPTERS)
 $(EXECUTED_LAST): $(EXECUTED_CHAPTERS) $(EXECUTED_SCORECARD)
 $(EXECUTED_COLLECTORS): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)

@@ -18,7 +18,11 @@ into ``_build/executed/``.  This script builds a copy of the book in which:
 * everything else under ``book/`` (plain MyST pages, ``references.bib``,
   images, ...) is copied as is, and so is ``_static/`` (the book's CSS, e.g. the
   class ``table2-compact`` for wide tables).  Jupytext notebooks that are not in the toc are
-  left out.
+  left out;
+* the CSV files the chapters wrote while they ran (``_build/downloads``, irtlib.book.downloads) go
+  to ``book_downloads/``, where the chapters' ``{download}`` links point;
+* each chapter's Reproduce box (tools/reproduce_box.py) moves to the end of its page, so a page
+  opens with its claim.
 
 Cell tags: only the argument on the page
 ----------------------------------------
@@ -95,6 +99,8 @@ import wide_tables  # noqa: E402  (tools/wide_tables.py)
 
 BOOK_DIR = "book"
 STATIC_DIR = "_static"  # the book's CSS (jupyter-book adds each .css/.js in it to every page)
+# irtlib.book.downloads: where the chapters write their CSV files, and where the book serves them
+CHAPTER_DOWNLOADS_ENV, CHAPTER_DOWNLOADS, CHAPTER_DOWNLOADS_SITE = "IRTLIB_BOOK_DOWNLOADS", "_build/downloads", "book_downloads"
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store")
 
 # ---------------------------------------------------------------------------
@@ -449,6 +455,11 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
     if (root / STATIC_DIR).is_dir():
         shutil.copytree(root / STATIC_DIR, out / STATIC_DIR, ignore=IGNORED)
 
+    # the CSV files the chapters wrote while they ran (irtlib.book.downloads), for their {download} links
+    written = Path(os.environ.get(CHAPTER_DOWNLOADS_ENV) or root / CHAPTER_DOWNLOADS)
+    if written.is_dir():
+        shutil.copytree(written, out / CHAPTER_DOWNLOADS_SITE, ignore=IGNORED)
+
     # 3. executed notebooks in place of the toc's notebook pages; generated pages
     placed = []
     for entry, source, notebook in chapters.pages(root / "_toc.yml", root):
@@ -473,6 +484,7 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
         add_quick_banner(data)
         if reproduce_box.has_box(data):
             reproduce_box.fill_box(data, reproduce_box.parameters(data, where=entry), shipped)
+            reproduce_box.move_box_to_end(data)
         reproduce_box.fill_downloads(data, shipped)
         target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         shutil.copystat(executed_nb, target)

@@ -175,12 +175,12 @@ def has_box(notebook: dict) -> bool:
                for line in _source(cell).split("\n"))
 
 
-def fill_box(notebook: dict, params: list[Parameter], downloads: dict | None = None) -> bool:
-    """Put the parameter table (and the downloads line) into ``notebook``'s Reproduce box, in place.
+def find_box(notebook: dict) -> tuple[int, list[str], int, int] | None:
+    """Where the Reproduce box is: ``(cell index, the cell's lines, first line, closing line)``, or None.
 
-    Returns True when a box was found. The table goes just before the box's closing fence.
+    Raises ValueError when the box is never closed.
     """
-    for cell in notebook.get("cells", []):
+    for index, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "markdown":
             continue
         lines = _source(cell).split("\n")
@@ -192,16 +192,27 @@ def fill_box(notebook: dict, params: list[Parameter], downloads: dict | None = N
             end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == fence), None)
             if end is None:
                 raise ValueError(f"the Reproduce box opened by {line!r} is never closed")
-            added = []
-            if params:
-                added += ["", "Its parameters (the first code cell; `-p NAME VALUE` changes one):", "",
-                          parameter_table(params)]
-            link = downloads_line(downloads)
-            if link:
-                added += ["", link]
-            cell["source"] = "\n".join(lines[:end] + added + lines[end:])
-            return True
-    return False
+            return index, lines, start, end
+    return None
+
+
+def fill_box(notebook: dict, params: list[Parameter], downloads: dict | None = None) -> bool:
+    """Put the parameter table (and the downloads line) into ``notebook``'s Reproduce box, in place.
+
+    Returns True when a box was found. The table goes just before the box's closing fence.
+    """
+    found = find_box(notebook)
+    if found is None:
+        return False
+    index, lines, _, end = found
+    added = []
+    if params:
+        added += ["", "Its parameters (the first code cell; `-p NAME VALUE` changes one):", "", parameter_table(params)]
+    link = downloads_line(downloads)
+    if link:
+        added += ["", link]
+    notebook["cells"][index]["source"] = "\n".join(lines[:end] + added + lines[end:])
+    return True
 
 
 def fill_downloads(notebook: dict, downloads: dict | None) -> int:
@@ -215,3 +226,31 @@ def fill_downloads(notebook: dict, downloads: dict | None) -> int:
             count += text.count(DOWNLOADS_MARKER)
             cell["source"] = text.replace(DOWNLOADS_MARKER, downloads_block(downloads))
     return count
+
+
+END_HEADING = "## Reproduce this page"
+
+
+def move_box_to_end(notebook: dict) -> bool:
+    """Move the Reproduce box (filled or not) from where the source has it to the end of the page, in place.
+
+    A chapter opens with its claim; the box (the command, the parameters, the downloads) becomes the
+    page's last section, under :data:`END_HEADING`. A markdown cell left empty by the move is dropped.
+    Returns True when a box was moved.
+    """
+    found = find_box(notebook)
+    if found is None:
+        return False
+    index, lines, start, end = found
+    cells = notebook["cells"]
+    box, rest = lines[start:end + 1], lines[:start] + lines[end + 1:]
+    if "\n".join(rest).strip():
+        cells[index]["source"] = "\n".join(rest)
+    else:
+        del cells[index]
+    moved = {"cell_type": "markdown", "metadata": {"tags": ["reproduce-box"]},
+             "source": "\n".join([END_HEADING, "", *box]) + "\n"}
+    if notebook.get("nbformat_minor", 0) >= 5:
+        moved["id"] = "reproduce-box"
+    cells.append(moved)
+    return True

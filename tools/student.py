@@ -85,15 +85,51 @@ def _clear(cell) -> None:
         cell["execution_count"] = None
 
 
-def student_and_answers(notebook) -> tuple[dict, dict]:
-    """The student notebook and the answer notebook of a chapter notebook (nbformat dicts)."""
+DATA_CHECK_TAG = "data-check"
+
+
+def data_check_cell(entry: str) -> dict:
+    """The code cell a student notebook runs after its parameters: real data, or a one-line refusal.
+
+    ``irtlib.book.course.require_real_data`` names the missing files and how to get them; the
+    student runs on the simulated release only by asking (``-p DATA simulated``).
+    """
+    source = ("# Course kit: this chapter is meant for the paper's data. Without them it stops here, naming the\n"
+              "# missing files and how to get them; `-p DATA simulated` (DATA = \"simulated\") runs it on the\n"
+              "# simulated release instead, and every number then differs from the book's.\n"
+              "from irtlib.book.course import require_real_data\n\n"
+              f"require_real_data({entry!r}, globals())\n")
+    return {"cell_type": "code", "metadata": {"tags": [DATA_CHECK_TAG]}, "source": source, "outputs": [],
+            "execution_count": None}
+
+
+def _needs_real_data(notebook, entry: str) -> bool:
+    from irtlib.book import course
+
+    params = next((_source(c) for c in notebook["cells"] if c.get("cell_type") == "code"
+                   and "parameters" in (c.get("metadata", {}).get("tags") or [])), None)
+    if params is None:
+        return False
+    return bool(course.needed_benchmarks(course.literal_assignments(params), entry=entry))
+
+
+def student_and_answers(notebook, *, entry: str | None = None) -> tuple[dict, dict]:
+    """The student notebook and the answer notebook of a chapter notebook (nbformat dicts).
+
+    With ``entry`` (the chapter's toc entry), a chapter meant for real data gets the data check
+    (:func:`data_check_cell`) right after its parameters cell in the student notebook.
+    """
     answers = copy.deepcopy(notebook)
     for cell in answers["cells"]:
         _clear(cell)
     student = copy.deepcopy(answers)
+    check = entry is not None and _needs_real_data(student, entry)
     cells = []
     in_exercises = False
     for cell in student["cells"]:
+        if check and cell.get("cell_type") == "code" and "parameters" in (cell.get("metadata", {}).get("tags") or []):
+            cells += [cell, data_check_cell(entry)]
+            continue
         if is_solution_cell(cell):
             cell["source"] = PLACEHOLDER
         elif cell.get("cell_type") == "markdown":
@@ -133,7 +169,7 @@ def write_kit(source: Path, out: Path) -> tuple[Path, Path]:
     import nbformat
 
     notebook = jupytext.read(source)
-    student, answers = student_and_answers(notebook)
+    student, answers = student_and_answers(notebook, entry=f"book/{source.stem}")
     name = source.stem
     (out / "answers").mkdir(parents=True, exist_ok=True)
     paths = out / f"{name}.ipynb", out / "answers" / f"{name}.ipynb"

@@ -103,3 +103,101 @@ def chapters(root: str | Path = ".", *, toc: str = "_toc.yml") -> list[Chapter]:
         if found:
             out.append(Chapter(entry, title(text), found, coding))
     return out
+
+
+# --------------------------------------------------------------------------- what data a chapter needs
+#: Chapters that read real data without naming a benchmark in their parameters: the benchmarks they need.
+CHAPTER_DATA = {"book/10_beyond": ("airbench2024",)}
+
+
+def parameter_values(text: str) -> dict:
+    """The literal values of a MyST chapter's ``parameters`` cell (name -> value)."""
+    match = re.search(r"^```\{code-cell\}[^\n]*\n:tags:\s*\[[^\]]*\bparameters\b[^\]]*\]\n(.*?)^```", text, re.M | re.S)
+    return {} if match is None else literal_assignments(match.group(1))
+
+
+def literal_assignments(code: str) -> dict:
+    """``NAME = literal`` assignments of a parameters cell's code (name -> value; others skipped)."""
+    import ast
+
+    values = {}
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return values
+
+
+def needed_benchmarks(params: dict, *, entry: str = "") -> list[str]:
+    """The benchmarks with real data a chapter reads, from its parameters (``[]``: it needs none).
+
+    A chapter needs real data when it has a ``DATA`` parameter: its benchmarks are its ``BENCHMARKS``
+    list and every ``*BENCHMARK`` string, else :data:`CHAPTER_DATA`'s, else the paper's six; only those
+    that have real data in principle count (:data:`irtlib.book.provenance.HAS_REAL`).
+    """
+    from irtlib.datasets import paper
+
+    from .provenance import HAS_REAL
+
+    if "DATA" not in params:
+        return []
+    names = list(params.get("BENCHMARKS") or [])
+    names += [v for k, v in params.items() if k.endswith("BENCHMARK") and isinstance(v, str)]
+    names = names or list(CHAPTER_DATA.get(entry, paper.BENCHMARKS))
+    return [b for b in dict.fromkeys(names) if b in HAS_REAL]
+
+
+class MissingData(RuntimeError):
+    """A chapter meant for real data would run on the simulated release: shown as one line in Jupyter."""
+
+    def _render_traceback_(self):     # IPython shows this instead of a traceback
+        return [f"{type(self).__name__}: {self}"]
+
+
+def require_real_data(entry: str, params: dict) -> list[str]:
+    """Refuse to run a chapter meant for real data on the simulated release, unless asked to.
+
+    The student notebooks of the course kit (``tools/student.py``) call this right after their
+    parameters. It passes when every benchmark the chapter reads (:func:`needed_benchmarks`) has
+    its real data, or when the student asked for the simulated release (``DATA = "simulated"``,
+    papermill's ``-p DATA simulated``).
+
+    Parameters
+    ----------
+    entry : str
+        The chapter's toc entry (``"book/02_fit"``), for the message.
+    params : dict
+        The chapter's parameters as the notebook set them (``globals()``).
+
+    Returns
+    -------
+    list of str
+        The benchmarks checked.
+
+    Raises
+    ------
+    MissingData
+        In one line: the missing files, how to get them, and the flag that runs on the simulation.
+    """
+    from irtlib.datasets import authors, resolve
+    from irtlib.datasets.sources import source_setting
+
+    names = needed_benchmarks(params, entry=entry)
+    source = params.get("DATA")
+    if not names or source_setting(source) == "simulated":
+        return names
+    data_dir = params.get("DATA_DIR")
+    missing = [b for b in names if resolve(b, source=source, data_dir=data_dir).kind == "simulated"]
+    if missing:
+        files = ", ".join(authors.FILES[b].filename for b in missing)
+        unverified = [b for b in missing if b in authors.UNVERIFIED]
+        how = "`irtlib paper-data download" + (f" --with-unverified {' '.join(unverified)}`" if unverified else "`")
+        raise MissingData(f"{entry} is meant for the paper's data, but {files} "
+                          f"{'is' if len(missing) == 1 else 'are'} missing (looked in ${authors.DATA_ENV}, "
+                          f"../shared/realdata/paper and {authors.cache_directory()}): get "
+                          f"{'it' if len(missing) == 1 else 'them'} with {how}, or run the notebook with "
+                          "`-p DATA simulated` to use the simulated release (every number then differs from the "
+                          "book's)")
+    return names

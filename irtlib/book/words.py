@@ -9,7 +9,8 @@ from __future__ import annotations
 #: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
 __presentation__ = True
 __all__ = ["ENGINE_WORDS", "ENGINE_SHORT", "PROTOCOL_WORDS", "NAN_WORDS", "engine_words", "engine_short",
-           "nan_rule_words", "ENGINE_ROLE", "engine_caption", "ENGINE_NOUN", "engine_noun"]
+           "nan_rule_words", "ENGINE_ROLE", "engine_caption", "ENGINE_NOUN", "engine_noun", "BAND_WORDS",
+           "AGREEMENT_BAND", "band_caption"]
 
 #: A calibration engine, in a clause that says what it fits and how (paper, Section 3 and appendix B).
 ENGINE_WORDS = {
@@ -41,6 +42,22 @@ PROTOCOL_WORDS = {"authors": "the protocol as the authors' released code runs it
 #: What a protocol does with an undefined Spearman rho (a test set whose scores all tie), by ``Protocol.nan_policy``.
 NAN_WORDS = {"zero": "counts as 0 in the mean over splits",
              "omit": "is dropped from the mean over splits (nanmean), not counted as 0"}
+
+
+#: What the shading around an agreement curve is, by band rule (:func:`irtlib.agreement_curves`'s ``band``).
+BAND_WORDS = {"sd": "one standard deviation of single splits around the mean (the paper's text)",
+              "se": "one standard error of the mean over the splits with a defined ρ (the authors' code)",
+              "none": "none"}
+
+#: The band every agreement-curve figure of the book shades, unless a chapter's protocol says otherwise
+#: (chapters 5 and 6 shade their protocol's own rule): the authors' code's, so the same kind of figure
+#: means the same thing on every page.
+AGREEMENT_BAND = "se"
+
+
+def band_caption(band: str = AGREEMENT_BAND) -> str:
+    """A caption's clause for the shading: "shading: one standard error of the mean over ..."."""
+    return f"shading: {BAND_WORDS[band]}"
 
 
 def engine_words(engine: str) -> str:

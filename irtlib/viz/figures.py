@@ -184,7 +184,10 @@ def _curves(ax, summary: pd.DataFrame, methods, *, band: str, threshold: float |
     if threshold is not None:
         ax.axhline(threshold, color="k", lw=0.8, ls=(0, (1, 2)), label=f"{threshold:g} agreement target")
     if ceiling is not None:
-        ax.axhline(ceiling, color="#6a3d9a", lw=1.0, ls=(0, (6, 2, 1, 2)), label=f"IRT ceiling ({ceiling:.2f})")
+        # one legend entry for every panel's ceiling; each panel prints its own value at the line's end
+        ax.axhline(ceiling, color="#6a3d9a", lw=1.0, ls=(0, (6, 2, 1, 2)), label="IRT ceiling (its value at the right)")
+        ax.annotate(f"{ceiling:.2f}", xy=(1.0, ceiling), xycoords=("axes fraction", "data"), xytext=(2, 0),
+                    textcoords="offset points", va="center", ha="left", fontsize=7, color="#6a3d9a")
     ax.set_xscale("log")
     _plain_log_axis(ax.xaxis)
     ax.set_xlabel("items per model $k$ (log scale)")

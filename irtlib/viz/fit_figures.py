@@ -127,12 +127,13 @@ def heldout_comparison(tables: Mapping[str, pd.DataFrame], *, reference: str = "
 
 def agreement_pair(curves: Mapping[str, pd.DataFrame], *, title: str | None = None,
                    ylim: tuple[float, float] = (0.0, 1.0), styles: Mapping[str, tuple] | None = None) -> Figure:
-    """Mean agreement against k (shading 1 SD over splits) for a few labelled curves.
+    """Mean agreement against k for a few labelled curves, each shaded by the band it was summarised with.
 
     Parameters
     ----------
     curves : mapping of label -> DataFrame
-        Output of :func:`irtlib.agreement_curves` restricted to one method (``k``, ``mean``, ``sd``).
+        Output of :func:`irtlib.agreement_curves` restricted to one method (``k``, ``mean``, and
+        ``band_lo``/``band_hi``, the band its ``band`` argument chose; without them, 1 SD: ``sd``).
     styles : mapping of label -> (colour, line style), optional
         Default: a fixed palette in order.
     """
@@ -144,7 +145,9 @@ def agreement_pair(curves: Mapping[str, pd.DataFrame], *, title: str | None = No
     for (label, df), (colour, style) in zip(curves.items(), chosen, strict=True):
         df = df.sort_values("k")
         ax.plot(df["k"], df["mean"], style, color=colour, label=label, lw=1.6)
-        ax.fill_between(df["k"], df["mean"] - df["sd"], df["mean"] + df["sd"], color=colour, alpha=0.12)
+        lo, hi = ((df["band_lo"], df["band_hi"]) if {"band_lo", "band_hi"} <= set(df.columns)
+                  else (df["mean"] - df["sd"], df["mean"] + df["sd"]))
+        ax.fill_between(df["k"], lo, hi, color=colour, alpha=0.12)
     ax.set_xscale("log")
     ax.axhline(0.9, color="k", lw=0.7, ls=":")
     ax.set_ylim(*ylim)

@@ -146,7 +146,8 @@ def write_report(data: Responses, out_dir: PathLike, *, engine: str = "map", n_s
             results.to_csv(tmp / "agreement.csv", index=False)
             figures["agreement.png"] = (f"Agreement with the full benchmark against k ({n_splits} splits, "
                                         f"{n_test} test models each; shading 1 SD)",
-                                        plots.agreement_curves(results, title=name))
+                                        plots.agreement_curves(results,
+                                                               title=f"Agreement with the full benchmark: {name}"))
             table2, agreement_html = _agreement_tables(results, methods)
         for fname, (_, fig) in figures.items():
             fig.savefig(tmp / fname, dpi=110, bbox_inches="tight")

@@ -241,14 +241,28 @@ def test_datasheet_is_a_page(built):
     assert 'href="#datasheet-real-data"' in html, "the in-page link to 'Real data' must resolve"
 
 
+def _verdict_page(name: str) -> str:
+    """The built page ``book/<name>.html``, checked to show verdicts in a 'verdict' column, and only verdict words."""
+    if not (HTML / "index.html").is_file():
+        pytest.skip(f"no built book at {HTML}")
+    page = HTML / "book" / f"{name}.html"
+    assert page.is_file(), f"book/{name}.html was not built: is book/{name} in _toc.yml?"
+    html = page.read_text(encoding="utf-8")
+    assert check_html.verdict_cells(html), f"book/{name} has no table with a 'verdict' header cell"
+    assert not check_html.bad_verdicts(html), (
+        f"verdicts outside {sorted(check_html.VERDICTS)}: {check_html.bad_verdicts(html)}")
+    return html
+
+
 def test_scorecard_verdicts():
     if not (ROOT / "book" / "scorecard.md").is_file():
         pytest.xfail("book/scorecard.md is not written yet (issue 9, the lead's part)")
-    if not (HTML / "index.html").is_file():
-        pytest.skip(f"no built book at {HTML}")
-    page = HTML / "book" / "scorecard.html"
-    assert page.is_file(), "book/scorecard.md exists but book/scorecard.html was not built: is it in _toc.yml?"
-    html = page.read_text(encoding="utf-8")
-    assert check_html.verdict_cells(html), "the scorecard has no table with a 'verdict' header cell"
-    assert not check_html.bad_verdicts(html), (
-        f"verdicts outside {sorted(check_html.VERDICTS)}: {check_html.bad_verdicts(html)}")
+    _verdict_page("scorecard")
+
+
+def test_results_page_shows_only_verdict_words_and_links_each_claim():
+    html = _verdict_page("results")
+    assert 'id="sec-limits"' in html or 'id="limits-of-this-reproduction"' in html
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)[1:]
+    claim_rows = [r for r in rows if "<td" in r]
+    assert claim_rows and all('href="' in r for r in claim_rows), "a claim's line links no section"

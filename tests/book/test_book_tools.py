@@ -99,6 +99,24 @@ def test_box_gets_the_table_before_its_closing_fence():
     assert "download" not in text  # no downloads shipped, no link
 
 
+def test_box_moves_to_the_end_of_the_page_and_the_page_opens_with_its_text():
+    notebook = {"cells": [{"cell_type": "markdown", "source": BOX_CELL},
+                          {"cell_type": "code", "source": "x = 1", "outputs": []},
+                          {"cell_type": "markdown", "source": "## Exercises\n\n1. One.\n"}]}
+    reproduce_box.fill_box(notebook, reproduce_box.parse_parameters("QUICK = False  # fast\n"))
+    assert reproduce_box.move_box_to_end(notebook)
+    first, last = notebook["cells"][0]["source"], notebook["cells"][-1]["source"]
+    assert first == "# Title\n\n\nText after the box.\n"
+    assert last.startswith(reproduce_box.END_HEADING + "\n\n:::{admonition} Reproduce this chapter")
+    assert _listed(last) == [("QUICK", "False", "fast")] and last.rstrip().endswith(":::")
+    assert [c["cell_type"] for c in notebook["cells"]] == ["markdown", "code", "markdown", "markdown"]
+    alone = {"cells": [{"cell_type": "markdown", "source": ":::{admonition} Reproduce this page\nx\n:::"},
+                       {"cell_type": "markdown", "source": "# T\n"}]}
+    assert reproduce_box.move_box_to_end(alone) and len(alone["cells"]) == 2   # the emptied cell is dropped
+    assert alone["cells"][0]["source"] == "# T\n"
+    assert not reproduce_box.move_box_to_end({"cells": [{"cell_type": "markdown", "source": "# T\n"}]})
+
+
 def test_box_links_the_downloads_when_shipped():
     notebook = {"cells": [{"cell_type": "markdown", "source": BOX_CELL}]}
     shipped = {"wheel": "_dist/irtlib-0.1.0-py3-none-any.whl", "source": "_dist/safety-irt-0.1.0-src.tar.gz"}

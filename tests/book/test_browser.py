@@ -237,20 +237,21 @@ TABLE_WIDTHS_JS = """() => {
 }"""
 
 
-def _table_facts(visited) -> dict:
+def _on_every_page(visited, scripts: dict) -> dict:
+    """``{path: {name: result}}``: each script of ``scripts`` evaluated on every page (not index.html)."""
     page = visited["page"]
     found = {}
     for path in _page_urls():
         if path == "index.html":
             continue
         page.goto(f"{visited['server']}/{path}", wait_until="load")
-        found[path] = page.evaluate(TABLE_WIDTHS_JS)
+        found[path] = {name: page.evaluate(js) for name, js in scripts.items()}
     return found
 
 
 @pytest.fixture(scope="module")
 def tables(visited):
-    return _table_facts(visited)
+    return {path: facts["tables"] for path, facts in _on_every_page(visited, {"tables": TABLE_WIDTHS_JS}).items()}
 
 
 def test_every_table_fits_the_text_column(tables):
@@ -291,3 +292,79 @@ def test_screenshot_of_a_chapter(visited):
     target = ARTIFACTS / "intro.png"
     page.screenshot(path=str(target), full_page=True)
     assert target.stat().st_size > 10_000
+
+
+# --------------------------------------------------------------------------- cells, figures, the results page
+#: Every word and number of every table cell stays on one line (1280-px page): a piece is a run of
+#: non-space characters up to and including a hyphen, slash or dash, after which a line may break.
+CELL_BREAKS_JS = """() => {
+    const column = document.querySelector('article.bd-article') || document.querySelector('main');
+    const broken = [];
+    for (const cell of column.querySelectorAll('table td, table th')) {
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        let node;
+        while ((node = walker.nextNode())) {
+            const re = /[^\\s\\-\\/\\u2013\\u2014]+[\\-\\/\\u2013\\u2014]?/g;
+            let m;
+            while ((m = re.exec(node.textContent))) {
+                if (m[0].length < 2) continue;
+                const range = document.createRange();
+                range.setStart(node, m.index);
+                range.setEnd(node, m.index + m[0].length);
+                const tops = Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => r.top);
+                if (tops.length > 1 && Math.max(...tops) - Math.min(...tops) > 4) {
+                    broken.push(m[0]);
+                }
+            }
+        }
+    }
+    return broken;
+}"""
+
+#: Every image of a page's text is a numbered figure: inside a <figure> whose caption carries its number.
+FIGURES_JS = """() => {
+    const column = document.querySelector('article.bd-article') || document.querySelector('main');
+    const images = Array.from(column.querySelectorAll('img')).filter(img => !img.closest('.MathJax, mjx-container'));
+    return {
+        n: images.length,
+        unnumbered: images.filter(img => {
+            const figure = img.closest('figure');
+            return !(figure && figure.querySelector('figcaption .caption-number'));
+        }).map(img => (img.getAttribute('alt') || img.getAttribute('src') || '').slice(0, 60)),
+        untitled: Array.from(column.querySelectorAll('figure figcaption')).map(c => c.textContent)
+            .filter(t => !/[a-z]{3,}\\s+[a-z]{3,}/i.test(t.replace(/^\\s*(Figure|Table) \\d+[.:]?/, ''))),
+    };
+}"""
+
+
+@pytest.fixture(scope="module")
+def layout(visited):
+    """Per page: the words broken inside table cells and the figures without a number."""
+    return _on_every_page(visited, {"broken": CELL_BREAKS_JS, "figures": FIGURES_JS})
+
+
+def test_no_word_or_number_breaks_inside_a_table_cell(layout):
+    broken = {path: sorted(set(f["broken"]))[:8] for path, f in layout.items() if f["broken"]}
+    assert not broken, f"words or numbers broken across lines inside table cells at 1280 px: {broken}"
+
+
+def test_every_figure_is_numbered_and_titled_in_words(layout):
+    assert sum(f["figures"]["n"] for f in layout.values()) > 10, "the book's figures were not found"
+    unnumbered = {path: f["figures"]["unnumbered"] for path, f in layout.items() if f["figures"]["unnumbered"]}
+    assert not unnumbered, f"images that are not numbered figures (no 'Figure N' caption): {unnumbered}"
+    untitled = {path: f["figures"]["untitled"] for path, f in layout.items() if f["figures"]["untitled"]}
+    assert not untitled, f"figure captions without words: {untitled}"
+
+
+def test_results_page_is_present_and_linked_from_the_introduction(visited):
+    assert "book/results.html" in visited["facts"], "the results page is not in the table of contents"
+    results_page = visited["facts"]["book/results.html"]
+    assert results_page["status"] == 200 and "Results at a glance" in results_page["text"]
+    assert "Limits of this reproduction" in results_page["text"]
+    page = visited["page"]
+    page.goto(f"{visited['server']}/book/intro.html", wait_until="load")
+    links = page.evaluate("Array.from(document.querySelectorAll('article.bd-article a')).map(a => a.href)")
+    assert any(link.split("#")[0].endswith("/book/results.html") for link in links), \
+        "the introduction does not link to the results page"
+    entries = [entry for entry, _, _ in chapters.pages(ROOT / "_toc.yml", ROOT)]
+    assert entries.index("book/results") == 1, "the results page comes right after the introduction"

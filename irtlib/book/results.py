@@ -1,0 +1,191 @@
+"""The book's page of results: every claim of the paper in one line, from the claims the chapters published.
+
+The chapters test each claim once and publish it (:func:`irtlib.book.claims.publish`); the
+scorecard page gives each claim's full evidence, this module the one line a reader scans: the
+claim with the paper's number, ours, the verdict, one clause saying why, and the section that
+shows it. Nothing is recomputed: the verdict is the published one, and the clause comes from the
+rule that produced it (:data:`irtlib.book.scorecard.RULES`) or from the claim's note.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from . import scorecard as sc
+
+#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+__presentation__ = True
+__all__ = ["REASONS", "reason", "ours", "results_frame", "results_markdown", "LIMIT_REASONS", "limit_counts",
+           "found_sentences"]
+
+#: Why a verdict is what it is, one clause per rule and verdict (the rules in full: :data:`scorecard.RULES`).
+REASONS = {
+    ("value", "reproduced"): "prints as the paper's number",
+    ("value", "close"): f"within {sc.CLOSE_UNITS} units of the last printed decimal",
+    ("value", "not reproduced"): f"more than {sc.CLOSE_UNITS} units of the last printed decimal away",
+    ("budget", "reproduced"): "the same point of the authors' budget grid",
+    ("budget", "close"): "one step of the authors' budget grid away",
+    ("budget", "not reproduced"): "more than one grid step away, or never reached",
+    ("budget", "not testable here"): "our sweep stopped before the paper's budget",
+    ("count", "reproduced"): "every count equals the paper's",
+    ("count", "not reproduced"): "a count differs from the paper's",
+    ("bound", "reproduced"): "holds on every benchmark",
+    ("bound", "close"): f"misses by at most {sc.CLOSE_UNITS} units of the last printed decimal",
+    ("bound", "partly"): "holds on at least half of the benchmarks",
+    ("bound", "not reproduced"): "fails on more than half of the benchmarks",
+    ("bound", "not testable here"): "no benchmark to test it on",
+    ("direction", "reproduced"): "the 95% interval of the difference lies above 0",
+    ("direction", "partly"): "ahead in the mean, within the split-to-split noise",
+    ("direction", "not reproduced"): "not ahead in the mean, within the noise",
+    ("direction", "reversed"): "the 95% interval of the difference lies below 0",
+    ("direction", "not testable here"): "no defined difference",
+    ("match", "reproduced"): f"the 95% interval lies within ±{sc.MATCH_TOLERANCE}",
+    ("match", "close"): f"the mean within ±{sc.MATCH_TOLERANCE}, its interval beyond",
+    ("match", "not reproduced"): f"the mean differs by more than {sc.MATCH_TOLERANCE}",
+    ("match", "not testable here"): "no defined difference",
+    ("correlation", "reproduced"): "Spearman's ρ at least 0.6 across benchmarks",
+    ("correlation", "partly"): "Spearman's ρ between 0 and 0.6",
+    ("correlation", "not reproduced"): "Spearman's ρ between -0.6 and 0",
+    ("correlation", "reversed"): "Spearman's ρ at most -0.6",
+    ("correlation", "not testable here"): "ρ undefined",
+    ("construction", "not testable here"): "the simulated release was generated to match it",
+}
+
+#: The limits of the reproduction a failed claim's note can name: key -> (pattern in the note, words).
+LIMIT_REASONS = {
+    "subset": (r"not on the paper's matrix", "rests on a subset of the paper's models"),
+    "unreleased": (r"never released", "rests on the simulated release (responses never released)"),
+    "training": (r"training models only", "the authors' calibration applied to every model, not per split"),
+    "engine": (r"our calibration engine is", "another calibration engine than the authors'"),
+}
+
+
+def reason(claim) -> str:
+    """One clause saying why ``claim`` got its verdict (the rule's, then the data's first reason).
+
+    Parameters
+    ----------
+    claim : Claim or namedtuple
+        With ``rule``, ``verdict`` and ``note``.
+    """
+    clause = REASONS.get((claim.rule, claim.verdict), claim.verdict)
+    for pattern, words in LIMIT_REASONS.values():
+        if claim.note and re.search(pattern, claim.note):
+            return f"{clause}; {words}"
+    return clause
+
+
+_INTERVAL = re.compile(r"\s*\(95% Monte Carlo interval[^)]*\)")
+
+
+def ours(evidence: str) -> str:
+    """The first clause of a claim's evidence, without its interval: our number, as the line shows it.
+
+    >>> ours("ours 0.873 (95% Monte Carlo interval over splits [0.85, 0.89]), at the nearest swept k = 20")
+    '0.873, at the nearest swept k = 20'
+    >>> ours("our k: 25 (+1 grid steps); the unrounded mean reaches 0.90 at k = 25")
+    'our k: 25 (+1 grid steps)'
+    """
+    first = str(evidence).split("; ")[0]
+    first = _INTERVAL.sub("", first)
+    return re.sub(r"^ours\s+", "", first).strip()
+
+
+def results_frame(claims) -> pd.DataFrame:
+    """One row per claim: ``claim``, ``source``, ``ours``, ``verdict``, ``why``, ``section``, ``kind``, ``data``.
+
+    Parameters
+    ----------
+    claims : iterable of Claim
+        As :func:`irtlib.book.claims.collect` returns them (one verdict per claim, published once).
+    """
+    card = sc.scorecard_frame(list(claims))
+    return pd.DataFrame({"claim": card["claim"], "source": card["source"],
+                         "ours": card["evidence"].map(ours), "verdict": card["verdict"],
+                         "why": [reason(r) for r in card.itertuples()], "section": card["section"],
+                         "kind": card["kind"], "data": card["data"]},
+                        columns=["claim", "source", "ours", "verdict", "why", "section", "kind", "data"])
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def results_markdown(frame: pd.DataFrame, *, with_data: bool = False) -> str:
+    """A MyST table of :func:`results_frame` rows (the section column links to the chapter).
+
+    ``with_data`` adds the data each claim rests on (for claims not on the paper's data).
+    """
+    head = ["the paper's claim", "ours", "verdict", "why", "shown in"]
+    if with_data:
+        head.insert(1, "data")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in frame.itertuples():
+        cells = [f"{_cell(r.claim)} ({_cell(r.source)})", _cell(r.ours), r.verdict, _cell(r.why), r.section]
+        if with_data:
+            cells.insert(1, _cell(r.data))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def limit_counts(frame: pd.DataFrame) -> dict[str, int]:
+    """How many claims that did not reproduce each limit of :data:`LIMIT_REASONS` may explain.
+
+    Counted from the claims' ``why`` (the words of each limit), over verdicts other than reproduced.
+    """
+    off = frame[frame["verdict"] != "reproduced"]
+    return {key: int(off["why"].str.contains(re.escape(words)).sum()) for key, (_, words) in LIMIT_REASONS.items()}
+
+
+_KIND_WORDS = {"paper": "the paper's data", "real": "other real data", "sim": "the simulated release",
+               "mixed": "several kinds of data together", "": "data not stated"}
+
+
+def _counted(frame: pd.DataFrame) -> str:
+    parts = [(tallied, words) for tallied, words in (
+        (int((frame["verdict"] == "reproduced").sum()), "reproduced"),
+        (int((frame["verdict"] == "close").sum()), "close"),
+        (int((frame["verdict"] == "partly").sum()), "partly"),
+        (int(frame["verdict"].isin(["not reproduced", "reversed"]).sum()), "not reproduced or reversed"),
+        (int((frame["verdict"] == "not testable here").sum()), "not testable here")) if tallied]
+    text = [f"{n} {words}" for n, words in parts]
+    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
+
+
+def found_sentences(claims, *, most: int = 2) -> str:
+    """What a chapter found, in two or three sentences, from the claims it published (Markdown).
+
+    The first sentence counts the verdicts on the paper's data, the second names the claims that
+    did not reproduce there (at most ``most``, with the reason), the third counts those on other data.
+    The counts are the published verdicts', so the sentences agree with the chapter's numbers.
+
+    Parameters
+    ----------
+    claims : iterable of Claim
+        The claims the chapter published (:func:`irtlib.book.claims.publish` returns them).
+    most : int
+        How many failed claims to name.
+    """
+    frame = results_frame(claims)
+    if frame.empty:
+        return "This chapter tested none of the paper's claims in this build."
+    out = []
+    paper = frame[frame["kind"] == "paper"]
+    if len(paper):
+        out.append(f"On the paper's data this chapter tested {len(paper)} of its claims: {_counted(paper)}.")
+        off = paper[paper["verdict"].isin(["not reproduced", "reversed"])]
+        if len(off):
+            named = "; ".join(f"{r.claim} ({r.verdict}: {r.why})" for r in off.head(most).itertuples())
+            more = f", and {len(off) - most} more ({{doc}}`results`)" if len(off) > most else ""
+            out.append(f"Those that did not reproduce: {named}{more}.")
+        else:
+            out.append("None of them failed outright (not reproduced or reversed).")
+    other = frame[frame["kind"] != "paper"]
+    if len(other):
+        kinds = [_KIND_WORDS[k] for k in sorted(set(other["kind"]), key=list(_KIND_WORDS).index)]
+        where = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+        out.append(f"On {where}, {len(other)} "
+                   f"{'claim' if len(other) == 1 else 'claims'}: {_counted(other)}.")
+    return " ".join(out)
