@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import log_likelihood, logit_z, sigmoid
+from irtlib.core.kernels import bernoulli_variance, log_likelihood, logit_z, sigmoid
 from irtlib.errors import InputError
 
 from .standard_errors import PAPER_PRIORS, Priors
@@ -24,7 +24,7 @@ def _sums(x, seen, theta, a, b):
     """Per cell ``g = x - P`` and ``w = P (1 - P)`` (0 where unobserved), and ``z``."""
     z = logit_z(theta[:, None], a, b)
     p = sigmoid(z)
-    return np.where(seen, np.nan_to_num(x) - p, 0.0), np.where(seen, p * (1 - p), 0.0), z
+    return np.where(seen, np.nan_to_num(x) - p, 0.0), np.where(seen, bernoulli_variance(p), 0.0), z
 
 
 def _ascend(value, point, step, *, rounds: int = 30):

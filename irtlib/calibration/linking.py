@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import probability
+from irtlib.core.kernels import bernoulli_variance, probability
 from irtlib.errors import InputError
 
 __all__ = ["LINK_METHODS", "MIN_COMMON", "linking_constants", "link_constants_with_errors"]
@@ -59,7 +59,7 @@ def _tcc(params: np.ndarray, counts: np.ndarray, a_x, b_x, grid):
     slope, shift = params[:, 0, None, None], params[:, 1, None, None]
     theta = grid[None, :, None]
     p = probability(theta, a_x / slope, slope * b_x + shift)          # (R, Q, n)
-    w = p * (1 - p) * counts[:, None, :]
+    w = bernoulli_variance(p) * counts[:, None, :]
     tcc = np.einsum("rqn,rn->rq", p, counts)
     jac = np.stack([(w * (-a_x * (theta - shift) / slope**2)).sum(axis=2), (w * (-a_x / slope)).sum(axis=2)], axis=2)
     return tcc, jac

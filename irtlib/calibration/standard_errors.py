@@ -42,7 +42,7 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import logit_z, sigmoid
+from irtlib.core.kernels import bernoulli_variance, logit_z, sigmoid
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
@@ -74,7 +74,7 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
     seen = ~np.isnan(x)
     z = logit_z(theta[:, None], a, b)
     p = sigmoid(z)
-    w = np.where(seen, p * (1.0 - p), 0.0)
+    w = np.where(seen, bernoulli_variance(p), 0.0)
     g = np.where(seen, np.nan_to_num(x) - p, 0.0) if observed else np.zeros_like(w)
     c_al = a * (w * z - g)
     c_b = -(a * a) * w
@@ -292,7 +292,7 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
         if fixed is not None:
             free = ~np.asarray(fixed, dtype=bool)
             p = sigmoid(logit_z(theta[:, None], a[~free], b[~free]))
-            extra_tt = np.where(np.isnan(x[:, ~free]), 0.0, p * (1 - p) * a[~free] ** 2).sum(axis=1)
+            extra_tt = np.where(np.isnan(x[:, ~free]), 0.0, bernoulli_variance(p) * a[~free] ** 2).sum(axis=1)
             given_scale = False
         attrs.update(information=method, given_scale=given_scale)
         args = (x[:, free], theta, a[free], b[free])

@@ -41,6 +41,7 @@ __all__ = [
     "response_terms",
     "expected_score",
     "probability_slope",
+    "bernoulli_variance",
 ]
 
 
@@ -324,3 +325,13 @@ def expected_score(theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | 
     theta = np.asarray(theta, dtype=float)
     p = probability(theta[..., None], np.asarray(a, float), np.asarray(b, float), c)
     return p.mean(axis=-1)
+
+
+def bernoulli_variance(p: ArrayLike) -> np.ndarray:
+    """``P (1 - P)``: the variance of a response with success probability ``P`` (any shape).
+
+    The 2PL's information per unit ``a**2`` and the weight of its Newton steps (paper, Section
+    "Model: 2PL"); the one place outside :func:`fisher_information` that forms it.
+    """
+    p = np.asarray(p, dtype=float)
+    return p * (1.0 - p)

@@ -47,7 +47,8 @@ _CORRECTIONS = CORRECTIONS
 
 
 # ---------------------------------------------------------------------------- helpers
-def aligned(matrix: ResponseMatrix, calibration: Calibration):
+def aligned(matrix: ResponseMatrix, calibration: Calibration
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Responses, observed mask (n_models, n_items), abilities (n_models,) and a, b, c (n_items,) aligned by label."""
     if not isinstance(matrix, ResponseMatrix):
         raise InputTypeError(f"matrix must be a ResponseMatrix, got {type(matrix).__name__}")

@@ -43,7 +43,7 @@ import pandas as pd
 from scipy.stats import chi2
 
 from irtlib.calibration.joint_map import Calibration, fit_2pl
-from irtlib.core.kernels import probability
+from irtlib.core.kernels import bernoulli_variance, probability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
@@ -68,7 +68,7 @@ def _item_covariance(matrix: ResponseMatrix, calibration: Calibration, *, free_t
     """
     x, observed, theta, a, b, _ = aligned(matrix, calibration)
     p = probability(theta[:, None], a, b)
-    w = np.where(observed, p * (1.0 - p), 0.0)
+    w = np.where(observed, bernoulli_variance(p), 0.0)
     d = np.where(observed, theta[:, None] - b, 0.0)
     resid = np.where(observed, x - p, 0.0)
     i_aa = (w * d * d).sum(axis=0)
