@@ -250,8 +250,15 @@ def _on_every_page(visited, scripts: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def tables(visited):
-    return {path: facts["tables"] for path, facts in _on_every_page(visited, {"tables": TABLE_WIDTHS_JS}).items()}
+def page_facts(visited):
+    """Per page: its tables' widths, the words broken inside table cells and the figures without a
+    number (one visit of every page for all three)."""
+    return _on_every_page(visited, {"tables": TABLE_WIDTHS_JS, "broken": CELL_BREAKS_JS, "figures": FIGURES_JS})
+
+
+@pytest.fixture(scope="module")
+def tables(page_facts):
+    return {path: facts["tables"] for path, facts in page_facts.items()}
 
 
 def test_every_table_fits_the_text_column(tables):
@@ -338,9 +345,9 @@ FIGURES_JS = """() => {
 
 
 @pytest.fixture(scope="module")
-def layout(visited):
+def layout(page_facts):
     """Per page: the words broken inside table cells and the figures without a number."""
-    return _on_every_page(visited, {"broken": CELL_BREAKS_JS, "figures": FIGURES_JS})
+    return page_facts
 
 
 def test_no_word_or_number_breaks_inside_a_table_cell(layout):
