@@ -54,7 +54,7 @@ def _bind(path: Path) -> ctypes.CDLL:
     return lib
 
 
-def _streams(lib, n: int, seed: int) -> np.ndarray:
+def _streams(lib: ctypes.CDLL, n: int, seed: int) -> np.ndarray:
     """``n`` generator states seeded with ``seed``, as one byte array (n, the C struct's size)."""
     state = np.zeros((n, int(lib.stream_size())), dtype=np.uint8)
     for row in state:
@@ -62,7 +62,7 @@ def _streams(lib, n: int, seed: int) -> np.ndarray:
     return state
 
 
-def matches_torch(lib, mode: int, *, seeds=(0, 1, 12345)) -> bool:
+def matches_torch(lib: ctypes.CDLL, mode: int, *, seeds: tuple[int, ...] = (0, 1, 12345)) -> bool:
     """Whether the C streams in ``mode`` draw what torch draws, bit for bit, for a set of cases.
 
     Per seed, one generator of each kind draws alike: 3 scalar Normals, noise of lengths 7, 16, 23,
@@ -97,7 +97,7 @@ def matches_torch(lib, mode: int, *, seeds=(0, 1, 12345)) -> bool:
     return True
 
 
-def load():
+def load() -> tuple[ctypes.CDLL, int] | None:
     """``(library, mode)`` when the C streams draw torch's numbers on this machine, else None.
 
     Decided once per process (compiling at first use, then :func:`matches_torch` for each mode).
@@ -117,7 +117,7 @@ def load():
     return _LOADED["lib"]
 
 
-def _runnable_modes(lib) -> list[int]:
+def _runnable_modes(lib: ctypes.CDLL) -> list[int]:
     """The modes this processor can run: mode 0 needs AVX2 and FMA (and to have been compiled)."""
     from irtlib.calibration.fused_kernel import cpu_flags
 
@@ -145,7 +145,7 @@ class CStreams:
         self._eps = np.zeros((n_splits, self.n_max + 2 * self.n_items), dtype=np.float32)
         self.eps_mu, self.gamma, self.eps = (torch.from_numpy(a) for a in (self._eps_mu, self._gamma, self._eps))
 
-    def draw(self, alpha) -> None:
+    def draw(self, alpha: object) -> None:
         """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad)."""
         np.copyto(self._alpha, alpha.numpy())
         self.lib.draw_epoch(self.rows.size, self._state.ctypes.data, self._alpha.ctypes.data,
