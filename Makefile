@@ -1,7 +1,7 @@
 # Build, test and render "Efficient safety benchmarking with item response theory".
 #
 #   make venv        create .venv/ with exactly the versions of the lock file requirements-lock.txt
-#                    (pip --require-hashes), then irtlib itself in editable mode (reruns when the
+#                    (pip --require-hashes), then irtlib and the book's helpers (bookkit/) in editable mode (reruns when the
 #                    lock or pyproject.toml changes)
 #   make lock        regenerate requirements-lock.txt from pyproject.toml's ranges (pip-tools'
 #                    pip-compile --generate-hashes, in its own venv _build/lock-venv)
@@ -19,7 +19,7 @@
 #                    the same with `-p QUICK True` for every chapter (reduced settings: preview, CI)
 #   make stage [QUICK=1]
 #                    the calibrations the chapters share, fitted once into _build/cache (every chapter
-#                    target depends on it): irtlib/book/split_stage.py
+#                    target depends on it): bookkit/irtbook/split_stage.py
 #   make chapter CH=03_fluid [QUICK=1] [PARAMS="-p N_SPLITS 20"]
 #                    re-execute one chapter (book/03_fluid.md) into _build/executed/03_fluid.ipynb
 #   make html        render the HTML again from the executed notebooks (executes what is out of date)
@@ -75,10 +75,10 @@ LOCK_UPGRADE ?= --upgrade
 
 ifeq ($(MANAGE_VENV),1)
 VENV_STAMP := $(VENV)/.installed
-$(VENV_STAMP): pyproject.toml $(LOCK)
+$(VENV_STAMP): pyproject.toml bookkit/pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --require-hashes --no-deps -r $(LOCK)
-	$(VPY) -m pip install --no-deps --no-build-isolation -e .
+	$(VPY) -m pip install --no-deps --no-build-isolation -e . -e bookkit
 	$(VPY) -m pip check
 	touch $@
 else
@@ -116,10 +116,10 @@ test: lint $(VENV_STAMP)
 endif
 
 test-all: lint $(VENV_STAMP)
-	$(VPY) -m pytest --cov=irtlib --cov-report=term -n $(TEST_JOBS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	$(VPY) -m pytest --cov=irtlib --cov=irtbook --cov-report=term -n $(TEST_JOBS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 # ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy docstrings: pyproject.toml [tool.ruff])
-LINT_PATHS ?= irtlib tests benchmarks scripts
+LINT_PATHS ?= irtlib bookkit tests benchmarks scripts
 lint: $(VENV_STAMP)
 	$(VPY) -m ruff check $(LINT_PATHS)
 
@@ -153,7 +153,7 @@ EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_COLLECTORS)
 
 # Library sources and the data files tracked by git (the committed release under data/;
 # untracked downloads do not count): changing any of them re-executes every chapter.
-LIB_SRC := $(shell find irtlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
+LIB_SRC := $(shell find irtlib bookkit -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
 # Not data/README.md: the datasheet is a page of the book (tools/make_build_tree.py), not an input.
 DATA_SRC := $(filter-out data/README.md,$(wildcard $(shell git ls-files data 2>/dev/null)))
 
@@ -199,16 +199,16 @@ $(PARAMS_STAMP): FORCE
 paper-data: $(VENV_STAMP)
 	$(VPY) -m irtlib paper-data download --missing
 
-# The calibrations every chapter shares, as one stage before them (irtlib/book/split_stage.py): every
+# The calibrations every chapter shares, as one stage before them (bookkit/irtbook/split_stage.py): every
 # split the protocol chapters calibrate with the authors' engine, batched per benchmark on both cores,
 # and each benchmark's whole fit by the three engines, into the chapters' cache _build/cache (their
 # CACHE_DIR). The stamp lives in that cache, so deleting the cache reruns the stage.
-# (A tree without irtlib/book/split_stage.py, such as the tests' tiny books, has no stage.)
+# (A tree without bookkit/irtbook/split_stage.py, such as the tests' tiny books, has no stage.)
 STAGE_CACHE := _build/cache
-STAGE_STAMP := $(if $(wildcard irtlib/book/split_stage.py),$(STAGE_CACHE)/.stage-$(QUICK_VALUE))
+STAGE_STAMP := $(if $(wildcard bookkit/irtbook/split_stage.py),$(STAGE_CACHE)/.stage-$(QUICK_VALUE))
 ifneq ($(STAGE_STAMP),)
 $(STAGE_STAMP): $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP)
-	$(VPY) -m irtlib.book.split_stage $(if $(filter True,$(QUICK_VALUE)),--quick) --cache-dir $(STAGE_CACHE) \
+	$(VPY) -m irtbook.split_stage $(if $(filter True,$(QUICK_VALUE)),--quick) --cache-dir $(STAGE_CACHE) \
 		--workers $(JOBS)
 	@touch $@
 endif

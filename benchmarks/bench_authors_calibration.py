@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from irtlib.book.authors_fits import authors_train_rows  # noqa: E402
+from irtbook.authors_fits import authors_train_rows  # noqa: E402
 from irtlib.calibration.joint_map import fit_2pl  # noqa: E402
 from irtlib.calibration.pyirt_batch import fit_2pl_splits, fit_hierarchical_batch  # noqa: E402
 from irtlib.core.responses import ResponseMatrix  # noqa: E402

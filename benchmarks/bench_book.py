@@ -4,7 +4,7 @@ From a fresh clone of the committed tree (``git clone`` of HEAD into a scratch d
 virtual environment of this checkout, the data this checkout finds), with an empty result cache:
 
 1. the shared calibration stage (``make stage``: every split calibration and whole-benchmark fit
-   the chapters read, :mod:`irtlib.book.split_stage`), cold;
+   the chapters read, :mod:`irtbook.split_stage`), cold;
 2. every chapter (``make executed``, ``--jobs`` in parallel), cold: what a first build pays;
 3. every chapter again with the cache left by 1 and 2 (the executed notebooks removed): warm.
 

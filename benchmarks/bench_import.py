@@ -28,7 +28,7 @@ COMMANDS = {
 
 #: Modules whose presence after ``import irtlib`` is reported.
 HEAVY = ("matplotlib", "seaborn", "torch", "pyro", "py_irt", "joblib", "tqdm", "kmedoids", "pyarrow",
-         "irtlib.datasets", "irtlib.book", "irtlib.viz.figures", "irtlib.cli", "scipy.optimize", "pandas")
+         "irtlib.datasets", "irtbook", "irtlib.viz.figures", "irtlib.cli", "scipy.optimize", "pandas")
 
 
 def _time(command: list[str], env: dict) -> float:

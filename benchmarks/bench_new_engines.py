@@ -21,8 +21,8 @@ import tracemalloc
 
 import numpy as np
 
+from irtbook.beyond import binarize, wide
 from irtlib import datasets
-from irtlib.book.beyond import binarize, wide
 from irtlib.calibration.joint_map import fit_map
 from irtlib.extended import grm
 from irtlib.extended.mirt import fit_mirt

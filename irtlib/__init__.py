@@ -11,7 +11,8 @@ Its subpackages follow the method's stages, each importing only those before it:
   static subsets, the method registry); :mod:`irtlib.extended` (GRM, M2PL);
 - :mod:`irtlib.protocol` (splits, agreement, Table 2, the ceiling, savings) and
   :mod:`irtlib.bank` (the bank file, intervals, adaptive sessions);
-- :mod:`irtlib.datasets`, :mod:`irtlib.viz`, :mod:`irtlib.cli`, and :mod:`irtlib.book` on top.
+- :mod:`irtlib.datasets`, :mod:`irtlib.viz` and :mod:`irtlib.cli` on top. The book's own helpers are
+  a separate package, :mod:`irtbook` (``bookkit/`` in the repository), which imports irtlib.
 
 The names below are the stable top-level API.
 """
@@ -50,7 +51,7 @@ from irtlib.selection import MapEstimator, MaxInformation, MeanScoreEstimator, R
 #: Subpackages loaded only when first used (``irtlib.datasets``, ``from irtlib.viz import figures``):
 #: ``import irtlib`` loads the method's layers (core, io, calibration, fit, selection, protocol, bank)
 #: and no data set, book module, plotting library or torch.
-_LAZY = ("datasets", "book", "viz", "extended", "cli")
+_LAZY = ("datasets", "viz", "extended", "cli")
 
 
 def __getattr__(name: str):

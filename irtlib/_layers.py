@@ -11,7 +11,8 @@ The order, lowest first::
     foundation < core < io < calibration < {fit, selection} < {extended, protocol, bank}
                < {datasets, viz} < cli < book
 
-``book`` is the leaf: nothing outside :mod:`irtlib.book` imports it. The package's own
+``book`` is the leaf: the book's own package :mod:`irtbook` (``bookkit/irtbook`` in the repository, its
+own wheel), which may import every unit of irtlib and which no module of irtlib imports. The package's own
 ``irtlib/__init__.py`` (the top-level API) and ``irtlib/__main__.py`` are facades over the units
 and follow no rank, but load no lazy unit (``_LAZY``) at import time.
 
@@ -69,12 +70,14 @@ def allowed(unit: str) -> frozenset[str]:
 
 
 def unit_of(module: str) -> str | None:
-    """The unit of a dotted module name of irtlib (``"irtlib.core.kernels"`` -> ``"core"``).
+    """The unit of a dotted module name (``"irtlib.core.kernels"`` -> ``"core"``; irtbook's: ``"book"``).
 
     Returns None for the package itself (``"irtlib"``) and ``"irtlib.__main__"``, which are
     facades, and for names outside irtlib.
     """
     parts = module.split(".")
+    if parts[0] == "irtbook":
+        return "book"
     if parts[0] != "irtlib" or len(parts) == 1 or parts[1] == "__main__":
         return None
     return "foundation" if parts[1] in FOUNDATION else parts[1]

@@ -167,7 +167,7 @@ def test_presentation_helpers_name_the_bad_option():
 
 
 def test_the_course_helpers_name_the_bad_argument():
-    from irtlib.book import primer
+    from irtbook import primer
 
     a, b = np.ones(4), np.zeros(4)
     _raises(lambda: primer.adaptive_trace(np.ones(3), a, b, budget=2), r"responses, a and b must be 1-D of one length")

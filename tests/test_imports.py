@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Never loaded by ``import irtlib`` or ``irtlib --help``.
-NOT_AT_IMPORT = ("irtlib.book", "irtlib.datasets", "irtlib.viz.figures", "matplotlib", "seaborn", "torch", "pyro",
+NOT_AT_IMPORT = ("irtbook", "irtlib.datasets", "irtlib.viz.figures", "matplotlib", "seaborn", "torch", "pyro",
                  "py_irt", "joblib", "tqdm", "kmedoids", "scipy.stats", "scipy.optimize", "inspect_ai",
                  "irtlib.bank.inspect_adaptive")
 
@@ -78,13 +78,13 @@ def test_the_calibrate_command_loads_no_plotting(tmp_path):
             "'--no-interval-check'])")
     modules = set(_loaded(code))
     assert (tmp_path / "b.csv").exists()
-    assert not {"matplotlib", "irtlib.viz.figures", "irtlib.book", "torch"} & modules
+    assert not {"matplotlib", "irtlib.viz.figures", "irtbook", "torch"} & modules
 
 
 def public_modules() -> list[str]:
     """Every public module of irtlib, found by walking the package (no ``_private`` module; not the book).
 
-    :mod:`irtlib.book` is left out: it is the chapters' plumbing (a leaf nothing else imports, whose
+    :mod:`irtbook` is left out: it is the chapters' plumbing (a leaf nothing else imports, whose
     signatures follow the chapters), not an API a practitioner's code calls.
     """
     import pkgutil
@@ -104,7 +104,7 @@ def test_the_walk_finds_every_layer():
     found = set(public_modules())
     assert {"irtlib.core.kernels", "irtlib.calibration.models", "irtlib.calibration.pyirt", "irtlib.fit.checks",
             "irtlib.viz.fit_figures", "irtlib.cli", "irtlib.datasets.real", "irtlib.extended.grm"} <= found
-    assert not any(n.startswith("irtlib.book") or n.startswith("irtlib._") for n in found)
+    assert not any(n.startswith("irtbook") or n.startswith("irtlib._") for n in found)
     files = [p.relative_to(ROOT / "irtlib") for p in (ROOT / "irtlib").rglob("*.py")]
     public = [p for p in files if p.parts[0] != "book" and (p.name == "__init__.py" or not p.name.startswith("_"))]
     assert len(found) == len(public)          # one module per public file: nothing skipped by the walk

@@ -3,7 +3,7 @@
 The graph has one node per module of irtlib and one edge per import statement, at module level
 or inside a function (a lazy import is still a dependency). It must have no cycle, no edge
 against the layer order, no private name (``_x``) taken from another module, and nothing
-outside :mod:`irtlib.book` may import the book.
+outside :mod:`irtbook` may import the book.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ import pytest
 from irtlib import _layers
 
 PACKAGE = Path(__file__).resolve().parents[1] / "irtlib"
+#: The book's own package (its own wheel): the unit ``book`` of the layer table.
+BOOK = Path(__file__).resolve().parents[1] / "bookkit" / "irtbook"
+TOP = ("irtlib", "irtbook")
 
 #: Cycles allowed for now, each as a sorted tuple of its modules, with the reason (aim: none).
 ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
@@ -66,11 +69,11 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
             inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
                 for alias in child.names:
-                    if alias.name.split(".")[0] == "irtlib":
+                    if alias.name.split(".")[0] in TOP:
                         edges.append(Edge(module, alias.name, child.lineno, lazy))
             elif isinstance(child, ast.ImportFrom):
                 target = _resolve(module, is_package, child.level, child.module)
-                if target.split(".")[0] != "irtlib":
+                if target.split(".")[0] not in TOP:
                     continue
                 plain = []
                 for alias in child.names:
@@ -87,9 +90,14 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
     return edges
 
 
+def all_modules() -> dict[str, Path]:
+    """Every module of irtlib and of the book's package irtbook, by dotted name."""
+    return {**module_names(PACKAGE), **module_names(BOOK)}
+
+
 def import_graph() -> list[Edge]:
-    """Every import edge between irtlib modules."""
-    modules = module_names()
+    """Every import edge between the modules of irtlib and irtbook."""
+    modules = all_modules()
     return [e for name, path in modules.items() for e in imports_of(name, path, modules)]
 
 
@@ -169,7 +177,7 @@ def layer_violations(edges: list[Edge]) -> list[str]:
 
 def private_violations(edges: list[Edge]) -> list[str]:
     """Private names (``_x``) and private modules taken from another module."""
-    modules = module_names()
+    modules = all_modules()
     bad = []
     for e in edges:
         for name in e.names:
@@ -242,7 +250,7 @@ def test_no_import_against_the_layer_order():
 
 
 def test_every_module_belongs_to_a_unit():
-    units = {_layers.unit_of(name) for name in module_names()} - {None}
+    units = {_layers.unit_of(name) for name in all_modules()} - {None}
     assert units == set(_layers.MAY_IMPORT)
 
 
@@ -252,8 +260,10 @@ def test_no_private_name_crosses_a_module():
 
 def test_the_book_is_a_leaf():
     users = sorted({f"{e.source} -> {e.target}" for e in import_graph()
-                    if e.target.startswith("irtlib.book") and not e.source.startswith("irtlib.book")})
+                    if e.target.startswith("irtbook") and not e.source.startswith("irtbook")})
     assert users == []
+    # and it is not inside the library's package (pip install irtlib does not get it)
+    assert not (PACKAGE / "book").exists() and (BOOK / "__init__.py").is_file()
 
 
 def test_the_layer_order_has_no_cycle_and_puts_the_book_on_top():
@@ -264,15 +274,24 @@ def test_the_layer_order_has_no_cycle_and_puts_the_book_on_top():
     assert _layers.allowed("book") == set(_layers.MAY_IMPORT)
 
 
+def test_the_books_package_has_the_librarys_version():
+    """One book build ships one pair of wheels: irtbook's version is irtlib's."""
+    import irtbook
+    import irtlib
+
+    assert irtbook.__version__ == irtlib.__version__
+
+
 _RULE = re.compile(r"Layer rule\b(.*?)(?:\n\s*\n|\Z)", re.S)
 
 
 @pytest.mark.parametrize("unit", sorted(u for u in _layers.MAY_IMPORT if u != "foundation"))
 def test_each_subpackage_states_its_rule_as_the_table_does(unit):
     """The "Layer rule" paragraph of the subpackage's docstring names exactly the units directly below it."""
-    doc = ast.get_docstring(ast.parse((PACKAGE / unit / "__init__.py").read_text())) or ""
+    init = BOOK / "__init__.py" if unit == "book" else PACKAGE / unit / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
     match = _RULE.search(doc)
-    assert match, f"irtlib/{unit}/__init__.py: no 'Layer rule' paragraph"
+    assert match, f"{init}: no 'Layer rule' paragraph"
     text = match.group(1).split("today")[0]           # a remark on what is used today is not the rule
     named = {"foundation" if ref in _layers.FOUNDATION else ref
              for ref in re.findall(r"irtlib\.(\w+)", text) if ref not in ("_layers", unit)}
@@ -301,5 +320,5 @@ if __name__ == "__main__":       # print the violations: `python tests/test_laye
     print("cycles:", *find_cycles(g), sep="\n  ")
     print("layers:", *layer_violations(g), sep="\n  ")
     print("private:", *private_violations(g), sep="\n  ")
-    print("book users:", *sorted({f"{e.source} -> {e.target}" for e in g if e.target.startswith("irtlib.book")
-                                  and not e.source.startswith("irtlib.book")}), sep="\n  ")
+    print("book users:", *sorted({f"{e.source} -> {e.target}" for e in g if e.target.startswith("irtbook")
+                                  and not e.source.startswith("irtbook")}), sep="\n  ")

@@ -134,30 +134,17 @@ def test_light_install_reads_lm_eval_logs_and_names_the_inspect_extra(light_env,
     assert not (tmp_path / "bank.csv").exists()
 
 
-#: The book's modules that need the ``book`` extra (papermill) to import: they run chapters.
-BOOK_EXTRA_ONLY = ("irtlib.book._papermill_handler", "irtlib.book.papermill_io")
-
-
-def test_light_install_ships_the_book_helpers_without_loading_them(light_env, tmp_path):
-    """The wheel ships irtlib/book/ (a downloaded chapter imports it), guarded: without the ``book``
-    extra, ``import irtlib`` does not load it and every book module but papermill's reader imports."""
+def test_light_install_is_the_library_alone(light_env, tmp_path):
+    """``pip install irtlib`` gets the library without the book's helpers (their own package,
+    ``irtbook`` in bookkit/, its own wheel): nothing of the book is installed, and nothing installed
+    names it."""
     env = light_env
-    names = sorted("irtlib.book." + p.stem for p in (REPO / "irtlib" / "book").glob("*.py") if p.stem != "__init__")
-    code = ("import importlib, json, sys, importlib.util as u\n"
-            "import irtlib\n"
-            "loaded_at_import = sorted(m for m in sys.modules if m.startswith('irtlib.book'))\n"
-            "spec = u.find_spec('irtlib.book')\n"
-            "failed = {}\n"
-            f"for name in {names!r}:\n"
-            "    try:\n"
-            "        importlib.import_module(name)\n"
-            "    except ImportError as exc:\n"
-            "        failed[name] = exc.name\n"
-            "print(json.dumps({'at_import': loaded_at_import, 'shipped': spec is not None and 'site-packages' in "
-            "spec.origin, 'failed': failed, 'papermill': u.find_spec('papermill') is not None}))\n")
+    code = ("import importlib.util as u, importlib.metadata as m, json\n"
+            "files = [str(f) for f in m.files('irtlib')]\n"
+            "print(json.dumps({'irtbook': u.find_spec('irtbook') is not None,\n"
+            "                  'book_files': [f for f in files if '/book/' in f or f.startswith('irtbook')],\n"
+            "                  'papermill_reader': [e.value for e in m.entry_points(group='papermill.io')]}))\n")
     proc = _run(env, env["python"], "-c", code, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout)
-    assert found["at_import"] == [] and found["shipped"] and not found["papermill"], found
-    assert sorted(found["failed"]) == sorted(BOOK_EXTRA_ONLY), found
-    assert set(found["failed"].values()) == {"papermill"}, found
+    assert found == {"irtbook": False, "book_files": [], "papermill_reader": []}, found

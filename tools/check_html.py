@@ -23,7 +23,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 QUICK_BANNER_CLASS = "quick-build"
-# the words of irtlib.book.scorecard.VERDICTS
+# the words of irtbook.scorecard.VERDICTS
 VERDICTS = frozenset({"reproduced", "close", "partly", "not reproduced", "reversed", "not testable here"})
 LONG_DECIMAL = re.compile(r"\d\.\d{4,}")
 PARAMETER_ASSIGNMENT = re.compile(r"^\s*QUICK\s*=", re.M)
@@ -88,12 +88,14 @@ def placeholder_urls(html: str) -> list[str]:
 
 
 def download_links(html: str) -> dict[str, list[str]]:
-    """``{"wheel": [...], "source": [...]}``: hrefs of the page's links to the shipped code."""
-    links = {"wheel": [], "source": []}
+    """``{"wheel": [...], "book_wheel": [...], "source": [...]}``: hrefs of the page's links to the shipped code."""
+    links = {"wheel": [], "book_wheel": [], "source": []}
     for a in _soup(html).find_all("a", href=True):
         href = a["href"]
         if re.search(r"_downloads/[^\s]*/irtlib-[^/]+\.whl$", href):
             links["wheel"].append(href)
+        elif re.search(r"_downloads/[^\s]*/irtbook-[^/]+\.whl$", href):
+            links["book_wheel"].append(href)
         elif re.search(r"_downloads/[^\s]*/safety-irt-[^/]+-src\.tar\.gz$", href):
             links["source"].append(href)
     return links

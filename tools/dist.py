@@ -3,10 +3,12 @@
 
 ``tools/make_build_tree.py`` calls :func:`build_dist` to write, into ``<tree>/_dist/``:
 
-* ``irtlib-<version>-py3-none-any.whl``: the library, its book helpers (``irtlib.book``,
-  which the chapter notebooks import) and its command line, built by pip from a copy of
-  ``pyproject.toml``, ``README.md`` and ``irtlib/`` (so that the working tree gets no
-  ``build/`` or ``*.egg-info``); ``pip install "<wheel>[book]"`` adds the book's packages;
+* ``irtlib-<version>-py3-none-any.whl``: the library and its command line, built by pip from a
+  copy of ``pyproject.toml``, ``README.md`` and ``irtlib/`` (so that the working tree gets no
+  ``build/`` or ``*.egg-info``);
+* ``irtbook-<version>-py3-none-any.whl``: the book's own helpers, which the chapter notebooks
+  import, built the same way from ``bookkit/``; ``pip install`` of both wheels (irtbook requires
+  ``irtlib[book]``) gives a downloaded chapter everything it needs;
 * ``safety-irt-<version>-src.tar.gz``: every file git tracks, as it is in the working tree
   (what the book was built from), under one top directory ``safety-irt-<version>-src/``;
   outside a git checkout, every file under the root except build products (``_build``,
@@ -35,7 +37,9 @@ from pathlib import Path
 
 DIST_DIR = "_dist"
 SOURCE_NAME = "safety-irt"
-WHEEL_INPUTS = ("pyproject.toml", "README.md", "irtlib")
+#: Per wheel: the directory its pyproject.toml is in and the files and folders copied from there.
+WHEEL_INPUTS = {"irtlib": (".", ("pyproject.toml", "README.md", "irtlib")),
+                "irtbook": ("bookkit", ("pyproject.toml", "irtbook"))}
 EXCLUDED = {"_build", ".venv", ".git", "artifacts", "__pycache__", ".pytest_cache", "build", ".ipynb_checkpoints"}
 FIXED_MTIME = 1_700_000_000  # 2023-11-14: archive members get one time (a reproducible archive)
 
@@ -48,23 +52,24 @@ def version(wheel: Path) -> str:
     return parts[1]
 
 
-def build_wheel(root: Path, out: Path, *, python: str = sys.executable) -> Path:
-    """Build the irtlib wheel into ``out`` (pip, no build isolation: setuptools comes from the lock)."""
+def build_wheel(root: Path, out: Path, *, python: str = sys.executable, package: str = "irtlib") -> Path:
+    """Build the wheel of ``package`` (irtlib or irtbook) into ``out`` (pip, no build isolation)."""
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="irtlib-wheel-") as tmp:
+    where, inputs = WHEEL_INPUTS[package]
+    with tempfile.TemporaryDirectory(prefix=f"{package}-wheel-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
-        for name in WHEEL_INPUTS:
-            path = root / name
+        for name in inputs:
+            path = root / where / name
             if path.is_dir():
                 shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             else:
                 shutil.copy2(path, src / name)
         subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
                         "--wheel-dir", str(Path(tmp) / "wheel"), str(src)], check=True)
-        wheels = sorted((Path(tmp) / "wheel").glob("irtlib-*.whl"))
+        wheels = sorted((Path(tmp) / "wheel").glob(f"{package}-*.whl"))
         if len(wheels) != 1:
-            raise RuntimeError(f"pip wheel made {[w.name for w in wheels]}, not one irtlib wheel")
+            raise RuntimeError(f"pip wheel made {[w.name for w in wheels]}, not one {package} wheel")
         target = out / wheels[0].name
         shutil.copy2(wheels[0], target)
     return target
@@ -102,11 +107,12 @@ def build_source(root: Path, out: Path, *, name: str) -> Path:
 
 
 def build_dist(root: Path, out: Path) -> dict[str, str]:
-    """The wheel and the source archive in ``out``; ``{"wheel": name, "source": name}``."""
+    """The two wheels and the source archive in ``out``: ``{"wheel", "book_wheel", "source"}`` names."""
     root = root.resolve()
     wheel = build_wheel(root, out)
+    book_wheel = build_wheel(root, out, package="irtbook")
     source = build_source(root, out, name=f"{SOURCE_NAME}-{version(wheel)}-src")
-    return {"wheel": wheel.name, "source": source.name}
+    return {"wheel": wheel.name, "book_wheel": book_wheel.name, "source": source.name}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args(argv)
     built = build_dist(args.root, args.out)
-    print(f"dist: {args.out / built['wheel']}, {args.out / built['source']}")
+    print(f"dist: {args.out / built['wheel']}, {args.out / built['book_wheel']}, {args.out / built['source']}")
     return 0
 
 

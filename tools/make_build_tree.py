@@ -19,7 +19,7 @@ into ``_build/executed/``.  This script builds a copy of the book in which:
   images, ...) is copied as is, and so is ``_static/`` (the book's CSS, e.g. the
   class ``table2-compact`` for wide tables).  Jupytext notebooks that are not in the toc are
   left out;
-* the CSV files the chapters wrote while they ran (``_build/downloads``, irtlib.book.downloads) go
+* the CSV files the chapters wrote while they ran (``_build/downloads``, irtbook.downloads) go
   to ``book_downloads/``, where the chapters' ``{download}`` links point;
 * each chapter's Reproduce box (tools/reproduce_box.py) moves to the end of its page, so a page
   opens with its claim.
@@ -99,7 +99,7 @@ import wide_tables  # noqa: E402  (tools/wide_tables.py)
 
 BOOK_DIR = "book"
 STATIC_DIR = "_static"  # the book's CSS (jupyter-book adds each .css/.js in it to every page)
-# irtlib.book.downloads: where the chapters write their CSV files, and where the book serves them
+# irtbook.downloads: where the chapters write their CSV files, and where the book serves them
 CHAPTER_DOWNLOADS_ENV, CHAPTER_DOWNLOADS, CHAPTER_DOWNLOADS_SITE = "IRTLIB_BOOK_DOWNLOADS", "_build/downloads", "book_downloads"
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store")
 
@@ -384,7 +384,7 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
                downloads: bool = False, repository_url: str | None = None) -> list[Path]:
     """Create ``out`` from the book at ``root`` and executed notebooks in ``executed``.
 
-    ``downloads``: build irtlib's wheel and the source archive into ``out/_dist`` (tools/dist.py)
+    ``downloads``: build irtlib's and irtbook's wheels and the source archive into ``out/_dist`` (tools/dist.py)
     and link them from every Reproduce box and the introduction. ``repository_url``: the
     repository the book links to (tools/book_config.py); None reads ``$BOOK_REPOSITORY_URL``,
     ``""`` links to none.
@@ -438,7 +438,7 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
     elif downloads:
         built = dist.build_dist(root, out / dist.DIST_DIR)
         shipped = {kind: f"{dist.DIST_DIR}/{name}" for kind, name in built.items()}
-        print(f"make_build_tree: ships {shipped['wheel']} and {shipped['source']}")
+        print(f"make_build_tree: ships {shipped['wheel']}, {shipped['book_wheel']} and {shipped['source']}")
 
     # 2. every file under book/ except jupytext notebooks (their executed copy goes in)
     def ignore(directory: str, names: list[str]) -> set[str]:
@@ -455,7 +455,7 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
     if (root / STATIC_DIR).is_dir():
         shutil.copytree(root / STATIC_DIR, out / STATIC_DIR, ignore=IGNORED)
 
-    # the CSV files the chapters wrote while they ran (irtlib.book.downloads), for their {download} links
+    # the CSV files the chapters wrote while they ran (irtbook.downloads), for their {download} links
     written = Path(os.environ.get(CHAPTER_DOWNLOADS_ENV) or root / CHAPTER_DOWNLOADS)
     if written.is_dir():
         shutil.copytree(written, out / CHAPTER_DOWNLOADS_SITE, ignore=IGNORED)

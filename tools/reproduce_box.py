@@ -125,18 +125,19 @@ def parameter_table(params: list[Parameter]) -> str:
 def downloads_line(downloads: dict | None) -> str:
     """One sentence linking the shipped wheel and source archive ("" when none is shipped).
 
-    ``downloads`` maps ``"wheel"`` and ``"source"`` to paths below the build tree's root
-    (see tools/dist.py).
+    ``downloads`` maps ``"wheel"``, ``"book_wheel"`` and ``"source"`` to paths below the build
+    tree's root (see tools/dist.py).
     """
     if not downloads:
         return ""
-    wheel, source = downloads["wheel"], downloads["source"]
-    wheel_name, source_name = wheel.rsplit("/", 1)[-1], source.rsplit("/", 1)[-1]
+    wheel, book, source = downloads["wheel"], downloads["book_wheel"], downloads["source"]
+    wheel_name, book_name, source_name = (p.rsplit("/", 1)[-1] for p in (wheel, book, source))
     return (
         f"Without a clone: download this page's notebook (the download button above), the library "
-        f"{{download}}`{wheel_name} </{wheel}>` and the source {{download}}`{source_name} </{source}>` "
+        f"{{download}}`{wheel_name} </{wheel}>`, the book's helpers {{download}}`{book_name} </{book}>` "
+        f"and the source {{download}}`{source_name} </{source}>` "
         f"(its `data/` holds the simulated release), then "
-        f"`pip install \"./{wheel_name}[book]\"` and run the notebook with papermill "
+        f"`pip install \"./{wheel_name}[book]\" ./{book_name}` and run the notebook with papermill "
         f"({{ref}}`how <sec-intro-code>`)."
     )
 
@@ -146,18 +147,20 @@ def downloads_block(downloads: dict | None) -> str:
     if not downloads:
         return ("This build ships no wheel or source archive (`make book` adds them); clone the "
                 "repository instead.")
-    wheel, source = downloads["wheel"], downloads["source"]
-    wheel_name, source_name = wheel.rsplit("/", 1)[-1], source.rsplit("/", 1)[-1]
+    wheel, book, source = downloads["wheel"], downloads["book_wheel"], downloads["source"]
+    wheel_name, book_name, source_name = (p.rsplit("/", 1)[-1] for p in (wheel, book, source))
     top = source_name.removesuffix(".tar.gz")
     return "\n".join([
         "This book carries its code. The library is the wheel "
-        f"{{download}}`{wheel_name} </{wheel}>` and the repository's source, the simulated release "
+        f"{{download}}`{wheel_name} </{wheel}>`, the chapters' own helpers are the wheel "
+        f"{{download}}`{book_name} </{book}>` (`pip install irtlib` alone gets the library without "
+        f"them), and the repository's source, the simulated release "
         f"`data/` included, is {{download}}`{source_name} </{source}>`. With them and a page's "
         "notebook (each chapter's download button), on Python 3.11:",
         "",
         "```bash",
         "python3.11 -m venv irt && . irt/bin/activate",
-        f"pip install \"./{wheel_name}[book]\"     # irtlib, its book helpers, papermill, py-irt",
+        f"pip install \"./{wheel_name}[book]\" ./{book_name}   # irtlib, the book's helpers, papermill, py-irt",
         f"tar xzf {source_name}                           # the source: data/, book/, tests/",
         f"export IRTLIB_SIM_DATA=$PWD/{top}/data          # the simulated release",
         "irtlib paper-data download                  # the paper's four matrices (checksummed)",

@@ -91,20 +91,20 @@ DATA_CHECK_TAG = "data-check"
 def data_check_cell(entry: str) -> dict:
     """The code cell a student notebook runs after its parameters: real data, or a one-line refusal.
 
-    ``irtlib.book.course.require_real_data`` names the missing files and how to get them; the
+    ``irtbook.course.require_real_data`` names the missing files and how to get them; the
     student runs on the simulated release only by asking (``-p DATA simulated``).
     """
     source = ("# Course kit: this chapter is meant for the paper's data. Without them it stops here, naming the\n"
               "# missing files and how to get them; `-p DATA simulated` (DATA = \"simulated\") runs it on the\n"
               "# simulated release instead, and every number then differs from the book's.\n"
-              "from irtlib.book.course import require_real_data\n\n"
+              "from irtbook.course import require_real_data\n\n"
               f"require_real_data({entry!r}, globals())\n")
     return {"cell_type": "code", "metadata": {"tags": [DATA_CHECK_TAG]}, "source": source, "outputs": [],
             "execution_count": None}
 
 
 def _needs_real_data(notebook, entry: str) -> bool:
-    from irtlib.book import course
+    from irtbook import course
 
     params = next((_source(c) for c in notebook["cells"] if c.get("cell_type") == "code"
                    and "parameters" in (c.get("metadata", {}).get("tags") or [])), None)

@@ -68,7 +68,7 @@ from ._common import (
     terminate_as_interrupt,
 )
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["COMMANDS", "CLIUsageError", "build_parser", "main"]
 

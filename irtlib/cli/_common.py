@@ -18,7 +18,7 @@ from pathlib import Path
 
 from irtlib.errors import InputError, UsageError
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 
 PROG = "irtlib"

@@ -15,7 +15,7 @@ from irtlib.errors import InputError
 
 from ._common import CLIUsageError, short
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 
 RESPONSES_HELP = ("long or wide CSV/Parquet file, a JSON-lines file (.jsonl), a HELM run directory, "

@@ -15,7 +15,7 @@ from ._options import input_kwargs as _input_kwargs
 from ._options import input_options as _input_options
 from ._options import int_at_least as _int_at_least
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
 

@@ -11,7 +11,7 @@ from ._options import input_kwargs as _input_kwargs
 from ._options import ks_usage as _ks_usage
 from ._options import protocol_parser as _protocol_parser
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
 

@@ -13,7 +13,7 @@ import argparse
 from ._common import Out
 from ._options import general_options
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
 

@@ -14,7 +14,7 @@ from ._options import int_at_least as _int_at_least
 from ._options import positive_float as _positive_float
 from ._options import test_options as _test_options
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
 

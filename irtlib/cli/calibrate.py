@@ -21,7 +21,7 @@ from ._options import int_at_least as _int_at_least
 from ._options import positive_int as _positive_int
 from ._options import variance as _variance
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
 

@@ -25,7 +25,7 @@ from ._options import pass_score as _pass_score
 from ._options import positive_float as _positive_float
 from ._options import positive_int as _positive_int
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
 

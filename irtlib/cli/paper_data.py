@@ -7,7 +7,7 @@ import argparse
 from ._common import Out as _Out
 from ._options import general_options as _common
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["add_parser"]
 

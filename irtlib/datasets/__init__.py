@@ -30,7 +30,7 @@ results (the paper's source) can be read with :mod:`irtlib.io.helm`.
 
 Layer rule (the table :data:`irtlib._layers.MAY_IMPORT`, checked by ``tests/test_layers.py``): imports
 :mod:`irtlib.protocol`, :mod:`irtlib.bank`, :mod:`irtlib.extended` and below (today it needs only
-:mod:`irtlib.io` and :mod:`irtlib.core`); never :mod:`irtlib.book`.
+:mod:`irtlib.io` and :mod:`irtlib.core`); never :mod:`irtbook`.
 """
 
 from __future__ import annotations

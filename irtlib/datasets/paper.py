@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from irtlib.errors import InputError
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = [
     "BENCHMARKS", "DISPLAY_NAMES", "PaperTable", "Table1Row", "Table2Left", "Table2Right",

@@ -214,7 +214,7 @@ def split_training(n_models: int, splits: Sequence[int], *, n_test: int, seed: S
     """The training rows and calibration seed of each split, as :func:`run_protocol` draws them (no groups).
 
     What the calibration engine of a split sees, so that a caller can calibrate the splits of a
-    run ahead of it (:mod:`irtlib.book.split_stage`) under the same cache keys.
+    run ahead of it (:mod:`irtbook.split_stage`) under the same cache keys.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""irtlib.book.authors_fits: our calibrations of the authors' SimpleSafetyTests splits against their fits.
+"""irtbook.authors_fits: our calibrations of the authors' SimpleSafetyTests splits against their fits.
 
 Measured here over all 100 splits: the batched fit, r(a) and r(b) 1.0000 on every split (max |diff|
 1.2e-4 in a, 1.4e-5 in log a, 3.4e-5 in b), every split closest to the authors' fold of the same
@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from irtlib.book.authors_fits import (  # noqa: E402
+from irtbook.authors_fits import (  # noqa: E402
     compare_with_authors_fits,
     read_authors_fits,
     summarise_authors_comparison,

@@ -1,10 +1,10 @@
-"""The chapter "Beyond the paper"'s helpers (irtlib.book.beyond) on hand-made inputs."""
+"""The chapter "Beyond the paper"'s helpers (irtbook.beyond) on hand-made inputs."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.book import beyond as bz
+from irtbook import beyond as bz
 
 
 def test_heldout_mask_hides_observed_cells_only_and_keeps_two_per_row_and_column():
@@ -33,7 +33,7 @@ def test_verdicts():
 
 
 def test_curves_follow_the_protocols_nan_rule():
-    from irtlib.book.words import nan_rule_words
+    from irtbook.words import nan_rule_words
     from irtlib.protocol import presets
 
     runs = pd.DataFrame({"split": [0, 1, 2], "method": ["a"] * 3, "k": [5] * 3, "agreement": [0.9, np.nan, 0.6]})

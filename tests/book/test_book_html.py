@@ -203,17 +203,18 @@ def test_no_page_carries_a_placeholder_url(built):
 
 
 def test_the_book_ships_and_links_its_code(built):
-    """The wheel and the source archive are in _build/html/_downloads, linked from the
-    introduction and every Reproduce box."""
+    """The two wheels (the library, the book's helpers) and the source archive are in
+    _build/html/_downloads, linked from the introduction and every Reproduce box."""
     wheels = sorted(HTML.glob("_downloads/*/irtlib-*.whl"))
+    book_wheels = sorted(HTML.glob("_downloads/*/irtbook-*.whl"))
     sources = sorted(HTML.glob("_downloads/*/safety-irt-*-src.tar.gz"))
-    assert len(wheels) == 1 and len(sources) == 1, (wheels, sources)
+    assert len(wheels) == 1 and len(book_wheels) == 1 and len(sources) == 1, (wheels, book_wheels, sources)
     boxed = [entry for entry, (_, html, _) in built.items() if "Reproduce this" in html]
     assert "book/01_data" in boxed
     for entry in ["book/intro", *boxed]:
         path, html, _ = built[entry]
         links = check_html.download_links(html)
-        for kind, target in (("wheel", wheels[0]), ("source", sources[0])):
+        for kind, target in (("wheel", wheels[0]), ("book_wheel", book_wheels[0]), ("source", sources[0])):
             assert links[kind], f"{entry} does not link the {kind}"
             assert all((path.parent / href).resolve() == target.resolve() for href in links[kind]), links[kind]
 

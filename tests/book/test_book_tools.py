@@ -119,12 +119,14 @@ def test_box_moves_to_the_end_of_the_page_and_the_page_opens_with_its_text():
 
 def test_box_links_the_downloads_when_shipped():
     notebook = {"cells": [{"cell_type": "markdown", "source": BOX_CELL}]}
-    shipped = {"wheel": "_dist/irtlib-0.1.0-py3-none-any.whl", "source": "_dist/safety-irt-0.1.0-src.tar.gz"}
+    shipped = {"wheel": "_dist/irtlib-0.1.0-py3-none-any.whl", "book_wheel": "_dist/irtbook-0.1.0-py3-none-any.whl",
+               "source": "_dist/safety-irt-0.1.0-src.tar.gz"}
     reproduce_box.fill_box(notebook, [], shipped)
     text = notebook["cells"][0]["source"]
     assert "{download}`irtlib-0.1.0-py3-none-any.whl </_dist/irtlib-0.1.0-py3-none-any.whl>`" in text
     assert "{download}`safety-irt-0.1.0-src.tar.gz </_dist/safety-irt-0.1.0-src.tar.gz>`" in text
-    assert 'pip install "./irtlib-0.1.0-py3-none-any.whl[book]"' in text
+    assert "{download}`irtbook-0.1.0-py3-none-any.whl </_dist/irtbook-0.1.0-py3-none-any.whl>`" in text
+    assert 'pip install "./irtlib-0.1.0-py3-none-any.whl[book]" ./irtbook-0.1.0-py3-none-any.whl' in text
     intro = {"cells": [{"cell_type": "markdown", "source": f"## Get it\n\n{reproduce_box.DOWNLOADS_MARKER}\n"}]}
     assert reproduce_box.fill_downloads(intro, shipped) == 1
     assert "tar xzf safety-irt-0.1.0-src.tar.gz" in intro["cells"][0]["source"]
@@ -277,7 +279,7 @@ def test_one_page_book_shows_the_links_only_with_the_setting(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# the course: exercises counted from the sources (irtlib.book.course)
+# the course: exercises counted from the sources (irtbook.course)
 # ---------------------------------------------------------------------------
 CHAPTER_MD = """# A chapter
 
@@ -316,7 +318,7 @@ print(x)
 
 
 def test_course_counts_exercises_and_coding_solutions():
-    from irtlib.book import course
+    from irtbook import course
 
     assert course.title(CHAPTER_MD) == "A chapter"
     found, coding = course.exercises(CHAPTER_MD)
@@ -326,7 +328,7 @@ def test_course_counts_exercises_and_coding_solutions():
 
 
 def test_course_reads_the_books_chapters_in_toc_order():
-    from irtlib.book import course
+    from irtbook import course
 
     kit = course.chapters(ROOT)
     toc = course.toc_entries(ROOT / "_toc.yml")

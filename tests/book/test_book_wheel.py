@@ -1,13 +1,14 @@
-"""The book carries its code: its wheel and source archive rerun a downloaded chapter.
+"""The book carries its code: its two wheels and source archive rerun a downloaded chapter.
 
-A reader holding only the built HTML downloads the wheel, the source archive and one chapter
-notebook. This test does what the introduction tells that reader to do, in a fresh virtual
-environment and a temporary directory that is not the repository: install the wheel
+A reader holding only the built HTML downloads the wheels (the library irtlib, the book's helpers
+irtbook), the source archive and one chapter notebook. This test does what the introduction tells
+that reader to do, in a fresh virtual environment and a temporary directory that is not the
+repository: install the wheels
 (``--no-deps``: the book's packages come from this environment, made visible through a
 ``.pth`` file, so nothing is downloaded), unpack the source archive for its simulated release
 (``IRTLIB_SIM_DATA``), and execute the chapter with papermill on the data it names
 (``-p DATA simulated -p QUICK True``). It then checks that ``irtlib`` was imported from the
-wheel, not from the repository.
+wheels, not from the repository.
 
 The wheel, the archive and the notebook are taken from ``_build/html`` when a built book is
 there (the very files the pages link to); otherwise they are made the way the build makes them
@@ -35,22 +36,23 @@ pytestmark = [pytest.mark.book, pytest.mark.slow]
 CHAPTER = "01_data"
 
 
-def _shipped(tmp_path: Path) -> tuple[Path, Path, Path, str]:
-    """(wheel, source archive, chapter notebook, where they came from)."""
-    wheels = sorted(HTML.glob("_downloads/*/irtlib-*.whl"))
+def _shipped(tmp_path: Path) -> tuple[list[Path], Path, Path, str]:
+    """([irtlib wheel, irtbook wheel], source archive, chapter notebook, where they came from)."""
+    wheels = [sorted(HTML.glob(f"_downloads/*/{name}-*.whl")) for name in ("irtlib", "irtbook")]
     sources = sorted(HTML.glob("_downloads/*/safety-irt-*-src.tar.gz"))
     notebook = HTML / "_sources" / "book" / f"{CHAPTER}.ipynb"
-    if wheels and sources and notebook.is_file():
-        return wheels[-1], sources[-1], notebook, "the built book"
+    if all(wheels) and sources and notebook.is_file():
+        return [w[-1] for w in wheels], sources[-1], notebook, "the built book"
     jupytext = pytest.importorskip("jupytext")
     built = dist.build_dist(ROOT, tmp_path / "dist")
     notebook = tmp_path / f"{CHAPTER}.ipynb"
     jupytext.write(jupytext.read(ROOT / "book" / f"{CHAPTER}.md"), notebook, fmt="ipynb")
-    return tmp_path / "dist" / built["wheel"], tmp_path / "dist" / built["source"], notebook, "tools/dist.py"
+    shipped = [tmp_path / "dist" / built[kind] for kind in ("wheel", "book_wheel")]
+    return shipped, tmp_path / "dist" / built["source"], notebook, "tools/dist.py"
 
 
 def test_the_wheel_reruns_a_downloaded_chapter(tmp_path):
-    wheel, source, notebook, origin = _shipped(tmp_path)
+    wheels, source, notebook, origin = _shipped(tmp_path)
     reader = tmp_path / "reader"           # the reader's directory: no repository in sight
     reader.mkdir()
     venv = tmp_path / "venv"
@@ -63,7 +65,7 @@ def test_the_wheel_reruns_a_downloaded_chapter(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("IRTLIB_", "PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-                              "--no-index", "--quiet", str(wheel)], capture_output=True, text=True, env=env)
+                              "--no-index", "--quiet", *map(str, wheels)], capture_output=True, text=True, env=env)
     if install.returncode != 0 and "no such option: --python" in install.stderr:
         pytest.skip("pip too old for --python")
     assert install.returncode == 0, install.stderr
@@ -75,10 +77,11 @@ def test_the_wheel_reruns_a_downloaded_chapter(tmp_path):
     copy = reader / notebook.name
     copy.write_bytes(notebook.read_bytes())
 
-    where = subprocess.run([str(python), "-c", "import irtlib, irtlib.book.pipeline; print(irtlib.__file__)"],
-                           cwd=reader, capture_output=True, text=True, env=env)
+    where = subprocess.run([str(python), "-c", "import irtlib, irtbook.pipeline; print(irtlib.__file__); "
+                            "print(irtbook.pipeline.__file__)"], cwd=reader, capture_output=True, text=True, env=env)
     assert where.returncode == 0, where.stderr
-    assert Path(where.stdout.strip()).is_relative_to(venv), f"irtlib imported from {where.stdout.strip()}"
+    for path in where.stdout.split():
+        assert Path(path).is_relative_to(venv), f"imported from {path}, not the wheels"
 
     # a kernel that runs the venv's python (not whichever python3 kernel Jupyter finds first)
     kernels = tmp_path / "jupyter" / "kernels" / "python3"

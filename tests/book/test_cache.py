@@ -1,6 +1,6 @@
 import numpy as np
 
-from irtlib.book.cache import array_checksum, cached
+from irtbook.cache import array_checksum, cached
 
 
 def test_cached_computes_once_per_key(tmp_path):
@@ -42,16 +42,19 @@ def test_presentation_is_a_rule_not_a_list():
     import importlib
     from pathlib import Path
 
-    from irtlib.book import cache
+    from irtbook import cache
 
     found = cache.presentation_modules()
     assert {"viz/figures.py", "viz/fit_figures.py", "viz/report.py", "datasets/paper.py",
             "book/compare.py", "book/scorecard.py", "book/table2.py", "book/reproducibility.py"} <= set(found)
-    cli = Path(cache.__file__).resolve().parents[1] / "cli"          # the command line, every module of it
+    import irtlib
+
+    cli = Path(irtlib.__file__).resolve().parent / "cli"             # the command line, every module of it
     assert {f"cli/{p.name}" for p in cli.glob("*.py") if p.name != "__main__.py"} <= set(found)
     for rel in found:                       # the marker is the module's own attribute, not a stray line
         if not rel.startswith("viz/"):
-            module = importlib.import_module("irtlib." + rel.removesuffix(".py").replace("/", "."))
+            name = rel.removesuffix(".py").replace("/", ".")
+            module = importlib.import_module("irtbook." + name[5:] if name.startswith("book.") else "irtlib." + name)
             assert module.__presentation__ is True, rel
     assert cache.is_presentation("viz/anything_new.py", "")
     assert not cache.is_presentation("core/kernels.py", "def f():\n    __presentation__ = True\n")
@@ -67,7 +70,7 @@ def test_no_module_the_cached_computations_run_is_presentation():
     from pathlib import Path
 
     import irtlib
-    from irtlib.book import cache
+    from irtbook import cache
 
     code = ("import sys, json, irtlib, irtlib.calibration.pyirt_batch, irtlib.extended.grm, irtlib.extended.mirt; "
             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('irtlib'))))")
@@ -89,19 +92,21 @@ def test_presentation_modules_stay_out_of_the_fingerprint(tmp_path, monkeypatch)
     from pathlib import Path
 
     import irtlib
-    from irtlib.book import cache
+    from irtbook import cache
 
-    root = Path(irtlib.__file__).resolve().parent
     copy = tmp_path / "irtlib"
-    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(cache, "__file__", str(copy / "book" / "cache.py"))
+    shutil.copytree(Path(irtlib.__file__).resolve().parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    book = tmp_path / "irtbook"
+    shutil.copytree(Path(cache.__file__).resolve().parent, book, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache, "source_roots", lambda: (("", copy), ("book/", book)))
 
     def fingerprint():
         cache.library_fingerprint.cache_clear()
         return cache.library_fingerprint()
 
     def append(rel, text):
-        (copy / rel).write_text((copy / rel).read_text() + text)
+        path = book / rel.removeprefix("book/") if rel.startswith("book/") else copy / rel
+        path.write_text(path.read_text() + text)
 
     before = fingerprint()
     append("viz/figures.py", "\n# edited\n")                  # by the package rule
@@ -122,7 +127,7 @@ def test_entries_use_the_one_atomic_writer(tmp_path, monkeypatch):
     import os
     import pickle
 
-    from irtlib.book import cache
+    from irtbook import cache
 
     old = os.umask(0o022)
     try:

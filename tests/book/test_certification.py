@@ -1,4 +1,4 @@
-"""The certification study's helpers (irtlib.book.certification) on small simulated matrices."""
+"""The certification study's helpers (irtbook.certification) on small simulated matrices."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
+from irtbook import certification as cz
 from irtlib.bank.build import calibrate_bank
 from irtlib.bank.session import AdaptiveSession
-from irtlib.book import certification as cz
 from irtlib.calibration.joint_map import fit_map
 from irtlib.core.responses import ResponseMatrix
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from irtlib.book import claims as published
-from irtlib.book import scorecard as sc
+from irtbook import claims as published
+from irtbook import scorecard as sc
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTED = ROOT / "_build" / "executed"
@@ -94,7 +94,7 @@ def test_every_page_shows_the_scorecards_verdict_for_a_claim():
 def test_model_choice_claims_split_by_kind_on_hand_made_gains():
     from types import SimpleNamespace
 
-    from irtlib.book import paper_claims
+    from irtbook import paper_claims
 
     def bench(name, kind):
         return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=f"{kind} data"))
@@ -127,7 +127,7 @@ def test_printed_decimals_follow_the_papers_print():
 def test_why_note_names_what_the_data_say_and_only_for_a_miss():
     from types import SimpleNamespace
 
-    from irtlib.book import paper_claims
+    from irtbook import paper_claims
 
     def bench(name, kind, label=""):
         return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=label))
@@ -153,7 +153,7 @@ def test_savings_claims_keep_kinds_apart_and_judge_both_ends_of_a_range():
     import numpy as np
     import pandas as pd
 
-    from irtlib.book import paper_claims
+    from irtbook import paper_claims
 
     def bench(name, kind):
         return SimpleNamespace(display_name=name, data=SimpleNamespace(kind=kind, label=f"{kind} data"))

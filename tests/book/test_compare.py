@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from irtlib.book.compare import cite, comparison_table, judge, row, style_comparison, tally
+from irtbook.compare import cite, comparison_table, judge, row, style_comparison, tally
 from irtlib.datasets import paper
 
 

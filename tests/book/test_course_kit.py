@@ -1,5 +1,5 @@
 """The course kit: student and answer notebooks (tools/student.py), papermill on the MyST
-chapters (irtlib.book.papermill_io), and the PDF (tools/pdf.py)."""
+chapters (irtbook.papermill_io), and the PDF (tools/pdf.py)."""
 
 from __future__ import annotations
 
@@ -197,13 +197,13 @@ def test_pyproject_registers_the_papermill_handler():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     target = project["entry-points"]["papermill.io"]["jupytext://"]
     module, _, name = target.partition(":")
-    assert (module, name) == ("irtlib.book._papermill_handler", "JupytextHandler")
+    assert (module, name) == ("irtbook._papermill_handler", "JupytextHandler")
 
 
 def test_handler_reads_myst_and_passes_json_through(tmp_path):
     from papermill.iorw import LocalHandler, PapermillIO
 
-    from irtlib.book import papermill_io
+    from irtbook import papermill_io
 
     io = PapermillIO()
     io.register("local", LocalHandler())
@@ -347,10 +347,10 @@ def test_makefile_has_the_course_kit_targets(tmp_path):
 
 
 def test_the_handler_module_imports_before_and_after_papermill():
-    """With the entry point installed, `import irtlib.book.papermill_io` must work in a fresh
+    """With the entry point installed, `import irtbook.papermill_io` must work in a fresh
     interpreter whether or not papermill was imported first (papermill imports the handler while
     it loads its entry points)."""
-    for code in ("import irtlib.book.papermill_io as m; assert m.JupytextHandler",
-                 "import papermill, irtlib.book.papermill_io as m; assert m.JupytextHandler"):
+    for code in ("import irtbook.papermill_io as m; assert m.JupytextHandler",
+                 "import papermill, irtbook.papermill_io as m; assert m.JupytextHandler"):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
         assert done.returncode == 0, done.stderr[-2000:]

@@ -1,5 +1,5 @@
 """The course kit's data check: a chapter meant for real data refuses to run on the simulated release
-unless asked, in one line naming the missing files (irtlib.book.course, tools/student.py)."""
+unless asked, in one line naming the missing files (irtbook.course, tools/student.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from irtlib.book import course
+from irtbook import course
 from irtlib.datasets import authors
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,12 +1,12 @@
-"""The fit chapters' side-by-side of calibrations (irtlib.book.engines) on a small benchmark."""
+"""The fit chapters' side-by-side of calibrations (irtbook.engines) on a small benchmark."""
 
 from __future__ import annotations
 
 import pytest
 
-from irtlib.book import engines as eng
-from irtlib.book import pipeline
-from irtlib.book.words import engine_caption, engine_noun
+from irtbook import engines as eng
+from irtbook import pipeline
+from irtbook.words import engine_caption, engine_noun
 
 
 @pytest.fixture(scope="module")

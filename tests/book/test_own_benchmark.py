@@ -1,4 +1,4 @@
-"""irtlib.book.own_benchmark: the helpers of the chapter "Your own benchmark, start to finish"."""
+"""irtbook.own_benchmark: the helpers of the chapter "Your own benchmark, start to finish"."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import irtlib
+from irtbook import own_benchmark as ob
 from irtlib import ResponseMatrix
-from irtlib.book import own_benchmark as ob
 from irtlib.errors import InputError
 
 

@@ -1,4 +1,4 @@
-"""The book's cached pipeline (irtlib.book.pipeline): what it computes, its cache keys, and invalidation."""
+"""The book's cached pipeline (irtbook.pipeline): what it computes, its cache keys, and invalidation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.book import cache, pipeline
+from irtbook import cache, pipeline
 from irtlib.datasets import paper
 
 
@@ -69,7 +69,9 @@ def test_library_fingerprint_follows_the_computing_sources(tmp_path, monkeypatch
     cache.library_fingerprint.cache_clear()
     before = cache.library_fingerprint()
     real = Path.read_bytes
-    target = Path(cache.__file__).resolve().parent.parent / "protocol" / "agreement.py"
+    import irtlib
+
+    target = Path(irtlib.__file__).resolve().parent / "protocol" / "agreement.py"
 
     def edited(self):
         data = real(self)
@@ -191,8 +193,8 @@ def complete(sst):
 @pytest.mark.parametrize("protocol", ["paper", "authors"])
 def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, protocol, tmp_path):
     """With every kept item, Random IRT scores the test models by MAP on all items: the ceiling."""
+    from irtbook.ceiling import ceiling_benchmark
     from irtlib import map_ability
-    from irtlib.book.ceiling import ceiling_benchmark
     from irtlib.protocol import presets as protocols
     from irtlib.protocol.agreement import calibrate_splits, calibration_seed, run_protocol, spearman, split_models
 

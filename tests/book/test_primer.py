@@ -1,4 +1,4 @@
-"""The primer chapter (book/00_primer.md) and its module irtlib.book.primer."""
+"""The primer chapter (book/00_primer.md) and its module irtbook.primer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import irtlib
-from irtlib.book import primer
+from irtbook import primer
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "book" / "00_primer.md"

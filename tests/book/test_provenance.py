@@ -1,4 +1,4 @@
-"""What a page says about its data (irtlib.book.provenance) and the ceiling helpers of paper_claims."""
+"""What a page says about its data (irtbook.provenance) and the ceiling helpers of paper_claims."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.book import paper_claims, provenance
-from irtlib.book.pipeline import Benchmark
+from irtbook import paper_claims, provenance
+from irtbook.pipeline import Benchmark
 from irtlib.calibration.joint_map import Calibration
 from irtlib.core.responses import ResponseMatrix
 from irtlib.datasets.sources import DataSource
@@ -69,7 +69,7 @@ def test_ceiling_pair_on_a_hand_made_matrix():
 
 
 def test_a_simulated_benchmark_is_not_named_after_the_real_data(monkeypatch):
-    from irtlib.book.pipeline import load_benchmark
+    from irtbook.pipeline import load_benchmark
 
     monkeypatch.delenv("IRTLIB_DATA", raising=False)
     sim = load_benchmark("airbench2024", source="simulated")

@@ -1,4 +1,4 @@
-"""Unit tests for irtlib.book.reproducibility on hand-made papermill notebooks."""
+"""Unit tests for irtbook.reproducibility on hand-made papermill notebooks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from importlib import metadata
 
 import pytest
 
-from irtlib.book.reproducibility import execution_table, package_versions, read_papermill_metadata
+from irtbook.reproducibility import execution_table, package_versions, read_papermill_metadata
 
 
 def _notebook(papermill: dict | None) -> dict:
@@ -154,7 +154,7 @@ torch==2.13.0+cpu \\
 
 
 def test_read_lock_takes_every_pin_with_normalised_names(tmp_path):
-    from irtlib.book.reproducibility import read_lock
+    from irtbook.reproducibility import read_lock
 
     (tmp_path / "lock.txt").write_text(LOCK_TEXT)
     assert read_lock(tmp_path / "lock.txt") == {"numpy": "2.4.6", "py-irt": "0.7.1", "torch": "2.13.0+cpu"}
@@ -163,7 +163,7 @@ def test_read_lock_takes_every_pin_with_normalised_names(tmp_path):
 def test_lock_status_reports_checksum_and_differences(tmp_path):
     import hashlib
 
-    from irtlib.book.reproducibility import lock_status
+    from irtbook.reproducibility import lock_status
 
     path = tmp_path / "lock.txt"
     path.write_text(LOCK_TEXT)
@@ -183,7 +183,7 @@ def test_the_repository_lock_pins_the_book_and_test_environments():
     """requirements-lock.txt pins every direct dependency of the book and test extras, with hashes."""
     from pathlib import Path
 
-    from irtlib.book.reproducibility import LOCK_FILE, read_lock
+    from irtbook.reproducibility import LOCK_FILE, read_lock
 
     lock = Path(__file__).resolve().parents[2] / LOCK_FILE
     pins = read_lock(lock)

@@ -1,12 +1,12 @@
-"""The page of results (irtlib.book.results) and the chapters' CSV downloads (irtlib.book.downloads)."""
+"""The page of results (irtbook.results) and the chapters' CSV downloads (irtbook.downloads)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from irtlib.book import downloads, results
-from irtlib.book import scorecard as sc
+from irtbook import downloads, results
+from irtbook import scorecard as sc
 
 ENGINE_NOTE = "Possible reasons the data give: our calibration engine is MAP engine, not the authors' calibration."
 SUBSET_NOTE = ("Possible reasons the data give: it rests on real AIR-Bench 2024 judgments, 22 of the paper's 82 "

@@ -1,4 +1,4 @@
-"""The book's scorecard helpers (irtlib.book.scorecard) that the chapters' tests do not reach."""
+"""The book's scorecard helpers (irtbook.scorecard) that the chapters' tests do not reach."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.book import scorecard
+from irtbook import scorecard
 
 
 def _paired(fluid: float, random: float, ks=(5, 20, 60, 120, 400), n_splits: int = 6, spread: float = 0.01):
@@ -53,7 +53,7 @@ def test_cv_advantage_and_separated_share():
 
 
 def test_ceiling_pairs():
-    from irtlib.book import pipeline
+    from irtbook import pipeline
 
     bench = pipeline.load_benchmark("simplesafetytests", source="simulated")
     cal = pipeline.calibrate_benchmark(bench, engine="map")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.book import simulation_study as study
+from irtbook import simulation_study as study
 from irtlib.datasets import simulate as sim
 
 

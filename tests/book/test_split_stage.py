@@ -1,12 +1,12 @@
-"""The book's calibration stage (irtlib.book.split_stage): it calibrates exactly the blocks the protocol asks for."""
+"""The book's calibration stage (irtbook.split_stage): it calibrates exactly the blocks the protocol asks for."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from irtlib.book import split_stage
-from irtlib.book.pipeline import Benchmark
+from irtbook import split_stage
+from irtbook.pipeline import Benchmark
 from irtlib.core.responses import ResponseMatrix
 from irtlib.protocol import agreement
 from irtlib.protocol import presets as protocols

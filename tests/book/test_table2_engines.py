@@ -1,4 +1,4 @@
-"""irtlib.book.table2_engines: Table 2's left column and the fit's quantities, on hand-made runs and fits."""
+"""irtbook.table2_engines: Table 2's left column and the fit's quantities, on hand-made runs and fits."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from irtlib.book import table2_engines as engines
-from irtlib.book.pipeline import Benchmark
+from irtbook import table2_engines as engines
+from irtbook.pipeline import Benchmark
 from irtlib.calibration.joint_map import Calibration
 from irtlib.core.responses import ResponseMatrix
 from irtlib.datasets import paper

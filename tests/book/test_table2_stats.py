@@ -1,5 +1,5 @@
 """Table 2 like for like: intervals of the mean, agreement at given budgets, paired differences,
-censored crossings, and the scorecard's verdict rules (irtlib.protocol.agreement, irtlib.book.scorecard)."""
+censored crossings, and the scorecard's verdict rules (irtlib.protocol.agreement, irtbook.scorecard)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from irtlib.book import scorecard as sc
+from irtbook import scorecard as sc
 from irtlib.protocol.agreement import agreement_at, agreement_curves, paired_difference, summarise_table2
 
 
@@ -105,7 +105,7 @@ def _bench_results(bench, k_values):
 
 
 def test_at_paper_budgets_reads_the_papers_k_and_judges_by_the_value_rule():
-    from irtlib.book import table2
+    from irtbook import table2
     from irtlib.datasets import paper
 
     res = {"harmbench": _bench_results("harmbench", {9: 0.6, 17: 0.9, 30: 0.95})}
@@ -123,7 +123,7 @@ def test_at_paper_budgets_reads_the_papers_k_and_judges_by_the_value_rule():
 
 
 def test_compact_layouts_and_budget_comparison():
-    from irtlib.book import table2
+    from irtbook import table2
 
     res = {"harmbench": _bench_results("harmbench", {9: 0.6, 17: 0.9, 30: 0.95}),
            "simplesafetytests": _bench_results("simplesafetytests", {20: 0.8, 63: 0.85})}
@@ -150,10 +150,10 @@ def test_compact_layouts_and_budget_comparison():
     assert budgets.loc["simplesafetytests", "left steps"] == ""
 
 
-# --- irtlib.book.table2: the two readings, the bootstrap of a budget, the shift ------------------
+# --- irtbook.table2: the two readings, the bootstrap of a budget, the shift ------------------
 
 def test_first_reach_under_both_readings():
-    from irtlib.book import table2 as t2
+    from irtbook import table2 as t2
 
     assert t2.first_reach([5, 6, 8], [0.85, 0.897, 0.91]) == {"rounded": 6, "unrounded": 8}
     assert t2.first_reach([5, 6], [0.895, 0.90]) == {"rounded": 5, "unrounded": 6}     # 0.895 prints as 0.90
@@ -162,7 +162,7 @@ def test_first_reach_under_both_readings():
 
 
 def test_reading_fit_counts_budgets_on_the_papers_grid_point():
-    from irtlib.book import table2 as t2
+    from irtbook import table2 as t2
 
     grid = [1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 31, 40, 50, 63, 79]
     # SimpleSafetyTests' paper k is 20; HarmBench's 17 (not on this hand-made grid: nearest 16)
@@ -175,7 +175,7 @@ def test_reading_fit_counts_budgets_on_the_papers_grid_point():
 
 
 def test_bootstrap_budget_is_seeded_and_reads_budgets_off_resampled_mean_curves():
-    from irtlib.book import table2 as t2
+    from irtbook import table2 as t2
 
     # every split reaches 0.90 at k = 10: the budget cannot move
     steady = _results({"fluid": {5: [0.8] * 6, 10: [0.95] * 6, 20: [0.97] * 6}})
@@ -196,7 +196,7 @@ def test_bootstrap_budget_is_seeded_and_reads_budgets_off_resampled_mean_curves(
 
 
 def test_bootstrap_budget_right_column_follows_table2s_rule():
-    from irtlib.book import table2 as t2
+    from irtbook import table2 as t2
 
     # Fluid leads at k = 1 and 2, Random catches up at k = 4 in every split: the budget is 2
     res = _results({"fluid": {1: [0.5] * 3, 2: [0.7] * 3, 4: [0.8] * 3},
@@ -207,7 +207,7 @@ def test_bootstrap_budget_right_column_follows_table2s_rule():
 
 
 def test_budget_shift_flags_budgets_off_in_one_direction():
-    from irtlib.book import table2 as t2
+    from irtbook import table2 as t2
 
     late = t2.budget_shift([1, 1, 1, 1, 0])
     assert (late["later"], late["earlier"], late["same"], late["one_sided"]) == (4, 0, 1, True)
@@ -216,7 +216,7 @@ def test_budget_shift_flags_budgets_off_in_one_direction():
 
 
 def test_at_paper_budgets_carries_the_value_rules_verdict():
-    from irtlib.book import table2 as t2
+    from irtbook import table2 as t2
 
     res = _results({"fluid": {51: [0.90, 0.92]}, "random": {51: [0.77, 0.78]}, "random-irt": {51: [0.70, 0.70]},
                     "total-fisher": {51: [0.68, 0.68]}, "marginal-fisher": {260: [0.5, 0.5]}})

@@ -23,7 +23,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pyro = pytest.importorskip("pyro")
 
-from irtlib.book.authors_fits import authors_train_rows, read_authors_fits  # noqa: E402
+from irtbook.authors_fits import authors_train_rows, read_authors_fits  # noqa: E402
 from irtlib.calibration.joint_map import fit_2pl  # noqa: E402
 from irtlib.calibration.pyirt_batch import fit_2pl_splits, fit_hierarchical_batch  # noqa: E402
 from irtlib.core.responses import ResponseMatrix  # noqa: E402
@@ -280,7 +280,7 @@ def test_importing_the_module_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, irtlib, irtlib.calibration.pyirt_batch, irtlib.book.authors_fits; print('torch' in sys.modules)"
+    code = "import sys, irtlib, irtlib.calibration.pyirt_batch, irtbook.authors_fits; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from irtbook import pipeline
 from irtlib import datasets
-from irtlib.book import pipeline
 from irtlib.cli import main
 from irtlib.datasets import authors, sources
 from irtlib.errors import InputError, UsageError

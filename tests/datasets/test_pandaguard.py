@@ -98,7 +98,7 @@ def test_simulated_default_rule_unchanged():
 
 # ------------------------------------------------------------------ the chapter's pipeline and claims
 def test_claims_without_data_are_not_testable():
-    from irtlib.book import pandaguard_claims as pg
+    from irtbook import pandaguard_claims as pg
 
     rows = pg.claims(None)
     assert len(rows) == 7
@@ -108,8 +108,8 @@ def test_claims_without_data_are_not_testable():
 
 @needs_data
 def test_run_headline_and_claims_on_the_real_data():
-    from irtlib.book import pandaguard_claims as pg
-    from irtlib.book.scorecard import VERDICTS
+    from irtbook import pandaguard_claims as pg
+    from irtbook.scorecard import VERDICTS
     from irtlib.protocol.agreement import METHODS
 
     result = pg.run(data_dir=SHARED, n_splits=3, ks=[1, 5, 20, 89])

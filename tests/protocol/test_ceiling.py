@@ -139,8 +139,8 @@ def test_protocol_groups_none_identical_and_grouped_runs():
 
 
 def test_ceiling_benchmark_and_table(tmp_path):
-    from irtlib.book.ceiling import ceiling_benchmark, ceiling_table
-    from irtlib.book.pipeline import load_benchmark
+    from irtbook.ceiling import ceiling_benchmark, ceiling_table
+    from irtbook.pipeline import load_benchmark
 
     bench = load_benchmark("simplesafetytests", source="simulated")
     c = ceiling_benchmark(bench, n_splits=3, cache_dir=tmp_path)

@@ -1,10 +1,10 @@
 """The book's page of results: every claim of the paper in one line, from the claims the chapters published.
 
-The chapters test each claim once and publish it (:func:`irtlib.book.claims.publish`); the
+The chapters test each claim once and publish it (:func:`irtbook.claims.publish`); the
 scorecard page gives each claim's full evidence, this module the one line a reader scans: the
 claim with the paper's number, ours, the verdict, one clause saying why, and the section that
 shows it. Nothing is recomputed: the verdict is the published one, and the clause comes from the
-rule that produced it (:data:`irtlib.book.scorecard.RULES`) or from the claim's note.
+rule that produced it (:data:`irtbook.scorecard.RULES`) or from the claim's note.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 
 from . import scorecard as sc
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["REASONS", "reason", "ours", "results_frame", "results_markdown", "LIMIT_REASONS", "limit_counts",
            "found_sentences"]
@@ -99,7 +99,7 @@ def results_frame(claims) -> pd.DataFrame:
     Parameters
     ----------
     claims : iterable of Claim
-        As :func:`irtlib.book.claims.collect` returns them (one verdict per claim, published once).
+        As :func:`irtbook.claims.collect` returns them (one verdict per claim, published once).
     """
     card = sc.scorecard_frame(list(claims))
     return pd.DataFrame({"claim": card["claim"], "source": card["source"],
@@ -164,7 +164,7 @@ def found_sentences(claims, *, most: int = 2) -> str:
     Parameters
     ----------
     claims : iterable of Claim
-        The claims the chapter published (:func:`irtlib.book.claims.publish` returns them).
+        The claims the chapter published (:func:`irtbook.claims.publish` returns them).
     most : int
         How many failed claims to name.
     """

@@ -1,7 +1,7 @@
 """The steps every chapter repeats, with results cached between chapters.
 
 A chapter asks for a benchmark's matrices or its calibration by name and settings; the first
-chapter to ask computes it, the others read it from the cache (:mod:`irtlib.book.cache`), keyed by the
+chapter to ask computes it, the others read it from the cache (:mod:`irtbook.cache`), keyed by the
 data's checksum, the settings and the library's source. Pass ``cache_dir=None`` to always
 recompute.
 """
@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import datasets
+from irtlib import datasets
 from irtlib.datasets import paper
 from .cache import array_checksum, cached
 from irtlib.calibration.joint_map import Calibration, fit_2pl
 from irtlib.core.responses import ResponseMatrix
-from ..datasets.sources import DataSource
+from irtlib.datasets.sources import DataSource
 from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",

@@ -4,7 +4,7 @@
 the 2PL fit, Spearman(theta, score), the CV of a, the agreement protocol of all eight methods
 with the agreement ceiling, once with the paper's random splits of configurations and once with
 whole base models held out. :func:`claims` turns the result into rows of the book's scorecard
-(:class:`irtlib.book.scorecard.Claim`), each verdict computed by one of the scorecard's rules.
+(:class:`irtbook.scorecard.Claim`), each verdict computed by one of the scorecard's rules.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from irtlib import datasets
 from irtlib.calibration.joint_map import fit_2pl
 from irtlib.fit.summaries import coefficient_of_variation
 from irtlib.protocol.agreement import (
@@ -26,7 +27,6 @@ from irtlib.protocol.agreement import (
 )
 from irtlib.protocol.ceiling import agreement_ceiling
 
-from .. import datasets
 from . import scorecard
 from .cache import array_checksum, cached
 
@@ -137,7 +137,7 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
 
     Returns
     -------
-    list of :class:`irtlib.book.scorecard.Claim`
+    list of :class:`irtbook.scorecard.Claim`
     """
     Claim = scorecard.Claim
     data = "real PandaGuard JailbreakBench (704 configurations, {})"

@@ -3,7 +3,7 @@
 The chapters that reproduce the paper's fit numbers (the 2PL fit, the ceiling, the discrimination
 spread, the model checks) calibrate every benchmark with the authors' calibration by default and
 set py-irt with the text's priors and irtlib's MAP engine beside it
-(:data:`irtlib.book.pipeline.CHAPTER_ENGINES`). These helpers build the comparison tables and the
+(:data:`irtbook.pipeline.CHAPTER_ENGINES`). These helpers build the comparison tables and the
 phrases glued into their prose, so that a sentence that compares two engines says what the numbers
 beside it say whichever engine is the main one.
 """
@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from irtlib.book.words import engine_noun, engine_short
+from irtbook.words import engine_noun, engine_short
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["alternatives", "engine_table", "agreement_phrase", "least_agreement_phrase", "seconds_phrase",
            "count_phrase", "direction", "names_phrase"]

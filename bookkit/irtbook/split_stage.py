@@ -12,7 +12,7 @@ engines the fit chapters compare (:func:`benchmark_fits`), which chapters 2 to 6
 
 Run it from the repository root (the Makefile does, before the chapters)::
 
-    python -m irtlib.book.split_stage [--quick] [--cache-dir _build/cache] [--workers 2]
+    python -m irtbook.split_stage [--quick] [--cache-dir _build/cache] [--workers 2]
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ class StageRun:
     ----------
     label : str
         Which chapter asks for it and on what (for the log).
-    bench : irtlib.book.pipeline.Benchmark
+    bench : irtbook.pipeline.Benchmark
     protocol : Protocol
     n_splits, n_test, seed : int
     threshold : float
-        The variance filter's threshold (:func:`irtlib.book.pipeline.protocol_benchmark`'s).
+        The variance filter's threshold (:func:`irtbook.pipeline.protocol_benchmark`'s).
     """
 
     label: str
@@ -77,7 +77,7 @@ def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict") ->
     quick : bool
         A QUICK build's sizes.
     data, rule
-        As the chapters' ``DATA`` and ``RULE`` parameters (:func:`irtlib.book.pipeline.load_benchmark`).
+        As the chapters' ``DATA`` and ``RULE`` parameters (:func:`irtbook.pipeline.load_benchmark`).
 
     Returns
     -------
@@ -133,7 +133,7 @@ def run_stage(runs: list[StageRun], *, cache_dir, workers: int = 2, log=None) ->
     runs : list of StageRun
     cache_dir : path-like
         The chapters' cache (``CACHE_DIR``); the fits go where the chapters look for them
-        (:func:`irtlib.book.pipeline.split_cache`).
+        (:func:`irtbook.pipeline.split_cache`).
     workers : int
         Processes per batched fit (:func:`irtlib.calibration.pyirt_batch.fit_2pl_splits`).
     log : file-like, optional
@@ -199,9 +199,9 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
                    log=None) -> float:
     """The whole-benchmark 2PL fits of chapters 2 to 6, by the three engines, into the chapters' cache.
 
-    :func:`irtlib.book.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
-    engine of :data:`irtlib.book.pipeline.CHAPTER_ENGINES` (seed 0, learning rate 0.1, the
-    epochs :func:`irtlib.book.pipeline.chapter_epochs` gives), and SimpleSafetyTests by py-irt
+    :func:`irtbook.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
+    engine of :data:`irtbook.pipeline.CHAPTER_ENGINES` (seed 0, learning rate 0.1, the
+    epochs :func:`irtbook.pipeline.chapter_epochs` gives), and SimpleSafetyTests by py-irt
     with the text's priors and seed 1 (chapter 2's seed check), ``workers`` fits at a time; what
     is cached already is read, not refitted. Returns the wall seconds.
     """
@@ -225,7 +225,7 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
 
 def main(argv=None) -> int:
     """Command line: calibrate the book's splits into the chapters' cache."""
-    parser = argparse.ArgumentParser(prog="python -m irtlib.book.split_stage", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m irtbook.split_stage", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a QUICK build's split counts")
     parser.add_argument("--cache-dir", default="_build/cache", help="the chapters' CACHE_DIR (default %(default)s)")
     parser.add_argument("--workers", type=int, default=2, help="processes per batched fit (default %(default)s)")

@@ -25,7 +25,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pandas as pd
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
            "budget_verdict", "correlation_verdict", "value_verdict", "count_verdict", "by_construction",
@@ -112,7 +112,7 @@ class Claim:
         The key of :data:`RULES` that produced the verdict.
     id : str
         A stable identifier (letters, digits, ``_``), needed to publish the claim from the chapter
-        that tests it (:func:`irtlib.book.claims.publish`).
+        that tests it (:func:`irtbook.claims.publish`).
     kind : str
         What the evidence rests on: ``"paper"`` (the authors' released matrices), ``"real"`` (other
         real data: AIR-Bench 2024's 22 models, PandaGuard), ``"sim"`` (the simulated release),
@@ -487,7 +487,7 @@ def ceiling_pairs(bench, calibration, *, ceiling: float = 0.95) -> dict:
 
     Parameters
     ----------
-    bench : irtlib.book.pipeline.Benchmark
+    bench : irtbook.pipeline.Benchmark
     calibration : Calibration
         Fitted to ``bench.filtered``.
 

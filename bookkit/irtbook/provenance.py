@@ -37,7 +37,7 @@ def _source(bench):
 def _display(bench) -> str:
     name = getattr(bench, "display_name", None)
     if name is None:
-        from .. import datasets
+        from irtlib import datasets
 
         name = datasets.display_name(_source(bench).benchmark)
     return name
@@ -139,7 +139,7 @@ def real_expected(names: Iterable[str], *, source: str | None = None) -> dict[st
     source : {"auto", "real", "simulated"} or None
         The build's ``source`` (None: ``$IRTLIB_DATA`` or ``"auto"``); ``"simulated"`` expects no real data.
     """
-    from ..datasets.sources import source_setting
+    from irtlib.datasets.sources import source_setting
 
     wanted = source_setting(source) != "simulated"
     return {b: wanted and b in HAS_REAL for b in names}

@@ -14,13 +14,13 @@ import time
 import numpy as np
 import pandas as pd
 
+from irtlib import datasets
 from irtlib.calibration.joint_map import fit_2pl
+from irtlib.datasets import simulate as _sim
 from irtlib.fit.summaries import coefficient_of_variation
 from irtlib.protocol.agreement import agreement_curves, budget_grid, paired_difference, run_protocol, spearman
 from irtlib.protocol.ceiling import agreement_ceiling
 
-from .. import datasets
-from ..datasets import simulate as _sim
 from .cache import cached
 
 __all__ = ["BASELINE", "FACTORS", "FACTOR_LABELS", "study_matrix", "setting_budgets", "run_setting",

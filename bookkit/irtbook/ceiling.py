@@ -1,8 +1,8 @@
 """The agreement ceiling of a benchmark, cached for the chapters (selection chapter, Table 2).
 
 :func:`ceiling_benchmark` is :func:`irtlib.protocol.ceiling.agreement_ceiling` on a
-:class:`~irtlib.book.pipeline.Benchmark`, with the same splits as
-:func:`irtlib.book.pipeline.protocol_benchmark` for equal ``n_splits``, ``n_test``, ``seed``,
+:class:`~irtbook.pipeline.Benchmark`, with the same splits as
+:func:`irtbook.pipeline.protocol_benchmark` for equal ``n_splits``, ``n_test``, ``seed``,
 ``engine`` and ``threshold``; :func:`ceiling_table` summarises several benchmarks for Table 2.
 """
 
@@ -29,9 +29,9 @@ def ceiling_benchmark(bench, *, n_splits: int | None = None, n_test: int | None 
 
     Parameters
     ----------
-    bench : irtlib.book.pipeline.Benchmark
+    bench : irtbook.pipeline.Benchmark
     n_splits, n_test, seed, engine, threshold, protocol, max_splits
-        As for :func:`irtlib.book.pipeline.protocol_benchmark` (same values: same splits; the
+        As for :func:`irtbook.pipeline.protocol_benchmark` (same values: same splits; the
         defaults are the protocol's for this benchmark).
     n_jobs : int
         Not part of the cache key (results do not depend on it).

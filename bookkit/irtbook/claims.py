@@ -1,10 +1,10 @@
 """One verdict per claim: chapters publish their claims, the scorecard collects them.
 
 A claim of the paper is tested in the chapter that shows its evidence, by one of the rules of
-:mod:`irtlib.book.scorecard`, exactly once. That chapter *publishes* the claim with
+:mod:`irtbook.scorecard`, exactly once. That chapter *publishes* the claim with
 :func:`publish`, which glues two values into its executed notebook:
 
-- ``claim__<id>``: the whole :class:`~irtlib.book.scorecard.Claim` as JSON (hidden);
+- ``claim__<id>``: the whole :class:`~irtbook.scorecard.Claim` as JSON (hidden);
 - ``verdict__<id>``: the verdict word, for the chapter's own prose (``{glue:text}`verdict__<id>```).
 
 The scorecard page does not recompute anything: :func:`collect` reads every ``claim__*`` value

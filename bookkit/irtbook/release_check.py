@@ -51,7 +51,7 @@ def benchmark_profile(bench, *, n_splits: int = 20, n_test: int = 10, seed: int 
 
     Parameters
     ----------
-    bench : irtlib.book.pipeline.Benchmark
+    bench : irtbook.pipeline.Benchmark
     n_splits, n_test, seed, engine, n_jobs
         The agreement protocol's settings (:func:`irtlib.run_protocol`), Fluid and Random only.
     k : int

@@ -6,7 +6,7 @@ another engine or protocol (a chapter's ``ENGINE`` or ``PROTOCOL`` parameter) sa
 
 from __future__ import annotations
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["ENGINE_WORDS", "ENGINE_SHORT", "PROTOCOL_WORDS", "NAN_WORDS", "engine_words", "engine_short",
            "nan_rule_words", "ENGINE_ROLE", "engine_caption", "ENGINE_NOUN", "engine_noun", "BAND_WORDS",

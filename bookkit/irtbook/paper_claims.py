@@ -1,8 +1,8 @@
 """The paper's claims, tested: one function per chapter, each returning scorecard rows with ids.
 
 Each function takes what its chapter has already computed (benchmarks, fits, protocol runs) and
-returns :class:`~irtlib.book.scorecard.Claim` rows whose verdicts come from the rules of
-:mod:`irtlib.book.scorecard`. The chapter publishes them (:func:`irtlib.book.claims.publish`) and
+returns :class:`~irtbook.scorecard.Claim` rows whose verdicts come from the rules of
+:mod:`irtbook.scorecard`. The chapter publishes them (:func:`irtbook.claims.publish`) and
 the scorecard collects them, so every claim is tested once, in the chapter that shows its
 evidence.
 
@@ -10,7 +10,7 @@ Claims about "all six benchmarks" are tested separately on the paper's own relea
 other real data (AIR-Bench 2024's 22 real models) and on the simulated release (``_paper``,
 ``_real`` and ``_sim`` ids), so that a verdict on the paper's data is never diluted by other data,
 nor the reverse. Every number the paper prints gets its own claim (one per benchmark, method and
-column of Table 2), judged by the value, budget or count rule of :mod:`irtlib.book.scorecard`.
+column of Table 2), judged by the value, budget or count rule of :mod:`irtbook.scorecard`.
 Where a claim does not reproduce and the data say why (a subset of the paper's models, an
 unreleased benchmark, another calibration engine), its ``note`` says so.
 """
@@ -252,7 +252,7 @@ def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -
     The counts at the ceiling, the theta span and the five-SD pair on Anthropic Red Team, and
     theta separating what the score lumps together.
 
-    A model is at the ceiling when its score is at or above 0.95 (:func:`irtlib.book.scorecard.at_ceiling`),
+    A model is at the ceiling when its score is at or above 0.95 (:func:`irtbook.scorecard.at_ceiling`),
     for every count, span and pair alike: the paper's HarmBench count is of scores "between 0.95
     and 1.00", both ends included.
     """
@@ -431,7 +431,7 @@ def airbench_claims(bench, run: pd.DataFrame, *, grid=None) -> list[Claim]:
     run : DataFrame
         AIR-Bench 2024's protocol results.
     grid : sequence of int, optional
-        The authors' budget grid (default :func:`irtlib.book.table2.authors_grid`).
+        The authors' budget grid (default :func:`irtbook.table2.authors_grid`).
     """
     from irtlib.protocol.agreement import paired_difference
 
@@ -477,21 +477,21 @@ def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame, *
     """Every number of Table 2: both budgets per benchmark, and every printed agreement value.
 
     Budgets are judged by the budget rule on the authors' grid, values by the value rule at two
-    decimals on our mean over splits (:mod:`irtlib.book.scorecard`).
+    decimals on our mean over splits (:mod:`irtbook.scorecard`).
 
     Parameters
     ----------
     summary : DataFrame
         :func:`irtlib.protocol.agreement.summarise_table2` over the benchmarks.
     long : DataFrame
-        :func:`irtlib.book.table2.at_paper_budgets` (our mean at the paper's k, with its verdict).
+        :func:`irtbook.table2.at_paper_budgets` (our mean at the paper's k, with its verdict).
     grids : mapping, optional
-        Benchmark -> the authors' budget grid (default :func:`irtlib.book.table2.authors_grid`).
+        Benchmark -> the authors' budget grid (default :func:`irtbook.table2.authors_grid`).
     reach : DataFrame, optional
-        :func:`irtlib.book.table2.first_reach_table`: both readings of "first reaches 0.90", shown
+        :func:`irtbook.table2.first_reach_table`: both readings of "first reaches 0.90", shown
         in the left budget's evidence (the verdict is the unrounded reading's, ``summary``'s).
     boots : mapping, optional
-        ``(benchmark, column)`` -> :func:`irtlib.book.table2.bootstrap_budget`, shown in the evidence.
+        ``(benchmark, column)`` -> :func:`irtbook.table2.bootstrap_budget`, shown in the evidence.
 
     Returns
     -------

@@ -62,7 +62,7 @@ def fit_quantities(bench, calibration, *, ceiling: float | None = None) -> dict:
 
     Parameters
     ----------
-    bench : irtlib.book.pipeline.Benchmark
+    bench : irtbook.pipeline.Benchmark
     calibration : Calibration
         A 2PL fit of ``bench.filtered`` (every model).
     ceiling : float, optional

@@ -3,7 +3,7 @@
 :func:`audit_benchmark` calibrates a benchmark's bank with the MAP engine and audits it
 (:func:`irtlib.bank.audit.audit_bank`); :func:`fluid_first_reach` runs the agreement protocol for
 Fluid only, with the MAP engine and few splits, with and without the flagged items, and reads Table 2's
-left column (:func:`irtlib.book.table2.first_reach`); :func:`dated_groups` splits the models whose ids
+left column (:func:`irtbook.table2.first_reach`); :func:`dated_groups` splits the models whose ids
 carry a date stamp into an older and a newer half (the only time information the files hold).
 """
 
@@ -39,7 +39,7 @@ def fluid_first_reach(matrix: ResponseMatrix, *, drop=(), n_splits: int = 5, see
     Returns
     -------
     dict
-        ``rounded``, ``unrounded`` (the first k of :func:`irtlib.book.table2.first_reach`), ``curve`` (k, mean),
+        ``rounded``, ``unrounded`` (the first k of :func:`irtbook.table2.first_reach`), ``curve`` (k, mean),
         ``n_items`` (items left).
     """
     keep = [item for item in matrix.items if item not in set(drop)]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["ENV", "DEFAULT_DIR", "SITE_DIR", "Download", "write", "markdown", "item_parameters"]
 

@@ -135,7 +135,7 @@ def needed_benchmarks(params: dict, *, entry: str = "") -> list[str]:
 
     A chapter needs real data when it has a ``DATA`` parameter: its benchmarks are its ``BENCHMARKS``
     list and every ``*BENCHMARK`` string, else :data:`CHAPTER_DATA`'s, else the paper's six; only those
-    that have real data in principle count (:data:`irtlib.book.provenance.HAS_REAL`).
+    that have real data in principle count (:data:`irtbook.provenance.HAS_REAL`).
     """
     from irtlib.datasets import paper
 

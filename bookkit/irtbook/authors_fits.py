@@ -27,8 +27,7 @@ import pandas as pd
 
 from irtlib.calibration.joint_map import fit_2pl
 from irtlib.core.responses import ResponseMatrix
-
-from ..errors import InputError
+from irtlib.errors import InputError
 
 __all__ = ["COMPARISON_ENGINES", "authors_train_rows", "compare_with_authors_fits", "read_authors_fits",
            "summarise_authors_comparison"]

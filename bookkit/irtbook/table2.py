@@ -30,7 +30,7 @@ from irtlib.protocol.agreement import agreement_at
 
 from .scorecard import budget_steps, budget_verdict, nearest_swept, printed_round, value_verdict
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["DECIMALS", "INTERVAL_WORDS", "paper_values", "at_paper_budgets", "compact", "budget_comparison",
            "format_budget", "authors_grid", "first_reach", "first_reach_table", "reading_fit", "bootstrap_budget",
@@ -80,7 +80,7 @@ def at_paper_budgets(results: dict, *, level: float = 0.95) -> pd.DataFrame:
     DataFrame, one row per reported value
         ``benchmark``, ``column``, ``method``, ``k_paper``, ``k``, ``paper``, ``mean``, ``ci_lo``,
         ``ci_hi``, ``sd``, ``lo``, ``hi`` (spread of single splits), ``n_splits``,
-        ``n_undefined``, ``verdict`` (the value rule of :func:`irtlib.book.scorecard.value_verdict` on
+        ``n_undefined``, ``verdict`` (the value rule of :func:`irtbook.scorecard.value_verdict` on
         our mean at :data:`DECIMALS`) and ``ref`` (the paper number's key).
     """
     rows = []
@@ -168,7 +168,7 @@ def authors_grid(bench) -> list[int]:
 
     Parameters
     ----------
-    bench : irtlib.book.pipeline.Benchmark
+    bench : irtbook.pipeline.Benchmark
     """
     from irtlib.protocol import presets
 
@@ -225,7 +225,7 @@ def budget_shift(steps) -> dict:
     Parameters
     ----------
     steps : iterable of int
-        Signed grid steps, ours minus the paper's (:func:`irtlib.book.scorecard.budget_steps`).
+        Signed grid steps, ours minus the paper's (:func:`irtbook.scorecard.budget_steps`).
 
     Returns
     -------

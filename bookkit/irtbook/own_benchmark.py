@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._typing import PathLike
-from ..errors import InputError
+from irtlib._typing import PathLike
+from irtlib.errors import InputError
 
 __all__ = ["HeldOutFiles", "choose_held_out", "split_jsonl", "split_long", "subset_responses", "run_command",
            "plain_bank", "held_out_coverage", "coverage_summary", "calibration_size", "scores_by_rule",

@@ -56,26 +56,41 @@ def is_presentation(relative: str | os.PathLike, text: str) -> bool:
     return any(line.rstrip() == PRESENTATION_MARKER for line in text.splitlines())
 
 
+def source_roots() -> tuple[tuple[str, Path], ...]:
+    """``(prefix, directory)`` of the two packages whose modules count: irtlib's, and this one's as ``book/``."""
+    from importlib.util import find_spec
+
+    library = Path(find_spec("irtlib").submodule_search_locations[0]).resolve()
+    return (("", library), ("book/", Path(__file__).resolve().parent))
+
+
+def _source_files() -> list[tuple[str, Path]]:
+    """Every module of irtlib and of this package: ``(relative name, path)``, sorted by path.
+
+    irtlib's modules are named relative to its package (``protocol/agreement.py``), the book's own
+    under ``book/`` (``book/compare.py``), as when they were one package.
+    """
+    return [(prefix + p.relative_to(root).as_posix(), p)
+            for prefix, root in source_roots() for p in sorted(root.rglob("*.py"))]
+
+
 def presentation_modules() -> tuple[str, ...]:
-    """The presentation-only modules (paths relative to the package, ``/``-separated), sorted."""
-    root = Path(__file__).resolve().parent.parent
-    return tuple(sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")
-                        if is_presentation(p.relative_to(root), p.read_text(encoding="utf-8"))))
+    """The presentation-only modules (names as :func:`_source_files` gives them), sorted."""
+    return tuple(sorted(rel for rel, p in _source_files() if is_presentation(rel, p.read_text(encoding="utf-8"))))
 
 
 @lru_cache(maxsize=1)
 def library_fingerprint() -> str:
-    """SHA-256 over the contents of every ``irtlib/**/*.py`` file that computes, in path order.
+    """SHA-256 over the contents of every module of irtlib and of the book's package that computes.
 
     Presentation-only modules (:func:`is_presentation`) are left out.
     """
-    root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for rel, path in _source_files():
         data = path.read_bytes()
-        if is_presentation(path.relative_to(root), data.decode("utf-8")):
+        if is_presentation(rel, data.decode("utf-8")):
             continue
-        digest.update(str(path.relative_to(root)).encode())
+        digest.update(rel.encode())
         digest.update(data)
     return digest.hexdigest()
 

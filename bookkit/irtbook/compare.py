@@ -2,8 +2,8 @@
 
 The verdict column is never a separate yes/no: a row that is one of the scorecard's claims carries
 that claim's verdict (``row(..., verdict=claim.verdict)``), and any other row is judged by the
-scorecard's own rules (:func:`irtlib.book.scorecard.value_verdict` at the decimals the paper prints
-the number with, :func:`irtlib.book.scorecard.count_verdict` for counts), so the same number gets
+scorecard's own rules (:func:`irtbook.scorecard.value_verdict` at the decimals the paper prints
+the number with, :func:`irtbook.scorecard.count_verdict` for counts), so the same number gets
 the same word on every page.
 
 Every chapter ends with one. Each row names the paper number it compares against by its
@@ -25,7 +25,7 @@ import pandas as pd
 
 from irtlib.datasets import paper
 
-#: Presentation only: a change here cannot change a computed number (irtlib.book.cache leaves it out).
+#: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["Row", "row", "judge", "cite", "comparison_table", "tally", "style_comparison"]
 
@@ -176,7 +176,7 @@ def comparison_table(rows, *, digits: int = 3) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``quantity``, ``paper``, ``ours``, ``difference`` (ours - paper, where both are
-        numbers), ``verdict`` (a word of :data:`irtlib.book.scorecard.VERDICTS`, or "n/a" for a
+        numbers), ``verdict`` (a word of :data:`irtbook.scorecard.VERDICTS`, or "n/a" for a
         fact compared by eye), ``note``, ``source in the paper`` (where the paper reports it,
         :func:`cite`) and ``ref`` (the key of :func:`irtlib.datasets.paper.numbers`; hidden by
         :func:`style_comparison`).
@@ -206,7 +206,7 @@ def tally(table: pd.DataFrame) -> dict:
     -------
     dict
         ``judged`` (rows with a verdict) and one count per word of
-        :data:`irtlib.book.scorecard.VERDICTS`.
+        :data:`irtbook.scorecard.VERDICTS`.
     """
     from .scorecard import VERDICTS
 

@@ -30,12 +30,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_expit
 
+from irtlib._typing import ArrayLike
 from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
-
-from .._typing import ArrayLike
 
 __all__ = ["THETA_GRID", "test_information", "standard_error", "posterior_grid",
            "adaptive_trace", "perfect_steps", "leave_one_out_tests", "trace_animation", "animation_html", "source"]

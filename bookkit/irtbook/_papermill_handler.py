@@ -5,7 +5,7 @@ JSON notebooks, so ``papermill book/05_selection.md out.ipynb`` fails with "not 
 module is registered as a papermill I/O handler by irtlib's ``pyproject.toml``::
 
     [project.entry-points."papermill.io"]
-    "jupytext://" = "irtlib.book._papermill_handler:JupytextHandler"
+    "jupytext://" = "irtbook._papermill_handler:JupytextHandler"
 
 papermill loads every ``papermill.io`` entry point when it starts. Loading this one does two
 things:
