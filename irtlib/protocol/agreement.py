@@ -828,6 +828,24 @@ def _nan_fill(values: pd.Series, nan_policy: str) -> pd.Series:
     raise InputError(f"nan_policy must be 'zero' or 'omit', got {nan_policy!r}")
 
 
+def _group_quantiles(values: np.ndarray, indices: Mapping, groups: pd.Index, qs: Sequence[float]) -> np.ndarray:
+    """Quantiles ``qs`` of ``values`` within each group, skipping NaN, as ``Series.quantile`` computes them.
+
+    ``numpy.percentile`` (linear interpolation) of the group's non-missing values at ``100 q``,
+    NaN for a group without any: the numbers of ``pandas.Series.quantile`` on each group, without
+    building a Series per group. ``indices`` maps a group's key to its positions (``GroupBy.indices``);
+    ``groups`` lists the keys in the order of the rows returned, shape ``(n_groups, len(qs))``.
+    """
+    pct = np.asarray(qs, dtype=float) * 100.0
+    out = np.full((len(groups), pct.size), np.nan)
+    for row, key in enumerate(groups):
+        v = values[indices[key]]
+        v = v[~np.isnan(v)]
+        if v.size:
+            out[row] = np.percentile(v, pct, method="linear")
+    return out
+
+
 def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, level: float = 0.95,
                      band: str | None = None) -> pd.DataFrame:
     """Mean agreement and its spread over splits, per method and k (the curves of Figure 4).
@@ -865,12 +883,16 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
     if band not in ("sd", "se"):
         raise InputError(f"band must be 'sd' or 'se', got {band!r}")
     keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
-    data = results.assign(value=_nan_fill(results["agreement"], nan_policy),
-                          undefined=results["agreement"].isna())
+    # a plain frame (without the results' attrs, which pandas would copy into every group)
+    data = pd.DataFrame({key: results[key].to_numpy() for key in keys})
+    data["value"] = _nan_fill(results["agreement"], nan_policy).to_numpy()
+    data["undefined"] = results["agreement"].isna().to_numpy()
     q = (1.0 - level) / 2.0
     g = data.groupby(keys, sort=False)
-    out = g["value"].agg(mean="mean", sd="std", lo=lambda s: s.quantile(q), hi=lambda s: s.quantile(1 - q),
-                         n=lambda s: s.notna().sum(), n_splits="size")
+    out = g["value"].agg(mean="mean", sd="std", n="count", n_splits="size")
+    out.insert(2, "lo", np.nan)
+    out.insert(3, "hi", np.nan)
+    out[["lo", "hi"]] = _group_quantiles(data["value"].to_numpy(), g.indices, out.index, (q, 1.0 - q))
     half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
     # a correlation lies in [-1, 1], and so does every interval or band of its mean
     out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
