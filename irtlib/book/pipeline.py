@@ -24,7 +24,7 @@ from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
            "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
-           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants"]
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants", "split_batch"]
 
 
 @dataclass(frozen=True)
@@ -270,6 +270,19 @@ def protocol_sizes(bench: Benchmark, *, protocol: str | Protocol | None = None, 
     return splits, proto.n_test if n_test is None else int(n_test)
 
 
+def split_batch(n_splits: int, n_jobs: int, *, largest: int = 10) -> int:
+    """Splits per task of a protocol run, so that ``n_jobs`` workers all get one (at most ``largest``).
+
+    A QUICK build's 10 splits on 2 workers run as two tasks of 5 instead of one of 10; the full
+    runs keep tasks of 10 (:func:`irtlib.run_protocol`'s ``split_batch``, which the results do not
+    depend on).
+    """
+    import os
+
+    workers = (os.cpu_count() or 1) if int(n_jobs) < 0 else max(1, int(n_jobs))
+    return max(1, min(int(largest), -(-int(n_splits) // workers)))
+
+
 def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test: int | None = None,
                        seed: int | None = None, ks=None, engine: str | None = None, threshold: float = 0.01,
                        n_jobs: int = 1, cache_dir=None, progress: bool | None = False,
@@ -321,7 +334,8 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     def compute():
         df = run_protocol(bench.full, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
                           engine=engine, n_jobs=n_jobs, variance_threshold=threshold, progress=progress, protocol=proto,
-                          benchmark=bench.name, calibration_cache=split_cache(cache_dir))
+                          benchmark=bench.name, calibration_cache=split_cache(cache_dir),
+                          split_batch=split_batch(n_splits, n_jobs))
         attrs = dict(df.attrs)
         df = df.assign(benchmark=bench.name)
         df.attrs.update(attrs)

@@ -237,7 +237,7 @@ class MarginalFisherOrder:
     def first(self, n: int) -> np.ndarray:
         """The first ``n`` items of the order, shape ``(n,)``."""
         n = _check_k(n, self.n_items)
-        self._order.extend(itertools.islice(self._picks, n - len(self._order)))
+        self._order.extend(itertools.islice(self._picks, max(0, n - len(self._order))))
         return np.array(self._order[:n], dtype=np.intp)
 
     def covering(self, bins: ArrayLike, need: ArrayLike) -> np.ndarray:
