@@ -24,7 +24,7 @@ from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
            "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
-           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants", "split_batch"]
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants", "split_batch", "anchor_path_reason"]
 
 
 @dataclass(frozen=True)
@@ -212,10 +212,14 @@ def kept_items(bench: Benchmark, *, protocol: str | Protocol | None = None, thre
     """How many items the protocol's variance filter keeps (the text drops ``p(1-p) <= t``, the code ``< t``)."""
     from irtlib.protocol import presets as protocols
 
-    proto = protocols.resolve(protocol, benchmark=bench.name)
+    return int(_kept(bench, protocols.resolve(protocol, benchmark=bench.name), threshold).sum())
+
+
+def _kept(bench: Benchmark, proto: Protocol, threshold: float | None = None) -> np.ndarray:
+    """Which items of ``bench.full`` the protocol's variance filter keeps, shape ``(n_items,)``."""
     t = proto.variance_threshold if threshold is None else threshold
     var = bench.full.item_variance().to_numpy()
-    return int((var >= t).sum() if proto.variance_rule == "below" else (var > t).sum())
+    return var >= t if proto.variance_rule == "below" else var > t
 
 
 def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
@@ -227,7 +231,9 @@ def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
     kept items: about two minutes per split on this machine; SafetyBench's 11,395: tens of
     minutes). With ``fresh_anchor_max_items`` set, a benchmark keeping more items than that runs
     irtlib's warm-started K-medoids path instead (``anchor_rule="path"``), every other rule
-    unchanged; the returned protocol says so in its ``anchor_rule``, and so in the cache key.
+    unchanged; the returned protocol says so in its ``anchor_rule``, and so in the cache key. So does
+    a benchmark whose kept responses have missing cells, which the authors' rule cannot take
+    (:func:`anchor_path_reason`).
 
     Parameters
     ----------
@@ -245,10 +251,33 @@ def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
     from irtlib.protocol import presets as protocols
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
-    if (fresh_anchor_max_items is not None and proto.anchor_rule == "fresh"
-            and kept_items(bench, protocol=proto) > int(fresh_anchor_max_items)):
+    if anchor_path_reason(bench, proto, fresh_anchor_max_items=fresh_anchor_max_items) is not None:
         proto = replace(proto, anchor_rule="path")
     return proto
+
+
+def anchor_path_reason(bench: Benchmark, protocol: str | Protocol | None = None, *,
+                       fresh_anchor_max_items: int | None = None) -> str | None:
+    """Why :func:`book_protocol` runs Anchor Points on irtlib's warm-started path instead of the authors' rule.
+
+    Returns
+    -------
+    {"size", "missing"} or None
+        ``"size"``: the protocol keeps more than ``fresh_anchor_max_items`` items (the authors'
+        fresh FasterPAM per budget takes minutes per budget and split there); ``"missing"``: the
+        kept responses have missing cells (the simulated release's matrices do), which the
+        authors' distances (``numpy.corrcoef``) cannot take, while the path's correlation features
+        fill them with the item's training mean; None: the protocol's own rule runs (always so
+        under a protocol whose rule is already the path).
+    """
+    from irtlib.protocol import presets as protocols
+
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    if proto.anchor_rule != "fresh":
+        return None
+    if fresh_anchor_max_items is not None and kept_items(bench, protocol=proto) > int(fresh_anchor_max_items):
+        return "size"
+    return "missing" if np.isnan(bench.full.values[:, _kept(bench, proto)]).any() else None
 
 
 def protocol_sizes(bench: Benchmark, *, protocol: str | Protocol | None = None, n_splits: int | None = None,
