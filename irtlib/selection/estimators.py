@@ -592,7 +592,9 @@ class _MleRun:
             rows, th, T, dT = active[go], th[go], T[go], dT[go]
             new = np.clip(th - T / dT, lo, hi)
             absT = np.abs(T)
-            pending = np.arange(rows.size)
+            # a step that cannot move (clipped back onto its bound) halves to the same point every time
+            # and leaves the model stuck there: no check can change that, so none is run for it
+            pending = np.flatnonzero(new != th)
             known = np.zeros(rows.size, dtype=bool)
             known_T, known_dT = np.empty(rows.size), np.empty(rows.size)
             for _h in range(e.max_halvings):
