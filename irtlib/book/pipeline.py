@@ -24,7 +24,8 @@ from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
            "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
-           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants", "split_batch", "anchor_path_reason"]
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants", "split_batch",
+           "anchor_path_reason"]
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,13 @@ from irtlib.protocol.agreement import agreement_curves, calibrate_splits, run_pr
 from irtlib.selection.adaptive import MaxInformation, MleEstimator, run_adaptive
 from irtlib.selection.items import TwoPLItems
 from irtlib.selection.methods import REGISTRY, Training
-from irtlib.selection.static import (MarginalFisherOrder, b_quantile_bins, interleave_bins, interleave_quota,
-                                    marginal_fisher)
+from irtlib.selection.static import (
+    MarginalFisherOrder,
+    b_quantile_bins,
+    interleave_bins,
+    interleave_quota,
+    marginal_fisher,
+)
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "paper"
 SST = REAL / "helm_simplesafety_irt_data.jsonl"
