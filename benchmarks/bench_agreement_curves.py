@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from irtlib.protocol.agreement import _nan_fill, _rule, agreement_curves, mean_interval_halfwidth
+from irtlib.protocol.agreement import _finish_curves, _nan_fill, _rule, agreement_curves
 
 
 def former_agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None,
                             level: float = 0.95) -> pd.DataFrame:
-    """The implementation before the change (per-group lambdas), kept here as the baseline."""
+    """The implementation before the change (per-group lambdas; the rest shared), kept here as the baseline."""
     nan_policy = _rule(results, "nan_policy", nan_policy, "zero")
     band = _rule(results, "band", None, "sd")
     keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
@@ -38,19 +38,7 @@ def former_agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = N
     g = data.groupby(keys, sort=False)
     out = g["value"].agg(mean="mean", sd="std", lo=lambda s: s.quantile(q), hi=lambda s: s.quantile(1 - q),
                          n=lambda s: s.notna().sum(), n_splits="size")
-    half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
-    out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
-    out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
-    out["n_undefined"] = g["undefined"].sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
-    width = out["sd"] if band == "sd" else out["se"]
-    out["band_lo"], out["band_hi"] = (out["mean"] - width).clip(-1.0, 1.0), (out["mean"] + width).clip(-1.0, 1.0)
-    curves = out.drop(columns="n").reset_index()
-    curves.attrs.update({"nan_policy": nan_policy, "band": band,
-                         "band_label": "mean +- 1 SD over splits" if band == "sd"
-                         else "mean +- 1 standard error over valid splits"})
-    return curves
+    return _finish_curves(out, g, level=level, band=band, nan_policy=nan_policy)
 
 
 def protocol_like(n_splits: int, *, seed: int = 0) -> pd.DataFrame:

@@ -873,6 +873,11 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
     out["lo"], out["hi"] = _group_percentiles(data["value"].to_numpy(float), g.ngroup().to_numpy(), len(out),
                                               np.array([q, 1.0 - q]) * 100.0)
     out["n"], out["n_splits"] = g["value"].count(), g.size()
+    return _finish_curves(out, g, level=level, band=band, nan_policy=nan_policy)
+
+
+def _finish_curves(out: pd.DataFrame, g, *, level: float, band: str, nan_policy: str) -> pd.DataFrame:
+    """The curves from each group's mean, sd, lo, hi, n and n_splits (``out``, indexed by group; ``g`` the groupby)."""
     half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
     # a correlation lies in [-1, 1], and so does every interval or band of its mean
     out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
