@@ -108,10 +108,15 @@ def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt-authors", seed
     cache_dir : path, optional
         Where to keep fits between chapters.
     """
-    settings = (engine,) if engine == "map" else (engine, seed, epochs, lr)
-    key = ("calibrate_benchmark", bench.name, bench.rule, bench.checksum, settings)
+    key = benchmark_fit_key(bench, engine=engine, seed=seed, epochs=epochs, lr=lr)
     return cached(lambda: calibrate_matrix(bench.filtered, engine=engine, seed=seed, epochs=epochs, lr=lr),
                   key=key, cache_dir=cache_dir)
+
+
+def benchmark_fit_key(bench: Benchmark, *, engine: str, seed: int, epochs: int, lr: float) -> tuple:
+    """The cache key of :func:`calibrate_benchmark`'s fit (the MAP engine ignores seed, epochs and lr)."""
+    settings = (engine,) if engine == "map" else (engine, seed, epochs, lr)
+    return ("calibrate_benchmark", bench.name, bench.rule, bench.checksum, settings)
 
 
 def calibrate_matrix(matrix: ResponseMatrix, *, engine: str = "pyirt-authors", seed: int = 0, epochs: int = 1000,
