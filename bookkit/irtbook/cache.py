@@ -23,7 +23,7 @@ import numpy as np
 
 from irtlib.io.atomic import atomic_write
 
-__all__ = ["cached", "library_fingerprint", "array_checksum", "is_presentation", "presentation_modules",
+__all__ = ["cached", "cache_path", "library_fingerprint", "array_checksum", "is_presentation", "presentation_modules",
            "PRESENTATION_PACKAGES", "PRESENTATION_MARKER"]
 
 
@@ -105,6 +105,12 @@ def array_checksum(*arrays) -> str:
     return digest.hexdigest()
 
 
+def cache_path(key: Any, cache_dir: str | os.PathLike) -> Path:
+    """Where :func:`cached` keeps the value of ``key`` under this version of the library (it may not exist yet)."""
+    digest = hashlib.sha256((library_fingerprint() + repr(key)).encode()).hexdigest()[:32]
+    return Path(cache_dir) / f"{digest}.pkl"
+
+
 def cached(compute: Callable[[], Any], *, key: Any, cache_dir: str | os.PathLike | None) -> Any:
     """Return ``compute()``, reusing a stored result for the same key and library version.
 
@@ -120,8 +126,7 @@ def cached(compute: Callable[[], Any], *, key: Any, cache_dir: str | os.PathLike
     """
     if cache_dir is None:
         return compute()
-    digest = hashlib.sha256((library_fingerprint() + repr(key)).encode()).hexdigest()[:32]
-    path = Path(cache_dir) / f"{digest}.pkl"
+    path = cache_path(key, cache_dir)
     if path.exists():
         try:
             with path.open("rb") as fh:

@@ -24,7 +24,8 @@ from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
            "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
-           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants"]
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants", "split_batch",
+           "anchor_path_reason"]
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,15 @@ def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt-authors", seed
     cache_dir : path, optional
         Where to keep fits between chapters.
     """
-    settings = (engine,) if engine == "map" else (engine, seed, epochs, lr)
-    key = ("calibrate_benchmark", bench.name, bench.rule, bench.checksum, settings)
+    key = benchmark_fit_key(bench, engine=engine, seed=seed, epochs=epochs, lr=lr)
     return cached(lambda: calibrate_matrix(bench.filtered, engine=engine, seed=seed, epochs=epochs, lr=lr),
                   key=key, cache_dir=cache_dir)
+
+
+def benchmark_fit_key(bench: Benchmark, *, engine: str, seed: int, epochs: int, lr: float) -> tuple:
+    """The cache key of :func:`calibrate_benchmark`'s fit (the MAP engine ignores seed, epochs and lr)."""
+    settings = (engine,) if engine == "map" else (engine, seed, epochs, lr)
+    return ("calibrate_benchmark", bench.name, bench.rule, bench.checksum, settings)
 
 
 def calibrate_matrix(matrix: ResponseMatrix, *, engine: str = "pyirt-authors", seed: int = 0, epochs: int = 1000,
@@ -212,10 +218,14 @@ def kept_items(bench: Benchmark, *, protocol: str | Protocol | None = None, thre
     """How many items the protocol's variance filter keeps (the text drops ``p(1-p) <= t``, the code ``< t``)."""
     from irtlib.protocol import presets as protocols
 
-    proto = protocols.resolve(protocol, benchmark=bench.name)
+    return int(_kept(bench, protocols.resolve(protocol, benchmark=bench.name), threshold).sum())
+
+
+def _kept(bench: Benchmark, proto: Protocol, threshold: float | None = None) -> np.ndarray:
+    """Which items of ``bench.full`` the protocol's variance filter keeps, shape ``(n_items,)``."""
     t = proto.variance_threshold if threshold is None else threshold
     var = bench.full.item_variance().to_numpy()
-    return int((var >= t).sum() if proto.variance_rule == "below" else (var > t).sum())
+    return var >= t if proto.variance_rule == "below" else var > t
 
 
 def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
@@ -227,7 +237,9 @@ def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
     kept items: about two minutes per split on this machine; SafetyBench's 11,395: tens of
     minutes). With ``fresh_anchor_max_items`` set, a benchmark keeping more items than that runs
     irtlib's warm-started K-medoids path instead (``anchor_rule="path"``), every other rule
-    unchanged; the returned protocol says so in its ``anchor_rule``, and so in the cache key.
+    unchanged; the returned protocol says so in its ``anchor_rule``, and so in the cache key. So does
+    a benchmark whose kept responses have missing cells, which the authors' rule cannot take
+    (:func:`anchor_path_reason`).
 
     Parameters
     ----------
@@ -245,10 +257,33 @@ def book_protocol(bench: Benchmark, protocol: str | Protocol | None = None, *,
     from irtlib.protocol import presets as protocols
 
     proto = protocols.resolve(protocol, benchmark=bench.name)
-    if (fresh_anchor_max_items is not None and proto.anchor_rule == "fresh"
-            and kept_items(bench, protocol=proto) > int(fresh_anchor_max_items)):
+    if anchor_path_reason(bench, proto, fresh_anchor_max_items=fresh_anchor_max_items) is not None:
         proto = replace(proto, anchor_rule="path")
     return proto
+
+
+def anchor_path_reason(bench: Benchmark, protocol: str | Protocol | None = None, *,
+                       fresh_anchor_max_items: int | None = None) -> str | None:
+    """Why :func:`book_protocol` runs Anchor Points on irtlib's warm-started path instead of the authors' rule.
+
+    Returns
+    -------
+    {"size", "missing"} or None
+        ``"size"``: the protocol keeps more than ``fresh_anchor_max_items`` items (the authors'
+        fresh FasterPAM per budget takes minutes per budget and split there); ``"missing"``: the
+        kept responses have missing cells (the simulated release's matrices do), which the
+        authors' distances (``numpy.corrcoef``) cannot take, while the path's correlation features
+        fill them with the item's training mean; None: the protocol's own rule runs (always so
+        under a protocol whose rule is already the path).
+    """
+    from irtlib.protocol import presets as protocols
+
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    if proto.anchor_rule != "fresh":
+        return None
+    if fresh_anchor_max_items is not None and kept_items(bench, protocol=proto) > int(fresh_anchor_max_items):
+        return "size"
+    return "missing" if np.isnan(bench.full.values[:, _kept(bench, proto)]).any() else None
 
 
 def protocol_sizes(bench: Benchmark, *, protocol: str | Protocol | None = None, n_splits: int | None = None,
@@ -268,6 +303,19 @@ def protocol_sizes(bench: Benchmark, *, protocol: str | Protocol | None = None, 
     if max_splits is not None:
         splits = min(splits, int(max_splits))
     return splits, proto.n_test if n_test is None else int(n_test)
+
+
+def split_batch(n_splits: int, n_jobs: int, *, largest: int = 10) -> int:
+    """Splits per task of a protocol run, so that ``n_jobs`` workers all get one (at most ``largest``).
+
+    A QUICK build's 10 splits on 2 workers run as two tasks of 5 instead of one of 10; the full
+    runs keep tasks of 10 (:func:`irtlib.run_protocol`'s ``split_batch``, which the results do not
+    depend on).
+    """
+    import os
+
+    workers = (os.cpu_count() or 1) if int(n_jobs) < 0 else max(1, int(n_jobs))
+    return max(1, min(int(largest), -(-int(n_splits) // workers)))
 
 
 def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test: int | None = None,
@@ -321,7 +369,8 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     def compute():
         df = run_protocol(bench.full, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
                           engine=engine, n_jobs=n_jobs, variance_threshold=threshold, progress=progress, protocol=proto,
-                          benchmark=bench.name, calibration_cache=split_cache(cache_dir))
+                          benchmark=bench.name, calibration_cache=split_cache(cache_dir),
+                          split_batch=split_batch(n_splits, n_jobs))
         attrs = dict(df.attrs)
         df = df.assign(benchmark=bench.name)
         df.attrs.update(attrs)

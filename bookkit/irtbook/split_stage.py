@@ -207,7 +207,8 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
     """
     from joblib import Parallel, delayed
 
-    from .pipeline import CHAPTER_ENGINES, chapter_epochs, load_benchmark
+    from .cache import cache_path
+    from .pipeline import CHAPTER_ENGINES, benchmark_fit_key, chapter_epochs, load_benchmark
 
     start = time.perf_counter()
     benches = [load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS]
@@ -215,11 +216,15 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
             for bench in benches]
     sst = benches[BOOK_BENCHMARKS.index("simplesafetytests")]
     jobs.append((sst, "pyirt", 1, chapter_epochs("pyirt", 1000, quick=quick)))   # chapter 2's second seed
+    # only the fits not in the cache go to the workers (starting them costs seconds even when all is cached)
+    todo = [(bench, engine, seed, epochs) for bench, engine, seed, epochs in jobs if cache_dir is None
+            or not cache_path(benchmark_fit_key(bench, engine=engine, seed=seed, epochs=epochs, lr=0.1),
+                              cache_dir).exists()]
     seconds = Parallel(n_jobs=workers)(delayed(_benchmark_fit)(bench, engine, seed, epochs, cache_dir)
-                                       for bench, engine, seed, epochs in jobs)
+                                       for bench, engine, seed, epochs in todo) if todo else []
     if log is not None:
-        print(f"[split stage] whole-benchmark fits ({len(jobs)}: {', '.join(CHAPTER_ENGINES)}): "
-              f"{sum(seconds):.1f} s in the workers", file=log, flush=True)
+        print(f"[split stage] whole-benchmark fits ({len(jobs)}: {', '.join(CHAPTER_ENGINES)}; {len(todo)} not "
+              f"cached): {sum(seconds):.1f} s in the workers", file=log, flush=True)
     return time.perf_counter() - start
 
 

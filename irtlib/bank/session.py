@@ -45,6 +45,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -745,16 +746,25 @@ class AdaptiveSession:
             n_items=self.n_items, n_unavailable=len(self.unavailable),
             observed_score=float(np.mean(self._responses)) if self._responses else float("nan"),
             stop_reason=self.stop_reason, bank_items=len(bank), full_items=bank.n_items_full,
-            bank_sha256=bank.checksum, items=[str(self._index[i]) for i in self._order],
+            bank_sha256=self._bank_sha256, items=[str(self._index[i]) for i in self._order],
             responses=list(self._responses), decision=None if decision is None else decision.to_dict(),
         )
+
+    @cached_property
+    def _bank_sha256(self) -> str:
+        """The bank's checksum (:attr:`ItemBank.checksum`), computed once per session.
+
+        It serialises the whole item table, and :meth:`result` reports it at every step a caller
+        asks for one; the session copies the bank's parameters when it starts, so its bank does not change.
+        """
+        return self.bank.checksum
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict:
         """The session state as a JSON-ready dict."""
         return {
             "format": STATE_FORMAT,
-            "bank_sha256": self.bank.checksum,
+            "bank_sha256": self._bank_sha256,
             "bank_items": len(self.bank),
             "model": self.model,
             "settings": {"max_items": self.max_items, "target_se": self.target_se,

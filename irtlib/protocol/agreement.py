@@ -865,12 +865,21 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
     if band not in ("sd", "se"):
         raise InputError(f"band must be 'sd' or 'se', got {band!r}")
     keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
-    data = results.assign(value=_nan_fill(results["agreement"], nan_policy),
-                          undefined=results["agreement"].isna())
+    # a plain frame (without the results' attrs, which pandas would copy into every group)
+    data = pd.DataFrame({key: results[key].to_numpy() for key in keys})
+    data["value"] = _nan_fill(results["agreement"], nan_policy).to_numpy()
+    data["undefined"] = results["agreement"].isna().to_numpy()
     q = (1.0 - level) / 2.0
     g = data.groupby(keys, sort=False)
-    out = g["value"].agg(mean="mean", sd="std", lo=lambda s: s.quantile(q), hi=lambda s: s.quantile(1 - q),
-                         n=lambda s: s.notna().sum(), n_splits="size")
+    out = g["value"].agg(mean="mean", sd="std")
+    out["lo"], out["hi"] = _group_percentiles(data["value"].to_numpy(float), g.ngroup().to_numpy(), len(out),
+                                              np.array([q, 1.0 - q]) * 100.0)
+    out["n"], out["n_splits"] = g["value"].count(), g.size()
+    return _finish_curves(out, g, level=level, band=band, nan_policy=nan_policy)
+
+
+def _finish_curves(out: pd.DataFrame, g, *, level: float, band: str, nan_policy: str) -> pd.DataFrame:
+    """The curves from each group's mean, sd, lo, hi, n and n_splits (``out``, indexed by group; ``g`` the groupby)."""
     half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
     # a correlation lies in [-1, 1], and so does every interval or band of its mean
     out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
@@ -885,6 +894,26 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
                          "band_label": "mean +- 1 SD over splits" if band == "sd"
                          else "mean +- 1 standard error over valid splits"})
     return curves
+
+
+def _group_percentiles(values: np.ndarray, codes: np.ndarray, n_groups: int,
+                       percents: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Percentiles of each group's non-missing values, as ``Series.quantile`` computes them.
+
+    ``values`` shape (n,), ``codes`` shape (n,) the group of each value (0 .. n_groups - 1),
+    ``percents`` shape (p,). One ``np.percentile`` call per group on its non-NaN values (pandas'
+    own path, so the numbers are pandas' to the bit; NaN for a group without any). Returns p
+    arrays of shape (n_groups,).
+    """
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(n_groups + 1))
+    out = np.full((n_groups, percents.size), np.nan)
+    for group in range(n_groups):
+        v = values[order[bounds[group]:bounds[group + 1]]]
+        v = v[~np.isnan(v)]
+        if v.size:
+            out[group] = np.percentile(v, percents, method="linear")
+    return tuple(out.T)
 
 
 def mean_interval_halfwidth(sd: ArrayLike, n: ArrayLike, *, level: float = 0.95) -> np.ndarray:

@@ -573,11 +573,18 @@ class _MleRun:
         theta = self.theta.copy()
         active = np.arange(theta.size)
         fallback = []
+        # the score and slope at a row's accepted step, from the step's check: the next Newton
+        # step starts there, so it reuses them instead of evaluating the same point again
+        known = np.zeros(active.size, dtype=bool)
+        known_T, known_dT = np.empty(active.size), np.empty(active.size)
         for _ in range(e.max_newton):
             if not active.size:
                 break
             th = theta[active]
-            T, dT = self._score(active, th, slope=True)
+            T, dT = known_T.copy(), known_dT.copy()
+            fresh = np.flatnonzero(~known)
+            if fresh.size:
+                T[fresh], dT[fresh] = self._score(active[fresh], th[fresh], slope=True)
             done = np.abs(T) < e.tol
             broken = ~done & (~np.isfinite(dT) | (dT == 0.0))
             go = ~done & ~broken
@@ -585,17 +592,25 @@ class _MleRun:
             rows, th, T, dT = active[go], th[go], T[go], dT[go]
             new = np.clip(th - T / dT, lo, hi)
             absT = np.abs(T)
-            pending = np.arange(rows.size)
+            # a step that cannot move (clipped back onto its bound) halves to the same point every time
+            # and leaves the model stuck there: no check can change that, so none is run for it
+            pending = np.flatnonzero(new != th)
+            known = np.zeros(rows.size, dtype=bool)
+            known_T, known_dT = np.empty(rows.size), np.empty(rows.size)
             for _h in range(e.max_halvings):
                 if not pending.size:
                     break
-                Tn = self._score(rows[pending], new[pending])
-                pending = pending[~((np.abs(Tn) < absT[pending]) | ~np.isfinite(Tn))]
+                Tn, dTn = self._score(rows[pending], new[pending], slope=True)
+                accepted = (np.abs(Tn) < absT[pending]) | ~np.isfinite(Tn)
+                hit = pending[accepted]
+                known[hit], known_T[hit], known_dT[hit] = True, Tn[accepted], dTn[accepted]
+                pending = pending[~accepted]
                 new[pending] = 0.5 * (new[pending] + th[pending])
             stuck = new == th
             theta[rows] = new
             fallback.append(rows[stuck])
             active = rows[~stuck]
+            known, known_T, known_dT = known[~stuck], known_T[~stuck], known_dT[~stuck]
         fallback.append(active)                   # not stopped within max_newton steps
         rows = np.concatenate(fallback) if fallback else np.empty(0, dtype=np.intp)
         if rows.size:

@@ -27,6 +27,7 @@ points -- see :func:`score_subset`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ __all__ = [
     "anchor_points", "anchor_points_path", "disco", "correlation_features", "kmedoids_loss",
     "score_subset", "summed_se", "b_quantile_bins", "interleave_bins", "marginal_fisher_bq_interleaved",
     "anchor_points_fresh", "correlation_distances",
+    "MarginalFisherOrder", "interleave_quota",
 ]
 
 
@@ -109,7 +111,14 @@ def _gains(s, cols):
 
 
 def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, short=256):
-    """Greedy minimisation of the summed SE; optionally round-robin over item bins.
+    """The first ``k`` picks of :func:`_greedy_picks` (shape ``(k,)``)."""
+    k = _check_k(k, np.shape(info)[1])
+    picks = _greedy_picks(info, prior_information=prior_information, bins=bins, start_bin=start_bin, short=short)
+    return np.fromiter(itertools.islice(picks, k), dtype=np.intp, count=k)
+
+
+def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, short=256):
+    """Greedy minimisation of the summed SE, one pick at a time; optionally round-robin over item bins.
 
     ``info`` is ``(n_models, n_items)``. Lazy evaluation (Minoux): the objective is a sum of
     concave functions of modular functions of the subset, so it is submodular and an item's
@@ -117,16 +126,16 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
     item whose fresh gain beats every other item's bound is the exact greedy choice. Each step
     re-evaluates the few items with the largest bounds (doubling the batch until the choice is
     proven), which makes thousands of picks over thousands of items affordable and gives the
-    same picks as evaluating every candidate (ties: lowest position).
+    same picks as evaluating every candidate (ties: lowest position). A generator: it yields the
+    picks in order until every item is chosen, so a caller takes as many as it needs and can come
+    back for more (:class:`MarginalFisherOrder`).
     """
     info_t = np.ascontiguousarray(np.asarray(info, float).T)      # (n_items, n_models)
     n_items, n_models = info_t.shape
-    k = _check_k(k, n_items)
     if bins is None:
         bins = np.zeros(n_items, dtype=np.intp)
     n_bins = int(bins.max()) + 1
     members = [np.flatnonzero(bins == i) for i in range(n_bins)]
-    chosen = np.empty(k, dtype=np.intp)
 
     # First pick: with no prior information the SE of an empty set is infinite, so the first
     # item is the one whose own summed SE is smallest (argmin_j sum_m I_mj^-1/2), which is
@@ -146,10 +155,8 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
         while not members[cur].size:
             cur = (cur + 1) % n_bins
         j = int(members[cur][np.argmax(score[members[cur]])])
-    chosen[0] = j
+    yield j
     s = s + info_t[j]
-    if k == 1:
-        return chosen
     # Stale gains (upper bounds) per bin; chosen items get -inf. Each bin keeps a shortlist of
     # its ``short`` largest bounds and the largest bound left outside it (outside bounds are
     # never refreshed, so that number stays valid); picks only look at the shortlist until its
@@ -168,7 +175,7 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
 
     left = [m.size for m in members]
     left[cur] -= 1
-    for step in range(1, k):
+    for _ in range(1, n_items):
         cur = (cur + 1) % n_bins
         while not left[cur]:
             cur = (cur + 1) % n_bins
@@ -198,10 +205,68 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
             else:
                 batch *= 4
         pick = pos[fresh == best].min()                            # ties: lowest position
-        chosen[step] = items[pick]
+        yield int(items[pick])
         ub[pick] = -np.inf
         s = s + info_t[items[pick]]
-    return chosen
+
+
+class MarginalFisherOrder:
+    """The unconstrained Marginal Fisher order of a bank, computed as far as it is asked and no further.
+
+    One greedy run (:func:`_greedy_picks`) that every request continues: :meth:`first` gives the
+    first ``n`` items (what :func:`marginal_fisher` gives for ``k = n``), :meth:`covering` the
+    shortest prefix holding enough items of every bin (what the interleaved b-quartile rule
+    needs, :func:`marginal_fisher_bq_interleaved`). Both methods of a split share one instance
+    (:class:`irtlib.selection.methods.Training`), so the order is computed once, to the longer of
+    the two lengths.
+
+    Parameters
+    ----------
+    a, b : array_like, shape (n_items,)
+    theta_train : array_like, shape (n_train,)
+    prior_information : float
+        As in :func:`marginal_fisher`.
+    """
+
+    def __init__(self, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, *, prior_information: float = 0.0):
+        info = information_matrix(a, b, theta_train)
+        self.n_items = int(info.shape[1])
+        self._picks = _greedy_picks(info, prior_information=prior_information)
+        self._order: list[int] = []
+
+    def first(self, n: int) -> np.ndarray:
+        """The first ``n`` items of the order, shape ``(n,)``."""
+        n = _check_k(n, self.n_items)
+        self._order.extend(itertools.islice(self._picks, max(0, n - len(self._order))))
+        return np.array(self._order[:n], dtype=np.intp)
+
+    def covering(self, bins: ArrayLike, need: ArrayLike) -> np.ndarray:
+        """A prefix of the order with at least ``need[q]`` items of every bin ``q``.
+
+        The shortest one, or the part of the order computed already where that is longer (any such
+        prefix serves :func:`marginal_fisher_bq_interleaved` alike).
+
+        Parameters
+        ----------
+        bins : array_like of int, shape (n_items,)
+            Bin of every item.
+        need : array_like of int, shape (n_bins,)
+            Items wanted per bin (at most the bin's size).
+
+        Returns
+        -------
+        ndarray of int
+        """
+        bins, need = np.asarray(bins, dtype=np.intp), np.asarray(need, dtype=np.intp)
+        counts = np.bincount(bins[np.asarray(self._order, dtype=np.intp)], minlength=need.size)
+        missing = int(np.maximum(need - counts, 0).sum())
+        for j in self._picks if missing else ():
+            self._order.append(j)
+            counts[bins[j]] += 1
+            missing -= int(counts[bins[j]] <= need[bins[j]])
+            if not missing:
+                break
+        return np.array(self._order, dtype=np.intp)
 
 
 def marginal_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *,
@@ -540,19 +605,56 @@ def interleave_bins(order: ArrayLike, bins: ArrayLike) -> np.ndarray:
     return order[np.lexsort((bin_of, within))]
 
 
+def interleave_quota(bins: ArrayLike, k: int) -> np.ndarray:
+    """Items of each bin the first ``k`` items of :func:`interleave_bins` can draw on, over all items.
+
+    Round ``r`` of the interleaving takes the ``r``-th item of every bin that has one, so the first
+    ``R`` rounds need ``min(size_q, R)`` items of bin ``q``; ``R`` is the fewest rounds that hold
+    ``k`` items. A prefix of an order with that many items of every bin interleaves, for its first
+    ``k`` items, exactly as the whole order does.
+
+    Parameters
+    ----------
+    bins : array_like of int, shape (n_items,)
+        Bin of every item (:func:`b_quantile_bins`).
+    k : int
+
+    Returns
+    -------
+    ndarray of int, shape (n_bins,)
+    """
+    size = np.bincount(np.asarray(bins, dtype=np.intp))
+    k = _check_k(k, int(size.sum()))
+    rounds = np.arange(1, int(size.max()) + 1)
+    held = np.minimum(size[None, :], rounds[:, None]).sum(axis=1)
+    r = int(rounds[np.searchsorted(held, k)])
+    return np.minimum(size, r)
+
+
 def marginal_fisher_bq_interleaved(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *,
-                                   n_bins: int = 4, prior_information: float = 0.0) -> Subset:
+                                   n_bins: int = 4, prior_information: float = 0.0,
+                                   order: MarginalFisherOrder | None = None) -> Subset:
     """b-quartile Marginal Fisher as the authors' code runs it: an interleaving, not a constrained greedy.
 
     The unconstrained greedy order of every item (:func:`marginal_fisher`) is cut into bins by the
     quantiles of ``b`` (:func:`b_quantile_bins`) and interleaved round-robin, lowest-``b`` bin
     first, each bin keeping its greedy order (:func:`interleave_bins`); the first ``k`` items are
-    the subset (SUMMARY.md, "Methods"). Nested.
+    the subset (SUMMARY.md, "Methods"). Nested. The greedy runs only as far as the first ``k``
+    interleaved items need (:func:`interleave_quota`), not through every item: the same subset.
+
+    Parameters
+    ----------
+    order : MarginalFisherOrder, optional
+        The greedy order of these ``a``, ``b``, ``theta_train`` and ``prior_information``, shared
+        with :func:`marginal_fisher`'s (default: a new one).
     """
     a = np.asarray(a, float)
     k = _check_k(k, a.size)
-    full = marginal_fisher(a, b, theta_train, a.size, prior_information=prior_information).items
-    return Subset(interleave_bins(full, b_quantile_bins(b, n_bins))[:k])
+    if order is None:
+        order = MarginalFisherOrder(a, b, theta_train, prior_information=prior_information)
+    bins = b_quantile_bins(b, n_bins)
+    prefix = order.covering(bins, interleave_quota(bins, k))
+    return Subset(interleave_bins(prefix, bins)[:k])
 
 
 def correlation_distances(train_values: ArrayLike) -> np.ndarray:

@@ -237,6 +237,36 @@ def test_book_protocol_swaps_only_the_fresh_anchor_rule_on_large_banks(sst):
     assert pipeline.book_protocol(sst, "paper", fresh_anchor_max_items=1) == protocols.get("paper", benchmark=sst.name)
 
 
+def test_missing_responses_move_the_authors_anchor_points_to_the_path_with_a_reason():
+    # the authors' distances (numpy.corrcoef) need complete responses; the simulated release has missing cells
+    from dataclasses import replace
+
+    from irtlib.protocol.agreement import run_protocol
+
+    wmdp = pipeline.load_benchmark("wmdp-bio", source="simulated")
+    assert pipeline.anchor_path_reason(wmdp, "authors") is None
+    values = wmdp.full.values.copy()
+    kept = np.flatnonzero(wmdp.full.item_variance().to_numpy() >= 0.01)
+    values[3, kept[:5]] = np.nan
+    gappy = replace(wmdp, full=type(wmdp.full)(values, wmdp.full.models, wmdp.full.items, source="gappy"))
+    assert pipeline.anchor_path_reason(gappy, "authors") == "missing"
+    assert pipeline.book_protocol(gappy, "authors").anchor_rule == "path"
+    assert pipeline.anchor_path_reason(gappy, "authors", fresh_anchor_max_items=10) == "size"
+    assert pipeline.anchor_path_reason(gappy, "paper") is None                 # the text's rule is the path already
+    # a missing cell among the dropped items changes nothing
+    dropped = np.flatnonzero(wmdp.full.item_variance().to_numpy() < 0.01)
+    if dropped.size:
+        values = wmdp.full.values.copy()
+        values[3, dropped[0]] = np.nan
+        only_dropped = replace(wmdp, full=type(wmdp.full)(values, wmdp.full.models, wmdp.full.items, source="x"))
+        assert pipeline.anchor_path_reason(only_dropped, "authors") is None
+    # the authors' rule refuses the gaps; the book's protocol runs
+    kw = dict(methods=["anchor-points"], ks=[1, 3], n_splits=1, benchmark="wmdp-bio")
+    with pytest.raises(Exception, match="complete training responses"):
+        run_protocol(gappy.full, protocol="authors", **kw)
+    assert run_protocol(gappy.full, protocol=pipeline.book_protocol(gappy, "authors"), **kw)["agreement"].notna().all()
+
+
 def test_chapter_epochs_shortens_only_the_text_priors_run_in_a_quick_build():
     assert pipeline.chapter_epochs("pyirt-authors", 1000, quick=True) == 1000     # the paper's protocol, always
     assert pipeline.chapter_epochs("pyirt", 1000, quick=True) == pipeline.QUICK_PYIRT_EPOCHS

@@ -56,3 +56,24 @@ def test_stage_runs_cover_the_protocol_chapters_on_simulated_data():
     assert all(r.n_splits <= split_stage.QUICK_MAX_SPLITS for r in runs)
     assert not any("copyright" in lab for lab in labels)    # the HarmBench variants need the paper's item file
     assert labels[-1] == "04b harmbench" and runs[-1].protocol.name == "paper"
+
+
+def test_stage_skips_the_whole_benchmark_fits_already_cached(tmp_path, monkeypatch):
+    """The key the stage looks up is the one calibrate_benchmark writes: a cached fit is not refitted."""
+    from irtbook import pipeline
+    from irtbook.cache import cache_path
+
+    bench = _bench()
+    fit = pipeline.calibrate_benchmark(bench, engine="map", cache_dir=tmp_path)
+    path = cache_path(pipeline.benchmark_fit_key(bench, engine="map", seed=0, epochs=1000, lr=0.1), tmp_path)
+    assert path.exists() and len(list(tmp_path.glob("*.pkl"))) == 1
+    pipeline.calibrate_benchmark(bench, engine="map", seed=5, epochs=3, cache_dir=tmp_path)   # MAP: same entry
+    assert len(list(tmp_path.glob("*.pkl"))) == 1
+    fitted = []
+    monkeypatch.setattr(pipeline, "load_benchmark", lambda name, **_: bench)
+    monkeypatch.setattr(pipeline, "CHAPTER_ENGINES", ("map",))
+    monkeypatch.setattr(split_stage, "BOOK_BENCHMARKS", ("simplesafetytests",))
+    monkeypatch.setattr(split_stage, "_benchmark_fit", lambda *job: fitted.append(job[1]) or 0.0)
+    split_stage.benchmark_fits(quick=True, cache_dir=tmp_path, workers=1)
+    assert fitted == ["pyirt"]          # the MAP fit was cached; only chapter 2's py-irt seed check is missing
+    assert pipeline.calibrate_benchmark(bench, engine="map", cache_dir=tmp_path).a.equals(fit.a)

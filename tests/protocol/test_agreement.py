@@ -249,6 +249,24 @@ def test_undefined_agreement_counts_as_zero_by_default():
     assert zero["n_undefined"] == 1 and zero["n_splits"] == 4
 
 
+
+def test_curve_spread_is_each_groups_percentiles_of_its_defined_splits():
+    # groups interleaved and out of order; one group all undefined, one with a single defined split
+    res = pd.DataFrame({"split": [0, 0, 1, 1, 2, 2, 3, 0, 1], "method": ["b", "a", "a", "b", "b", "a", "a", "c", "c"],
+                        "k": 5, "agreement": [0.1, 0.9, np.nan, 0.4, -0.2, 0.3, 0.5, np.nan, np.nan]})
+    for policy, fill in (("omit", None), ("zero", 0.0)):
+        curves = agreement_curves(res, nan_policy=policy, level=0.9).set_index("method")
+        assert list(curves.index) == ["b", "a", "c"]          # the order the methods first appear in
+        for method, group in res.groupby("method"):
+            v = group["agreement"].to_numpy()
+            v = v[~np.isnan(v)] if fill is None else np.nan_to_num(v, nan=fill)
+            lo, hi = (np.percentile(v, [5.0, 95.0]) if v.size else (np.nan, np.nan))
+            got = curves.loc[method]
+            assert (got["lo"], got["hi"]) == pytest.approx((lo, hi), nan_ok=True, rel=0, abs=1e-15)
+        assert curves.loc["a", "n_splits"] == 4 and curves.loc["c", "n_undefined"] == 2
+    assert np.isnan(agreement_curves(res, nan_policy="omit").set_index("method").loc["c", "lo"])
+
+
 # ---------------------------------------------------------------------------- the CV story
 def _first_k(curves, method, level=0.90):
     hit = curves.index[curves[method] >= level]

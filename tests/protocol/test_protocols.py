@@ -23,7 +23,14 @@ from irtlib.protocol import presets as protocols
 from irtlib.protocol.agreement import agreement_curves, calibrate_splits, run_protocol
 from irtlib.selection.adaptive import MaxInformation, MleEstimator, run_adaptive
 from irtlib.selection.items import TwoPLItems
-from irtlib.selection.static import b_quantile_bins, interleave_bins
+from irtlib.selection.methods import REGISTRY, Training
+from irtlib.selection.static import (
+    MarginalFisherOrder,
+    b_quantile_bins,
+    interleave_bins,
+    interleave_quota,
+    marginal_fisher,
+)
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "paper"
 SST = REAL / "helm_simplesafety_irt_data.jsonl"
@@ -108,6 +115,43 @@ def test_interleave_bins_by_hand():
     np.testing.assert_array_equal(interleave_bins([5, 3, 0, 1, 4, 2], bins), [0, 3, 5, 1, 2, 4])
     # an exhausted bin is skipped
     np.testing.assert_array_equal(interleave_bins([2, 0, 1], np.array([0, 1, 1])), [0, 2, 1])
+
+
+def test_interleave_quota_by_hand():
+    # bins of sizes 3, 1, 2: round 1 takes 3 items, round 2 five, round 3 six
+    bins = np.array([0, 2, 0, 1, 2, 0])
+    np.testing.assert_array_equal(interleave_quota(bins, 3), [1, 1, 1])
+    np.testing.assert_array_equal(interleave_quota(bins, 4), [2, 1, 2])
+    np.testing.assert_array_equal(interleave_quota(bins, 6), [3, 1, 2])
+
+
+def test_interleaved_b_quartiles_from_a_partial_greedy_order_equal_those_of_the_whole_order():
+    # the authors' rule interleaves the greedy order of every item; the library runs the greedy only as far
+    # as the first k interleaved items need, sharing the run with Marginal Fisher
+    rng = np.random.default_rng(3)
+    for trial in range(12):
+        n, m = int(rng.integers(8, 300)), int(rng.integers(3, 30))
+        a, b, theta = np.exp(rng.normal(0, 0.7, n)), rng.normal(0, 1.5, n), rng.normal(size=m)
+        if trial % 3 == 0:
+            b = np.round(b)                                   # tied b: merged quantile edges, fewer bins
+        whole = interleave_bins(marginal_fisher(a, b, theta, n).items, b_quantile_bins(b, 4))
+        ks = sorted({int(k) for k in rng.integers(1, n + 1, 4)})
+        training = Training(a=a, b=b, theta=theta, bquartile_rule="interleave")
+        mf = REGISTRY["marginal-fisher"].select(training, ks)
+        bq = REGISTRY["marginal-fisher-bq"].select(training, ks)
+        for k in ks:
+            np.testing.assert_array_equal(bq[k].items, whole[:k])
+            np.testing.assert_array_equal(mf[k].items, marginal_fisher(a, b, theta, k).items)
+        assert len(training.marginal_fisher_order._order) < n or ks[-1] > 0.7 * n     # stopped early as a rule
+
+
+def test_a_greedy_order_resumes_where_it_stopped():
+    rng = np.random.default_rng(4)
+    a, b, theta = np.exp(rng.normal(0, 0.5, 120)), rng.normal(size=120), rng.normal(size=15)
+    order = MarginalFisherOrder(a, b, theta)
+    first = order.first(10)
+    np.testing.assert_array_equal(order.first(120), marginal_fisher(a, b, theta, 120).items)
+    np.testing.assert_array_equal(order.first(10), first)
 
 
 # ---------------------------------------------------------------------------- Fluid's MLE
