@@ -44,7 +44,7 @@ def on_its_side(frame: pd.DataFrame, formats: Mapping[str, str] | None = None, *
     na : str
         The text of a missing value.
     measure : str
-        The name of the new index (the measures).
+        The name of the new index (the measures); empty: none.
 
     Returns
     -------
@@ -58,6 +58,6 @@ def on_its_side(frame: pd.DataFrame, formats: Mapping[str, str] | None = None, *
     cells = pd.DataFrame({c: [_formatted(v, formats.get(c, default), na) for v in frame[c]] for c in frame.columns},
                          index=frame.index)
     turned = cells.T
-    turned.index.name = measure
+    turned.index.name = measure or None      # an empty name would still draw an empty header row
     turned.columns.name = None
     return turned

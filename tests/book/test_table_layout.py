@@ -19,3 +19,8 @@ def test_a_table_on_its_side_keeps_each_measure_format():
 def test_a_format_for_a_missing_column_is_refused():
     with pytest.raises(KeyError, match="'share'"):
         on_its_side(pd.DataFrame({"items": [1]}), {"share": "{:.1%}"})
+
+
+def test_without_a_measure_name_the_header_has_one_row():
+    html = on_its_side(pd.DataFrame({"items": [1]}, index=pd.Index(["A"], name="benchmark"))).style.to_html()
+    assert html.count("<tr>") == 2          # the benchmarks' header and one measure, no empty name row
