@@ -101,6 +101,21 @@ def download_links(html: str) -> dict[str, list[str]]:
     return links
 
 
+def section_text(html: str, heading: str) -> str | None:
+    """The text of the page's section headed ``heading`` (its heading left out), or None without one."""
+    for section in _soup(html).find_all("section"):
+        title = section.find(re.compile(r"^h[1-6]$"))
+        if title is not None and _text(title).rstrip("#").strip() == heading:
+            title.extract()
+            return _text(section)
+    return None
+
+
+def csv_links(html: str) -> list[str]:
+    """hrefs of the page's links to CSV files (a chapter's downloads)."""
+    return [a["href"] for a in _soup(html).find_all("a", href=True) if a["href"].split("?")[0].endswith(".csv")]
+
+
 def parameter_rows(html: str) -> list[list[str]] | None:
     """Rows (name, default, text) of the page's Reproduce-box parameter table, or None."""
     table = _soup(html).select_one("table.reproduce-parameters")

@@ -12,8 +12,8 @@ text for the book:
   each repeating the first column (the calibration table: shapes, then the fit);
 * a number with more than three decimals is written in scientific notation with at most three
   significant digits (``0.0005`` becomes ``5e-04``);
-* each table is wrapped in a MyST ``{table}`` directive with the class ``table2-compact`` (small
-  type, tight padding: ``_static/book.css``).
+* each table is wrapped in a MyST ``{table}`` directive with the class ``table2-compact`` (tight
+  padding at the book's one table type size: ``_static/book.css``).
 
 Text inside code fences is left alone.
 """

@@ -99,6 +99,17 @@ def test_verdict_check_reads_the_verdict_column():
         "no table with a 'verdict' header cell and rows"]
 
 
+def test_section_and_csv_checks_read_the_page():
+    page = _page('<section id="a"><h2>What this chapter found<a class="headerlink" href="#a">#</a></h2>'
+                 "<p>It found two things. Both hold.</p></section>",
+                 '<section id="b"><h2>Downloads</h2><ul><li><a class="reference download internal" '
+                 'href="../_downloads/0a/curves.csv">curves.csv</a></li><li><a href="x.png">x</a></li></ul></section>')
+    assert check_html.section_text(page, "What this chapter found") == "It found two things. Both hold."
+    assert check_html.section_text(page, "Exercises") is None
+    assert check_html.csv_links(page) == ["../_downloads/0a/curves.csv"]
+    assert check_html.csv_links(_page("<p>no link</p>")) == []
+
+
 # ---------------------------------------------------------------------------
 # the built book
 # ---------------------------------------------------------------------------
@@ -267,3 +278,35 @@ def test_results_page_shows_only_verdict_words_and_links_each_claim():
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)[1:]
     claim_rows = [r for r in rows if "<td" in r]
     assert claim_rows and all('href="' in r for r in claim_rows), "a claim's line links no section"
+
+
+#: The chapters (numbered pages) and those that compute item parameters, agreement curves or per-split
+#: results, which offer them as CSV beside the chapter (irtbook.downloads).
+CHAPTER = re.compile(r"^book/\d\d")
+WITH_DOWNLOADS = ("book/02_fit", "book/03_ceiling", "book/04_discrimination", "book/04b_model_fit", "book/05_selection",
+                  "book/06_table2", "book/07_own_benchmark", "book/08_simulation_study", "book/09_pandaguard",
+                  "book/10_beyond")
+
+
+def test_every_chapter_says_what_it_found(built):
+    for entry, (_, html, _) in built.items():
+        if CHAPTER.match(entry):
+            text = check_html.section_text(html, "What this chapter found")
+            assert text is not None, f"{entry} has no section 'What this chapter found'"
+            assert len(re.findall(r"[.!?](?:\s|$)", text)) >= 2 and "n/a" not in text, f"{entry}: {text!r}"
+
+
+def test_chapter_downloads_are_csv_files_of_the_book(built):
+    for entry in WITH_DOWNLOADS:
+        if entry not in built:
+            continue
+        path, html, _ = built[entry]
+        links = check_html.csv_links(html)
+        if not links and "No table" in (check_html.section_text(html, "Downloads") or ""):
+            continue  # the chapter's data are absent from this build (PandaGuard's, say), and it says so
+        assert links, f"{entry} offers no CSV download"
+        for href in links:
+            target = (path.parent / href).resolve()
+            assert target.is_file() and HTML.resolve() in target.parents, f"{entry}: {href} is not a file of the book"
+            lines = target.read_text(encoding="utf-8").splitlines()
+            assert len(lines) >= 2 and "," in lines[0], f"{entry}: {href} has no header and rows"

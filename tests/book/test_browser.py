@@ -233,6 +233,7 @@ TABLE_WIDTHS_JS = """() => {
     return {column: inner, tables: Array.from(column.querySelectorAll('table')).map(t => ({
         name: name(t), classes: t.className,
         width: t.getBoundingClientRect().width,
+        font: parseFloat(getComputedStyle(t).fontSize),
         tallest: Math.max(0, ...Array.from(t.rows).map(r => r.getBoundingClientRect().height))}))};
 }"""
 
@@ -268,6 +269,18 @@ def test_every_table_fits_the_text_column(tables):
                 for path, facts in tables.items()}
     too_wide = {path: found for path, found in too_wide.items() if found}
     assert not too_wide, f"tables wider than the text column: {too_wide}"
+
+
+#: The type size of every table (px): the book's 0.72rem (_static/book.css). A wide table is reshaped
+#: to fit the column at this size, never set in smaller type.
+TABLE_FONT_PX = 0.72 * 16
+
+
+def test_every_table_is_set_in_the_ordinary_type_size(tables):
+    small = {path: [(t["name"], t["font"]) for t in facts["tables"] if t["font"] < TABLE_FONT_PX - 0.05]
+             for path, facts in tables.items()}
+    small = {path: found for path, found in small.items() if found}
+    assert not small, f"tables set below {TABLE_FONT_PX:.2f} px type (reshape them instead): {small}"
 
 
 def test_no_table_row_is_hundreds_of_pixels_tall(tables):
