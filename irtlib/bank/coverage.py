@@ -74,7 +74,8 @@ REFIT_TOL = 1e-4
 
 def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_sum: float, *, folds: int = 5,
                     seed: int = 0, checkpoints: Sequence[int] = CHECKPOINTS, fit: Calibration | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> dict | None:
+                    progress: Callable[[int, int], None] | None = None,
+                    refit_progress: Callable[[int, float], None] | None = None) -> dict | None:
     """Cross-fitted check of the adaptive test's score intervals on the calibration models.
 
     The calibration models are split into ``folds`` groups; for each group the bank's items are
@@ -100,6 +101,8 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         abilities of the fold's training models), which finds the same mode in fewer iterations.
     progress : callable(done, total), optional
         Called as each of the ``2 refits`` stages ends (each refit, then the replay of its left-out models).
+    refit_progress : callable(iteration, step), optional
+        Called after each iteration of a refit (:func:`irtlib.calibration.joint_map.fit_map`'s ``progress``).
 
     Notes
     -----
@@ -139,7 +142,7 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         start = None if fit is None else {"theta": fit.theta.reindex(train.models).to_numpy(),
                                           "a": fit.a.reindex(train.items).to_numpy(),
                                           "b": fit.b.reindex(train.items).to_numpy()}
-        cal = fit_2pl(train, engine="map", start=start, tol=REFIT_TOL)
+        cal = fit_2pl(train, engine="map", start=start, tol=REFIT_TOL, progress=refit_progress)
         fits.append((cal.a.to_numpy(), cal.b.to_numpy()))
         if progress is not None:
             progress(f + 1, 2 * refits)
