@@ -189,16 +189,18 @@ def main() -> None:
         n_splits = len(train_rows)
         total, total_cpu, n_total = total + clock.seconds, total_cpu + clock.cpu, n_total + n_splits
         per_split = clock.seconds / n_splits
+        ratio = f", {single / per_split:.0f}x one py-irt fit per split" if args.single else ""
         print(f"batched {name}: {n_splits} splits x {x.shape[0] - BENCHMARKS[name][2]} training models x "
-              f"{x.shape[1]} items: {clock.seconds:.1f} s ({clock.cpu:.1f} s CPU), {per_split:.3f} s per split, "
-              f"{single / per_split:.0f}x one py-irt fit per split; load {os.getloadavg()[0]:.1f}; "
-              f"peak {peak_mib():.0f} MiB", flush=True)
+              f"{x.shape[1]} items: {clock.seconds:.1f} s ({clock.cpu:.1f} s CPU), {per_split:.3f} s per split"
+              f"{ratio}; load {os.getloadavg()[0]:.1f}; peak {peak_mib():.0f} MiB", flush=True)
         if name == "simplesafetytests":
-            print(f"  SimpleSafetyTests: 100 separate py-irt fits / batched {100 * single / clock.seconds:.0f}x; "
-                  f"authors' pipeline (24 min 35 s) / batched {AUTHORS_SST_SECONDS / clock.seconds:.0f}x")
+            separate = (f"100 separate py-irt fits / batched {100 * single / clock.seconds:.0f}x; "
+                        if args.single else "")
+            print(f"  SimpleSafetyTests: {separate}authors' pipeline (24 min 35 s) / batched "
+                  f"{AUTHORS_SST_SECONDS / clock.seconds:.0f}x")
+    ratio = f", {single * n_total / total:.0f}x one py-irt fit per split" if args.single else ""
     print(f"batched, {len(args.only)} benchmark(s), {n_total} splits, {args.workers} worker(s): {total:.1f} s "
-          f"({total_cpu:.1f} s CPU), {total / n_total:.3f} s per split, {single * n_total / total:.0f}x one "
-          f"py-irt fit per split; peak {peak_mib():.0f} MiB")
+          f"({total_cpu:.1f} s CPU), {total / n_total:.3f} s per split{ratio}; peak {peak_mib():.0f} MiB")
 
 
 if __name__ == "__main__":

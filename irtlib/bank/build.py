@@ -47,7 +47,8 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                    scale: str = "fit", standard_errors: str = "observed", se_bootstrap: int = 50,
                    progress: Callable[[str], None] | None = None,
                    fit_progress: Callable[[int, float], None] | None = None,
-                   check_progress: Callable[[int, int], None] | None = None) -> ItemBank:
+                   check_progress: Callable[[int, int], None] | None = None,
+                   refit_progress: Callable[[int, float], None] | None = None) -> ItemBank:
     """Calibrate an item bank from a benchmark's binary response matrix.
 
     Drops items whose binomial variance is at most ``variance_threshold`` (the paper's first
@@ -110,7 +111,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     fit_progress : callable(iteration, step), optional
         Called after each iteration of the MAP fit (:func:`irtlib.calibration.joint_map.fit_map`).
     check_progress : callable(done, total), optional
-        Called as each fold of the interval check finishes.
+        Called as each refit and each replay of the interval check finishes.
+    refit_progress : callable(iteration, step), optional
+        Called after each iteration of the interval check's refits.
 
     Returns
     -------
@@ -177,7 +180,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         meta["interval_check"] = _run_interval_check(matrix, kept, meta, folds=interval_folds, seed=seed,
                                                      source=source, say=say,
                                                      fit=fitted if engine == "map" else None,
-                                                     progress=check_progress)
+                                                     progress=check_progress, refit_progress=refit_progress)
     return ItemBank(items, meta)
 
 
@@ -272,7 +275,8 @@ def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit:
 
 def _run_interval_check(matrix: ResponseMatrix, kept: ResponseMatrix, meta: dict, *, folds: int, seed: int,
                         source: str | None, say: Callable[[str], None], fit: Calibration | None = None,
-                        progress: Callable[[int, int], None] | None = None) -> dict:
+                        progress: Callable[[int, int], None] | None = None,
+                        refit_progress: Callable[[int, float], None] | None = None) -> dict:
     """The header's ``interval_check``: the cross-fitted check's result, or ``{"skipped": reason}`` with a warning."""
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
@@ -284,7 +288,7 @@ def _run_interval_check(matrix: ResponseMatrix, kept: ResponseMatrix, meta: dict
     else:
         say(f"checking adaptive-test intervals ({folds}-fold cross-fit)")
         result = cross_fitted_interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"], folds=folds,
-                                             seed=seed, fit=fit, progress=progress)
+                                             seed=seed, fit=fit, progress=progress, refit_progress=refit_progress)
         if result:
             return result
         reason = ("skipped: some item was seen by the models of one fold only, so a fold could not be refitted; "

@@ -74,7 +74,8 @@ REFIT_TOL = 1e-4
 
 def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_sum: float, *, folds: int = 5,
                     seed: int = 0, checkpoints: Sequence[int] = CHECKPOINTS, fit: Calibration | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> dict | None:
+                    progress: Callable[[int, int], None] | None = None,
+                    refit_progress: Callable[[int, float], None] | None = None) -> dict | None:
     """Cross-fitted check of the adaptive test's score intervals on the calibration models.
 
     The calibration models are split into ``folds`` groups; for each group the bank's items are
@@ -99,12 +100,19 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         The bank's MAP fit on the kept items: each fold's refit starts from it (its items, and the
         abilities of the fold's training models), which finds the same mode in fewer iterations.
     progress : callable(done, total), optional
-        Called as each of the ``2 folds`` stages ends (each fold's refit, then each fold's replay).
+        Called as each of the ``2 refits`` stages ends (each refit, then the replay of its left-out models).
+    refit_progress : callable(iteration, step), optional
+        Called after each iteration of a refit (:func:`irtlib.calibration.joint_map.fit_map`'s ``progress``).
 
     Notes
     -----
     With more than :data:`MAX_REPLAYED` calibration models, only a seeded sample of that many is
-    replayed (every fold is still refitted without all of its models). The folds' replays run on two
+    replayed, and only they need leaving out: they are split into as few groups as keep every refit's
+    training set at least ``(folds - 1) / folds`` of the models, the size of a fold's training set
+    (one group from ``folds x MAX_REPLAYED`` models on), and each refit leaves out one group and keeps
+    every other model. Each replayed model is still held out of the item parameters its test uses, on
+    a training set no smaller than a fold's, at the cost of one refit instead of ``folds`` on a
+    leaderboard. Up to :data:`MAX_REPLAYED` models the groups are the folds. The replays run on two
     threads; the result does not depend on it.
     """
     n_models = matrix.shape[0]
@@ -118,25 +126,30 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     fold_of = rng.permutation(np.arange(n_models) % folds)
     # the models whose adaptive tests are replayed: all of them up to MAX_REPLAYED, else a seeded sample
     replayed = np.ones(n_models, dtype=bool)
+    refits = folds
     if n_models > MAX_REPLAYED:
         replayed[:] = False
         replayed[np.random.default_rng([seed, 1]).choice(n_models, MAX_REPLAYED, replace=False)] = True
+        # the replayed models in as few left-out groups as keep each training set at least a fold's
+        refits = min(folds, -(-folds * MAX_REPLAYED // n_models))
+        fold_of = np.full(n_models, -1)
+        fold_of[replayed] = np.random.default_rng([seed, 2]).permutation(np.arange(MAX_REPLAYED) % refits)
     fits = []
-    for f in range(folds):
+    for f in range(refits):
         train = kept.subset(models=kept.models[fold_of != f])
         if not train.observed.any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
             return None
         start = None if fit is None else {"theta": fit.theta.reindex(train.models).to_numpy(),
                                           "a": fit.a.reindex(train.items).to_numpy(),
                                           "b": fit.b.reindex(train.items).to_numpy()}
-        cal = fit_2pl(train, engine="map", start=start, tol=REFIT_TOL)
+        cal = fit_2pl(train, engine="map", start=start, tol=REFIT_TOL, progress=refit_progress)
         fits.append((cal.a.to_numpy(), cal.b.to_numpy()))
         if progress is not None:
-            progress(f + 1, 2 * folds)
+            progress(f + 1, 2 * refits)
 
-    def replay(f: int) -> dict:
+    def replay(task: tuple[int, np.ndarray]) -> dict:
+        f, mine = task
         a, b = fits[f]
-        mine = (fold_of == f) & replayed
         out = {}
         for k, theta, se, known, known_sum in _adaptive_replay(x_all[mine], a, b, checkpoints):
             score, lo, hi = score_interval(a, b, theta, se, known_mask=known, known_sum=known_sum,
@@ -146,13 +159,16 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
             out[k] = (err / np.maximum(half / Z95, 1e-12)).tolist()
         return out
 
+    # each refit's left-out models replayed at once; a single refit's in two halves, so both threads have work
+    tasks = [(f, part) for f in range(refits)
+             for part in np.array_split(np.flatnonzero((fold_of == f) & replayed), 2 if refits == 1 else 1)]
     z = {k: [] for k in checkpoints}
     with ThreadPoolExecutor(2) as pool:          # the replays are independent: one a core (numpy frees the GIL)
-        for f, found in enumerate(pool.map(replay, range(folds))):
+        for t, found in enumerate(pool.map(replay, tasks)):
             for k, values in found.items():
                 z[k].extend(values)
             if progress is not None:
-                progress(folds + f + 1, 2 * folds)
+                progress(refits + (t + 1) * refits // len(tasks), 2 * refits)
     n_replayed = int(replayed.sum())
     ks = [k for k in checkpoints if len(z[k]) >= n_replayed // 2]
     rms = [float(np.sqrt(np.mean(np.square(z[k])))) for k in ks]
@@ -160,4 +176,5 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     return {"method": f"{folds}-fold cross-fitted adaptive replay on the calibration models (MAP engine); "
                       "inflation = 95th percentile of |error| / (2PL half-width), at least 1",
             "k": ks, "inflation": [round(max(1.0, f), 4) for f in q95],
-            "rms_z": [round(f, 4) for f in rms], "n_models": int(n_models), "n_replayed": n_replayed, "seed": seed}
+            "rms_z": [round(f, 4) for f in rms], "n_models": int(n_models), "n_replayed": n_replayed,
+            "refits": refits, "seed": seed}

@@ -75,7 +75,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
     _not_another_output(args.output, "an item bank", ("a subset file", "# irtlib-subset "))
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
     _check_engine(args)
-    with _calibrate_bars(out) as (say, on_read, on_iteration, on_fold):
+    with _calibrate_bars(out) as (say, on_read, on_iteration, on_fold, on_refit):
         say(f"reading {args.responses}")
         data = load_responses(args.responses, **_input_kwargs(args), progress=on_read)
         m = data.matrix
@@ -91,7 +91,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
                               epochs=args.epochs, interval_check=not args.no_interval_check,
                               interval_folds=args.interval_folds, scale=args.scale,
                               standard_errors=args.standard_errors, se_bootstrap=args.se_bootstrap, progress=say,
-                              fit_progress=on_iteration, check_progress=on_fold)
+                              fit_progress=on_iteration, check_progress=on_fold, refit_progress=on_refit)
     bank.write(args.output, force=args.force)
     diag, filt = bank.meta["diagnostics"], bank.filtered
     doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
@@ -122,8 +122,9 @@ def _cmd_calibrate(args, out: _Out) -> int:
 def _calibrate_bars(out: _Out):
     """Progress bars (tqdm) of the reading, the fit's iterations and the interval check's folds: on a terminal only.
 
-    Yields ``(say, on_read, on_iteration, on_fold)``: ``on_read`` for :func:`irtlib.io.load_responses`
-    (bytes of the file read), the other two for :func:`irtlib.bank.build.calibrate_bank`; ``say`` prints a
+    Yields ``(say, on_read, on_iteration, on_fold, on_refit)``: ``on_read`` for :func:`irtlib.io.load_responses`
+    (bytes of the file read), the other three for :func:`irtlib.bank.build.calibrate_bank` (``on_refit`` names
+    the interval check's refit iteration on its bar); ``say`` prints a
     stage's line after clearing the bar of the stage before. In a pipe or with ``--quiet`` the three
     callbacks are None (no bar at all).
     """
@@ -132,7 +133,7 @@ def _calibrate_bars(out: _Out):
     except (AttributeError, ValueError):
         shown_here = False
     if not shown_here:
-        yield out.progress, None, None, None
+        yield out.progress, None, None, None, None
         return
     from tqdm import tqdm
 
@@ -157,13 +158,21 @@ def _calibrate_bars(out: _Out):
             bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, bar_format="{desc} [{elapsed}]"))
         bars[0].set_description_str(f"{PROG}: fitting: iteration {iteration}, largest step {step:.1e}")
 
-    def on_fold(done: int, total: int) -> None:
+    def fold_bar(total: int):
         if not bars:
             bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, unit="",
                              desc=f"{PROG}: interval check (refits, replays)"))
-        bars[0].update(done - bars[0].n)
+        return bars[0]
+
+    def on_fold(done: int, total: int) -> None:
+        bar = fold_bar(total)
+        bar.total = total                       # the first refit's iterations may have opened it without one
+        bar.update(done - bar.n)
+
+    def on_refit(iteration: int, step: float) -> None:
+        fold_bar(None).set_postfix_str(f"refit iteration {iteration}, largest step {step:.1e}")
 
     try:
-        yield say, on_read, on_iteration, on_fold
+        yield say, on_read, on_iteration, on_fold, on_refit
     finally:
         close()
