@@ -11,13 +11,18 @@ SimpleSafetyTests against the authors' own pipeline (24 min 35 s on this machine
 memory from resource.getrusage.
 
     nice -n 10 .venv/bin/python benchmarks/bench_authors_calibration.py [--single N] [--epochs E]
-        [--only NAME ...] [--workers W] [--profile EPOCHS]
+        [--only NAME ...] [--workers W] [--profile EPOCHS] [--ab-streams SPLITS]
 
 Each time is printed as wall seconds and as CPU seconds (this process and its worker processes): on
 a shared machine the wall time grows with the load (printed too), the CPU time much less.
 ``--profile EPOCHS`` first prints where the time of a batched fit goes: torch's profiler over
 EPOCHS epochs of each benchmark's batched fit in this process (the top operations by their own
 CPU time).
+
+``--ab-streams SPLITS`` first times, in this process and one core, the batched fit of SPLITS splits of
+each benchmark (300 epochs) with the per-split draws made by torch calls from Python and by the C
+streams (:mod:`irtlib.calibration.stream_kernel`), alternating twice, and prints the CPU ratio and
+whether the two fits are equal bit for bit.
 
 Data: ../shared/realdata/paper (or IRTLIB_PAPER_DATA). Read with a few lines of json here, because
 this script only needs the matrices.
@@ -108,6 +113,33 @@ def profile(x: np.ndarray, train_rows: list, epochs: int, name: str) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=40))
 
 
+def ab_streams(x: np.ndarray, train_rows: list, name: str, epochs: int = 300) -> None:
+    """CPU of the batched fit with torch's draws from Python against the C streams, and their equality."""
+    from irtlib.calibration import stream_kernel
+
+    if stream_kernel.load() is None:
+        print(f"{name}: the C streams do not draw torch's numbers here; nothing to compare")
+        return
+    cpu: dict = {"torch": [], "c": []}
+    fits = {}
+    for _ in range(2):
+        for kind in ("torch", "c"):
+            stream_kernel._LOADED.clear()
+            if kind == "torch":
+                stream_kernel._LOADED["lib"] = None          # as where the C streams do not match torch
+            stream_kernel.load()
+            start = time.process_time()
+            fits[kind] = fit_hierarchical_batch(x, train_rows, epochs=epochs)
+            cpu[kind].append(time.process_time() - start)
+    stream_kernel._LOADED.clear()
+    same = all(np.array_equal(getattr(fits["torch"], k), getattr(fits["c"], k), equal_nan=True)
+               for k in ("a", "b", "theta", "best_epoch", "loss"))
+    torch_s, c_s = min(cpu["torch"]), min(cpu["c"])
+    print(f"draws A/B, {name}: {len(train_rows)} splits x {epochs} epochs, 1 process: torch calls {torch_s:.2f} "
+          f"CPU s, C streams {c_s:.2f} CPU s: {torch_s / c_s:.2f}x less CPU; equal bit for bit: {same}",
+          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--single", type=int, default=10, help="separate py-irt fits to time (default 10)")
@@ -117,12 +149,17 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes of the batched fit (default 2)")
     parser.add_argument("--profile", type=int, default=0, metavar="EPOCHS",
                         help="first profile EPOCHS epochs of each batched fit (default 0: no profile)")
+    parser.add_argument("--ab-streams", type=int, default=0, metavar="SPLITS",
+                        help="first compare torch's and the C streams' draws on SPLITS splits (default 0: no)")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
 
     data = {name: load(name) for name in BENCHMARKS if name in args.only or name == "simplesafetytests"}
     splits = {name: authors_train_rows(x.shape[0], BENCHMARKS[name][1], n_test=BENCHMARKS[name][2])
               for name, x in data.items()}
+    if args.ab_streams:
+        for name in args.only:
+            ab_streams(data[name], splits[name][:args.ab_streams], name)
     if args.profile:
         for name in args.only:
             profile(data[name], splits[name], args.profile, name)

@@ -42,18 +42,23 @@ BASE_FLAGS = ("-O2", "-std=gnu11", "-fPIC", "-shared", "-ffp-contract=off", "-fn
 _LOADED: dict = {}          # "lib": the loaded library or None once load() has decided
 
 
-def _has_avx2() -> bool:
-    """Whether this x86-64 processor has AVX2 (from /proc/cpuinfo; False elsewhere)."""
+def cpu_flags() -> frozenset:
+    """The processor's feature flags (``avx2``, ``fma``, ...) from /proc/cpuinfo; empty off x86-64."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
+        return frozenset()
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
             for line in fh:
                 if line.startswith("flags"):
-                    return " avx2" in line
+                    return frozenset(line.split(":", 1)[1].split())
     except OSError:
-        return False
-    return False
+        return frozenset()
+    return frozenset()
+
+
+def _has_avx2() -> bool:
+    """Whether this x86-64 processor has AVX2."""
+    return "avx2" in cpu_flags()
 
 
 def kernel_fingerprint() -> str:
@@ -68,8 +73,8 @@ def _kernel_directory() -> Path:
     return Path(base) / "irtlib" / "kernels"
 
 
-def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None) -> Path:
-    """Compile ``_batch_kernels.c`` into a shared library (unless already there) and return its path.
+def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, source: Path = SOURCE) -> Path:
+    """Compile ``source`` (``_batch_kernels.c``) into a shared library (unless there) and return its path.
 
     Parameters
     ----------
@@ -77,6 +82,8 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None) -
         Add ``-mavx2``; None: where the processor has it.
     directory : Path or None
         Where the library goes; None: the per-user kernel directory.
+    source : Path
+        The C file (:data:`SOURCE`, or :mod:`irtlib.calibration.stream_kernel`'s).
 
     Raises
     ------
@@ -87,18 +94,20 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None) -
     if shutil.which(compiler) is None:
         raise OSError(f"no C compiler {compiler!r} on PATH")
     flags = [*BASE_FLAGS, *(["-mavx2"] if (_has_avx2() if avx2 is None else avx2) else [])]
-    digest = hashlib.sha256(SOURCE.read_bytes() + repr((compiler, flags)).encode()).hexdigest()[:20]
+    source = Path(source)
+    digest = hashlib.sha256(source.read_bytes() + repr((compiler, flags)).encode()).hexdigest()[:20]
     directory = _kernel_directory() if directory is None else Path(directory)
-    target = directory / f"batch_kernels-{digest}.so"
+    stem = source.stem.lstrip("_")
+    target = directory / f"{stem}-{digest}.so"
     if target.exists():
         return target
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".batch_kernels-", suffix=".so", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so", dir=directory)
     os.close(fd)
     try:
-        done = subprocess.run([compiler, *flags, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True)
+        done = subprocess.run([compiler, *flags, "-o", tmp, str(source), "-lm"], capture_output=True, text=True)
         if done.returncode != 0:
-            raise OSError(f"{compiler} failed on {SOURCE.name}: {done.stderr.strip()[:500]}")
+            raise OSError(f"{compiler} failed on {source.name}: {done.stderr.strip()[:500]}")
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):

@@ -29,8 +29,10 @@ Where the time goes, per epoch: the likelihood's (n_splits, n_models, n_items) c
 exponential and one division per cell in a single pass that gives the loss and its gradient
 together, in C (:mod:`irtlib.calibration.fused_kernel`, compiled at first use; :class:`_Likelihood`,
 about ten torch passes, where no compiler builds it); each split's own generator, 9 small draws per
-split and epoch in a Python loop (the Gamma draws are rejection-sampled, so a split's stream
-position depends on its own state and cannot be drawn for all splits at once); the guide's sample
+split and epoch (the Gamma draws are rejection-sampled, so a split's stream position depends on its
+own state and cannot be drawn for all splits at once), made for every split in one C call that draws
+torch's numbers bit for bit (:mod:`irtlib.calibration.stream_kernel`, checked against torch when it
+loads; otherwise a Python loop of torch calls, about a fifth of the fit's time); the guide's sample
 and the priors' and guides' terms, one C pass over the (n_splits, n_models + 2 n_items) columns
 each; and a few dozen tiny torch operations for the hyper-parameters (their gradient written out
 rather than taken by autograd) and Adam on one flat parameter tensor. ``workers=2`` fits half of
@@ -827,6 +829,16 @@ def _likelihood(torch, problem):
     return _FusedLikelihood(torch, lib, problem.sign, problem.weight, problem.sizes)
 
 
+def _streams(torch, sizes, n_items, seed):
+    """Every split's random stream: in C where it draws torch's numbers here (:mod:`.stream_kernel`)."""
+    from irtlib.calibration import stream_kernel
+
+    found = stream_kernel.load()
+    if found is None:
+        return _Streams(torch, sizes, n_items, seed)
+    return stream_kernel.CStreams(torch, *found, sizes, n_items, seed)
+
+
 @contextlib.contextmanager
 def _no_cycle_collection():
     """Python's cyclic garbage collector off (its state restored after) for :func:`_fit`'s epochs.
@@ -850,7 +862,7 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
     lik = _likelihood(torch, problem)
     flat = problem.initial_parameters(torch)
     optimizer = _Adam(torch, flat, lr, lr_decay)
-    streams = _Streams(torch, problem.sizes, m, seed)
+    streams = _streams(torch, problem.sizes, m, seed)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.
     ones = torch.ones((n_splits, 3))
