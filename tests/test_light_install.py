@@ -49,7 +49,9 @@ def light_env(tmp_path_factory):
                            "--disable-pip-version-check", str(src)], capture_output=True, text=True, env=env,
                           timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return {"root": root, "python": python, "irtlib": venv / "bin" / "irtlib", "env": env}
+    # the first run writes the byte code of what it imports into the venv (a temporary one), the next runs reuse it
+    run_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {"root": root, "python": python, "irtlib": venv / "bin" / "irtlib", "env": run_env}
 
 
 def _run(env, *args, cwd):
