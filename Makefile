@@ -106,7 +106,10 @@ lock:
 PYTEST_ARGS ?=
 TEST_JOBS ?= 2
 FULL ?=
-FAST_TESTS := -m "not book and not browser and not slow" -n $(TEST_JOBS) --dist loadfile --durations=10
+# one test file per worker at a time (a module's fixtures are built once), the files in collection order
+# (--no-loadscope-reorder): tests/conftest.py puts the files of slow, browser and book tests first
+XDIST := -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+FAST_TESTS := -m "not book and not browser and not slow" $(XDIST) --durations=10
 
 ifneq ($(filter 1 true True TRUE yes,$(FULL)),)
 test: test-all
@@ -116,7 +119,7 @@ test: lint $(VENV_STAMP)
 endif
 
 test-all: lint $(VENV_STAMP)
-	$(VPY) -m pytest --cov=irtlib --cov=irtbook --cov-report=term -n $(TEST_JOBS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	$(VPY) -m pytest --cov=irtlib --cov=irtbook --cov-report=term $(XDIST) --durations=15 $(PYTEST_ARGS)
 
 # ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy docstrings: pyproject.toml [tool.ruff])
 LINT_PATHS ?= irtlib bookkit tests benchmarks scripts

@@ -36,7 +36,21 @@ BOOK_TEST_MODULES = frozenset({
 })
 
 
+def _start_rank(item) -> int:
+    """0 for a slow or browser test, 1 for a book test, 2 for the rest."""
+    if item.get_closest_marker("slow") or item.get_closest_marker("browser"):
+        return 0
+    return 1 if item.get_closest_marker("book") else 2
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in BOOK_TEST_MODULES:
             item.add_marker(pytest.mark.book)
+    # Test files holding slow, browser or book tests run first (in their own order, which xdist keeps
+    # with --no-loadscope-reorder: the Makefile), so that the last files a worker takes are short ones
+    # and no worker waits idle while the other finishes a long file.
+    rank: dict = {}
+    for item in items:
+        rank[item.path] = min(rank.get(item.path, 2), _start_rank(item))
+    items.sort(key=lambda item: rank[item.path])

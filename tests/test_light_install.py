@@ -1,7 +1,7 @@
 """The light install: ``pip install .`` without the ``pyirt`` extra gives the whole command line.
 
-A fresh virtual environment (no system site-packages) gets this checkout installed without the
-``pyirt`` extra, from the configured package index (pip may use its cache); then ``irtlib
+A fresh virtual environment (no system site-packages, no pip of its own) gets this checkout installed
+without the ``pyirt`` extra by pip from the configured package index (pip may use its cache); then ``irtlib
 calibrate`` and ``irtlib evaluate`` run end to end through the installed console script, and
 ``python -X importtime`` shows that torch, pyro and py-irt were never imported. Asking for the
 py-irt engine there gives one clear error naming the extra. Takes about half a minute.
@@ -36,15 +36,22 @@ def light_env(tmp_path_factory):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     shutil.copytree(REPO / "irtlib", src / "irtlib", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    # no COVERAGE_* either: pip is not irtlib, and the light environment has no coverage to start
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME") and not k.startswith("COVERAGE_")}
     env["PYTHONWARNINGS"] = "ignore"
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env, timeout=300)
+    # no pip of its own: this environment's pip installs into it (pip --python); nothing byte-compiled
+    # ahead (--no-compile: Python compiles only what the tests import)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env, timeout=300)
     python = venv / "bin" / "python"
-    proc = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(src)], capture_output=True, text=True,
-                          env=env, timeout=1200)
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-compile",
+                           "--disable-pip-version-check", str(src)], capture_output=True, text=True, env=env,
+                          timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return {"root": root, "python": python, "irtlib": venv / "bin" / "irtlib", "env": env}
+    # the first run writes the byte code of what it imports into the venv (a temporary one), the next runs reuse it
+    run_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {"root": root, "python": python, "irtlib": venv / "bin" / "irtlib", "env": run_env}
 
 
 def _run(env, *args, cwd):

@@ -16,6 +16,7 @@ What a rendered code cell looks like (myst-nb 1.x): ``div.cell`` with the classe
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from pathlib import Path
@@ -34,7 +35,9 @@ DECIMALS_EXEMPT: dict[str, str] = {}
 PLACEHOLDER_URL = re.compile(r"https?://github\.com/(?:example|executablebooks/jupyter-book)\b[^\s\"'<]*", re.I)
 
 
+@functools.lru_cache(maxsize=64)
 def _soup(html: str) -> BeautifulSoup:
+    """The page parsed once (several checks read the same page; none of them changes the tree)."""
     return BeautifulSoup(html, "html.parser")
 
 

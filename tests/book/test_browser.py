@@ -160,6 +160,9 @@ def visited(server, browser):
             ),
             "page_errors": [e for e in console_errors if not KNOWN_JS_ERRORS.search(e)],
         }
+        if path != "index.html":  # index.html only redirects to the introduction, measured as itself
+            # the layout once MathJax has typeset the page (the reader's final layout)
+            facts[path]["layout"] = {name: page.evaluate(js) for name, js in LAYOUT_SCRIPTS.items()}
     yield {"facts": facts, "page": page, "server": server, "blocked": blocked, "served": served}
     context.close()
 
@@ -238,23 +241,11 @@ TABLE_WIDTHS_JS = """() => {
 }"""
 
 
-def _on_every_page(visited, scripts: dict) -> dict:
-    """``{path: {name: result}}``: each script of ``scripts`` evaluated on every page (not index.html)."""
-    page = visited["page"]
-    found = {}
-    for path in _page_urls():
-        if path == "index.html":
-            continue
-        page.goto(f"{visited['server']}/{path}", wait_until="load")
-        found[path] = {name: page.evaluate(js) for name, js in scripts.items()}
-    return found
-
-
 @pytest.fixture(scope="module")
 def page_facts(visited):
-    """Per page: its tables' widths, the words broken inside table cells and the figures without a
-    number (one visit of every page for all three)."""
-    return _on_every_page(visited, {"tables": TABLE_WIDTHS_JS, "broken": CELL_BREAKS_JS, "figures": FIGURES_JS})
+    """Per page (not index.html): its tables' widths, the words broken inside table cells and the figures
+    without a number, measured during the one visit of every page (``visited``)."""
+    return {path: facts["layout"] for path, facts in visited["facts"].items() if "layout" in facts}
 
 
 @pytest.fixture(scope="module")
@@ -361,6 +352,10 @@ FIGURES_JS = """() => {
 def layout(page_facts):
     """Per page: the words broken inside table cells and the figures without a number."""
     return page_facts
+
+
+#: What ``visited`` evaluates on every page besides its facts (``page_facts``).
+LAYOUT_SCRIPTS = {"tables": TABLE_WIDTHS_JS, "broken": CELL_BREAKS_JS, "figures": FIGURES_JS}
 
 
 def test_no_word_or_number_breaks_inside_a_table_cell(layout):
