@@ -30,8 +30,9 @@ def test_the_fast_suite_leaves_out_exactly_the_registered_markers():
 
 def test_make_venv_installs_the_lock_with_hashes():
     makefile = (ROOT / "Makefile").read_text()
-    recipe = re.search(r"^\$\(VENV_STAMP\): pyproject.toml \$\(LOCK\)\n((?:\t.*\n)+)", makefile, flags=re.M).group(1)
+    recipe = re.search(r"^\$\(VENV_STAMP\): pyproject.toml bookkit/pyproject.toml \$\(LOCK\)\n((?:\t.*\n)+)",
+                       makefile, flags=re.M).group(1)
     assert "pip install --require-hashes --no-deps -r $(LOCK)" in recipe
-    assert "pip install --no-deps --no-build-isolation -e ." in recipe
+    assert "pip install --no-deps --no-build-isolation -e . -e bookkit" in recipe
     assert re.search(r"^LOCK := requirements-lock.txt$", makefile, flags=re.M)
     assert "-r requirements-lock.txt" in (ROOT / "environment.yml").read_text()

@@ -194,7 +194,9 @@ def test_every_answer_notebook_is_the_chapter_the_book_executed(kit, chapter):
 
 # ----------------------------------------------------------------------------- papermill on .md
 def test_pyproject_registers_the_papermill_handler():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    """The book's package registers papermill's MyST reader; the library's wheel registers nothing for papermill."""
+    assert "entry-points" not in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "bookkit" / "pyproject.toml").read_text())["project"]
     target = project["entry-points"]["papermill.io"]["jupytext://"]
     module, _, name = target.partition(":")
     assert (module, name) == ("irtbook._papermill_handler", "JupytextHandler")
@@ -225,11 +227,11 @@ def test_handler_reads_myst_and_passes_json_through(tmp_path):
 
 
 def _entry_point_path(tmp_path: Path) -> str:
-    """A directory that registers the pyproject's papermill entry point (as `pip install` would)."""
+    """A directory that registers the book package's papermill entry point (as `pip install` would)."""
     dist = tmp_path / "ep" / "irtlib_papermill_test-0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: irtlib-papermill-test\nVersion: 0\n")
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "bookkit" / "pyproject.toml").read_text())["project"]
     lines = [f"{k} = {v}" for k, v in project["entry-points"]["papermill.io"].items()]
     (dist / "entry_points.txt").write_text("[papermill.io]\n" + "\n".join(lines) + "\n")
     return str(dist.parent)

@@ -1,6 +1,7 @@
 """The formula module: every 1PL/2PL/3PL formula in irtlib.core.kernels, exact and tail-safe.
 
-Two kinds of test: (1) an AST scan of ``irtlib/`` that fails when a probability or an
+Two kinds of test: (1) an AST scan of ``irtlib/`` and of the book's package ``bookkit/irtbook/``
+(named ``book/...`` here) that fails when a probability or an
 information is computed outside the kernel module (issue 20, "One place for each formula"),
 with an explicit allow-list; (2) the kernels against independent computations: finite
 differences, 50-digit arithmetic (mpmath) in the tails ``|z| = 40`` and ``800``, scipy.
@@ -18,7 +19,20 @@ import pytest
 from irtlib.core import kernels as K
 
 ROOT = Path(__file__).resolve().parents[2] / "irtlib"
+#: The book's own package, whose modules the scan names ``book/<module>.py``.
+BOOK = Path(__file__).resolve().parents[2] / "bookkit" / "irtbook"
 KERNEL = "core/kernels.py"
+
+
+def _source(rel: str) -> Path:
+    """The file of a scan name: ``book/x.py`` in the book's package, anything else in irtlib."""
+    return BOOK / rel.removeprefix("book/") if rel.startswith("book/") else ROOT / rel
+
+
+def _scanned() -> list[tuple[str, Path]]:
+    """Every module the scan reads, as (name, path): irtlib's, then the book's as ``book/...``."""
+    return ([(p.relative_to(ROOT).as_posix(), p) for p in sorted(ROOT.rglob("*.py"))]
+            + [("book/" + p.relative_to(BOOK).as_posix(), p) for p in sorted(BOOK.rglob("*.py"))])
 
 #: Where a formula-shaped expression is allowed outside the kernel module, and why.
 #: Keys: "path" (the whole module) or "path::Class" / "path::function" (that definition only).
@@ -101,15 +115,14 @@ def _owner(tree: ast.AST, lineno: int) -> list[str]:
 
 def test_probability_and_information_are_computed_only_in_the_kernel_module():
     found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
+    for rel, path in _scanned():
         if rel == KERNEL or rel in ALLOWED:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for lineno, what in formula_sites(tree):
             if any(f"{rel}::{name}" in ALLOWED for name in _owner(tree, lineno)):
                 continue
-            found.append(f"irtlib/{rel}:{lineno}: {what}")
+            found.append(f"{path}:{lineno}: {what}")
     assert found == [], "use irtlib.core.kernels instead:\n" + "\n".join(found)
 
 
@@ -121,7 +134,7 @@ def test_the_scan_sees_each_pattern_and_the_allow_list_is_live():
     assert [line for line, _ in formula_sites(ast.parse(src))] == [1, 2, 3]
     for key in ALLOWED:                      # every entry still names something that exists
         rel, _, name = key.partition("::")
-        tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
+        tree = ast.parse(_source(rel).read_text(encoding="utf-8"))
         assert not name or name in {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}, key
         sites = formula_sites(tree)
         assert sites if not name else any(name in _owner(tree, line) for line, _ in sites), f"stale: {key}"
