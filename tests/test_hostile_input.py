@@ -350,14 +350,20 @@ def test_report_force_over_a_file_and_leftovers(ws, cli):
     assert before["wide.csv"] == (ws / "wide.csv").read_bytes()
 
 
-def test_report_sigterm_leaves_no_temporary_directory(ws):
-    """SIGTERM (timeout, a cancelled CI job) is handled like Ctrl-C: nothing half-written is left."""
+@pytest.mark.parametrize("inherited_mask", [set(), {signal.SIGTERM, signal.SIGINT}], ids=["unblocked", "blocked"])
+def test_report_sigterm_leaves_no_temporary_directory(ws, inherited_mask):
+    """SIGTERM (timeout, a cancelled CI job) is handled like Ctrl-C: nothing half-written is left.
+
+    Also when the command was started with SIGTERM blocked (a mask inherited from the parent's
+    thread), which would otherwise hold the signal back until the report had been written.
+    """
     big = simulate(40, 120, seed=3)
     big.to_csv(ws / "big.csv", index=False)
     before = snapshot(ws)
     env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "irtlib", "report", "big.csv", "-o", "rep", "--n-splits", "200",
-                             "-q"], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "-q"], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, inherited_mask))
     try:
         deadline = time.monotonic() + 120
         while not any(p.name.startswith(".rep.") for p in ws.iterdir()):

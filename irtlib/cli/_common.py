@@ -131,7 +131,13 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def terminate_as_interrupt():
-    """Turn SIGTERM into :class:`Terminated` while a command runs (main thread only)."""
+    """Turn SIGTERM into :class:`Terminated` while a command runs (main thread only).
+
+    SIGTERM and SIGINT are also unblocked for the command's duration: a process started from
+    a thread that had them blocked (a test runner's worker, a resource tracker's spawn) inherits
+    the mask, and a blocked SIGTERM would otherwise wait, unseen, until the command had finished
+    and written its output. The previous mask is restored afterwards.
+    """
     import threading
 
     if threading.current_thread() is not threading.main_thread():
@@ -142,9 +148,11 @@ def terminate_as_interrupt():
         raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     try:
         yield
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGTERM, previous)
 
 
