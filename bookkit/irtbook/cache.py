@@ -23,7 +23,7 @@ import numpy as np
 
 from irtlib.io.atomic import atomic_write
 
-__all__ = ["cached", "cache_path", "library_fingerprint", "array_checksum", "is_presentation", "presentation_modules",
+__all__ = ["cached", "cached_call", "content_key", "cache_path", "library_fingerprint", "array_checksum", "is_presentation", "presentation_modules",
            "PRESENTATION_PACKAGES", "PRESENTATION_MARKER"]
 
 
@@ -137,3 +137,71 @@ def cached(compute: Callable[[], Any], *, key: Any, cache_dir: str | os.PathLike
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), force=True)
     return value
+
+
+def content_key(value: Any) -> Any:
+    """A deterministic description of ``value`` by its content, for a cache key.
+
+    Arrays, pandas objects and response matrices are replaced by a checksum of their values and
+    labels; a :class:`~irtbook.pipeline.Benchmark` by its name, rule and
+    :attr:`~irtbook.pipeline.Benchmark.checksum`; tuples, lists and dicts element by element;
+    numbers, strings, booleans and None stand for themselves.
+
+    Raises
+    ------
+    TypeError
+        For any other type (a generator, a callable, an object without a content checksum):
+        its ``repr`` could name a memory address or hide what a result depends on.
+    """
+    import pandas as pd
+
+    from irtlib.core.responses import ResponseMatrix
+
+    from .pipeline import Benchmark
+
+    if value is None or isinstance(value, (bool, int, float, str, np.integer, np.floating)):
+        return value
+    if isinstance(value, np.ndarray):
+        return ("array", array_checksum(value))
+    if isinstance(value, (pd.Series, pd.DataFrame, pd.Index)):
+        frame = value.to_frame() if isinstance(value, (pd.Series, pd.Index)) else value
+        labels = [np.asarray(frame.columns.map(str))] + ([] if isinstance(value, pd.Index)
+                                                          else [np.asarray(frame.index.map(str))])
+        return (type(value).__name__, array_checksum(pd.util.hash_pandas_object(frame, index=False).to_numpy(),
+                                                     *labels))
+    if isinstance(value, ResponseMatrix):
+        return ("ResponseMatrix", array_checksum(value.values, np.asarray(value.models.map(str)),
+                                                 np.asarray(value.items.map(str))))
+    if isinstance(value, Benchmark):
+        return ("Benchmark", value.name, value.rule, value.checksum)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(content_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), content_key(v)) for k, v in value.items())))
+    raise TypeError(f"content_key: cannot key a cache entry on a {type(value).__name__} "
+                    "(pass arrays, pandas objects, response matrices, benchmarks, numbers or strings)")
+
+
+def cached_call(func: Callable[..., Any], /, *args: Any, cache_dir: str | os.PathLike | None, **kwargs: Any) -> Any:
+    """``func(*args, **kwargs)`` through :func:`cached`, keyed by the function's name and its arguments' content.
+
+    For a chapter's deterministic (seeded) computations on data: the key is the function's module
+    and qualified name with :func:`content_key` of every argument, so the same call on the same
+    data under the same library reuses the stored result, and any change to the data, an argument
+    or the library's code recomputes it.
+
+    Parameters
+    ----------
+    func : callable
+        A module-level function of irtlib or of this package (its code is in the fingerprint).
+    *args, **kwargs
+        Its arguments, each accepted by :func:`content_key`.
+    cache_dir : path or None
+        As in :func:`cached` (None: no caching).
+    """
+    if func.__module__.split(".")[0] not in ("irtlib", "irtbook"):
+        raise ValueError(f"cached_call: {func.__module__}.{func.__qualname__} is not irtlib's or irtbook's, so a "
+                         "change to its code would not invalidate the cache")
+    key = ("call", func.__module__, func.__qualname__, content_key(args),
+           content_key(dict(kwargs)))
+    return cached(lambda: func(*args, **kwargs), key=key, cache_dir=cache_dir)

@@ -147,3 +147,40 @@ def test_entries_use_the_one_atomic_writer(tmp_path, monkeypatch):
     except OSError:
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == [entry.name]     # no temporary left behind
+
+
+def test_cached_call_reuses_the_entry_for_equal_content_and_recomputes_on_a_change(tmp_path):
+    import pickle
+
+    from irtbook.cache import cached_call
+    from irtbook.primer import test_information
+
+    theta, a, b = np.linspace(-2, 2, 5), np.array([1.0, 2.0]), np.array([0.0, 0.5])
+    first = cached_call(test_information, theta, a, b, cache_dir=tmp_path)
+    np.testing.assert_array_equal(first, test_information(theta, a, b))
+    (entry,) = tmp_path.glob("*.pkl")
+    entry.write_bytes(pickle.dumps("stored"))            # a later equal call must read this entry
+    assert cached_call(test_information, theta.copy(), a.copy(), b.copy(), cache_dir=tmp_path) == "stored"
+    changed = cached_call(test_information, theta, a, b + 0.25, cache_dir=tmp_path)
+    np.testing.assert_array_equal(changed, test_information(theta, a, b + 0.25))
+    assert len(list(tmp_path.glob("*.pkl"))) == 2
+
+
+def test_content_key_tells_labels_apart_and_refuses_what_it_cannot_key():
+    import pandas as pd
+    import pytest
+
+    from irtbook.cache import cached_call, content_key
+    from irtlib.core.responses import ResponseMatrix
+
+    values = np.array([[1.0, 0.0], [np.nan, 1.0]])
+    m = ResponseMatrix(values, ["m1", "m2"], ["i1", "i2"])
+    assert content_key(m) == content_key(ResponseMatrix(values.copy(), ["m1", "m2"], ["i1", "i2"]))
+    assert content_key(m) != content_key(ResponseMatrix(values, ["m1", "m2"], ["i1", "i3"]))
+    s = pd.Series([1.0, 2.0], index=["x", "y"])
+    assert content_key(s) != content_key(pd.Series([1.0, 2.0], index=["x", "z"]))
+    assert content_key({"k": [1, 2.5]}) == content_key({"k": [1, 2.5]}) != content_key({"k": (1, 2.5)})
+    with pytest.raises(TypeError, match="cannot key a cache entry on a object"):
+        content_key(object())
+    with pytest.raises(ValueError, match="not irtlib's or irtbook's"):
+        cached_call(np.sum, values, cache_dir=None)
