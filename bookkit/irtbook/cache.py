@@ -23,7 +23,8 @@ import numpy as np
 
 from irtlib.io.atomic import atomic_write
 
-__all__ = ["cached", "cached_call", "content_key", "cache_path", "library_fingerprint", "array_checksum", "is_presentation", "presentation_modules",
+__all__ = ["cached", "cached_call", "content_key",
+           "cache_path", "library_fingerprint", "array_checksum", "is_presentation", "presentation_modules",
            "PRESENTATION_PACKAGES", "PRESENTATION_MARKER"]
 
 
