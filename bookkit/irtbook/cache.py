@@ -140,6 +140,11 @@ def cached(compute: Callable[[], Any], *, key: Any, cache_dir: str | os.PathLike
     return value
 
 
+def _labels(index) -> np.ndarray:
+    """An index's labels as a fixed-width text array (an object array's bytes would be its pointers)."""
+    return np.array([str(label) for label in index], dtype=str)
+
+
 def content_key(value: Any) -> Any:
     """A deterministic description of ``value`` by its content, for a cache key.
 
@@ -166,13 +171,11 @@ def content_key(value: Any) -> Any:
         return ("array", array_checksum(value))
     if isinstance(value, (pd.Series, pd.DataFrame, pd.Index)):
         frame = value.to_frame() if isinstance(value, (pd.Series, pd.Index)) else value
-        labels = [np.asarray(frame.columns.map(str))] + ([] if isinstance(value, pd.Index)
-                                                          else [np.asarray(frame.index.map(str))])
+        labels = [_labels(frame.columns)] + ([] if isinstance(value, pd.Index) else [_labels(frame.index)])
         return (type(value).__name__, array_checksum(pd.util.hash_pandas_object(frame, index=False).to_numpy(),
                                                      *labels))
     if isinstance(value, ResponseMatrix):
-        return ("ResponseMatrix", array_checksum(value.values, np.asarray(value.models.map(str)),
-                                                 np.asarray(value.items.map(str))))
+        return ("ResponseMatrix", array_checksum(value.values, _labels(value.models), _labels(value.items)))
     if isinstance(value, Benchmark):
         return ("Benchmark", value.name, value.rule, value.checksum)
     if isinstance(value, (tuple, list)):

@@ -175,7 +175,9 @@ def test_content_key_tells_labels_apart_and_refuses_what_it_cannot_key():
 
     values = np.array([[1.0, 0.0], [np.nan, 1.0]])
     m = ResponseMatrix(values, ["m1", "m2"], ["i1", "i2"])
-    assert content_key(m) == content_key(ResponseMatrix(values.copy(), ["m1", "m2"], ["i1", "i2"]))
+    built = ["".join(("m", str(k))) for k in (1, 2)]        # equal labels, other string objects
+    assert content_key(m) == content_key(ResponseMatrix(values.copy(), built, ["i1", "i2"]))
+    assert content_key(pd.Series([1.0], index=["x"])) == content_key(pd.Series([1.0], index=["".join("x")]))
     assert content_key(m) != content_key(ResponseMatrix(values, ["m1", "m2"], ["i1", "i3"]))
     s = pd.Series([1.0, 2.0], index=["x", "y"])
     assert content_key(s) != content_key(pd.Series([1.0, 2.0], index=["x", "z"]))
