@@ -10,8 +10,8 @@ sums stay with numpy, so the score and its slope are the numpy path's bit for bi
 
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's terms with
-:func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of ``a (theta - b)``, and returns the kernel
-only if every term is equal; otherwise, or without a compiler, or with ``IRTLIB_FUSED_KERNEL=0``,
+:func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
+``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a compiler, or with ``IRTLIB_FUSED_KERNEL=0``,
 the estimator keeps its numpy path (no warning: the numbers are the same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and below.
@@ -64,8 +64,11 @@ def score_terms(lib: ctypes.CDLL, rows: np.ndarray, theta: np.ndarray, x: np.nda
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s on cells covering
-    the range of ``a (theta - b)`` (the numpy path of ``_MleRun._score`` computes those, bit for bit)."""
+    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s.
+
+    On cells covering the range of ``a (theta - b)``; the numpy path of ``_MleRun._score`` computes
+    those terms, bit for bit.
+    """
     rng = np.random.default_rng(20261202)
     n, t = 64, 997
     a = np.exp(rng.normal(0.0, 1.5, (n, t)))
