@@ -11,8 +11,8 @@ sums stay with numpy, so the score and its slope are the numpy path's bit for bi
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's terms with
 :func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
-``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a compiler, or with ``IRTLIB_FUSED_KERNEL=0``,
-the estimator keeps its numpy path (no warning: the numbers are the same, only slower).
+``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a
+compiler, or with ``IRTLIB_FUSED_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers are the same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and below.
 """
