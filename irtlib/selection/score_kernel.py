@@ -12,7 +12,8 @@ Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags a
 directory). The first :func:`load` of a process compares the kernel's terms with
 :func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
 ``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a
-compiler, or with ``IRTLIB_FUSED_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers are the same, only slower).
+compiler, or with ``IRTLIB_FUSED_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers
+are the same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and below.
 """
