@@ -5,8 +5,10 @@ administered items at every step of the adaptive test, so a test of ``K`` items 
 ``3 K^2 / 2`` score terms per model (SafetyBench's 3,000 items: most of the protocol's time). The
 numpy path (``_MleRun._score``) copies the rows' administered cells out and makes a dozen passes over
 them; ``_mle_kernel.c`` (beside this module) reads the rows in place and writes each cell's score and
-information terms in one pass, with the same operations in the same order, rounded alike. The row
-sums stay with numpy, so the score and its slope are the numpy path's bit for bit.
+information terms in one pass, with the same operations in the same order, rounded alike, and
+:class:`RowTerms` keeps them: the first evaluation of each step is at the previous step's estimate,
+where every earlier item's terms are known, so only the new item's are computed (about a third of
+the cells). The row sums stay with numpy, so the score and its slope are the numpy path's bit for bit.
 
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's terms with
@@ -28,7 +30,7 @@ import numpy as np
 
 from irtlib.core.kernels import score_and_information
 
-__all__ = ["SOURCE", "load", "score_terms"]
+__all__ = ["SOURCE", "load", "RowTerms"]
 
 SOURCE = Path(__file__).with_name("_mle_kernel.c")
 
@@ -38,30 +40,62 @@ _LOADED: dict = {}       # "lib": the library or None once load() has decided
 def _bind(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    lib.mle_terms.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
+    lib.mle_terms.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.mle_terms.restype = None
     return lib
 
 
-def score_terms(lib: ctypes.CDLL, rows: np.ndarray, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray,
-                t: int, g: np.ndarray, h: np.ndarray | None) -> None:
-    """Write the terms of ``rows`` (of the C-contiguous ``x``, ``a``, ``b``) over their first ``t`` columns.
+def _terms(lib: ctypes.CDLL, rows: np.ndarray, theta: np.ndarray, start: np.ndarray, x: np.ndarray, a: np.ndarray,
+           b: np.ndarray, t: int, g: np.ndarray, h: np.ndarray) -> None:
+    """Columns ``start[i] <= j < t`` of row ``rows[i]`` of ``g`` and ``h`` (all C-contiguous float64 of one shape)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    start = np.ascontiguousarray(start, dtype=np.int64)
+    lib.mle_terms(rows.size, int(t), a.shape[1], rows.ctypes.data, theta.ctypes.data, start.ctypes.data,
+                  x.ctypes.data, a.ctypes.data, b.ctypes.data, g.ctypes.data, h.ctypes.data)
+
+
+class RowTerms:
+    """Every model's score and information terms at the ability it was last evaluated at, kept between calls.
+
+    An adaptive test re-solves a model's ability after each new item starting from the previous
+    estimate, where the last call evaluated every earlier item's terms: those are kept, and only
+    the new item's are computed. A row evaluated at another ability is computed whole.
 
     Parameters
     ----------
     lib : the loaded kernel (:func:`load`)
-    rows : ndarray of int64, shape (n,)
-    theta : ndarray of float64, shape (n,)
-    x, a, b : ndarray of float64, shape (n_models, capacity), C-contiguous
-    t : int
-        Administered steps (``t <= capacity``).
-    g, h : ndarray of float64, shape (n, t), C-contiguous
-        Receive the score and information terms (``h`` None: not computed).
     """
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
-    theta = np.ascontiguousarray(theta, dtype=np.float64)
-    lib.mle_terms(rows.size, int(t), x.shape[1], rows.ctypes.data, theta.ctypes.data, x.ctypes.data,
-                  a.ctypes.data, b.ctypes.data, g.ctypes.data, None if h is None else h.ctypes.data)
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        self.g = self.h = self.at = self.upto = None
+
+    def sums(self, rows: np.ndarray, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray,
+             t: int) -> tuple[np.ndarray, np.ndarray]:
+        """The score ``sum a (x Q - (1 - x) P)`` and information ``sum a^2 P Q`` of ``rows`` on ``t`` items.
+
+        Parameters
+        ----------
+        rows : ndarray of int, shape (n,)
+        theta : ndarray, shape (n,)
+        x, a, b : ndarray, shape (n_models, capacity), C-contiguous float64
+            The administered responses and parameters (0 where nothing was given); columns below
+            ``t`` must not change between calls.
+        t : int
+
+        Returns
+        -------
+        score, information : ndarray, shape (n,)
+            numpy's row sums of the terms, so the numpy path's values bit for bit.
+        """
+        if self.g is None or self.g.shape != a.shape:
+            self.g, self.h = np.zeros(a.shape), np.zeros(a.shape)
+            self.at, self.upto = np.full(a.shape[0], np.nan), np.zeros(a.shape[0], dtype=np.int64)
+        start = np.where(self.at[rows] == theta, np.minimum(self.upto[rows], t), 0)
+        _terms(self.lib, rows, theta, start, x, a, b, t, self.g, self.h)
+        self.at[rows], self.upto[rows] = theta, t
+        return self.g[rows, :t].sum(axis=1), self.h[rows, :t].sum(axis=1)
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
@@ -78,7 +112,7 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
     x = (rng.random((n, t)) < 0.5).astype(float)
     theta = np.concatenate([rng.uniform(-8.0, 8.0, n - 4), [-8.0, 8.0, 0.0, 700.0]])
     g, h = np.empty((n, t)), np.empty((n, t))
-    score_terms(lib, np.arange(n), theta, x, a, b, t, g, h)
+    _terms(lib, np.arange(n), theta, np.zeros(n, dtype=np.int64), x, a, b, t, g, h)
     g0, h0 = score_and_information(x, theta[:, None], a, b)
     return bool(np.array_equal(g, g0) and np.array_equal(h, h0))
 
