@@ -23,7 +23,6 @@ Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver)
 from __future__ import annotations
 
 import ctypes
-import os
 from pathlib import Path
 
 import numpy as np
@@ -123,15 +122,8 @@ def load() -> ctypes.CDLL | None:
     Decided once per process.
     """
     if "lib" not in _LOADED:
-        lib = None
-        if os.environ.get("IRTLIB_FUSED_KERNEL", "1") != "0":
-            from irtlib.calibration.fused_kernel import compile_kernel
+        from irtlib.calibration.fused_kernel import compiled
 
-            try:
-                lib = _bind(compile_kernel(source=SOURCE))
-            except OSError:
-                lib = None
-            if lib is not None and not _matches_numpy(lib):
-                lib = None
-        _LOADED["lib"] = lib
+        lib = compiled(SOURCE, _bind, switch="IRTLIB_FUSED_KERNEL")
+        _LOADED["lib"] = lib if lib is not None and _matches_numpy(lib) else None
     return _LOADED["lib"]
