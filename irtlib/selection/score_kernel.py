@@ -14,7 +14,7 @@ Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags a
 directory). The first :func:`load` of a process compares the kernel's terms with
 :func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
 ``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a
-compiler, or with ``IRTLIB_FUSED_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers
+compiler, or with ``IRTLIB_SCORE_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers
 are the same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and below.
@@ -117,13 +117,13 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
 
 
 def load() -> ctypes.CDLL | None:
-    """The compiled kernel, or None (no compiler, ``IRTLIB_FUSED_KERNEL=0``, or terms unlike numpy's).
+    """The compiled kernel, or None (no compiler, ``IRTLIB_SCORE_KERNEL=0``, or terms unlike numpy's).
 
     Decided once per process.
     """
     if "lib" not in _LOADED:
         from irtlib.calibration.fused_kernel import compiled
 
-        lib = compiled(SOURCE, _bind, switch="IRTLIB_FUSED_KERNEL")
+        lib = compiled(SOURCE, _bind, switch="IRTLIB_SCORE_KERNEL")
         _LOADED["lib"] = lib if lib is not None and _matches_numpy(lib) else None
     return _LOADED["lib"]

@@ -372,5 +372,5 @@ def test_mle_score_kernel_is_off_when_turned_off(monkeypatch):
     from irtlib.selection import score_kernel
 
     monkeypatch.setattr(score_kernel, "_LOADED", {})
-    monkeypatch.setenv("IRTLIB_FUSED_KERNEL", "0")
+    monkeypatch.setenv("IRTLIB_SCORE_KERNEL", "0")
     assert score_kernel.load() is None
