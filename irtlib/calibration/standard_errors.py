@@ -61,6 +61,9 @@ Priors = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
 PAPER_PRIORS: Priors = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
 #: Items per block of the passes over the matrix (memory: a few ``n_models x ITEM_BLOCK`` arrays).
 ITEM_BLOCK = 2048
+#: The first pass keeps each block's ``C D`` (16 bytes a cell) for the second when all of them take at most
+#: this many bytes, instead of computing them again (about half the second pass's cost).
+KEEP_BYTES = 512 << 20
 
 
 def _blocks(n: int) -> Iterator[slice]:
@@ -133,6 +136,7 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
     n_models, n_items = x.shape
     blocks = list(_blocks(n_items))
     done = iter(range(1, 2 * len(blocks) + 1))
+    keep = 16 * n_models * n_items <= KEEP_BYTES
     tick = None if progress is None else (lambda: progress(next(done), 2 * len(blocks)))
 
     def item_inverse(j_aa, j_ab, j_bb):             # D_j = inverse of the item's block, None if not PD
@@ -148,7 +152,7 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
         if d is None:
             return None
         m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
-        return (w * a[cols] ** 2).sum(axis=1), c_al @ m_al.T + c_b @ m_b.T, d
+        return (w * a[cols] ** 2).sum(axis=1), c_al @ m_al.T + c_b @ m_b.T, (d, (m_al, m_b) if keep else None)
 
     schur = np.zeros((n_models, n_models))
     j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
@@ -169,11 +173,14 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
     u = s_inv @ lt                                             # S^-1 L^T, (n_models, 2)
     k_inv = np.linalg.pinv(lt.T @ u) if given_scale else np.zeros((0, 0))
     d_of = {cols.start: d for cols, d in zip(blocks, inv, strict=True)}
+    del inv
 
     def variances(cols):                            # this block's var log a, var b, cov
-        d = d_of[cols.start]
-        c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
-        m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+        d, kept = d_of.pop(cols.start)              # (the kept C D of the block is dropped once used)
+        if kept is None:
+            c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+            kept = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+        m_al, m_b = kept
         s_al, s_b = s_inv @ m_al, s_inv @ m_b
         v_al, v_b = m_al.T @ u, m_b.T @ u                       # items' covariance with L theta (sign squared away)
         return (d[0] + (m_al * s_al).sum(axis=0) - ((v_al @ k_inv) * v_al).sum(axis=1),

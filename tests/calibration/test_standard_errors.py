@@ -94,6 +94,21 @@ def test_blocks_on_several_threads_give_the_one_thread_errors_bit_for_bit(monkey
     assert ticks == [(k, 12) for k in range(1, 13)]            # each block of both passes, in order
 
 
+def test_keeping_the_first_passes_products_gives_the_recomputed_errors_bit_for_bit(monkeypatch):
+    import irtlib.calibration.standard_errors as module
+
+    rng = np.random.default_rng(8)
+    x = draw(rng, *simulate(rng, 18, 11))
+    x[rng.random(x.shape) < 0.15] = np.nan
+    theta, a, b, _ = fit_map(x)
+    monkeypatch.setattr(module, "ITEM_BLOCK", 4)
+    kept = item_standard_errors(x, a, b, theta)
+    monkeypatch.setattr(module, "KEEP_BYTES", 0)               # every block computed again in the second pass
+    again = item_standard_errors(x, a, b, theta)
+    np.testing.assert_array_equal(kept.to_numpy(), again.to_numpy())
+    np.testing.assert_array_equal(kept.attrs["se_theta"], again.attrs["se_theta"])
+
+
 def test_bootstrap_reports_each_refit():
     rng = np.random.default_rng(4)
     x = draw(rng, *simulate(rng, 20, 8))
