@@ -22,9 +22,9 @@ import numpy as np
 
 
 def main(argv=None) -> None:
+    import irtlib.calibration.standard_errors as module
     from irtlib.calibration.cells import available_cores
     from irtlib.calibration.joint_map import fit_map
-    import irtlib.calibration.standard_errors as module
     from irtlib.calibration.standard_errors import item_standard_errors
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
