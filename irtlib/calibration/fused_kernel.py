@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["SOURCE", "load", "compile_kernel", "bind_library", "kernel_fingerprint", "compiled"]
@@ -115,7 +116,7 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
     return target
 
 
-def compiled(source: Path, bind, *, switch: str) -> ctypes.CDLL | None:
+def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str) -> ctypes.CDLL | None:
     """``bind(compile_kernel(source=source))``, or None where it cannot be built or ``$switch`` is ``"0"``.
 
     For the kernels that check their own numbers after loading (:mod:`irtlib.calibration.stream_kernel`,
