@@ -17,8 +17,13 @@ baseline) and the library's, in this process, on the same inputs; the results mu
    every item; now the step reuses the check's score and a step that cannot move runs no check.
 3. :func:`irtlib.protocol.agreement.agreement_curves` on those runs: before, a pandas Series per
    group (and a deep copy of the results' ``attrs`` into each) for the quantiles.
+4. Fluid's MLE score terms (``--kernel``): numpy's dozen passes over the copied rows
+   (``_MleRun._score`` without :mod:`irtlib.selection.score_kernel`) against the C kernel's one
+   pass over the rows in place, along the protocol's Fluid run of ``--splits`` splits, alternated
+   twice in this process (the best of each); every item and ability of every step must be equal.
 
     .venv/bin/python benchmarks/bench_selection.py [--static safetybench airbench2024] [--fluid wmdp-bio] [--splits 10]
+        [--kernel safetybench wmdp-bio]   (``--static --fluid --kernel safetybench``: only the kernel's A/B)
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import pandas as pd  # noqa: E402
 from irtbook.pipeline import book_protocol, load_benchmark, protocol_budgets, split_cache  # noqa: E402
 from irtlib.core.ability import map_ability  # noqa: E402
 from irtlib.protocol import agreement as ag  # noqa: E402
-from irtlib.selection import estimators  # noqa: E402
+from irtlib.selection import estimators, score_kernel  # noqa: E402
 from irtlib.selection import static as st  # noqa: E402
 from irtlib.selection.methods import REGISTRY, Training  # noqa: E402
 
@@ -182,10 +187,50 @@ def bench_curves(rows: pd.DataFrame) -> float:
     return t_old / t_new
 
 
+# ---------------------------------------------------------------------------- 4. the MLE's C kernel
+def bench_kernel(name: str, *, splits: int, cache_dir: str) -> float:
+    bench, proto, values, ref, ks = _protocol_inputs(name, cache_dir)
+    lib = score_kernel.load()
+    if lib is None:
+        print(f"  {bench.display_name}: the kernel cannot be built here; nothing to compare")
+        return float("nan")
+    trajectories, times = {"numpy": [], "kernel": []}, {"numpy": [], "kernel": []}
+    real = ag.run_adaptive
+
+    def run(which):
+        def spy(*args, **kwargs):
+            traj = real(*args, **kwargs)
+            trajectories[which].append(traj)
+            return traj
+
+        ag.run_adaptive = spy
+        score_kernel._LOADED["lib"] = None if which == "numpy" else lib
+        try:
+            return ag.run_splits(values, ref, list(range(splits)), ks=ks, methods=("fluid",), n_test=proto.n_test,
+                                 seed=proto.seed, protocol=proto, calibration_cache=split_cache(cache_dir))
+        finally:
+            ag.run_adaptive = real
+            score_kernel._LOADED["lib"] = lib
+
+    for _ in range(2):
+        for which in ("numpy", "kernel"):
+            times[which].append(_cpu(lambda w=which: run(w))[1])
+    first = trajectories["numpy"][0]
+    for traj in trajectories["numpy"][1:] + trajectories["kernel"]:
+        assert np.array_equal(traj.items, first.items), "the items given differ"
+        assert np.array_equal(traj.estimate, first.estimate, equal_nan=True), "the ability paths differ"
+    t_old, t_new = min(times["numpy"]), min(times["kernel"])
+    print(f"  {bench.display_name}, {splits} splits x {proto.n_test} test models, Fluid to k = {ks[-1]}: "
+          f"the run {t_old:.1f} s -> {t_new:.1f} s CPU (best of 2, alternated), {t_old / t_new:.2f}x; "
+          "every item and ability of every step identical")
+    return t_old / t_new
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--static", nargs="+", default=["safetybench", "airbench2024"])
-    parser.add_argument("--fluid", nargs="+", default=["wmdp-bio"])
+    parser.add_argument("--static", nargs="*", default=["safetybench", "airbench2024"])
+    parser.add_argument("--fluid", nargs="*", default=["wmdp-bio"])
+    parser.add_argument("--kernel", nargs="*", default=["safetybench", "wmdp-bio"])
     parser.add_argument("--splits", type=int, default=10, help="splits of the Fluid runs (a QUICK build's 10)")
     parser.add_argument("--cache-dir", default="_build/cache")
     args = parser.parse_args(argv)
@@ -196,8 +241,12 @@ def main(argv=None) -> None:
     rows = None
     for name in args.fluid:
         _, rows = bench_fluid(name, splits=args.splits, cache_dir=args.cache_dir)
-    print("3. agreement_curves (the Fluid rows above, relabelled as 8 methods, with attrs as a run records them):")
-    bench_curves(rows)
+    if rows is not None:
+        print("3. agreement_curves (the Fluid rows above, relabelled as 8 methods, with attrs as a run records them):")
+        bench_curves(rows)
+    print(f"4. Fluid's MLE score terms, numpy against the C kernel ({args.splits} splits):")
+    for name in args.kernel:
+        bench_kernel(name, splits=args.splits, cache_dir=args.cache_dir)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                    scale: str = "fit", standard_errors: str = "observed", se_bootstrap: int = 50,
                    progress: Callable[[str], None] | None = None,
                    fit_progress: Callable[[int, float], None] | None = None,
+                   se_progress: Callable[[int, int], None] | None = None,
                    check_progress: Callable[[int, int], None] | None = None,
                    refit_progress: Callable[[int, float], None] | None = None) -> ItemBank:
     """Calibrate an item bank from a benchmark's binary response matrix.
@@ -110,6 +111,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         Called with a short message as each stage starts (the CLI prints them).
     fit_progress : callable(iteration, step), optional
         Called after each iteration of the MAP fit (:func:`irtlib.calibration.joint_map.fit_map`).
+    se_progress : callable(done, total), optional
+        Called as the standard errors advance (:func:`irtlib.calibration.standard_errors.item_standard_errors`'s
+        ``progress``: blocks of items, or bootstrap refits).
     check_progress : callable(done, total), optional
         Called as each refit and each replay of the interval check finishes.
     refit_progress : callable(iteration, step), optional
@@ -161,7 +165,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     if standard_errors != "none":
         say(f"standard errors of a and b ({standard_errors}"
             + (f": {se_bootstrap} refits, {engine} engine)" if standard_errors == "bootstrap" else ")"))
-        se = calibration_standard_errors(fitted, kept, method=standard_errors,
+        se = calibration_standard_errors(fitted, kept, method=standard_errors, progress=se_progress,
                                          **({"n_boot": se_bootstrap} if standard_errors == "bootstrap" else {}))
         unit = scale_record["fit_theta_sd"] if scale == "standard" else 1.0
         items["se_a"], items["se_b"] = se["se_a"] * unit, se["se_b"] / unit

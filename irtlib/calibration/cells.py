@@ -35,7 +35,7 @@ from irtlib.core.kernels import logit_z
 from irtlib.errors import InputError
 
 __all__ = ["BLOCK_CELLS", "TILE_CELLS", "SPARSE_BELOW", "DenseBlock", "SparseBlock", "split_blocks", "workspace",
-           "ThreadRunner", "DaskRunner", "make_runner"]
+           "available_cores", "ThreadRunner", "DaskRunner", "make_runner"]
 
 #: Cells per block: the unit of work of a thread (or a Dask task), and of the sums sent back.
 BLOCK_CELLS = 1 << 19
@@ -229,6 +229,11 @@ def split_blocks(values: np.ndarray, *, block_cells: int | None = None,
             for start in range(0, n_models, step)]
 
 
+def available_cores() -> int:
+    """The cores this process may use (its CPU affinity where the system reports one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 class ThreadRunner:
     """Runs passes over blocks held in memory, on ``n_threads`` threads.
 
@@ -242,8 +247,8 @@ class ThreadRunner:
     def __init__(self, blocks: Sequence, *, n_threads: int | None = None):
         self.blocks = list(blocks)
         self.states: list = [None] * len(self.blocks)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        self.n_threads = max(1, min(len(self.blocks), cores if n_threads is None else int(n_threads)))
+        cores = available_cores() if n_threads is None else int(n_threads)
+        self.n_threads = max(1, min(len(self.blocks), cores))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
 
     def run(self, fn: Callable, *args: Any, keep: bool = False) -> list:

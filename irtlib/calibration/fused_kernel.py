@@ -29,9 +29,10 @@ import shutil
 import subprocess
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["SOURCE", "load", "compile_kernel", "bind_library", "kernel_fingerprint"]
+__all__ = ["SOURCE", "load", "compile_kernel", "bind_library", "kernel_fingerprint", "compiled"]
 
 SOURCE = Path(__file__).with_name("_batch_kernels.c")
 #: Flags every build uses: optimised, position independent, GNU C (vector extensions), and no
@@ -113,6 +114,20 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str) -> ctypes.CDLL | None:
+    """``bind(compile_kernel(source=source))``, or None where it cannot be built or ``$switch`` is ``"0"``.
+
+    For the kernels that check their own numbers after loading (:mod:`irtlib.calibration.stream_kernel`,
+    :mod:`irtlib.selection.score_kernel`) and fall back silently.
+    """
+    if os.environ.get(switch, "1") == "0":
+        return None
+    try:
+        return bind(compile_kernel(source=source))
+    except OSError:
+        return None
 
 
 def bind_library(path: Path) -> ctypes.CDLL:

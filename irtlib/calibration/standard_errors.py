@@ -33,7 +33,8 @@ with replacement and reports the SD of each parameter over the refits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,7 @@ from irtlib.core.kernels import bernoulli_variance, logit_z, sigmoid
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
+from .cells import available_cores
 from .joint_map import Calibration
 
 __all__ = ["SE_METHODS", "PAPER_PRIORS", "Priors", "item_standard_errors", "calibration_standard_errors",
@@ -59,6 +61,9 @@ Priors = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
 PAPER_PRIORS: Priors = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
 #: Items per block of the passes over the matrix (memory: a few ``n_models x ITEM_BLOCK`` arrays).
 ITEM_BLOCK = 2048
+#: The first pass keeps each block's ``C D`` (16 bytes a cell) for the second when all of them take at most
+#: this many bytes, instead of computing them again (about half the second pass's cost).
+KEEP_BYTES = 512 << 20
 
 
 def _blocks(n: int) -> Iterator[slice]:
@@ -92,33 +97,72 @@ def _scale_constraints(theta: np.ndarray) -> np.ndarray:
     return np.stack([np.full(n, 1.0 / n), centred / (n * sd if sd > 0 else 1.0)])
 
 
+def _in_order(fn: Callable[[slice], Any], blocks: list[slice], *, n_threads: int,
+              progress: Callable[[], None] | None = None) -> Iterator[Any]:
+    """``fn(cols)`` of every item block, yielded in block order, computed ``n_threads`` blocks at a time.
+
+    numpy and (one-threaded) BLAS release the GIL, so the blocks' arithmetic runs on several cores;
+    the caller combines the results in block order, so the numbers do not depend on ``n_threads``.
+    At most ``n_threads`` results are held at once (each can be an ``n_models x n_models`` product).
+    """
+    if n_threads <= 1 or len(blocks) <= 1:
+        for cols in blocks:
+            yield fn(cols)
+            if progress is not None:
+                progress()
+        return
+    with ThreadPoolExecutor(n_threads) as pool:
+        for start in range(0, len(blocks), n_threads):
+            for found in pool.map(fn, blocks[start:start + n_threads]):
+                yield found
+                if progress is not None:
+                    progress()
+
+
 def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *,
-                          priors, observed: bool, given_scale: bool, extra_tt: np.ndarray | float = 0.0):
+                          priors, observed: bool, given_scale: bool, extra_tt: np.ndarray | float = 0.0,
+                          n_threads: int = 1, progress: Callable[[int, int], None] | None = None):
     """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD.
 
     With ``given_scale`` the covariance is the one conditional on the abilities' mean and SD (the
     linear constraints ``L theta`` of :func:`_scale_constraints`):
     ``Sigma - Sigma L^T (L Sigma_tt L^T)^-1 L Sigma``, where the items' covariance with the abilities
     is ``-D C^T S^-1``. ``extra_tt`` (n_models,) is information about the abilities from items held
-    fixed (fixed-parameter calibration).
+    fixed (fixed-parameter calibration). Two passes over the items in blocks of :data:`ITEM_BLOCK`
+    (the Schur complement, then each block's variances), each block's work on one of ``n_threads``
+    threads; ``progress(done, total)`` after each block of either pass (``total`` = twice the blocks).
     """
     (_, st), (_, sa), (_, sb) = priors
     n_models, n_items = x.shape
     blocks = list(_blocks(n_items))
-    schur = np.zeros((n_models, n_models))
-    j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
-    inv = []
-    for cols in blocks:
-        c_al, c_b, j_aa, j_ab, j_bb, w = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
-        j_tt += (w * a[cols] ** 2).sum(axis=1)
+    done = iter(range(1, 2 * len(blocks) + 1))
+    keep = 16 * n_models * n_items <= KEEP_BYTES
+    tick = None if progress is None else (lambda: progress(next(done), 2 * len(blocks)))
+
+    def item_inverse(j_aa, j_ab, j_bb):             # D_j = inverse of the item's block, None if not PD
         j_aa, j_bb = j_aa + 1.0 / sa**2, j_bb + 1.0 / sb**2
         det = j_aa * j_bb - j_ab**2
         if not ((j_aa > 0) & (det > 0)).all():
             return None
-        d = (j_bb / det, -j_ab / det, j_aa / det)            # D_j = inverse of the item's block
+        return j_bb / det, -j_ab / det, j_aa / det
+
+    def schur_part(cols):                           # this block's share of C D C^T and of the abilities' information
+        c_al, c_b, j_aa, j_ab, j_bb, w = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+        d = item_inverse(j_aa, j_ab, j_bb)
+        if d is None:
+            return None
         m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
-        schur -= c_al @ m_al.T + c_b @ m_b.T
-        inv.append(d)
+        return (w * a[cols] ** 2).sum(axis=1), c_al @ m_al.T + c_b @ m_b.T, (d, (m_al, m_b) if keep else None)
+
+    schur = np.zeros((n_models, n_models))
+    j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
+    inv = []
+    for found in _in_order(schur_part, blocks, n_threads=n_threads, progress=tick):
+        if found is None:
+            return None
+        j_tt += found[0]
+        schur -= found[1]
+        inv.append(found[2])
     schur[np.diag_indices(n_models)] += j_tt
     try:
         factor = cho_factor(schur)
@@ -128,15 +172,24 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
     lt = _scale_constraints(theta).T if given_scale else np.zeros((n_models, 0))
     u = s_inv @ lt                                             # S^-1 L^T, (n_models, 2)
     k_inv = np.linalg.pinv(lt.T @ u) if given_scale else np.zeros((0, 0))
-    var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
-    for cols, d in zip(blocks, inv, strict=True):
-        c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
-        m_al, m_b = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+    d_of = {cols.start: d for cols, d in zip(blocks, inv, strict=True)}
+    del inv
+
+    def variances(cols):                            # this block's var log a, var b, cov
+        d, kept = d_of.pop(cols.start)              # (the kept C D of the block is dropped once used)
+        if kept is None:
+            c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+            kept = c_al * d[0] + c_b * d[1], c_al * d[1] + c_b * d[2]
+        m_al, m_b = kept
         s_al, s_b = s_inv @ m_al, s_inv @ m_b
         v_al, v_b = m_al.T @ u, m_b.T @ u                       # items' covariance with L theta (sign squared away)
-        var_al[cols] = d[0] + (m_al * s_al).sum(axis=0) - ((v_al @ k_inv) * v_al).sum(axis=1)
-        var_b[cols] = d[2] + (m_b * s_b).sum(axis=0) - ((v_b @ k_inv) * v_b).sum(axis=1)
-        cov[cols] = d[1] + (m_al * s_b).sum(axis=0) - ((v_al @ k_inv) * v_b).sum(axis=1)
+        return (d[0] + (m_al * s_al).sum(axis=0) - ((v_al @ k_inv) * v_al).sum(axis=1),
+                d[2] + (m_b * s_b).sum(axis=0) - ((v_b @ k_inv) * v_b).sum(axis=1),
+                d[1] + (m_al * s_b).sum(axis=0) - ((v_al @ k_inv) * v_b).sum(axis=1))
+
+    var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
+    for cols, found in zip(blocks, _in_order(variances, blocks, n_threads=n_threads, progress=tick), strict=True):
+        var_al[cols], var_b[cols], cov[cols] = found
     var_theta = np.diag(s_inv) - ((u @ k_inv) * u).sum(axis=1)
     return var_al, var_b, cov, var_theta
 
@@ -157,8 +210,8 @@ def _refit(values: np.ndarray, engine: str, seed: int, epochs: int, start: dict 
 
 
 def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 100, seed: int = 0,
-                     epochs: int = 1000, start: dict | None = None,
-                     align: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     epochs: int = 1000, start: dict | None = None, align: ArrayLike | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Refit the 2PL on ``n_boot`` resamples of the models (rows drawn with replacement).
 
     Parameters
@@ -178,6 +231,8 @@ def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 10
         The full fit's abilities: each refit is put on their scale (the linear map that gives the drawn
         models' refitted abilities the mean and SD of theirs in ``align``), so the spread is that of the
         items given the scale.
+    progress : callable(done, total), optional
+        Called after each refit with the refits done and ``n_boot``.
 
     Returns
     -------
@@ -196,6 +251,8 @@ def bootstrap_refits(values: ArrayLike, *, engine: str = "map", n_boot: int = 10
             slope = ref.std() / theta_r.std()
             shift = ref.mean() - slope * theta_r.mean()
             a_out[r], b_out[r] = a_out[r] / slope, slope * b_out[r] + shift
+        if progress is not None:
+            progress(r + 1, n_boot)
     return a_out, b_out
 
 
@@ -224,7 +281,8 @@ def _as_arrays(responses, a, b, theta):
 def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b: ArrayLike, theta: ArrayLike, *,
                          method: str = "observed", given_scale: bool = True, priors: Priors = PAPER_PRIORS,
                          engine: str = "map", n_boot: int = 100, seed: int = 0, epochs: int = 1000,
-                         fixed: ArrayLike | None = None) -> pd.DataFrame:
+                         fixed: ArrayLike | None = None, n_threads: int | None = None,
+                         progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """Standard errors of each item's ``a`` and ``b`` (and of the abilities) for a fitted 2PL.
 
     Parameters
@@ -261,6 +319,12 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
         :func:`irtlib.calibration.fixed.fit_fixed`): they inform the abilities but have no error of
         their own here (NaN); the scale is theirs, so ``given_scale`` does not apply. Observed or
         expected information only.
+    n_threads : int, optional
+        Observed or expected information: threads that share the blocks of items (default: every core
+        this process may use). The result does not depend on it.
+    progress : callable(done, total), optional
+        Called as the work advances: after each block of :data:`ITEM_BLOCK` items of the information's
+        two passes over the matrix (``total`` = twice the blocks), or after each bootstrap refit.
 
     Returns
     -------
@@ -282,7 +346,7 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
             raise InputError("fixed items: use method='observed' or 'expected' (the bootstrap refits everything)")
         start = {"theta": theta, "a": a, "b": b} if engine == "map" else None
         a_r, b_r = bootstrap_refits(x, engine=engine, n_boot=n_boot, seed=seed, epochs=epochs, start=start,
-                                    align=theta if given_scale else None)
+                                    align=theta if given_scale else None, progress=progress)
         se_a, se_b = a_r.std(axis=0, ddof=1), b_r.std(axis=0, ddof=1)
         cov_ab = ((a_r - a_r.mean(0)) * (b_r - b_r.mean(0))).sum(axis=0) / (n_boot - 1)
         attrs.update(given_scale=given_scale,
@@ -296,12 +360,14 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
             given_scale = False
         attrs.update(information=method, given_scale=given_scale)
         args = (x[:, free], theta, a[free], b[free])
-        with threadpool_limits(limits=1, user_api="blas"):     # small products: threaded BLAS only spins
+        threads = available_cores() if n_threads is None else max(1, int(n_threads))
+        with threadpool_limits(limits=1, user_api="blas"):     # one BLAS thread a block: the blocks share the cores
             found = _posterior_covariance(*args, priors=priors, observed=method == "observed",
-                                          given_scale=given_scale, extra_tt=extra_tt)
+                                          given_scale=given_scale, extra_tt=extra_tt, n_threads=threads,
+                                          progress=progress)
             if found is None and method == "observed":
                 found = _posterior_covariance(*args, priors=priors, observed=False, given_scale=given_scale,
-                                              extra_tt=extra_tt)
+                                              extra_tt=extra_tt, n_threads=threads, progress=progress)
                 attrs["information"] = ("expected (the observed information is not positive definite at these "
                                         "parameters: not a posterior mode)")
         if found is None:

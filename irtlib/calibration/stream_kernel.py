@@ -23,7 +23,6 @@ directory).
 from __future__ import annotations
 
 import ctypes
-import os
 from pathlib import Path
 
 import numpy as np
@@ -103,17 +102,11 @@ def load() -> tuple[ctypes.CDLL, int] | None:
     Decided once per process (compiling at first use, then :func:`matches_torch` for each mode).
     """
     if "lib" not in _LOADED:
-        found = None
-        if os.environ.get("IRTLIB_STREAM_KERNEL", "1") != "0":
-            from irtlib.calibration.fused_kernel import compile_kernel
+        from irtlib.calibration.fused_kernel import compiled
 
-            try:
-                lib = _bind(compile_kernel(source=SOURCE))
-            except OSError:
-                lib = None
-            if lib is not None:
-                found = next(((lib, mode) for mode in _runnable_modes(lib) if matches_torch(lib, mode)), None)
-        _LOADED["lib"] = found
+        lib = compiled(SOURCE, _bind, switch="IRTLIB_STREAM_KERNEL")
+        _LOADED["lib"] = (None if lib is None else
+                          next(((lib, mode) for mode in _runnable_modes(lib) if matches_torch(lib, mode)), None))
     return _LOADED["lib"]
 
 

@@ -75,7 +75,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
     _not_another_output(args.output, "an item bank", ("a subset file", "# irtlib-subset "))
     check_writable(_output_path(args.output), force=args.force, magic=BANK_MAGIC)
     _check_engine(args)
-    with _calibrate_bars(out) as (say, on_read, on_iteration, on_fold, on_refit):
+    with _calibrate_bars(out) as (say, on_read, on_iteration, on_se, on_fold, on_refit):
         say(f"reading {args.responses}")
         data = load_responses(args.responses, **_input_kwargs(args), progress=on_read)
         m = data.matrix
@@ -91,7 +91,8 @@ def _cmd_calibrate(args, out: _Out) -> int:
                               epochs=args.epochs, interval_check=not args.no_interval_check,
                               interval_folds=args.interval_folds, scale=args.scale,
                               standard_errors=args.standard_errors, se_bootstrap=args.se_bootstrap, progress=say,
-                              fit_progress=on_iteration, check_progress=on_fold, refit_progress=on_refit)
+                              fit_progress=on_iteration, se_progress=on_se, check_progress=on_fold,
+                              refit_progress=on_refit)
     bank.write(args.output, force=args.force)
     diag, filt = bank.meta["diagnostics"], bank.filtered
     doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
@@ -120,12 +121,13 @@ def _cmd_calibrate(args, out: _Out) -> int:
 
 @contextlib.contextmanager
 def _calibrate_bars(out: _Out):
-    """Progress bars (tqdm) of the reading, the fit's iterations and the interval check's folds: on a terminal only.
+    """Progress bars (tqdm) of the reading, the fit's iterations, the standard errors and the interval check.
 
-    Yields ``(say, on_read, on_iteration, on_fold, on_refit)``: ``on_read`` for :func:`irtlib.io.load_responses`
-    (bytes of the file read), the other three for :func:`irtlib.bank.build.calibrate_bank` (``on_refit`` names
-    the interval check's refit iteration on its bar); ``say`` prints a
-    stage's line after clearing the bar of the stage before. In a pipe or with ``--quiet`` the three
+    On a terminal only. Yields ``(say, on_read, on_iteration, on_se, on_fold, on_refit)``: ``on_read`` for
+    :func:`irtlib.io.load_responses` (bytes of the file read), the other four for
+    :func:`irtlib.bank.build.calibrate_bank` (``on_se``: blocks of items or bootstrap refits of the standard
+    errors; ``on_refit`` names the interval check's refit iteration on its bar); ``say`` prints a
+    stage's line after clearing the bar of the stage before. In a pipe or with ``--quiet`` the five
     callbacks are None (no bar at all).
     """
     try:
@@ -133,7 +135,7 @@ def _calibrate_bars(out: _Out):
     except (AttributeError, ValueError):
         shown_here = False
     if not shown_here:
-        yield out.progress, None, None, None, None
+        yield out.progress, None, None, None, None, None
         return
     from tqdm import tqdm
 
@@ -158,6 +160,12 @@ def _calibrate_bars(out: _Out):
             bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, bar_format="{desc} [{elapsed}]"))
         bars[0].set_description_str(f"{PROG}: fitting: iteration {iteration}, largest step {step:.1e}")
 
+    def on_se(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, unit="",
+                             desc=f"{PROG}: standard errors"))
+        bars[0].update(done - bars[0].n)
+
     def fold_bar(total: int):
         if not bars:
             bars.append(tqdm(file=sys.stderr, leave=False, mininterval=0, total=total, unit="",
@@ -173,6 +181,6 @@ def _calibrate_bars(out: _Out):
         fold_bar(None).set_postfix_str(f"refit iteration {iteration}, largest step {step:.1e}")
 
     try:
-        yield say, on_read, on_iteration, on_fold, on_refit
+        yield say, on_read, on_iteration, on_se, on_fold, on_refit
     finally:
         close()

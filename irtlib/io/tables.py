@@ -327,28 +327,54 @@ def _row_error(source, pos: int, text: str) -> InputError:
     return InputError(f"{source}: row {pos + 1}: {text}")
 
 
+def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A code per row (-1 where blank) and the distinct values the codes index (in no particular order).
+
+    A categorical column (pyarrow's CSV reader: :func:`_read_csv_arrow`) already holds both: its codes
+    are taken as they are, without hashing every row again; any other column is factorized.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(), np.asarray(values.cat.categories, dtype=object)
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return codes, np.asarray(uniques, dtype=object)
+
+
 def _id_codes(frame: pd.DataFrame, column: str, source) -> tuple[np.ndarray, np.ndarray]:
-    """A code per row and the ids (surrounding whitespace removed) the codes index, in order of appearance.
+    """A code per row and the ids (surrounding whitespace removed) the codes index (in no particular order).
 
     Every check runs on the distinct values: an empty id, or two ids that differ only by surrounding
     whitespace ("m005" and "m005 " would become one model: refused rather than merged), is named by
     the first row holding it.
     """
-    codes, uniques = pd.factorize(frame[column], use_na_sentinel=True)
-    raw = np.array([str(v) for v in np.asarray(uniques, dtype=object)], dtype=object)
+    codes, uniques = _codes(frame[column])
+    raw = np.array([str(v) for v in uniques], dtype=object)
     stripped = np.array([v.strip() for v in raw], dtype=object)
     empty = (codes < 0) | (stripped == "")[np.maximum(codes, 0)]
     if empty.any():
         raise _row_error(source, int(np.flatnonzero(empty)[0]), f"column {shown(column)} is empty")
     clash = pd.Index(stripped).duplicated(keep=False)
     if clash.any():
-        name = stripped[clash][0]
-        variants = np.flatnonzero(stripped == name)[:2]
-        rows = [int(np.flatnonzero(codes == v)[0]) + 1 for v in variants]
+        first = _first_rows(codes, len(stripped))
+        name = stripped[clash][np.argmin(first[clash])]                 # the clash whose first row comes first
+        variants = np.flatnonzero(stripped == name)
+        variants = variants[np.argsort(first[variants])][:2]             # its two variants seen first
+        rows = (first[variants] + 1).tolist()
         raise InputError(f"{source}: rows {rows[0]} and {rows[1]}: {column} ids {shown(raw[variants[0]])} and "
                          f"{shown(raw[variants[1]])} differ only by surrounding whitespace; make them identical "
                          "or clearly different")
     return codes, stripped
+
+
+def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
+    """The first row holding each of the codes ``0..n-1`` (``codes.size`` for a code no row holds)."""
+    first = np.full(n, codes.size, dtype=np.intp)
+    held = codes >= 0
+    if held.all():
+        np.minimum.at(first, codes, np.arange(codes.size))
+    else:
+        rows = np.flatnonzero(held)
+        np.minimum.at(first, codes[rows], rows)
+    return first
 
 
 def _ids(frame: pd.DataFrame, column: str, source) -> np.ndarray:
@@ -382,8 +408,8 @@ def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndar
 
     Converted once per distinct value (a long file's score column holds a handful of them).
     """
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    converted = pd.to_numeric(pd.Series(np.asarray(uniques, dtype=object), dtype=object), errors="coerce")
+    codes, uniques = _codes(values)
+    converted = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce")
     distinct = np.append(converted.to_numpy(dtype=float, na_value=np.nan), np.nan)
     nums = distinct[codes]                       # code -1 (blank) takes the NaN appended last
     bad = np.isnan(nums) & (codes >= 0)
@@ -445,8 +471,14 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         scores = _binarize_numeric(nums, rule, threshold, where=lambda pos, text: _row_error(source, pos, text),
                                    positive=positive)
     seen = np.flatnonzero(~np.isnan(scores))
-    cell = model_codes[seen].astype(np.int64) * len(item_names) + item_codes[seen]
-    _refuse_conflicts(cell, scores[seen], seen, model_codes, item_codes, model_names, item_names, source)
+    if seen.size == scores.size:                 # every score given: the rows as they are, no copies
+        seen_models, seen_items, seen_scores = model_codes, item_codes, scores
+    else:
+        seen_models, seen_items, seen_scores = model_codes[seen], item_codes[seen], scores[seen]
+    cell = seen_models.astype(np.int64)
+    cell *= len(item_names)
+    cell += seen_items
+    _refuse_conflicts(cell, seen_scores, seen, model_codes, item_codes, model_names, item_names, source)
     prompts = None
     if prompt_column and prompt_column in frame.columns:
         text = frame[prompt_column]
@@ -459,20 +491,25 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
     if seen.size == 0:
         raise InputError(f"{source}: every score is blank")
     # models and items in order of their first observed score, as ResponseMatrix.from_long orders them
-    model_order, model_at = _first_seen(model_codes[seen], len(model_names))
-    item_order, item_at = _first_seen(item_codes[seen], len(item_names))
-    _warn_dropped(source, "model", [n for k, n in enumerate(model_names) if model_at[k] < 0])
-    _warn_dropped(source, "item", [n for k, n in enumerate(item_names) if item_at[k] < 0])
+    model_order, model_at = _first_seen(seen_models, len(model_names))
+    item_order, item_at = _first_seen(seen_items, len(item_names))
+    for kind, at, codes, names in (("model", model_at, model_codes, model_names), ("item", item_at, item_codes,
+                                                                                      item_names)):
+        if (at < 0).any():                          # in order of their first row
+            blank = np.flatnonzero(at < 0)
+            _warn_dropped(source, kind, names[blank[np.argsort(_first_rows(codes, len(names))[blank])]])
     values = np.full((model_order.size, item_order.size), np.nan)
-    values[model_at[model_codes[seen]], item_at[item_codes[seen]]] = scores[seen]
+    flat = model_at[seen_models]                 # each score's place in the matrix, as a flat index
+    flat *= item_order.size
+    flat += item_at[seen_items]
+    values.ravel()[flat] = seen_scores
     matrix = ResponseMatrix(values, model_names[model_order], item_names[item_order], source=str(source))
     return matrix, prompts
 
 
 def _first_seen(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The codes in order of first appearance in ``codes``, and each code's position in that order (-1: absent)."""
-    first = np.full(n, codes.size, dtype=np.intp)
-    np.minimum.at(first, codes, np.arange(codes.size))
+    first = _first_rows(codes, n)
     present = np.flatnonzero(first < codes.size)
     order = present[np.argsort(first[present], kind="stable")]
     at = np.full(n, -1, dtype=np.intp)

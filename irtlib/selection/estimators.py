@@ -36,6 +36,7 @@ from irtlib.core.kernels import fisher_information, score_and_information
 from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
+from . import score_kernel
 from .items import ItemModel, TwoPLItems
 
 __all__ = ["Estimator", "EstimatorRun", "MapEstimator", "MleEstimator", "EapEstimator", "MeanScoreEstimator"]
@@ -527,6 +528,8 @@ class _MleRun:
         self.t = 0
         self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float), *est.bounds)
         self._work = None
+        lib = score_kernel.load()
+        self._terms = None if lib is None else score_kernel.RowTerms(lib)
 
     def push(self, j, x):
         a, b, _ = self.items.at(j)
@@ -545,9 +548,15 @@ class _MleRun:
         :func:`irtlib.core.kernels.score_and_information`'s operations in its order (the same
         numbers, bit for bit), in work arrays kept between calls, and the information only when
         ``slope`` asks for it: the estimate is re-solved on every administered item at every step,
-        so this is where a long test spends its time.
+        so this is where a long test spends its time. Where :mod:`irtlib.selection.score_kernel`
+        loads, its C kernel writes the terms in one pass and keeps them, so the next step's first
+        evaluation, at the same ability, computes only the new item's (the same numbers; numpy sums
+        the rows alike); otherwise numpy computes them here.
         """
         t, n = self.t, rows.size
+        if self._terms is not None:        # the same terms by the C kernel, the earlier items' kept
+            g, info = self._terms.sums(rows, theta, self.X, self.A, self.B, t)
+            return (g, -info) if slope else g
         if self._work is None or self._work.shape[1] < n * t:
             self._work = np.empty((2, n * t))
         s, q = (w[:n * t].reshape(n, t) for w in self._work)

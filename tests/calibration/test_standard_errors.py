@@ -78,6 +78,46 @@ def test_blocks_of_items_give_the_same_errors(monkeypatch):
     np.testing.assert_allclose(item_standard_errors(x, a, b, theta).to_numpy(), whole.to_numpy(), rtol=1e-10)
 
 
+def test_blocks_on_several_threads_give_the_one_thread_errors_bit_for_bit(monkeypatch):
+    import irtlib.calibration.standard_errors as module
+
+    rng = np.random.default_rng(3)
+    x = draw(rng, *simulate(rng, 25, 23))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    theta, a, b, _ = fit_map(x)
+    monkeypatch.setattr(module, "ITEM_BLOCK", 4)              # 6 blocks: three rounds of two threads
+    ticks = []
+    one = item_standard_errors(x, a, b, theta, n_threads=1)
+    three = item_standard_errors(x, a, b, theta, n_threads=3, progress=lambda done, total: ticks.append((done, total)))
+    np.testing.assert_array_equal(three.to_numpy(), one.to_numpy())
+    np.testing.assert_array_equal(three.attrs["se_theta"], one.attrs["se_theta"])
+    assert ticks == [(k, 12) for k in range(1, 13)]            # each block of both passes, in order
+
+
+def test_keeping_the_first_passes_products_gives_the_recomputed_errors_bit_for_bit(monkeypatch):
+    import irtlib.calibration.standard_errors as module
+
+    rng = np.random.default_rng(8)
+    x = draw(rng, *simulate(rng, 18, 11))
+    x[rng.random(x.shape) < 0.15] = np.nan
+    theta, a, b, _ = fit_map(x)
+    monkeypatch.setattr(module, "ITEM_BLOCK", 4)
+    kept = item_standard_errors(x, a, b, theta)
+    monkeypatch.setattr(module, "KEEP_BYTES", 0)               # every block computed again in the second pass
+    again = item_standard_errors(x, a, b, theta)
+    np.testing.assert_array_equal(kept.to_numpy(), again.to_numpy())
+    np.testing.assert_array_equal(kept.attrs["se_theta"], again.attrs["se_theta"])
+
+
+def test_bootstrap_reports_each_refit():
+    rng = np.random.default_rng(4)
+    x = draw(rng, *simulate(rng, 20, 8))
+    theta, a, b, _ = fit_map(x)
+    ticks = []
+    item_standard_errors(x, a, b, theta, method="bootstrap", n_boot=3, progress=lambda d, t: ticks.append((d, t)))
+    assert ticks == [(1, 3), (2, 3), (3, 3)]
+
+
 @pytest.mark.slow
 def test_standard_errors_match_the_spread_of_refits():
     """On 40 data sets drawn from one planted 2PL, the SD of the MAP estimates (each put on the standard

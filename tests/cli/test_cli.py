@@ -173,27 +173,33 @@ def test_calibrate_bars_show_on_a_terminal_unless_quiet(monkeypatch, tmp_path, q
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     out = _common.Out(argparse.Namespace(quiet=quiet, json=False))
-    with calibrate._calibrate_bars(out) as (say, on_read, on_iteration, on_fold, on_refit):
+    with calibrate._calibrate_bars(out) as (say, on_read, on_iteration, on_se, on_fold, on_refit):
         say("reading")
         assert load_responses(table, progress=on_read).matrix.shape == (30, 40)
         say("fitting")
         if not quiet:
             for it in range(1, 4):
                 on_iteration(it, 10.0 ** -it)
+            say("standard errors")
+            for done in range(1, 5):
+                on_se(done, 4)
             say("checking")
             on_refit(7, 2e-3)                   # a refit's iteration before any refit has finished
             for done in range(1, 6):
                 on_fold(done, 5)
     text = terminal.getvalue()
     if quiet:
-        assert text == "" and on_read is None and on_iteration is None and on_fold is None and on_refit is None
+        assert text == "" and on_read is None and on_iteration is None and on_se is None and on_fold is None
+        assert on_refit is None
     else:
         size = table.stat().st_size
         assert "irtlib: reading: 100%" in text and f"{size / 1000:.1f}k" in text
         assert "irtlib: fitting: iteration 3, largest step 1.0e-03" in text
+        assert "irtlib: standard errors: 100%" in text and "4/4" in text
+        assert text.index("iteration 3") < text.index("irtlib: standard errors\n")   # the fit's bar closed first
+        assert text.index("4/4") < text.index("irtlib: checking")                # the errors' bar closed first
         assert "interval check" in text and "5/5" in text and "refit iteration 7, largest step 2.0e-03" in text
         assert text.index("reading: 100%") < text.index("irtlib: fitting\n")      # the reading bar closed first
-        assert text.index("iteration 3") < text.index("irtlib: checking")      # the fit's bar closed first
 
 
 def test_calibrate_helm_directory(tmp_path, cli):

@@ -298,6 +298,19 @@ def test_split_agreements_is_the_protocols_split_loop():
         assert rho == spearman(values[test, s % 5], reference[test])
 
 
+def test_average_ranks_are_scipys_rankdata_exactly_with_and_without_ties():
+    from scipy.stats import rankdata
+
+    from irtlib.core.stats import average_ranks
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        shape = (int(rng.integers(1, 5)), int(rng.integers(1, 40)))
+        values = rng.integers(0, int(rng.integers(1, 8)), shape).astype(float) if trial % 2 else rng.normal(size=shape)
+        np.testing.assert_array_equal(average_ranks(values), rankdata(values, axis=1))
+    np.testing.assert_array_equal(average_ranks(np.array([[3.0, 1.0, 3.0, 2.0, 3.0]])), [[4.0, 1.0, 4.0, 2.0, 4.0]])
+
+
 def test_spearman_is_scipys():
     from scipy.stats import spearmanr
 

@@ -305,7 +305,19 @@ def test_session_and_batch_certify_alike(bank_and_rows, rule):
     assert (batch.decision != 0).sum() >= 6 and (batch.stop_reason == "decided").sum() >= 6
 
 
-def test_mle_score_in_work_arrays_is_score_and_information_bit_for_bit():
+@pytest.fixture(params=["numpy", "C kernel"])
+def mle_terms_path(request, monkeypatch):
+    """Fluid's MLE score terms by numpy, or by the C kernel (skipped where it cannot be built)."""
+    from irtlib.selection import score_kernel
+
+    if request.param == "numpy":
+        monkeypatch.setitem(score_kernel._LOADED, "lib", None)
+    elif score_kernel.load() is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    return request.param
+
+
+def test_mle_score_in_work_arrays_is_score_and_information_bit_for_bit(mle_terms_path):
     from irtlib.core.kernels import score_and_information
 
     rng = np.random.default_rng(1)
@@ -328,3 +340,37 @@ def test_mle_score_in_work_arrays_is_score_and_information_bit_for_bit():
         np.testing.assert_array_equal(score, g.sum(axis=1))
         np.testing.assert_array_equal(slope, -info.sum(axis=1))
         np.testing.assert_array_equal(run._score(rows, theta), g.sum(axis=1))
+
+
+def test_mle_adaptive_run_is_the_same_with_the_c_kernel_and_with_numpy(monkeypatch):
+    from irtlib.selection import score_kernel
+
+    if score_kernel.load() is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(3)
+    n_models, n_items = 24, 400
+    a = np.exp(rng.normal(0, 1, (n_models, n_items)))          # per-model banks, as the protocol's batches
+    b = rng.normal(0, 2, (n_models, n_items))
+    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-a * (rng.normal(0, 2, n_models)[:, None] - b))))
+    x = x.astype(float)
+    x[:4] = 1.0                                                  # all safe: the path sits on the +8 bound
+    x[rng.random(x.shape) < 0.02] = np.nan
+    start = rng.normal(0, 1, n_models)
+
+    def run():
+        return run_adaptive(x, a, b, budget=150, estimator=MleEstimator(), theta0=start)
+
+    with_kernel = run()
+    monkeypatch.setitem(score_kernel._LOADED, "lib", None)
+    with_numpy = run()
+    np.testing.assert_array_equal(with_kernel.items, with_numpy.items)
+    np.testing.assert_array_equal(with_kernel.estimate, with_numpy.estimate)
+    assert (with_numpy.estimate[:4, -1] == 8.0).all() and np.unique(with_numpy.estimate[:, -1]).size > 10
+
+
+def test_mle_score_kernel_is_off_when_turned_off(monkeypatch):
+    from irtlib.selection import score_kernel
+
+    monkeypatch.setattr(score_kernel, "_LOADED", {})
+    monkeypatch.setenv("IRTLIB_SCORE_KERNEL", "0")
+    assert score_kernel.load() is None

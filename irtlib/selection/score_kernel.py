@@ -1,0 +1,129 @@
+"""Fluid's MLE score terms in C: one pass over the administered cells instead of a dozen numpy ones.
+
+:class:`irtlib.selection.estimators.MleEstimator` re-solves every model's ability on all its
+administered items at every step of the adaptive test, so a test of ``K`` items evaluates about
+``3 K^2 / 2`` score terms per model (SafetyBench's 3,000 items: most of the protocol's time). The
+numpy path (``_MleRun._score``) copies the rows' administered cells out and makes a dozen passes over
+them; ``_mle_kernel.c`` (beside this module) reads the rows in place and writes each cell's score and
+information terms in one pass, with the same operations in the same order, rounded alike, and
+:class:`RowTerms` keeps them: the first evaluation of each step is at the previous step's estimate,
+where every earlier item's terms are known, so only the new item's are computed (about a third of
+the cells). The row sums stay with numpy, so the score and its slope are the numpy path's bit for bit.
+
+Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
+directory). The first :func:`load` of a process compares the kernel's terms with
+:func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
+``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a
+compiler, or with ``IRTLIB_SCORE_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers
+are the same, only slower).
+
+Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and below.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+from irtlib.core.kernels import score_and_information
+
+__all__ = ["SOURCE", "load", "RowTerms"]
+
+SOURCE = Path(__file__).with_name("_mle_kernel.c")
+
+_LOADED: dict = {}       # "lib": the library or None once load() has decided
+
+
+def _bind(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.mle_terms.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
+    lib.mle_terms.restype = None
+    return lib
+
+
+def _terms(lib: ctypes.CDLL, rows: np.ndarray, theta: np.ndarray, start: np.ndarray, x: np.ndarray, a: np.ndarray,
+           b: np.ndarray, t: int, g: np.ndarray, h: np.ndarray) -> None:
+    """Columns ``start[i] <= j < t`` of row ``rows[i]`` of ``g`` and ``h`` (all C-contiguous float64 of one shape)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    start = np.ascontiguousarray(start, dtype=np.int64)
+    lib.mle_terms(rows.size, int(t), a.shape[1], rows.ctypes.data, theta.ctypes.data, start.ctypes.data,
+                  x.ctypes.data, a.ctypes.data, b.ctypes.data, g.ctypes.data, h.ctypes.data)
+
+
+class RowTerms:
+    """Every model's score and information terms at the ability it was last evaluated at, kept between calls.
+
+    An adaptive test re-solves a model's ability after each new item starting from the previous
+    estimate, where the last call evaluated every earlier item's terms: those are kept, and only
+    the new item's are computed. A row evaluated at another ability is computed whole.
+
+    Parameters
+    ----------
+    lib : the loaded kernel (:func:`load`)
+    """
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        self.g = self.h = self.at = self.upto = None
+
+    def sums(self, rows: np.ndarray, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray,
+             t: int) -> tuple[np.ndarray, np.ndarray]:
+        """The score ``sum a (x Q - (1 - x) P)`` and information ``sum a^2 P Q`` of ``rows`` on ``t`` items.
+
+        Parameters
+        ----------
+        rows : ndarray of int, shape (n,)
+        theta : ndarray, shape (n,)
+        x, a, b : ndarray, shape (n_models, capacity), C-contiguous float64
+            The administered responses and parameters (0 where nothing was given); columns below
+            ``t`` must not change between calls.
+        t : int
+
+        Returns
+        -------
+        score, information : ndarray, shape (n,)
+            numpy's row sums of the terms, so the numpy path's values bit for bit.
+        """
+        if self.g is None or self.g.shape != a.shape:
+            self.g, self.h = np.zeros(a.shape), np.zeros(a.shape)
+            self.at, self.upto = np.full(a.shape[0], np.nan), np.zeros(a.shape[0], dtype=np.int64)
+        start = np.where(self.at[rows] == theta, np.minimum(self.upto[rows], t), 0)
+        _terms(self.lib, rows, theta, start, x, a, b, t, self.g, self.h)
+        self.at[rows], self.upto[rows] = theta, t
+        return self.g[rows, :t].sum(axis=1), self.h[rows, :t].sum(axis=1)
+
+
+def _matches_numpy(lib: ctypes.CDLL) -> bool:
+    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s.
+
+    On cells covering the range of ``a (theta - b)``; the numpy path of ``_MleRun._score`` computes
+    those terms, bit for bit.
+    """
+    rng = np.random.default_rng(20261202)
+    n, t = 64, 997
+    a = np.exp(rng.normal(0.0, 1.5, (n, t)))
+    a[:, ::11] = 0.0
+    b = rng.normal(0.0, 6.0, (n, t))
+    x = (rng.random((n, t)) < 0.5).astype(float)
+    theta = np.concatenate([rng.uniform(-8.0, 8.0, n - 4), [-8.0, 8.0, 0.0, 700.0]])
+    g, h = np.empty((n, t)), np.empty((n, t))
+    _terms(lib, np.arange(n), theta, np.zeros(n, dtype=np.int64), x, a, b, t, g, h)
+    g0, h0 = score_and_information(x, theta[:, None], a, b)
+    return bool(np.array_equal(g, g0) and np.array_equal(h, h0))
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (no compiler, ``IRTLIB_SCORE_KERNEL=0``, or terms unlike numpy's).
+
+    Decided once per process.
+    """
+    if "lib" not in _LOADED:
+        from irtlib.calibration.fused_kernel import compiled
+
+        lib = compiled(SOURCE, _bind, switch="IRTLIB_SCORE_KERNEL")
+        _LOADED["lib"] = lib if lib is not None and _matches_numpy(lib) else None
+    return _LOADED["lib"]
