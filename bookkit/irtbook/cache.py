@@ -149,8 +149,8 @@ def content_key(value: Any) -> Any:
     """A deterministic description of ``value`` by its content, for a cache key.
 
     Arrays, pandas objects and response matrices are replaced by a checksum of their values and
-    labels; a :class:`~irtbook.pipeline.Benchmark` by its name, rule and
-    :attr:`~irtbook.pipeline.Benchmark.checksum`; tuples, lists and dicts element by element;
+    labels; an object with a ``content_key()`` method (a :class:`~irtbook.pipeline.Benchmark`:
+    its name, rule and checksum) by what that method returns; tuples, lists and dicts element by element;
     numbers, strings, booleans and None stand for themselves.
 
     Raises
@@ -163,8 +163,6 @@ def content_key(value: Any) -> Any:
 
     from irtlib.core.responses import ResponseMatrix
 
-    from .pipeline import Benchmark
-
     if value is None or isinstance(value, (bool, int, float, str, np.integer, np.floating)):
         return value
     if isinstance(value, np.ndarray):
@@ -176,8 +174,8 @@ def content_key(value: Any) -> Any:
                                                      *labels))
     if isinstance(value, ResponseMatrix):
         return ("ResponseMatrix", array_checksum(value.values, _labels(value.models), _labels(value.items)))
-    if isinstance(value, Benchmark):
-        return ("Benchmark", value.name, value.rule, value.checksum)
+    if callable(getattr(value, "content_key", None)):
+        return (type(value).__name__, content_key(value.content_key()))
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple(content_key(v) for v in value))
     if isinstance(value, dict):

@@ -53,6 +53,10 @@ class Benchmark:
     rule: str
     data: DataSource | None = None
 
+    def content_key(self) -> tuple[str, str, str]:
+        """What a cached result computed on this benchmark depends on (:func:`irtbook.cache.content_key`)."""
+        return (self.name, self.rule, self.checksum)
+
     @property
     def checksum(self) -> str:
         """Identity of the data for cache keys (the values, and which source they came from)."""

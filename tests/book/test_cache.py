@@ -186,3 +186,23 @@ def test_content_key_tells_labels_apart_and_refuses_what_it_cannot_key():
         content_key(object())
     with pytest.raises(ValueError, match="not irtlib's or irtbook's"):
         cached_call(np.sum, values, cache_dir=None)
+
+
+def test_content_key_of_a_benchmark_follows_its_data_and_rule():
+    from irtbook.cache import content_key
+    from irtbook.pipeline import Benchmark
+    from irtlib.core.responses import ResponseMatrix
+
+    values = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    full = ResponseMatrix(values, ["m1", "m2"], ["i1", "i2", "i3"])
+
+    def bench(v, rule="strict"):
+        m = ResponseMatrix(v, ["m1", "m2"], ["i1", "i2", "i3"])
+        return Benchmark(name="b", display_name="B", full=m, filtered=m, rule=rule)
+
+    assert content_key(bench(values)) == content_key(Benchmark(name="b", display_name="Other name", full=full,
+                                                               filtered=full, rule="strict"))
+    assert content_key(bench(values)) != content_key(bench(values, rule="lenient"))
+    changed = values.copy()
+    changed[0, 0] = 0.0
+    assert content_key(bench(values)) != content_key(bench(changed))
