@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -184,7 +185,8 @@ def content_key(value: Any) -> Any:
                     "(pass arrays, pandas objects, response matrices, benchmarks, numbers or strings)")
 
 
-def cached_call(func: Callable[..., Any], /, *args: Any, cache_dir: str | os.PathLike | None, **kwargs: Any) -> Any:
+def cached_call(func: Callable[..., Any], /, *args: Any, cache_dir: str | os.PathLike | None,
+                return_seconds: bool = False, **kwargs: Any) -> Any:
     """``func(*args, **kwargs)`` through :func:`cached`, keyed by the function's name and its arguments' content.
 
     For a chapter's deterministic (seeded) computations on data: the key is the function's module
@@ -200,10 +202,22 @@ def cached_call(func: Callable[..., Any], /, *args: Any, cache_dir: str | os.Pat
         Its arguments, each accepted by :func:`content_key`.
     cache_dir : path or None
         As in :func:`cached` (None: no caching).
+    return_seconds : bool
+        Return ``(result, seconds)``: the wall seconds the computation took when it ran, stored
+        with the result, so a page that reports a computation's cost reports it truly when the
+        result is read from the cache.
     """
     if func.__module__.split(".")[0] not in ("irtlib", "irtbook"):
         raise ValueError(f"cached_call: {func.__module__}.{func.__qualname__} is not irtlib's or irtbook's, so a "
                          "change to its code would not invalidate the cache")
     key = ("call", func.__module__, func.__qualname__, content_key(args),
            content_key(dict(kwargs)))
-    return cached(lambda: func(*args, **kwargs), key=key, cache_dir=cache_dir)
+    if not return_seconds:
+        return cached(lambda: func(*args, **kwargs), key=key, cache_dir=cache_dir)
+
+    def timed():
+        start = time.perf_counter()
+        value = func(*args, **kwargs)
+        return value, time.perf_counter() - start
+
+    return cached(timed, key=key + ("seconds",), cache_dir=cache_dir)

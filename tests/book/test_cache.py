@@ -206,3 +206,21 @@ def test_content_key_of_a_benchmark_follows_its_data_and_rule():
     changed = values.copy()
     changed[0, 0] = 0.0
     assert content_key(bench(values)) != content_key(bench(changed))
+
+
+def test_cached_call_returns_the_seconds_of_the_run_that_computed_the_result(tmp_path):
+    import pickle
+
+    from irtbook.cache import cached_call
+    from irtbook.primer import test_information
+
+    theta, a, b = np.linspace(-2, 2, 5), np.array([1.0, 2.0]), np.array([0.0, 0.5])
+    value, seconds = cached_call(test_information, theta, a, b, cache_dir=tmp_path, return_seconds=True)
+    np.testing.assert_array_equal(value, test_information(theta, a, b))
+    assert seconds >= 0.0
+    (entry,) = tmp_path.glob("*.pkl")
+    entry.write_bytes(pickle.dumps(("stored", 12.5)))      # a later call reads the stored time, not its own
+    assert cached_call(test_information, theta, a, b, cache_dir=tmp_path, return_seconds=True) == ("stored", 12.5)
+    plain = cached_call(test_information, theta, a, b, cache_dir=tmp_path)   # its own entry: no seconds
+    np.testing.assert_array_equal(plain, test_information(theta, a, b))
+    assert len(list(tmp_path.glob("*.pkl"))) == 2
