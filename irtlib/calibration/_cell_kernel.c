@@ -137,18 +137,37 @@ INLINE vd flips_f64(const float *p) { vf4 v; memcpy(&v, p, sizeof v); return __b
 INLINE void keep_f32(float *p, vf v) { store_f32(p, v); }
 INLINE void keep_f64(float *p, vd v) { vf4 f = __builtin_convertvector(v, vf4); memcpy(p, &f, sizeof f); }
 
+/* z = a (theta - b) of a vector of cells in the precision S, rounded as the numpy path rounds it:
+   theta - b in double, rounded to S; times a in double; rounded to S. */
+INLINE vd z_half(double th, const double *a, const double *b) {
+    vf4 d = __builtin_convertvector(splat_f64(th) - load_f64(b), vf4);
+    return __builtin_convertvector(d, vd) * load_f64(a);
+}
+INLINE vf z_f32(double th, const double *a, const double *b) {
+    vf4 lo = __builtin_convertvector(z_half(th, a, b), vf4), hi = __builtin_convertvector(z_half(th, a + 4, b + 4), vf4);
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+INLINE vd z_f64(double th, const double *a, const double *b) { return (splat_f64(th) - load_f64(b)) * load_f64(a); }
+/* W values given in double, rounded to the precision S. */
+INLINE vf from_doubles_f32(const double *p) {
+    vf4 lo = __builtin_convertvector(load_f64(p), vf4), hi = __builtin_convertvector(load_f64(p + 4), vf4);
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+INLINE vd from_doubles_f64(const double *p) { return load_f64(p); }
+
 /* n_vec vectors of one row's cells, from item j on (every pointer already at item j; col's five rows
-   mw apart): adds g, g z, w, w z, w z^2 into col, g a, w a^2 and max(y, 0) into the row's vectors and
-   multiplies t into prod; with keep, stores w, w z, g. No calls: the accumulators stay in registers. */
+   mw apart): adds g, g z, w, w z, w z^2 into col, g a and w a^2 into the row's vectors, max(y, 0) into
+   relu (in double: y reaches |z|) and multiplies t into prod; with keep, stores w, w z, g. No calls: the accumulators stay in registers. */
 #define CHUNK(S, T, VT)                                                                               \
-    INLINE void chunk_##S(int64_t n_vec, const float *fl, const T *a, const T *b, const T *a2, VT th,      \
-                          T *col, int64_t mw, int64_t derive, int64_t keep, float *kw, float *kwz,         \
-                          float *kg, VT *row_g, VT *row_w, VT *row_relu, acc *prod) {                      \
+    INLINE void chunk_##S(int64_t n_vec, const float *fl, const double *a, const double *b, const T *ac,   \
+                          const T *a2,                                                                    \
+                          double th, T *col, int64_t mw, int64_t derive, int64_t keep, float *kw,          \
+                          float *kwz, float *kg, VT *row_g, VT *row_w, acc *relu, acc *prod) {              \
         for (int64_t v = 0; v < n_vec; v++) {                                                           \
             const int64_t j = v * L_##S;                                                                \
-            VT z = load_##S(a + j) * (th - load_##S(b + j)), y, t, w, g;                                \
+            VT z = z_##S(th, a + j, b + j), y, t, w, g;                                                 \
             terms_##S(flips_##S(fl + j), z, &y, &t, &w, &g);                                            \
-            *row_relu += select_##S(y > splat_##S(0), y, splat_##S(0));                                 \
+            add_##S(relu, select_##S(y > splat_##S(0), y, splat_##S(0)));                               \
             mul_##S(prod, t);                                                                           \
             if (!derive) continue;                                                                      \
             VT wz = w * z;                                                                              \
@@ -158,7 +177,7 @@ INLINE void keep_f64(float *p, vd v) { vf4 f = __builtin_convertvector(v, vf4); 
             store_##S(c + 2 * mw, load_##S(c + 2 * mw) + w);                                            \
             store_##S(c + 3 * mw, load_##S(c + 3 * mw) + wz);                                           \
             store_##S(c + 4 * mw, load_##S(c + 4 * mw) + wz * z);                                       \
-            *row_g += g * load_##S(a + j);                                                              \
+            *row_g += g * load_##S(ac + j);                                                             \
             *row_w += w * load_##S(a2 + j);                                                             \
             if (keep) {                                                                                 \
                 keep_##S(kw + j, w);                                                                    \
@@ -171,14 +190,16 @@ CHUNK(f32, float, vf)
 CHUNK(f64, double, vd)
 
 /* One block of n_rows consecutive models, every cell stored (flip row-major, n_items a row).
-   theta (n_rows,) double; a, b, a2 (= a^2) of the precision, padded with zeros to a multiple of PAD.
+   theta (n_rows,), a and b double, ac (= a) and a2 (= a^2) of the precision, the last four padded with
+   zeros to a multiple of PAD.
    Writes log_lik[0]; with derive, item_sums (5, n_items) and model_sums (2, n_rows); with keep too,
    kept_w, kept_wz, kept_g (n_rows, n_items). A row goes in chunks of SPAN vectors, its last cells (when
    n_items is not a multiple of the lanes) through zero-padded copies (flip 0: missing).
    Returns 0, or -1 when the work array cannot be allocated. */
 #define DENSE(S, T, VT)                                                                               \
     int64_t cell_pass_dense_##S(int64_t n_rows, int64_t n_items, const float *flip, const double *theta,   \
-                                const T *a, const T *b, const T *a2, int64_t derive, int64_t keep,          \
+                                const double *a, const double *b, const T *ac, const T *a2,                \
+                                int64_t derive, int64_t keep,                                               \
                                 double *log_lik, double *item_sums, double *model_sums, float *kept_w,     \
                                 float *kept_wz, float *kept_g) {                                            \
         enum { L = L_##S };                                                                             \
@@ -196,20 +217,20 @@ CHUNK(f64, double, vd)
         for (int64_t i = 0; i < n_rows; i++) {                                                          \
             const float *fl = flip + i * n_items;                                                       \
             const int64_t at = i * n_items;                                                             \
-            const VT th = splat_##S((T)theta[i]);                                                       \
+            const double th = theta[i];                                                                 \
             acc sum_g = acc_splat(0.0), sum_w = acc_splat(0.0);                                        \
             for (int64_t j = 0; j < n_items; j += SPAN * L) {                                           \
-                VT row_g = splat_##S(0), row_w = splat_##S(0), row_relu = splat_##S(0);                 \
+                VT row_g = splat_##S(0), row_w = splat_##S(0);                                          \
                 int64_t n_vec = (full - j) / L < SPAN ? (full - j) / L : SPAN;                         \
-                chunk_##S(n_vec, fl + j, a + j, b + j, a2 + j, th, col + j, mw, derive, keep,           \
+                chunk_##S(n_vec, fl + j, a + j, b + j, ac + j, a2 + j, th, col + j, mw, derive, keep,   \
                           keep ? kept_w + at + j : NULL, keep ? kept_wz + at + j : NULL,               \
-                          keep ? kept_g + at + j : NULL, &row_g, &row_w, &row_relu, &prod);            \
+                          keep ? kept_g + at + j : NULL, &row_g, &row_w, &relu, &prod);                \
                 if (n_vec < SPAN && full < n_items) {   /* the row's last cells */                      \
                     const int64_t k = full, n = n_items - full;                                         \
                     float pad[L] = {0}, out[3][L];                                                      \
                     memcpy(pad, fl + k, (size_t)n * sizeof(float));                                     \
-                    chunk_##S(1, pad, a + k, b + k, a2 + k, th, col + k, mw, derive, keep, out[0],      \
-                              out[1], out[2], &row_g, &row_w, &row_relu, &prod);                        \
+                    chunk_##S(1, pad, a + k, b + k, ac + k, a2 + k, th, col + k, mw, derive, keep,      \
+                              out[0], out[1], out[2], &row_g, &row_w, &relu, &prod);                          \
                     if (keep) {                                                                         \
                         memcpy(kept_w + at + k, out[0], (size_t)n * sizeof(float));                     \
                         memcpy(kept_wz + at + k, out[1], (size_t)n * sizeof(float));                    \
@@ -219,7 +240,6 @@ CHUNK(f64, double, vd)
                 }                                                                                       \
                 add_##S(&sum_g, row_g);                                                                 \
                 add_##S(&sum_w, row_w);                                                                 \
-                add_##S(&relu, row_relu);                                                               \
                 factors += n_vec;                                                                       \
                 if (factors > FACTORS - SPAN) {                                                         \
                     log_sum += lane_logs(prod);                                                         \
@@ -252,8 +272,10 @@ DENSE(f64, double, vd)
    (the numpy path's bincount). */
 #define SPARSE(S, T, VT)                                                                              \
     int64_t cell_pass_sparse_##S(int64_t n_cells, int64_t n_rows, int64_t n_items, const int32_t *row_of,   \
-                                 const int32_t *col, const float *flip, const double *theta, const T *a,    \
-                                 const T *b, const T *a2, int64_t derive, int64_t keep, double *log_lik,    \
+                                 const int32_t *col, const float *flip, const double *theta,                \
+                                 const double *a, const double *b, const T *ac, const T *a2,                \
+                                 int64_t derive, int64_t keep,                                              \
+                                 double *log_lik,                                                           \
                                  double *item_sums, double *model_sums, float *kept_w, float *kept_wz,     \
                                  float *kept_g) {                                                           \
         enum { L = L_##S };                                                                             \
@@ -266,17 +288,16 @@ DENSE(f64, double, vd)
         double log_sum = 0.0;                                                                           \
         for (int64_t c0 = 0; c0 < n_cells; c0 += L) {                                                   \
             const int n = n_cells - c0 < L ? (int)(n_cells - c0) : L;                                   \
-            VT fv = splat_##S(0), th = splat_##S(0), av = splat_##S(0), bv = splat_##S(0);              \
-            VT a2v = splat_##S(0);                                                                      \
+            VT fv = splat_##S(0), av = splat_##S(0), a2v = splat_##S(0);                                \
+            double zd[L] = {0};                                                                         \
             for (int k = 0; k < n; k++) {                                                               \
                 int64_t r = row_of[c0 + k], j = col[c0 + k];                                            \
                 fv[k] = (T)flip[c0 + k];                                                                \
-                th[k] = (T)theta[r];                                                                    \
-                av[k] = a[j];                                                                           \
-                bv[k] = b[j];                                                                           \
+                zd[k] = (double)(T)(theta[r] - b[j]) * a[j];                                            \
+                av[k] = ac[j];                                                                          \
                 a2v[k] = a2[j];                                                                         \
             }                                                                                           \
-            VT z = av * (th - bv), y, t, w, g;                                                          \
+            VT z = from_doubles_##S(zd), y, t, w, g;                                                    \
             terms_##S(fv, z, &y, &t, &w, &g);                                                           \
             add_##S(&relu, select_##S(y > splat_##S(0), y, splat_##S(0)));                             \
             mul_##S(&prod, t);                                                                          \

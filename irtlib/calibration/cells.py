@@ -199,8 +199,9 @@ def workspace(shape: tuple[int, ...], count: int, dtype: DTypeLike = np.float64)
 
 
 def cell_arrays(old, shape: tuple[int, ...], count: int = 3) -> tuple[np.ndarray, ...]:
-    """``count`` float32 arrays of a block's per-cell ``shape`` for a pass to keep: ``old`` (the block's
-    previous state, overwritten) when it is such arrays, else new ones.
+    """``count`` float32 arrays of a block's per-cell ``shape`` for a pass to keep.
+
+    ``old`` (the block's previous state, to be overwritten) when it is such arrays, else new ones.
 
     A pass with ``keep=True`` gets the old state (:meth:`ThreadRunner.run`); writing into it spares the
     fresh pages of a new allocation (12 bytes a cell every pass, as costly as the arithmetic in C).
