@@ -71,7 +71,9 @@ INLINE double lane_logs(acc s) { double t = 0.0; for (int k = 0; k < 4; k++) t +
 
 /* exp(-u) for u >= 0 in float, u clamped at 87 (e^-87 is about 1.6e-38, a normal float): -u = k ln 2 + r,
    |r| <= ln 2 / 2 (ln 2 in two parts), e^r = 1 + r + r^2 P(r), P of degree 5 (relative error of e^r about
-   7e-8), times 2^k written into the exponent. */
+   7e-8), times 2^k written into the exponent: the polynomial of exp_nonpositive in _batch_kernels.c, not
+   shared through a header because that file's bytes are the key of the py-irt split cache (a change
+   to it refits every cached split). */
 INLINE vf exp_neg_f32(vf u) {
     vf x = -select_f32(u > splat_f32(87.0f), splat_f32(87.0f), u);
     const vf shift = splat_f32(12582912.0f);                     /* 1.5 * 2^23: rounds to an integer */
