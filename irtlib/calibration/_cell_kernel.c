@@ -209,7 +209,7 @@ CHUNK(f64, double, vd)
         T *col = NULL;                                                                                  \
         if (derive) {                                                                                   \
             col = calloc((size_t)(5 * mw), sizeof(T));                                                  \
-            if (col == NULL) return -1;                                                                 \
+            if (col == NULL && mw > 0) return -1;                                                     \
             memset(item_sums, 0, (size_t)(5 * n_items) * sizeof(double));                             \
         }                                                                                               \
         keep = derive && keep;                                                                          \
