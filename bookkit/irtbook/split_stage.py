@@ -8,7 +8,8 @@ the code. This module computes those training blocks for every run the chapters 
 cores (:func:`run_stage`). A chapter run afterwards finds every calibration on disk; a chapter run
 without the stage fits what it needs itself, with the same result (a split's fit does not depend
 on the rest of its batch), only more slowly. The stage also fits each benchmark whole with the three
-engines the fit chapters compare (:func:`benchmark_fits`), which chapters 2 to 6 read.
+engines the fit chapters compare (:func:`benchmark_fits`), which chapters 2 to 6 read, at the same
+time as the split batches.
 
 Run it from the repository root (the Makefile does, before the chapters)::
 
@@ -202,8 +203,9 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
     :func:`irtbook.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
     engine of :data:`irtbook.pipeline.CHAPTER_ENGINES` (seed 0, learning rate 0.1, the
     epochs :func:`irtbook.pipeline.chapter_epochs` gives), and SimpleSafetyTests by py-irt
-    with the text's priors and seed 1 (chapter 2's seed check), ``workers`` fits at a time; what
-    is cached already is read, not refitted. Returns the wall seconds.
+    with the text's priors and seed 1 (chapter 2's seed check), ``workers`` fits at a time, the
+    largest matrices first (the MAP fits, a fraction of a second each, last); what is cached already
+    is read, not refitted. Returns the wall seconds.
     """
     from joblib import Parallel, delayed
 
@@ -220,6 +222,7 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
     todo = [(bench, engine, seed, epochs) for bench, engine, seed, epochs in jobs if cache_dir is None
             or not cache_path(benchmark_fit_key(bench, engine=engine, seed=seed, epochs=epochs, lr=0.1),
                               cache_dir).exists()]
+    todo.sort(key=lambda job: (job[1] == "map", -job[0].filtered.values.size))    # longest first
     seconds = Parallel(n_jobs=workers)(delayed(_benchmark_fit)(bench, engine, seed, epochs, cache_dir)
                                        for bench, engine, seed, epochs in todo) if todo else []
     if log is not None:
@@ -237,10 +240,16 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=None, help="auto, real or simulated (default: $IRTLIB_DATA or auto)")
     parser.add_argument("--rule", default="strict", help="binarization of graded judgments (default %(default)s)")
     args = parser.parse_args(argv)
-    out = run_stage(stage_runs(quick=args.quick, data=args.data, rule=args.rule), cache_dir=args.cache_dir,
-                    workers=args.workers, log=sys.stderr)
-    whole = benchmark_fits(quick=args.quick, cache_dir=args.cache_dir, workers=args.workers, data=args.data,
-                           rule=args.rule, log=sys.stderr)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The whole-benchmark fits run in their own worker processes while the split batches run, so that
+    # neither waits for the other (the cores stay busy through each batch's uneven end).
+    with ThreadPoolExecutor(1) as thread:
+        whole_fits = thread.submit(benchmark_fits, quick=args.quick, cache_dir=args.cache_dir, workers=args.workers,
+                                   data=args.data, rule=args.rule, log=sys.stderr)
+        out = run_stage(stage_runs(quick=args.quick, data=args.data, rule=args.rule), cache_dir=args.cache_dir,
+                        workers=args.workers, log=sys.stderr)
+        whole = whole_fits.result()
     print(f"[split stage] {out['splits']} split calibrations, {out['fitted']} fitted, {out['seconds']:.1f} s; "
           f"whole-benchmark fits {whole:.1f} s", file=sys.stderr)
     return 0
