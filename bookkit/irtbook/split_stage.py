@@ -127,7 +127,7 @@ def training_blocks(run: StageRun) -> tuple[list[np.ndarray], list[int]]:
 
 
 def run_stage(runs: list[StageRun], *, cache_dir, workers: int = 2, log=None) -> dict:
-    """Fit every split of ``runs`` that is not in the cache: one batched fit per benchmark and seed.
+    """Fit every split of ``runs`` that is not in the cache: one batched fit per width (items kept), largest first.
 
     Parameters
     ----------
@@ -151,41 +151,32 @@ def run_stage(runs: list[StageRun], *, cache_dir, workers: int = 2, log=None) ->
 
     directory = split_cache(cache_dir)
     start = time.perf_counter()
-    groups: dict = {}                     # (n_items, seed) -> [(label, block)]: one batched fit each
+    groups: dict = {}                     # n_items -> [(label, block, seed)]: one batched fit each
     for run in runs:
         blocks, seeds = training_blocks(run)
         for block, seed in zip(blocks, seeds, strict=True):
-            groups.setdefault((block.shape[1], seed), []).append((run.label, block))
+            groups.setdefault(block.shape[1], []).append((run.label, block, int(seed)))
     asked = fitted = 0
-    small = []                            # groups of fewer splits than workers (one seed per split): in parallel
-    for (n_items, seed), entries in groups.items():
-        starts = np.cumsum([0] + [blk.shape[0] for _, blk in entries])
-        stacked = np.vstack([blk for _, blk in entries])
+    # Splits of one width share a batched fit whatever their seeds (each split draws from its own
+    # stream): the paper's protocol's one seed per split costs one batch, not one fit per split.
+    for n_items, entries in sorted(groups.items(), key=lambda g: -g[0] * sum(blk.shape[0] for _, blk, _ in g[1])):
+        starts = np.cumsum([0] + [blk.shape[0] for _, blk, _ in entries])
+        stacked = np.vstack([blk for _, blk, _ in entries])
         rows = [np.arange(starts[i], starts[i + 1]) for i in range(len(entries))]
-        todo = missing_splits(stacked, rows, seed=seed, cache_dir=directory)
+        seeds = [seed for *_, seed in entries]
+        todo = missing_splits(stacked, rows, seed=seeds, cache_dir=directory)
         asked, fitted = asked + len(rows), fitted + todo
-        if len(rows) < workers:
-            small.append((stacked, rows, seed, todo))
-            continue
         t = time.perf_counter()
-        fit_2pl_splits_cached(stacked, rows, seed=seed, cache_dir=directory, workers=workers)
-        _log(log, [label for label, _ in entries], len(rows), n_items, todo, time.perf_counter() - t)
-    if small:
-        from joblib import Parallel, delayed
-
-        t = time.perf_counter()
-        Parallel(n_jobs=workers)(delayed(fit_2pl_splits_cached)(stacked, rows, seed=seed, cache_dir=directory)
-                                 for stacked, rows, seed, todo in small if todo)
-        _log(log, ["one split per seed"], sum(len(r) for _, r, _, _ in small), None, sum(n for *_, n in small),
-             time.perf_counter() - t)
+        if todo:
+            fit_2pl_splits_cached(stacked, rows, seed=seeds, cache_dir=directory, workers=workers)
+        _log(log, [label for label, *_ in entries], len(rows), n_items, todo, time.perf_counter() - t)
     return {"splits": asked, "fitted": fitted, "seconds": time.perf_counter() - start}
 
 
 def _log(log, labels, n_splits, n_items, fitted, seconds) -> None:
     if log is not None:
-        items = "" if n_items is None else f" of {n_items} items"
-        print(f"[split stage] {', '.join(dict.fromkeys(labels))}: {n_splits} splits{items}, {fitted} fitted, "
-              f"{seconds:.1f} s", file=log, flush=True)
+        print(f"[split stage] {', '.join(dict.fromkeys(labels))}: {n_splits} splits of {n_items} items, {fitted} "
+              f"fitted, {seconds:.1f} s", file=log, flush=True)
 
 
 def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> float:

@@ -122,8 +122,10 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     epochs, lr, lr_decay : int, float, float
         1,000 full-batch epochs, Adam learning rate 0.1, multiplied by ``lr_decay`` after every epoch
         (py-irt's default 0.9999, which the authors keep).
-    seed : int
-        Every split's random stream starts from this seed (the authors use 0 for every split).
+    seed : int or sequence of int
+        Every split's random stream starts from this seed (the authors use 0 for every split); a
+        sequence gives each split its own (one per split: the paper's protocol seeds each split's
+        calibration apart), so that splits of different seeds share one batched fit.
     best : bool
         Report each split's parameters after its own epoch with the lowest loss (py-irt's
         ``best_params``, as the authors do); ``False`` reports the last epoch's.
@@ -193,7 +195,7 @@ def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *
         ``loss`` (n_splits, epochs).
     """
     x, rows = _validate(values, train_rows)
-    epochs, lr, lr_decay, seed = _check_settings(epochs, lr, lr_decay, seed)
+    epochs, lr, lr_decay, seed = _check_settings(epochs, lr, lr_decay, seed, len(rows))
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - the light install has no torch
@@ -271,8 +273,12 @@ def _fit_parts(torch, x, rows, workers, threads, settings) -> BatchFit:
     if len(parts) == 1:
         return _fit_with_threads(torch, x, rows, threads, settings)
     pool = _worker_pool(len(parts) - 1)
-    futures = [pool.submit(_worker_fit, x, [rows[i] for i in part], threads, settings) for part in parts[1:]]
-    fits = [_fit_with_threads(torch, x, [rows[i] for i in parts[0]], threads, settings)]
+    def part_settings(part):
+        return {**settings, "seed": settings["seed"][part]}
+
+    futures = [pool.submit(_worker_fit, x, [rows[i] for i in part], threads, part_settings(part))
+               for part in parts[1:]]
+    fits = [_fit_with_threads(torch, x, [rows[i] for i in parts[0]], threads, part_settings(parts[0]))]
     fits += [f.result() for f in futures]
     width = max(f.theta.shape[1] for f in fits)
     theta = np.concatenate([np.pad(f.theta, ((0, 0), (0, width - f.theta.shape[1])), constant_values=np.nan)
@@ -299,7 +305,7 @@ def check_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: 
         As :func:`fit_2pl_splits`.
     """
     x, rows = _validate(values, train_rows)
-    _check_settings(epochs, lr, lr_decay, seed)
+    _check_settings(epochs, lr, lr_decay, seed, len(rows))
     return x, rows
 
 
@@ -333,16 +339,21 @@ def _validate(values, train_rows) -> tuple[np.ndarray, list[np.ndarray]]:
     return x, rows
 
 
-def _check_settings(epochs, lr, lr_decay, seed):
+def _check_settings(epochs, lr, lr_decay, seed, n_splits):
+    """The settings checked; ``seed`` as one int64 per split, shape (n_splits,)."""
     if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise InputError(f"epochs must be a positive integer, got {epochs!r}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise InputError(f"lr must be a positive number, got {lr!r}")
     if not (isinstance(lr_decay, (int, float)) and math.isfinite(lr_decay) and 0 < lr_decay <= 1):
         raise InputError(f"lr_decay must be in (0, 1], got {lr_decay!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(epochs), float(lr), float(lr_decay), int(seed)
+    seeds = [seed] * n_splits if isinstance(seed, (int, np.integer, bool)) else list(seed)
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s < 2**63:
+            raise InputError(f"seed must be a non-negative integer or one per split, got {seed!r}")
+    if len(seeds) != n_splits:
+        raise InputError(f"seed gives {len(seeds)} seeds for {n_splits} splits: give one integer, or one per split")
+    return int(epochs), float(lr), float(lr_decay), np.array(seeds, dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------- the fit
@@ -367,7 +378,7 @@ class _Streams:
     (n_splits, n_max + 2 n_items: theta, b, log a), the Gamma draws in ``gamma`` (n_splits, 3).
     """
 
-    def __init__(self, torch, sizes: np.ndarray, n_items: int, seed: int, *, hyper: bool = True):
+    def __init__(self, torch, sizes: np.ndarray, n_items: int, seed, *, hyper: bool = True):
         self.torch, self.hyper = torch, bool(hyper)
         n_max = int(max(sizes))
         self.eps_mu = torch.zeros((len(sizes), 3))
@@ -377,7 +388,8 @@ class _Streams:
         # size), b and log-a rows.
         # and the views of its three Gamma concentrations (copied in by each draw).
         self._alpha = torch.zeros((len(sizes), 3))
-        self._plan = [(torch.Generator().manual_seed(seed), *(self.eps_mu[s, k:k + 1] for k in range(3)),
+        seeds = np.broadcast_to(np.asarray(seed, dtype=np.int64), (len(sizes),))         # one per split
+        self._plan = [(torch.Generator().manual_seed(int(seeds[s])), *(self.eps_mu[s, k:k + 1] for k in range(3)),
                        *(self._alpha[s, k:k + 1] for k in range(3)),
                        self.eps[s, :n], self.eps[s, n_max:n_max + n_items], self.eps[s, n_max + n_items:])
                       for s, n in enumerate(int(n) for n in sizes)]

@@ -53,11 +53,11 @@ def _bind(path: Path) -> ctypes.CDLL:
     return lib
 
 
-def _streams(lib: ctypes.CDLL, n: int, seed: int) -> np.ndarray:
-    """``n`` generator states seeded with ``seed``, as one byte array (n, the C struct's size)."""
+def _streams(lib: ctypes.CDLL, n: int, seed) -> np.ndarray:
+    """``n`` generator states seeded with ``seed`` (one int, or one per state): a byte array (n, the struct size)."""
     state = np.zeros((n, int(lib.stream_size())), dtype=np.uint8)
-    for row in state:
-        lib.stream_seed(row.ctypes.data, seed)
+    for row, one in zip(state, np.broadcast_to(np.asarray(seed, dtype=np.int64), (n,)), strict=True):
+        lib.stream_seed(row.ctypes.data, int(one))
     return state
 
 
@@ -127,12 +127,12 @@ class CStreams:
     ``hyper`` (the fixed priors' model) only ``eps``.
     """
 
-    def __init__(self, torch, lib, mode: int, sizes: np.ndarray, n_items: int, seed: int, *, hyper: bool = True):
+    def __init__(self, torch, lib, mode: int, sizes: np.ndarray, n_items: int, seed, *, hyper: bool = True):
         self.lib, self.mode, self.n_items, self.hyper = lib, int(mode), int(n_items), bool(hyper)
         self.rows = np.ascontiguousarray(sizes, dtype=np.int64)
         self.n_max = int(self.rows.max())
         n_splits = self.rows.size
-        self._state = _streams(lib, n_splits, int(seed))
+        self._state = _streams(lib, n_splits, seed)
         self._alpha = np.zeros((n_splits, 3), dtype=np.float32)
         self._eps_mu = np.zeros((n_splits, 3), dtype=np.float32)
         self._gamma = np.zeros((n_splits, 3), dtype=np.float32)
