@@ -21,7 +21,8 @@ from irtlib.core.kernels import probability, response_terms
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 
-from .cells import make_runner, workspace
+from . import cell_kernel
+from .cells import cell_arrays, make_runner, workspace
 from .newton import arrow_cg
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "ENGINES", "PYIRT_EXTRA", "load_pyirt_engine"]
@@ -80,6 +81,19 @@ class Calibration:
 def _cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
     """Log-likelihood of the block and, with ``derive``, its sums and per-cell weights for the next step.
 
+    By the C kernel (:mod:`irtlib.calibration.cell_kernel`: one loop over the cells) where it is
+    available, else by numpy (:func:`_numpy_cell_pass`, which says what is returned).
+    """
+    lib = cell_kernel.load(_numpy_cell_pass)
+    if lib is None:
+        return _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells)
+    return cell_kernel.cell_pass(lib, block, theta, a, b, derive, dtype, keep_cells,
+                                 reuse=state if derive and keep_cells else None)
+
+
+def _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
+    """:func:`_cell_pass` in numpy: a dozen vectorised passes over each tile of the block.
+
     Returns ``((log_lik, item_sums, model_sums), kept)``: ``item_sums`` (5, n_items) are the column
     sums of ``g``, ``g z``, ``w``, ``w z``, ``w z^2`` (``g = x - P``, ``w = P (1 - P)``); ``model_sums``
     (2, n_rows) the row sums of ``g a`` and ``w a^2``; ``kept`` the per-cell ``w``, ``w z`` and ``g`` in
@@ -87,13 +101,14 @@ def _cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
     scoring) or ``a (w z - g)`` (Newton), and with its ``b`` ``-a^2 w``. The block is worked through
     tile by tile, in the calling thread's work arrays of ``dtype``; every sum is accumulated in float64.
     Without ``keep_cells`` the per-cell weights are not kept (``kept`` is None): the item refits of
-    :func:`fit_items` need the sums only.
+    :func:`fit_items` need the sums only. With ``derive`` and ``keep_cells``, ``state`` (the weights the
+    runner held, if any) is overwritten with the new ones (:meth:`irtlib.calibration.cells.ThreadRunner.run`).
     """
     log_lik = 0.0
     if derive:
         item_sums = np.zeros((5, block.n_items))
         model_sums = np.empty((2, block.rows.stop - block.rows.start))
-        kept = tuple(np.empty(block.shape, np.float32) for _ in range(3)) if keep_cells else None
+        kept = cell_arrays(state, block.shape) if keep_cells else None
         a_cells, a2_cells = a.astype(dtype), (a * a).astype(dtype)
     for local, tile in block.tiles():
         work = workspace(tile.shape, 7, dtype)
