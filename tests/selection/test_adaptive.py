@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
+from irtlib.bank.coverage import REPLAY_RADII
 from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.selection.adaptive import (
@@ -72,7 +73,7 @@ def test_caches_and_screening_change_nothing():
     x, _, a, b = simulate_2pl(12, 600, seed=4, sd_log_a=0.8)
     ref = run_adaptive(x, a, b, budget=200, selector=MaxInformation(cache_size=0, screen=False))
     for sel in (MaxInformation(), MaxInformation(cache_size=16), MaxInformation(cache_size=0),
-                MaxInformation(cache_size=64, screen=False)):
+                MaxInformation(cache_size=64, screen=False), MaxInformation(radii=REPLAY_RADII)):
         traj = run_adaptive(x, a, b, budget=200, selector=sel)
         np.testing.assert_array_equal(traj.items, ref.items)
         np.testing.assert_array_equal(traj.estimate, ref.estimate)
