@@ -23,16 +23,57 @@ Steps:
    failed chapter next time).  On failure the partial notebook stays in
    ``_build/executing/`` for inspection and the exit status is papermill's
    (non-zero).
+
+What a chapter pays besides its own cells is kept small, since the book runs 17 of them
+(``benchmarks/bench_book.py``; a one-cell notebook cost 4.1 CPU s before, see
+``benchmarks/RESULTS.md``):
+
+- papermill runs in this process (its own command line, :func:`papermill.cli.papermill`, so
+  ``PAPERMILL_ARGS`` mean what they meant), not in a second interpreter that imports
+  jupytext's and papermill's dependencies again;
+- papermill's remote-storage handlers are not imported (:data:`REMOTE_IO_MODULES`: S3, Azure,
+  GCS, HDFS through pyarrow, GitHub; about 0.7 CPU s): chapters read and write local files only,
+  and the kernel is another process, which imports what the chapter asks for;
+- the notebook is written once, when it ends (``--no-request-save-on-cell-execute``), not after
+  every cell (two full JSON writes per cell: about 5 CPU s for the primer's 56 cells with their
+  figures).  A failing cell's notebook is still written, with the error, by papermill; only a
+  kernel that dies leaves no partial notebook (the command's output names the cell).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
+
+#: Optional back ends of papermill's I/O (``papermill.iorw`` tries each at import): remote storage
+#: the chapters never use. Marked absent in this process only, so papermill skips them.
+REMOTE_IO_MODULES = ("boto3", "botocore", "azure", "gcsfs", "pyarrow", "github")
+
+
+def run_papermill(argv: list[str]) -> int:
+    """Run papermill's command line in this process; its exit status (1 when a cell failed).
+
+    Parameters
+    ----------
+    argv : list of str
+        The arguments of ``papermill`` (input, output, options), as on its command line.
+    """
+    for module in REMOTE_IO_MODULES:
+        sys.modules.setdefault(module, None)  # type: ignore[assignment]  (import raises ImportError)
+    from papermill.cli import papermill as papermill_command
+
+    try:
+        papermill_command.main(args=argv, prog_name="papermill", standalone_mode=False)
+    except SystemExit as exc:  # papermill's own exit codes (138: the kernel died)
+        return exc.code if isinstance(exc.code, int) else 1
+    except Exception:  # noqa: BLE001 - a failed cell or kernel: papermill's traceback, as its command prints it
+        traceback.print_exc()
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,18 +110,15 @@ def main(argv: list[str] | None = None) -> int:
 
     # The kernel is started by jupyter_client with this interpreter, so the
     # chapter sees the same environment (irtlib, numpy, ...) as this script.
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence a debugpy warning
-    cmd = [
-        sys.executable,
-        "-m",
-        "papermill",
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence a debugpy warning
+    argv = [
         str(source_ipynb),
         str(partial),
         "--cwd",
         str(args.cwd.resolve()),
         "--no-progress-bar",
+        "--no-request-save-on-cell-execute",
         "--log-level",
         "WARNING",
         *papermill_args,
@@ -88,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = " ".join(papermill_args)
     print(f"[run_chapter] {name}: executing {args.source} {shown}".rstrip(), flush=True)
     start = time.monotonic()
-    status = subprocess.call(cmd, env=env)
+    status = run_papermill(argv)
     elapsed = time.monotonic() - start
     if status != 0:
         print(

@@ -514,3 +514,22 @@ def test_build_tree_config_points_at_the_shipped_mathjax(tmp_path):
     intro = json.loads((out / "book" / "intro.ipynb").read_text())
     assert any("quick-build" in "".join(c["source"]) for c in intro["cells"])
     assert ["parameters", "remove-cell"] in [c["metadata"].get("tags") for c in intro["cells"]]
+
+
+def test_run_chapter_passes_typed_parameters_and_keeps_papermill_metadata(tmp_path):
+    """tools/run_chapter.py runs papermill in-process: the arguments mean what papermill's command makes of them."""
+    source = tmp_path / "ch.md"
+    source.write_text(_chapter("Ch", "print(type(QUICK).__name__, QUICK, type(SEED).__name__, SEED, LABEL)",
+                               params='QUICK = False\nSEED = 0\nLABEL = "x"'))
+    output = tmp_path / "executed" / "ch.ipynb"
+    done = subprocess.run([sys.executable, str(TOOLS / "run_chapter.py"), str(source), str(output), "--cwd",
+                           str(tmp_path), "--", "-p", "QUICK", "True", "-p", "SEED", "3", "-p", "LABEL", "abc"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    notebook = json.loads(output.read_text())
+    assert notebook["metadata"]["papermill"]["parameters"] == {"QUICK": True, "SEED": 3, "LABEL": "abc"}
+    assert notebook["metadata"]["papermill"]["exception"] is None
+    printed = "".join("".join(o.get("text", "")) for c in notebook["cells"] if c["cell_type"] == "code"
+                      for o in c["outputs"])
+    assert printed == "bool True int 3 abc\n"
+    assert not (tmp_path / "executing" / "ch.ipynb").exists()      # moved into place, not left behind
