@@ -244,3 +244,11 @@ def test_one_item_bank():
     traj = run_adaptive(np.array([[1.0], [0.0]]), [1.3], [0.2], budget=1)
     assert traj.items.tolist() == [[0], [0]]
     assert traj.estimate[0, 0] > 0 > traj.estimate[1, 0]
+
+
+def test_map_estimator_powers_equal_numpy_cumulative_products():
+    from irtlib.selection.estimators import _powers
+
+    v = np.random.default_rng(5).uniform(-3.0, 3.0, (40, 30))
+    for n in (1, 2, 6):
+        np.testing.assert_array_equal(_powers(v, n), np.cumprod(np.repeat(v[..., None], n, axis=-1), axis=-1))
