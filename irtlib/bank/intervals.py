@@ -12,7 +12,7 @@ import numpy as np
 from scipy.special import expit
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import logit_z
+from irtlib.core.kernels import bernoulli_variance, logit_z
 
 __all__ = ["Z95", "score_interval"]
 
@@ -79,7 +79,7 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
     mid = total(theta, p)
     lo = total(theta - z * se, work)
     hi = total(theta + z * se, work)
-    var = np.multiply(p, np.subtract(1.0, p, out=work), out=work)     # 0 on the known items (P = 0 there)
+    var = bernoulli_variance(p)                  # 0 on the known items (P = 0 there)
     if item_se is not None:
         se_a, se_b = (np.asarray(v, float) for v in item_se)
         term = var**2 * ((theta[..., None] - b) ** 2 * se_a**2 + a**2 * se_b**2)

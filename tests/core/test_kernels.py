@@ -47,7 +47,6 @@ ALLOWED = {
     "core/responses.py::ResponseMatrix": "binomial variance p (1 - p) of an item's observed safe rate (the filter)",
     "bank/build.py::calibrate_bank": "the paper's variance filter on observed rates",
     "bank/grow.py::add_items": "the paper's variance filter on the new items' observed rates",
-    "bank/intervals.py": "variance of the unknown responses' sum in a score interval",
     "selection/items.py::TwoPLItems": "variance of the unanswered responses' sum at a cut (certification)",
     "fit/checks.py::sx2_expected": "variance of the summed score (S-X2's normal approximation)",
     "fit/checks.py::_sx2": "S-X2's binomial denominator e (1 - e) of an expected proportion",
