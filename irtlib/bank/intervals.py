@@ -79,7 +79,7 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
     mid = total(theta, p)
     lo = total(theta - z * se, work)
     hi = total(theta + z * se, work)
-    var = bernoulli_variance(p)                  # 0 on the known items (P = 0 there)
+    var = bernoulli_variance(p, out=work)        # 0 on the known items (P = 0 there)
     if item_se is not None:
         se_a, se_b = (np.asarray(v, float) for v in item_se)
         term = var**2 * ((theta[..., None] - b) ** 2 * se_a**2 + a**2 * se_b**2)
