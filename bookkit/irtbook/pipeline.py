@@ -105,8 +105,10 @@ def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt-authors", seed
         ``"pyirt-authors"`` (the default): the authors' calibration, py-irt's hierarchical priors
         with learning-rate decay and the best epoch, run by the batched fit
         (:func:`irtlib.calibration.pyirt_batch.fit_hierarchical_batch`, the same parameters as
-        py-irt's to float rounding); ``"pyirt"``: py-irt with the text's fixed priors; ``"map"``:
-        the posterior mode of the text's model (:func:`irtlib.fit_2pl`).
+        py-irt's to float rounding); ``"pyirt"``: py-irt with the text's fixed priors and a constant
+        learning rate, the last epoch's parameters, run by the same batched fit (``priors="paper"``:
+        the parameters of ``irtlib.fit_2pl(engine="pyirt")``, which runs py-irt itself, to float
+        rounding); ``"map"``: the posterior mode of the text's model (:func:`irtlib.fit_2pl`).
     seed, epochs, lr
         As in :func:`irtlib.fit_2pl`; the MAP engine ignores them.
     cache_dir : path, optional
@@ -127,11 +129,11 @@ def calibrate_matrix(matrix: ResponseMatrix, *, engine: str = "pyirt-authors", s
                      lr: float = 0.1) -> Calibration:
     """Fit the 2PL to any matrix (a subset of items, a simulated matrix) with one of the book's engines, uncached.
 
-    As :func:`calibrate_benchmark` (``"pyirt-authors"`` by the batched fit, the others by
+    As :func:`calibrate_benchmark` (``"pyirt-authors"`` and ``"pyirt"`` by the batched fit, ``"map"`` by
     :func:`irtlib.fit_2pl`), for the checks that refit a matrix that is not a benchmark's.
     """
-    if engine == "pyirt-authors":
-        return _authors_calibration(matrix, seed=seed, epochs=epochs, lr=lr)
+    if engine in _BATCHED:
+        return _batched_calibration(matrix, engine=engine, seed=seed, epochs=epochs, lr=lr)
     return fit_2pl(matrix, engine=engine, seed=seed, epochs=epochs, lr=lr)
 
 
@@ -154,19 +156,26 @@ def chapter_epochs(engine: str, epochs: int, *, quick: bool) -> int:
     return min(int(epochs), QUICK_PYIRT_EPOCHS) if quick and engine == "pyirt" else int(epochs)
 
 
-def _authors_calibration(matrix: ResponseMatrix, *, seed: int, epochs: int, lr: float) -> Calibration:
-    """The authors' hierarchical py-irt fit of every model of ``matrix``, as a :class:`Calibration`."""
+#: The py-irt engines :func:`calibrate_matrix` runs by the batched fit, with their py-irt settings: the
+#: authors' (hierarchical priors, decay 0.9999, best epoch) and the text's (fixed priors, constant rate, last epoch).
+_BATCHED = {"pyirt-authors": {"priors": "hierarchical", "lr_decay": 0.9999, "best": True},
+            "pyirt": {"priors": "paper", "lr_decay": 1.0, "best": False}}
+
+
+def _batched_calibration(matrix: ResponseMatrix, *, engine: str, seed: int, epochs: int, lr: float) -> Calibration:
+    """A py-irt fit of every model of ``matrix`` by the batched fit (one split of all rows), as a Calibration."""
     import time
 
     from irtlib.calibration.pyirt_batch import fit_hierarchical_batch
 
+    py_irt = _BATCHED[engine]
     start = time.perf_counter()
-    fit = fit_hierarchical_batch(matrix.values, [np.arange(matrix.shape[0])], seed=seed, epochs=epochs, lr=lr)
+    fit = fit_hierarchical_batch(matrix.values, [np.arange(matrix.shape[0])], seed=seed, epochs=epochs, lr=lr,
+                                 **py_irt)
     items, models = pd.Index(matrix.items), pd.Index(matrix.models)
     return Calibration(a=pd.Series(fit.a[0], index=items, name="a"), b=pd.Series(fit.b[0], index=items, name="b"),
-                       theta=pd.Series(fit.theta[0], index=models, name="theta"), engine="pyirt-authors",
-                       settings={"seed": seed, "epochs": epochs, "lr": lr, "lr_decay": 0.9999, "best": True,
-                                 "priors": "hierarchical", "batched": True},
+                       theta=pd.Series(fit.theta[0], index=models, name="theta"), engine=engine,
+                       settings={"seed": seed, "epochs": epochs, "lr": lr, **py_irt, "batched": True},
                        seconds=time.perf_counter() - start,
                        diagnostics={"best_epoch": int(fit.best_epoch[0]), "final_loss": float(fit.loss[0, -1])})
 

@@ -8,7 +8,8 @@ the code. This module computes those training blocks for every run the chapters 
 cores (:func:`run_stage`). A chapter run afterwards finds every calibration on disk; a chapter run
 without the stage fits what it needs itself, with the same result (a split's fit does not depend
 on the rest of its batch), only more slowly. The stage also fits each benchmark whole with the three
-engines the fit chapters compare (:func:`benchmark_fits`), which chapters 2 to 6 read.
+engines the fit chapters compare (:func:`benchmark_fits`), which chapters 2 to 6 read, at the same
+time as the split batches.
 
 Run it from the repository root (the Makefile does, before the chapters)::
 
@@ -126,7 +127,7 @@ def training_blocks(run: StageRun) -> tuple[list[np.ndarray], list[int]]:
 
 
 def run_stage(runs: list[StageRun], *, cache_dir, workers: int = 2, log=None) -> dict:
-    """Fit every split of ``runs`` that is not in the cache: one batched fit per benchmark and seed.
+    """Fit every split of ``runs`` that is not in the cache: one batched fit per width (items kept), largest first.
 
     Parameters
     ----------
@@ -150,41 +151,32 @@ def run_stage(runs: list[StageRun], *, cache_dir, workers: int = 2, log=None) ->
 
     directory = split_cache(cache_dir)
     start = time.perf_counter()
-    groups: dict = {}                     # (n_items, seed) -> [(label, block)]: one batched fit each
+    groups: dict = {}                     # n_items -> [(label, block, seed)]: one batched fit each
     for run in runs:
         blocks, seeds = training_blocks(run)
         for block, seed in zip(blocks, seeds, strict=True):
-            groups.setdefault((block.shape[1], seed), []).append((run.label, block))
+            groups.setdefault(block.shape[1], []).append((run.label, block, int(seed)))
     asked = fitted = 0
-    small = []                            # groups of fewer splits than workers (one seed per split): in parallel
-    for (n_items, seed), entries in groups.items():
-        starts = np.cumsum([0] + [blk.shape[0] for _, blk in entries])
-        stacked = np.vstack([blk for _, blk in entries])
+    # Splits of one width share a batched fit whatever their seeds (each split draws from its own
+    # stream): the paper's protocol's one seed per split costs one batch, not one fit per split.
+    for n_items, entries in sorted(groups.items(), key=lambda g: -g[0] * sum(blk.shape[0] for _, blk, _ in g[1])):
+        starts = np.cumsum([0] + [blk.shape[0] for _, blk, _ in entries])
+        stacked = np.vstack([blk for _, blk, _ in entries])
         rows = [np.arange(starts[i], starts[i + 1]) for i in range(len(entries))]
-        todo = missing_splits(stacked, rows, seed=seed, cache_dir=directory)
+        seeds = [seed for *_, seed in entries]
+        todo = missing_splits(stacked, rows, seed=seeds, cache_dir=directory)
         asked, fitted = asked + len(rows), fitted + todo
-        if len(rows) < workers:
-            small.append((stacked, rows, seed, todo))
-            continue
         t = time.perf_counter()
-        fit_2pl_splits_cached(stacked, rows, seed=seed, cache_dir=directory, workers=workers)
-        _log(log, [label for label, _ in entries], len(rows), n_items, todo, time.perf_counter() - t)
-    if small:
-        from joblib import Parallel, delayed
-
-        t = time.perf_counter()
-        Parallel(n_jobs=workers)(delayed(fit_2pl_splits_cached)(stacked, rows, seed=seed, cache_dir=directory)
-                                 for stacked, rows, seed, todo in small if todo)
-        _log(log, ["one split per seed"], sum(len(r) for _, r, _, _ in small), None, sum(n for *_, n in small),
-             time.perf_counter() - t)
+        if todo:
+            fit_2pl_splits_cached(stacked, rows, seed=seeds, cache_dir=directory, workers=workers)
+        _log(log, [label for label, *_ in entries], len(rows), n_items, todo, time.perf_counter() - t)
     return {"splits": asked, "fitted": fitted, "seconds": time.perf_counter() - start}
 
 
 def _log(log, labels, n_splits, n_items, fitted, seconds) -> None:
     if log is not None:
-        items = "" if n_items is None else f" of {n_items} items"
-        print(f"[split stage] {', '.join(dict.fromkeys(labels))}: {n_splits} splits{items}, {fitted} fitted, "
-              f"{seconds:.1f} s", file=log, flush=True)
+        print(f"[split stage] {', '.join(dict.fromkeys(labels))}: {n_splits} splits of {n_items} items, {fitted} "
+              f"fitted, {seconds:.1f} s", file=log, flush=True)
 
 
 def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> float:
@@ -202,8 +194,9 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
     :func:`irtbook.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
     engine of :data:`irtbook.pipeline.CHAPTER_ENGINES` (seed 0, learning rate 0.1, the
     epochs :func:`irtbook.pipeline.chapter_epochs` gives), and SimpleSafetyTests by py-irt
-    with the text's priors and seed 1 (chapter 2's seed check), ``workers`` fits at a time; what
-    is cached already is read, not refitted. Returns the wall seconds.
+    with the text's priors and seed 1 (chapter 2's seed check), ``workers`` fits at a time, the
+    largest matrices first (the MAP fits, a fraction of a second each, last); what is cached already
+    is read, not refitted. Returns the wall seconds.
     """
     from joblib import Parallel, delayed
 
@@ -220,6 +213,7 @@ def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None
     todo = [(bench, engine, seed, epochs) for bench, engine, seed, epochs in jobs if cache_dir is None
             or not cache_path(benchmark_fit_key(bench, engine=engine, seed=seed, epochs=epochs, lr=0.1),
                               cache_dir).exists()]
+    todo.sort(key=lambda job: (job[1] == "map", -job[0].filtered.values.size))    # longest first
     seconds = Parallel(n_jobs=workers)(delayed(_benchmark_fit)(bench, engine, seed, epochs, cache_dir)
                                        for bench, engine, seed, epochs in todo) if todo else []
     if log is not None:
@@ -237,10 +231,16 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=None, help="auto, real or simulated (default: $IRTLIB_DATA or auto)")
     parser.add_argument("--rule", default="strict", help="binarization of graded judgments (default %(default)s)")
     args = parser.parse_args(argv)
-    out = run_stage(stage_runs(quick=args.quick, data=args.data, rule=args.rule), cache_dir=args.cache_dir,
-                    workers=args.workers, log=sys.stderr)
-    whole = benchmark_fits(quick=args.quick, cache_dir=args.cache_dir, workers=args.workers, data=args.data,
-                           rule=args.rule, log=sys.stderr)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The whole-benchmark fits run in their own worker processes while the split batches run, so that
+    # neither waits for the other (the cores stay busy through each batch's uneven end).
+    with ThreadPoolExecutor(1) as thread:
+        whole_fits = thread.submit(benchmark_fits, quick=args.quick, cache_dir=args.cache_dir, workers=args.workers,
+                                   data=args.data, rule=args.rule, log=sys.stderr)
+        out = run_stage(stage_runs(quick=args.quick, data=args.data, rule=args.rule), cache_dir=args.cache_dir,
+                        workers=args.workers, log=sys.stderr)
+        whole = whole_fits.result()
     print(f"[split stage] {out['splits']} split calibrations, {out['fitted']} fitted, {out['seconds']:.1f} s; "
           f"whole-benchmark fits {whole:.1f} s", file=sys.stderr)
     return 0

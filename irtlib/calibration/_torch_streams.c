@@ -254,13 +254,16 @@ static void normal_fill(stream_t *st, float *data, int64_t n, int mode) {
     }
 }
 
-/* One epoch's draws of every split. streams (S); alpha, eps_mu, gamma (S, 3) in the order b, theta, a;
-   eps (S, eps_stride): theta in [0, rows[s]), b in [n_max, n_max + m), log a in [n_max + m, n_max + 2m). */
+/* One epoch's draws of every split. streams (S); alpha, eps_mu, gamma (S, 3) in the order b, theta, a
+   (drawn only when hyper is non-zero: the hierarchical model's hyper-parameters; with the fixed priors
+   the guide draws theta, b and log a alone); eps (S, eps_stride): theta in [0, rows[s]), b in
+   [n_max, n_max + m), log a in [n_max + m, n_max + 2m). */
 void draw_epoch(int64_t n_splits, stream_t *streams, const float *alpha, float *eps_mu, float *gamma,
-                float *eps, int64_t eps_stride, const int64_t *rows, int64_t n_max, int64_t m, int32_t mode) {
+                float *eps, int64_t eps_stride, const int64_t *rows, int64_t n_max, int64_t m, int32_t mode,
+                int32_t hyper) {
     for (int64_t s = 0; s < n_splits; s++) {
         stream_t *st = streams + s;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 3 && hyper; k++) {
             eps_mu[3 * s + k] = (float)normal_double(st);
             gamma[3 * s + k] = gamma_float(st, alpha[3 * s + k]);
         }

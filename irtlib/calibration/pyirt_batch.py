@@ -38,6 +38,12 @@ each; and a few dozen tiny torch operations for the hyper-parameters (their grad
 rather than taken by autograd) and Adam on one flat parameter tensor. ``workers=2`` fits half of
 the cells in a second process.
 
+``priors="paper"`` fits the text's fixed-prior 2PL instead (``theta``, ``b`` and ``log a`` each
+``N(0, 1)``; :class:`irtlib.calibration.pyirt.PaperTwoParamLog`): the same guide, loss and optimiser
+without the hyper-parameter sites, the guide drawing theta, b and log a alone; with a constant
+learning rate and the last epoch's parameters it is ``fit_2pl(engine="pyirt")``'s py-irt fit to float
+rounding (about 2e-7 on small matrices), tens of times faster.
+
 A split's result does not depend on the other splits of its batch, bit for bit (the C kernels take
 each split through the same code in its own loop; with the torch likelihood, in batches of two
 splits or more, every per-cell operand holds each split's cells at a 64-float boundary, so the
@@ -70,6 +76,8 @@ HYPER_LOC_SD = 1.0e6
 HYPER_GAMMA = (1.0, 1.0)
 HYPER_GUIDE_INIT_SCALE = 10.0
 GUIDE_INIT_SCALE = 1.0
+#: The models :func:`fit_2pl_splits` fits: py-irt's hierarchical priors (the authors'), or the text's fixed ones.
+PRIORS = ("hierarchical", "paper")
 _HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
 
 
@@ -100,7 +108,8 @@ class BatchFit:
 
 def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: int = 1000, lr: float = 0.1,
                    lr_decay: float = 0.9999, seed: int = 0, best: bool = True,
-                   threads: int | None = 1, workers: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+                   threads: int | None = 1, workers: int = 1,
+                   priors: str = "hierarchical") -> list[tuple[np.ndarray, np.ndarray]]:
     """Fit the authors' hierarchical 2PL to every split's training models in one batched fit.
 
     Parameters
@@ -113,8 +122,10 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     epochs, lr, lr_decay : int, float, float
         1,000 full-batch epochs, Adam learning rate 0.1, multiplied by ``lr_decay`` after every epoch
         (py-irt's default 0.9999, which the authors keep).
-    seed : int
-        Every split's random stream starts from this seed (the authors use 0 for every split).
+    seed : int or sequence of int
+        Every split's random stream starts from this seed (the authors use 0 for every split); a
+        sequence gives each split its own (one per split: the paper's protocol seeds each split's
+        calibration apart), so that splits of different seeds share one batched fit.
     best : bool
         Report each split's parameters after its own epoch with the lowest loss (py-irt's
         ``best_params``, as the authors do); ``False`` reports the last epoch's.
@@ -126,6 +137,13 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
         once per Python process (``spawn``: a script calling this must guard its top level with
         ``if __name__ == "__main__":``). The numbers do not depend on it (a split's fit does not
         depend on the rest of its batch). 2 uses both cores of a 2-core machine.
+    priors : {"hierarchical", "paper"}
+        ``"hierarchical"``: py-irt's hierarchical priors, as the authors fit them. ``"paper"``: the
+        text's fixed priors ``theta ~ N(0, 1)``, ``b ~ N(0, 1)``, ``a ~ LogNormal(0, 1)`` (the
+        paper, Section "Model: 2PL"; appendix B), the model of
+        :class:`irtlib.calibration.pyirt.PaperTwoParamLog` with its guide (every factor at loc 0,
+        scale 1) and py-irt's order of draws (theta, b, log a): with ``lr_decay=1.0, best=False``
+        the fit ``fit_2pl(engine="pyirt")`` runs through py-irt, to float rounding.
 
     Returns
     -------
@@ -155,18 +173,18 @@ def fit_2pl_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs
     in the same process; ``workers=2`` shares them between both cores.
     """
     fit = fit_hierarchical_batch(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed,
-                                 best=best, threads=threads, workers=workers)
+                                 best=best, threads=threads, workers=workers, priors=priors)
     return [(fit.a[s].copy(), fit.b[s].copy()) for s in range(fit.a.shape[0])]
 
 
 def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: int = 1000,
                            lr: float = 0.1, lr_decay: float = 0.9999, seed: int = 0, best: bool = True,
-                           threads: int | None = 1, workers: int = 1) -> BatchFit:
+                           threads: int | None = 1, workers: int = 1, priors: str = "hierarchical") -> BatchFit:
     """:func:`fit_2pl_splits` with everything the fit produced (abilities, best epochs, losses).
 
     Parameters
     ----------
-    values, train_rows, epochs, lr, lr_decay, seed, best, threads, workers
+    values, train_rows, epochs, lr, lr_decay, seed, best, threads, workers, priors
         As in :func:`fit_2pl_splits`.
 
     Returns
@@ -177,7 +195,7 @@ def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *
         ``loss`` (n_splits, epochs).
     """
     x, rows = _validate(values, train_rows)
-    epochs, lr, lr_decay, seed = _check_settings(epochs, lr, lr_decay, seed)
+    epochs, lr, lr_decay, seed = _check_settings(epochs, lr, lr_decay, seed, len(rows))
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - the light install has no torch
@@ -185,7 +203,10 @@ def fit_hierarchical_batch(values: ArrayLike, train_rows: Sequence[ArrayLike], *
                                      "install it with pip install 'irtlib[pyirt]'") from exc
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise InputError(f"workers must be a positive integer, got {workers!r}")
-    settings = {"epochs": epochs, "lr": lr, "lr_decay": lr_decay, "seed": seed, "best": best}
+    if priors not in PRIORS:
+        raise InputError(f"priors must be one of {PRIORS}, got {priors!r}")
+    settings = {"epochs": epochs, "lr": lr, "lr_decay": lr_decay, "seed": seed, "best": best,
+                "hierarchical": priors == "hierarchical"}
     return _fit_parts(torch, x, rows, workers, threads, settings)
 
 
@@ -252,8 +273,12 @@ def _fit_parts(torch, x, rows, workers, threads, settings) -> BatchFit:
     if len(parts) == 1:
         return _fit_with_threads(torch, x, rows, threads, settings)
     pool = _worker_pool(len(parts) - 1)
-    futures = [pool.submit(_worker_fit, x, [rows[i] for i in part], threads, settings) for part in parts[1:]]
-    fits = [_fit_with_threads(torch, x, [rows[i] for i in parts[0]], threads, settings)]
+    def part_settings(part):
+        return {**settings, "seed": settings["seed"][part]}
+
+    futures = [pool.submit(_worker_fit, x, [rows[i] for i in part], threads, part_settings(part))
+               for part in parts[1:]]
+    fits = [_fit_with_threads(torch, x, [rows[i] for i in parts[0]], threads, part_settings(parts[0]))]
     fits += [f.result() for f in futures]
     width = max(f.theta.shape[1] for f in fits)
     theta = np.concatenate([np.pad(f.theta, ((0, 0), (0, width - f.theta.shape[1])), constant_values=np.nan)
@@ -280,7 +305,7 @@ def check_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, epochs: 
         As :func:`fit_2pl_splits`.
     """
     x, rows = _validate(values, train_rows)
-    _check_settings(epochs, lr, lr_decay, seed)
+    _check_settings(epochs, lr, lr_decay, seed, len(rows))
     return x, rows
 
 
@@ -314,16 +339,21 @@ def _validate(values, train_rows) -> tuple[np.ndarray, list[np.ndarray]]:
     return x, rows
 
 
-def _check_settings(epochs, lr, lr_decay, seed):
+def _check_settings(epochs, lr, lr_decay, seed, n_splits):
+    """The settings checked; ``seed`` as one int64 per split, shape (n_splits,)."""
     if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise InputError(f"epochs must be a positive integer, got {epochs!r}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise InputError(f"lr must be a positive number, got {lr!r}")
     if not (isinstance(lr_decay, (int, float)) and math.isfinite(lr_decay) and 0 < lr_decay <= 1):
         raise InputError(f"lr_decay must be in (0, 1], got {lr_decay!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(epochs), float(lr), float(lr_decay), int(seed)
+    seeds = [seed] * n_splits if isinstance(seed, (int, np.integer, bool)) else list(seed)
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s < 2**63:
+            raise InputError(f"seed must be a non-negative integer or one per split, got {seed!r}")
+    if len(seeds) != n_splits:
+        raise InputError(f"seed gives {len(seeds)} seeds for {n_splits} splits: give one integer, or one per split")
+    return int(epochs), float(lr), float(lr_decay), np.array(seeds, dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------- the fit
@@ -343,12 +373,13 @@ class _Streams:
     A guide sample of py-irt's hierarchical 2PL draws, in order: for b, theta and a, a scalar
     Normal (mu) and a scalar Gamma (u); then Normal noise for theta (n rows), b and log a (n_items
     each). The prior sample the trainer draws once before training has the same layout, with
-    Gamma(1, 1) for each u. The noise lands in ``eps_mu`` (n_splits, 3: b, theta, a) and ``eps``
+    Gamma(1, 1) for each u. With ``hyper=False`` (the text's fixed priors) each draw is the theta,
+    b and log a noise alone. The noise lands in ``eps_mu`` (n_splits, 3: b, theta, a) and ``eps``
     (n_splits, n_max + 2 n_items: theta, b, log a), the Gamma draws in ``gamma`` (n_splits, 3).
     """
 
-    def __init__(self, torch, sizes: np.ndarray, n_items: int, seed: int):
-        self.torch = torch
+    def __init__(self, torch, sizes: np.ndarray, n_items: int, seed, *, hyper: bool = True):
+        self.torch, self.hyper = torch, bool(hyper)
         n_max = int(max(sizes))
         self.eps_mu = torch.zeros((len(sizes), 3))
         self.eps = torch.zeros((len(sizes), n_max + 2 * n_items))
@@ -357,13 +388,23 @@ class _Streams:
         # size), b and log-a rows.
         # and the views of its three Gamma concentrations (copied in by each draw).
         self._alpha = torch.zeros((len(sizes), 3))
-        self._plan = [(torch.Generator().manual_seed(seed), *(self.eps_mu[s, k:k + 1] for k in range(3)),
+        seeds = np.broadcast_to(np.asarray(seed, dtype=np.int64), (len(sizes),))         # one per split
+        self._plan = [(torch.Generator().manual_seed(int(seeds[s])), *(self.eps_mu[s, k:k + 1] for k in range(3)),
                        *(self._alpha[s, k:k + 1] for k in range(3)),
                        self.eps[s, :n], self.eps[s, n_max:n_max + n_items], self.eps[s, n_max + n_items:])
                       for s, n in enumerate(int(n) for n in sizes)]
 
     def draw(self, alpha) -> None:
-        """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad)."""
+        """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad).
+
+        Without ``hyper`` (the fixed priors' guide draws theta, b and log a alone) ``alpha`` is unused.
+        """
+        if not self.hyper:
+            for g, *_, theta, b, a in self._plan:
+                theta.normal_(generator=g)
+                b.normal_(generator=g)
+                a.normal_(generator=g)
+            return
         std_gamma = self.torch._standard_gamma
         self._alpha.copy_(alpha)
         gammas = []
@@ -626,7 +667,8 @@ class _Problem:
     ``sign`` (S, n, m) float32; ``weight`` (S, n, m) or None (every cell observed); ``row_w`` (S, n)
     float32 or None (no padded row); ``row_ok`` (S, n) bool. The variational parameters live in one
     flat float32 tensor (one Adam state): per split 12 hyper-parameters (loc of mu for b, theta, a;
-    log scale of mu; log alpha and log beta of u) and two blocks of ``n + 2 m`` (loc and log scale of
+    log scale of mu; log alpha and log beta of u; under the fixed priors they stay at their start,
+    their gradient 0) and two blocks of ``n + 2 m`` (loc and log scale of
     theta, b, log a, in that order).
     """
 
@@ -637,9 +679,10 @@ class _Problem:
     sizes: np.ndarray
     hyper_prior: tuple  # 0-d float32 tensors: mu's loc and scale, u's concentration and rate
     site_counts: object  # (S, 3) float32: the columns of each site (b, theta, a): m, the split's rows, m
+    hierarchical: bool = True   # py-irt's hierarchical priors; False: the text's fixed N(0, 1) priors
 
     @classmethod
-    def build(cls, torch, x_np, rows):
+    def build(cls, torch, x_np, rows, *, hierarchical: bool = True):
         n_splits, n_max = len(rows), max(r.size for r in rows)
         index = np.zeros((n_splits, n_max), dtype=np.int64)
         row_ok = np.zeros((n_splits, n_max), dtype=bool)
@@ -655,11 +698,17 @@ class _Problem:
         sizes = np.array([r.size for r in rows])
         site_counts = torch.tensor(np.stack([np.full(n_splits, x_np.shape[1]), sizes, np.full(n_splits, x_np.shape[1])],
                                             1), dtype=torch.float32)
-        return cls(sign, weight, row_w, row_ok, sizes, hyper_prior, site_counts)
+        return cls(sign, weight, row_w, row_ok, sizes, hyper_prior, site_counts, hierarchical)
 
     @property
     def shape(self):
         return self.sign.shape
+
+    def fixed_prior(self, torch):
+        """The fixed priors' ``mu`` (0) and ``u`` (1) of every site, each (S, 3) float32 (made once)."""
+        if not hasattr(self, "_fixed"):
+            self._fixed = (torch.zeros((self.shape[0], 3)), torch.ones((self.shape[0], 3)))
+        return self._fixed
 
     def initial_parameters(self, torch):
         """The flat parameter tensor at py-irt's initial values (every loc 0, scales 10 for mu, else 1)."""
@@ -694,6 +743,8 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     ``d/du = 1/u - (v - mu)^2 u``; the Gamma draws' gradient in alpha is torch's implicit one
     (``_standard_gamma_grad``), as for the rsample pyro uses.
     """
+    if not problem.hierarchical:
+        return _negative_elbo_fixed(torch, problem, lik, streams, flat, grad)
     n_splits, n, m = problem.shape
     hyper, loc, log_scale = problem.views(flat)
     g_hyper, g_loc, g_log_scale = problem.views(grad)
@@ -739,6 +790,28 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     log_q = [_normal_log_prob(torch, mu, loc_mu, scale_mu).sum(1), _gamma_log_prob(torch, u, alpha, beta).sum(1),
              *guide.unbind(1)]
     return log_q, log_p
+
+
+def _negative_elbo_fixed(torch, problem, lik, streams, flat, grad):
+    """:func:`_negative_elbo` under the text's fixed priors: every site ``N(0, 1)`` (log a for a).
+
+    The same terms with ``mu = 0`` and ``u = 1`` fixed and no hyper-parameter sites: ``g_loc = v - d
+    lik / d v``, ``g_log_scale = g_loc step - 1``; the hyper-parameters' gradient stays 0.
+    """
+    n = problem.shape[1]
+    m = problem.shape[2]
+    _, loc, log_scale = problem.views(flat)
+    _, g_loc, g_log_scale = problem.views(grad)
+    streams.draw(None)
+    eps = streams.eps
+    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
+    mu, u = problem.fixed_prior(torch)
+    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    counts_col = problem.site_counts[:, [1, 0, 2]]                         # theta, b, log a
+    log_p = -0.5 * sums[:, 1] - counts_col * _HALF_LOG_2PI
+    log_q = -0.5 * sums[:, 2] - sums[:, 3] - counts_col * _HALF_LOG_2PI
+    return list(log_q.unbind(1)), [*log_p.unbind(1), lik_value]
 
 
 def _guide_sample_torch(torch, problem, loc, log_scale, eps):
@@ -829,14 +902,14 @@ def _likelihood(torch, problem):
     return _FusedLikelihood(torch, lib, problem.sign, problem.weight, problem.sizes)
 
 
-def _streams(torch, sizes, n_items, seed):
+def _streams(torch, sizes, n_items, seed, *, hyper: bool = True):
     """Every split's random stream: in C where it draws torch's numbers here (:mod:`.stream_kernel`)."""
     from irtlib.calibration import stream_kernel
 
     found = stream_kernel.load()
     if found is None:
-        return _Streams(torch, sizes, n_items, seed)
-    return stream_kernel.CStreams(torch, *found, sizes, n_items, seed)
+        return _Streams(torch, sizes, n_items, seed, hyper=hyper)
+    return stream_kernel.CStreams(torch, *found, sizes, n_items, seed, hyper=hyper)
 
 
 @contextlib.contextmanager
@@ -856,13 +929,13 @@ def _no_cycle_collection():
             gc.enable()
 
 
-def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best):
-    problem = _Problem.build(torch, x_np, rows)
+def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=True):
+    problem = _Problem.build(torch, x_np, rows, hierarchical=hierarchical)
     n_splits, n, m = problem.shape
     lik = _likelihood(torch, problem)
     flat = problem.initial_parameters(torch)
     optimizer = _Adam(torch, flat, lr, lr_decay)
-    streams = _streams(torch, problem.sizes, m, seed)
+    streams = _streams(torch, problem.sizes, m, seed, hyper=hierarchical)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.
     ones = torch.ones((n_splits, 3))

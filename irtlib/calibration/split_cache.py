@@ -45,7 +45,7 @@ ENTRY_FORMAT = 1
 
 
 def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike | None,
-                          epochs: int = 1000, lr: float = 0.1, lr_decay: float = 0.9999, seed: int = 0,
+                          epochs: int = 1000, lr: float = 0.1, lr_decay: float = 0.9999, seed=0,
                           best: bool = True, threads: int | None = 1,
                           workers: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`~irtlib.calibration.pyirt_batch.fit_2pl_splits`, reusing each split's cached fit.
@@ -61,7 +61,8 @@ def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *,
         no cache, every split is fitted.
     epochs, lr, lr_decay, seed, best, threads, workers
         As in :func:`~irtlib.calibration.pyirt_batch.fit_2pl_splits`; all but ``workers`` (which does
-        not change the numbers) are part of each split's key.
+        not change the numbers) are part of each split's key (``seed`` one int, or one per split: a
+        split's key holds its own seed, the key a call with that one seed gives).
 
     Returns
     -------
@@ -92,12 +93,14 @@ def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *,
         return pyirt_batch.fit_2pl_splits(x, rows, workers=workers, **settings)
     directory = Path(cache_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    keys = split_keys(x, rows, **settings)
+    seeds = _seeds(seed, len(rows))
+    keys = _keys(x, rows, seeds, settings)
     found = {key: _read_entry(directory / f"{key}.npz", key, x.shape[1]) for key in dict.fromkeys(keys)}
     missing = [key for key, entry in found.items() if entry is None]
     if missing:
         first = {key: s for s, key in reversed(list(enumerate(keys)))}      # one fit per distinct key
-        fitted = pyirt_batch.fit_2pl_splits(x, [rows[first[key]] for key in missing], workers=workers, **settings)
+        fitted = pyirt_batch.fit_2pl_splits(x, [rows[first[key]] for key in missing], workers=workers,
+                                            **{**settings, "seed": [seeds[first[key]] for key in missing]})
         for key, (a, b) in zip(missing, fitted, strict=True):
             _write_entry(directory / f"{key}.npz", key, a, b)
             found[key] = (a, b)
@@ -105,15 +108,31 @@ def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *,
 
 
 def missing_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike, epochs: int = 1000,
-                   lr: float = 0.1, lr_decay: float = 0.9999, seed: int = 0, best: bool = True,
+                   lr: float = 0.1, lr_decay: float = 0.9999, seed=0, best: bool = True,
                    threads: int | None = 1) -> int:
     """How many distinct splits :func:`fit_2pl_splits_cached` would fit (no entry under ``cache_dir`` yet).
 
     Only the presence of the files is looked at; an unreadable entry counts as present here.
     """
     x, rows = pyirt_batch.check_splits(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed)
-    keys = split_keys(x, rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed, best=best, threads=threads)
+    keys = _keys(x, rows, _seeds(seed, len(rows)),
+                 {"epochs": epochs, "lr": lr, "lr_decay": lr_decay, "best": best, "threads": threads})
     return sum(not (Path(cache_dir) / f"{key}.npz").exists() for key in dict.fromkeys(keys))
+
+
+def _seeds(seed, n_splits: int) -> list[int]:
+    """``seed`` as one int per split (checked by :func:`~irtlib.calibration.pyirt_batch.check_splits` before)."""
+    return [int(s) for s in np.broadcast_to(np.asarray(seed, dtype=np.int64), (n_splits,))]
+
+
+def _keys(x: np.ndarray, rows: list, seeds: list[int], settings: dict) -> list[str]:
+    """:func:`split_keys` of every split with its own seed (the splits of one seed keyed together)."""
+    keys: list = [None] * len(rows)
+    for seed in dict.fromkeys(seeds):
+        which = [s for s, one in enumerate(seeds) if one == seed]
+        for s, key in zip(which, split_keys(x, [rows[s] for s in which], **{**settings, "seed": seed}), strict=True):
+            keys[s] = key
+    return keys
 
 
 def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings: float | bool | None) -> list[str]:

@@ -42,7 +42,7 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.stream_size.restype = i64
     lib.stream_size.argtypes = []
     lib.stream_seed.argtypes = [ptr, ctypes.c_uint64]
-    lib.draw_epoch.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, i64, ptr, i64, i64, i32]
+    lib.draw_epoch.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, i64, ptr, i64, i64, i32, i32]
     lib.draw_scalar_normals.argtypes = [ptr, ptr, i64]
     lib.draw_normal_fill.argtypes = [ptr, ptr, i64, i32]
     lib.draw_gammas.argtypes = [ptr, ptr, ptr, i64]
@@ -53,11 +53,11 @@ def _bind(path: Path) -> ctypes.CDLL:
     return lib
 
 
-def _streams(lib: ctypes.CDLL, n: int, seed: int) -> np.ndarray:
-    """``n`` generator states seeded with ``seed``, as one byte array (n, the C struct's size)."""
+def _streams(lib: ctypes.CDLL, n: int, seed) -> np.ndarray:
+    """``n`` generator states seeded with ``seed`` (one int, or one per state): a byte array (n, the struct size)."""
     state = np.zeros((n, int(lib.stream_size())), dtype=np.uint8)
-    for row in state:
-        lib.stream_seed(row.ctypes.data, seed)
+    for row, one in zip(state, np.broadcast_to(np.asarray(seed, dtype=np.int64), (n,)), strict=True):
+        lib.stream_seed(row.ctypes.data, int(one))
     return state
 
 
@@ -123,15 +123,16 @@ class CStreams:
 
     The interface of :class:`irtlib.calibration.pyirt_batch._Streams`: :meth:`draw` fills
     ``eps_mu`` (n_splits, 3: b, theta, a), ``eps`` (n_splits, n_max + 2 n_items: theta, b, log a)
-    and ``gamma`` (n_splits, 3), float32 torch tensors sharing memory with numpy arrays.
+    and ``gamma`` (n_splits, 3), float32 torch tensors sharing memory with numpy arrays; without
+    ``hyper`` (the fixed priors' model) only ``eps``.
     """
 
-    def __init__(self, torch, lib, mode: int, sizes: np.ndarray, n_items: int, seed: int):
-        self.lib, self.mode, self.n_items = lib, int(mode), int(n_items)
+    def __init__(self, torch, lib, mode: int, sizes: np.ndarray, n_items: int, seed, *, hyper: bool = True):
+        self.lib, self.mode, self.n_items, self.hyper = lib, int(mode), int(n_items), bool(hyper)
         self.rows = np.ascontiguousarray(sizes, dtype=np.int64)
         self.n_max = int(self.rows.max())
         n_splits = self.rows.size
-        self._state = _streams(lib, n_splits, int(seed))
+        self._state = _streams(lib, n_splits, seed)
         self._alpha = np.zeros((n_splits, 3), dtype=np.float32)
         self._eps_mu = np.zeros((n_splits, 3), dtype=np.float32)
         self._gamma = np.zeros((n_splits, 3), dtype=np.float32)
@@ -139,8 +140,13 @@ class CStreams:
         self.eps_mu, self.gamma, self.eps = (torch.from_numpy(a) for a in (self._eps_mu, self._gamma, self._eps))
 
     def draw(self, alpha: object) -> None:
-        """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad)."""
-        np.copyto(self._alpha, alpha.numpy())
+        """Fill the noise buffers; ``alpha`` (n_splits, 3) are the Gamma concentrations (no grad).
+
+        Without ``hyper`` (the fixed priors' guide draws theta, b and log a alone) ``alpha`` is unused.
+        """
+        if self.hyper:
+            np.copyto(self._alpha, alpha.numpy())
         self.lib.draw_epoch(self.rows.size, self._state.ctypes.data, self._alpha.ctypes.data,
                             self._eps_mu.ctypes.data, self._gamma.ctypes.data, self._eps.ctypes.data,
-                            self._eps.shape[1], self.rows.ctypes.data, self.n_max, self.n_items, self.mode)
+                            self._eps.shape[1], self.rows.ctypes.data, self.n_max, self.n_items, self.mode,
+                            int(self.hyper))

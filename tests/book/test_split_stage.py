@@ -77,3 +77,28 @@ def test_stage_skips_the_whole_benchmark_fits_already_cached(tmp_path, monkeypat
     split_stage.benchmark_fits(quick=True, cache_dir=tmp_path, workers=1)
     assert fitted == ["pyirt"]          # the MAP fit was cached; only chapter 2's py-irt seed check is missing
     assert pipeline.calibrate_benchmark(bench, engine="map", cache_dir=tmp_path).a.equals(fit.a)
+
+
+def test_splits_of_one_width_share_one_batch_whatever_their_seeds(tmp_path, monkeypatch):
+    """The authors' splits (seed 0) and the paper's (a seed per split) of one benchmark: one batched fit,
+    whose entries are the ones each run's own one-seed lookup finds."""
+    from irtbook.pipeline import split_cache
+    from irtlib.calibration import pyirt_batch
+    from irtlib.calibration.split_cache import missing_splits
+
+    pytest.importorskip("torch")
+    bench = _bench(n_models=20, n_items=12)
+    runs = [split_stage.StageRun(name, bench, protocols.resolve(name, benchmark="simplesafetytests"), 2, 5,
+                                 protocols.resolve(name, benchmark="simplesafetytests").seed)
+            for name in ("authors", "paper")]
+    calls = []
+    real = pyirt_batch.fit_2pl_splits
+    monkeypatch.setattr(pyirt_batch, "fit_2pl_splits", lambda x, rows, **kw: calls.append(list(kw["seed"]))
+                        or real(x, rows, **kw))
+    out = split_stage.run_stage(runs, cache_dir=tmp_path, workers=1)
+    assert out["splits"] == out["fitted"] == 4
+    assert len(calls) == 1 and calls[0][:2] == [0, 0] and len(set(calls[0][2:])) == 2    # one batch, three seeds
+    for run in runs:
+        blocks, seeds = split_stage.training_blocks(run)
+        for block, seed in zip(blocks, seeds, strict=True):
+            assert missing_splits(block, [np.arange(block.shape[0])], seed=seed, cache_dir=split_cache(tmp_path)) == 0

@@ -138,6 +138,46 @@ def test_batched_fit_equals_a_py_irt_fit_on_simulated_data():
     assert close(a, b, cal.a.to_numpy(), cal.b.to_numpy())
 
 
+# ------------------------------------------------------------------ the text's fixed priors (priors="paper")
+def test_first_loss_is_py_irt_loss_under_the_fixed_priors():
+    """Epoch 0's loss is pyro's Trace_ELBO for the text's fixed-prior 2PL with the same seed (same draws)."""
+    from irtlib.calibration.pyirt import PaperTwoParamLog
+
+    x = simulate(30, 25, seed=3)[0]
+    x[2, 7] = np.nan
+    rows, cols = np.nonzero(~np.isnan(x))
+    args = (torch.tensor(rows), torch.tensor(cols), torch.tensor(x[rows, cols], dtype=torch.float))
+    torch.manual_seed(0)
+    pyro.clear_param_store()
+    model = PaperTwoParamLog(num_items=25, num_subjects=30)
+    model.model(*args)
+    model.guide(*args)
+    expected = pyro.infer.Trace_ELBO().loss(model.model, model.guide, *args)
+    pyro.clear_param_store()
+    got = fit_hierarchical_batch(x, [np.arange(30)], epochs=1, priors="paper").loss[0, 0]
+    assert got == pytest.approx(expected, rel=1e-6)
+
+
+def test_fixed_priors_batched_fit_equals_py_irt_with_the_text_priors():
+    """priors="paper", constant rate, last epoch: fit_2pl(engine="pyirt")'s py-irt fit (measured 2e-7)."""
+    x = simulate(40, 30, seed=5)[0]
+    x[3, 4] = np.nan
+    rows = np.array([i for i in range(40) if i % 7])
+    cal = fit_2pl(ResponseMatrix(x[rows], [f"m{i}" for i in rows], [f"i{j}" for j in range(30)]),
+                  engine="pyirt", seed=2, epochs=150)
+    fit = fit_hierarchical_batch(x, [rows, np.arange(40)], epochs=150, seed=2, lr_decay=1.0, best=False,
+                                 priors="paper")
+    assert close(fit.a[0], fit.b[0], cal.a.to_numpy(), cal.b.to_numpy(), tol=1e-5)
+    assert np.abs(fit.theta[0, :rows.size] - cal.theta.to_numpy()).max() < 1e-5
+    hierarchical = fit_hierarchical_batch(x, [rows], epochs=150, seed=2, lr_decay=1.0, best=False)
+    assert not close(hierarchical.a[0], hierarchical.b[0], cal.a.to_numpy(), cal.b.to_numpy(), tol=1e-2)
+
+
+def test_unknown_priors_are_named():
+    with pytest.raises(InputError, match="priors must be one of"):
+        fit_2pl_splits(np.ones((4, 3)), [np.arange(3)], epochs=1, priors="vague")
+
+
 def test_a_split_does_not_depend_on_its_batch():
     x = simulate(50, 40, seed=8)[0]
     rows = [np.arange(0, 45), np.arange(5, 50), np.arange(0, 50, 2)]          # ragged: 45, 45, 25 rows

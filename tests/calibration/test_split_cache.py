@@ -61,6 +61,23 @@ def test_more_fewer_or_reordered_splits_reuse_the_entries(tmp_path, data, fits):
     assert fits == [2, 2] and same(back, [four[3], four[1]])
 
 
+def test_one_seed_per_split_shares_a_batch_and_the_one_seed_entries(tmp_path, data, fits):
+    """Splits of different seeds in one batched fit: each is its one-seed fit, under its one-seed key."""
+    x, rows = data
+    seeds = [3, 0, 3, 7]
+    mixed = fit_2pl_splits_cached(x, rows, cache_dir=tmp_path, epochs=EPOCHS, seed=seeds)
+    assert fits == [4]                                           # one batch for the three seeds
+    for s, seed in enumerate(seeds):
+        alone = pyirt_batch.fit_2pl_splits(x, [rows[s]], epochs=EPOCHS, seed=seed)
+        assert same([mixed[s]], alone), s
+        assert split_cache.missing_splits(x, [rows[s]], cache_dir=tmp_path, epochs=EPOCHS, seed=seed) == 0
+    assert same(fit_2pl_splits_cached(x, rows[:1], cache_dir=tmp_path, epochs=EPOCHS, seed=3), mixed[:1])
+    assert fits == [4, 1, 1, 1, 1]                               # only the direct fits above; the cache hit none
+    assert split_cache.missing_splits(x, rows[:1], cache_dir=tmp_path, epochs=EPOCHS, seed=1) == 1
+    with pytest.raises(InputError, match="3 seeds for 4 splits"):
+        fit_2pl_splits_cached(x, rows, cache_dir=tmp_path, epochs=EPOCHS, seed=[1, 2, 3])
+
+
 def test_a_changed_setting_or_training_cell_misses(tmp_path, data, fits):
     x, rows = data
     base = fit_2pl_splits_cached(x, rows, cache_dir=tmp_path, epochs=EPOCHS)

@@ -45,11 +45,12 @@ def test_interleaved_draws_are_torchs_bit_for_bit(seed):
     assert np.array_equal(bits(ours), bits(theirs))
 
 
-def test_one_epoch_of_ragged_splits_is_the_torch_loops():
+@pytest.mark.parametrize("hyper", [True, False])
+def test_one_epoch_of_ragged_splits_is_the_torch_loops(hyper):
     lib, mode = FOUND
     sizes, n_items, seed = np.array([67, 5, 23, 40]), 79, 0
-    ours = stream_kernel.CStreams(torch, lib, mode, sizes, n_items, seed)
-    theirs = _Streams(torch, sizes, n_items, seed)
+    ours = stream_kernel.CStreams(torch, lib, mode, sizes, n_items, seed, hyper=hyper)
+    theirs = _Streams(torch, sizes, n_items, seed, hyper=hyper)
     rng = np.random.default_rng(1)
     for _ in range(4):
         alpha = torch.from_numpy(np.exp(rng.normal(0, 1.5, (sizes.size, 3))).astype(np.float32))
@@ -59,15 +60,16 @@ def test_one_epoch_of_ragged_splits_is_the_torch_loops():
             assert np.array_equal(bits(getattr(ours, name).numpy()), bits(getattr(theirs, name).numpy())), name
 
 
-def test_a_batched_fit_is_the_same_with_c_or_torch_draws(monkeypatch):
+@pytest.mark.parametrize("priors", ["hierarchical", "paper"])
+def test_a_batched_fit_is_the_same_with_c_or_torch_draws(monkeypatch, priors):
     rng = np.random.default_rng(4)
     theta, b = rng.normal(size=30), rng.normal(size=40)
     x = (rng.random((30, 40)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(float)
     x[rng.random(x.shape) < 0.05] = np.nan
     rows = [np.arange(0, 25), np.arange(5, 30), np.arange(0, 30, 2)]
-    with_c = fit_hierarchical_batch(x, rows, epochs=60)
+    with_c = fit_hierarchical_batch(x, rows, epochs=60, priors=priors)
     monkeypatch.setitem(stream_kernel._LOADED, "lib", None)           # as without a compiler
-    with_torch = fit_hierarchical_batch(x, rows, epochs=60)
+    with_torch = fit_hierarchical_batch(x, rows, epochs=60, priors=priors)
     for name in ("a", "b", "theta", "best_epoch", "loss"):
         assert np.array_equal(getattr(with_c, name), getattr(with_torch, name), equal_nan=True), name
 
