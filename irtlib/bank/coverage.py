@@ -33,6 +33,12 @@ class IntervalCheckWarning(UserWarning):
 CHECKPOINTS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200)
 
 
+#: Radii of the replays' candidate bounds (:class:`irtlib.selection.MaxInformation`): the choices are the
+#: exact argmax whatever the radii; these wider ones redo fewer full passes over the bank on a test of
+#: 200 items (1,000 x 5,000 2PL data: 0.8 of the default's CPU time, the same items and abilities).
+REPLAY_RADII = (0.01, 0.03, 0.1, 0.3)
+
+
 def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
     """Adaptive tests of many models at once, replayed from their response rows.
 
@@ -42,10 +48,11 @@ def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
     after ``k`` items for every ``k`` in ``checkpoints`` up to the longest possible test.
     """
     from irtlib.selection.adaptive import run_adaptive
+    from irtlib.selection.selectors import MaxInformation
 
     n_models = x.shape[0]
     kmax = min(max(checkpoints), int((~np.isnan(x)).sum(axis=1).max()))
-    traj = run_adaptive(x, a, b, budget=kmax)
+    traj = run_adaptive(x, a, b, budget=kmax, selector=MaxInformation(radii=REPLAY_RADII))
     rows = np.arange(n_models)[:, None]
     for k in checkpoints:
         if k > kmax:

@@ -9,9 +9,10 @@ by how much that interval must be widened on real data (the bank's ``inflation``
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import probability
+from irtlib.core.kernels import bernoulli_variance, logit_z
 
 __all__ = ["Z95", "score_interval"]
 
@@ -64,21 +65,25 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
     a, b = np.asarray(a, float), np.asarray(b, float)
     theta, se = np.asarray(theta, float), np.asarray(se, float)
     n_full = len(a) if n_full is None else n_full
-    unknown = np.ones(theta.shape + a.shape, dtype=bool) if known_mask is None else ~np.broadcast_to(
-        np.asarray(known_mask, bool), theta.shape + a.shape)
+    known = None if known_mask is None else np.asarray(known_mask, bool)
 
-    def total(t):
-        p = probability(np.asarray(t)[..., None], a, b)
-        return np.where(unknown, p, 0.0).sum(axis=-1), p
+    def total(t, out):
+        # P (models x items) into ``out``, 0 on the known items, and its row sums: in place, the same
+        # values and sums as np.where(unknown, probability(...), 0).sum(-1) without its temporaries
+        p = expit(logit_z(t[..., None], a, b, out=out), out=out)
+        if known is not None:
+            np.copyto(p, 0.0, where=known)        # np.where(unknown, P, 0), in place
+        return p.sum(axis=-1)
 
-    mid, p = total(theta)
-    lo, _ = total(theta - z * se)
-    hi, _ = total(theta + z * se)
-    var = np.where(unknown, p * (1 - p), 0.0)
+    p, work = np.empty(theta.shape + a.shape), np.empty(theta.shape + a.shape)
+    mid = total(theta, p)
+    lo = total(theta - z * se, work)
+    hi = total(theta + z * se, work)
+    var = bernoulli_variance(p, out=work)        # 0 on the known items (P = 0 there)
     if item_se is not None:
         se_a, se_b = (np.asarray(v, float) for v in item_se)
-        w = p * (1 - p)
-        var = var + np.where(unknown, w**2 * ((np.asarray(theta)[..., None] - b) ** 2 * se_a**2 + a**2 * se_b**2), 0.0)
+        term = var**2 * ((theta[..., None] - b) ** 2 * se_a**2 + a**2 * se_b**2)
+        var = var + (term if known is None else np.where(known, 0.0, term))
     spread = z * np.sqrt(var.sum(axis=-1))
     base = np.asarray(known_sum, float) + filtered_sum
     score = (mid + base) / n_full

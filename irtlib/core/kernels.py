@@ -327,11 +327,14 @@ def expected_score(theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | 
     return p.mean(axis=-1)
 
 
-def bernoulli_variance(p: ArrayLike) -> np.ndarray:
+def bernoulli_variance(p: ArrayLike, *, out: np.ndarray | None = None) -> np.ndarray:
     """``P (1 - P)``: the variance of a response with success probability ``P`` (any shape).
 
     The 2PL's information per unit ``a**2`` and the weight of its Newton steps (paper, Section
-    "Model: 2PL"); the one place outside :func:`fisher_information` that forms it.
+    "Model: 2PL"); the one place outside :func:`fisher_information` that forms it. ``out``: an array
+    of ``P``'s shape (not ``P`` itself) to write into, the same values without a temporary.
     """
     p = np.asarray(p, dtype=float)
-    return p * (1.0 - p)
+    if out is None:
+        return p * (1.0 - p)
+    return np.multiply(p, np.subtract(1.0, p, out=out), out=out)

@@ -195,6 +195,19 @@ def _sigmoid_derivative_polys(n_max: int) -> list[np.ndarray]:
     return polys
 
 
+def _powers(v: np.ndarray, n: int) -> np.ndarray:
+    """``v, v^2, ..., v^n`` along a new last axis, each the previous times ``v``.
+
+    The products of ``np.cumprod`` over ``n`` copies of ``v``, bit for bit, in ``n - 1`` passes over
+    ``v`` instead of an accumulation per element (that was slow along a short last axis).
+    """
+    out = np.empty(v.shape + (n,))
+    out[..., 0] = v
+    for i in range(1, n):
+        np.multiply(out[..., i - 1], v, out=out[..., i])
+    return out
+
+
 class _MapRun:
     """Compact per-model arrays of the administered items and a warm-started Newton."""
 
@@ -231,12 +244,8 @@ class _MapRun:
     # -- Taylor moments --------------------------------------------------------------------
     def _moments(self, a, s):
         """``sum over the last axis of a^(n+1) sigma^(n)(z)`` (``s = sigma(z)``), n = 0..order+1."""
-        spow = np.repeat(s[..., None], self.spow.size, axis=-1)
-        np.cumprod(spow, axis=-1, out=spow)                        # s, s^2, ...
-        deriv = spow @ self.coef                                   # sigma^(n)(z), (..., j, n)
-        apow = np.repeat(a[..., None], self.apow.size, axis=-1)
-        np.cumprod(apow, axis=-1, out=apow)                        # a, a^2, ...
-        deriv *= apow
+        deriv = _powers(s, self.spow.size) @ self.coef             # sigma^(n)(z), (..., j, n)
+        deriv *= _powers(a, self.apow.size)
         return deriv.sum(axis=-2)
 
     def _recentre(self, rows, theta):

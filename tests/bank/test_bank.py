@@ -159,6 +159,23 @@ def test_score_interval_against_a_hand_computation():
     np.testing.assert_allclose(got, (score, lo, hi), rtol=1e-12)
 
 
+def test_score_interval_of_many_models_equals_one_model_at_a_time():
+    """Per-model known items (the interval check's replays): each row as its own call, bit for bit."""
+    rng = np.random.default_rng(3)
+    a, b = np.exp(rng.normal(0.0, 0.7, 300)), rng.normal(size=300)
+    theta, se = rng.normal(size=6), rng.uniform(0.1, 0.6, 6)
+    known = rng.random((6, 300)) < 0.2
+    known_sum = rng.uniform(0.0, 30.0, 6)
+    item_se = (rng.uniform(0.0, 0.2, 300), rng.uniform(0.0, 0.2, 300))
+    for extra in ({}, {"item_se": item_se}):
+        got = score_interval(a, b, theta, se, known_mask=known, known_sum=known_sum, filtered_sum=2.5, n_full=320,
+                             **extra)
+        for m in range(6):
+            one = score_interval(a, b, theta[m], se[m], known_mask=known[m], known_sum=known_sum[m], filtered_sum=2.5,
+                                 n_full=320, **extra)
+            assert [v[m] for v in got] == [float(v) for v in one]
+
+
 def test_interval_inflation_interpolates_in_log_test_length(bank):
     check = {"k": [1, 10, 100], "inflation": [3.0, 2.0, 1.2]}
     b = ItemBank(bank.items, {"interval_check": check})

@@ -47,7 +47,6 @@ ALLOWED = {
     "core/responses.py::ResponseMatrix": "binomial variance p (1 - p) of an item's observed safe rate (the filter)",
     "bank/build.py::calibrate_bank": "the paper's variance filter on observed rates",
     "bank/grow.py::add_items": "the paper's variance filter on the new items' observed rates",
-    "bank/intervals.py": "variance of the unknown responses' sum in a score interval",
     "selection/items.py::TwoPLItems": "variance of the unanswered responses' sum at a cut (certification)",
     "fit/checks.py::sx2_expected": "variance of the summed score (S-X2's normal approximation)",
     "fit/checks.py::_sx2": "S-X2's binomial denominator e (1 - e) of an expected proportion",
@@ -355,3 +354,12 @@ def test_response_terms_agree_with_the_separate_kernels_and_skip_unobserved_cell
     assert g32.dtype == np.float32 and ll32 == pytest.approx(ll, rel=1e-6)
     np.testing.assert_allclose(g32, g, rtol=0, atol=1e-6)
     np.testing.assert_allclose(w32, w, rtol=0, atol=1e-6)
+
+
+def test_bernoulli_variance_into_a_given_array_is_the_same_values():
+    p = np.concatenate([[0.0, 1.0, 0.5, 1e-300], np.random.default_rng(2).random(200)])
+    out = np.full_like(p, np.nan)
+    got = K.bernoulli_variance(p, out=out)
+    assert got is out
+    np.testing.assert_array_equal(got, K.bernoulli_variance(p))
+    np.testing.assert_array_equal(got, [q * (1.0 - q) for q in p])        # one float at a time

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
+from irtlib.bank.coverage import REPLAY_RADII
 from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.selection.adaptive import (
@@ -72,7 +73,7 @@ def test_caches_and_screening_change_nothing():
     x, _, a, b = simulate_2pl(12, 600, seed=4, sd_log_a=0.8)
     ref = run_adaptive(x, a, b, budget=200, selector=MaxInformation(cache_size=0, screen=False))
     for sel in (MaxInformation(), MaxInformation(cache_size=16), MaxInformation(cache_size=0),
-                MaxInformation(cache_size=64, screen=False)):
+                MaxInformation(cache_size=64, screen=False), MaxInformation(radii=REPLAY_RADII)):
         traj = run_adaptive(x, a, b, budget=200, selector=sel)
         np.testing.assert_array_equal(traj.items, ref.items)
         np.testing.assert_array_equal(traj.estimate, ref.estimate)
@@ -243,3 +244,11 @@ def test_one_item_bank():
     traj = run_adaptive(np.array([[1.0], [0.0]]), [1.3], [0.2], budget=1)
     assert traj.items.tolist() == [[0], [0]]
     assert traj.estimate[0, 0] > 0 > traj.estimate[1, 0]
+
+
+def test_map_estimator_powers_equal_numpy_cumulative_products():
+    from irtlib.selection.estimators import _powers
+
+    v = np.random.default_rng(5).uniform(-3.0, 3.0, (40, 30))
+    for n in (1, 2, 6):
+        np.testing.assert_array_equal(_powers(v, n), np.cumprod(np.repeat(v[..., None], n, axis=-1), axis=-1))
