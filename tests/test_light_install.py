@@ -1,8 +1,7 @@
 """The light install: ``pip install .`` without the ``pyirt`` extra gives the whole command line.
 
-A fresh virtual environment (no system site-packages, no pip of its own) gets this checkout's wheel
-installed without the ``pyirt`` extra, its dependencies by pip from the configured package index (pip
-may use its cache); then ``irtlib
+A fresh virtual environment (no system site-packages, no pip of its own) gets this checkout installed
+without the ``pyirt`` extra by pip from the configured package index (pip may use its cache); then ``irtlib
 calibrate`` and ``irtlib evaluate`` run end to end through the installed console script, and
 ``python -X importtime`` shows that torch, pyro and py-irt were never imported. Asking for the
 py-irt engine there gives one clear error naming the extra. Takes about half a minute.
@@ -46,17 +45,8 @@ def light_env(tmp_path_factory):
     # ahead (--no-compile: Python compiles only what the tests import)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env, timeout=300)
     python = venv / "bin" / "python"
-    # the wheel is built by this environment's setuptools (no build isolation, as tools/dist.py builds the
-    # book's wheel): an isolated build would first install setuptools into a throwaway environment, two
-    # thirds of this fixture's time; the light environment's own packages still come from the index
-    wheels = root / "wheels"
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                            "--disable-pip-version-check", "-w", str(wheels), str(src)], capture_output=True,
-                           text=True, env=env, timeout=600)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    [wheel] = wheels.glob("irtlib-*.whl")
     proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-compile",
-                           "--disable-pip-version-check", str(wheel)], capture_output=True, text=True, env=env,
+                           "--disable-pip-version-check", str(src)], capture_output=True, text=True, env=env,
                           timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the first run writes the byte code of what it imports into the venv (a temporary one), the next runs reuse it
