@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .cells import DenseBlock, SparseBlock, cell_arrays
 
@@ -74,7 +75,8 @@ def _address(array: np.ndarray | None) -> int | None:
 
 
 def cell_pass(lib: ctypes.CDLL, block: DenseBlock | SparseBlock, theta: np.ndarray, a: np.ndarray,
-              b: np.ndarray, derive: bool, dtype, keep_cells: bool = True, *, reuse: tuple | None = None):
+              b: np.ndarray, derive: bool, dtype: DTypeLike, keep_cells: bool = True, *,
+              reuse: tuple | None = None) -> tuple:
     """``joint_map._cell_pass`` by the kernel: ``((log_lik, item_sums, model_sums), kept)``.
 
     Parameters
@@ -155,7 +157,8 @@ def _cell_z(block, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.
     return a_cells, a_cells * (theta[block.rows, None] - b)
 
 
-def differences(lib: ctypes.CDLL, reference: Callable, block, theta, a, b, dtype) -> dict:
+def differences(lib: ctypes.CDLL, reference: Callable, block: DenseBlock | SparseBlock, theta: np.ndarray,
+                a: np.ndarray, b: np.ndarray, dtype: DTypeLike) -> dict:
     """How far the kernel's pass is from ``reference``'s (the numpy path) on one block.
 
     Returns

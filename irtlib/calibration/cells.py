@@ -198,7 +198,7 @@ def workspace(shape: tuple[int, ...], count: int, dtype: DTypeLike = np.float64)
     return arrays[:count]
 
 
-def cell_arrays(old, shape: tuple[int, ...], count: int = 3) -> tuple[np.ndarray, ...]:
+def cell_arrays(old: Any, shape: tuple[int, ...], count: int = 3) -> tuple[np.ndarray, ...]:
     """``count`` float32 arrays of a block's per-cell ``shape`` for a pass to keep.
 
     ``old`` (the block's previous state, to be overwritten) when it is such arrays, else new ones.

@@ -45,7 +45,7 @@ ENTRY_FORMAT = 1
 
 
 def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike | None,
-                          epochs: int = 1000, lr: float = 0.1, lr_decay: float = 0.9999, seed=0,
+                          epochs: int = 1000, lr: float = 0.1, lr_decay: float = 0.9999, seed: int | Sequence[int] = 0,
                           best: bool = True, threads: int | None = 1,
                           workers: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`~irtlib.calibration.pyirt_batch.fit_2pl_splits`, reusing each split's cached fit.
@@ -108,7 +108,7 @@ def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *,
 
 
 def missing_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike, epochs: int = 1000,
-                   lr: float = 0.1, lr_decay: float = 0.9999, seed=0, best: bool = True,
+                   lr: float = 0.1, lr_decay: float = 0.9999, seed: int | Sequence[int] = 0, best: bool = True,
                    threads: int | None = 1) -> int:
     """How many distinct splits :func:`fit_2pl_splits_cached` would fit (no entry under ``cache_dir`` yet).
 
