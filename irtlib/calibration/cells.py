@@ -90,6 +90,10 @@ class DenseBlock:
         """``a (theta - b)`` of every cell, shape (n_rows, n_items)."""
         return logit_z(theta[self.rows, None], a, b, out=out)
 
+    def item_cells(self, v: np.ndarray) -> np.ndarray:
+        """An item vector ``v`` (n_items,) laid over the block's cells (here: broadcast along the rows)."""
+        return v
+
     def row_dot(self, cells: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``sum_j cells[m, j] v[j]`` per row; ``v`` of shape (n_items,) or (n_items, k)."""
         return cells @ v
@@ -144,6 +148,10 @@ class SparseBlock:
     def z(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         """``a (theta - b)`` of every observed cell, shape (n_cells,)."""
         return logit_z(theta[self.rows][self.row_of], a[self.col], b[self.col], out=out)
+
+    def item_cells(self, v: np.ndarray) -> np.ndarray:
+        """An item vector ``v`` (n_items,) laid over the block's cells: ``v`` of each cell's item, (n_cells,)."""
+        return v[self.col]
 
     def row_dot(self, cells: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``sum_j cells[m, j] v[j]`` per row; ``v`` of shape (n_items,) or (n_items, k)."""
@@ -201,12 +209,15 @@ def workspace(shape: tuple[int, ...], count: int, dtype: DTypeLike = np.float64)
 def cell_arrays(old: Any, shape: tuple[int, ...], count: int = 3) -> tuple[np.ndarray, ...]:
     """``count`` float32 arrays of a block's per-cell ``shape`` for a pass to keep.
 
-    ``old`` (the block's previous state, to be overwritten) when it is such arrays, else new ones.
+    ``old`` (the block's previous state, to be overwritten) when it is such arrays, else new ones. ``old``
+    may hold one array more than ``count`` (the engine's combined cross weight of a Newton step,
+    ``joint_map._combine_pass``): it is returned whole, so that array's memory is kept too, and the pass
+    writes the first ``count``.
 
     A pass with ``keep=True`` gets the old state (:meth:`ThreadRunner.run`); writing into it spares the
     fresh pages of a new allocation (12 bytes a cell every pass, as costly as the arithmetic in C).
     """
-    if (isinstance(old, tuple) and len(old) == count
+    if (isinstance(old, tuple) and count <= len(old) <= count + 1
             and all(isinstance(k, np.ndarray) and k.shape == shape and k.dtype == np.float32
                     and k.flags.c_contiguous and k.flags.writeable for k in old)):
         return old
