@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from irtlib.calibration.joint_map import Calibration, fit_2pl
+from irtlib.calibration.joint_map import Calibration, fit_map
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
 
@@ -143,14 +143,15 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         fold_of[replayed] = np.random.default_rng([seed, 2]).permutation(np.arange(MAX_REPLAYED) % refits)
     fits = []
     for f in range(refits):
-        train = kept.subset(models=kept.models[fold_of != f])
-        if not train.observed.any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
+        rows = fold_of != f
+        x_train = x_all[rows]      # the training models' rows: fitted as an array (no matrix copy and its checks)
+        if not (~np.isnan(x_train)).any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
             return None
-        start = None if fit is None else {"theta": fit.theta.reindex(train.models).to_numpy(),
-                                          "a": fit.a.reindex(train.items).to_numpy(),
-                                          "b": fit.b.reindex(train.items).to_numpy()}
-        cal = fit_2pl(train, engine="map", start=start, tol=REFIT_TOL, progress=refit_progress)
-        fits.append((cal.a.to_numpy(), cal.b.to_numpy()))
+        start = None if fit is None else {"theta": fit.theta.reindex(kept.models[rows]).to_numpy(),
+                                          "a": fit.a.reindex(kept.items).to_numpy(),
+                                          "b": fit.b.reindex(kept.items).to_numpy()}
+        _, a, b, _ = fit_map(x_train, start=start, tol=REFIT_TOL, progress=refit_progress)
+        fits.append((a, b))
         if progress is not None:
             progress(f + 1, 2 * refits)
 

@@ -309,28 +309,31 @@ def test_on_a_large_calibration_set_each_replayed_model_is_held_out_of_one_refit
     from irtlib.bank import coverage
 
     trained, replayed = [], []
-    real_fit, real_replay = coverage.fit_2pl, coverage._adaptive_replay
+    real_fit, real_replay = coverage.fit_map, coverage._adaptive_replay
 
-    def fit(train, **kwargs):
-        trained.append(set(train.models))
-        return real_fit(train, **kwargs)
+    def fit(x, **kwargs):
+        trained.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})      # the refit's training rows
+        return real_fit(x, **kwargs)
 
     def replay(x, a, b, checkpoints):
         replayed.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})   # the rows replayed with these items
         return real_replay(x, a, b, checkpoints)
 
     monkeypatch.setattr(coverage, "MAX_REPLAYED", 12)       # 40 models, 12 replayed: as if a leaderboard
-    monkeypatch.setattr(coverage, "fit_2pl", fit)
+    monkeypatch.setattr(coverage, "fit_map", fit)
     monkeypatch.setattr(coverage, "_adaptive_replay", replay)
     check = calibrate_bank(matrix).meta["interval_check"]
     assert check["n_replayed"] == 12 and check["refits"] == 2 == len(trained)     # ceil(5 x 12 / 40) refits
     everyone = set(matrix.models)
-    left_out = [everyone - t for t in trained]
+    # each model's response row on the bank's items (the first 5 items are left out by the variance filter)
+    rows = {m: tuple(np.nan_to_num(matrix.subset(models=[m]).values[0, 5:], nan=-1.0)) for m in everyone}
+    assert len(set(rows.values())) == len(everyone)
+    left_out = [{m for m in everyone if rows[m] not in t} for t in trained]
+    assert all(len(t) == len(everyone) - len(o) for t, o in zip(trained, left_out, strict=True))
     # every refit trains on at least a fold's share (4/5) of the models; the left-out groups are disjoint
     assert all(len(t) >= 0.8 * len(everyone) for t in trained)
     assert not left_out[0] & left_out[1] and len(left_out[0] | left_out[1]) == 12
     # each replayed row is the response row of a model its refit left out (not one it trained on)
-    rows = {m: tuple(np.nan_to_num(matrix.subset(models=[m]).values[0, 5:], nan=-1.0)) for m in everyone}
     by_refit = [{rows[m] for m in group} for group in left_out]
     assert len(replayed) == 2 and sum(map(len, replayed)) == 12
     for got in replayed:
