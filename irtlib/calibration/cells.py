@@ -62,8 +62,12 @@ class DenseBlock:
     def __init__(self, values: np.ndarray, rows: slice):
         observed = ~np.isnan(values)
         self.rows = rows
-        self.flip = np.where(observed, 1.0 - 2.0 * np.nan_to_num(values), 0.0).astype(np.float32)
+        flip = values * -2.0
+        flip += 1.0                   # 1 - 2x in float64 (NaN where missing), then rounded once
+        self.flip = flip.astype(np.float32)
         self.observed = None if observed.all() else observed
+        if self.observed is not None:
+            self.flip[~observed] = 0.0
         self.n_items = values.shape[1]
 
     def tiles(self) -> Iterator[tuple[slice, DenseBlock]]:

@@ -166,6 +166,15 @@ def _cross_pass(block, state, y_w, y_h, combined):
     return block.row_dot(w, y_w) + block.row_dot(h, y_h), state
 
 
+def _block_sum(parts):
+    """``sum(parts)`` of the blocks' arrays, in block order, added in place (the same bits, no temporaries)."""
+    parts = iter(parts)
+    total = np.array(next(parts))
+    for part in parts:
+        total += part
+    return total
+
+
 class _Point:
     """Parameters, the log posterior there and (with ``derive``) the sums a step needs.
 
@@ -187,7 +196,7 @@ class _Point:
         if add_log_lik:
             self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
         if derive:
-            self.item_sums = sum(p[1] for p in parts)
+            self.item_sums = _block_sum(p[1] for p in parts)
             self.model_sums = np.concatenate([p[2] for p in parts], axis=1)
             runner.owner = self if keep else None
 
@@ -248,7 +257,7 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
 
     def cross_t(v):                   # C^T v: information between theta and (log a_j, b_j)
         parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)
-        c_w, c_h = (sum(p[k] for p in parts) for k in range(2))
+        c_w, c_h = (_block_sum(p[k] for p in parts) for k in range(2))
         return [a * c_h, -a * a * c_w]
 
     def cross(ys):                    # C y

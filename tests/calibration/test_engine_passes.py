@@ -127,3 +127,12 @@ def test_the_combined_cross_weight_gives_the_three_weights_products(sparse_value
     point._derive(runner, True)
     assert runner.states[0][3] is h_memory
     runner.close()
+
+
+def test_a_dense_block_stores_one_minus_twice_the_response_and_zero_where_missing():
+    values = np.array([[1.0, 0.0, np.nan], [np.nan, 1.0, 0.0]])
+    block = cells.DenseBlock(values, slice(3, 5))
+    np.testing.assert_array_equal(block.flip, np.array([[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0]], dtype=np.float32))
+    assert block.flip.dtype == np.float32
+    np.testing.assert_array_equal(block.observed, ~np.isnan(values))
+    assert cells.DenseBlock(values[:, :2][:1], slice(0, 1)).observed is None
