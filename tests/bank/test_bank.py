@@ -338,3 +338,23 @@ def test_on_a_large_calibration_set_each_replayed_model_is_held_out_of_one_refit
     assert len(replayed) == 2 and sum(map(len, replayed)) == 12
     for got in replayed:
         assert any(got <= group for group in by_refit)
+
+
+def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit():
+    """The check's refit starts from the bank's fit moved by item-only steps: the same mode, in fewer iterations."""
+    from irtlib.bank.coverage import REFIT_TOL, refit_start
+    from irtlib.calibration.joint_map import fit_map
+
+    values, *_ = simulate_2pl(150, 600, seed=8, sd_log_a=0.7)
+    theta, a, b, _ = fit_map(values)
+    train = np.arange(150) % 5 != 0
+    x = values[train]
+    plain = fit_map(x, start={"theta": theta[train], "a": a, "b": b}, tol=REFIT_TOL)
+    start = refit_start(x, theta[train], a, b)
+    assert start["theta"] is not None and np.array_equal(start["theta"], theta[train])
+    assert np.abs(np.log(start["a"]) - np.log(a)).max() > 10 * REFIT_TOL      # the items did move
+    stepped = fit_map(x, start=start, tol=REFIT_TOL)
+    for got, want in zip((stepped[0], np.log(stepped[1]), stepped[2]), (plain[0], np.log(plain[1]), plain[2]),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=REFIT_TOL)
+    assert stepped[3]["iterations"] < plain[3]["iterations"]
