@@ -107,7 +107,8 @@ def test_the_combined_cross_weight_gives_the_three_weights_products(sparse_value
 
     def products(combined):
         col = runner.run(jm._cross_t_pass, v, combined)
-        return [sum(p[k] for p in col) for k in range(2)], np.concatenate(runner.run(jm._cross_pass, y_w, y_h, combined))
+        row = runner.run(jm._cross_pass, y_w, y_h, combined)
+        return [sum(p[k] for p in col) for k in range(2)], np.concatenate(row)
 
     plain = products(False)                          # h = w z: the scoring step's products
     runner.run(jm._combine_pass, minus_g.astype(np.float32), keep=True)
