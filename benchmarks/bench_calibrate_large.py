@@ -64,13 +64,15 @@ def stages(csv: Path, out: Path, true_a) -> None:
     print(f"  read:  {w:7.1f} s wall {c:7.1f} s CPU")
     iterations = []
     marks = [("variance filter", time.perf_counter(), time.process_time())]    # (the stage starting, wall, CPU)
+    seen: set[int] = set()
     stage_of = {"fitting": "fit", "standard": "standard errors + header", "checking": "interval check: refits"}
 
     def stage_starts(message: str) -> None:      # calibrate_bank's stage lines
         marks.append((stage_of.get(message.split()[0], message), time.perf_counter(), time.process_time()))
 
     def checked(done: int, total: int) -> None:  # the refits end at total / 2, the replays at total
-        if done in (total // 2, total):
+        if done in (total // 2, total) and done not in seen:
+            seen.add(done)
             stage = "interval check: replays" if done == total // 2 else "end"
             marks.append((stage, time.perf_counter(), time.process_time()))
 
