@@ -109,7 +109,7 @@ def cell_pass(lib: ctypes.CDLL, block: DenseBlock | SparseBlock, theta: np.ndarr
         if keep_cells:
             kept = cell_arrays(reuse, block.shape)
     outputs = (_address(log_lik), _address(item_sums), _address(model_sums),
-               *((None,) * 3 if kept is None else (k.ctypes.data for k in kept[:3])))
+               *((None,) * 3 if kept is None else (k.ctypes.data for k in kept)))
     flags = (int(derive), int(derive and keep_cells))
     if isinstance(block, SparseBlock):
         status = getattr(lib, f"cell_pass_sparse_{precision}")(

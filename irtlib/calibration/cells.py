@@ -213,15 +213,12 @@ def workspace(shape: tuple[int, ...], count: int, dtype: DTypeLike = np.float64)
 def cell_arrays(old: Any, shape: tuple[int, ...], count: int = 3) -> tuple[np.ndarray, ...]:
     """``count`` float32 arrays of a block's per-cell ``shape`` for a pass to keep.
 
-    ``old`` (the block's previous state, to be overwritten) when it is such arrays, else new ones. ``old``
-    may hold one array more than ``count`` (the engine's combined cross weight of a Newton step,
-    ``joint_map._combine_pass``): it is returned whole, so that array's memory is kept too, and the pass
-    writes the first ``count``.
+    ``old`` (the block's previous state, to be overwritten) when it is such arrays, else new ones.
 
     A pass with ``keep=True`` gets the old state (:meth:`ThreadRunner.run`); writing into it spares the
     fresh pages of a new allocation (12 bytes a cell every pass, as costly as the arithmetic in C).
     """
-    if (isinstance(old, tuple) and count <= len(old) <= count + 1
+    if (isinstance(old, tuple) and len(old) == count
             and all(isinstance(k, np.ndarray) and k.shape == shape and k.dtype == np.float32
                     and k.flags.c_contiguous and k.flags.writeable for k in old)):
         return old

@@ -134,24 +134,24 @@ def _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
 
 
 def _combine_pass(block, state, minus_g):
-    """Keep ``h = w z + minus_g g`` (float32) beside the block's weights: the ``log a`` cross weight of a step.
+    """Overwrite the block's kept ``g`` with ``h = w z + minus_g g`` (float32): the ``log a`` cross weight of a step.
 
     ``minus_g`` (n_items,) is ``-weight`` for the items that take the observed (Newton) block, 0 for the
     others. The conjugate-gradient products of a step then read two float32 weights a cell (``w`` and
     ``h``) instead of three (``w``, ``w z``, ``g``): they are memory bound, so each costs two thirds. ``h`` is
-    one float32 rounding of ``w z - weight g`` per cell (exactly ``w z`` where ``minus_g`` is 0); its memory
-    is kept with the weights (:func:`irtlib.calibration.cells.cell_arrays`) and overwritten the next time.
+    one float32 rounding of ``w z - weight g`` per cell (exactly ``w z`` where ``minus_g`` is 0). It takes
+    ``g``'s memory (no more bytes a cell): the point no longer owns the runner's weights, so a second try at
+    the same point (:data:`NEWTON_WEIGHTS`) makes its cell pass again (:meth:`_Point.ready`).
     """
-    w, wz, g = state[:3]
-    h = state[3] if len(state) == 4 else np.empty_like(wz)
-    np.multiply(g, block.item_cells(minus_g), out=h)
-    np.add(h, wz, out=h)
-    return None, (w, wz, g, h)
+    w, wz, g = state
+    np.multiply(g, block.item_cells(minus_g), out=g)
+    np.add(g, wz, out=g)
+    return None, (w, wz, g)
 
 
 def _cross_weights(state, combined):
     """The two per-cell cross weights of a step: ``w`` and ``h`` (:func:`_combine_pass`), or ``w z`` without it."""
-    return state[0], state[3] if combined else state[1]
+    return state[0], state[2] if combined else state[1]
 
 
 def _cross_t_pass(block, state, v, combined):
@@ -254,6 +254,7 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
     combined = bool(minus_g.any())                   # else h = w z: read it as it is
     if combined:
         runner.run(_combine_pass, minus_g.astype(np.float32), keep=True)
+        runner.owner = None                          # g is now h: another try at this point redoes its pass
 
     def cross_t(v):                   # C^T v: information between theta and (log a_j, b_j)
         parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)

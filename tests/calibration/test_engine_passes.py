@@ -111,8 +111,9 @@ def test_the_combined_cross_weight_gives_the_three_weights_products(sparse_value
         return [sum(p[k] for p in col) for k in range(2)], np.concatenate(row)
 
     plain = products(False)                          # h = w z: the scoring step's products
+    g_memory = [state[2] for state in runner.states]
     runner.run(jm._combine_pass, minus_g.astype(np.float32), keep=True)
-    assert all(len(state) == 4 for state in runner.states)
+    assert all(state[2] is g for state, g in zip(runner.states, g_memory, strict=True))   # h takes g's memory
     combined = products(True)
     refs = [reference(block, *k) for block, k in zip(runner.blocks, kept, strict=True)]
     want_col = [sum(r[0][k] for r in refs) for k in range(2)]
@@ -123,10 +124,10 @@ def test_the_combined_cross_weight_gives_the_three_weights_products(sparse_value
     scoring = minus_g == 0
     np.testing.assert_array_equal(combined[0][1][scoring], plain[0][1][scoring])
     np.testing.assert_array_equal(combined[0][0], plain[0][0])
-    # the next cell pass keeps the fourth array's memory and rewrites the weights
-    h_memory = runner.states[0][3]
+    # the point's cell pass again gives back its g, bit for bit
     point._derive(runner, True)
-    assert runner.states[0][3] is h_memory
+    for state, k in zip(runner.states, kept, strict=True):
+        np.testing.assert_array_equal(state[2], k[2])
     runner.close()
 
 
