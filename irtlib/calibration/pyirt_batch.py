@@ -892,6 +892,16 @@ class _Adam:
         self.lr = self.lr * self.decay
 
 
+def _optimizer(torch, flat, lr: float, decay: float):
+    """Adam on ``flat``: its step in C where it gives torch's numbers here (:mod:`.adam_kernel`), else :class:`_Adam`."""
+    from irtlib.calibration import adam_kernel
+
+    kernel = adam_kernel.load()
+    if kernel is None:
+        return _Adam(torch, flat, lr, decay)
+    return adam_kernel.CAdam(torch, kernel, flat, lr, decay)
+
+
 def _likelihood(torch, problem):
     """The fused kernel's likelihood where it can be compiled, else the torch one (:mod:`.fused_kernel`)."""
     from irtlib.calibration import fused_kernel
@@ -934,7 +944,7 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
     n_splits, n, m = problem.shape
     lik = _likelihood(torch, problem)
     flat = problem.initial_parameters(torch)
-    optimizer = _Adam(torch, flat, lr, lr_decay)
+    optimizer = _optimizer(torch, flat, lr, lr_decay)
     streams = _streams(torch, problem.sizes, m, seed, hyper=hierarchical)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.
