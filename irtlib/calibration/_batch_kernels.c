@@ -34,6 +34,7 @@ typedef float vf __attribute__((vector_size(4 * W)));
 typedef int32_t vi __attribute__((vector_size(4 * W)));
 
 static inline __attribute__((always_inline)) vf splat(float x) { vf v; for (int k = 0; k < W; k++) v[k] = x; return v; }
+static inline __attribute__((always_inline)) vi splat_i(int32_t x) { vi v; for (int k = 0; k < W; k++) v[k] = x; return v; }
 static inline __attribute__((always_inline)) vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
 static inline __attribute__((always_inline)) void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline __attribute__((always_inline)) vf select(vi mask, vf yes, vf no) { return (vf)((mask & (vi)yes) | (~mask & (vi)no)); }
@@ -72,7 +73,7 @@ typedef struct { vf r, f, relu; } cell_t;
 static inline __attribute__((always_inline)) cell_t cell(vf sgn, vf av, vf pab, vf th) {
     vf t = -sgn * (av * th - pab);
     vi neg = t < splat(0.0f);
-    vf e = exp_nonpositive(select(neg, t, -t));   /* exp(-|t|) */
+    vf e = exp_nonpositive((vf)((vi)t | splat_i(INT32_MIN)));   /* exp(-|t|): -|t| is t with its sign bit set */
     vf f = splat(1.0f) / (splat(1.0f) + e);
     cell_t c;
     c.r = sgn * select(neg, e * f, f);

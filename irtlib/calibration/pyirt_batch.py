@@ -956,6 +956,7 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
     best_loss = np.full(n_splits, math.inf)
     loc = problem.views(flat)[1]
     kept = loc.clone()
+    kept_rows, loc_rows = kept.numpy(), loc.numpy()            # numpy views of the same memory
     best_epoch = np.zeros(n_splits, dtype=np.int64)
     grad = torch.zeros_like(flat)
     with _no_cycle_collection():     # no reference cycles here; a collection would walk all of torch
@@ -971,8 +972,8 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
                 if better.any():
                     best_loss[better] = loss64[better]
                     best_epoch[better] = epoch
-                    mask = torch.from_numpy(better)
-                    kept[mask] = loc[mask]
+                    improved = np.flatnonzero(better)
+                    kept_rows[improved] = loc_rows[improved]       # those splits' rows only
     losses = losses.T.copy()
     if not best:
         kept = loc
