@@ -170,8 +170,9 @@ class StageJob:
 #: and the per-epoch Python of one fit (the hyper-parameters' small torch operations; measured on the
 #: shared 2-core machine, ``benchmarks/RESULTS.md``, issue 26 ``stg2``). Only their ratios matter.
 COST_PER_CELL, COST_PER_COLUMN, COST_PER_FIT = 2.2e-6, 1.5e-5, 2.0
-#: A width's splits are cut into ``workers`` batched fits when they cost more than this share of the stage.
-SPLIT_SHARE = 0.15
+#: A width's splits are cut into ``workers`` batched fits when they cost more than this share of the stage
+#: and more than CUT_MIN_COST seconds (each part pays a fit's per-epoch Python again).
+SPLIT_SHARE, CUT_MIN_COST = 0.15, 10.0
 
 
 def _fit_cost(n_splits: int, rows: int, n_items: int) -> float:
@@ -205,7 +206,7 @@ def split_jobs(runs: list[StageRun], *, cache_dir, workers: int) -> tuple[list[S
             groups.setdefault(block.shape[1], []).append((run.label, block, int(seed)))
     asked = fitted = 0
     pending = []
-    for n_items, entries in groups.items():
+    for entries in groups.values():
         starts = np.cumsum([0] + [blk.shape[0] for _, blk, _ in entries])
         stacked = np.vstack([blk for _, blk, _ in entries])
         rows = [np.arange(starts[i], starts[i + 1]) for i in range(len(entries))]
@@ -214,12 +215,13 @@ def split_jobs(runs: list[StageRun], *, cache_dir, workers: int) -> tuple[list[S
         asked, fitted = asked + len(rows), fitted + todo
         if todo:
             pending.append((entries, starts, stacked, seeds, todo))
-    total = sum(_fit_cost(todo, int(np.diff(starts).max()), stacked.shape[1]) for _, starts, stacked, _, todo in pending)
+    total = sum(_fit_cost(todo, int(np.diff(starts).max()), stacked.shape[1])
+                for _, starts, stacked, _, todo in pending)
     jobs = []
     for entries, starts, stacked, seeds, todo in pending:
         n_rows, n_items = int(np.diff(starts).max()), stacked.shape[1]
         cost = _fit_cost(todo, n_rows, n_items)
-        n_parts = workers if workers > 1 and cost > SPLIT_SHARE * total else 1
+        n_parts = workers if workers > 1 and cost > max(SPLIT_SHARE * total, CUT_MIN_COST) else 1
         labels = ", ".join(dict.fromkeys(label for label, *_ in entries))
         for k, part in enumerate(np.array_split(np.arange(len(entries)), n_parts)):
             lo, hi = int(starts[part[0]]), int(starts[part[-1] + 1])
@@ -284,7 +286,8 @@ def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> str:
     return f"whole fit {bench.name} by {engine} (seed {seed}): {time.perf_counter() - start:.1f} s"
 
 
-def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None, rule: str = "strict") -> tuple[list[StageJob], int]:
+def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None,
+                   rule: str = "strict") -> tuple[list[StageJob], int]:
     """The whole-benchmark 2PL fits of chapters 2 to 6 not in the cache yet, as stage jobs.
 
     :func:`irtbook.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every

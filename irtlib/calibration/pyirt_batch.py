@@ -893,7 +893,7 @@ class _Adam:
 
 
 def _optimizer(torch, flat, lr: float, decay: float):
-    """Adam on ``flat``: its step in C where it gives torch's numbers here (:mod:`.adam_kernel`), else :class:`_Adam`."""
+    """Adam on ``flat``: its step in C where it gives torch's numbers (:mod:`.adam_kernel`), else :class:`_Adam`."""
     from irtlib.calibration import adam_kernel
 
     kernel = adam_kernel.load()
