@@ -82,7 +82,7 @@ class CAdam:
         self.param, self.lr, self.decay, self.steps = param, lr, decay, 0
         self.exp_avg, self.exp_avg_sq = torch.zeros_like(param), torch.zeros_like(param)
 
-    def step(self, grad) -> None:
+    def step(self, grad: object) -> None:
         """One Adam step of ``param`` along ``grad`` (contiguous float32), then the learning rate times ``decay``."""
         self.steps += 1
         step = float(self.steps)
@@ -94,7 +94,7 @@ class CAdam:
         self.lr = self.lr * self.decay
 
 
-def matches_torch(kernel, *, lengths: tuple[int, ...] = (1, 7, 8, 1023, 1025, 3001), steps: int = 12) -> bool:
+def matches_torch(kernel: tuple, *, lengths: tuple[int, ...] = (1, 7, 8, 1023, 1025, 3001), steps: int = 12) -> bool:
     """Whether the C step gives torch's numbers, bit for bit, on random parameters and gradients.
 
     For each length, the same parameters are stepped ``steps`` times along the same gradients (spread
