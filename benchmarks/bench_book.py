@@ -11,8 +11,13 @@ virtual environment of this checkout, the data this checkout finds), with an emp
 It prints each chapter's papermill duration cold and warm, the wall and CPU seconds of each step
 (CPU of every process the step waited for) and of the whole build, and the same figures divided
 by a fixed CPU workload (numpy and pure Python, about a second) timed in the same run, so the
-ratios mean the same on another machine. The budgets are issue 26's: the calibration stage
-100 s; every chapter 30 s warm; the full book 180 s cold and 60 s warm; a QUICK build 45 s cold.
+ratios mean the same on another machine. The workload is timed again after each step and the load
+average printed, so a machine that slowed down during the run shows. Coverage's subprocess hook
+(``COVERAGE_PROCESS_START`` or ``COVERAGE_PROCESS_CONFIG`` in the environment, as pytest-cov's
+subprocess measurement sets it: the venv's ``a1_coverage.pth`` then traces irtlib in every Python
+process, about 1.6x the CPU of a chapter) is removed from the build's environment and reported.
+The budgets are issue 26's: the calibration stage 100 s; every chapter 30 s warm; the full book 180 s
+cold and 60 s warm; a QUICK build 45 s cold.
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place]
@@ -59,9 +64,13 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+#: Environment variables that make every Python process of the build start coverage (``a1_coverage.pth``).
+COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+
+
 def _make(tree: Path, target: str, *, quick: bool, jobs: int, venv: Path) -> tuple[float, float]:
     """Run ``make target`` in ``tree``; wall and CPU seconds (every process make waited for)."""
-    env = dict(os.environ, PYTHONHASHSEED="0")
+    env = {k: v for k, v in os.environ.items() if k not in COVERAGE_HOOKS} | {"PYTHONHASHSEED": "0"}
     for var in ("IRTLIB_REAL_DATA", "IRTLIB_PANDAGUARD_DATA", "IRTLIB_PAPER_DATA"):
         if env.get(var) is None and (found := _data_setting(var)):
             env[var] = found
@@ -108,8 +117,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     venv = ROOT / ".venv"
 
+    hooks = [k for k in COVERAGE_HOOKS if k in os.environ]
+    if hooks:
+        print(f"{', '.join(hooks)} set in this environment: removed for the build (coverage would trace every "
+              "process)", flush=True)
     unit = min(cpu_workload() for _ in range(3))
     steps: dict[str, tuple[float, float]] = {}
+    machine = [("start", unit, os.getloadavg()[0])]      # the workload again after each step, and the load
+
+    def step(name: str, target: str) -> None:
+        steps[name] = _make(tree, target, quick=args.quick, jobs=args.jobs, venv=venv)
+        machine.append((f"after {name}", cpu_workload(), os.getloadavg()[0]))
     with tempfile.TemporaryDirectory(prefix="bench-book-") as tmp:
         tree = _tree(args.in_place, Path(tmp))
         cache, saved = tree / "_build" / "cache", None
@@ -119,15 +137,15 @@ def main(argv=None) -> int:
         try:
             executed = tree / "_build" / "executed"
             shutil.rmtree(executed, ignore_errors=True)
-            steps["stage (cold)"] = _make(tree, "stage", quick=args.quick, jobs=args.jobs, venv=venv)
-            steps["chapters (cold)"] = _make(tree, "executed", quick=args.quick, jobs=args.jobs, venv=venv)
+            step("stage (cold)", "stage")
+            step("chapters (cold)", "executed")
             cold = _durations(executed)
             print("cold:", ", ".join(f"{name} {s:.1f} s" for name, s in cold.items()), flush=True)
             warm = {}
             if not args.no_warm:
                 shutil.rmtree(executed)
                 try:
-                    steps["chapters (warm)"] = _make(tree, "executed", quick=args.quick, jobs=args.jobs, venv=venv)
+                    step("chapters (warm)", "executed")
                 except subprocess.CalledProcessError as exc:       # report the cold run all the same
                     print(f"warm run failed ({exc}); the chapters it finished are shown", flush=True)
                 warm = _durations(executed)
@@ -148,6 +166,8 @@ def main(argv=None) -> int:
     print(f"  {'sum of chapters':24s} {sum(cold.values()):8.1f} {sum(warm.values()):8.1f}")
     for step, (wall, cpu) in steps.items():
         print(f"{step:18s} wall {wall:7.1f} s  cpu {cpu:7.1f} s  ({wall / unit:6.1f} / {cpu / unit:6.1f} units)")
+    print("CPU workload (s) and 1-minute load: " + "; ".join(f"{when} {w:.2f} s, load {load:.1f}"
+                                                          for when, w, load in machine))
     cold_wall = steps["stage (cold)"][0] + steps["chapters (cold)"][0]
     checks = [("stage", steps["stage (cold)"][0], BUDGET_S["stage"]),
               (f"{mode} cold", cold_wall, BUDGET_S[f"{mode} cold"]) if f"{mode} cold" in BUDGET_S else None]

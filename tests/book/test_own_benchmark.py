@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -108,6 +111,21 @@ def test_run_command_runs_irtlib_as_typed(tmp_path, capsys):
     failed = ob.run_command("irtlib evaluate missing.csv --responses r.csv --max-items 3", cwd=tmp_path, echo=False,
                             check=False)
     assert failed.returncode == 1 and "missing.csv" in failed.stdout
+
+
+def test_command_json_gives_the_document_the_command_prints(tmp_path):
+    matrix, _ = _simulated(n_models=30, n_items=40, seed=2)
+    irtlib.calibrate_bank(matrix, interval_check=False).write(tmp_path / "bank.csv")
+    _jsonl(tmp_path, [("m00", {item: int(v) for item, v in zip(matrix.items, matrix.values[0], strict=True)})])
+    command = "irtlib evaluate bank.csv --responses responses.jsonl --max-items 8 --json"
+    typed = json.loads(subprocess.run([sys.executable, "-m", *shlex.split(command)], cwd=tmp_path, check=True,
+                                      capture_output=True, text=True).stdout)   # stdout only: a warning goes to stderr
+    assert ob.command_json(command, cwd=tmp_path) == typed
+    assert len(typed["administered"]) == 8
+    with pytest.raises(RuntimeError, match="exited with status 1"):
+        ob.command_json("irtlib evaluate missing.csv --responses r.csv --max-items 3 --json", cwd=tmp_path)
+    with pytest.raises(ValueError, match="--json"):
+        ob.command_json("irtlib evaluate bank.csv --responses responses.jsonl", cwd=tmp_path)
 
 
 # ----------------------------------------------------------------------------- held-out coverage
