@@ -20,8 +20,10 @@ Run it from the repository root (the Makefile does, before the chapters)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +31,8 @@ import numpy as np
 from irtlib.protocol import presets as protocols
 
 __all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "split_jobs", "whole_fit_jobs", "run_jobs",
-           "run_stage", "benchmark_fits", "main", "BOOK_BENCHMARKS", "QUICK_MAX_SPLITS", "FRESH_ANCHOR_MAX_ITEMS"]
+           "stage_pool", "run_stage", "benchmark_fits", "main", "BOOK_BENCHMARKS", "QUICK_MAX_SPLITS",
+           "FRESH_ANCHOR_MAX_ITEMS"]
 
 #: The six benchmarks of the paper's Table 1, as the protocol chapters (05, 06) run them.
 BOOK_BENCHMARKS = ("airbench2024", "anthropic-red-team", "harmbench", "safetybench", "simplesafetytests", "wmdp-bio")
@@ -244,25 +247,53 @@ def _fit_splits(label, block, rows, seeds, directory) -> str:
             f"{time.perf_counter() - start:.1f} s")
 
 
-def run_jobs(jobs: list[StageJob], *, workers: int, log=None) -> None:
+def run_jobs(jobs: list[StageJob], *, workers: int, log=None, pool: object | None = None) -> None:
     """Run the stage's jobs, the most costly first, in ``workers`` processes (1: here, one after the other).
 
     The processes are spawned once for all the jobs (a fit's random streams and kernels do not depend
     on the process) with their BLAS thread pools at one thread each, as joblib's workers had them, so
-    the fits that use BLAS give the numbers they gave there. Each job's line goes to ``log`` as it ends.
+    the fits that use BLAS give the numbers they gave there; ``pool`` is one :func:`stage_pool` started
+    earlier (else one is started here). Each job's line goes to ``log`` as it ends.
     """
     jobs = sorted(jobs, key=lambda job: -job.cost)
-    if workers <= 1 or len(jobs) <= 1:
+    if pool is None and (workers <= 1 or len(jobs) <= 1):
         for job in jobs:
             _log(log, job.function(*job.args))
         return
+    from concurrent.futures import as_completed
+
+    with contextlib.nullcontext(pool) if pool is not None else stage_pool(workers) as running:
+        for future in as_completed([running.submit(job.function, *job.args) for job in jobs]):
+            _log(log, future.result())
+
+
+@contextlib.contextmanager
+def stage_pool(workers: int) -> Iterator[object | None]:
+    """``workers`` spawned processes for :func:`run_jobs`, each importing torch and loading the fit's kernels now.
+
+    Started before the jobs are known, so that the workers' start (torch's import, the kernels' checks
+    against torch) runs while this process computes the training blocks; None for one worker.
+    """
+    if workers <= 1:
+        yield None
+        return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_one_blas_thread) as pool:
-        for future in as_completed([pool.submit(job.function, *job.args) for job in jobs]):
-            _log(log, future.result())
+        for _ in range(workers):           # each submission while no worker is idle starts one
+            pool.submit(_warm_up)
+        yield pool
+
+
+def _warm_up() -> None:
+    """A stage worker's first task: torch and the batched fit's kernels loaded (each checked against torch once)."""
+    from irtlib.calibration import adam_kernel, fused_kernel, stream_kernel
+
+    fused_kernel.load()
+    stream_kernel.load()
+    adam_kernel.load()
 
 
 def _one_blas_thread() -> None:
@@ -342,10 +373,12 @@ def main(argv=None) -> int:
     # The split batches and the whole-benchmark fits are one list of jobs for one pool of processes,
     # the longest first, so that neither waits for the other and no fit's process is started twice.
     start = time.perf_counter()
-    split, asked, fitted = split_jobs(stage_runs(quick=args.quick, data=args.data, rule=args.rule),
-                                      cache_dir=args.cache_dir, workers=args.workers)
-    whole, whole_asked = whole_fit_jobs(quick=args.quick, cache_dir=args.cache_dir, data=args.data, rule=args.rule)
-    run_jobs(split + whole, workers=args.workers, log=sys.stderr)
+    with stage_pool(args.workers) as pool:
+        split, asked, fitted = split_jobs(stage_runs(quick=args.quick, data=args.data, rule=args.rule),
+                                          cache_dir=args.cache_dir, workers=args.workers)
+        whole, whole_asked = whole_fit_jobs(quick=args.quick, cache_dir=args.cache_dir, data=args.data,
+                                            rule=args.rule)
+        run_jobs(split + whole, workers=args.workers, log=sys.stderr, pool=pool)
     print(f"[split stage] {asked} split calibrations, {fitted} fitted; {whole_asked} whole-benchmark fits, "
           f"{len(whole)} fitted; {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
