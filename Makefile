@@ -235,7 +235,11 @@ $(EXEC_DIR)/06_table2.ipynb: $(EXEC_DIR)/05_selection.ipynb
 # The introduction and the teachers' page count the chapters' exercises from their sources.
 $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wildcard book/*.md) _toc.yml
 
-executed: $(EXECUTED)
+# The longest chapters start first (05 -> 06 is the longest chain; 02 unlocks 03, 04 and 04b), so
+# neither job idles at the end.
+FIRST_CHAPTERS := book/05_selection book/02_fit book/00_primer
+EXECUTED_FIRST := $(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS))))
+executed: $(EXECUTED_FIRST) $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Writes a long CSV (model, item, score) of ``--models`` x ``--items`` responses, either coin flips
 (``--data coin``: no structure, a flat posterior, the hardest case for the fit's convergence) or
 simulated from a 2PL (``--data 2pl``: theta ~ N(0, 1), log a ~ N(0, 0.7), b ~ N(0, 1)), then times in
-this process each stage of the command (reading, fit, interval check, writing; wall and CPU seconds)
+this process each stage of the command (reading; the fit, the standard errors and header, the interval
+check's refits and replays; writing; wall and CPU seconds)
 and the whole command in a child process (``/usr/bin/time``-like: wall, CPU of the child). With
 ``--baseline TREE`` the same command also runs on another checkout (e.g. a worktree of ``main``)
 in the same session, and the ratio baseline / this tree is printed. Run with::
@@ -62,14 +63,25 @@ def stages(csv: Path, out: Path, true_a) -> None:
     data, w, c = timed(lambda: load_responses(csv))
     print(f"  read:  {w:7.1f} s wall {c:7.1f} s CPU")
     iterations = []
-    checked = []
-    bank, w, c = timed(lambda: calibrate_bank(data.matrix, engine="map", interval_check=True,
-                                              fit_progress=lambda i, s: iterations.append(time.perf_counter()),
-                                              check_progress=lambda d, t: checked.append(time.perf_counter())))
-    fit_end = iterations[-1] if iterations else float("nan")
-    refits_end = checked[len(checked) // 2 - 1]
-    print(f"  fit + check: {w:7.1f} s wall {c:7.1f} s CPU; fit {len(iterations)} iterations, then refits "
-          f"{refits_end - fit_end:.1f} s and replays {checked[-1] - refits_end:.1f} s after the fit's last iteration")
+    marks = [("variance filter", time.perf_counter(), time.process_time())]    # (the stage starting, wall, CPU)
+    seen: set[int] = set()
+    stage_of = {"fitting": "fit", "standard": "standard errors + header", "checking": "interval check: refits"}
+
+    def stage_starts(message: str) -> None:      # calibrate_bank's stage lines
+        marks.append((stage_of.get(message.split()[0], message), time.perf_counter(), time.process_time()))
+
+    def checked(done: int, total: int) -> None:  # the refits end at total / 2, the replays at total
+        if done in (total // 2, total) and done not in seen:
+            seen.add(done)
+            stage = "interval check: replays" if done == total // 2 else "end"
+            marks.append((stage, time.perf_counter(), time.process_time()))
+
+    bank, w, c = timed(lambda: calibrate_bank(data.matrix, engine="map", interval_check=True, progress=stage_starts,
+                                              fit_progress=lambda i, s: iterations.append(i),
+                                              check_progress=checked))
+    print(f"  calibrate_bank: {w:7.1f} s wall {c:7.1f} s CPU; fit {len(iterations)} iterations")
+    for (stage, w0, c0), (_, w1, c1) in zip(marks[:-1], marks[1:], strict=True):
+        print(f"    {stage:26s} {w1 - w0:7.1f} s wall {c1 - c0:7.1f} s CPU")
     _, w, c = timed(lambda: bank.write(out, force=True))
     print(f"  write: {w:7.1f} s wall {c:7.1f} s CPU")
     if true_a is not None:

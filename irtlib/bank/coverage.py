@@ -13,13 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from irtlib.calibration.joint_map import Calibration, fit_2pl
+from irtlib.calibration.joint_map import Calibration, fit_items, fit_map
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
 
 from .intervals import Z95, score_interval
 
-__all__ = ["CHECKPOINTS", "IntervalCheckWarning", "MAX_REPLAYED", "MIN_MODELS_INTERVAL_CHECK", "interval_check"]
+__all__ = ["CHECKPOINTS", "IntervalCheckWarning", "MAX_REPLAYED", "MIN_MODELS_INTERVAL_CHECK", "REFIT_ITEM_STEPS",
+           "interval_check", "refit_start"]
 
 #: Fewest calibration models for the cross-fitted interval check of :func:`calibrate_bank`.
 MIN_MODELS_INTERVAL_CHECK = 10
@@ -79,6 +80,38 @@ MAX_REPLAYED = 200
 REFIT_TOL = 1e-4
 
 
+#: Item-only Newton steps (abilities held at the bank's) that move a refit's start before its joint fit.
+REFIT_ITEM_STEPS = 2
+
+
+def refit_start(x_train: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict:
+    """Where a fold's refit starts: the bank's fit, its items moved by :data:`REFIT_ITEM_STEPS` item-only steps.
+
+    Leaving models out moves the items (log a by up to 0.35 on 2PL data at 1,000 x 5,000, by 2 on coin
+    flips), hardly the abilities (0.02 to 0.06). An item-only step (:func:`irtlib.calibration.joint_map.fit_items`,
+    the training models' abilities held at the bank's) is one pass over the matrix and a 2 x 2 solve an
+    item, no conjugate gradients; two of them take most of that way, so the joint refit that follows needs
+    fewer of its costlier iterations (2PL 1,000 x 5,000: 7 -> 4). It still finds the same mode, to within
+    :data:`REFIT_TOL`: only the start moves.
+
+    Parameters
+    ----------
+    x_train : ndarray, shape (n_train, n_items)
+        The training models' responses on the bank's items.
+    theta : ndarray, shape (n_train,)
+        Their abilities in the bank's fit.
+    a, b : ndarray, shape (n_items,)
+        The bank's items.
+
+    Returns
+    -------
+    dict
+        ``theta``, ``a`` and ``b``: a ``start`` for :func:`irtlib.calibration.joint_map.fit_map`.
+    """
+    a, b, _ = fit_items(x_train, theta, start={"a": a, "b": b}, max_iter=REFIT_ITEM_STEPS)
+    return {"theta": theta, "a": a, "b": b}
+
+
 def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_sum: float, *, folds: int = 5,
                     seed: int = 0, checkpoints: Sequence[int] = CHECKPOINTS, fit: Calibration | None = None,
                     progress: Callable[[int, int], None] | None = None,
@@ -104,8 +137,9 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     folds, seed, checkpoints
         Folds, the seed of the models' assignment to them, and the test lengths checked.
     fit : Calibration, optional
-        The bank's MAP fit on the kept items: each fold's refit starts from it (its items, and the
-        abilities of the fold's training models), which finds the same mode in fewer iterations.
+        The bank's MAP fit on the kept items: each fold's refit starts from it (its items, moved by
+        :func:`refit_start`'s item-only steps, and the abilities of the fold's training models), which
+        finds the same mode in fewer iterations.
     progress : callable(done, total), optional
         Called as each of the ``2 refits`` stages ends (each refit, then the replay of its left-out models).
     refit_progress : callable(iteration, step), optional
@@ -143,14 +177,15 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         fold_of[replayed] = np.random.default_rng([seed, 2]).permutation(np.arange(MAX_REPLAYED) % refits)
     fits = []
     for f in range(refits):
-        train = kept.subset(models=kept.models[fold_of != f])
-        if not train.observed.any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
+        rows = fold_of != f
+        x_train = x_all[rows]      # the training models' rows: fitted as an array (no matrix copy and its checks)
+        if not (~np.isnan(x_train)).any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
             return None
-        start = None if fit is None else {"theta": fit.theta.reindex(train.models).to_numpy(),
-                                          "a": fit.a.reindex(train.items).to_numpy(),
-                                          "b": fit.b.reindex(train.items).to_numpy()}
-        cal = fit_2pl(train, engine="map", start=start, tol=REFIT_TOL, progress=refit_progress)
-        fits.append((cal.a.to_numpy(), cal.b.to_numpy()))
+        start = None if fit is None else refit_start(x_train, fit.theta.reindex(kept.models[rows]).to_numpy(),
+                                                     fit.a.reindex(kept.items).to_numpy(),
+                                                     fit.b.reindex(kept.items).to_numpy())
+        _, a, b, _ = fit_map(x_train, start=start, tol=REFIT_TOL, progress=refit_progress)
+        fits.append((a, b))
         if progress is not None:
             progress(f + 1, 2 * refits)
 

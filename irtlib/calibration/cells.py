@@ -62,8 +62,12 @@ class DenseBlock:
     def __init__(self, values: np.ndarray, rows: slice):
         observed = ~np.isnan(values)
         self.rows = rows
-        self.flip = np.where(observed, 1.0 - 2.0 * np.nan_to_num(values), 0.0).astype(np.float32)
+        flip = values * -2.0
+        flip += 1.0                   # 1 - 2x in float64 (NaN where missing), then rounded once
+        self.flip = flip.astype(np.float32)
         self.observed = None if observed.all() else observed
+        if self.observed is not None:
+            self.flip[~observed] = 0.0
         self.n_items = values.shape[1]
 
     def tiles(self) -> Iterator[tuple[slice, DenseBlock]]:
@@ -89,6 +93,10 @@ class DenseBlock:
     def z(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         """``a (theta - b)`` of every cell, shape (n_rows, n_items)."""
         return logit_z(theta[self.rows, None], a, b, out=out)
+
+    def item_cells(self, v: np.ndarray) -> np.ndarray:
+        """An item vector ``v`` (n_items,) laid over the block's cells (here: broadcast along the rows)."""
+        return v
 
     def row_dot(self, cells: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``sum_j cells[m, j] v[j]`` per row; ``v`` of shape (n_items,) or (n_items, k)."""
@@ -144,6 +152,10 @@ class SparseBlock:
     def z(self, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         """``a (theta - b)`` of every observed cell, shape (n_cells,)."""
         return logit_z(theta[self.rows][self.row_of], a[self.col], b[self.col], out=out)
+
+    def item_cells(self, v: np.ndarray) -> np.ndarray:
+        """An item vector ``v`` (n_items,) laid over the block's cells: ``v`` of each cell's item, (n_cells,)."""
+        return v[self.col]
 
     def row_dot(self, cells: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``sum_j cells[m, j] v[j]`` per row; ``v`` of shape (n_items,) or (n_items, k)."""

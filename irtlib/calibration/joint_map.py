@@ -133,16 +133,46 @@ def _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
     return (log_lik, item_sums, model_sums), kept
 
 
-def _cross_t_pass(block, state, v):
-    """``sum_m c[m, j] v[m]`` for c = w, w z, g over the block's models (v: (n_models,) or (n_models, q))."""
-    u = v[block.rows]
-    return tuple(block.col_dot(c, u) for c in state), state
+def _combine_pass(block, state, minus_g):
+    """Overwrite the block's kept ``g`` with ``h = w z + minus_g g`` (float32): the ``log a`` cross weight of a step.
 
-
-def _cross_pass(block, state, y_w, y_wz, y_g):
-    """``sum_j w[m, j] y_w[j] + (w z)[m, j] y_wz[j] + g[m, j] y_g[j]`` for the block's models."""
+    ``minus_g`` (n_items,) is ``-weight`` for the items that take the observed (Newton) block, 0 for the
+    others. The conjugate-gradient products of a step then read two float32 weights a cell (``w`` and
+    ``h``) instead of three (``w``, ``w z``, ``g``): they are memory bound, so each costs two thirds. ``h`` is
+    one float32 rounding of ``w z - weight g`` per cell (exactly ``w z`` where ``minus_g`` is 0). It takes
+    ``g``'s memory (no more bytes a cell): the point no longer owns the runner's weights, so a second try at
+    the same point (:data:`NEWTON_WEIGHTS`) makes its cell pass again (:meth:`_Point.ready`).
+    """
     w, wz, g = state
-    return block.row_dot(w, y_w) + block.row_dot(wz, y_wz) + block.row_dot(g, y_g), state
+    np.multiply(g, block.item_cells(minus_g), out=g)
+    np.add(g, wz, out=g)
+    return None, (w, wz, g)
+
+
+def _cross_weights(state, combined):
+    """The two per-cell cross weights of a step: ``w`` and ``h`` (:func:`_combine_pass`), or ``w z`` without it."""
+    return state[0], state[2] if combined else state[1]
+
+
+def _cross_t_pass(block, state, v, combined):
+    """``sum_m c[m, j] v[m]`` for c = w, h over the block's models (v: (n_models,) or (n_models, q))."""
+    u = v[block.rows]
+    return tuple(block.col_dot(c, u) for c in _cross_weights(state, combined)), state
+
+
+def _cross_pass(block, state, y_w, y_h, combined):
+    """``sum_j w[m, j] y_w[j] + h[m, j] y_h[j]`` for the block's models."""
+    w, h = _cross_weights(state, combined)
+    return block.row_dot(w, y_w) + block.row_dot(h, y_h), state
+
+
+def _block_sum(parts):
+    """``sum(parts)`` of the blocks' arrays, in block order, added in place (the same bits, no temporaries)."""
+    parts = iter(parts)
+    total = np.array(next(parts))
+    for part in parts:
+        total += part
+    return total
 
 
 class _Point:
@@ -166,7 +196,7 @@ class _Point:
         if add_log_lik:
             self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
         if derive:
-            self.item_sums = sum(p[1] for p in parts)
+            self.item_sums = _block_sum(p[1] for p in parts)
             self.model_sums = np.concatenate([p[2] for p in parts], axis=1)
             runner.owner = self if keep else None
 
@@ -221,16 +251,19 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
     j_tt = pt.model_sums[1] + 1.0 / st**2
     (g_al, g_b), (d_aa, d_ab, d_bb), newton_item = _item_blocks(pt, priors, newton=newton)
     minus_g = np.where(newton_item, -newton, 0.0)   # the log a cross term is a (w z - newton g)
+    combined = bool(minus_g.any())                   # else h = w z: read it as it is
+    if combined:
+        runner.run(_combine_pass, minus_g.astype(np.float32), keep=True)
+        runner.owner = None                          # g is now h: another try at this point redoes its pass
 
     def cross_t(v):                   # C^T v: information between theta and (log a_j, b_j)
-        parts = runner.run(_cross_t_pass, v.astype(np.float32))
-        c_w, c_wz, c_g = (sum(p[k] for p in parts) for k in range(3))
-        return [a * (c_wz + minus_g * c_g), -a * a * c_w]
+        parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)
+        c_w, c_h = (_block_sum(p[k] for p in parts) for k in range(2))
+        return [a * c_h, -a * a * c_w]
 
     def cross(ys):                    # C y
-        y_al = a * ys[0]
-        args = ((-a * a * ys[1]).T, y_al.T, (minus_g * y_al).T)
-        return np.concatenate(runner.run(_cross_pass, *(y.astype(np.float32) for y in args))).astype(float)
+        args = ((-a * a * ys[1]).T, (a * ys[0]).T)
+        return np.concatenate(runner.run(_cross_pass, *(y.astype(np.float32) for y in args), combined)).astype(float)
 
     coarse = _coarse(pt.theta)
     step = arrow_cg(j_tt, g_t, cross_t, cross, [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]], coarse=coarse,

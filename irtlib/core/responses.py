@@ -66,6 +66,16 @@ def _numeric_cells(df: pd.DataFrame) -> np.ndarray:
     return values
 
 
+def _everything(selection, n: int) -> bool:
+    """Whether a row or column selection (a slice, a boolean mask or positions) keeps all ``n`` in order."""
+    if isinstance(selection, slice):
+        return selection == slice(None)
+    selection = np.asarray(selection)
+    if selection.dtype == bool:
+        return selection.size == n and bool(selection.all())
+    return selection.size == n and bool((selection == np.arange(n)).all())
+
+
 class ResponseMatrix:
     """A validated models x items matrix of binary safety judgments.
 
@@ -88,8 +98,8 @@ class ResponseMatrix:
 
     Notes
     -----
-    The matrix is immutable by convention: methods return new matrices and ``values`` is a
-    read-only copy of the input.
+    The matrix is immutable by convention: methods return new matrices (the same one when they would
+    keep every model and item in order) and ``values`` is a read-only copy of the input.
     """
 
     def __init__(self, values, models: Sequence, items: Sequence, *, source: str = "response matrix"):
@@ -334,4 +344,6 @@ class ResponseMatrix:
         return pos
 
     def _take(self, rows, cols) -> ResponseMatrix:
+        if _everything(rows, len(self._models)) and _everything(cols, len(self._items)):
+            return self               # immutable: the same matrix, without a copy and its checks
         return ResponseMatrix(self._values[rows][:, cols], self._models[rows], self._items[cols], source=self.source)

@@ -309,29 +309,52 @@ def test_on_a_large_calibration_set_each_replayed_model_is_held_out_of_one_refit
     from irtlib.bank import coverage
 
     trained, replayed = [], []
-    real_fit, real_replay = coverage.fit_2pl, coverage._adaptive_replay
+    real_fit, real_replay = coverage.fit_map, coverage._adaptive_replay
 
-    def fit(train, **kwargs):
-        trained.append(set(train.models))
-        return real_fit(train, **kwargs)
+    def fit(x, **kwargs):
+        trained.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})      # the refit's training rows
+        return real_fit(x, **kwargs)
 
     def replay(x, a, b, checkpoints):
         replayed.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})   # the rows replayed with these items
         return real_replay(x, a, b, checkpoints)
 
     monkeypatch.setattr(coverage, "MAX_REPLAYED", 12)       # 40 models, 12 replayed: as if a leaderboard
-    monkeypatch.setattr(coverage, "fit_2pl", fit)
+    monkeypatch.setattr(coverage, "fit_map", fit)
     monkeypatch.setattr(coverage, "_adaptive_replay", replay)
     check = calibrate_bank(matrix).meta["interval_check"]
     assert check["n_replayed"] == 12 and check["refits"] == 2 == len(trained)     # ceil(5 x 12 / 40) refits
     everyone = set(matrix.models)
-    left_out = [everyone - t for t in trained]
+    # each model's response row on the bank's items (the first 5 items are left out by the variance filter)
+    rows = {m: tuple(np.nan_to_num(matrix.subset(models=[m]).values[0, 5:], nan=-1.0)) for m in everyone}
+    assert len(set(rows.values())) == len(everyone)
+    left_out = [{m for m in everyone if rows[m] not in t} for t in trained]
+    assert all(len(t) == len(everyone) - len(o) for t, o in zip(trained, left_out, strict=True))
     # every refit trains on at least a fold's share (4/5) of the models; the left-out groups are disjoint
     assert all(len(t) >= 0.8 * len(everyone) for t in trained)
     assert not left_out[0] & left_out[1] and len(left_out[0] | left_out[1]) == 12
     # each replayed row is the response row of a model its refit left out (not one it trained on)
-    rows = {m: tuple(np.nan_to_num(matrix.subset(models=[m]).values[0, 5:], nan=-1.0)) for m in everyone}
     by_refit = [{rows[m] for m in group} for group in left_out]
     assert len(replayed) == 2 and sum(map(len, replayed)) == 12
     for got in replayed:
         assert any(got <= group for group in by_refit)
+
+
+def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit():
+    """The check's refit starts from the bank's fit moved by item-only steps: the same mode, in fewer iterations."""
+    from irtlib.bank.coverage import REFIT_TOL, refit_start
+    from irtlib.calibration.joint_map import fit_map
+
+    values, *_ = simulate_2pl(150, 600, seed=8, sd_log_a=0.7)
+    theta, a, b, _ = fit_map(values)
+    train = np.arange(150) % 5 != 0
+    x = values[train]
+    plain = fit_map(x, start={"theta": theta[train], "a": a, "b": b}, tol=REFIT_TOL)
+    start = refit_start(x, theta[train], a, b)
+    assert start["theta"] is not None and np.array_equal(start["theta"], theta[train])
+    assert np.abs(np.log(start["a"]) - np.log(a)).max() > 10 * REFIT_TOL      # the items did move
+    stepped = fit_map(x, start=start, tol=REFIT_TOL)
+    for got, want in zip((stepped[0], np.log(stepped[1]), stepped[2]), (plain[0], np.log(plain[1]), plain[2]),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=REFIT_TOL)
+    assert stepped[3]["iterations"] < plain[3]["iterations"]

@@ -79,3 +79,62 @@ def test_bad_thread_count_is_refused():
     values, *_ = simulate_2pl(10, 20, seed=1)
     with pytest.raises(ValueError, match="n_threads must be a positive integer, got 0"):
         fit_map(values, n_threads=0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_combined_cross_weight_gives_the_three_weights_products(sparse_values, sparse):
+    """The conjugate-gradient products over ``w`` and ``h = w z - weight g`` equal those over ``w``, ``w z``, ``g``.
+
+    Computed here in float64 from the kept weights: within float32 rounding where an item takes the
+    Newton block, and bit for bit where it does not (there ``h`` is ``w z`` itself).
+    """
+    from irtlib.calibration import joint_map as jm
+
+    priors = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))
+    runner = cells.make_runner(sparse_values, n_threads=1, sparse=sparse, block_cells=1 << 11)
+    assert len(runner.blocks) > 2
+    rng = np.random.default_rng(7)
+    n, m = sparse_values.shape
+    point = jm._Point(runner, rng.normal(size=n), rng.normal(0, 0.3, size=m), rng.normal(size=m), priors, np.float32)
+    kept = [[np.asarray(k, dtype=float) for k in state] for state in runner.states]
+    minus_g = np.where(rng.random(m) < 0.5, -1.0, 0.0)
+    v, y_w, y_h = rng.normal(size=n).astype(np.float32), *rng.normal(size=(2, m)).astype(np.float32)
+
+    def reference(block, w, wz, g):                  # float64 products from the three weights
+        h = wz + block.item_cells(minus_g) * g
+        u = v[block.rows].astype(float)
+        return (block.col_dot(w, u), block.col_dot(h, u)), block.row_dot(w, y_w) + block.row_dot(h, y_h)
+
+    def products(combined):
+        col = runner.run(jm._cross_t_pass, v, combined)
+        row = runner.run(jm._cross_pass, y_w, y_h, combined)
+        return [sum(p[k] for p in col) for k in range(2)], np.concatenate(row)
+
+    plain = products(False)                          # h = w z: the scoring step's products
+    g_memory = [state[2] for state in runner.states]
+    runner.run(jm._combine_pass, minus_g.astype(np.float32), keep=True)
+    assert all(state[2] is g for state, g in zip(runner.states, g_memory, strict=True))   # h takes g's memory
+    combined = products(True)
+    refs = [reference(block, *k) for block, k in zip(runner.blocks, kept, strict=True)]
+    want_col = [sum(r[0][k] for r in refs) for k in range(2)]
+    want_row = np.concatenate([r[1] for r in refs])
+    scale = np.abs(np.concatenate(kept[0][:3], axis=None)).max() * n
+    for got, want in ((combined[0][0], want_col[0]), (combined[0][1], want_col[1]), (combined[1], want_row)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * scale)
+    scoring = minus_g == 0
+    np.testing.assert_array_equal(combined[0][1][scoring], plain[0][1][scoring])
+    np.testing.assert_array_equal(combined[0][0], plain[0][0])
+    # the point's cell pass again gives back its g, bit for bit
+    point._derive(runner, True)
+    for state, k in zip(runner.states, kept, strict=True):
+        np.testing.assert_array_equal(state[2], k[2])
+    runner.close()
+
+
+def test_a_dense_block_stores_one_minus_twice_the_response_and_zero_where_missing():
+    values = np.array([[1.0, 0.0, np.nan], [np.nan, 1.0, 0.0]])
+    block = cells.DenseBlock(values, slice(3, 5))
+    np.testing.assert_array_equal(block.flip, np.array([[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0]], dtype=np.float32))
+    assert block.flip.dtype == np.float32
+    np.testing.assert_array_equal(block.observed, ~np.isnan(values))
+    assert cells.DenseBlock(values[:, :2][:1], slice(0, 1)).observed is None
