@@ -11,7 +11,7 @@ SimpleSafetyTests against the authors' own pipeline (24 min 35 s on this machine
 memory from resource.getrusage.
 
     nice -n 10 .venv/bin/python benchmarks/bench_authors_calibration.py [--single N] [--epochs E]
-        [--only NAME ...] [--workers W] [--profile EPOCHS] [--ab-streams SPLITS]
+        [--only NAME ...] [--workers W] [--profile EPOCHS] [--ab-streams SPLITS] [--ab-adam SPLITS]
 
 Each time is printed as wall seconds and as CPU seconds (this process and its worker processes): on
 a shared machine the wall time grows with the load (printed too), the CPU time much less.
@@ -22,7 +22,8 @@ CPU time).
 ``--ab-streams SPLITS`` first times, in this process and one core, the batched fit of SPLITS splits of
 each benchmark (300 epochs) with the per-split draws made by torch calls from Python and by the C
 streams (:mod:`irtlib.calibration.stream_kernel`), alternating twice, and prints the CPU ratio and
-whether the two fits are equal bit for bit.
+whether the two fits are equal bit for bit. ``--ab-adam SPLITS`` does the same for Adam's step, torch's
+operations against the C step (:mod:`irtlib.calibration.adam_kernel`).
 
 Data: ../shared/realdata/paper (or IRTLIB_PAPER_DATA). Read with a few lines of json here, because
 this script only needs the matrices.
@@ -113,30 +114,37 @@ def profile(x: np.ndarray, train_rows: list, epochs: int, name: str) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=40))
 
 
-def ab_streams(x: np.ndarray, train_rows: list, name: str, epochs: int = 300) -> None:
-    """CPU of the batched fit with torch's draws from Python against the C streams, and their equality."""
-    from irtlib.calibration import stream_kernel
+#: The kernels --ab-streams and --ab-adam compare with torch: module, its _LOADED key, what each side is.
+AB_KERNELS = {"streams": ("stream_kernel", "lib", "draws", "torch calls", "C streams"),
+              "adam": ("adam_kernel", "kernel", "Adam", "torch step", "C step")}
 
-    if stream_kernel.load() is None:
-        print(f"{name}: the C streams do not draw torch's numbers here; nothing to compare")
+
+def ab_kernel(x: np.ndarray, train_rows: list, name: str, kernel: str, epochs: int = 300) -> None:
+    """CPU of the batched fit with one part in torch against its C kernel (same process), and their equality."""
+    import importlib
+
+    module_name, key, part, torch_label, c_label = AB_KERNELS[kernel]
+    module = importlib.import_module(f"irtlib.calibration.{module_name}")
+    if module.load() is None:
+        print(f"{name}: the {c_label} does not give torch's numbers here; nothing to compare")
         return
     cpu: dict = {"torch": [], "c": []}
     fits = {}
     for _ in range(2):
         for kind in ("torch", "c"):
-            stream_kernel._LOADED.clear()
+            module._LOADED.clear()
             if kind == "torch":
-                stream_kernel._LOADED["lib"] = None          # as where the C streams do not match torch
-            stream_kernel.load()
+                module._LOADED[key] = None          # as where the kernel does not match torch
+            module.load()
             start = time.process_time()
             fits[kind] = fit_hierarchical_batch(x, train_rows, epochs=epochs)
             cpu[kind].append(time.process_time() - start)
-    stream_kernel._LOADED.clear()
+    module._LOADED.clear()
     same = all(np.array_equal(getattr(fits["torch"], k), getattr(fits["c"], k), equal_nan=True)
                for k in ("a", "b", "theta", "best_epoch", "loss"))
     torch_s, c_s = min(cpu["torch"]), min(cpu["c"])
-    print(f"draws A/B, {name}: {len(train_rows)} splits x {epochs} epochs, 1 process: torch calls {torch_s:.2f} "
-          f"CPU s, C streams {c_s:.2f} CPU s: {torch_s / c_s:.2f}x less CPU; equal bit for bit: {same}",
+    print(f"{part} A/B, {name}: {len(train_rows)} splits x {epochs} epochs, 1 process: {torch_label} {torch_s:.2f} "
+          f"CPU s, {c_label} {c_s:.2f} CPU s: {torch_s / c_s:.2f}x less CPU; equal bit for bit: {same}",
           flush=True)
 
 
@@ -151,15 +159,17 @@ def main() -> None:
                         help="first profile EPOCHS epochs of each batched fit (default 0: no profile)")
     parser.add_argument("--ab-streams", type=int, default=0, metavar="SPLITS",
                         help="first compare torch's and the C streams' draws on SPLITS splits (default 0: no)")
+    parser.add_argument("--ab-adam", type=int, default=0, metavar="SPLITS",
+                        help="first compare torch's and the C Adam step on SPLITS splits (default 0: no)")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
 
     data = {name: load(name) for name in BENCHMARKS if name in args.only or name == "simplesafetytests"}
     splits = {name: authors_train_rows(x.shape[0], BENCHMARKS[name][1], n_test=BENCHMARKS[name][2])
               for name, x in data.items()}
-    if args.ab_streams:
-        for name in args.only:
-            ab_streams(data[name], splits[name][:args.ab_streams], name)
+    for kernel, n_splits in (("streams", args.ab_streams), ("adam", args.ab_adam)):
+        for name in args.only if n_splits else ():
+            ab_kernel(data[name], splits[name][:n_splits], name, kernel)
     if args.profile:
         for name in args.only:
             profile(data[name], splits[name], args.profile, name)

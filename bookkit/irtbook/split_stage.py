@@ -4,12 +4,13 @@ Every agreement-protocol run of the book that calibrates its splits with the aut
 (``"pyirt-authors"``: py-irt's hierarchical 2PL, 1,000 epochs per split) reads each split's fit
 from :mod:`irtlib.calibration.split_cache`, keyed by the split's training block, the settings and
 the code. This module computes those training blocks for every run the chapters make
-(:func:`stage_runs`) and fits all that are not cached yet, one batched fit per benchmark, on both
-cores (:func:`run_stage`). A chapter run afterwards finds every calibration on disk; a chapter run
+(:func:`stage_runs`) and fits all that are not cached yet, one batched fit per width (the widest cut
+in two), on both cores (:func:`run_stage`). A chapter run afterwards finds every calibration on disk; a chapter run
 without the stage fits what it needs itself, with the same result (a split's fit does not depend
 on the rest of its batch), only more slowly. The stage also fits each benchmark whole with the three
-engines the fit chapters compare (:func:`benchmark_fits`), which chapters 2 to 6 read, at the same
-time as the split batches.
+engines the fit chapters compare (:func:`benchmark_fits`), which chapters 2 to 6 read; the command
+line runs the split batches and the whole fits as one list of jobs in one pool of processes, the
+longest first (:func:`run_jobs`).
 
 Run it from the repository root (the Makefile does, before the chapters)::
 
@@ -19,16 +20,19 @@ Run it from the repository root (the Makefile does, before the chapters)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from irtlib.protocol import presets as protocols
 
-__all__ = ["StageRun", "stage_runs", "training_blocks", "run_stage", "benchmark_fits", "main", "BOOK_BENCHMARKS",
-           "QUICK_MAX_SPLITS", "FRESH_ANCHOR_MAX_ITEMS"]
+__all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "split_jobs", "whole_fit_jobs", "run_jobs",
+           "stage_pool", "run_stage", "benchmark_fits", "main", "BOOK_BENCHMARKS", "QUICK_MAX_SPLITS",
+           "FRESH_ANCHOR_MAX_ITEMS"]
 
 #: The six benchmarks of the paper's Table 1, as the protocol chapters (05, 06) run them.
 BOOK_BENCHMARKS = ("airbench2024", "anthropic-red-team", "harmbench", "safetybench", "simplesafetytests", "wmdp-bio")
@@ -136,89 +140,224 @@ def run_stage(runs: list[StageRun], *, cache_dir, workers: int = 2, log=None) ->
         The chapters' cache (``CACHE_DIR``); the fits go where the chapters look for them
         (:func:`irtbook.pipeline.split_cache`).
     workers : int
-        Processes per batched fit (:func:`irtlib.calibration.pyirt_batch.fit_2pl_splits`).
+        Processes the batched fits run in (:func:`run_jobs`): a width's splits are one fit in one
+        process, or, for the widths with the most cells, cut into ``workers`` fits.
     log : file-like, optional
-        One line per benchmark.
+        One line per batched fit.
 
     Returns
     -------
     dict
         ``splits`` (split calibrations asked for), ``fitted`` (those not cached before), ``seconds`` (wall).
     """
-    from irtlib.calibration.split_cache import fit_2pl_splits_cached, missing_splits
+    start = time.perf_counter()
+    jobs, asked, fitted = split_jobs(runs, cache_dir=cache_dir, workers=workers)
+    run_jobs(jobs, workers=workers, log=log)
+    return {"splits": asked, "fitted": fitted, "seconds": time.perf_counter() - start}
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """One unit of the stage's work, run in a worker process: ``function(*args)`` returns its log line.
+
+    ``cost`` estimates its CPU seconds (cells and columns of a fit times its epochs, plus each fit's
+    per-epoch Python), so that the longest jobs start first.
+    """
+
+    cost: float
+    function: object
+    args: tuple
+
+
+#: Estimated CPU seconds of one batched fit of 1,000 epochs: per training cell, per parameter column,
+#: and the per-epoch Python of one fit (the hyper-parameters' small torch operations; measured on the
+#: shared 2-core machine, ``benchmarks/RESULTS.md``, issue 26 ``stg2``). Only their ratios matter.
+COST_PER_CELL, COST_PER_COLUMN, COST_PER_FIT = 2.2e-6, 1.5e-5, 2.0
+#: A width's splits are cut into ``workers`` batched fits when they cost more than this share of the stage
+#: and more than CUT_MIN_COST seconds (each part pays a fit's per-epoch Python again).
+SPLIT_SHARE, CUT_MIN_COST = 0.15, 10.0
+
+
+def _fit_cost(n_splits: int, rows: int, n_items: int) -> float:
+    return COST_PER_CELL * n_splits * rows * n_items + COST_PER_COLUMN * n_splits * (rows + 2 * n_items) + COST_PER_FIT
+
+
+def split_jobs(runs: list[StageRun], *, cache_dir, workers: int) -> tuple[list[StageJob], int, int]:
+    """The stage's split calibrations as jobs: every split of one width in one batched fit, or cut in ``workers``.
+
+    Splits of one width share a batched fit whatever their seeds (each split draws from its own
+    stream), so the paper's protocol's one seed per split costs one batch, not one fit per split. A
+    split's fit does not depend on the rest of its batch, so how the splits are cut changes no number;
+    cutting pays each fit's per-epoch Python once more, so only the widths with the most cells are cut
+    (so that both cores stay busy to the end). Widths whose splits are all cached give no job.
+
+    Returns
+    -------
+    jobs : list of StageJob
+    asked, fitted : int
+        Split calibrations asked for, and those not cached yet.
+    """
+    from irtlib.calibration.split_cache import missing_splits
 
     from .pipeline import split_cache
 
     directory = split_cache(cache_dir)
-    start = time.perf_counter()
-    groups: dict = {}                     # n_items -> [(label, block, seed)]: one batched fit each
+    groups: dict = {}                     # n_items -> [(label, block, seed)]
     for run in runs:
         blocks, seeds = training_blocks(run)
         for block, seed in zip(blocks, seeds, strict=True):
             groups.setdefault(block.shape[1], []).append((run.label, block, int(seed)))
     asked = fitted = 0
-    # Splits of one width share a batched fit whatever their seeds (each split draws from its own
-    # stream): the paper's protocol's one seed per split costs one batch, not one fit per split.
-    for n_items, entries in sorted(groups.items(), key=lambda g: -g[0] * sum(blk.shape[0] for _, blk, _ in g[1])):
+    pending = []
+    for entries in groups.values():
         starts = np.cumsum([0] + [blk.shape[0] for _, blk, _ in entries])
         stacked = np.vstack([blk for _, blk, _ in entries])
         rows = [np.arange(starts[i], starts[i + 1]) for i in range(len(entries))]
         seeds = [seed for *_, seed in entries]
         todo = missing_splits(stacked, rows, seed=seeds, cache_dir=directory)
         asked, fitted = asked + len(rows), fitted + todo
-        t = time.perf_counter()
         if todo:
-            fit_2pl_splits_cached(stacked, rows, seed=seeds, cache_dir=directory, workers=workers)
-        _log(log, [label for label, *_ in entries], len(rows), n_items, todo, time.perf_counter() - t)
-    return {"splits": asked, "fitted": fitted, "seconds": time.perf_counter() - start}
+            pending.append((entries, starts, stacked, seeds, todo))
+    total = sum(_fit_cost(todo, int(np.diff(starts).max()), stacked.shape[1])
+                for _, starts, stacked, _, todo in pending)
+    jobs = []
+    for entries, starts, stacked, seeds, todo in pending:
+        n_rows, n_items = int(np.diff(starts).max()), stacked.shape[1]
+        cost = _fit_cost(todo, n_rows, n_items)
+        n_parts = workers if workers > 1 and cost > max(SPLIT_SHARE * total, CUT_MIN_COST) else 1
+        labels = ", ".join(dict.fromkeys(label for label, *_ in entries))
+        for k, part in enumerate(np.array_split(np.arange(len(entries)), n_parts)):
+            lo, hi = int(starts[part[0]]), int(starts[part[-1] + 1])
+            rows = [np.arange(starts[i], starts[i + 1]) - lo for i in part]
+            name = labels if n_parts == 1 else f"{labels} (part {k + 1} of {n_parts})"
+            jobs.append(StageJob(cost / n_parts, _fit_splits,
+                                 (name, stacked[lo:hi], rows, [seeds[i] for i in part], directory)))
+    return jobs, asked, fitted
 
 
-def _log(log, labels, n_splits, n_items, fitted, seconds) -> None:
-    if log is not None:
-        print(f"[split stage] {', '.join(dict.fromkeys(labels))}: {n_splits} splits of {n_items} items, {fitted} "
-              f"fitted, {seconds:.1f} s", file=log, flush=True)
+def _fit_splits(label, block, rows, seeds, directory) -> str:
+    """A stage job: the splits' batched fit into the split cache, one process; its log line."""
+    from irtlib.calibration.split_cache import fit_2pl_splits_cached, missing_splits
+
+    start = time.perf_counter()
+    todo = missing_splits(block, rows, seed=seeds, cache_dir=directory)
+    if todo:
+        fit_2pl_splits_cached(block, rows, seed=seeds, cache_dir=directory, workers=1)
+    return (f"{label}: {len(rows)} splits of {block.shape[1]} items, {todo} fitted, "
+            f"{time.perf_counter() - start:.1f} s")
 
 
-def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> float:
+def run_jobs(jobs: list[StageJob], *, workers: int, log=None, pool: object | None = None) -> None:
+    """Run the stage's jobs, the most costly first, in ``workers`` processes (1: here, one after the other).
+
+    The processes are spawned once for all the jobs (a fit's random streams and kernels do not depend
+    on the process) with their BLAS thread pools at one thread each, as joblib's workers had them, so
+    the fits that use BLAS give the numbers they gave there; ``pool`` is one :func:`stage_pool` started
+    earlier (else one is started here). Each job's line goes to ``log`` as it ends.
+    """
+    jobs = sorted(jobs, key=lambda job: -job.cost)
+    if pool is None and (workers <= 1 or len(jobs) <= 1):
+        for job in jobs:
+            _log(log, job.function(*job.args))
+        return
+    from concurrent.futures import as_completed
+
+    with contextlib.nullcontext(pool) if pool is not None else stage_pool(workers) as running:
+        for future in as_completed([running.submit(job.function, *job.args) for job in jobs]):
+            _log(log, future.result())
+
+
+@contextlib.contextmanager
+def stage_pool(workers: int) -> Iterator[object | None]:
+    """``workers`` spawned processes for :func:`run_jobs`, each importing torch and loading the fit's kernels now.
+
+    Started before the jobs are known, so that the workers' start (torch's import, the kernels' checks
+    against torch) runs while this process computes the training blocks; None for one worker.
+    """
+    if workers <= 1:
+        yield None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_one_blas_thread) as pool:
+        for _ in range(workers):           # each submission while no worker is idle starts one
+            pool.submit(_warm_up)
+        yield pool
+
+
+def _warm_up() -> None:
+    """A stage worker's first task: torch and the batched fit's kernels loaded (each checked against torch once)."""
+    from irtlib.calibration import adam_kernel, fused_kernel, stream_kernel
+
+    fused_kernel.load()
+    stream_kernel.load()
+    adam_kernel.load()
+
+
+def _one_blas_thread() -> None:
+    """A stage worker's start: BLAS and OpenMP thread pools at one thread (two workers share two cores)."""
+    from threadpoolctl import threadpool_limits
+
+    globals()["_THREAD_LIMIT"] = threadpool_limits(1)
+
+
+def _log(log, line) -> None:
+    if log is not None and line:
+        print(f"[split stage] {line}", file=log, flush=True)
+
+
+def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> str:
+    """A stage job: one whole-benchmark fit into the chapters' cache; its log line."""
     start = time.perf_counter()
     from .pipeline import calibrate_benchmark
 
     calibrate_benchmark(bench, engine=engine, seed=seed, epochs=epochs, lr=0.1, cache_dir=cache_dir)
-    return time.perf_counter() - start
+    return f"whole fit {bench.name} by {engine} (seed {seed}): {time.perf_counter() - start:.1f} s"
 
 
-def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None = None, rule: str = "strict",
-                   log=None) -> float:
-    """The whole-benchmark 2PL fits of chapters 2 to 6, by the three engines, into the chapters' cache.
+def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None,
+                   rule: str = "strict") -> tuple[list[StageJob], int]:
+    """The whole-benchmark 2PL fits of chapters 2 to 6 not in the cache yet, as stage jobs.
 
     :func:`irtbook.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
     engine of :data:`irtbook.pipeline.CHAPTER_ENGINES` (seed 0, learning rate 0.1, the
     epochs :func:`irtbook.pipeline.chapter_epochs` gives), and SimpleSafetyTests by py-irt
-    with the text's priors and seed 1 (chapter 2's seed check), ``workers`` fits at a time, the
-    largest matrices first (the MAP fits, a fraction of a second each, last); what is cached already
-    is read, not refitted. Returns the wall seconds.
-    """
-    from joblib import Parallel, delayed
+    with the text's priors and seed 1 (chapter 2's seed check); what is cached already gives no job.
 
+    Returns
+    -------
+    jobs : list of StageJob
+    asked : int
+        The whole fits the chapters read.
+    """
     from .cache import cache_path
     from .pipeline import CHAPTER_ENGINES, benchmark_fit_key, chapter_epochs, load_benchmark
 
-    start = time.perf_counter()
     benches = [load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS]
     jobs = [(bench, engine, 0, chapter_epochs(engine, 1000, quick=quick)) for engine in CHAPTER_ENGINES
             for bench in benches]
     sst = benches[BOOK_BENCHMARKS.index("simplesafetytests")]
     jobs.append((sst, "pyirt", 1, chapter_epochs("pyirt", 1000, quick=quick)))   # chapter 2's second seed
-    # only the fits not in the cache go to the workers (starting them costs seconds even when all is cached)
     todo = [(bench, engine, seed, epochs) for bench, engine, seed, epochs in jobs if cache_dir is None
             or not cache_path(benchmark_fit_key(bench, engine=engine, seed=seed, epochs=epochs, lr=0.1),
                               cache_dir).exists()]
-    todo.sort(key=lambda job: (job[1] == "map", -job[0].filtered.values.size))    # longest first
-    seconds = Parallel(n_jobs=workers)(delayed(_benchmark_fit)(bench, engine, seed, epochs, cache_dir)
-                                       for bench, engine, seed, epochs in todo) if todo else []
-    if log is not None:
-        print(f"[split stage] whole-benchmark fits ({len(jobs)}: {', '.join(CHAPTER_ENGINES)}; {len(todo)} not "
-              f"cached): {sum(seconds):.1f} s in the workers", file=log, flush=True)
+
+    def cost(bench, engine, epochs):      # the MAP fits: a fraction of a second
+        n_rows, n_items = bench.filtered.values.shape
+        return 0.0 if engine == "map" else _fit_cost(1, n_rows, n_items) * epochs / 1000
+
+    return [StageJob(cost(bench, engine, epochs), _benchmark_fit, (bench, engine, seed, epochs, cache_dir))
+            for bench, engine, seed, epochs in todo], len(jobs)
+
+
+def benchmark_fits(*, quick: bool, cache_dir, workers: int = 2, data: str | None = None, rule: str = "strict",
+                   log=None) -> float:
+    """The whole-benchmark fits of :func:`whole_fit_jobs`, ``workers`` at a time, the largest first; wall seconds."""
+    start = time.perf_counter()
+    jobs, _ = whole_fit_jobs(quick=quick, cache_dir=cache_dir, data=data, rule=rule)
+    run_jobs(jobs, workers=workers, log=log)
     return time.perf_counter() - start
 
 
@@ -231,20 +370,18 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=None, help="auto, real or simulated (default: $IRTLIB_DATA or auto)")
     parser.add_argument("--rule", default="strict", help="binarization of graded judgments (default %(default)s)")
     args = parser.parse_args(argv)
-    from concurrent.futures import ThreadPoolExecutor
-
-    # The whole-benchmark fits run in their own worker processes while the split batches run, so that
-    # neither waits for the other (the cores stay busy through each batch's uneven end).
-    with ThreadPoolExecutor(1) as thread:
-        whole_fits = thread.submit(benchmark_fits, quick=args.quick, cache_dir=args.cache_dir, workers=args.workers,
-                                   data=args.data, rule=args.rule, log=sys.stderr)
-        out = run_stage(stage_runs(quick=args.quick, data=args.data, rule=args.rule), cache_dir=args.cache_dir,
-                        workers=args.workers, log=sys.stderr)
-        whole = whole_fits.result()
-    print(f"[split stage] {out['splits']} split calibrations, {out['fitted']} fitted, {out['seconds']:.1f} s; "
-          f"whole-benchmark fits {whole:.1f} s", file=sys.stderr)
+    # The split batches and the whole-benchmark fits are one list of jobs for one pool of processes,
+    # the longest first, so that neither waits for the other and no fit's process is started twice.
+    start = time.perf_counter()
+    with stage_pool(args.workers) as pool:
+        split, asked, fitted = split_jobs(stage_runs(quick=args.quick, data=args.data, rule=args.rule),
+                                          cache_dir=args.cache_dir, workers=args.workers)
+        whole, whole_asked = whole_fit_jobs(quick=args.quick, cache_dir=args.cache_dir, data=args.data,
+                                            rule=args.rule)
+        run_jobs(split + whole, workers=args.workers, log=sys.stderr, pool=pool)
+    print(f"[split stage] {asked} split calibrations, {fitted} fitted; {whole_asked} whole-benchmark fits, "
+          f"{len(whole)} fitted; {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -54,18 +54,43 @@ void stream_seed(stream_t *st, uint64_t seed) {
     st->normal = 0.0;
 }
 
+/* Eight 32-bit words (GNU C vector extensions: AVX2 or SSE pairs, the same integer operations). */
+typedef uint32_t vu __attribute__((vector_size(32)));
+typedef float vfl __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) vu load_words(const uint32_t *p) { vu v; memcpy(&v, p, sizeof v); return v; }
+
+/* The state's next 624 words, in place: word j from words j, j + 1 and j + 397 (mod 624), in order j =
+   0, 1, ..., 623, so that words below j are already new. Written without the modulo, 8 words at a
+   time: the first 227 read only old words, the next 396 words made at least 227 steps before. */
+static inline uint32_t twist_word(uint32_t here, uint32_t next, uint32_t far) {
+    uint32_t y = (here & 0x80000000u) | (next & 0x7fffffffu);
+    return far ^ (y >> 1) ^ (-(y & 1u) & 0x9908b0dfu);
+}
+
+static inline __attribute__((always_inline)) vu twist_words(vu here, vu next, vu far) {
+    vu y = (here & 0x80000000u) | (next & 0x7fffffffu);
+    return far ^ (y >> 1) ^ (-(y & 1u) & 0x9908b0dfu);
+}
+
 static void twist(stream_t *st) {
     uint32_t *mt = st->mt;
-    for (int j = 0; j < MT_N; j++) {
-        uint32_t y = (mt[j] & 0x80000000u) | (mt[(j + 1) % MT_N] & 0x7fffffffu);
-        mt[j] = mt[(j + MT_M) % MT_N] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    int j = 0;
+    for (; j + 8 <= MT_N - MT_M; j += 8) {
+        vu w = twist_words(load_words(mt + j), load_words(mt + j + 1), load_words(mt + j + MT_M));
+        memcpy(mt + j, &w, sizeof w);
     }
+    for (; j < MT_N - MT_M; j++) mt[j] = twist_word(mt[j], mt[j + 1], mt[j + MT_M]);
+    for (; j + 8 <= MT_N - 1; j += 8) {
+        vu w = twist_words(load_words(mt + j), load_words(mt + j + 1), load_words(mt + j + MT_M - MT_N));
+        memcpy(mt + j, &w, sizeof w);
+    }
+    for (; j < MT_N - 1; j++) mt[j] = twist_word(mt[j], mt[j + 1], mt[j + MT_M - MT_N]);
+    mt[MT_N - 1] = twist_word(mt[MT_N - 1], mt[0], mt[MT_M - 1]);
     st->index = 0;
 }
 
-static inline uint32_t next32(stream_t *st) {
-    if (st->index >= MT_N) twist(st);
-    uint32_t y = st->mt[st->index++];
+static inline uint32_t temper(uint32_t y) {
     y ^= y >> 11;
     y ^= (y << 7) & 0x9d2c5680u;
     y ^= (y << 15) & 0xefc60000u;
@@ -73,8 +98,36 @@ static inline uint32_t next32(stream_t *st) {
     return y;
 }
 
-static inline float uniform_float(stream_t *st) {
-    return (float)(next32(st) & 0xffffffu) * (1.0f / 16777216.0f);
+static inline __attribute__((always_inline)) vu temper_words(vu y) {
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+}
+
+static inline uint32_t next32(stream_t *st) {
+    if (st->index >= MT_N) twist(st);
+    return temper(st->mt[st->index++]);
+}
+
+/* n uniform floats in [0, 1), each the low 24 bits of the next word times 2^-24, the state's words
+   taken in runs up to each twist. */
+static void uniform_floats(stream_t *st, float *out, int64_t n) {
+    while (n > 0) {
+        if (st->index >= MT_N) twist(st);
+        int64_t run = MT_N - st->index < n ? MT_N - st->index : n;
+        const uint32_t *words = st->mt + st->index;
+        int64_t i = 0;
+        for (; i + 8 <= run; i += 8) {       /* 24 bits convert exactly, and the scaling by 2^-24 is exact */
+            vfl u = __builtin_convertvector(temper_words(load_words(words + i)) & 0xffffffu, vfl) * (1.0f / 16777216.0f);
+            memcpy(out + i, &u, sizeof u);
+        }
+        for (; i < run; i++) out[i] = (float)(temper(words[i]) & 0xffffffu) * (1.0f / 16777216.0f);
+        st->index += (int32_t)run;
+        out += run;
+        n -= run;
+    }
 }
 
 static inline double uniform_double(stream_t *st) {
@@ -245,11 +298,11 @@ static void normal_fill(stream_t *st, float *data, int64_t n, int mode) {
         for (int64_t i = 0; i < n; i++) data[i] = (float)normal_double(st);
         return;
     }
-    for (int64_t i = 0; i < n; i++) data[i] = uniform_float(st);
+    uniform_floats(st, data, n);
     for (int64_t i = 0; i + 16 <= n; i += 16) box_muller16(data + i, mode);
     if (n % 16) {
         float *tail = data + n - 16;
-        for (int k = 0; k < 16; k++) tail[k] = uniform_float(st);
+        uniform_floats(st, tail, 16);
         box_muller16(tail, mode);
     }
 }

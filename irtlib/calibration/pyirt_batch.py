@@ -34,9 +34,10 @@ own state and cannot be drawn for all splits at once), made for every split in o
 torch's numbers bit for bit (:mod:`irtlib.calibration.stream_kernel`, checked against torch when it
 loads; otherwise a Python loop of torch calls, about a fifth of the fit's time); the guide's sample
 and the priors' and guides' terms, one C pass over the (n_splits, n_models + 2 n_items) columns
-each; and a few dozen tiny torch operations for the hyper-parameters (their gradient written out
-rather than taken by autograd) and Adam on one flat parameter tensor. ``workers=2`` fits half of
-the cells in a second process.
+each; a few dozen tiny torch operations for the hyper-parameters (their gradient written out
+rather than taken by autograd); and Adam on one flat parameter tensor, in one C pass that gives
+torch's numbers bit for bit (:mod:`irtlib.calibration.adam_kernel`, checked against torch when it
+loads; otherwise torch's seven operations). ``workers=2`` fits half of the cells in a second process.
 
 ``priors="paper"`` fits the text's fixed-prior 2PL instead (``theta``, ``b`` and ``log a`` each
 ``N(0, 1)``; :class:`irtlib.calibration.pyirt.PaperTwoParamLog`): the same guide, loss and optimiser
@@ -892,6 +893,16 @@ class _Adam:
         self.lr = self.lr * self.decay
 
 
+def _optimizer(torch, flat, lr: float, decay: float):
+    """Adam on ``flat``: its step in C where it gives torch's numbers (:mod:`.adam_kernel`), else :class:`_Adam`."""
+    from irtlib.calibration import adam_kernel
+
+    kernel = adam_kernel.load()
+    if kernel is None:
+        return _Adam(torch, flat, lr, decay)
+    return adam_kernel.CAdam(torch, kernel, flat, lr, decay)
+
+
 def _likelihood(torch, problem):
     """The fused kernel's likelihood where it can be compiled, else the torch one (:mod:`.fused_kernel`)."""
     from irtlib.calibration import fused_kernel
@@ -934,7 +945,7 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
     n_splits, n, m = problem.shape
     lik = _likelihood(torch, problem)
     flat = problem.initial_parameters(torch)
-    optimizer = _Adam(torch, flat, lr, lr_decay)
+    optimizer = _optimizer(torch, flat, lr, lr_decay)
     streams = _streams(torch, problem.sizes, m, seed, hyper=hierarchical)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.
@@ -946,6 +957,7 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
     best_loss = np.full(n_splits, math.inf)
     loc = problem.views(flat)[1]
     kept = loc.clone()
+    kept_rows, loc_rows = kept.numpy(), loc.numpy()            # numpy views of the same memory
     best_epoch = np.zeros(n_splits, dtype=np.int64)
     grad = torch.zeros_like(flat)
     with _no_cycle_collection():     # no reference cycles here; a collection would walk all of torch
@@ -961,8 +973,8 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
                 if better.any():
                     best_loss[better] = loss64[better]
                     best_epoch[better] = epoch
-                    mask = torch.from_numpy(better)
-                    kept[mask] = loc[mask]
+                    improved = np.flatnonzero(better)
+                    kept_rows[improved] = loc_rows[improved]       # those splits' rows only
     losses = losses.T.copy()
     if not best:
         kept = loc

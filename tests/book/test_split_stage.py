@@ -102,3 +102,27 @@ def test_splits_of_one_width_share_one_batch_whatever_their_seeds(tmp_path, monk
         blocks, seeds = split_stage.training_blocks(run)
         for block, seed in zip(blocks, seeds, strict=True):
             assert missing_splits(block, [np.arange(block.shape[0])], seed=seed, cache_dir=split_cache(tmp_path)) == 0
+
+
+def test_jobs_cut_only_the_costliest_width_and_cover_every_split_once(tmp_path, monkeypatch):
+    """Two workers: the width with most cells is cut in two contiguous parts, the others stay whole; every
+    split's block and seed reaches exactly one job, with its rows counted from the job's own block."""
+    monkeypatch.setattr(split_stage, "CUT_MIN_COST", 0.0)        # tiny matrices: the cells alone decide
+    monkeypatch.setattr(split_stage, "COST_PER_FIT", 0.0)
+    wide, narrow = _bench(n_models=30, n_items=150), _bench(seed=4, n_models=30, n_items=8)
+    runs = [split_stage.StageRun(name, bench, protocols.resolve("paper", benchmark="simplesafetytests"), 6, 5, 0)
+            for name, bench in (("wide", wide), ("narrow", narrow))]
+    jobs, asked, fitted = split_stage.split_jobs(runs, cache_dir=tmp_path, workers=2)
+    assert asked == fitted == 12
+    names = [job.args[0] for job in jobs]
+    assert names == ["wide (part 1 of 2)", "wide (part 2 of 2)", "narrow"]
+    assert jobs[0].cost == jobs[1].cost > jobs[2].cost
+    for run in runs:
+        blocks, seeds = split_stage.training_blocks(run)
+        got = [(job.args[1][r], seed) for job in jobs if job.args[0].startswith(run.label)
+               for r, seed in zip(job.args[2], job.args[3], strict=True)]
+        assert len(got) == len(blocks)
+        for (block, seed), (want, want_seed) in zip(got, zip(blocks, seeds, strict=True), strict=True):
+            np.testing.assert_array_equal(block, want)
+            assert seed == want_seed
+    assert [job.args[0] for job in split_stage.split_jobs(runs, cache_dir=tmp_path, workers=1)[0]] == ["wide", "narrow"]
