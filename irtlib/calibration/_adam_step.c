@@ -1,7 +1,7 @@
 /* torch.optim.Adam's step for the batched py-irt fit, in one pass over the parameters.
 
    Compiled at first use by irtlib.calibration.adam_kernel and called through ctypes by
-   irtlib.calibration.pyirt_batch (its _Adam). pyro's Adam (betas 0.9 and 0.999, eps 1e-8, no weight
+   irtlib.calibration.pyirt_batch (the step of adam_kernel.TorchAdam). pyro's Adam (betas 0.9 and 0.999, eps 1e-8, no weight
    decay) on one float32 parameter tensor is seven torch passes over it per epoch, two of them
    allocating a new tensor; written here as torch 2.x computes each of them on the CPU, so that the
    numbers are the same bit for bit (irtlib.calibration.adam_kernel checks it against torch itself

@@ -9,7 +9,7 @@ comment at its top); the square root is the very function torch calls (MKL's ``v
 torch's own library), because it is not the correctly rounded one.
 
 The step must be torch's bit for bit, or the fit is no longer the authors'. :func:`load` compares the
-C step with :class:`irtlib.calibration.pyirt_batch._Adam` (torch's operations) on random parameters
+C step with :class:`TorchAdam` (torch's operations) on random parameters
 of several lengths over several steps the first time it is asked, and returns the kernel only if
 every number matched; otherwise (no compiler, no ``vsSqrt`` in torch's library, a processor or a
 torch build computing otherwise) the fit keeps stepping with torch, with the same numbers, only more
@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
-__all__ = ["SOURCE", "load", "CAdam", "matches_torch", "torch_square_root"]
+__all__ = ["SOURCE", "load", "optimizer", "TorchAdam", "CAdam", "matches_torch", "torch_square_root"]
 
 SOURCE = Path(__file__).with_name("_adam_step.c")
 
@@ -59,8 +60,35 @@ def torch_square_root() -> int | None:
     return None
 
 
+class TorchAdam:
+    """``torch.optim.Adam`` with ``ExponentialLR``'s decay, without ``torch.optim``.
+
+    pyro's defaults (betas 0.9 and 0.999, eps 1e-8), as the same operations in the same order as
+    torch's single-tensor step (the same numbers, bit for bit); ``torch.optim``'s first use in a
+    process imports ``torch._dynamo`` (about 2 CPU seconds, in every worker process too).
+    """
+
+    BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+    def __init__(self, torch, param, lr: float, decay: float):
+        self.param, self.lr, self.decay, self.steps = param, lr, decay, 0
+        self.exp_avg, self.exp_avg_sq = torch.zeros_like(param), torch.zeros_like(param)
+
+    def step(self, grad: object) -> None:
+        """One Adam step of ``param`` along ``grad``, then the learning rate times ``decay``."""
+        self.steps += 1
+        beta1, beta2 = self.BETA1, self.BETA2
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = float(self.steps)
+        step_size = self.lr / (1 - beta1**step)
+        denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step) ** 0.5).add_(self.EPS)
+        self.param.addcdiv_(self.exp_avg, denom, value=-step_size)
+        self.lr = self.lr * self.decay
+
+
 class CAdam:
-    """:class:`irtlib.calibration.pyirt_batch._Adam` with its step in C (one call per epoch).
+    """:class:`TorchAdam` with its step in C (one call per epoch).
 
     Parameters
     ----------
@@ -87,7 +115,7 @@ class CAdam:
         self.steps += 1
         step = float(self.steps)
         beta1, beta2 = self.BETA1, self.BETA2
-        # torch's scalars, as it rounds them to float32: the same Python expressions as _Adam's
+        # torch's scalars, as it rounds them to float32: the same Python expressions as TorchAdam's
         self.lib.adam_step(self.param.numel(), self.param.data_ptr(), grad.data_ptr(), self.exp_avg.data_ptr(),
                            self.exp_avg_sq.data_ptr(), 1 - beta1, beta2, 1 - beta2, (1 - beta2**step) ** 0.5,
                            self.EPS, -(self.lr / (1 - beta1**step)), self.root, self.fma_path)
@@ -99,17 +127,15 @@ def matches_torch(kernel: tuple, *, lengths: tuple[int, ...] = (1, 7, 8, 1023, 1
 
     For each length, the same parameters are stepped ``steps`` times along the same gradients (spread
     over many orders of magnitude, some zero) by :class:`CAdam` and by
-    :class:`irtlib.calibration.pyirt_batch._Adam`; parameters and both moments are compared.
+    :class:`TorchAdam`; parameters and both moments are compared.
     """
     import torch
-
-    from irtlib.calibration.pyirt_batch import _Adam
 
     rng = np.random.default_rng(0)
     for n in lengths:
         start = rng.normal(0.0, 2.0, n).astype(np.float32)
         ours, theirs = torch.from_numpy(start.copy()), torch.from_numpy(start.copy())
-        c_adam, t_adam = CAdam(torch, kernel, ours, 0.1, 0.9999), _Adam(torch, theirs, 0.1, 0.9999)
+        c_adam, t_adam = CAdam(torch, kernel, ours, 0.1, 0.9999), TorchAdam(torch, theirs, 0.1, 0.9999)
         for _ in range(steps):
             grad = rng.normal(0.0, 1.0, n) * 10.0 ** rng.uniform(-8, 4, n)
             grad[rng.random(n) < 0.05] = 0.0
@@ -140,3 +166,11 @@ def load() -> tuple | None:
                 kernel = None
         _LOADED["kernel"] = kernel
     return _LOADED["kernel"]
+
+
+def optimizer(torch: ModuleType, flat: object, lr: float, decay: float) -> CAdam | TorchAdam:
+    """Adam on ``flat``: its step in C where it gives torch's numbers (:func:`load`), else :class:`TorchAdam`."""
+    kernel = load()
+    if kernel is None:
+        return TorchAdam(torch, flat, lr, decay)
+    return CAdam(torch, kernel, flat, lr, decay)

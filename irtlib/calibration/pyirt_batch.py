@@ -866,43 +866,6 @@ def _per_column(torch, problem, per_site):
                       per_site[:, 2:3].expand(n_splits, m)), 1)
 
 
-class _Adam:
-    """``torch.optim.Adam`` with ``ExponentialLR``'s decay, without ``torch.optim``.
-
-    pyro's defaults (betas 0.9 and 0.999, eps 1e-8), as the same operations in the same order as
-    torch's single-tensor step (the same numbers, bit for bit); ``torch.optim``'s first use in a
-    process imports ``torch._dynamo`` (about 2 CPU seconds, in every worker process too).
-    """
-
-    BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
-
-    def __init__(self, torch, param, lr: float, decay: float):
-        self.param, self.lr, self.decay, self.steps = param, lr, decay, 0
-        self.exp_avg, self.exp_avg_sq = torch.zeros_like(param), torch.zeros_like(param)
-
-    def step(self, grad) -> None:
-        """One Adam step of ``param`` along ``grad``, then the learning rate times ``decay``."""
-        self.steps += 1
-        beta1, beta2 = self.BETA1, self.BETA2
-        self.exp_avg.lerp_(grad, 1 - beta1)
-        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step = float(self.steps)
-        step_size = self.lr / (1 - beta1**step)
-        denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step) ** 0.5).add_(self.EPS)
-        self.param.addcdiv_(self.exp_avg, denom, value=-step_size)
-        self.lr = self.lr * self.decay
-
-
-def _optimizer(torch, flat, lr: float, decay: float):
-    """Adam on ``flat``: its step in C where it gives torch's numbers (:mod:`.adam_kernel`), else :class:`_Adam`."""
-    from irtlib.calibration import adam_kernel
-
-    kernel = adam_kernel.load()
-    if kernel is None:
-        return _Adam(torch, flat, lr, decay)
-    return adam_kernel.CAdam(torch, kernel, flat, lr, decay)
-
-
 def _likelihood(torch, problem):
     """The fused kernel's likelihood where it can be compiled, else the torch one (:mod:`.fused_kernel`)."""
     from irtlib.calibration import fused_kernel
@@ -941,11 +904,13 @@ def _no_cycle_collection():
 
 
 def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=True):
+    from irtlib.calibration import adam_kernel
+
     problem = _Problem.build(torch, x_np, rows, hierarchical=hierarchical)
     n_splits, n, m = problem.shape
     lik = _likelihood(torch, problem)
     flat = problem.initial_parameters(torch)
-    optimizer = _optimizer(torch, flat, lr, lr_decay)
+    optimizer = adam_kernel.optimizer(torch, flat, lr, lr_decay)
     streams = _streams(torch, problem.sizes, m, seed, hyper=hierarchical)
     # py-irt's trainer runs the model once (a prior sample) and the guide once (initial parameters)
     # before its first SVI step: two draws before the first step's.

@@ -273,12 +273,12 @@ def test_balanced_parts_cut_by_cells():
 
 
 def test_adam_is_torch_adam_with_exponential_decay_bit_for_bit():
-    from irtlib.calibration.pyirt_batch import _Adam
+    from irtlib.calibration.adam_kernel import TorchAdam
 
     gen = torch.Generator().manual_seed(0)
     ours = torch.randn(40, generator=gen)
     theirs = ours.clone().requires_grad_()
-    adam = _Adam(torch, ours, 0.1, 0.99)
+    adam = TorchAdam(torch, ours, 0.1, 0.99)
     optimizer = torch.optim.Adam([theirs], lr=0.1)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.99)
     for _ in range(50):
