@@ -175,15 +175,16 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         refits = min(folds, -(-folds * MAX_REPLAYED // n_models))
         fold_of = np.full(n_models, -1)
         fold_of[replayed] = np.random.default_rng([seed, 2]).permutation(np.arange(MAX_REPLAYED) % refits)
+    if fit is not None:            # the bank's fit on the kept models and items, every fold's start
+        theta_fit, a_fit, b_fit = (fit.theta.reindex(kept.models).to_numpy(), fit.a.reindex(kept.items).to_numpy(),
+                                   fit.b.reindex(kept.items).to_numpy())
     fits = []
     for f in range(refits):
         rows = fold_of != f
         x_train = x_all[rows]      # the training models' rows: fitted as an array (no matrix copy and its checks)
         if not (~np.isnan(x_train)).any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
             return None
-        start = None if fit is None else refit_start(x_train, fit.theta.reindex(kept.models[rows]).to_numpy(),
-                                                     fit.a.reindex(kept.items).to_numpy(),
-                                                     fit.b.reindex(kept.items).to_numpy())
+        start = None if fit is None else refit_start(x_train, theta_fit[rows], a_fit, b_fit)
         _, a, b, _ = fit_map(x_train, start=start, tol=REFIT_TOL, progress=refit_progress)
         fits.append((a, b))
         if progress is not None:
