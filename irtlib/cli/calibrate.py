@@ -110,8 +110,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
         f"({filt['n_safe']} near-all-safe, "
         f"{filt['n_unsafe']} near-all-unsafe)",
         f"  item RMSE {diag['item_rmse']:.4f}, CV of a {diag['cv_a']:.2f}"
-        + (f" (95% interval of the true spread, estimation noise removed: {cv_ci[0]:.2f} to {cv_ci[1]:.2f})"
-           if cv_ci else "") + ", "
+        + (f" (noise-corrected 95% interval {cv_ci[0]:.2f} to {cv_ci[1]:.2f})" if cv_ci else "") + ", "
         f"Spearman(theta, safety score) {diag['spearman_theta_score']:.3f}, "
         f"{diag['ceiling']['above']} of {diag['ceiling']['n_models']} models above 0.95",
         f"  bank checksum {bank.checksum}",
