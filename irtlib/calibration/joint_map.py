@@ -526,11 +526,12 @@ def _fit_items(runner, theta, alpha, b, priors, *, max_iter, tol, sd_tol, max_st
         scale, moved = 1.0, None
         for _ in range(40):
             cand = point(state.alpha + scale * step[0], state.b + scale * step[1], state.dtype)
-            if cand.log_posterior >= state.log_posterior:
+            if cand.log_posterior > state.log_posterior:
                 moved = cand
                 break
             scale *= 0.5
-        if moved is None and state.dtype == np.float32:    # float32 can go no further: on in float64
+        # no step gains anything measurable: float32 goes on in float64, float64 is at the mode to rounding
+        if moved is None and state.dtype == np.float32:
             state = point(state.alpha, state.b, np.float64)
             continue
         if moved is None:
