@@ -293,7 +293,16 @@ class ResponseMatrix:
     @property
     def n_observations(self) -> int:
         """Number of observed judgments (the benchmark's cost in responses)."""
-        return int(self.observed.sum())
+        if getattr(self, "_n_observed", None) is None:       # the values never change: counted once
+            self._n_observed = int(np.count_nonzero(self.observed))
+        return self._n_observed
+
+    def _share_safe(self, axis: int) -> np.ndarray:
+        """The mean of the observed values along ``axis``: ``np.nanmean``, as a plain mean when nothing is missing
+        (the same sums in the same order, without the copy that replaces NaN)."""
+        if self.n_observations == self._values.size:
+            return np.mean(self._values, axis=axis)
+        return np.nanmean(self._values, axis=axis)
 
     def __repr__(self) -> str:
         missing = self._values.size - self.n_observations
@@ -308,11 +317,11 @@ class ResponseMatrix:
     # ------------------------------------------------------------------ summaries
     def safety_scores(self) -> pd.Series:
         """Each model's share of safe responses over the items it saw, indexed by model."""
-        return pd.Series(np.nanmean(self._values, axis=1), index=self._models, name="safety_score")
+        return pd.Series(self._share_safe(1), index=self._models, name="safety_score")
 
     def item_safe_rates(self) -> pd.Series:
         """Each item's share of safe responses over the models that saw it, indexed by item."""
-        return pd.Series(np.nanmean(self._values, axis=0), index=self._items, name="safe_rate")
+        return pd.Series(self._share_safe(0), index=self._items, name="safe_rate")
 
     def item_variance(self) -> pd.Series:
         """Binomial variance ``p (1 - p)`` of each item's safe rate ``p``."""
