@@ -298,8 +298,10 @@ class ResponseMatrix:
         return self._n_observed
 
     def _share_safe(self, axis: int) -> np.ndarray:
-        """The mean of the observed values along ``axis``: ``np.nanmean``, as a plain mean when nothing is missing
-        (the same sums in the same order, without the copy that replaces NaN)."""
+        """The mean of the observed values along ``axis``: ``np.nanmean``, or a plain mean when nothing is missing.
+
+        The same sums in the same order (the same numbers), without the copy that replaces NaN.
+        """
         if self.n_observations == self._values.size:
             return np.mean(self._values, axis=axis)
         return np.nanmean(self._values, axis=axis)

@@ -209,8 +209,10 @@ def _is_utf8(value: bytes) -> bool:
 
 @dataclass(frozen=True)
 class _WideCodes:
-    """A wide CSV file as read by :func:`irtlib.io.csv_codes.read_coded`: the model column, and the item columns'
-    codes into their distinct texts (one dictionary for all of them)."""
+    """A wide CSV file as read by :func:`irtlib.io.csv_codes.read_coded`.
+
+    The model column (categorical), and the item columns' codes into their distinct texts (one dictionary).
+    """
 
     models: pd.Series
     body: CodedColumns
@@ -360,10 +362,10 @@ def _drop_blank(values: np.ndarray, models, items, source):
 
 
 def _numeric(values: pd.Series, column: str, source, *, what="score") -> tuple[np.ndarray, np.ndarray]:
-    """A code per row (-1 where blank) and the number of each distinct value; a value that is not a number is
-    named with its first row.
+    """A code per row (-1 where blank) and the number of each distinct value.
 
-    Converted once per distinct value (a long file's score column holds a handful of them).
+    A value that is not a number is named with its first row. Converted once per distinct value (a long
+    file's score column holds a handful of them).
     """
     codes, uniques = _codes(values)
     converted = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce")
@@ -605,8 +607,10 @@ def _wide_coded(table: _WideCodes, source, *, rule, threshold, positive=None) ->
 
 def _wide_model(names: list[str], *, layout: str, model_column: str, item_column: str, score_column: str
                 ) -> int | None:
-    """The position of a wide file's model column, judged from its header as :func:`load_responses` judges the
-    layout; None if the file is not wide (or its layout is an error, raised once it is read)."""
+    """The position of a wide file's model column, from its header; None if the file is not wide.
+
+    The layout is judged as :func:`load_responses` judges it (a layout error is raised once the file is read).
+    """
     stripped = [str(n).strip() for n in names]
     if layout not in ("auto", "wide") or len(stripped) < 2:
         return None
@@ -681,7 +685,8 @@ def _table_matrix(frame: pd.DataFrame, path: Path, *, layout: str, rule, thresho
                                 item_column=item_column, score_column=score_column, key_column=key_column,
                                 prompt_column=prompt_column, positive=positive)
         return matrix, prompts, layout
-    return _wide(frame, path, rule=rule, threshold=threshold, model_column=model_column, positive=positive), None, layout
+    matrix = _wide(frame, path, rule=rule, threshold=threshold, model_column=model_column, positive=positive)
+    return matrix, None, layout
 
 
 def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, source) -> str:
