@@ -66,6 +66,32 @@ def _numeric_cells(df: pd.DataFrame) -> np.ndarray:
     return values
 
 
+def _checked_ids(arr: np.ndarray, models: Sequence, items: Sequence, source: str) -> tuple[pd.Index, pd.Index]:
+    """The identifiers as indexes, checked against the values' shape and for duplicates (also as text)."""
+    if arr.ndim != 2:
+        raise InputError(f"{source}: expected a 2-D models x items array, got shape {arr.shape}")
+    models = pd.Index(models, name="model")
+    items = pd.Index(items, name="item")
+    if arr.shape != (len(models), len(items)):
+        raise InputError(
+            f"{source}: values have shape {arr.shape} but there are {len(models)} models "
+            f"and {len(items)} items"
+        )
+    if arr.size == 0:
+        raise InputError(f"{source}: the response matrix is empty ({arr.shape[0]} models x {arr.shape[1]} items)")
+    for kind, index in (("model", models), ("item", items)):
+        dup = index[index.duplicated()].unique()
+        if len(dup):
+            raise InputError(f"{source}: duplicate {kind} identifiers: {', '.join(shown(d) for d in dup[:3])}")
+        text = index.map(str)
+        clash = text.duplicated(keep=False)
+        if clash.any():
+            pair = index[clash][text[clash] == text[clash][0]]
+            raise InputError(f"{source}: {kind} identifiers {shown(pair[0])} and {shown(pair[1])} are the same "
+                             "when written as text (ids are compared as text: make them distinct)")
+    return models, items
+
+
 def _everything(selection, n: int) -> bool:
     """Whether a row or column selection (a slice, a boolean mask or positions) keeps all ``n`` in order."""
     if isinstance(selection, slice):
@@ -104,27 +130,7 @@ class ResponseMatrix:
 
     def __init__(self, values, models: Sequence, items: Sequence, *, source: str = "response matrix"):
         arr = np.array(values, dtype=float, copy=True)
-        if arr.ndim != 2:
-            raise InputError(f"{source}: expected a 2-D models x items array, got shape {arr.shape}")
-        models = pd.Index(models, name="model")
-        items = pd.Index(items, name="item")
-        if arr.shape != (len(models), len(items)):
-            raise InputError(
-                f"{source}: values have shape {arr.shape} but there are {len(models)} models "
-                f"and {len(items)} items"
-            )
-        if arr.size == 0:
-            raise InputError(f"{source}: the response matrix is empty ({arr.shape[0]} models x {arr.shape[1]} items)")
-        for kind, index in (("model", models), ("item", items)):
-            dup = index[index.duplicated()].unique()
-            if len(dup):
-                raise InputError(f"{source}: duplicate {kind} identifiers: {', '.join(shown(d) for d in dup[:3])}")
-            text = index.map(str)
-            clash = text.duplicated(keep=False)
-            if clash.any():
-                pair = index[clash][text[clash] == text[clash][0]]
-                raise InputError(f"{source}: {kind} identifiers {shown(pair[0])} and {shown(pair[1])} are the same "
-                                 "when written as text (ids are compared as text: make them distinct)")
+        models, items = _checked_ids(arr, models, items, source)
         bad = ~(np.isnan(arr) | (arr == 0.0) | (arr == 1.0))
         if bad.any():
             r, c = np.argwhere(bad)[0]
@@ -142,6 +148,23 @@ class ResponseMatrix:
         self._models = models
         self._items = items
         self.source = source
+
+    @classmethod
+    def from_checked(cls, values: np.ndarray, models: Sequence, items: Sequence, *,
+                     source: str = "response matrix") -> ResponseMatrix:
+        """A matrix from values a reader has already checked, taken as they are (no copy, no pass over the cells).
+
+        For readers that built ``values`` themselves (:mod:`irtlib.io`): a C-contiguous float array of
+        0, 1 and NaN in which every model (row) and item (column) has an observed response. The
+        identifiers are checked as by the constructor; the array becomes read-only.
+        """
+        if not (isinstance(values, np.ndarray) and values.dtype == np.float64 and values.flags.c_contiguous):
+            return cls(values, models, items, source=source)
+        models, items = _checked_ids(values, models, items, source)
+        values.setflags(write=False)
+        self = cls.__new__(cls)
+        self._values, self._models, self._items, self.source = values, models, items, source
+        return self
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -270,7 +293,18 @@ class ResponseMatrix:
     @property
     def n_observations(self) -> int:
         """Number of observed judgments (the benchmark's cost in responses)."""
-        return int(self.observed.sum())
+        if getattr(self, "_n_observed", None) is None:       # the values never change: counted once
+            self._n_observed = int(np.count_nonzero(self.observed))
+        return self._n_observed
+
+    def _share_safe(self, axis: int) -> np.ndarray:
+        """The mean of the observed values along ``axis``: ``np.nanmean``, or a plain mean when nothing is missing.
+
+        The same sums in the same order (the same numbers), without the copy that replaces NaN.
+        """
+        if self.n_observations == self._values.size:
+            return np.mean(self._values, axis=axis)
+        return np.nanmean(self._values, axis=axis)
 
     def __repr__(self) -> str:
         missing = self._values.size - self.n_observations
@@ -285,11 +319,11 @@ class ResponseMatrix:
     # ------------------------------------------------------------------ summaries
     def safety_scores(self) -> pd.Series:
         """Each model's share of safe responses over the items it saw, indexed by model."""
-        return pd.Series(np.nanmean(self._values, axis=1), index=self._models, name="safety_score")
+        return pd.Series(self._share_safe(1), index=self._models, name="safety_score")
 
     def item_safe_rates(self) -> pd.Series:
         """Each item's share of safe responses over the models that saw it, indexed by item."""
-        return pd.Series(np.nanmean(self._values, axis=0), index=self._items, name="safe_rate")
+        return pd.Series(self._share_safe(0), index=self._items, name="safe_rate")
 
     def item_variance(self) -> pd.Series:
         """Binomial variance ``p (1 - p)`` of each item's safe rate ``p``."""

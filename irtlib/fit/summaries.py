@@ -8,6 +8,8 @@ dimensionality) live in :mod:`irtlib.fit.checks`; the agreement ceiling, a proto
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 
@@ -49,10 +51,12 @@ def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame
     if np.isnan(a).any():
         missing = list(matrix.items[np.isnan(a)][:3])
         raise InputError(f"calibration has no parameters for item(s) {missing}")
-    observed = matrix.observed
-    p = np.where(observed, probability(theta[:, None], a, b), np.nan)
-    obs = np.nanmean(matrix.values, axis=0)
-    exp = np.nanmean(p, axis=0)
+    p = probability(theta[:, None], a, b)
+    if matrix.n_observations == matrix.values.size:      # nothing missing: plain means (the same sums as nanmean's)
+        obs, exp = np.mean(matrix.values, axis=0), np.mean(p, axis=0)
+    else:
+        p[~matrix.observed] = np.nan
+        obs, exp = np.nanmean(matrix.values, axis=0), np.nanmean(p, axis=0)
     return pd.DataFrame({"observed": obs, "expected": exp, "residual": obs - exp}, index=matrix.items)
 
 
@@ -103,15 +107,38 @@ def cv_interval(a: ArrayLike, se_a: ArrayLike, *, level: float = 0.95, draws: in
     a, se = np.asarray(a, dtype=float), np.asarray(se_a, dtype=float)
     rng = np.random.default_rng(seed)
     log_a, sd = np.log(a), se / a
-    cvs = np.concatenate([_cv_rows(np.exp(log_a + sd * rng.standard_normal((min(250, draws - start), a.size))), ddof)
-                          for start in range(0, draws, 250)])
+    blocks = [min(250, draws - start) for start in range(0, draws, 250)]
+    # the next block's normal draws are made on another thread while this block's CVs are computed (the
+    # generator releases the GIL; its stream, and so every draw, is the one a single thread makes)
+    with ThreadPoolExecutor(1) as pool:
+        upcoming = pool.submit(rng.standard_normal, (blocks[0], a.size)) if blocks else None
+        cvs = []
+        for k in range(len(blocks)):
+            z = upcoming.result()
+            upcoming = pool.submit(rng.standard_normal, (blocks[k + 1], a.size)) if k + 1 < len(blocks) else None
+            z *= sd                                  # exp(log a + sd z), in place
+            z += log_a
+            cvs.append(_cv_rows(np.exp(z, out=z), ddof))
+    cvs = np.concatenate(cvs)
     cv = coefficient_of_variation(a, ddof=ddof)
     lo, hi = np.quantile(cvs, [(1 - level) / 2, (1 + level) / 2])
     return max(0.0, float(2 * cv - hi)), float(2 * cv - lo)
 
 
 def _cv_rows(a: np.ndarray, ddof: int) -> np.ndarray:
-    return np.std(a, axis=1, ddof=ddof) / np.mean(a, axis=1)
+    """``np.std(a, axis=1, ddof=ddof) / np.mean(a, axis=1)`` with one sum of each row, overwriting ``a``.
+
+    The same operations in the same order as numpy's ``std`` and ``mean`` (each sums the rows once, ``std``
+    then sums the squared deviations), so the same numbers, bit for bit.
+    """
+    n = a.shape[1]
+    mean = np.add.reduce(a, axis=1, keepdims=True)
+    mean /= n
+    a -= mean
+    np.multiply(a, a, out=a)
+    var = np.add.reduce(a, axis=1)
+    var /= max(n - ddof, 0)
+    return np.sqrt(var) / mean[:, 0]
 
 
 def ceiling_counts(scores: ArrayLike, *, ceiling: float = CEILING) -> dict:

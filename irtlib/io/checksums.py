@@ -42,12 +42,16 @@ def matrix_sha256(matrix: ResponseMatrix) -> str:
 
     Rows and columns are sorted first, so the same judgments in any order give the same checksum.
     """
-    frame = matrix.to_frame()
-    frame = frame.sort_index(axis=0, key=lambda i: i.map(str)).sort_index(axis=1, key=lambda i: i.map(str))
+    models, items = [str(m) for m in matrix.models], [str(i) for i in matrix.items]
+    rows = sorted(range(len(models)), key=models.__getitem__)      # ids are distinct as text: one order
+    cols = np.array(sorted(range(len(items)), key=items.__getitem__), dtype=np.intp)
     digest = hashlib.sha256()
-    digest.update("\x1f".join(map(str, frame.index)).encode() + b"\0")
-    digest.update("\x1f".join(map(str, frame.columns)).encode() + b"\0")
-    digest.update(np.ascontiguousarray(frame.to_numpy(dtype=float)).tobytes())
+    digest.update("\x1f".join(models[r] for r in rows).encode() + b"\0")
+    digest.update("\x1f".join(items[c] for c in cols).encode() + b"\0")
+    values = matrix.values
+    step = max(1, (4 << 20) // (8 * max(1, len(items))))              # the sorted values' bytes, a few MB at a time
+    for start in range(0, len(rows), step):
+        digest.update(np.take(values[rows[start:start + step]], cols, axis=1))
     return digest.hexdigest()
 
 

@@ -23,7 +23,6 @@ fields span several lines).
 from __future__ import annotations
 
 import contextlib
-import io
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from irtlib.core.responses import ResponseMatrix, shown
 from irtlib.errors import InputError, UsageError
 
 from .checksums import check_recorded, file_sha256
+from .csv_codes import CodedColumns, read_coded
 from .known import known_direction, looks_like_wmdp
 
 __all__ = [
@@ -207,74 +207,24 @@ def _is_utf8(value: bytes) -> bool:
     return True
 
 
-#: Compressions pyarrow's CSV reader opens itself; the others (xz, zip) go through pandas.
-_ARROW_COMPRESSION = {None: None, "gzip": "gzip", "bz2": "bz2", "zstd": "zstd"}
+@dataclass(frozen=True)
+class _WideCodes:
+    """A wide CSV file as read by :func:`irtlib.io.csv_codes.read_coded`.
 
-
-def _read_csv_arrow(path: Path, *, sep: str, compression: str | None, names: list[str],
-                    progress: Callable[[int, int], None] | None = None) -> pd.DataFrame | None:
-    """The table read by pyarrow's CSV reader (several threads), every column categorical; None if it cannot.
-
-    Each column is parsed straight into a dictionary of its distinct texts plus one integer code a
-    row, so a leaderboard's long file (tens of millions of rows of a few thousand model and item ids)
-    costs a few seconds and about a tenth of the memory of one Python string a field, and every later
-    step (ids, scores, duplicates) works on the distinct values. Anything this reader does not accept
-    as pandas would (rows of another width, quoted line breaks, text that is not UTF-8, ...) returns
-    None and the file is read by pandas, whose messages name the row at fault. ``progress(done, total)``
-    is called with the bytes of the file read so far (compressed bytes for a compressed file).
+    The model column (categorical), and the item columns' codes into their distinct texts (one dictionary).
     """
-    if compression not in _ARROW_COMPRESSION or not names or "" in names:     # pandas names an empty header
-        return None
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
 
-    text = pa.dictionary(pa.int32(), pa.string())
-    try:
-        with _counted_stream(path, _ARROW_COMPRESSION[compression], progress) as stream:
-            table = pcsv.read_csv(
-                stream,
-                read_options=pcsv.ReadOptions(column_names=names, skip_rows=1),
-                parse_options=pcsv.ParseOptions(delimiter=sep),
-                convert_options=pcsv.ConvertOptions(column_types={n: text for n in names}, null_values=[""],
-                                                    strings_can_be_null=True, quoted_strings_can_be_null=True))
-    except (pa.ArrowException, OSError, ValueError):
-        return None
-    return pd.DataFrame({n: table.column(i).to_pandas() for i, n in enumerate(names)})
+    models: pd.Series
+    body: CodedColumns
 
 
-class _CountingFile(io.RawIOBase):
-    """A binary file that reports the bytes read so far to ``progress(done, total)``."""
+def _read_table(path: Path, *, sep: str | None = None, progress: Callable[[int, int], None] | None = None,
+                wide_model: Callable[[list[str]], int | None] | None = None) -> pd.DataFrame | _WideCodes:
+    """The table of a CSV or Parquet file, every column text (categorical when pyarrow read a CSV file).
 
-    def __init__(self, path: Path, progress: Callable[[int, int], None]):
-        self._file, self._progress = open(path, "rb"), progress  # noqa: SIM115  (closed with this object)
-        self._total, self._done = path.stat().st_size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = self._file.readinto(buffer)
-        self._done += n or 0
-        self._progress(self._done, self._total)
-        return n
-
-    def close(self) -> None:
-        self._file.close()
-        super().close()
-
-
-def _counted_stream(path: Path, compression: str | None, progress: Callable[[int, int], None] | None):
-    """Pyarrow's input stream of ``path`` (decompressed), reporting the file's bytes read when ``progress`` is given."""
-    import pyarrow as pa
-
-    if progress is None:
-        return pa.input_stream(str(path), compression=compression)
-    raw = pa.PythonFile(io.BufferedReader(_CountingFile(path, progress), buffer_size=1 << 20), mode="r")
-    return raw if compression is None else pa.CompressedInputStream(raw, compression)
-
-
-def _read_table(path: Path, *, sep: str | None = None, progress: Callable[[int, int], None] | None = None
-                ) -> pd.DataFrame:
+    ``wide_model(header)`` says where a wide file's model column is (None: not a wide file); such a CSV file
+    is returned as :class:`_WideCodes`, without a pandas column per item.
+    """
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     kind, compression = "csv", None
@@ -294,9 +244,13 @@ def _read_table(path: Path, *, sep: str | None = None, progress: Callable[[int, 
                              compression=compression)
         names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
         _check_header(names, path)
-        fast = _read_csv_arrow(path, sep=sep, compression=compression, names=names, progress=progress)
-        if fast is not None:
-            return fast
+        model = None if wide_model is None else wide_model(names)
+        groups = None if model is None else [[model], [i for i in range(len(names)) if i != model]]
+        coded = read_coded(path, sep=sep, compression=compression, names=names, groups=groups, progress=progress)
+        if coded is not None and model is not None:
+            return _WideCodes(coded[0].categorical(), coded[1])
+        if coded is not None:
+            return pd.DataFrame({c.names[0]: c.categorical() for c in coded}, copy=False)
         with warnings.catch_warnings():
             # rows longer than the header: pandas would silently take the first column as the index
             # (shifting every column by one) or drop the extra fields; both are wrong answers
@@ -330,7 +284,7 @@ def _row_error(source, pos: int, text: str) -> InputError:
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """A code per row (-1 where blank) and the distinct values the codes index (in no particular order).
 
-    A categorical column (pyarrow's CSV reader: :func:`_read_csv_arrow`) already holds both: its codes
+    A categorical column (pyarrow's CSV reader: :func:`irtlib.io.csv_codes.read_coded`) already holds both: its codes
     are taken as they are, without hashing every row again; any other column is factorized.
     """
     if isinstance(values.dtype, pd.CategoricalDtype):
@@ -349,9 +303,11 @@ def _id_codes(frame: pd.DataFrame, column: str, source) -> tuple[np.ndarray, np.
     codes, uniques = _codes(frame[column])
     raw = np.array([str(v) for v in uniques], dtype=object)
     stripped = np.array([v.strip() for v in raw], dtype=object)
-    empty = (codes < 0) | (stripped == "")[np.maximum(codes, 0)]
-    if empty.any():
-        raise _row_error(source, int(np.flatnonzero(empty)[0]), f"column {shown(column)} is empty")
+    blank = stripped == ""
+    if blank.any() or codes.min(initial=0) < 0:                  # every row's check only if some id is empty
+        empty = np.append(blank, True)[codes]                     # code -1 (blank) takes the True appended last
+        if empty.any():
+            raise _row_error(source, int(np.flatnonzero(empty)[0]), f"column {shown(column)} is empty")
     clash = pd.Index(stripped).duplicated(keep=False)
     if clash.any():
         first = _first_rows(codes, len(stripped))
@@ -398,25 +354,49 @@ def _drop_blank(values: np.ndarray, models, items, source):
     cols = ~np.isnan(values).all(axis=0)
     if not rows.any():
         raise InputError(f"{source}: every score is blank")
+    if rows.all() and cols.all():
+        return values, models, items
     _warn_dropped(source, "model", models[~rows])
     _warn_dropped(source, "item", items[~cols])
     return values[rows][:, cols], models[rows], items[cols]
 
 
-def _numeric(values: pd.Series, column: str, source, *, what="score") -> np.ndarray:
-    """The column as floats (NaN where blank); a value that is not a number is named with its row.
+def _numeric(values: pd.Series, column: str, source, *, what="score") -> tuple[np.ndarray, np.ndarray]:
+    """A code per row (-1 where blank) and the number of each distinct value.
 
-    Converted once per distinct value (a long file's score column holds a handful of them).
+    A value that is not a number is named with its first row. Converted once per distinct value (a long
+    file's score column holds a handful of them).
     """
     codes, uniques = _codes(values)
     converted = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce")
-    distinct = np.append(converted.to_numpy(dtype=float, na_value=np.nan), np.nan)
-    nums = distinct[codes]                       # code -1 (blank) takes the NaN appended last
-    bad = np.isnan(nums) & (codes >= 0)
-    if bad.any():
-        pos = int(np.flatnonzero(bad)[0])
-        raise _row_error(source, pos, f"{what} {shown(values.iloc[pos])} in column {shown(column)} is not a number")
-    return nums
+    distinct = converted.to_numpy(dtype=float, na_value=np.nan)
+    if np.isnan(distinct).any():
+        bad = np.append(np.isnan(distinct), False)[codes]       # code -1 (blank) takes the False appended last
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise _row_error(source, pos, f"{what} {shown(values.iloc[pos])} in column {shown(column)} is not a "
+                                          "number")
+    return codes, distinct
+
+
+class _Refused(Exception):
+    """A distinct value :func:`_binarize_numeric` refuses (the error is then built from the cells)."""
+
+
+def _binarized(distinct: np.ndarray, codes: np.ndarray, rule: str, threshold: float, *, where,
+               positive: str | None = None) -> np.ndarray:
+    """:func:`_binarize_numeric` of the cells ``distinct[codes]`` (code -1: blank), computed once per distinct value.
+
+    If a value is refused, the cells are binarized as they are, so that the error names the first cell at fault
+    and counts the cells (``where(pos, text)`` builds it; ``pos`` is a position in ``codes.ravel()``).
+    """
+    table = np.append(distinct, np.nan)                        # code -1 takes the NaN appended last
+    try:
+        table = _binarize_numeric(table, rule, threshold, where=lambda pos, text: _Refused(), positive=positive)
+    except _Refused:
+        _binarize_numeric(table[codes].ravel(), rule, threshold, where=where, positive=positive)
+        raise AssertionError("a value refused once is refused among the cells") from None
+    return table[codes]
 
 
 def _binarize_numeric(nums: np.ndarray, rule: str, threshold: float, *, where,
@@ -467,9 +447,9 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         safe = match if rule == "choice" else ~match
         scores = np.where(chosen.isna().to_numpy(), np.nan, safe.astype(float))
     else:
-        nums = _numeric(frame[score_column], score_column, source)
-        scores = _binarize_numeric(nums, rule, threshold, where=lambda pos, text: _row_error(source, pos, text),
-                                   positive=positive)
+        codes, distinct = _numeric(frame[score_column], score_column, source)
+        scores = _binarized(distinct, codes, rule, threshold, where=lambda pos, text: _row_error(source, pos, text),
+                            positive=positive)
     seen = np.flatnonzero(~np.isnan(scores))
     if seen.size == scores.size:                 # every score given: the rows as they are, no copies
         seen_models, seen_items, seen_scores = model_codes, item_codes, scores
@@ -499,16 +479,31 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
             blank = np.flatnonzero(at < 0)
             _warn_dropped(source, kind, names[blank[np.argsort(_first_rows(codes, len(names))[blank])]])
     values = np.full((model_order.size, item_order.size), np.nan)
-    flat = model_at[seen_models]                 # each score's place in the matrix, as a flat index
-    flat *= item_order.size
-    flat += item_at[seen_items]
+    if _identity(model_order, len(model_names)) and _identity(item_order, len(item_names)):
+        flat = cell                              # the codes are the matrix's order: each score's place is its cell
+    else:
+        flat = model_at[seen_models]             # each score's place in the matrix, as a flat index
+        flat *= item_order.size
+        flat += item_at[seen_items]
     values.ravel()[flat] = seen_scores
-    matrix = ResponseMatrix(values, model_names[model_order], item_names[item_order], source=str(source))
+    # checked here: scores 0/1/NaN, ids distinct (as text, stripped), every model and item with a score
+    matrix = ResponseMatrix.from_checked(values, model_names[model_order], item_names[item_order], source=str(source))
     return matrix, prompts
+
+
+def _identity(order: np.ndarray, n: int) -> bool:
+    return order.size == n and bool((order == np.arange(n)).all())
 
 
 def _first_seen(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The codes in order of first appearance in ``codes``, and each code's position in that order (-1: absent)."""
+    if codes.size and codes[0] == 0 and codes.min() >= 0:
+        running = np.maximum.accumulate(codes)
+        if (np.diff(running) <= 1).all():        # each new code is the next one (pyarrow's and pandas' codes are)
+            order = np.arange(int(running[-1]) + 1)
+            at = np.full(n, -1, dtype=np.intp)
+            at[order] = order
+            return order, at
     first = _first_rows(codes, n)
     present = np.flatnonzero(first < codes.size)
     order = present[np.argsort(first[present], kind="stable")]
@@ -524,8 +519,11 @@ def _refuse_conflicts(cell, scores, rows, model_codes, item_codes, model_names, 
     accepted (one is kept).
     """
     n_cells = len(model_names) * len(item_names)
-    if n_cells <= 4 * cell.size + (1 << 20) and np.bincount(cell, minlength=n_cells).max(initial=0) <= 1:
-        return                                  # no pair judged twice (a count per cell, without sorting)
+    if n_cells <= 4 * cell.size + (1 << 20):
+        hit = np.zeros(n_cells, dtype=bool)
+        hit[cell] = True
+        if np.count_nonzero(hit) == cell.size:
+            return                              # no pair judged twice (a mark per cell, without sorting)
     order = np.argsort(cell, kind="stable")
     sorted_cells, sorted_scores = cell[order], scores[order]
     same_cell = sorted_cells[1:] == sorted_cells[:-1]
@@ -574,6 +572,51 @@ def _wide(frame: pd.DataFrame, source, *, rule, threshold, model_column, positiv
     binary = _binarize_numeric(values.ravel(), rule, threshold, where=where, positive=positive).reshape(values.shape)
     binary, models, items = _drop_blank(binary, models, items, source)
     return ResponseMatrix(binary, models, items, source=str(source))
+
+
+def _wide_coded(table: _WideCodes, source, *, rule, threshold, positive=None) -> ResponseMatrix:
+    """:func:`_wide` of a file read as codes: the same matrix, warnings and errors, each text converted once."""
+    codes, texts = np.ascontiguousarray(table.body.codes), table.body.texts
+    n_rows, n_items = codes.shape
+    if n_rows == 0:
+        raise InputError(f"{source}: a wide file needs a model column and at least one item column, "
+                         f"and one row per model (found 0 rows x {n_items + 1} columns)")
+    col = str(table.models.name).strip()
+    models = _ids(pd.DataFrame({col: table.models}, copy=False), col, source)
+    dup = pd.Index(models).duplicated()
+    if dup.any():
+        pos = int(np.flatnonzero(dup)[0])
+        raise _row_error(source, pos, f"model {shown(models[pos])} appears in more than one row")
+    items = [str(c).strip() for c in table.body.names]
+    distinct = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    if np.isnan(distinct).any():
+        bad = np.append(np.isnan(distinct), False)[table.body.codes]      # blank (-1) takes the False appended last
+        if bad.any():                                 # the first bad cell column by column, as _wide names it
+            c, r = divmod(int(np.flatnonzero(bad.ravel(order="F"))[0]), n_rows)
+            raise _row_error(source, r, f"score {shown(texts[codes[r, c]])} in column {shown(items[c])} is not a "
+                                        "number")
+
+    def where(flat, text):
+        r, c = divmod(flat, n_items)
+        return _row_error(source, r, f"model {shown(models[r])}, column {shown(items[c])}: {text}")
+
+    binary = _binarized(distinct, codes, rule, threshold, where=where, positive=positive)
+    binary, models, items = _drop_blank(binary, models, items, source)
+    return ResponseMatrix.from_checked(np.ascontiguousarray(binary), models, items, source=str(source))
+
+
+def _wide_model(names: list[str], *, layout: str, model_column: str, item_column: str, score_column: str
+                ) -> int | None:
+    """The position of a wide file's model column, from its header; None if the file is not wide.
+
+    The layout is judged as :func:`load_responses` judges it (a layout error is raised once the file is read).
+    """
+    stripped = [str(n).strip() for n in names]
+    if layout not in ("auto", "wide") or len(stripped) < 2:
+        return None
+    if layout == "auto" and (item_column in stripped or score_column in stripped):
+        return None
+    return stripped.index(model_column) if model_column in stripped else 0
 
 
 def _helm(path: Path, *, rule, threshold, benchmark=None, stat=None, positive=None) -> ResponseMatrix:
@@ -629,6 +672,21 @@ def _jsonl(path: Path, *, rule: str, threshold: float, sniffed: bool, positive: 
                                    positive=positive).reshape(values.shape)
     values, models, items = _drop_blank(values, models, items, source)
     return ResponseMatrix(values, models, items, source=str(path))
+
+
+def _table_matrix(frame: pd.DataFrame, path: Path, *, layout: str, rule, threshold, model_column, item_column,
+                  score_column, key_column, prompt_column, positive) -> tuple[ResponseMatrix, pd.Series | None, str]:
+    """The matrix, prompts and layout of a table read as a frame (long, or wide from pandas or Parquet)."""
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if layout == "auto":
+        layout = _detect_layout(frame, item_column=item_column, score_column=score_column, source=path)
+    if layout == "long":
+        matrix, prompts = _long(frame, path, rule=rule, threshold=threshold, model_column=model_column,
+                                item_column=item_column, score_column=score_column, key_column=key_column,
+                                prompt_column=prompt_column, positive=positive)
+        return matrix, prompts, layout
+    matrix = _wide(frame, path, rule=rule, threshold=threshold, model_column=model_column, positive=positive)
+    return matrix, None, layout
 
 
 def _detect_layout(frame: pd.DataFrame, *, item_column: str, score_column: str, source) -> str:
@@ -777,16 +835,17 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
     else:
         if path.is_dir():
             raise InputError(f"{path}: is a directory; --layout {layout} expects a file")
-        frame = _read_table(path, sep=sep, progress=progress)
-        frame.columns = [str(c).strip() for c in frame.columns]
-        if layout == "auto":
-            layout = _detect_layout(frame, item_column=item_column, score_column=score_column, source=path)
-        if layout == "long":
-            matrix, prompts = _long(frame, path, rule=rule, threshold=threshold, model_column=model_column,
-                                    item_column=item_column, score_column=score_column, key_column=key_column,
-                                    prompt_column=prompt_column, positive=positive)
+        frame = _read_table(path, sep=sep, progress=progress,
+                            wide_model=lambda names: _wide_model(names, layout=layout, model_column=model_column,
+                                                                 item_column=item_column, score_column=score_column))
+        if isinstance(frame, _WideCodes):
+            layout = "wide"
+            matrix = _wide_coded(frame, path, rule=rule, threshold=threshold, positive=positive)
         else:
-            matrix = _wide(frame, path, rule=rule, threshold=threshold, model_column=model_column, positive=positive)
+            matrix, prompts, layout = _table_matrix(frame, path, layout=layout, rule=rule, threshold=threshold,
+                                                    model_column=model_column, item_column=item_column,
+                                                    score_column=score_column, key_column=key_column,
+                                                    prompt_column=prompt_column, positive=positive)
     found = formats.describe(layout, n_models=matrix.shape[0], n_items=matrix.shape[1])
     if positive == "unsafe":
         found += "; a 1 in it means unsafe, so the safety read is 1 - x"

@@ -1,0 +1,196 @@
+"""A CSV table read by pyarrow's multi-threaded parser, each column as integer codes into its distinct texts.
+
+The readers of :mod:`irtlib.io.tables` need, of a response file's columns, only the distinct texts
+(ids, scores) and which of them each row holds. pyarrow parses the file into plain text columns on
+every core; each column, or a group of columns sharing one dictionary (the item columns of a wide
+file), is then dictionary-encoded in one pass (one hash table over all its blocks, so the codes of
+every block index the same texts). A leaderboard's long file of tens of millions of rows, or a wide
+file of tens of thousands of columns, costs a few seconds; no Python object is made per cell, nor a
+pandas object per column of a wide file.
+
+Anything this reader does not accept as pandas would (rows of another width, quoted line breaks,
+text that is not UTF-8, ...) returns None, and :mod:`irtlib.io.tables` reads the file with pandas,
+whose messages name the row at fault.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ARROW_COMPRESSION", "CodedColumns", "read_coded"]
+
+#: Compressions pyarrow's CSV reader opens itself; the others (xz, zip) go through pandas.
+ARROW_COMPRESSION = {None: None, "gzip": "gzip", "bz2": "bz2", "zstd": "zstd"}
+#: Bytes of text a block of the parse holds at least, and at most (pyarrow's default is 1 MB).
+MIN_BLOCK, MAX_BLOCK = 1 << 20, 64 << 20
+#: Bytes a block holds per column at least: a block costs a fixed overhead per column, which dominates
+#: a wide file's parse with 1 MB blocks (20,000 columns: a block of 50 rows).
+BLOCK_PER_COLUMN = 4 << 10
+
+
+@dataclass(frozen=True)
+class CodedColumns:
+    """Columns of a table as codes into one array of distinct texts.
+
+    Attributes
+    ----------
+    names : list of str
+        The columns, in file order.
+    codes : ndarray of int32, shape (n_rows, len(names))
+        The code of each cell (``texts[code]`` is its text), -1 for a blank cell. Fortran-ordered
+        (a column's codes are contiguous).
+    texts : ndarray of object (str)
+        The distinct texts, each once.
+    """
+
+    names: list[str]
+    codes: np.ndarray
+    texts: np.ndarray
+
+    def categorical(self, position: int = 0) -> pd.Series:
+        """Column ``position`` as a pandas categorical Series (the texts as categories, blank as NaN)."""
+        dtype = pd.CategoricalDtype(pd.Index(self.texts, dtype=object))
+        values = pd.Categorical.from_codes(self.codes[:, position], dtype=dtype, validate=False)
+        return pd.Series(values, name=self.names[position], copy=False)
+
+
+def _block_size(path: Path, n_columns: int) -> int:
+    """The parse's block size: an eighth of the file, at least :data:`BLOCK_PER_COLUMN` a column, within bounds."""
+    wanted = max(path.stat().st_size // 8, BLOCK_PER_COLUMN * n_columns)
+    return int(min(MAX_BLOCK, max(MIN_BLOCK, wanted)))
+
+
+def read_coded(path: Path, *, sep: str, compression: str | None, names: list[str],
+               groups: Sequence[Sequence[int]] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> list[CodedColumns] | None:
+    """The CSV file's columns as :class:`CodedColumns`, one per group of column positions; None if pyarrow cannot.
+
+    Parameters
+    ----------
+    path : Path
+        The file (its first line, the header, is skipped: ``names`` are its fields).
+    sep : str
+        The field separator.
+    compression : str or None
+        As sniffed from the file's bytes; one pyarrow does not open (:data:`ARROW_COMPRESSION`) returns None.
+    names : list of str
+        The header's fields (unique, none empty: else None, so that pandas names the fault).
+    groups : sequence of sequences of int, optional
+        Column positions sharing one dictionary of texts (default: each column its own).
+    progress : callable(done, total), optional
+        Called with the bytes of the file read so far (compressed bytes for a compressed file).
+
+    Returns
+    -------
+    list of CodedColumns, one per group, or None
+    """
+    if compression not in ARROW_COMPRESSION or not names or "" in names:     # pandas names an empty header
+        return None
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    groups = [[i] for i in range(len(names))] if groups is None else [list(g) for g in groups]
+    try:
+        with _counted_stream(path, ARROW_COMPRESSION[compression], progress) as stream:
+            table = pcsv.read_csv(
+                stream,
+                read_options=pcsv.ReadOptions(column_names=names, skip_rows=1,
+                                              block_size=_block_size(path, len(names))),
+                parse_options=pcsv.ParseOptions(delimiter=sep),
+                convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[""],
+                                                    strings_can_be_null=True, quoted_strings_can_be_null=True))
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    columns = [[chunk for i in group for chunk in table.column(i).chunks] for group in groups]
+    with ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:      # pyarrow releases the GIL
+        coded = list(pool.map(_encode, columns))
+    return [CodedColumns([names[i] for i in group], codes.reshape((table.num_rows, len(group)), order="F"), texts)
+            for group, (codes, texts) in zip(groups, coded, strict=True)]
+
+
+def _encode(chunks: list) -> tuple[np.ndarray, np.ndarray]:
+    """One code a value of ``chunks`` (text arrays, in order; -1 where null) and the distinct texts they index.
+
+    A column of long runs of one value (the model column of a long file written model by model) is coded by
+    the first value of each run only.
+    """
+    import pyarrow as pa
+
+    column = pa.chunked_array(chunks, type=pa.string())
+    if len(column) == 0:
+        return np.empty(0, dtype=np.int32), np.empty(0, dtype=object)
+    heads = _run_heads(column)
+    if heads is None:
+        return _dictionary(column)
+    codes, texts = _dictionary(column.take(heads))
+    return np.repeat(codes, np.diff(np.append(heads, len(column)))), texts
+
+
+def _run_heads(column) -> np.ndarray | None:
+    """Where each run of equal values begins (a null is a run of its own), if runs average 8 values or more."""
+    import pyarrow.compute as pc
+
+    n = len(column)
+    if n < 64:
+        return None
+    differ = pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, n - 1)), True)
+    if pc.sum(differ).as_py() >= n // 8:
+        return None
+    flags = np.concatenate([[True], *(chunk.to_numpy(zero_copy_only=False) for chunk in differ.chunks)])
+    return np.flatnonzero(flags)
+
+
+def _dictionary(column) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (-1 where null) and distinct texts of a text column, by one hash table over all its chunks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column)
+    dictionary = encoded.chunk(encoded.num_chunks - 1).dictionary
+    if not all(chunk.dictionary.equals(dictionary) for chunk in encoded.chunks):
+        encoded = encoded.unify_dictionaries()                     # one memo table gives one dictionary: not needed
+        dictionary = encoded.chunk(0).dictionary
+    indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks], type=pa.int32())
+    if indices.null_count:
+        indices = pc.fill_null(indices, -1)
+    codes = np.concatenate([chunk.to_numpy() for chunk in indices.chunks]).astype(np.int32, copy=False)
+    return codes, np.asarray(dictionary.to_pylist(), dtype=object)
+
+
+class _CountingFile(io.RawIOBase):
+    """A binary file that reports the bytes read so far to ``progress(done, total)``."""
+
+    def __init__(self, path: Path, progress: Callable[[int, int], None]):
+        self._file, self._progress = open(path, "rb"), progress  # noqa: SIM115  (closed with this object)
+        self._total, self._done = path.stat().st_size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._file.readinto(buffer)
+        self._done += n or 0
+        self._progress(self._done, self._total)
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _counted_stream(path: Path, compression: str | None, progress: Callable[[int, int], None] | None):
+    """Pyarrow's input stream of ``path`` (decompressed), reporting the file's bytes read when ``progress`` is given."""
+    import pyarrow as pa
+
+    if progress is None:
+        return pa.input_stream(str(path), compression=compression)
+    raw = pa.PythonFile(io.BufferedReader(_CountingFile(path, progress), buffer_size=1 << 20), mode="r")
+    return raw if compression is None else pa.CompressedInputStream(raw, compression)

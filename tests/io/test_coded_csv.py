@@ -1,0 +1,110 @@
+"""CSV files read by pyarrow as codes (irtlib.io.csv_codes) against the same files read by pandas.
+
+The fast reader is the default for CSV text; pandas reads whatever pyarrow refuses. Both must give the
+same matrix (values, order of models and items), the same warnings and the same errors naming rows and
+columns, for long files (runs of one model coded once) and wide files (every item column in one dictionary).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import irtlib.io.tables as tables
+from irtlib.errors import InputError
+from irtlib.io import load_responses
+
+
+def _read(path, monkeypatch, *, fast: bool, **options):
+    with monkeypatch.context() as patch:
+        if not fast:
+            patch.setattr(tables, "read_coded", lambda *args, **kwargs: None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                got = load_responses(path, **options)
+            except InputError as exc:
+                return ("error", str(exc)), [str(w.message) for w in caught]
+    m = got.matrix
+    return (m.values.tolist(), list(m.models), list(m.items), got.layout, got.found), [str(w.message) for w in caught]
+
+
+def _same(path, monkeypatch, **options):
+    fast = _read(path, monkeypatch, fast=True, **options)
+    slow = _read(path, monkeypatch, fast=False, **options)
+    assert repr(fast) == repr(slow)               # NaN == NaN as text
+    return fast
+
+
+def _long_file(path, rng, n_models=9, n_items=70, blank=0.1):
+    lines = ["model,item,score"]
+    for m in range(n_models):                      # model by model: runs of one model
+        for j in rng.permutation(n_items):
+            score = "" if rng.random() < blank else str(int(rng.integers(0, 2)))
+            lines.append(f"m{m},q{j},{score}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _wide_file(path, rng, n_models=12, n_items=30, blank=0.1, *, first="model"):
+    cells = rng.integers(0, 2, (n_models, n_items)).astype(str).astype(object)
+    cells[rng.random(cells.shape) < blank] = ""
+    cells[:, 4] = ""                               # an item with only blank scores: left out, named
+    cells[3, :] = ""                               # a model too
+    header = [f"q{j}" for j in range(n_items)]
+    rows = [[f"m{i}", *cells[i]] for i in range(n_models)]
+    if first != "model":                          # the model column elsewhere than first
+        header, rows = header[:2] + ["model"] + header[2:], [r[1:3] + [r[0]] + r[3:] for r in rows]
+    else:
+        header = ["model"] + header
+    path.write_text("\n".join(",".join(r) for r in [header, *rows]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_files_give_the_pandas_readers_matrix_and_warnings(tmp_path, monkeypatch, seed):
+    path = _long_file(tmp_path / "long.csv", np.random.default_rng(seed))
+    (values, models, items, layout, _), _ = _same(path, monkeypatch)
+    assert layout == "long" and models[0] == "m0" and len(items) == 70
+
+
+@pytest.mark.parametrize("first", ["model", "elsewhere"])
+def test_wide_files_give_the_pandas_readers_matrix_and_warnings(tmp_path, monkeypatch, first):
+    path = _wide_file(tmp_path / "wide.csv", np.random.default_rng(4), first=first)
+    (values, models, items, layout, _), caught = _same(path, monkeypatch)
+    assert layout == "wide" and "m3" not in models and "q4" not in items
+    assert any("left out 1 model" in w for w in caught) and any("left out 1 item" in w for w in caught)
+
+
+@pytest.mark.parametrize("rule", ["strict", "lenient"])
+def test_graded_wide_scores_are_binarized_as_by_pandas(tmp_path, monkeypatch, rule):
+    path = tmp_path / "graded.csv"
+    path.write_text("model,a,b,c\nm1,0.25,1,0.5\nm2,1.0,,0.75\nm3,0,0.5,1\n")
+    (values, *_), _ = _same(path, monkeypatch, rule=rule, threshold=0.5)
+    assert values[1][0] == 1.0 and np.isnan(values[1][1])
+
+
+@pytest.mark.parametrize("text, match", [
+    ("model,a,b\nm1,1,0\nm2,0,yes\nm3,x,1\n", r"row 3: score 'x' in column 'a' is not a number"),
+    ("model,a,b\nm1,1,0\nm2,0,2\nm1,1,1\n", r"row 3: model 'm1' appears in more than one row"),
+    ("model,a,b\nm1,1,0\nm2,0,2\nm3,1,1\n", r"row 2: model 'm2', column 'b': score 2 is not 0 or 1 \(1 such"),
+    ("model,a,b\nm1,1,0\n,0,1\n", r"row 2: column 'model' is empty"),
+    ("model,a,b\n", r"found 0 rows x 3 columns"),
+])
+def test_bad_wide_files_are_refused_with_the_pandas_readers_message(tmp_path, monkeypatch, text, match):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    (kind, message), _ = _same(path, monkeypatch)
+    assert kind == "error" and __import__("re").search(match, message)
+
+
+def test_a_long_file_with_a_blank_model_in_a_run_is_refused_naming_its_row(tmp_path, monkeypatch):
+    rng = np.random.default_rng(7)
+    path = _long_file(tmp_path / "long.csv", rng)
+    lines = path.read_text().splitlines()
+    lines[100] = "," + lines[100].split(",", 1)[1]
+    path.write_text("\n".join(lines) + "\n")
+    (kind, message), _ = _same(path, monkeypatch)
+    assert kind == "error" and "row 100: column 'model' is empty" in message
