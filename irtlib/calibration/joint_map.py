@@ -325,7 +325,9 @@ def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
         py-irt's variational guide is Normal, so ``exp`` of it is comparable with py-irt's
         reported ``a`` (the guide's median).
     max_iter, tol : int, float
-        Iterations stop when the largest parameter change is below ``tol``.
+        Iterations stop when the largest parameter change is below ``tol``, or when the next full Newton
+        step is predicted below it from the last two (:func:`_quadratic_stop`: the same point, without
+        computing the step that would only confirm it).
     max_step : float
         Each iteration's step is scaled so no parameter moves more than this, then halved until
         the log posterior increases (a monotone ascent).
