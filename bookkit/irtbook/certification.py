@@ -254,7 +254,7 @@ def study(matrix: ResponseMatrix, *, scores=(0.90, 0.95), confidence: float = 0.
     matrix : ResponseMatrix
         The benchmark's binary matrix (all items; the variance filter is applied inside).
     loo_every : int
-        Leave out every ``loo_every``-th model only (1: all; a quick build uses 2).
+        Leave out every ``loo_every``-th model only (1: all; a quick build uses 4).
     n_simulees : int
         Simulated models per cut.
 
