@@ -50,7 +50,7 @@ def module_names(root: Path = PACKAGE) -> dict[str, Path]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parsed(text: str, filename: str) -> ast.Module:
     """A module's syntax tree, parsed once per source text (every check walks the same trees; none changes them)."""
     return ast.parse(text, filename=filename)
