@@ -11,7 +11,8 @@
 #   make test-all    (or make test FULL=1) lint and every test, with line coverage of irtlib
 #                    (subprocesses included), in parallel like make test (TEST_JOBS workers, one test
 #                    file per worker at a time): what CI runs after `make book QUICK=1`
-#                    Select with PYTEST_ARGS="tests/test_x.py -k name" (make test-all runs any test)
+#                    Select with PYTEST_ARGS="tests/test_x.py -k name" (make test-all runs any test);
+#                    COVERAGE=0 leaves coverage out
 #   make lint        ruff only
 #   make book        execute every chapter with papermill (2 in parallel), check the
 #                    executed notebooks, render the HTML book into _build/html/
@@ -125,8 +126,14 @@ test: lint $(VENV_STAMP)
 	$(VPY) -m pytest $(FAST_TESTS) $(PYTEST_ARGS)
 endif
 
+# COVERAGE=0: the same tests without line coverage (Python 3.11's tracer sees every line of every Python
+# frame, measured or not, and the subprocess hook starts it in every Python subprocess: about 1.6 to 1.9
+# times the CPU of the CLI and protocol tests; benchmarks/RESULTS.md, issue 26 `ci2`)
+COVERAGE ?= 1
+COV_ARGS := $(if $(filter 0 false False FALSE no,$(COVERAGE)),,--cov=irtlib --cov=irtbook --cov-report=term)
+
 test-all: lint $(VENV_STAMP)
-	$(VPY) -m pytest --cov=irtlib --cov=irtbook --cov-report=term $(XDIST) --durations=15 $(PYTEST_ARGS)
+	$(VPY) -m pytest $(COV_ARGS) $(XDIST) --durations=15 $(PYTEST_ARGS)
 
 # ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy docstrings: pyproject.toml [tool.ruff])
 LINT_PATHS ?= irtlib bookkit tests benchmarks scripts

@@ -22,7 +22,11 @@ def _loaded(code: str, *args: str) -> list[str]:
     probe = ("import sys, json, atexit\n"
              "atexit.register(lambda: sys.__stderr__.write('MODULES=' + json.dumps(sorted(sys.modules)) + '\\n'))\n"
              + code)
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    # without COVERAGE_*: coverage started in the probe (make test-all's subprocess hook) would add its own
+    # modules to what a user's interpreter loads, and doubles the cost of the imports (the lines they run are
+    # measured in the test process and by the real-process CLI tests)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    env["PYTHONWARNINGS"] = "ignore"
     proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=120)
     line = next(text for text in proc.stderr.splitlines() if text.startswith("MODULES="))

@@ -9,6 +9,7 @@ outside :mod:`irtbook` may import the book.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -49,6 +50,16 @@ def module_names(root: Path = PACKAGE) -> dict[str, Path]:
     return found
 
 
+@functools.cache
+def _parsed(text: str, filename: str) -> ast.Module:
+    """A module's syntax tree, parsed once per source text (every check walks the same trees; none changes them)."""
+    return ast.parse(text, filename=filename)
+
+
+def _tree(path: Path) -> ast.Module:
+    return _parsed(path.read_text(), str(path))
+
+
 def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
     if level == 0:
         return target or ""
@@ -60,7 +71,7 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
 
 def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
     """The irtlib modules that ``module`` imports, with ``from X import sub`` resolved to the submodule."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     is_package = path.name == "__init__.py"
     edges = []
 
@@ -103,7 +114,7 @@ def import_graph() -> list[Edge]:
 
 def private_attribute_uses(module: str, path: Path, modules: dict[str, Path]) -> list[str]:
     """``mod._name`` where ``mod`` is a name bound to another irtlib module by an import."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     bound = {}
     for e in imports_of(module, path, modules):
         if e.target in modules and not e.names:

@@ -23,7 +23,11 @@ def test_the_fast_suite_leaves_out_exactly_the_registered_markers():
     makefile = (ROOT / "Makefile").read_text()
     fast = re.search(r'^FAST_TESTS := -m "([^"]+)"', makefile, flags=re.M).group(1)
     assert set(re.findall(r"not (\w+)", fast)) == markers == {"book", "browser", "slow"}
-    assert re.search(r"^test-all: .*\n\t\$\(VPY\) -m pytest --cov=irtlib", makefile, flags=re.M)
+    # the whole suite, with coverage of irtlib and irtbook unless COVERAGE=0 is asked for
+    assert re.search(r"^test-all: .*\n\t\$\(VPY\) -m pytest \$\(COV_ARGS\) ", makefile, flags=re.M)
+    assert re.search(r"^COVERAGE \?= 1$", makefile, flags=re.M)
+    assert re.search(r"^COV_ARGS := \$\(if \$\(filter 0 [^)]*,\$\(COVERAGE\)\),,--cov=irtlib --cov=irtbook ",
+                     makefile, flags=re.M)
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test-all" in ci and "make book QUICK=1" in ci
 

@@ -92,10 +92,21 @@ def test_engines_agree(sim_80x2000, map_fit, pyirt_fit):
     # a 0.9869, b 0.9820): SVI at a constant learning rate of 0.1 ends on a noisy iterate.
     # (With a narrower spread of a, log a ~ N(0, 0.5), a's ranks are harder to tell apart:
     # MAP vs py-irt 0.975 for a, py-irt vs itself 0.968.)
-    other_seed = fit_2pl(as_matrix(sim_80x2000[0]), engine="pyirt", seed=1)
+    # py-irt under seed 1 is computed by the batched fit with the text's priors, which is py-irt's fit
+    # (the same objective and the same draws: test_calibrate_batch.py's
+    # test_fixed_priors_batched_fit_equals_py_irt_with_the_text_priors): here measured against
+    # fit_2pl(engine="pyirt", seed=1) to 8e-7 in log a, 5e-7 in b and theta, the three Spearman bars equal
+    # to every printed digit, in a twelfth of the CPU time (1.5 against 18.8 s).
+    from irtlib.calibration.pyirt_batch import fit_hierarchical_batch
+
+    values = sim_80x2000[0]
+    other = fit_hierarchical_batch(values, [np.arange(values.shape[0])], epochs=pyirt_fit.settings["epochs"],
+                                   lr=pyirt_fit.settings["lr"],
+                                   seed=1, lr_decay=pyirt_fit.settings["lr_decay"], best=False, priors="paper")
+    other_seed = {"theta": other.theta[0, :values.shape[0]], "a": other.a[0], "b": other.b[0]}
     for name, bar in (("theta", 0.99), ("a", 0.98), ("b", 0.98)):
         ours = spearmanr(getattr(map_fit, name), getattr(pyirt_fit, name))[0]
-        noise = spearmanr(getattr(other_seed, name), getattr(pyirt_fit, name))[0]
+        noise = spearmanr(other_seed[name], getattr(pyirt_fit, name))[0]
         assert ours >= bar, name
         assert ours >= noise - 0.005, name
 
