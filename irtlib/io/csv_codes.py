@@ -15,6 +15,7 @@ whose messages name the row at fault.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from collections.abc import Callable, Sequence
@@ -119,19 +120,116 @@ def read_coded(path: Path, *, sep: str, compression: str | None, names: list[str
 def _encode(chunks: list) -> tuple[np.ndarray, np.ndarray]:
     """One code a value of ``chunks`` (text arrays, in order; -1 where null) and the distinct texts they index.
 
-    A column of long runs of one value (the model column of a long file written model by model) is coded by
-    the first value of each run only.
+    The texts are in order of first appearance. Three shapes of column are coded without hashing every value:
+    texts of at most two bytes (a score column, a wide file's cells) from their bytes; a column of long runs
+    of one value (the model column of a long file written model by model) by the first value of each run; a
+    column repeating one sequence of values (the item column of that file, every model with the same items
+    in the same order) by its first period.
     """
     import pyarrow as pa
 
     column = pa.chunked_array(chunks, type=pa.string())
     if len(column) == 0:
         return np.empty(0, dtype=np.int32), np.empty(0, dtype=object)
+    if column.num_chunks > MAX_CHUNKS:                        # the item columns of a wide file: one array
+        with contextlib.suppress(pa.ArrowInvalid, pa.ArrowCapacityError):     # unless its text exceeds 2 GB
+            column = pa.chunked_array([column.combine_chunks()])
+    short = _short_texts(column)
+    if short is not None:
+        return short
     heads = _run_heads(column)
-    if heads is None:
-        return _dictionary(column)
-    codes, texts = _dictionary(column.take(heads))
-    return np.repeat(codes, np.diff(np.append(heads, len(column)))), texts
+    if heads is not None:
+        codes, texts = _dictionary(column.take(heads))
+        return np.repeat(codes, np.diff(np.append(heads, len(column)))), texts
+    period = _period(column)
+    if period is not None:
+        codes, texts = _dictionary(column.slice(0, period))
+        return np.tile(codes, -(-len(column) // period))[:len(column)], texts
+    return _dictionary(column)
+
+
+#: Columns of more chunks than this are joined into one array before their texts are read as bytes.
+MAX_CHUNKS = 64
+#: Texts of at most this many bytes are coded from their bytes (:func:`_short_texts`).
+SHORT = 2
+
+
+def _short_texts(column) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes and texts of a column whose every text has at most :data:`SHORT` bytes, by a table over their bytes.
+
+    A text of ``k`` bytes is the number ``k * 65536 + byte1 * 256 + byte0``; one lookup table over these numbers
+    gives the codes. None if a text is longer (or the column's text does not fit one array).
+    """
+    keys = []
+    for chunk in column.chunks:
+        key = _short_keys(chunk)
+        if key is None:
+            return None
+        keys.append(key)
+    key = keys[0] if len(keys) == 1 else np.concatenate(keys)
+    null = 3 << 16                                           # the number of a null (above every text's)
+    counts = np.bincount(key, minlength=null + 1)
+    present = np.flatnonzero(counts[:null])
+    order = _by_first_appearance(key, present)
+    lookup = np.full(null + 1, -1, dtype=np.int32)
+    lookup[order] = np.arange(order.size, dtype=np.int32)
+    texts = []
+    for k in order.tolist():
+        size = k >> 16
+        try:
+            texts.append(bytes([k & 255, (k >> 8) & 255][:size]).decode("utf-8"))
+        except UnicodeDecodeError:                               # pyarrow checked every text: not expected
+            return None
+    return lookup[key], np.array(texts, dtype=object)
+
+
+def _short_keys(chunk) -> np.ndarray | None:
+    """The number of each text of ``chunk`` (:func:`_short_texts`; ``3 << 16`` for a null), None if one is longer."""
+    n = len(chunk)
+    if n == 0:
+        return np.empty(0, dtype=np.int32)
+    _, offsets, data = chunk.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+    if offsets[-1] - offsets[0] > SHORT * n:
+        return None
+    sizes = np.diff(offsets)
+    starts = offsets[:-1]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, dtype=np.uint8)
+    if chunk.null_count == 0 and offsets[-1] - offsets[0] == n and (sizes == 1).all():
+        key = data[offsets[0]:offsets[-1]].astype(np.int32)   # one byte each (0/1 scores): the byte and its size
+        key += 1 << 16
+        return key
+    if sizes.max() > SHORT:
+        return None
+    if data.size == 0:
+        data = np.zeros(1, dtype=np.uint8)
+    last = data.size - 1
+    key = data[np.minimum(starts, last)].astype(np.int32)
+    key[sizes == 0] = 0
+    two = sizes == 2
+    key[two] += data[np.minimum(starts[two] + 1, last)].astype(np.int32) << 8
+    key += sizes << 16
+    if chunk.null_count:
+        key[~chunk.is_valid().to_numpy(zero_copy_only=False)] = 3 << 16
+    return key
+
+
+def _by_first_appearance(key: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """``present`` (the distinct values of ``key`` but the null's, sorted) in order of first appearance in ``key``."""
+    first = np.full(present.size, key.size, dtype=np.intp)
+    size = 1 << 12
+    while True:
+        head, where = np.unique(key[:size], return_index=True)
+        at = np.searchsorted(head, present)
+        found = (at < head.size) & (head[np.minimum(at, head.size - 1)] == present)
+        first[found] = where[at[found]]
+        missing = np.flatnonzero(~found)
+        if missing.size <= 16 or size >= key.size:
+            break
+        size <<= 4
+    for i in missing.tolist():                               # a value seen late: found by one pass each
+        first[i] = int(np.argmax(key == present[i]))
+    return present[np.argsort(first, kind="stable")]
 
 
 def _run_heads(column) -> np.ndarray | None:
@@ -146,6 +244,23 @@ def _run_heads(column) -> np.ndarray | None:
         return None
     flags = np.concatenate([[True], *(chunk.to_numpy(zero_copy_only=False) for chunk in differ.chunks)])
     return np.flatnonzero(flags)
+
+
+def _period(column) -> int | None:
+    """The period of a column repeating one sequence of values at least twice (no null in it); else None."""
+    import pyarrow.compute as pc
+
+    n = len(column)
+    if n < 64 or not column[0].is_valid:
+        return None
+    period = pc.index(column, column[0], start=1).as_py()
+    if period <= 0 or period > n // 2:
+        return None
+    for stop in (min(n, period + 4096), n):                  # a cheap look at the start, then the whole column
+        same = pc.equal(column.slice(period, stop - period), column.slice(0, stop - period))
+        if same.null_count or not pc.all(same).as_py():
+            return None
+    return period
 
 
 def _dictionary(column) -> tuple[np.ndarray, np.ndarray]:

@@ -141,18 +141,48 @@ def _sniff(path: Path) -> tuple[str, str | None]:
     return "csv", None
 
 
-def _header_line(path: Path, compression: str | None) -> str:
-    """The first line of a (possibly compressed) text file, decoded leniently."""
+def _first_line(path: Path, compression: str | None, limit: int) -> bytes | None:
+    """The first line of a (possibly compressed) text file, at most ``limit`` bytes; None for zip and zstd."""
     import bz2
     import gzip
     import lzma
 
     opener = {None: open, "gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}.get(compression)
     if opener is None:                        # zip, zstd: no cheap peek; pandas reads them
-        return ""
+        return None
     with opener(path, "rb") as fh:
-        raw = fh.readline(1 << 20)
-    return raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+        return fh.readline(limit)
+
+
+def _header_line(path: Path, compression: str | None) -> str:
+    """The first line of a (possibly compressed) text file, decoded leniently."""
+    raw = _first_line(path, compression, 1 << 20)
+    return "" if raw is None else raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+#: The longest header line split by :func:`_header_fields` (longer ones are read by pandas).
+MAX_HEADER = 1 << 26
+
+
+def _header_fields(path: Path, sep: str, compression: str | None) -> list[str] | None:
+    """The header's fields as pandas reads them, for a plain header line; None for pandas to read it.
+
+    A line without quotes, carriage returns inside, NUL bytes or leading blanks, in UTF-8, is split at
+    ``sep``: the fields ``pd.read_csv(header=None, nrows=1, dtype=str, keep_default_na=False)`` gives, without
+    a pandas column per field (a wide file's header has one per item). Anything else (or an empty first
+    line, which pandas skips) is left to pandas.
+    """
+    raw = _first_line(path, compression, MAX_HEADER)
+    if raw is None or (len(raw) == MAX_HEADER and not raw.endswith(b"\n")):
+        return None
+    line = raw.removesuffix(b"\n").removesuffix(b"\r").removeprefix(b"\xef\xbb\xbf")
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text or text[0] in " \t" or any(c in text for c in '"\r\x00'):
+        return None
+    return text.split(sep)
 
 
 def _separator(header: str, path: Path, sep: str | None) -> str:
@@ -240,9 +270,11 @@ def _read_table(path: Path, *, sep: str | None = None, progress: Callable[[int, 
             frame = _parquet_text(pq.read_table(path), path).to_pandas()
             return frame.astype({c: object for c in frame.columns if frame[c].dtype.kind in "OSU"})
         sep = _separator(_header_line(path, compression), path, sep)
-        header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
-                             compression=compression)
-        names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
+        names = _header_fields(path, sep, compression)
+        if names is None:
+            header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False,
+                                 compression=compression)
+            names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
         _check_header(names, path)
         model = None if wide_model is None else wide_model(names)
         groups = None if model is None else [[model], [i for i in range(len(names)) if i != model]]
@@ -259,7 +291,7 @@ def _read_table(path: Path, *, sep: str | None = None, progress: Callable[[int, 
                 return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
                                    compression=compression, index_col=False)
             except pd.errors.ParserWarning:
-                width = len(header.columns)
+                width = len(names)
                 raise InputError(f"{path}: rows have more fields than the header's {width} columns (a separator at "
                                  "the end of each line?): every row needs exactly one field per column") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, ImportError,
