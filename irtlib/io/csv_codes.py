@@ -139,7 +139,7 @@ def _encode(chunks: list) -> tuple[np.ndarray, np.ndarray]:
         return short
     heads = _run_heads(column)
     if heads is not None:
-        codes, texts = _dictionary(column.take(heads))
+        codes, texts = _dictionary(_take(column, heads))
         return np.repeat(codes, np.diff(np.append(heads, len(column)))), texts
     period = _period(column)
     if period is not None:
@@ -160,6 +160,9 @@ def _short_texts(column) -> tuple[np.ndarray, np.ndarray] | None:
     A text of ``k`` bytes is the number ``k * 65536 + byte1 * 256 + byte0``; one lookup table over these numbers
     gives the codes. None if a text is longer (or the column's text does not fit one array).
     """
+    one_byte = _one_byte_texts(column)
+    if one_byte is not None:
+        return one_byte
     keys = []
     for chunk in column.chunks:
         key = _short_keys(chunk)
@@ -181,6 +184,32 @@ def _short_texts(column) -> tuple[np.ndarray, np.ndarray] | None:
         except UnicodeDecodeError:                               # pyarrow checked every text: not expected
             return None
     return lookup[key], np.array(texts, dtype=object)
+
+
+def _one_byte_texts(column) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes and texts of a column of one-byte texts without a null (0/1 scores), by a byte translation table."""
+    parts = []
+    for chunk in column.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        _, offsets, data = chunk.buffers()
+        offsets = np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+        if chunk.null_count or offsets[-1] - offsets[0] != n or not (np.diff(offsets) == 1).all():
+            return None
+        parts.append(data[int(offsets[0]):int(offsets[-1])].to_pybytes())
+    text = b"".join(parts)
+    seen = set(text[:4096])
+    seen |= set(text.translate(None, bytes(sorted(seen))))     # the bytes the first rows do not hold, if any
+    order = sorted(seen, key=lambda byte: text.find(bytes([byte])))      # by first appearance
+    table = bytearray(256)
+    for code, byte in enumerate(order):
+        table[byte] = code
+    try:
+        texts = np.array([bytes([byte]).decode("utf-8") for byte in order], dtype=object)
+    except UnicodeDecodeError:                                   # pyarrow checked every text: not expected
+        return None
+    return np.frombuffer(text.translate(table), dtype=np.uint8).astype(np.int32), texts
 
 
 def _short_keys(chunk) -> np.ndarray | None:
@@ -239,11 +268,23 @@ def _run_heads(column) -> np.ndarray | None:
     n = len(column)
     if n < 64:
         return None
-    differ = pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, n - 1)), True)
-    if pc.sum(differ).as_py() >= n // 8:
-        return None
-    flags = np.concatenate([[True], *(chunk.to_numpy(zero_copy_only=False) for chunk in differ.chunks)])
-    return np.flatnonzero(flags)
+    for stop in (min(n, 1 << 16), n):                        # a cheap look at the start, then the whole column
+        differ = pc.fill_null(pc.not_equal(column.slice(1, stop - 1), column.slice(0, stop - 1)), True)
+        if pc.sum(differ).as_py() >= stop // 8:
+            return None
+    heads = np.asarray(pc.indices_nonzero(differ), dtype=np.int64)
+    return np.concatenate([np.zeros(1, dtype=np.int64), heads + 1])
+
+
+def _take(column, rows: np.ndarray):
+    """``column.take(rows)`` for increasing ``rows``, chunk by chunk (pyarrow joins the chunks first)."""
+    import pyarrow as pa
+
+    bounds = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
+    cuts = np.searchsorted(rows, bounds)
+    return pa.chunked_array([chunk.take(pa.array(rows[a:b] - start)) for chunk, start, a, b
+                             in zip(column.chunks, bounds[:-1], cuts[:-1], cuts[1:], strict=True) if b > a],
+                            type=column.type)
 
 
 def _period(column) -> int | None:

@@ -482,15 +482,21 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
         codes, distinct = _numeric(frame[score_column], score_column, source)
         scores = _binarized(distinct, codes, rule, threshold, where=lambda pos, text: _row_error(source, pos, text),
                             positive=positive)
-    seen = np.flatnonzero(~np.isnan(scores))
-    if seen.size == scores.size:                 # every score given: the rows as they are, no copies
-        seen_models, seen_items, seen_scores = model_codes, item_codes, scores
-    else:
+    if np.isnan(scores).any():
+        seen = np.flatnonzero(~np.isnan(scores))
         seen_models, seen_items, seen_scores = model_codes[seen], item_codes[seen], scores[seen]
+    else:                                        # every score given: the rows as they are, no copies
+        seen = None
+        seen_models, seen_items, seen_scores = model_codes, item_codes, scores
     cell = seen_models.astype(np.int64)
     cell *= len(item_names)
     cell += seen_items
-    _refuse_conflicts(cell, seen_scores, seen, model_codes, item_codes, model_names, item_names, source)
+    n_cells = len(model_names) * len(item_names)
+    # a file in the matrix's order (model by model, every item in one order, each cell once): no pair twice,
+    # models and items in the order of their codes, the scores the matrix's rows as they are
+    in_order = cell.size == n_cells and cell[0] == 0 and bool((np.diff(cell) == 1).all())
+    if not in_order:
+        _refuse_conflicts(cell, seen_scores, seen, model_codes, item_codes, model_names, item_names, source)
     prompts = None
     if prompt_column and prompt_column in frame.columns:
         text = frame[prompt_column]
@@ -500,8 +506,12 @@ def _long(frame: pd.DataFrame, source, *, rule, threshold, model_column, item_co
             rows = with_text[np.sort(first)]                   # each item's first row with a prompt, in file order
             prompts = pd.Series([str(v) for v in text.iloc[rows]], index=item_names[item_codes[rows]],
                                 dtype=object, name="prompt")
-    if seen.size == 0:
+    if cell.size == 0:
         raise InputError(f"{source}: every score is blank")
+    if in_order:
+        matrix = ResponseMatrix.from_checked(seen_scores.reshape(len(model_names), len(item_names)), model_names,
+                                             item_names, source=str(source))
+        return matrix, prompts
     # models and items in order of their first observed score, as ResponseMatrix.from_long orders them
     model_order, model_at = _first_seen(seen_models, len(model_names))
     item_order, item_at = _first_seen(seen_items, len(item_names))
@@ -547,8 +557,8 @@ def _first_seen(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _refuse_conflicts(cell, scores, rows, model_codes, item_codes, model_names, item_names, source) -> None:
     """An error naming the rows of the first (model, item) pair judged twice with different scores, if any.
 
-    ``cell`` codes the pair of each observed row (``rows``, in file order); repeated identical judgments are
-    accepted (one is kept).
+    ``cell`` codes the pair of each observed row (``rows``, in file order; None: every row); repeated identical
+    judgments are accepted (one is kept).
     """
     n_cells = len(model_names) * len(item_names)
     if n_cells <= 4 * cell.size + (1 << 20):
@@ -563,6 +573,7 @@ def _refuse_conflicts(cell, scores, rows, model_codes, item_codes, model_names, 
     if not differ.any():
         return
     conflicting = np.unique(sorted_cells[1:][differ])
+    rows = np.arange(cell.size) if rows is None else rows
     first_row = {}
     for c, r in zip(cell[np.isin(cell, conflicting)], rows[np.isin(cell, conflicting)], strict=True):
         first_row.setdefault(int(c), int(r))
@@ -821,6 +832,12 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
                          "more than once (to detect its format and record its checksum): save it to a file first")
     prompts = None
     detected = formats.detect_format(path) if layout == "auto" else layout
+    if path.is_file() and detected in ("table", "long", "wide") and filter_name is None and metric is None:
+        # a table: its bytes are hashed on a thread while it is parsed; what follows the hash (the recorded
+        # hash's check, a known file's direction) comes before the parse's own errors, as if hashed first
+        return _load_table(path, layout=layout, rule=rule, threshold=threshold, model_column=model_column,
+                           item_column=item_column, score_column=score_column, key_column=key_column,
+                           prompt_column=prompt_column, sep=sep, positive=positive, progress=progress)
     digest = file_sha256(path)
     if path.is_file():
         check_recorded(path, digest)          # a download whose bytes changed since (the hash seen is beside it)
@@ -864,20 +881,59 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         sniffed = layout == "auto" and stem.suffix.lower() not in SUFFIXES
         matrix = _jsonl(path, rule=rule, threshold=threshold, sniffed=sniffed, positive=positive)
         layout = "jsonl"
-    else:
-        if path.is_dir():
-            raise InputError(f"{path}: is a directory; --layout {layout} expects a file")
-        frame = _read_table(path, sep=sep, progress=progress,
-                            wide_model=lambda names: _wide_model(names, layout=layout, model_column=model_column,
-                                                                 item_column=item_column, score_column=score_column))
-        if isinstance(frame, _WideCodes):
-            layout = "wide"
-            matrix = _wide_coded(frame, path, rule=rule, threshold=threshold, positive=positive)
-        else:
-            matrix, prompts, layout = _table_matrix(frame, path, layout=layout, rule=rule, threshold=threshold,
-                                                    model_column=model_column, item_column=item_column,
-                                                    score_column=score_column, key_column=key_column,
-                                                    prompt_column=prompt_column, positive=positive)
+    else:                                      # a table: a file is read by _load_table
+        raise InputError(f"{path}: is a directory; --layout {layout} expects a file")
+    return _responses(path, matrix, prompts, layout=layout, digest=digest, rule=rule, positive=positive)
+
+
+def _load_table(path: Path, *, layout: str, rule: str, threshold: float, model_column: str, item_column: str,
+                score_column: str, key_column: str, prompt_column: str | None, sep: str | None,
+                positive: str | None, progress: Callable[[int, int], None] | None) -> Responses:
+    """:func:`load_responses` of a CSV or Parquet file, its SHA-256 computed on a thread beside the parse.
+
+    The checks that need the hash (the hash recorded beside a download, a known file's direction and its
+    warning) run once it is known, before the parse's errors are raised and before the matrix is built:
+    the same errors and warnings, in the same order, as when the file is hashed first.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    failed: BaseException | None = None
+    with ThreadPoolExecutor(1) as pool:                           # hashlib releases the GIL on large updates
+        hashing = pool.submit(file_sha256, path)
+        try:
+            frame = _read_table(path, sep=sep, progress=progress,
+                                wide_model=lambda names: _wide_model(names, layout=layout, model_column=model_column,
+                                                                     item_column=item_column,
+                                                                     score_column=score_column))
+        except Exception as exc:                                  # raised once the hash is checked
+            failed = exc
+        digest = hashing.result()
+    check_recorded(path, digest)
+    if rule not in ("choice", "wmdp"):
+        positive = _known_direction(path, digest, positive)
+    if failed is not None:
+        raise failed
+    matrix, prompts, layout = _frame_matrix(frame, path, layout=layout, rule=rule, threshold=threshold,
+                                            model_column=model_column, item_column=item_column,
+                                            score_column=score_column, key_column=key_column,
+                                            prompt_column=prompt_column, positive=positive)
+    return _responses(path, matrix, prompts, layout=layout, digest=digest, rule=rule, positive=positive)
+
+
+def _frame_matrix(frame: pd.DataFrame | _WideCodes, path: Path, *, layout: str, positive: str | None,
+                  **options: Any) -> tuple[ResponseMatrix, pd.Series | None, str]:
+    """The matrix, prompts and layout of a table as :func:`_read_table` returns it."""
+    if isinstance(frame, _WideCodes):
+        return _wide_coded(frame, path, rule=options["rule"], threshold=options["threshold"], positive=positive), \
+            None, "wide"
+    return _table_matrix(frame, path, layout=layout, positive=positive, **options)
+
+
+def _responses(path: Path, matrix: ResponseMatrix, prompts: pd.Series | None, *, layout: str, digest: str,
+               rule: str, positive: str | None) -> Responses:
+    """The :class:`Responses` of a file read (its one-sentence description logged)."""
+    from . import formats
+
     found = formats.describe(layout, n_models=matrix.shape[0], n_items=matrix.shape[1])
     if positive == "unsafe":
         found += "; a 1 in it means unsafe, so the safety read is 1 - x"
