@@ -106,15 +106,24 @@ def read_coded(path: Path, *, sep: str, compression: str | None, names: list[str
                 read_options=pcsv.ReadOptions(column_names=names, skip_rows=1,
                                               block_size=_block_size(path, len(names))),
                 parse_options=pcsv.ParseOptions(delimiter=sep),
+                # UTF-8 is checked on the distinct texts only (every cell holds one of them): _NotText
                 convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[""],
-                                                    strings_can_be_null=True, quoted_strings_can_be_null=True))
+                                                    strings_can_be_null=True, quoted_strings_can_be_null=True,
+                                                    check_utf8=False))
     except (pa.ArrowException, OSError, ValueError):
         return None
     columns = [[chunk for i in group for chunk in table.column(i).chunks] for group in groups]
-    with ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:      # pyarrow releases the GIL
-        coded = list(pool.map(_encode, columns))
+    try:
+        with ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:      # pyarrow releases the GIL
+            coded = list(pool.map(_encode, columns))
+    except _NotText:
+        return None
     return [CodedColumns([names[i] for i in group], codes.reshape((table.num_rows, len(group)), order="F"), texts)
             for group, (codes, texts) in zip(groups, coded, strict=True)]
+
+
+class _NotText(Exception):
+    """A cell's bytes are not UTF-8 (pandas then reads the file, and its error names the byte)."""
 
 
 def _encode(chunks: list) -> tuple[np.ndarray, np.ndarray]:
@@ -181,8 +190,8 @@ def _short_texts(column) -> tuple[np.ndarray, np.ndarray] | None:
         size = k >> 16
         try:
             texts.append(bytes([k & 255, (k >> 8) & 255][:size]).decode("utf-8"))
-        except UnicodeDecodeError:                               # pyarrow checked every text: not expected
-            return None
+        except UnicodeDecodeError:
+            raise _NotText from None
     return lookup[key], np.array(texts, dtype=object)
 
 
@@ -207,8 +216,8 @@ def _one_byte_texts(column) -> tuple[np.ndarray, np.ndarray] | None:
         table[byte] = code
     try:
         texts = np.array([bytes([byte]).decode("utf-8") for byte in order], dtype=object)
-    except UnicodeDecodeError:                                   # pyarrow checked every text: not expected
-        return None
+    except UnicodeDecodeError:
+        raise _NotText from None
     return np.frombuffer(text.translate(table), dtype=np.uint8).astype(np.int32), texts
 
 
@@ -318,6 +327,10 @@ def _dictionary(column) -> tuple[np.ndarray, np.ndarray]:
     if indices.null_count:
         indices = pc.fill_null(indices, -1)
     codes = np.concatenate([chunk.to_numpy() for chunk in indices.chunks]).astype(np.int32, copy=False)
+    try:
+        dictionary.validate(full=True)                           # UTF-8, not checked by the parse
+    except pa.ArrowInvalid:
+        raise _NotText from None
     return codes, np.asarray(dictionary.to_pylist(), dtype=object)
 
 
