@@ -4,9 +4,11 @@ Writes coin-flip matrices of ``--models`` x each of ``--items`` as a long CSV (m
 model) and a wide CSV (one row per model), then reads each file ``--repeat`` times in a child process of this
 tree and, with ``--baseline TREE`` (e.g. a ``git archive`` of ``main``), of that tree, alternating, and prints
 the best wall and CPU seconds (CPU of the child: every thread) and the ratio baseline / this tree. The children
-also check that both trees read the same matrix (values, models, items). Run with::
+also check that both trees read the same matrix (values, models, items). With ``--fit`` each child of this tree
+also fits the matrix it read (``fit_2pl(engine="map")``) and the ratio read / fit CPU is printed (the issue's
+"reading costs a fraction of fitting"). Run with::
 
-    .venv/bin/python benchmarks/bench_read.py --items 5000 20000 --baseline /tmp/base
+    .venv/bin/python benchmarks/bench_read.py --items 5000 20000 --baseline /tmp/base [--fit]
 
 Timing is noisy on a shared machine: compare the CPU seconds, measured in one run (the load is printed).
 """
@@ -33,7 +35,13 @@ m = load_responses(sys.argv[1]).matrix
 wall, cpu = time.perf_counter() - began, time.process_time() - cpu
 digest = hashlib.sha256(m.values.tobytes() + "\x1f".join(map(str, m.models)).encode()
                         + "\x1f".join(map(str, m.items)).encode()).hexdigest()[:16]
-print(wall, cpu, digest)
+fit_cpu = 0.0
+if sys.argv[2] == "fit":
+    from irtlib.calibration.joint_map import fit_2pl
+    fit_cpu = time.process_time()
+    fit_2pl(m, engine="map")
+    fit_cpu = time.process_time() - fit_cpu
+print(wall, cpu, digest, fit_cpu)
 """
 
 
@@ -55,11 +63,12 @@ def write_files(folder: Path, n_models: int, n_items: int, seed: int) -> tuple[P
     return long, wide
 
 
-def read_in_child(tree: Path, path: Path) -> tuple[float, float, str]:
+def read_in_child(tree: Path, path: Path, *, fit: bool = False) -> tuple[float, float, str, float]:
+    """Wall and CPU seconds of the read, the matrix's digest, and the MAP fit's CPU seconds (0 without ``fit``)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env, check=True, cwd=tree,
-                         capture_output=True, text=True).stdout.split()
-    return float(out[0]), float(out[1]), out[2]
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path), "fit" if fit else "-"], env=env, check=True,
+                         cwd=tree, capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1]), out[2], float(out[3])
 
 
 def main(argv=None) -> None:
@@ -69,20 +78,31 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--baseline", type=Path, help="another checkout to read the same files with")
+    parser.add_argument("--fit", action="store_true", help="also fit each matrix read by this tree (MAP engine)")
+    parser.add_argument("--layouts", nargs="+", choices=("long", "wide"), default=["long", "wide"])
     args = parser.parse_args(argv)
     trees = [("this tree", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     with tempfile.TemporaryDirectory() as tmp:
         for n_items in args.items:
-            for path in write_files(Path(tmp), args.models, n_items, args.seed):
+            for layout, path in zip(("long", "wide"), write_files(Path(tmp), args.models, n_items, args.seed),
+                                    strict=True):
+                if layout not in args.layouts:
+                    continue
                 best: dict[str, tuple[float, float]] = {}
-                digests = set()
+                digests, fits = set(), []
                 for _ in range(args.repeat):
                     for name, tree in trees:
-                        wall, cpu, digest = read_in_child(tree, path)
+                        wall, cpu, digest, fit_cpu = read_in_child(tree, path, fit=args.fit and name == "this tree")
                         digests.add(digest)
                         old = best.get(name, (np.inf, np.inf))
                         best[name] = (min(old[0], wall), min(old[1], cpu))
+                        if fit_cpu:
+                            fits.append((cpu, fit_cpu))
                 line = ", ".join(f"{name} {w:6.2f} s wall {c:6.2f} s CPU" for name, (w, c) in best.items())
+                if fits:
+                    ratios = [c / f for c, f in fits]
+                    line += (f"; fit {min(f for _, f in fits):6.2f} s CPU, read / fit CPU {min(ratios):.2f} to "
+                             f"{max(ratios):.2f}")
                 if args.baseline:
                     (w0, c0), (w1, c1) = best["this tree"], best["baseline"]
                     line += f"; baseline / this tree {w1 / w0:.2f}x wall, {c1 / c0:.2f}x CPU"
