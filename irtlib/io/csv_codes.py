@@ -4,9 +4,13 @@ The readers of :mod:`irtlib.io.tables` need, of a response file's columns, only 
 (ids, scores) and which of them each row holds. pyarrow parses the file into plain text columns on
 every core; each column, or a group of columns sharing one dictionary (the item columns of a wide
 file), is then dictionary-encoded in one pass (one hash table over all its blocks, so the codes of
-every block index the same texts). A leaderboard's long file of tens of millions of rows, or a wide
-file of tens of thousands of columns, costs a few seconds; no Python object is made per cell, nor a
-pandas object per column of a wide file.
+every block index the same texts), or without hashing every cell when the column allows it: texts of
+one or two bytes (0/1 scores, a wide file's cells) by a table over their bytes, runs of one value (the
+model column of a long file written model by model) by each run's first value, one sequence repeated
+(the item column of that file) by its first period. UTF-8 is checked on the distinct texts, which
+every cell holds one of, rather than by the parse on every cell. A leaderboard's long file of tens of
+millions of rows, or a wide file of tens of thousands of columns, costs a few seconds; no Python
+object is made per cell, nor a pandas object per column of a wide file.
 
 Anything this reader does not accept as pandas would (rows of another width, quoted line breaks,
 text that is not UTF-8, ...) returns None, and :mod:`irtlib.io.tables` reads the file with pandas,
@@ -49,7 +53,7 @@ class CodedColumns:
         The code of each cell (``texts[code]`` is its text), -1 for a blank cell. Fortran-ordered
         (a column's codes are contiguous).
     texts : ndarray of object (str)
-        The distinct texts, each once.
+        The distinct texts, each once, in order of first appearance.
     """
 
     names: list[str]
