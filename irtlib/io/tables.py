@@ -833,11 +833,25 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
     prompts = None
     detected = formats.detect_format(path) if layout == "auto" else layout
     if path.is_file() and detected in ("table", "long", "wide") and filter_name is None and metric is None:
-        # a table: its bytes are hashed on a thread while it is parsed; what follows the hash (the recorded
-        # hash's check, a known file's direction) comes before the parse's own errors, as if hashed first
-        return _load_table(path, layout=layout, rule=rule, threshold=threshold, model_column=model_column,
-                           item_column=item_column, score_column=score_column, key_column=key_column,
-                           prompt_column=prompt_column, sep=sep, positive=positive, progress=progress)
+        frame, failed, digest = _read_hashed(
+            path, sep=sep, progress=progress,
+            wide_model=lambda names: _wide_model(names, layout=layout, model_column=model_column,
+                                                 item_column=item_column, score_column=score_column))
+        # what needs the hash comes before the parse's own errors and the matrix, as when the file is hashed first
+        check_recorded(path, digest)          # a download whose bytes changed since (the hash seen is beside it)
+        if rule not in ("choice", "wmdp"):
+            positive = _known_direction(path, digest, positive)
+        if failed is not None:
+            raise failed
+        if isinstance(frame, _WideCodes):
+            layout = "wide"
+            matrix = _wide_coded(frame, path, rule=rule, threshold=threshold, positive=positive)
+        else:
+            matrix, prompts, layout = _table_matrix(frame, path, layout=layout, rule=rule, threshold=threshold,
+                                                    model_column=model_column, item_column=item_column,
+                                                    score_column=score_column, key_column=key_column,
+                                                    prompt_column=prompt_column, positive=positive)
+        return _responses(path, matrix, prompts, layout=layout, digest=digest, rule=rule, positive=positive)
     digest = file_sha256(path)
     if path.is_file():
         check_recorded(path, digest)          # a download whose bytes changed since (the hash seen is beside it)
@@ -881,52 +895,28 @@ def load_responses(path: PathLike, *, rule: str = "auto", threshold: float = 0.5
         sniffed = layout == "auto" and stem.suffix.lower() not in SUFFIXES
         matrix = _jsonl(path, rule=rule, threshold=threshold, sniffed=sniffed, positive=positive)
         layout = "jsonl"
-    else:                                      # a table: a file is read by _load_table
+    else:                                      # a table: a file is read above
         raise InputError(f"{path}: is a directory; --layout {layout} expects a file")
     return _responses(path, matrix, prompts, layout=layout, digest=digest, rule=rule, positive=positive)
 
 
-def _load_table(path: Path, *, layout: str, rule: str, threshold: float, model_column: str, item_column: str,
-                score_column: str, key_column: str, prompt_column: str | None, sep: str | None,
-                positive: str | None, progress: Callable[[int, int], None] | None) -> Responses:
-    """:func:`load_responses` of a CSV or Parquet file, its SHA-256 computed on a thread beside the parse.
+def _read_hashed(path: Path, **options: Any) -> tuple[pd.DataFrame | _WideCodes | None, Exception | None, str]:
+    """:func:`_read_table` of a file, its SHA-256 computed on a thread meanwhile: (table, its error or None, hash).
 
-    The checks that need the hash (the hash recorded beside a download, a known file's direction and its
-    warning) run once it is known, before the parse's errors are raised and before the matrix is built:
-    the same errors and warnings, in the same order, as when the file is hashed first.
+    The parse's error is returned rather than raised, for the caller to raise after the checks that need the
+    hash (the hash recorded beside a download, a known file's direction): the same errors and warnings, in the
+    same order, as when the file is hashed first.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    failed: BaseException | None = None
+    frame, failed = None, None
     with ThreadPoolExecutor(1) as pool:                           # hashlib releases the GIL on large updates
         hashing = pool.submit(file_sha256, path)
         try:
-            frame = _read_table(path, sep=sep, progress=progress,
-                                wide_model=lambda names: _wide_model(names, layout=layout, model_column=model_column,
-                                                                     item_column=item_column,
-                                                                     score_column=score_column))
-        except Exception as exc:                                  # raised once the hash is checked
+            frame = _read_table(path, **options)
+        except Exception as exc:
             failed = exc
-        digest = hashing.result()
-    check_recorded(path, digest)
-    if rule not in ("choice", "wmdp"):
-        positive = _known_direction(path, digest, positive)
-    if failed is not None:
-        raise failed
-    matrix, prompts, layout = _frame_matrix(frame, path, layout=layout, rule=rule, threshold=threshold,
-                                            model_column=model_column, item_column=item_column,
-                                            score_column=score_column, key_column=key_column,
-                                            prompt_column=prompt_column, positive=positive)
-    return _responses(path, matrix, prompts, layout=layout, digest=digest, rule=rule, positive=positive)
-
-
-def _frame_matrix(frame: pd.DataFrame | _WideCodes, path: Path, *, layout: str, positive: str | None,
-                  **options: Any) -> tuple[ResponseMatrix, pd.Series | None, str]:
-    """The matrix, prompts and layout of a table as :func:`_read_table` returns it."""
-    if isinstance(frame, _WideCodes):
-        return _wide_coded(frame, path, rule=options["rule"], threshold=options["threshold"], positive=positive), \
-            None, "wide"
-    return _table_matrix(frame, path, layout=layout, positive=positive, **options)
+        return frame, failed, hashing.result()
 
 
 def _responses(path: Path, matrix: ResponseMatrix, prompts: pd.Series | None, *, layout: str, digest: str,

@@ -44,3 +44,4 @@ def test_a_known_files_direction_is_said_before_what_its_content_leaves_out(tmp_
     assert "recognised by its name only" in messages[0] and "left out 1 model with only blank scores: 'm2'" \
         in messages[1]
     assert got.positive == "unsafe" and got.matrix.values.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    assert caught[0].filename == __file__                      # the direction is the caller's to act on
