@@ -194,3 +194,21 @@ def test_bad_parameters_are_refused_in_one_line(kwargs, message):
     method = args.pop("method", "observed")
     with pytest.raises(InputError, match=message):
         item_standard_errors(x, args["a"], args["b"], args["theta"], method=method)
+
+
+@pytest.mark.parametrize("observed", [True, False])
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_cell_terms_in_row_chunks_equal_the_whole_block_formulas_bit_for_bit(monkeypatch, observed, missing):
+    import irtlib.calibration.standard_errors as module
+
+    rng = np.random.default_rng(11)
+    theta, a, b = simulate(rng, 203, 37, log_a_sd=0.7)
+    x = draw(rng, theta, a, b)
+    x[rng.random(x.shape) < missing] = np.nan
+    x[:70, 3] = np.nan                                # a chunk of rows with nothing missing in one column's place
+    plain = module._cell_terms_plain(x, theta, a, b, observed)
+    for rows in (1, 5, 64, 203, 500):                 # chunks of one row, uneven chunks, one chunk
+        monkeypatch.setattr(module, "CELL_ROWS", rows)
+        chunked = module._cell_terms(x, theta, a, b, observed)
+        for got, want in zip(chunked, plain, strict=True):
+            assert np.array_equal(got, want)
