@@ -17,7 +17,7 @@ import pandas as pd
 
 from irtlib._typing import ArrayLike
 from irtlib.calibration.joint_map import Calibration
-from irtlib.core.kernels import probability
+from irtlib.core.kernels import logit_z, sigmoid
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
@@ -54,13 +54,39 @@ def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame
     if np.isnan(a).any():
         missing = list(matrix.items[np.isnan(a)][:3])
         raise InputError(f"calibration has no parameters for item(s) {missing}")
-    p = probability(theta[:, None], a, b)
     if matrix.n_observations == matrix.values.size:      # nothing missing: plain means (the same sums as nanmean's)
-        obs, exp = np.mean(matrix.values, axis=0), np.mean(p, axis=0)
+        obs, exp = np.mean(matrix.values, axis=0), _expected_sums(matrix.values, theta, a, b) / len(theta)
     else:
-        p[~matrix.observed] = np.nan
-        obs, exp = np.nanmean(matrix.values, axis=0), np.nanmean(p, axis=0)
+        seen = np.count_nonzero(matrix.observed, axis=0)
+        obs, exp = np.nanmean(matrix.values, axis=0), _expected_sums(matrix.values, theta, a, b) / seen
     return pd.DataFrame({"observed": obs, "expected": exp, "residual": obs - exp}, index=matrix.items)
+
+
+#: Rows of the matrix whose probabilities :func:`item_rates` forms at a time.
+RATE_ROWS = 64
+
+
+def _expected_sums(values: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each item's sum of ``P(theta_m, a_j, b_j)`` over the models that saw it, :data:`RATE_ROWS` rows at a time.
+
+    ``np.sum(P, axis=0)`` (``np.nansum`` with NaN where unobserved) bit for bit: each row chunk's
+    probabilities are made in a work array (no ``n_models x n_items`` temporary) and summed down its rows
+    after the running sum is added to its first row, numpy's order for a column sum.
+    """
+    n, k = values.shape
+    total = np.zeros(k)
+    rows = max(1, min(RATE_ROWS, n))
+    work = np.empty((rows, k))
+    for r0 in range(0, n, rows):
+        p = work[:min(n, r0 + rows) - r0]
+        sigmoid(logit_z(theta[r0:r0 + rows, None], a, b, out=p), out=p)
+        missing = np.isnan(values[r0:r0 + rows])
+        if missing.any():
+            p[missing] = 0.0
+        if r0:
+            np.add(total, p[0], out=p[0])
+        np.add.reduce(p, axis=0, out=total)
+    return total
 
 
 def item_rmse(matrix: ResponseMatrix, calibration: Calibration) -> float:
