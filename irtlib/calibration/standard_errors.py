@@ -445,7 +445,7 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
             extra_tt = np.where(np.isnan(x[:, ~free]), 0.0, bernoulli_variance(p) * a[~free] ** 2).sum(axis=1)
             given_scale = False
         attrs.update(information=method, given_scale=given_scale)
-        args = (x[:, free], theta, a[free], b[free])
+        args = (x, theta, a, b) if free.all() else (x[:, free], theta, a[free], b[free])     # no copy if none fixed
         threads = available_cores() if n_threads is None else max(1, int(n_threads))
         with threadpool_limits(limits=1, user_api="blas"):     # one BLAS thread a block: the blocks share the cores
             found = _posterior_covariance(*args, priors=priors, observed=method == "observed",
