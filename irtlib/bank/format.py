@@ -57,6 +57,26 @@ SE_COLUMNS = ("se_a", "se_b")
 #: information and the standard error overflow or vanish (``a = 1e200`` gives SE 0).
 A_RANGE = (1e-6, 1e3)
 B_LIMIT = 1e3
+#: How the body writes a float: 17 significant digits, which read back to the same double.
+FLOAT_FORMAT = "%.17g"
+
+
+def _formatted(items: pd.DataFrame) -> pd.DataFrame:
+    """``items`` with its float columns as the text ``to_csv(float_format=FLOAT_FORMAT)`` writes for them.
+
+    The same text (``FLOAT_FORMAT % x``, NaN as the empty field) made in one pass over each column's values
+    instead of pandas' per-value formatter (about a third of the body's cost); anything else is left to pandas.
+    """
+    floats = [c for c, kind in items.dtypes.items() if kind == np.float64]
+    if not floats or items.columns.duplicated().any():
+        return items
+    out = items.copy(deep=False)
+    for column in floats:
+        out[column] = np.array(["" if v != v else FLOAT_FORMAT % v for v in items[column].to_numpy().tolist()],
+                               dtype=object)
+    return out
+
+
 #: Placeholder of ``file_sha256`` while the file's checksum is computed.
 _FILE_SHA_PLACEHOLDER = "0" * 64
 
@@ -259,7 +279,8 @@ class ItemBank:
     # ------------------------------------------------------------------ file format
     def _body(self) -> str:
         buf = io.StringIO()
-        self.items.to_csv(buf, index=True, index_label="item", float_format="%.17g", lineterminator="\n")
+        _formatted(self.items).to_csv(buf, index=True, index_label="item", float_format=FLOAT_FORMAT,
+                                      lineterminator="\n")
         return buf.getvalue()
 
     def to_csv(self) -> str:

@@ -375,7 +375,10 @@ def _start(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Starting abilities and difficulties: logits of the observed rates, close to the mode."""
     eps = 0.5
     observed = ~np.isnan(x)
-    safe_m, safe_i = np.nansum(x, axis=1), np.nansum(x, axis=0)
+    if observed.all():        # nothing missing: nansum's sums without its copy of the matrix (the same numbers)
+        safe_m, safe_i = np.sum(x, axis=1), np.sum(x, axis=0)
+    else:
+        safe_m, safe_i = np.nansum(x, axis=1), np.nansum(x, axis=0)
     theta = np.log((safe_m + eps) / (observed.sum(axis=1) - safe_m + eps))
     theta = (theta - theta.mean()) / (theta.std() + 1e-12)
     b = -np.log((safe_i + eps) / (observed.sum(axis=0) - safe_i + eps)) / 1.7

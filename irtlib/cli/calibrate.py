@@ -94,8 +94,9 @@ def _cmd_calibrate(args, out: _Out) -> int:
                               fit_progress=on_iteration, se_progress=on_se, check_progress=on_fold,
                               refit_progress=on_refit)
     bank.write(args.output, force=args.force)
+    checksum = bank.meta["bank_sha256"]          # the body's, recorded by the write (not formatted again)
     diag, filt = bank.meta["diagnostics"], bank.filtered
-    doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": bank.checksum,
+    doc = {"command": "calibrate", "bank": str(args.output), "bank_sha256": checksum,
            "n_models": m.shape[0], "n_items": m.shape[1], "bank_items": len(bank), "filtered": filt,
            "engine": args.engine, "diagnostics": diag, "interval_check": bank.meta.get("interval_check"),
            "standard_errors": bank.meta.get("standard_errors")}
@@ -113,7 +114,7 @@ def _cmd_calibrate(args, out: _Out) -> int:
         + (f" (noise-corrected 95% interval {cv_ci[0]:.2f} to {cv_ci[1]:.2f})" if cv_ci else "") + ", "
         f"Spearman(theta, safety score) {diag['spearman_theta_score']:.3f}, "
         f"{diag['ceiling']['above']} of {diag['ceiling']['n_models']} models above 0.95",
-        f"  bank checksum {bank.checksum}",
+        f"  bank checksum {checksum}",
     ] + se_line + ([f"  interval check {check['skipped']}"] if check.get("skipped") else []))
     out.result(doc, text)
     return 0

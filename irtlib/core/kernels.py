@@ -45,12 +45,15 @@ __all__ = [
 ]
 
 
-def sigmoid(z: ArrayLike) -> np.ndarray:
+def sigmoid(z: ArrayLike, *, out: np.ndarray | None = None) -> np.ndarray:
     """Numerically stable logistic function ``1 / (1 + exp(-z))``.
 
     Never overflows: ``sigmoid(-1000) == 0.0`` and ``sigmoid(1000) == 1.0`` without warnings.
+    ``out``: a float array of ``z``'s shape to write into (the same values without a temporary).
     """
-    return expit(np.asarray(z, dtype=float))
+    if out is None:
+        return expit(np.asarray(z, dtype=float))
+    return expit(np.asarray(z, dtype=float), out=out)
 
 
 def logit_z(theta: ArrayLike, a: ArrayLike, b: ArrayLike, *, out: np.ndarray | None = None) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -358,3 +360,21 @@ def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit(
                          strict=True):
         np.testing.assert_allclose(got, want, rtol=0, atol=REFIT_TOL)
     assert stepped[3]["iterations"] < plain[3]["iterations"]
+
+
+def test_bank_body_is_the_text_pandas_writes_with_seventeen_digits():
+    from irtlib.bank.format import FLOAT_FORMAT, ItemBank
+
+    rng = np.random.default_rng(8)
+    a = np.exp(rng.normal(size=6))
+    a[1] = 1e-300
+    items = pd.DataFrame({"a": a, "b": [0.1, -0.0, np.inf, -np.inf, np.nan, 1 / 3],
+                          "n_models": [1, 2, 3, 4, 5, 6],
+                          "se_a": [np.nan] * 6,
+                          "prompt": ['say "hi", then', "two\nlines", "", None, "x,y", "plain"]},
+                         index=pd.Index([f"i{j}" for j in range(6)]))
+    bank = ItemBank.__new__(ItemBank)
+    bank.items = items
+    buf = io.StringIO()
+    items.to_csv(buf, index=True, index_label="item", float_format=FLOAT_FORMAT, lineterminator="\n")
+    assert bank._body() == buf.getvalue()

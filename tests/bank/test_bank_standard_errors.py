@@ -12,7 +12,7 @@ from irtlib.bank.intervals import score_interval
 from irtlib.calibration.standard_errors import item_standard_errors
 from irtlib.core.kernels import probability
 from irtlib.errors import InputError
-from irtlib.fit.summaries import coefficient_of_variation, cv_interval
+from irtlib.fit.summaries import CVDraws, coefficient_of_variation, cv_interval
 
 
 def planted(seed, n_models=120, n_items=30, log_a_sd=0.4):
@@ -85,6 +85,34 @@ def test_cv_interval_is_a_point_without_error_and_widens_with_it():
     narrow, wide = cv_interval(a, 0.05 * a), cv_interval(a, 0.3 * a)
     assert wide[0] < narrow[0] < narrow[1] < wide[1]
     assert cv_interval(a, 0.3 * a, seed=3) == cv_interval(a, 0.3 * a, seed=3)
+
+
+def _cv_interval_as_drawn_in_one_array(a, se_a, *, draws, seed, level=0.95):
+    """The interval from all the draws at once (``np.std``, ``np.mean``): what the blocks must reproduce."""
+    z = np.random.default_rng(seed).standard_normal((draws, a.size))
+    sims = np.exp(np.log(a) + (se_a / a) * z)
+    cvs = np.std(sims, axis=1, ddof=1) / np.mean(sims, axis=1)
+    lo, hi = np.quantile(cvs, [(1 - level) / 2, (1 + level) / 2])
+    cv = coefficient_of_variation(a)
+    return max(0.0, float(2 * cv - hi)), float(2 * cv - lo)
+
+
+@pytest.mark.parametrize("ahead", [1, 3, 8])
+def test_cv_interval_from_draws_made_ahead_is_the_one_of_all_draws_at_once(ahead):
+    rng = np.random.default_rng(4)
+    a = np.exp(rng.normal(0, 0.6, 333))
+    se_a = a * rng.uniform(0.05, 0.5, 333)
+    want = _cv_interval_as_drawn_in_one_array(a, se_a, draws=1100, seed=9)
+    assert cv_interval(a, se_a, draws=1100, seed=9) == want
+    assert cv_interval(a, se_a, draws=1100, seed=9, drawn=CVDraws(333, draws=1100, seed=9, ahead=ahead)) == want
+
+
+def test_cv_draws_are_refused_for_another_interval_and_stop_when_closed_unused():
+    drawn = CVDraws(50, draws=2000, seed=1, ahead=2)
+    with pytest.raises(ValueError, match="draws made for"):
+        cv_interval(np.ones(50), np.full(50, 0.1), seed=2, drawn=drawn)
+    drawn.close()                                     # the thread, blocked on a full queue, ends
+    assert not drawn._thread.is_alive()
 
 
 @pytest.mark.slow

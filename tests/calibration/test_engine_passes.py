@@ -138,3 +138,18 @@ def test_a_dense_block_stores_one_minus_twice_the_response_and_zero_where_missin
     assert block.flip.dtype == np.float32
     np.testing.assert_array_equal(block.observed, ~np.isnan(values))
     assert cells.DenseBlock(values[:, :2][:1], slice(0, 1)).observed is None
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_starting_values_without_missing_cells_are_the_nan_aware_ones_bit_for_bit(order):
+    from irtlib.calibration.joint_map import _start
+
+    rng = np.random.default_rng(6)
+    x = np.asarray(rng.integers(0, 2, (57, 230)).astype(float), order=order)
+    eps = 0.5
+    safe_m, safe_i = np.nansum(x, axis=1), np.nansum(x, axis=0)
+    theta = np.log((safe_m + eps) / (x.shape[1] - safe_m + eps))
+    theta = (theta - theta.mean()) / (theta.std() + 1e-12)
+    b = -np.log((safe_i + eps) / (x.shape[0] - safe_i + eps)) / 1.7
+    got = _start(x)
+    assert np.array_equal(got[0], theta) and np.array_equal(got[1], b)

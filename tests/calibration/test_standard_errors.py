@@ -194,3 +194,36 @@ def test_bad_parameters_are_refused_in_one_line(kwargs, message):
     method = args.pop("method", "observed")
     with pytest.raises(InputError, match=message):
         item_standard_errors(x, args["a"], args["b"], args["theta"], method=method)
+
+
+@pytest.mark.parametrize("observed", [True, False])
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_cell_terms_in_row_chunks_equal_the_whole_block_formulas_bit_for_bit(monkeypatch, observed, missing):
+    import irtlib.calibration.standard_errors as module
+
+    rng = np.random.default_rng(11)
+    theta, a, b = simulate(rng, 203, 37, log_a_sd=0.7)
+    x = draw(rng, theta, a, b)
+    x[rng.random(x.shape) < missing] = np.nan
+    x[:70, 3] = np.nan                                # a chunk of rows with nothing missing in one column's place
+    plain = module._cell_terms_plain(x, theta, a, b, observed)
+    for rows in (1, 5, 64, 203, 500):                 # chunks of one row, uneven chunks, one chunk
+        monkeypatch.setattr(module, "CELL_ROWS", rows)
+        chunked = module._cell_terms(x, theta, a, b, observed)
+        for got, want in zip(chunked, plain, strict=True):
+            assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 64, 1000])
+def test_row_chunked_products_and_column_dots_equal_the_whole_block_expressions_bit_for_bit(monkeypatch, rows):
+    import irtlib.calibration.standard_errors as module
+
+    monkeypatch.setattr(module, "CELL_ROWS", rows)
+    rng = np.random.default_rng(3)
+    c_al, c_b, s_al, s_b = (rng.normal(size=(150, 41)) for _ in range(4))
+    d = tuple(rng.uniform(0.1, 2.0, size=(3, 41)))
+    m_al, m_b = module._times_inverse(c_al, c_b, d)
+    assert np.array_equal(m_al, c_al * d[0] + c_b * d[1]) and np.array_equal(m_b, c_al * d[1] + c_b * d[2])
+    for got, want in zip(module._column_dots(m_al, s_al, m_b, s_b),
+                         ((m_al * s_al).sum(axis=0), (m_b * s_b).sum(axis=0), (m_al * s_b).sum(axis=0)), strict=True):
+        assert np.array_equal(got, want)
