@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from irtlib.calibration.joint_map import Calibration, fit_items, fit_map
+from irtlib.calibration.joint_map import Calibration, fit_items, fit_map, fit_map_after_items
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
 
@@ -92,7 +92,8 @@ def refit_start(x_train: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.nda
     the training models' abilities held at the bank's) is one pass over the matrix and a 2 x 2 solve an
     item, no conjugate gradients; two of them take most of that way, so the joint refit that follows needs
     fewer of its costlier iterations (2PL 1,000 x 5,000: 7 -> 4). It still finds the same mode, to within
-    :data:`REFIT_TOL`: only the start moves.
+    :data:`REFIT_TOL`: only the start moves. :func:`interval_check` takes these steps and the joint refit
+    on one set of row blocks (:func:`irtlib.calibration.joint_map.fit_map_after_items`, the same numbers).
 
     Parameters
     ----------
@@ -194,8 +195,11 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         x_train = rows_of(np.flatnonzero(rows))  # the training models' rows: fitted as an array
         if not (~np.isnan(x_train)).any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
             return None
-        start = None if fit is None else refit_start(x_train, theta_fit[rows], a_fit, b_fit)
-        _, a, b, _ = fit_map(x_train, start=start, tol=REFIT_TOL, progress=refit_progress)
+        if fit is None:
+            _, a, b, _ = fit_map(x_train, tol=REFIT_TOL, progress=refit_progress)
+        else:                      # refit_start's item steps, then the joint refit, on one set of blocks
+            _, a, b, _ = fit_map_after_items(x_train, theta_fit[rows], a_fit, b_fit, item_steps=REFIT_ITEM_STEPS,
+                                             tol=REFIT_TOL, progress=refit_progress)
         fits.append((a, b))
         if progress is not None:
             progress(f + 1, 2 * refits)

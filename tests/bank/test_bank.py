@@ -373,18 +373,18 @@ def test_on_a_large_calibration_set_each_replayed_model_is_held_out_of_one_refit
     from irtlib.bank import coverage
 
     trained, replayed = [], []
-    real_fit, real_replay = coverage.fit_map, coverage._adaptive_replay
+    real_fit, real_replay = coverage.fit_map_after_items, coverage._adaptive_replay
 
-    def fit(x, **kwargs):
+    def fit(x, *args, **kwargs):
         trained.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})      # the refit's training rows
-        return real_fit(x, **kwargs)
+        return real_fit(x, *args, **kwargs)
 
     def replay(x, a, b, checkpoints):
         replayed.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})   # the rows replayed with these items
         return real_replay(x, a, b, checkpoints)
 
     monkeypatch.setattr(coverage, "MAX_REPLAYED", 12)       # 40 models, 12 replayed: as if a leaderboard
-    monkeypatch.setattr(coverage, "fit_map", fit)
+    monkeypatch.setattr(coverage, "fit_map_after_items", fit)
     monkeypatch.setattr(coverage, "_adaptive_replay", replay)
     check = calibrate_bank(matrix).meta["interval_check"]
     assert check["n_replayed"] == 12 and check["refits"] == 2 == len(trained)     # ceil(5 x 12 / 40) refits
@@ -406,8 +406,8 @@ def test_on_a_large_calibration_set_each_replayed_model_is_held_out_of_one_refit
 
 def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit():
     """The check's refit starts from the bank's fit moved by item-only steps: the same mode, in fewer iterations."""
-    from irtlib.bank.coverage import REFIT_TOL, refit_start
-    from irtlib.calibration.joint_map import fit_map
+    from irtlib.bank.coverage import REFIT_ITEM_STEPS, REFIT_TOL, refit_start
+    from irtlib.calibration.joint_map import fit_map, fit_map_after_items
 
     values, *_ = simulate_2pl(150, 600, seed=8, sd_log_a=0.7)
     theta, a, b, _ = fit_map(values)
@@ -422,3 +422,8 @@ def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit(
                          strict=True):
         np.testing.assert_allclose(got, want, rtol=0, atol=REFIT_TOL)
     assert stepped[3]["iterations"] < plain[3]["iterations"]
+    # the check's refit does both on one set of blocks: the same numbers, bit for bit
+    once = fit_map_after_items(x, theta[train], a, b, item_steps=REFIT_ITEM_STEPS, tol=REFIT_TOL)
+    for got, want in zip(once[:3], stepped[:3], strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert once[3] == stepped[3]
