@@ -68,7 +68,9 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
     with ``theta``, so ``theta -/+ z se`` maps to a score interval through its endpoints. The
     unknown items' Bernoulli spread ``z sqrt(sum_unknown P_j (1 - P_j)) / n_full`` is added in
     quadrature to each half-width; both are then multiplied by ``inflation``. The interval is
-    clipped to [0, 1].
+    clipped to [0, 1]. For many models on one bank (``theta`` of shape (n_models,), known items by
+    ``known_items`` or none), the probabilities come from the C kernel of
+    :mod:`irtlib.bank.interval_kernel` where it can be built: the same values, bit for bit.
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     theta, se = np.asarray(theta, float), np.asarray(se, float)
