@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
-from irtlib.calibration.joint_map import Calibration, fit_items, fit_map
+from irtlib.calibration.joint_map import Calibration, fit_items, fit_map, fit_map_after_items
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
 
@@ -45,8 +46,9 @@ def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
 
     Runs :func:`irtlib.selection.adaptive.run_adaptive` (Fluid Benchmarking: maximum information, MAP
     with a Normal(0, 1) prior, unobserved items unavailable), the rule
-    :class:`irtlib.AdaptiveSession` follows. Yields ``(k, theta, se, known_mask, known_sum)``
-    after ``k`` items for every ``k`` in ``checkpoints`` up to the longest possible test.
+    :class:`irtlib.AdaptiveSession` follows. Yields ``(k, theta, se, given, known_sum)``
+    after ``k`` items for every ``k`` in ``checkpoints`` up to the longest possible test: ``given``
+    (n_models, k) the items given (-1: none), the known items of :func:`score_interval`.
     """
     from irtlib.selection.adaptive import run_adaptive
     from irtlib.selection.selectors import MaxInformation
@@ -64,10 +66,8 @@ def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
         j = np.where(valid, given, 0)
         info = np.where(valid, fisher_information(theta[:, None], a[j], b[j]), 0.0).sum(axis=1)
         se = 1.0 / np.sqrt(info + 1.0 / prior_sd ** 2)
-        known = np.zeros(x.shape, dtype=bool)
-        known[np.broadcast_to(rows, j.shape)[valid], j[valid]] = True
         known_sum = np.where(valid, x[rows, j], 0.0).sum(axis=1)
-        yield k, theta, se, known, known_sum
+        yield k, theta, se, given, known_sum
 
 
 #: Most calibration models whose adaptive tests the check replays: beyond it, a seeded sample of this many
@@ -92,7 +92,8 @@ def refit_start(x_train: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.nda
     the training models' abilities held at the bank's) is one pass over the matrix and a 2 x 2 solve an
     item, no conjugate gradients; two of them take most of that way, so the joint refit that follows needs
     fewer of its costlier iterations (2PL 1,000 x 5,000: 7 -> 4). It still finds the same mode, to within
-    :data:`REFIT_TOL`: only the start moves.
+    :data:`REFIT_TOL`: only the start moves. :func:`interval_check` takes these steps and the joint refit
+    on one set of row blocks (:func:`irtlib.calibration.joint_map.fit_map_after_items`, the same numbers).
 
     Parameters
     ----------
@@ -153,15 +154,25 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     (one group from ``folds x MAX_REPLAYED`` models on), and each refit leaves out one group and keeps
     every other model. Each replayed model is still held out of the item parameters its test uses, on
     a training set no smaller than a fold's, at the cost of one refit instead of ``folds`` on a
-    leaderboard. Up to :data:`MAX_REPLAYED` models the groups are the folds. The replays run on two
-    threads; the result does not depend on it.
+    leaderboard. Up to :data:`MAX_REPLAYED` models the groups are the folds. Each group's models are
+    replayed in one adaptive run (the groups on two threads), and the score intervals of its
+    checkpoints are computed on two threads (:mod:`irtlib.bank.interval_kernel`); the result does not
+    depend on either.
     """
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
         return None
     truth = matrix.safety_scores().to_numpy()
-    kept = matrix.subset(items=kept_items)
-    x_all = kept.values
+    cols = matrix.items.get_indexer(list(kept_items))
+    if (cols < 0).any():
+        matrix.subset(items=kept_items)          # raises, naming the unknown items
+    every_item = cols.size == matrix.shape[1] and bool((cols == np.arange(cols.size)).all())
+    values = matrix.values
+
+    def rows_of(rows: np.ndarray) -> np.ndarray:
+        """The kept items' responses of some models: one copy, without a matrix and its checks."""
+        return values[rows] if every_item else values[np.ix_(rows, cols)]
+
     n_full = matrix.shape[1]
     rng = np.random.default_rng(seed)
     fold_of = rng.permutation(np.arange(n_models) % folds)
@@ -176,42 +187,49 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         fold_of = np.full(n_models, -1)
         fold_of[replayed] = np.random.default_rng([seed, 2]).permutation(np.arange(MAX_REPLAYED) % refits)
     if fit is not None:            # the bank's fit on the kept models and items, every fold's start
-        theta_fit, a_fit, b_fit = (fit.theta.reindex(kept.models).to_numpy(), fit.a.reindex(kept.items).to_numpy(),
-                                   fit.b.reindex(kept.items).to_numpy())
+        theta_fit, a_fit, b_fit = (fit.theta.reindex(matrix.models).to_numpy(), fit.a.reindex(kept_items).to_numpy(),
+                                   fit.b.reindex(kept_items).to_numpy())
     fits = []
     for f in range(refits):
         rows = fold_of != f
-        x_train = x_all[rows]      # the training models' rows: fitted as an array (no matrix copy and its checks)
+        x_train = rows_of(np.flatnonzero(rows))  # the training models' rows: fitted as an array
         if not (~np.isnan(x_train)).any(axis=0).all():  # an item no training model saw: cannot refit it in this fold
             return None
-        start = None if fit is None else refit_start(x_train, theta_fit[rows], a_fit, b_fit)
-        _, a, b, _ = fit_map(x_train, start=start, tol=REFIT_TOL, progress=refit_progress)
+        if fit is None:
+            _, a, b, _ = fit_map(x_train, tol=REFIT_TOL, progress=refit_progress)
+        else:                      # refit_start's item steps, then the joint refit, on one set of blocks
+            _, a, b, _ = fit_map_after_items(x_train, theta_fit[rows], a_fit, b_fit, item_steps=REFIT_ITEM_STEPS,
+                                             tol=REFIT_TOL, progress=refit_progress)
         fits.append((a, b))
         if progress is not None:
             progress(f + 1, 2 * refits)
 
-    def replay(task: tuple[int, np.ndarray]) -> dict:
-        f, mine = task
+    def replay(f: int) -> tuple[list, np.ndarray]:
+        """Group ``f``'s left-out models, all in one adaptive run: each checkpoint's estimates, and their scores."""
+        mine = np.flatnonzero((fold_of == f) & replayed)
         a, b = fits[f]
-        out = {}
-        for k, theta, se, known, known_sum in _adaptive_replay(x_all[mine], a, b, checkpoints):
-            score, lo, hi = score_interval(a, b, theta, se, known_mask=known, known_sum=known_sum,
-                                           filtered_sum=filtered_sum, n_full=n_full)
-            err = truth[mine] - score
-            half = np.where(err < 0, score - lo, hi - score)
-            out[k] = (err / np.maximum(half / Z95, 1e-12)).tolist()
-        return out
+        return list(_adaptive_replay(rows_of(mine), a, b, checkpoints)), truth[mine]
 
-    # each refit's left-out models replayed at once; a single refit's in two halves, so both threads have work
-    tasks = [(f, part) for f in range(refits)
-             for part in np.array_split(np.flatnonzero((fold_of == f) & replayed), 2 if refits == 1 else 1)]
+    def errors(f: int, target: np.ndarray, point: tuple) -> tuple[int, list]:
+        """The score errors of one checkpoint of group ``f``, in units of the interval's half-width / 1.96."""
+        k, theta, se, given, known_sum = point
+        a, b = fits[f]
+        score, lo, hi = score_interval(a, b, theta, se, known_items=given, known_sum=known_sum,
+                                       filtered_sum=filtered_sum, n_full=n_full)
+        err = target - score
+        half = np.where(err < 0, score - lo, hi - score)
+        return k, (err / np.maximum(half / Z95, 1e-12)).tolist()
+
+    # the groups' adaptive runs on two threads, then each checkpoint's intervals (the kernel and numpy free the GIL)
     z = {k: [] for k in checkpoints}
-    with ThreadPoolExecutor(2) as pool:          # the replays are independent: one a core (numpy frees the GIL)
-        for t, found in enumerate(pool.map(replay, tasks)):
-            for k, values in found.items():
+    with ThreadPoolExecutor(2) as pool:
+        tests = [pool.submit(replay, f) for f in range(refits)]
+        for f, test in enumerate(tests):
+            points, target = test.result()
+            for k, values in pool.map(partial(errors, f, target), points):
                 z[k].extend(values)
             if progress is not None:
-                progress(refits + (t + 1) * refits // len(tasks), 2 * refits)
+                progress(refits + f + 1, 2 * refits)
     n_replayed = int(replayed.sum())
     ks = [k for k in checkpoints if len(z[k]) >= n_replayed // 2]
     rms = [float(np.sqrt(np.mean(np.square(z[k])))) for k in ks]

@@ -13,6 +13,9 @@ from scipy.special import expit
 
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import bernoulli_variance, logit_z
+from irtlib.errors import InputError
+
+from . import interval_kernel
 
 __all__ = ["Z95", "score_interval"]
 
@@ -21,8 +24,9 @@ Z95 = 1.959963984540054
 
 
 def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, *,
-                   known_mask: ArrayLike | None = None, known_sum: ArrayLike = 0.0, filtered_sum: float = 0.0,
-                   n_full: int | None = None, inflation: ArrayLike = 1.0, z: float = Z95,
+                   known_mask: ArrayLike | None = None, known_items: ArrayLike | None = None,
+                   known_sum: ArrayLike = 0.0, filtered_sum: float = 0.0, n_full: int | None = None,
+                   inflation: ArrayLike = 1.0, z: float = Z95,
                    item_se: tuple[ArrayLike, ArrayLike] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Predicted full-benchmark safety score and its interval, vectorised over models.
 
@@ -34,6 +38,10 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
         Ability estimates and their standard errors.
     known_mask : ndarray of bool, shape (n_items,) or (n_models, n_items), optional
         Bank items whose response is already observed; they count as answered.
+    known_items : ndarray of int, shape (n_models, k), optional
+        Instead of ``known_mask`` for many models: the known items of each model by index (-1: none),
+        e.g. the items an adaptive test gave (:func:`irtlib.bank.coverage.interval_check`). The same
+        result as the mask they mark, bit for bit, without a models x items mask.
     known_sum : float or ndarray, shape (n_models,)
         Number of safe responses among the known items.
     filtered_sum : float
@@ -60,18 +68,39 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
     with ``theta``, so ``theta -/+ z se`` maps to a score interval through its endpoints. The
     unknown items' Bernoulli spread ``z sqrt(sum_unknown P_j (1 - P_j)) / n_full`` is added in
     quadrature to each half-width; both are then multiplied by ``inflation``. The interval is
-    clipped to [0, 1].
+    clipped to [0, 1]. For many models on one bank (``theta`` of shape (n_models,), known items by
+    ``known_items`` or none), the probabilities come from the C kernel of
+    :mod:`irtlib.bank.interval_kernel` where it can be built: the same values, bit for bit.
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     theta, se = np.asarray(theta, float), np.asarray(se, float)
     n_full = len(a) if n_full is None else n_full
     known = None if known_mask is None else np.asarray(known_mask, bool)
+    cells = None
+    if known_items is not None:
+        if known is not None:
+            raise InputError("give known_mask or known_items, not both")
+        given = np.asarray(known_items, dtype=np.intp)
+        if given.ndim != 2 or given.shape[0] != theta.size or theta.ndim != 1:
+            raise InputError(f"known_items must have shape (n_models, k) for {theta.size} models, got {given.shape}")
+        cells = np.nonzero(given >= 0)
+        cells = (cells[0], given[cells])          # (model, item) of every known cell
+        if item_se is not None:                   # the item-uncertainty term reads a mask
+            known = np.zeros(theta.shape + a.shape, dtype=bool)
+            known[cells] = True
+
+    # many models on one bank, known items by index or none: the C kernel's probabilities (the same values)
+    lib = interval_kernel.load() if theta.ndim == 1 and a.ndim == 1 and known_mask is None else None
 
     def total(t, out):
         # P (models x items) into ``out``, 0 on the known items, and its row sums: in place, the same
         # values and sums as np.where(unknown, probability(...), 0).sum(-1) without its temporaries
+        if lib is not None:
+            return interval_kernel.probabilities(lib, t, a, b, known_items, out).sum(axis=-1)
         p = expit(logit_z(t[..., None], a, b, out=out), out=out)
-        if known is not None:
+        if cells is not None:
+            p[cells] = 0.0                        # the known cells only: the same P as the mask's
+        elif known is not None:
             np.copyto(p, 0.0, where=known)        # np.where(unknown, P, 0), in place
         return p.sum(axis=-1)
 

@@ -377,34 +377,77 @@ class _MapRun:
         ``|H'| s^2 / (2 H)`` after a step ``s``, with ``H`` the posterior information), which
         saves the confirming iteration; the estimate is then within about ``tol / 10`` of the
         mode.
+
+        Each iteration evaluates only the models still moving (a stopped model's estimate and
+        information stay as they were); the models that stopped at the previous iteration are
+        still re-centred if their last step took them ``radius`` away, as when every model was
+        evaluated at every iteration, so the moments, and every estimate, are the same bit for bit.
         """
         e = self.e
         lo, hi = e.bounds
         inv_var = 1.0 / e.prior_sd ** 2
         cap = e.max_step
-        theta = self.theta
-        done = np.zeros(theta.size, dtype=bool)
-        info = self.info
+        n = self.theta.size
+        theta, info = self.theta.copy(), np.array(self.info, dtype=float, copy=True)
+        if info.shape != theta.shape:
+            info = np.broadcast_to(info, theta.shape).copy()
+        act, stopped = np.arange(n), None       # the models still moving; those that just stopped
         for _ in range(e.max_newton):
-            terms = self._terms(theta)                              # d^n / n!
-            M = self.M
-            g = self.sax - np.einsum("ij,ij->i", M[:, :-1], terms) - (theta - e.prior_mean) * inv_var
+            whole = act.size == n
+            th = theta if whole else theta[act]
+            terms = self._terms_of(act, th, stopped, theta)                 # d^n / n!
+            M = self.M if whole else self.M[act]
+            sax = self.sax if whole else self.sax[act]
+            g = sax - np.einsum("ij,ij->i", M[:, :-1], terms) - (th - e.prior_mean) * inv_var
             h = np.einsum("ij,ij->i", M[:, 1:], terms)
             dh = np.einsum("ij,ij->i", M[:, 2:], terms[:, :-1])     # d information / d theta
             hp = h + inv_var
             raw = g / hp
-            new = np.minimum(np.maximum(theta + np.minimum(np.maximum(raw, -cap), cap), lo), hi)
-            moved = np.abs(new - theta)
-            if done.any():
-                new = np.where(done, theta, new)
-                h = np.where(done, info, h)
-            theta, info = new, h
-            done |= (moved < e.tol) | ((np.abs(dh) * raw * raw < 0.2 * e.tol * hp) & (np.abs(raw) < cap)
-                                        & (new > lo) & (new < hi))
-            if done.all():
+            new = np.minimum(np.maximum(th + np.minimum(np.maximum(raw, -cap), cap), lo), hi)
+            moved = np.abs(new - th)
+            theta[act], info[act] = new, h
+            stop = (moved < e.tol) | ((np.abs(dh) * raw * raw < 0.2 * e.tol * hp) & (np.abs(raw) < cap)
+                                      & (new > lo) & (new < hi))
+            stopped, act = act[stop], act[~stop]
+            if not act.size:
                 break
         self.info = info
+        done = np.ones(n, dtype=bool)
+        done[act] = False
         return self._finish(theta, done)
+
+    def _terms_of(self, act, th, stopped, theta):
+        """:meth:`_terms` of the models ``act`` (abilities ``th``), re-centring also the models ``stopped``.
+
+        The models far from their reference among ``act`` and ``stopped`` (at ``theta``) are re-centred
+        in one call, in row order, exactly those that :meth:`_terms` of every model would re-centre
+        (the other models have not moved since their last check).
+        """
+        if stopped is None or not stopped.size:
+            return self._terms(th) if act.size == self.theta_r.size else self._terms_rows(act, th)
+        check = np.union1d(act, stopped)
+        d = theta[check] - self.theta_r[check]
+        far = self.amax[check] * np.abs(d) > self.e.radius
+        if far.any():
+            rows = check[far]
+            self._recentre(rows, theta[rows])
+            d[far] = 0.0
+        d = d[np.isin(check, act, assume_unique=True)]
+        terms = d[:, None] ** self.dpow
+        terms *= self.invfact
+        return terms
+
+    def _terms_rows(self, rows, th):
+        """:meth:`_terms` of the models ``rows`` only (abilities ``th``)."""
+        d = th - self.theta_r[rows]
+        far = self.amax[rows] * np.abs(d) > self.e.radius
+        if far.any():
+            sub = rows[far]
+            self._recentre(sub, th[far])
+            d[far] = 0.0
+        terms = d[:, None] ** self.dpow
+        terms *= self.invfact
+        return terms
 
     # -- what the engine reads ------------------------------------------------------------------
     def start(self):

@@ -394,16 +394,17 @@ class _MaxInfoRun:
             level = np.searchsorted(self.radii, np.abs(theta - self.theta_c))
             k, low = self._candidates(theta)
             ok = live & (low > self.bound[self.rows, level])
-            hit = self.rows[ok]
-            out[hit] = self.items[hit, k[ok]]
+            hit, k_hit = self.rows[ok], k[ok]
+            out[hit] = self.items[hit, k_hit]
             pending = np.flatnonzero(live & ~ok)
         if pending.size:
             out[pending] = self._full(pending, theta)
         got = np.flatnonzero(out >= 0)
-        chosen = out[got]
-        self.unused[got, chosen] = False
+        self.unused[got, out[got]] = False
         if self.cache:
-            self.used[got] |= self.items[got] == chosen[:, None]
+            self.used[hit, k_hit] = True       # a candidate's own column (candidates are distinct items)
+            redone = pending[out[pending] >= 0]  # rebuilt lists: wherever the chosen item is among them
+            self.used[redone] |= self.items[redone] == out[redone][:, None]
         self.left[got] -= 1
         return out
 

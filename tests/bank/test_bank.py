@@ -178,6 +178,70 @@ def test_score_interval_of_many_models_equals_one_model_at_a_time():
             assert [v[m] for v in got] == [float(v) for v in one]
 
 
+@pytest.fixture(params=["numpy", "C kernel"])
+def interval_path(request, monkeypatch):
+    """score_interval's probabilities by numpy, or by the C kernel (skipped where it cannot be built)."""
+    from irtlib.bank import interval_kernel
+
+    if request.param == "numpy":
+        monkeypatch.setitem(interval_kernel._LOADED, "lib", None)
+    elif interval_kernel.load() is None:
+        pytest.skip("the interval kernel cannot be built here")
+    return request.param
+
+
+def test_known_items_by_index_give_the_masks_interval_bit_for_bit(interval_path):
+    """The replays' known items by index (C kernel or numpy) against the mask they mark, on the numpy path."""
+    from irtlib.bank import interval_kernel
+
+    rng = np.random.default_rng(4)
+    n_models, n_items = 9, 400
+    a, b = np.exp(rng.normal(0.0, 1.2, n_items)), rng.normal(0.0, 2.0, n_items)
+    theta, se = np.r_[rng.normal(0.0, 2.0, n_models - 2), 8.0, -8.0], rng.uniform(0.05, 0.8, n_models)
+    given = np.where(rng.random((n_models, 30)) < 0.9, rng.choice(n_items, (n_models, 30)), -1)
+    given[0] = -1                                                  # nothing known yet
+    mask = np.zeros((n_models, n_items), dtype=bool)
+    rows = np.broadcast_to(np.arange(n_models)[:, None], given.shape)
+    mask[rows[given >= 0], given[given >= 0]] = True
+    known_sum = rng.uniform(0.0, 20.0, n_models)
+    item_se = (rng.uniform(0.0, 0.2, n_items), rng.uniform(0.0, 0.2, n_items))
+    for extra in ({}, {"item_se": item_se}, {"inflation": 1.7}):
+        by_index = score_interval(a, b, theta, se, known_items=given, known_sum=known_sum, filtered_sum=3.0,
+                                  n_full=450, **extra)
+        interval_kernel._LOADED["lib"], kept = None, interval_kernel._LOADED.get("lib")
+        try:
+            by_mask = score_interval(a, b, theta, se, known_mask=mask, known_sum=known_sum, filtered_sum=3.0,
+                                     n_full=450, **extra)
+        finally:
+            interval_kernel._LOADED["lib"] = kept
+        for got, want in zip(by_index, by_mask, strict=True):
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="known_mask or known_items"):
+        score_interval(a, b, theta, se, known_mask=mask, known_items=given)
+
+
+def test_the_interval_check_is_the_same_with_the_interval_kernel_and_with_numpy(matrix, monkeypatch):
+    from irtlib.bank import coverage, interval_kernel
+
+    if interval_kernel.load() is None:
+        pytest.skip("the interval kernel cannot be built here")
+    kept = matrix.filter_variance(0.01)
+    rates = matrix.item_safe_rates()
+    filtered_sum = float(rates[~rates.index.isin(kept.items)].sum())
+    with_kernel = coverage.interval_check(matrix, kept.items, filtered_sum)
+    monkeypatch.setitem(interval_kernel._LOADED, "lib", None)
+    assert coverage.interval_check(matrix, kept.items, filtered_sum) == with_kernel
+    assert len(with_kernel["k"]) >= 8 and max(with_kernel["inflation"]) > 1.0
+
+
+def test_the_interval_kernel_is_off_when_turned_off(monkeypatch):
+    from irtlib.bank import interval_kernel
+
+    monkeypatch.setattr(interval_kernel, "_LOADED", {})
+    monkeypatch.setenv("IRTLIB_INTERVAL_KERNEL", "0")
+    assert interval_kernel.load() is None
+
+
 def test_interval_inflation_interpolates_in_log_test_length(bank):
     check = {"k": [1, 10, 100], "inflation": [3.0, 2.0, 1.2]}
     b = ItemBank(bank.items, {"interval_check": check})
@@ -311,18 +375,18 @@ def test_on_a_large_calibration_set_each_replayed_model_is_held_out_of_one_refit
     from irtlib.bank import coverage
 
     trained, replayed = [], []
-    real_fit, real_replay = coverage.fit_map, coverage._adaptive_replay
+    real_fit, real_replay = coverage.fit_map_after_items, coverage._adaptive_replay
 
-    def fit(x, **kwargs):
+    def fit(x, *args, **kwargs):
         trained.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})      # the refit's training rows
-        return real_fit(x, **kwargs)
+        return real_fit(x, *args, **kwargs)
 
     def replay(x, a, b, checkpoints):
         replayed.append({tuple(row) for row in np.nan_to_num(x, nan=-1.0)})   # the rows replayed with these items
         return real_replay(x, a, b, checkpoints)
 
     monkeypatch.setattr(coverage, "MAX_REPLAYED", 12)       # 40 models, 12 replayed: as if a leaderboard
-    monkeypatch.setattr(coverage, "fit_map", fit)
+    monkeypatch.setattr(coverage, "fit_map_after_items", fit)
     monkeypatch.setattr(coverage, "_adaptive_replay", replay)
     check = calibrate_bank(matrix).meta["interval_check"]
     assert check["n_replayed"] == 12 and check["refits"] == 2 == len(trained)     # ceil(5 x 12 / 40) refits
@@ -344,8 +408,8 @@ def test_on_a_large_calibration_set_each_replayed_model_is_held_out_of_one_refit
 
 def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit():
     """The check's refit starts from the bank's fit moved by item-only steps: the same mode, in fewer iterations."""
-    from irtlib.bank.coverage import REFIT_TOL, refit_start
-    from irtlib.calibration.joint_map import fit_map
+    from irtlib.bank.coverage import REFIT_ITEM_STEPS, REFIT_TOL, refit_start
+    from irtlib.calibration.joint_map import fit_map, fit_map_after_items
 
     values, *_ = simulate_2pl(150, 600, seed=8, sd_log_a=0.7)
     theta, a, b, _ = fit_map(values)
@@ -360,6 +424,11 @@ def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit(
                          strict=True):
         np.testing.assert_allclose(got, want, rtol=0, atol=REFIT_TOL)
     assert stepped[3]["iterations"] < plain[3]["iterations"]
+    # the check's refit does both on one set of blocks: the same numbers, bit for bit
+    once = fit_map_after_items(x, theta[train], a, b, item_steps=REFIT_ITEM_STEPS, tol=REFIT_TOL)
+    for got, want in zip(once[:3], stepped[:3], strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert once[3] == stepped[3]
 
 
 def test_bank_body_is_the_text_pandas_writes_with_seventeen_digits():
