@@ -83,9 +83,9 @@ def install_engine() -> str:
     kernel's process group once the last cell and the closing ``kernel_info`` request have answered,
     instead of a shutdown request followed by the interpreter's teardown. Every output has arrived
     by then (the kernel reports idle only after flushing its streams). A kernel that has started
-    processes of its own (:func:`kernel_has_children`: a chapter's worker pool) still shuts down
-    gracefully, so that its ``atexit`` hooks stop and wait for them and their CPU time is counted
-    in the kernel's, as ``benchmarks/bench_book.py`` measures it. Registered as the default engine
+    processes of its own (:func:`kernel_has_children`: a chapter's py-irt worker pool) is shut down
+    as before (a shutdown request, then the wait for its exit), so that whatever such a pool does
+    when its kernel ends is as it was. Registered as the default engine
     (name ``None``) and as ``nbclient``, so the notebook's metadata and papermill's ``--engine``
     option are as before. Nothing is installed (``"graceful"``) when coverage's subprocess hook is
     set (:data:`COVERAGE_HOOKS`): the kernel must exit normally to write its coverage data.

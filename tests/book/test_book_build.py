@@ -566,15 +566,27 @@ def test_run_chapter_stops_the_kernel_at_once_after_the_last_cell(tmp_path):
     assert not marker.exists()
 
 
-def test_run_chapter_lets_a_kernel_with_processes_of_its_own_shut_down(tmp_path):
-    """A kernel that started processes (a worker pool) exits normally: its atexit hooks stop and wait for them."""
-    marker = tmp_path / "atexit-ran"
-    _, notebook = _run_chapter(tmp_path, f"""\
-        import atexit, subprocess, sys
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        atexit.register(lambda: (child.kill(), child.wait(), open({str(marker)!r}, "w").write(str(child.pid))))
-        print("started")
-        """)
-    assert _printed(notebook) == "started\n"
-    pid = int(marker.read_text())
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+def test_a_kernel_with_processes_of_its_own_is_seen(tmp_path):
+    """Such a kernel is shut down as before (gracefully): the runner sees its child processes, and only them."""
+    sys.path.insert(0, str(TOOLS))
+    try:
+        import run_chapter
+    finally:
+        sys.path.remove(str(TOOLS))
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                               "print(child.pid, flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        child = int(parent.stdout.readline())
+        assert run_chapter.kernel_has_children(parent.pid)
+        assert not run_chapter.kernel_has_children(lone.pid)
+        assert not run_chapter.kernel_has_children(None)
+        os.kill(child, 9)
+        os.kill(parent.pid, 9)
+        parent.wait()
+        assert not run_chapter.kernel_has_children(parent.pid)      # gone
+    finally:
+        for proc in (parent, lone):
+            proc.kill()
+            proc.wait()
