@@ -533,3 +533,60 @@ def test_run_chapter_passes_typed_parameters_and_keeps_papermill_metadata(tmp_pa
                       for o in c["outputs"])
     assert printed == "bool True int 3 abc\n"
     assert not (tmp_path / "executing" / "ch.ipynb").exists()      # moved into place, not left behind
+
+
+def _run_chapter(tmp_path: Path, body: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """tools/run_chapter.py on a one-cell chapter, outside coverage's subprocess hook (as the book runs)."""
+    source = tmp_path / "ch.md"
+    source.write_text(_chapter("Ch", body))
+    output = tmp_path / "executed" / "ch.ipynb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    done = subprocess.run([sys.executable, str(TOOLS / "run_chapter.py"), str(source), str(output), "--cwd",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    return done, json.loads(output.read_text())
+
+
+def _printed(notebook: dict, stream: str = "stdout") -> str:
+    return "".join("".join(o.get("text", "")) for c in notebook["cells"] if c["cell_type"] == "code"
+                   for o in c["outputs"] if o.get("name") == stream)
+
+
+def test_run_chapter_stops_the_kernel_at_once_after_the_last_cell(tmp_path):
+    """No shutdown request and teardown: the kernel's atexit hooks do not run, yet every output is kept."""
+    marker = tmp_path / "atexit-ran"
+    _, notebook = _run_chapter(tmp_path, f"""\
+        import atexit, sys
+        atexit.register(lambda: open({str(marker)!r}, "w").close())
+        print("first line")
+        sys.stderr.write("to stderr\\n")
+        print("last line", end="")
+        """)
+    assert (_printed(notebook), _printed(notebook, "stderr")) == ("first line\nlast line", "to stderr\n")
+    assert not marker.exists()
+
+
+def test_a_kernel_with_processes_of_its_own_is_seen(tmp_path):
+    """Such a kernel is shut down as before (gracefully): the runner sees its child processes, and only them."""
+    sys.path.insert(0, str(TOOLS))
+    try:
+        import run_chapter
+    finally:
+        sys.path.remove(str(TOOLS))
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                               "print(child.pid, flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        child = int(parent.stdout.readline())
+        assert run_chapter.kernel_has_children(parent.pid)
+        assert not run_chapter.kernel_has_children(lone.pid)
+        assert not run_chapter.kernel_has_children(None)
+        os.kill(child, 9)
+        os.kill(parent.pid, 9)
+        parent.wait()
+        assert not run_chapter.kernel_has_children(parent.pid)      # gone
+    finally:
+        for proc in (parent, lone):
+            proc.kill()
+            proc.wait()
