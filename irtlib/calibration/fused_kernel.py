@@ -130,6 +130,19 @@ def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str) 
         return None
 
 
+def verified(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
+             matches: Callable[[ctypes.CDLL], bool], cache: dict) -> ctypes.CDLL | None:
+    """:func:`compiled`'s library if ``matches(library)`` (its numbers equal numpy's), else None.
+
+    Decided once per process: the answer is kept in ``cache["lib"]`` (the calling module's own dict).
+    For :mod:`irtlib.selection.score_kernel` and :mod:`irtlib.bank.interval_kernel`.
+    """
+    if "lib" not in cache:
+        lib = compiled(source, bind, switch=switch)
+        cache["lib"] = lib if lib is not None and matches(lib) else None
+    return cache["lib"]
+
+
 def bind_library(path: Path) -> ctypes.CDLL:
     """The library at ``path`` with ``loglik_2pl``'s argument types declared."""
     lib = ctypes.CDLL(str(path))

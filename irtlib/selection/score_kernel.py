@@ -121,9 +121,6 @@ def load() -> ctypes.CDLL | None:
 
     Decided once per process.
     """
-    if "lib" not in _LOADED:
-        from irtlib.calibration.fused_kernel import compiled
+    from irtlib.calibration.fused_kernel import verified
 
-        lib = compiled(SOURCE, _bind, switch="IRTLIB_SCORE_KERNEL")
-        _LOADED["lib"] = lib if lib is not None and _matches_numpy(lib) else None
-    return _LOADED["lib"]
+    return verified(SOURCE, _bind, switch="IRTLIB_SCORE_KERNEL", matches=_matches_numpy, cache=_LOADED)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import simulate_2pl
+from kernel_helpers import numpy_or_kernel
 
 from irtlib.bank.build import (
     ItemBank,
@@ -183,11 +184,7 @@ def interval_path(request, monkeypatch):
     """score_interval's probabilities by numpy, or by the C kernel (skipped where it cannot be built)."""
     from irtlib.bank import interval_kernel
 
-    if request.param == "numpy":
-        monkeypatch.setitem(interval_kernel._LOADED, "lib", None)
-    elif interval_kernel.load() is None:
-        pytest.skip("the interval kernel cannot be built here")
-    return request.param
+    return numpy_or_kernel(request.param, interval_kernel, monkeypatch, what="the interval kernel")
 
 
 def test_known_items_by_index_give_the_masks_interval_bit_for_bit(interval_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import simulate_2pl
+from kernel_helpers import numpy_or_kernel
 from scipy import integrate, optimize, stats
 
 from irtlib.bank.build import calibrate_bank
@@ -310,11 +311,7 @@ def mle_terms_path(request, monkeypatch):
     """Fluid's MLE score terms by numpy, or by the C kernel (skipped where it cannot be built)."""
     from irtlib.selection import score_kernel
 
-    if request.param == "numpy":
-        monkeypatch.setitem(score_kernel._LOADED, "lib", None)
-    elif score_kernel.load() is None:
-        pytest.skip("the MLE score kernel cannot be built here")
-    return request.param
+    return numpy_or_kernel(request.param, score_kernel, monkeypatch, what="the MLE score kernel")
 
 
 def test_mle_score_in_work_arrays_is_score_and_information_bit_for_bit(mle_terms_path):
