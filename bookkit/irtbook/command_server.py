@@ -52,10 +52,10 @@ def _run_child(argv: list[str], cwd: str, output: str) -> None:  # pragma: no co
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding=encoding)
         sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding=encoding,
                                       errors="backslashreplace", line_buffering=True)
-        import irtlib
-
-        sys.argv = [str(Path(irtlib.__file__).with_name("__main__.py")), *argv]
+        from irtlib import cli
         from irtlib.cli import main
+
+        sys.argv = [str(Path(cli.__file__).parents[1] / "__main__.py"), *argv]   # as `python -m irtlib` sets it
 
         try:
             sys.exit(main(argv))

@@ -108,12 +108,13 @@ def render_key(fig: Any, *, mime: str, printer: Any) -> str | None:
     import PIL
     from matplotlib import ft2font
 
-    from irtbook.cache import _source_files
+    from irtbook.cache import source_roots
 
     digest = figure_digest(fig)
     if digest is None:
         return None
-    environment = (_sources_digest(tuple(p for _, p in _source_files())), matplotlib.__version__,
+    sources = tuple(p for _, root in source_roots() for p in sorted(root.rglob("*.py")))
+    environment = (_sources_digest(sources), matplotlib.__version__,
                    ft2font.__freetype_version__, PIL.__version__, IPython.__version__,
                    repr(sorted((k, repr(v)) for k, v in matplotlib.rcParams.items())))
     return hashlib.sha256(repr((digest, mime, _describe_printer(printer), environment)).encode()).hexdigest()
