@@ -233,6 +233,7 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
     the step (earlier posteriors faded), its MAP estimate, and ``full_theta`` (the model's
     full-benchmark ability) when given. Made without pyplot.
     """
+    import matplotlib as mpl
     from matplotlib.animation import FuncAnimation
     from matplotlib.figure import Figure
 
@@ -250,8 +251,16 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
 
     fig = Figure(figsize=(7.0, 5.4), dpi=80, layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
+    # Every frame has the same axes, limits, tick labels and label sizes, so the constrained layout of
+    # the first frame drawn is every frame's: after that draw the layout engine is switched off and the
+    # later frames keep its positions (each frame's savefig then draws once, without the layout pass).
+    laid_out = []
+    fig.canvas.mpl_connect("draw_event", lambda event: laid_out.append(True))
 
     def draw(t):
+        if laid_out and fig.get_layout_engine() is not None:
+            with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+                fig.set_layout_engine(None)
         row = trace.iloc[t]
         top.clear()
         bottom.clear()
