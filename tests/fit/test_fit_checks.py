@@ -12,6 +12,7 @@ from irtlib import ResponseMatrix, fit_2pl
 from irtlib.calibration.joint_map import Calibration
 from irtlib.calibration.models import compare_models, fit_irt, fit_irt_values, heldout_folds, n_parameters
 from irtlib.fit.checks import (
+    _standardised_columns,
     adjust_pvalues,
     dimensionality,
     item_fit,
@@ -19,7 +20,6 @@ from irtlib.fit.checks import (
     q3,
     q3_by_category,
     q3_summary,
-    _standardised_columns,
     residual_eigenvalues,
     residuals,
     summarise_q3,
