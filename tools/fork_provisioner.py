@@ -177,8 +177,8 @@ def ensure_server(executable: str, cwd: str, env: dict[str, str], key: str) -> s
         if sock is not None:
             sock.close()
             return path
-        failed = state_dir / f"{key}.failed"
-        if failed.exists():
+        failed = state_dir / f"{key}.failed"  # holds the owner: a server fails to start once per build
+        if failed.exists() and failed.read_text() == str(_settings["owner"]):
             raise RuntimeError(f"a kernel server for this environment failed to start before ({failed})")
         idle = os.environ.get(IDLE_VARIABLE, str(IDLE_SECONDS))
         server_env = {k: v for k, v in env.items() if k not in kernel_forkserver.PER_KERNEL_VARIABLES}
@@ -192,7 +192,7 @@ def ensure_server(executable: str, cwd: str, env: dict[str, str], key: str) -> s
         if not ready:
             server.kill()
             server.wait()
-            failed.write_text(f"the server did not start: see {key}.log\n")
+            failed.write_text(str(_settings["owner"]))
             raise RuntimeError(f"the kernel server did not start (log: {state_dir / f'{key}.log'})")
         return path
 
@@ -304,12 +304,18 @@ def fork_kernel(cmd: list[str], *, env: dict[str, str], cwd: str) -> ForkedKerne
     env = dict(env)
     env["JPY_PARENT_PID"] = str(os.getpid())  # as jupyter_client's launch_kernel sets it
     key = kernel_forkserver.environment_key(executable, cwd, env)
-    try:
-        path = ensure_server(executable, cwd, env, key)
-    except RuntimeError as exc:  # the early start's own failure says more than its marker
-        raise RuntimeError(_settings.pop("prestart_error", None) or str(exc)) from exc
-    reader, answer = request(path, {"op": "spawn", "key": key, "argv": [executable, *cmd[1:]], "env": env,
-                                    "cwd": cwd}, fds=(1, 2), timeout=60)  # the kernel's stdout and stderr: ours
+    message = {"op": "spawn", "key": key, "argv": [executable, *cmd[1:]], "env": env, "cwd": cwd}
+    for attempt in (1, 2):
+        try:
+            path = ensure_server(executable, cwd, env, key)
+        except RuntimeError as exc:  # the early start's own failure says more than its marker
+            raise RuntimeError(_settings.pop("prestart_error", None) or str(exc)) from exc
+        try:  # the kernel's stdout and stderr: ours
+            reader, answer = request(path, message, fds=(1, 2), timeout=60)
+            break
+        except ConnectionError:
+            if attempt == 2:  # a server that ended (idle) just as we came: start one again, once
+                raise
     if "pid" not in answer:
         reader.sock.close()
         raise RuntimeError(f"the kernel server refused: {answer.get('error', answer)}")

@@ -43,7 +43,19 @@ What a chapter pays besides its own cells is kept small, since the book runs 17 
   to shut down and waited for: every output has arrived by then, and a graceful shutdown spends
   0.6 s a page (0.4 CPU s) tearing down the interpreter's modules (numpy, pandas, matplotlib,
   scipy). Under coverage's subprocess hook (:data:`COVERAGE_HOOKS`) the kernel still shuts down
-  gracefully, so that it writes its coverage data.
+  gracefully, so that it writes its coverage data;
+- the kernel is forked from a kernel server (:func:`install_kernel_server`;
+  ``tools/kernel_forkserver.py`` and ``tools/fork_provisioner.py``) that has imported ipykernel, IPython
+  and the pages' third-party modules (numpy, scipy, pandas with its Styler, matplotlib, seaborn, ...)
+  once, instead of a new interpreter importing them again for every page (about 2 CPU s a page,
+  ``benchmarks/RESULTS.md``). Never the project's own modules: ``irtlib`` and ``irtbook`` are imported by
+  the page, from the sources as they are. The first page of a build starts the server (in
+  ``_build/kernel-server/``, one per kernel environment, under a file lock; it starts while this
+  process imports papermill); it ends when the ``make`` that started it ends (this process's parent)
+  or after 30 s without a kernel (``IRTBOOK_FORK_KERNEL_IDLE``). ``IRTBOOK_FORK_KERNEL=0`` turns it
+  off; so do coverage's subprocess hook (coverage starts in ordinary kernels) and platforms other than
+  Linux. Whatever goes wrong with it (a server that refuses or does not start) gives an ordinary
+  kernel; the last line says which kind ran the page (``done in 2.1 s (forked kernel)``).
 """
 
 from __future__ import annotations
