@@ -92,8 +92,9 @@ def main(argv=None) -> int:
             loads.append(os.getloadavg()[0])
             print(f"round {r + 1} done, load {loads[-1]:.1f}", flush=True)
         for sock in (out / "kernel-server").glob("*.sock"):
-            subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'tools'); import fork_provisioner as f; "
-                            "r, a = f.request(sys.argv[1], {'op': 'stop'}); r.sock.close()", str(sock)], cwd=ROOT)
+            subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'tools'); "
+                            "import fork_provisioner as f; r, a = f.request(sys.argv[1], {'op': 'stop'}); "
+                            "r.sock.close()", str(sock)], cwd=ROOT)
         deadline = time.monotonic() + 10
         while list((out / "kernel-server").glob("*.sock")) and time.monotonic() < deadline:
             time.sleep(0.1)

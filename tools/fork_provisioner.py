@@ -41,9 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from jupyter_client.provisioning import LocalProvisioner
-
 import kernel_forkserver
+from jupyter_client.provisioning import LocalProvisioner
 
 NAME = "irtbook-forked-kernel"
 SWITCH = "IRTBOOK_FORK_KERNEL"
@@ -242,23 +241,28 @@ class ForkedKernel:
         self._reader.sock.close()
 
     def poll(self) -> int | None:
+        """The exit status when the server has reported it, else None (the kernel runs)."""
         self._read_exit(0.0)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
+        """The exit status, waited for up to ``timeout`` seconds (``subprocess.TimeoutExpired`` after)."""
         self._read_exit(timeout)
         if self.returncode is None:
             raise subprocess.TimeoutExpired(self.args, timeout)
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
+        """Signal the kernel, unless it has ended."""
         if self.poll() is None:  # not to a reused pid once the kernel is reaped
             os.kill(self.pid, signum)
 
     def kill(self) -> None:
+        """SIGKILL the kernel."""
         self.send_signal(signal.SIGKILL)
 
     def terminate(self) -> None:
+        """SIGTERM the kernel."""
         self.send_signal(signal.SIGTERM)
 
 
@@ -326,6 +330,7 @@ class ForkingProvisioner(LocalProvisioner):
     """jupyter_client's local provisioner, with kernels forked from the kernel server when it can."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
+        """A forked kernel when the server gives one; else ``LocalProvisioner``'s (the reason kept)."""
         global last_launch
         extra = {k for k, v in kwargs.items() if v is not None} - {"env", "cwd", "kernel_id", "extra_arguments"}
         env = kwargs.get("env") or dict(os.environ)
@@ -346,11 +351,13 @@ class ForkingProvisioner(LocalProvisioner):
         return await super().launch_kernel(cmd, **kwargs)
 
     async def send_signal(self, signum: int) -> None:
+        """The kernel's process group, as ``LocalProvisioner`` signals it; nothing once it is reaped."""
         if isinstance(self.process, ForkedKernel) and self.process.poll() is not None:
             return  # reaped: its pid may be another process's now
         await super().send_signal(signum)
 
     async def kill(self, restart: bool = False) -> None:
+        """SIGKILL to the process group; a forked kernel's status waited for (it comes within milliseconds)."""
         await super().kill(restart=restart)
         if isinstance(self.process, ForkedKernel):
             try:  # SIGKILL is certain: wait for the status, so the caller's first poll sees the end
@@ -359,6 +366,7 @@ class ForkingProvisioner(LocalProvisioner):
                 pass
 
     async def wait(self) -> int | None:
+        """Wait for the kernel's end (polled every 20 ms for a forked kernel, whose server reports it)."""
         if isinstance(self.process, ForkedKernel):
             import asyncio
 

@@ -372,7 +372,8 @@ class Server:
             conn = self.kernels.pop(pid, None)
             code = os.waitstatus_to_exitcode(status)
             # the kernels' CPU time is counted here, not in the requester's children (benchmarks/bench_book.py)
-            _log(f"kernel {pid} exited with {code}; cpu {usage.ru_utime + usage.ru_stime:.2f} s")
+            _log(f"kernel {pid} exited with {code}; cpu {usage.ru_utime + usage.ru_stime:.2f} s; "
+                 f"{usage.ru_minflt} minor page faults")
             if conn is not None:
                 try:
                     self.selector.unregister(conn)

@@ -59,7 +59,8 @@ rng = np.random.default_rng(7)
 a = rng.normal(size=(400, 400))
 product = a @ a.T
 print(f"{product.sum():.10e} {np.linalg.eigvalsh(product)[-1]:.10e}")
-blas = sorted(i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas" and "numpy" in i["filepath"])
+blas = sorted(i["num_threads"] for i in threadpool_info()
+              if i["internal_api"] == "openblas" and "numpy" in i["filepath"])
 print("blas threads", blas, "cwd", os.path.basename(os.getcwd()), "value", os.environ.get("FORK_TEST_VALUE"))
 print(pd.DataFrame(np.arange(50.0).reshape(2, 25)))   # pandas' column limit in a kernel: 20
 sys.stderr.write("to stderr\\n")
@@ -288,3 +289,45 @@ def test_the_server_ends_when_idle_and_when_its_owner_ends(tmp_path):
         for proc in (idle, owned, owner):
             proc.kill()
             proc.wait()
+
+
+@needs_fork
+def test_a_forked_kernel_is_interrupted_and_killed_as_an_ordinary_one(tmp_path, build, monkeypatch):
+    """jupyter_client's own calls on the provisioner: interrupt (SIGINT to the group), then kill at once."""
+    from jupyter_client.manager import KernelManager
+    from jupyter_client.provisioning.factory import KernelProvisionerFactory
+
+    for hook in fork_provisioner.COVERAGE_HOOKS:   # make test-all's subprocess hook: not for this kernel
+        monkeypatch.delenv(hook, raising=False)
+
+    factory = KernelProvisionerFactory.instance()
+    saved = factory.default_provisioner_name
+    assert fork_provisioner.install(build / "kernel-server", owner=os.getpid()) is None
+    manager = KernelManager(kernel_name="python3")
+    client = None
+    try:
+        manager.start_kernel(cwd=str(tmp_path), env=_env())
+        assert isinstance(manager.provisioner.process, fork_provisioner.ForkedKernel)
+        client = manager.client()
+        client.start_channels()
+        client.wait_for_ready(timeout=120)
+        msg_id = client.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(120)")
+        while client.get_iopub_msg(timeout=60)["msg_type"] != "stream":
+            pass
+        manager.interrupt_kernel()
+        reply = client.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert (reply["content"]["status"], reply["content"]["ename"]) == ("error", "KeyboardInterrupt")
+        assert client.execute_interactive("print(6 * 7)", timeout=60,
+                                          output_hook=lambda msg: None)["content"]["status"] == "ok"
+        pid = manager.provisioner.pid
+        manager.shutdown_kernel(now=True)
+        assert not manager.is_alive()
+        assert manager.provisioner is None or manager.provisioner.process is None
+        assert _gone(pid)
+    finally:
+        if client is not None:
+            client.stop_channels()
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
+        factory.default_provisioner_name = saved
