@@ -145,14 +145,15 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
 def build(tmp_path_factory):
     """A build folder whose servers are stopped when the module's tests are done."""
     build = tmp_path_factory.mktemp("forkbuild")
+    (build / "pages").mkdir()
     yield build
     for answer in _servers(build / "kernel-server"):
         os.kill(answer["pid"], signal.SIGTERM)
 
 
 @needs_fork
-def test_a_page_prints_the_same_in_a_forked_and_an_ordinary_kernel(tmp_path, build):
-    source = _page(tmp_path, PAGE)
+def test_a_page_prints_the_same_in_a_forked_and_an_ordinary_kernel(build):
+    source = _page(build / "pages", PAGE)   # the pages of these tests share a folder, hence a server
     env = _env(FORK_TEST_VALUE="from-the-runner")
     forked, forked_nb = _run(source, build, env=env)
     again, again_nb = _run(source, build, env=env)                  # the same server, a second fork
@@ -163,7 +164,7 @@ def test_a_page_prints_the_same_in_a_forked_and_an_ordinary_kernel(tmp_path, bui
     outputs = _outputs(forked_nb)[0]
     assert [o.get("name") or sorted(o["data"]) for o in outputs] == [
         "stdout", "stderr", ["text/html", "text/plain"], ["image/png", "text/plain"]]
-    assert f"cwd {tmp_path.name} value from-the-runner" in outputs[0]["text"]
+    assert "cwd pages value from-the-runner" in outputs[0]["text"]
     assert "..." in outputs[0]["text"] and "[2 rows x 25 columns]" in outputs[0]["text"]
     assert "Connection file" not in forked.stdout + forked.stderr   # the kernel knows it has a parent
     servers = _servers(build / "kernel-server")
@@ -171,8 +172,9 @@ def test_a_page_prints_the_same_in_a_forked_and_an_ordinary_kernel(tmp_path, bui
 
 
 @needs_fork
-def test_a_kernel_killed_at_once_leaves_no_process(tmp_path, build):
-    source = _page(tmp_path, "import os\nprint(os.getpid(), os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())")
+def test_a_kernel_killed_at_once_leaves_no_process(build):
+    source = _page(build / "pages", "import os\nprint(os.getpid(), os.getpgid(0) == os.getpid(), "
+                   "os.getsid(0) == os.getpid())", name="pid")
     done, notebook = _run(source, build, env=_env())
     assert _launch(done) == "forked"
     pid, leads_group, leads_session = "".join(notebook["cells"][-1]["outputs"][0]["text"]).split()
@@ -183,10 +185,11 @@ def test_a_kernel_killed_at_once_leaves_no_process(tmp_path, build):
 @needs_fork
 def test_a_runner_that_dies_takes_its_kernel_along(tmp_path, build):
     marker = tmp_path / "kernel.pid"
-    source = _page(tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)")
+    source = _page(build / "pages", f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+                   "time.sleep(120)", name="sleeper")
     output = build / "executed" / "sleeper.ipynb"
     runner = subprocess.Popen([sys.executable, str(TOOLS / "run_chapter.py"), str(source), str(output),
-                               "--cwd", str(tmp_path)], env=_env(), stdout=subprocess.DEVNULL,
+                               "--cwd", str(source.parent)], env=_env(), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -203,7 +206,7 @@ def test_a_runner_that_dies_takes_its_kernel_along(tmp_path, build):
 
 @needs_fork
 def test_the_server_refuses_another_environment_and_foreign_commands(build):
-    _run(_page(build, "1"), build, env=_env())  # a server for this environment
+    _run(_page(build / "pages", "1", name="one"), build, env=_env())  # a server for this environment
     sock = next(build.glob("kernel-server/*.sock"))
     reader, ping = fork_provisioner.request(str(sock), {"op": "ping"})
     reader.sock.close()
