@@ -42,6 +42,9 @@
 #     + the repository and launch buttons when BOOK_REPOSITORY_URL is set (tools/book_config.py;
 #     BOOK_REPOSITORY_BRANCH, default main; unset: no repository link anywhere)
 #   _build/src/  --jupyter-book build --all -W -n --keep-going-->  _build/html/
+# Each page's kernel is forked from a kernel server that has imported ipykernel and the pages'
+# third-party modules once (tools/kernel_forkserver.py; it lives in _build/kernel-server/ and ends with
+# the make that started it); IRTBOOK_FORK_KERNEL=0 starts an ordinary kernel per page instead.
 # Chapters run with the repository root as working directory.  A chapter is re-executed
 # when its .md, any irtlib/**/*.py, a git-tracked file under data/, or the papermill
 # arguments (QUICK, PARAMS) change.
