@@ -295,7 +295,8 @@ html: executed | $(VENV_STAMP)
 	test -f $(HTML_DIR)/index.html
 	@echo "book: $(HTML_DIR)/index.html"
 
-# Re-execute one chapter regardless of timestamps.  This does not re-render the HTML; a later
+# Re-execute one chapter regardless of timestamps, with an ordinary kernel (a kernel server's imports
+# cost more than one page saves; IRTBOOK_FORK_KERNEL=1 uses one).  This does not re-render the HTML; a later
 # `make book` renders the notebook as it is (the reproducibility page shows its parameters)
 # unless its sources changed meanwhile.
 CH ?=
@@ -303,6 +304,7 @@ CH_NAME := $(basename $(patsubst book/%,%,$(CH)))
 chapter: $(STAGE_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	@test -n "$(CH_NAME)" || { echo 'usage: make chapter CH=<name> [QUICK=1] [PARAMS="-p KEY VALUE"]' >&2; exit 2; }
 	@test -f book/$(CH_NAME).md || { echo "no chapter book/$(CH_NAME).md" >&2; exit 2; }
+	IRTBOOK_FORK_KERNEL=$${IRTBOOK_FORK_KERNEL:-0} \
 	$(VPY) tools/run_chapter.py book/$(CH_NAME).md $(EXEC_DIR)/$(CH_NAME).ipynb --cwd $(CURDIR) \
 		-- $(PAPERMILL_ARGS) $(if $(filter book/$(CH_NAME),$(COLLECTORS)),-p EXECUTED_DIR $(EXEC_DIR))
 	$(VPY) tools/check_executed.py $(EXEC_DIR)/$(CH_NAME).ipynb
