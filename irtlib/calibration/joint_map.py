@@ -540,7 +540,7 @@ def fit_items(values: ArrayLike, theta: ArrayLike, *, start: dict | None = None,
 
 
 def fit_map_after_items(values: ArrayLike, theta: ArrayLike, a: ArrayLike, b: ArrayLike, *, item_steps: int,
-                        tol: float = 1e-6, n_threads: int | None = None,
+                        tol: float = 1e-6, joint: bool = True, n_threads: int | None = None,
                         progress: Callable[[int, float], None] | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """:func:`fit_items` from ``(a, b)`` with the abilities ``theta`` held, then :func:`fit_map` from there.
@@ -548,13 +548,17 @@ def fit_map_after_items(values: ArrayLike, theta: ArrayLike, a: ArrayLike, b: Ar
     ``item_steps`` item-only Newton steps (``fit_items(values, theta, start={"a": a, "b": b},
     max_iter=item_steps)``), then the joint posterior mode from ``theta`` and the moved items
     (``fit_map(values, start=..., tol=tol)``), both on one set of row blocks of ``values``: the same
-    result as the two calls bit for bit, without building the blocks twice. The refit of each fold of
-    :func:`irtlib.calibrate_bank`'s interval check (:func:`irtlib.bank.coverage.refit_start`).
+    result as the two calls bit for bit, without building the blocks twice.
+
+    With ``joint=False`` only the item steps are taken, up to ``item_steps`` of them, stopping when no
+    item moves by more than ``tol`` (``fit_items(..., max_iter=item_steps, tol=tol)``): the items' mode
+    with the abilities held at ``theta``, the refit of each fold of :func:`irtlib.calibrate_bank`'s
+    interval check (:mod:`irtlib.bank.coverage`). ``progress`` is then called after each item step.
 
     Returns
     -------
     theta, a, b, info
-        As :func:`fit_map`'s.
+        As :func:`fit_map`'s (with ``joint=False``: ``theta`` itself, and :func:`fit_items`' ``info``).
     """
     x = np.asarray(values, dtype=float)
     theta = np.asarray(theta, dtype=float)
@@ -566,8 +570,11 @@ def fit_map_after_items(values: ArrayLike, theta: ArrayLike, a: ArrayLike, b: Ar
     with threadpool_limits(limits=1, user_api="blas"):
         runner = make_runner(x, n_threads=n_threads)
         try:
-            a_items, b_items, _ = _fit_items(runner, theta, alpha, b, item_priors, max_iter=item_steps, tol=1e-6,
-                                             sd_tol=0.0, max_step=1.0)
+            a_items, b_items, info = _fit_items(runner, theta, alpha, b, item_priors, max_iter=item_steps,
+                                                tol=1e-6 if joint else tol, sd_tol=0.0, max_step=1.0,
+                                                progress=None if joint else progress)
+            if not joint:
+                return theta, a_items, b_items, info
             return _fit_map(x, priors=priors, max_iter=200, tol=tol, max_step=2.0,
                             start={"theta": theta, "a": a_items, "b": b_items}, n_threads=n_threads, client=None,
                             progress=progress, runner=runner)
@@ -575,7 +582,7 @@ def fit_map_after_items(values: ArrayLike, theta: ArrayLike, a: ArrayLike, b: Ar
             runner.close()
 
 
-def _fit_items(runner, theta, alpha, b, priors, *, max_iter, tol, sd_tol, max_step):
+def _fit_items(runner, theta, alpha, b, priors, *, max_iter, tol, sd_tol, max_step, progress=None):
     def point(alpha, b, dtype):
         return _Point(runner, theta, alpha, b, priors, dtype, keep_cells=False)
 
@@ -604,6 +611,8 @@ def _fit_items(runner, theta, alpha, b, priors, *, max_iter, tol, sd_tol, max_st
             converged = True
             break
         state = moved
+        if progress is not None:
+            progress(it, float(scale * size))
         if state.dtype == np.float32 and scale * size < FLOAT64_BELOW:
             state = point(state.alpha, state.b, np.float64)
     return state.a, state.b, {"iterations": it, "converged": converged, "log_posterior": float(state.log_posterior),

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import simulate_2pl
-from kernel_helpers import numpy_or_kernel
 
 from irtlib.bank.build import (
     ItemBank,
@@ -179,18 +178,8 @@ def test_score_interval_of_many_models_equals_one_model_at_a_time():
             assert [v[m] for v in got] == [float(v) for v in one]
 
 
-@pytest.fixture(params=["numpy", "C kernel"])
-def interval_path(request, monkeypatch):
-    """score_interval's probabilities by numpy, or by the C kernel (skipped where it cannot be built)."""
-    from irtlib.bank import interval_kernel
-
-    return numpy_or_kernel(request.param, interval_kernel, monkeypatch, what="the interval kernel")
-
-
-def test_known_items_by_index_give_the_masks_interval_bit_for_bit(interval_path):
-    """The replays' known items by index (C kernel or numpy) against the mask they mark, on the numpy path."""
-    from irtlib.bank import interval_kernel
-
+def test_known_items_by_index_give_the_masks_interval_bit_for_bit():
+    """The replays' known items by index against the mask they mark."""
     rng = np.random.default_rng(4)
     n_models, n_items = 9, 400
     a, b = np.exp(rng.normal(0.0, 1.2, n_items)), rng.normal(0.0, 2.0, n_items)
@@ -205,38 +194,41 @@ def test_known_items_by_index_give_the_masks_interval_bit_for_bit(interval_path)
     for extra in ({}, {"item_se": item_se}, {"inflation": 1.7}):
         by_index = score_interval(a, b, theta, se, known_items=given, known_sum=known_sum, filtered_sum=3.0,
                                   n_full=450, **extra)
-        interval_kernel._LOADED["lib"], kept = None, interval_kernel._LOADED.get("lib")
-        try:
-            by_mask = score_interval(a, b, theta, se, known_mask=mask, known_sum=known_sum, filtered_sum=3.0,
-                                     n_full=450, **extra)
-        finally:
-            interval_kernel._LOADED["lib"] = kept
+        by_mask = score_interval(a, b, theta, se, known_mask=mask, known_sum=known_sum, filtered_sum=3.0,
+                                 n_full=450, **extra)
         for got, want in zip(by_index, by_mask, strict=True):
             np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="known_mask or known_items"):
         score_interval(a, b, theta, se, known_mask=mask, known_items=given)
 
 
-def test_the_interval_check_is_the_same_with_the_interval_kernel_and_with_numpy(matrix, monkeypatch):
-    from irtlib.bank import coverage, interval_kernel
+def test_score_interval_agrees_with_scipys_expit_and_plain_sums_to_rounding():
+    """numpy's vectorised exp in the probabilities: the interval of an independent expit computation to 1e-13."""
+    from scipy.special import expit
 
-    if interval_kernel.load() is None:
-        pytest.skip("the interval kernel cannot be built here")
-    kept = matrix.filter_variance(0.01)
-    rates = matrix.item_safe_rates()
-    filtered_sum = float(rates[~rates.index.isin(kept.items)].sum())
-    with_kernel = coverage.interval_check(matrix, kept.items, filtered_sum)
-    monkeypatch.setitem(interval_kernel._LOADED, "lib", None)
-    assert coverage.interval_check(matrix, kept.items, filtered_sum) == with_kernel
-    assert len(with_kernel["k"]) >= 8 and max(with_kernel["inflation"]) > 1.0
+    rng = np.random.default_rng(11)
+    n_models, n_items = 7, 3000
+    a, b = np.exp(rng.normal(0.0, 1.2, n_items)), rng.normal(0.0, 3.0, n_items)
+    theta, se = np.r_[rng.normal(0.0, 2.0, n_models - 2), 40.0, -40.0], rng.uniform(0.05, 0.8, n_models)
+    known = rng.random((n_models, n_items)) < 0.02
+    known_sum = rng.uniform(0.0, 20.0, n_models)
+    score, lo, hi = score_interval(a, b, theta, se, known_mask=known, known_sum=known_sum, filtered_sum=3.0,
+                                   n_full=3010)
+    for m in range(n_models):
+        unknown = ~known[m]
 
+        def total(t, unknown=unknown):
+            return sum(expit(a[j] * (t - b[j])) for j in np.flatnonzero(unknown))
 
-def test_the_interval_kernel_is_off_when_turned_off(monkeypatch):
-    from irtlib.bank import interval_kernel
-
-    monkeypatch.setattr(interval_kernel, "_LOADED", {})
-    monkeypatch.setenv("IRTLIB_INTERVAL_KERNEL", "0")
-    assert interval_kernel.load() is None
+        mid, low, high = total(theta[m]), total(theta[m] - 1.959963984540054 * se[m]), \
+            total(theta[m] + 1.959963984540054 * se[m])
+        p = expit(a[unknown] * (theta[m] - b[unknown]))
+        spread = 1.959963984540054 * np.sqrt(np.sum(p * (1 - p)))
+        want_score = (mid + known_sum[m] + 3.0) / 3010
+        assert score[m] == pytest.approx(want_score, rel=1e-13, abs=1e-15)
+        assert lo[m] == pytest.approx(max(0.0, want_score - np.hypot(mid - low, spread) / 3010), rel=1e-12, abs=1e-15)
+        assert hi[m] == pytest.approx(min(1.0, want_score + np.hypot(high - mid, spread) / 3010), rel=1e-12,
+                                      abs=1e-15)
 
 
 def test_interval_inflation_interpolates_in_log_test_length(bank):
@@ -426,6 +418,43 @@ def test_a_refit_from_the_item_stepped_start_finds_the_refit_from_the_banks_fit(
     for got, want in zip(once[:3], stepped[:3], strict=True):
         np.testing.assert_array_equal(got, want)
     assert once[3] == stepped[3]
+
+
+def test_the_checks_item_only_refit_lands_within_a_tenth_of_a_standard_error_of_the_joint_refit():
+    """The check's refit holds the training models' abilities at the bank's and refits the items only.
+
+    Against the joint refit (abilities and items, to 1e-6), after mapping the joint refit's ability scale
+    onto the bank's (a line through its abilities: the joint refit re-centres them under their N(0, 1)
+    prior, 1% wider here), every item's log a and b lie within 0.25 of their standard error (diagonal
+    Fisher information at the held abilities; measured: at most 0.11, mean 0.015), and within 0.5 without
+    the mapping (measured 0.27).
+    """
+    from irtlib.bank.coverage import REFIT_ITEM_ITERATIONS, REFIT_TOL
+    from irtlib.calibration.joint_map import fit_items, fit_map, fit_map_after_items
+
+    values, *_ = simulate_2pl(150, 600, seed=8, sd_log_a=0.7)
+    theta, a, b, _ = fit_map(values)
+    train = np.arange(150) % 5 != 0
+    x, held = values[train], theta[train]
+    joint_theta, joint_a, joint_b, _ = fit_map(x, start={"theta": held, "a": a, "b": b}, tol=1e-6)
+    same_theta, item_a, item_b, info = fit_map_after_items(x, held, a, b, item_steps=REFIT_ITEM_ITERATIONS,
+                                                           tol=REFIT_TOL, joint=False)
+    assert info["converged"] and same_theta is held
+    p = 1.0 / (1.0 + np.exp(-item_a * (held[:, None] - item_b)))
+    w = p * (1.0 - p)
+    se_b = 1.0 / np.sqrt((item_a ** 2 * w).sum(axis=0) + 1.0)
+    se_log_a = 1.0 / np.sqrt((item_a ** 2 * (held[:, None] - item_b) ** 2 * w).sum(axis=0) + 1.0)
+    slope, shift = np.polyfit(held, joint_theta, 1)
+    assert 1.0 < slope < 1.03 and abs(shift) < 0.02
+    for joint_log_a, joint_b_ in ((np.log(joint_a), joint_b), (np.log(joint_a * slope), (joint_b - shift) / slope)):
+        off_a, off_b = np.abs(np.log(item_a) - joint_log_a) / se_log_a, np.abs(item_b - joint_b_) / se_b
+        limit = 0.5 if joint_b_ is joint_b else 0.25
+        assert off_a.max() < limit and off_b.max() < limit
+    assert off_a.mean() < 0.05 and off_b.mean() < 0.05
+    # the item-only refit is the items' mode with the abilities held: fit_items' answer
+    fitted_a, fitted_b, _ = fit_items(x, held, start={"a": a, "b": b}, max_iter=REFIT_ITEM_ITERATIONS, tol=REFIT_TOL)
+    np.testing.assert_array_equal(item_a, fitted_a)
+    np.testing.assert_array_equal(item_b, fitted_b)
 
 
 def test_bank_body_is_the_text_pandas_writes_with_seventeen_digits():
