@@ -1,8 +1,7 @@
 """The cross-fitted check of adaptive-test score intervals that :func:`irtlib.calibrate_bank` runs.
 
 The calibration models are split into folds; each fold's models are given adaptive tests on
-item parameters refitted without them (each item's posterior mode on the other models' responses, their
-abilities held at the bank's fit), and the errors of their predicted full-benchmark scores,
+item parameters refitted without them, and the errors of their predicted full-benchmark scores,
 in units of the 2PL interval's half-width, give the factor by which the bank's intervals are
 widened (:meth:`irtlib.ItemBank.interval_inflation`).
 """
@@ -21,8 +20,8 @@ from irtlib.core.responses import ResponseMatrix
 
 from .intervals import Z95, score_interval
 
-__all__ = ["CHECKPOINTS", "IntervalCheckWarning", "MAX_REPLAYED", "MIN_MODELS_INTERVAL_CHECK", "REFIT_ITEM_ITERATIONS",
-           "REFIT_ITEM_STEPS", "interval_check", "refit_start"]
+__all__ = ["CHECKPOINTS", "IntervalCheckWarning", "MAX_REPLAYED", "MIN_MODELS_INTERVAL_CHECK", "REFIT_ITEM_STEPS",
+           "interval_check", "refit_start"]
 
 #: Fewest calibration models for the cross-fitted interval check of :func:`calibrate_bank`.
 MIN_MODELS_INTERVAL_CHECK = 10
@@ -76,16 +75,15 @@ def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
 #: paper's benchmarks (at most 82) is replayed.
 MAX_REPLAYED = 200
 
-#: Stopping tolerance of the folds' refits (largest step in log a and b; in theta too for a joint refit).
+#: Stopping tolerance of the folds' refits (largest step in theta, log a, b). The refits are inexact Newton
+#: (``fit_map_after_items(forcing=True)``): each step's conjugate gradients stop at a residual of the last
+#: step's size, so a refit lands within about ``REFIT_TOL`` of its mode, not to the last digit; the check's
+#: factors move with such changes by less than between fold assignments (benchmarks/RESULTS.md, ``chk2``).
 REFIT_TOL = 1e-4
-
-#: Most item-only Newton steps of a fold's refit from the bank's fit (:func:`interval_check`): 2PL 800 x 5,000
-#: reaches :data:`REFIT_TOL` in 6, coin flips 800 x 20,000 in 14.
-REFIT_ITEM_ITERATIONS = 30
 
 
 #: Item-only Newton steps (abilities held at the bank's) that move a refit's start before its joint fit.
-REFIT_ITEM_STEPS = 2
+REFIT_ITEM_STEPS = 6
 
 
 def refit_start(x_train: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict:
@@ -94,10 +92,11 @@ def refit_start(x_train: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.nda
     Leaving models out moves the items (log a by up to 0.35 on 2PL data at 1,000 x 5,000, by 2 on coin
     flips), hardly the abilities (0.02 to 0.06). An item-only step (:func:`irtlib.calibration.joint_map.fit_items`,
     the training models' abilities held at the bank's) is one pass over the matrix and a 2 x 2 solve an
-    item, no conjugate gradients; two of them take most of that way, so the joint refit that follows needs
-    fewer of its costlier iterations (2PL 1,000 x 5,000: 7 -> 4). It still finds the same mode, to within
-    :data:`REFIT_TOL`: only the start moves. (:func:`interval_check` refits its folds item-only instead;
-    this start and a joint refit from it are :func:`irtlib.calibration.joint_map.fit_map_after_items`.)
+    item, no conjugate gradients; a few of them take most of that way, so the joint refit that follows needs
+    fewer of its costlier iterations (2PL 1,000 x 5,000: 7 -> 3; coin flips 1,000 x 20,000 with six steps
+    instead of two: 14 -> 10). It still finds the same mode, to within
+    :data:`REFIT_TOL`: only the start moves. :func:`interval_check` takes these steps and the joint refit
+    on one set of row blocks (:func:`irtlib.calibration.joint_map.fit_map_after_items`, the same numbers).
 
     Parameters
     ----------
@@ -142,14 +141,13 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     folds, seed, checkpoints
         Folds, the seed of the models' assignment to them, and the test lengths checked.
     fit : Calibration, optional
-        The bank's MAP fit on the kept items. Each fold's refit is then item-only: every item's posterior
-        mode on the fold's training models' responses, their abilities held at this fit's
-        (:func:`irtlib.calibration.joint_map.fit_map_after_items` with ``joint=False``, from the fit's
-        items, to :data:`REFIT_TOL`). Without it each fold is refitted jointly (:func:`fit_map`).
+        The bank's MAP fit on the kept items: each fold's refit starts from it (its items, moved by
+        :func:`refit_start`'s item-only steps, and the abilities of the fold's training models), which
+        finds the same mode in fewer iterations.
     progress : callable(done, total), optional
         Called as each of the ``2 refits`` stages ends (each refit, then the replay of its left-out models).
     refit_progress : callable(iteration, step), optional
-        Called after each iteration of a refit with its largest step.
+        Called after each iteration of a refit (:func:`irtlib.calibration.joint_map.fit_map`'s ``progress``).
 
     Notes
     -----
@@ -162,14 +160,6 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     leaderboard. Up to :data:`MAX_REPLAYED` models the groups are the folds. Each group's models are
     replayed in one adaptive run (the groups on two threads), and the score intervals of its
     checkpoints are computed on two threads; the result does not depend on either.
-
-    The item-only refit (with ``fit``) leaves the held-out models' responses out of the items their tests
-    use; they reach them only through the training models' abilities in the bank's fit (each estimated
-    from that model's own row on items fitted with everyone). Holding those abilities moves the refit's
-    items from the joint refit's by a fraction of their standard errors on 2PL data (a shift of scale:
-    the joint refit re-centres the abilities under their N(0, 1) prior); the factors move by less than
-    the spread between fold assignments (``seed``). It costs a few passes over the matrix instead of a
-    joint fit's conjugate-gradient iterations (benchmarks/RESULTS.md, issue 30, ``chk2``).
     """
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
@@ -209,9 +199,9 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
             return None
         if fit is None:
             _, a, b, _ = fit_map(x_train, tol=REFIT_TOL, progress=refit_progress)
-        else:                      # the items' mode on the training rows, their abilities held at the bank's
-            _, a, b, _ = fit_map_after_items(x_train, theta_fit[rows], a_fit, b_fit, item_steps=REFIT_ITEM_ITERATIONS,
-                                             tol=REFIT_TOL, joint=False, progress=refit_progress)
+        else:                      # refit_start's item steps, then the joint refit, on one set of blocks
+            _, a, b, _ = fit_map_after_items(x_train, theta_fit[rows], a_fit, b_fit, item_steps=REFIT_ITEM_STEPS,
+                                             tol=REFIT_TOL, forcing=True, progress=refit_progress)
         fits.append((a, b))
         if progress is not None:
             progress(f + 1, 2 * refits)
@@ -232,7 +222,7 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         half = np.where(err < 0, score - lo, hi - score)
         return k, (err / np.maximum(half / Z95, 1e-12)).tolist()
 
-    # the groups' adaptive runs on two threads, then each checkpoint's intervals (the kernel and numpy free the GIL)
+    # the groups' adaptive runs on two threads, then each checkpoint's intervals (numpy frees the GIL)
     z = {k: [] for k in checkpoints}
     with ThreadPoolExecutor(2) as pool:
         tests = [pool.submit(replay, f) for f in range(refits)]
@@ -246,8 +236,7 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     ks = [k for k in checkpoints if len(z[k]) >= n_replayed // 2]
     rms = [float(np.sqrt(np.mean(np.square(z[k])))) for k in ks]
     q95 = [float(np.quantile(np.abs(z[k]), 0.95)) / Z95 for k in ks]
-    return {"method": f"{folds}-fold cross-fitted adaptive replay on the calibration models (MAP engine"
-                      f"{'; items refitted with the abilities held' if fit is not None else ''}); "
+    return {"method": f"{folds}-fold cross-fitted adaptive replay on the calibration models (MAP engine); "
                       "inflation = 95th percentile of |error| / (2PL half-width), at least 1",
             "k": ks, "inflation": [round(max(1.0, f), 4) for f in q95],
             "rms_z": [round(f, 4) for f in rms], "n_models": int(n_models), "n_replayed": n_replayed,
