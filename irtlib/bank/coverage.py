@@ -159,7 +159,8 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     a training set no smaller than a fold's, at the cost of one refit instead of ``folds`` on a
     leaderboard. Up to :data:`MAX_REPLAYED` models the groups are the folds. Each group's models are
     replayed in one adaptive run (the groups on two threads), and the score intervals of its
-    checkpoints are computed on two threads; the result does not depend on either.
+    checkpoints are computed on two threads (:mod:`irtlib.bank.interval_kernel`); the result does not
+    depend on either.
     """
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
@@ -222,7 +223,7 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         half = np.where(err < 0, score - lo, hi - score)
         return k, (err / np.maximum(half / Z95, 1e-12)).tolist()
 
-    # the groups' adaptive runs on two threads, then each checkpoint's intervals (numpy frees the GIL)
+    # the groups' adaptive runs on two threads, then each checkpoint's intervals (the kernel and numpy free the GIL)
     z = {k: [] for k in checkpoints}
     with ThreadPoolExecutor(2) as pool:
         tests = [pool.submit(replay, f) for f in range(refits)]

@@ -9,10 +9,13 @@ by how much that interval must be widened on real data (the bank's ``inflation``
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import bernoulli_variance, logit_z
 from irtlib.errors import InputError
+
+from . import interval_kernel
 
 __all__ = ["Z95", "score_interval"]
 
@@ -65,9 +68,9 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
     with ``theta``, so ``theta -/+ z se`` maps to a score interval through its endpoints. The
     unknown items' Bernoulli spread ``z sqrt(sum_unknown P_j (1 - P_j)) / n_full`` is added in
     quadrature to each half-width; both are then multiplied by ``inflation``. The interval is
-    clipped to [0, 1]. The probabilities are ``1 / (1 + exp(-z))`` with numpy's vectorised ``exp``
-    (within 2 ulp of scipy's ``expit``, which calls the C library's ``exp`` one value at a time and is
-    about 8 times slower a cell: most of the interval check's replay time on a large bank).
+    clipped to [0, 1]. For many models on one bank (``theta`` of shape (n_models,), known items by
+    ``known_items`` or none), the probabilities come from the C kernel of
+    :mod:`irtlib.bank.interval_kernel` where it can be built: the same values, bit for bit.
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     theta, se = np.asarray(theta, float), np.asarray(se, float)
@@ -86,13 +89,15 @@ def score_interval(a: ArrayLike, b: ArrayLike, theta: ArrayLike, se: ArrayLike, 
             known = np.zeros(theta.shape + a.shape, dtype=bool)
             known[cells] = True
 
+    # many models on one bank, known items by index or none: the C kernel's probabilities (the same values)
+    lib = interval_kernel.load() if theta.ndim == 1 and a.ndim == 1 and known_mask is None else None
+
     def total(t, out):
         # P (models x items) into ``out``, 0 on the known items, and its row sums: in place, the same
         # values and sums as np.where(unknown, probability(...), 0).sum(-1) without its temporaries
-        p = np.negative(logit_z(t[..., None], a, b, out=out), out=out)
-        with np.errstate(over="ignore"):          # exp(-z) = inf: P = 1 / inf = 0, as expit gives
-            np.exp(p, out=p)
-        p = np.reciprocal(np.add(p, 1.0, out=p), out=p)
+        if lib is not None:
+            return interval_kernel.probabilities(lib, t, a, b, known_items, out).sum(axis=-1)
+        p = expit(logit_z(t[..., None], a, b, out=out), out=out)
         if cells is not None:
             p[cells] = 0.0                        # the known cells only: the same P as the mask's
         elif known is not None:

@@ -135,7 +135,7 @@ def verified(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
     """:func:`compiled`'s library if ``matches(library)`` (its numbers equal numpy's), else None.
 
     Decided once per process: the answer is kept in ``cache["lib"]`` (the calling module's own dict).
-    For :mod:`irtlib.selection.score_kernel`.
+    For :mod:`irtlib.selection.score_kernel` and :mod:`irtlib.bank.interval_kernel`.
     """
     if "lib" not in cache:
         lib = compiled(source, bind, switch=switch)

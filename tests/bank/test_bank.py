@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import simulate_2pl
+from kernel_helpers import numpy_or_kernel
 
 from irtlib.bank.build import (
     ItemBank,
@@ -178,8 +179,18 @@ def test_score_interval_of_many_models_equals_one_model_at_a_time():
             assert [v[m] for v in got] == [float(v) for v in one]
 
 
-def test_known_items_by_index_give_the_masks_interval_bit_for_bit():
-    """The replays' known items by index against the mask they mark."""
+@pytest.fixture(params=["numpy", "C kernel"])
+def interval_path(request, monkeypatch):
+    """score_interval's probabilities by numpy, or by the C kernel (skipped where it cannot be built)."""
+    from irtlib.bank import interval_kernel
+
+    return numpy_or_kernel(request.param, interval_kernel, monkeypatch, what="the interval kernel")
+
+
+def test_known_items_by_index_give_the_masks_interval_bit_for_bit(interval_path):
+    """The replays' known items by index (C kernel or numpy) against the mask they mark, on the numpy path."""
+    from irtlib.bank import interval_kernel
+
     rng = np.random.default_rng(4)
     n_models, n_items = 9, 400
     a, b = np.exp(rng.normal(0.0, 1.2, n_items)), rng.normal(0.0, 2.0, n_items)
@@ -194,16 +205,42 @@ def test_known_items_by_index_give_the_masks_interval_bit_for_bit():
     for extra in ({}, {"item_se": item_se}, {"inflation": 1.7}):
         by_index = score_interval(a, b, theta, se, known_items=given, known_sum=known_sum, filtered_sum=3.0,
                                   n_full=450, **extra)
-        by_mask = score_interval(a, b, theta, se, known_mask=mask, known_sum=known_sum, filtered_sum=3.0,
-                                 n_full=450, **extra)
+        interval_kernel._LOADED["lib"], kept = None, interval_kernel._LOADED.get("lib")
+        try:
+            by_mask = score_interval(a, b, theta, se, known_mask=mask, known_sum=known_sum, filtered_sum=3.0,
+                                     n_full=450, **extra)
+        finally:
+            interval_kernel._LOADED["lib"] = kept
         for got, want in zip(by_index, by_mask, strict=True):
             np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="known_mask or known_items"):
         score_interval(a, b, theta, se, known_mask=mask, known_items=given)
 
 
+def test_the_interval_check_is_the_same_with_the_interval_kernel_and_with_numpy(matrix, monkeypatch):
+    from irtlib.bank import coverage, interval_kernel
+
+    if interval_kernel.load() is None:
+        pytest.skip("the interval kernel cannot be built here")
+    kept = matrix.filter_variance(0.01)
+    rates = matrix.item_safe_rates()
+    filtered_sum = float(rates[~rates.index.isin(kept.items)].sum())
+    with_kernel = coverage.interval_check(matrix, kept.items, filtered_sum)
+    monkeypatch.setitem(interval_kernel._LOADED, "lib", None)
+    assert coverage.interval_check(matrix, kept.items, filtered_sum) == with_kernel
+    assert len(with_kernel["k"]) >= 8 and max(with_kernel["inflation"]) > 1.0
+
+
+def test_the_interval_kernel_is_off_when_turned_off(monkeypatch):
+    from irtlib.bank import interval_kernel
+
+    monkeypatch.setattr(interval_kernel, "_LOADED", {})
+    monkeypatch.setenv("IRTLIB_INTERVAL_KERNEL", "0")
+    assert interval_kernel.load() is None
+
+
 def test_score_interval_agrees_with_scipys_expit_and_plain_sums_to_rounding():
-    """numpy's vectorised exp in the probabilities: the interval of an independent expit computation to 1e-13."""
+    """The interval against an independent computation: scipy's expit item by item, plain sums, to 1e-13."""
     from scipy.special import expit
 
     rng = np.random.default_rng(11)
