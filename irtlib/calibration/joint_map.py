@@ -460,7 +460,8 @@ def _fit_map(values, *, priors, max_iter, tol, max_step, start, n_threads, clien
                     state = _Point(runner, state.theta, state.alpha, state.b, priors, np.float64)
                 continue
             newton_sizes = newton_sizes + [last] if newton and weight == 1.0 else []
-            if last < tol or _quadratic_stop(newton_sizes, tol, rtol=rtol):
+            if last < tol or (_quadratic_stop(newton_sizes, tol, rtol=rtol) if forcing
+                              else _quadratic_stop(newton_sizes, tol)):
                 converged = True
                 break
     finally:
