@@ -42,6 +42,9 @@
 #     + the repository and launch buttons when BOOK_REPOSITORY_URL is set (tools/book_config.py;
 #     BOOK_REPOSITORY_BRANCH, default main; unset: no repository link anywhere)
 #   _build/src/  --jupyter-book build --all -W -n --keep-going-->  _build/html/
+# Each page's kernel is forked from a kernel server that has imported ipykernel and the pages'
+# third-party modules once (tools/kernel_forkserver.py; it lives in _build/kernel-server/ and ends with
+# the make that started it); IRTBOOK_FORK_KERNEL=0 starts an ordinary kernel per page instead.
 # Chapters run with the repository root as working directory.  A chapter is re-executed
 # when its .md, any irtlib/**/*.py, a git-tracked file under data/, or the papermill
 # arguments (QUICK, PARAMS) change.
@@ -292,7 +295,8 @@ html: executed | $(VENV_STAMP)
 	test -f $(HTML_DIR)/index.html
 	@echo "book: $(HTML_DIR)/index.html"
 
-# Re-execute one chapter regardless of timestamps.  This does not re-render the HTML; a later
+# Re-execute one chapter regardless of timestamps, with an ordinary kernel (a kernel server's imports
+# cost more than one page saves; IRTBOOK_FORK_KERNEL=1 uses one).  This does not re-render the HTML; a later
 # `make book` renders the notebook as it is (the reproducibility page shows its parameters)
 # unless its sources changed meanwhile.
 CH ?=
@@ -300,6 +304,7 @@ CH_NAME := $(basename $(patsubst book/%,%,$(CH)))
 chapter: $(STAGE_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	@test -n "$(CH_NAME)" || { echo 'usage: make chapter CH=<name> [QUICK=1] [PARAMS="-p KEY VALUE"]' >&2; exit 2; }
 	@test -f book/$(CH_NAME).md || { echo "no chapter book/$(CH_NAME).md" >&2; exit 2; }
+	IRTBOOK_FORK_KERNEL=$${IRTBOOK_FORK_KERNEL:-0} \
 	$(VPY) tools/run_chapter.py book/$(CH_NAME).md $(EXEC_DIR)/$(CH_NAME).ipynb --cwd $(CURDIR) \
 		-- $(PAPERMILL_ARGS) $(if $(filter book/$(CH_NAME),$(COLLECTORS)),-p EXECUTED_DIR $(EXEC_DIR))
 	$(VPY) tools/check_executed.py $(EXEC_DIR)/$(CH_NAME).ipynb

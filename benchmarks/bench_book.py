@@ -16,11 +16,14 @@ average printed, so a machine that slowed down during the run shows. Coverage's 
 (``COVERAGE_PROCESS_START`` or ``COVERAGE_PROCESS_CONFIG`` in the environment, as pytest-cov's
 subprocess measurement sets it: the venv's ``a1_coverage.pth`` then traces irtlib in every Python
 process, about 1.6x the CPU of a chapter) is removed from the build's environment and reported.
+Kernels forked by the kernel server (``tools/kernel_forkserver.py``) are not make's descendants: their
+CPU seconds and the server's own, which the server logs in ``_build/kernel-server/*.log``, are added to
+the step's; ``--no-kernel-server`` runs the pages in ordinary kernels (``IRTBOOK_FORK_KERNEL=0``).
 The budgets are issue 26's: the calibration stage 100 s; every chapter 30 s warm; the full book 180 s
 cold and 60 s warm; a QUICK build 45 s cold.
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place]
+    .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place] [--no-kernel-server]
 
 ``--in-place`` times this checkout instead of a clone (its ``_build/cache`` set aside and restored).
 """
@@ -68,17 +71,40 @@ def _children_cpu() -> float:
 COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
-def _make(tree: Path, target: str, *, quick: bool, jobs: int, venv: Path) -> tuple[float, float]:
-    """Run ``make target`` in ``tree``; wall and CPU seconds (every process make waited for)."""
+def kernel_server_cpu(tree: Path, *, wait: float = 10.0) -> float:
+    """CPU seconds the kernel servers of ``tree`` logged so far: their forked kernels' and their own.
+
+    Waits up to ``wait`` seconds for running servers to end first (they end within a second of the
+    ``make`` that started them), so that their own CPU is logged.
+    """
+    import re
+
+    state = tree / "_build" / "kernel-server"
+    deadline = time.monotonic() + wait
+    while list(state.glob("*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    total = 0.0
+    for log in state.glob("*.log"):
+        text = log.read_text(errors="replace")
+        total += sum(float(x) for x in re.findall(r"; (?:server )?cpu ([\d.]+) s", text))
+    return total
+
+
+def _make(tree: Path, target: str, *, quick: bool, jobs: int, venv: Path,
+          kernel_server: bool = True) -> tuple[float, float]:
+    """Run ``make target`` in ``tree``; wall and CPU seconds (every process make waited for, forked kernels)."""
     env = {k: v for k, v in os.environ.items() if k not in COVERAGE_HOOKS} | {"PYTHONHASHSEED": "0"}
+    if not kernel_server:
+        env["IRTBOOK_FORK_KERNEL"] = "0"
     for var in ("IRTLIB_REAL_DATA", "IRTLIB_PANDAGUARD_DATA", "IRTLIB_PAPER_DATA"):
         if env.get(var) is None and (found := _data_setting(var)):
             env[var] = found
     cmd = ["make", "--no-print-directory", f"-j{jobs}", target, "MANAGE_VENV=0", f"VENV={venv}", f"JOBS={jobs}",
            f"QUICK={'1' if quick else ''}"]
-    cpu, start = _children_cpu(), time.perf_counter()
+    cpu, forked, start = _children_cpu(), kernel_server_cpu(tree), time.perf_counter()
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start, _children_cpu() - cpu
+    wall = time.perf_counter() - start
+    return wall, _children_cpu() - cpu + kernel_server_cpu(tree) - forked
 
 
 #: Where the Makefile looks for the data sets beside the repository (a clone elsewhere is given them explicitly).
@@ -114,6 +140,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="chapters in parallel (make -j), workers of the stage")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm rerun")
     parser.add_argument("--in-place", action="store_true", help="time this checkout, not a fresh clone of HEAD")
+    parser.add_argument("--no-kernel-server", action="store_true",
+                        help="ordinary kernels, none forked from the kernel server (IRTBOOK_FORK_KERNEL=0)")
     args = parser.parse_args(argv)
     venv = ROOT / ".venv"
 
@@ -126,7 +154,8 @@ def main(argv=None) -> int:
     machine = [("start", unit, os.getloadavg()[0])]      # the workload again after each step, and the load
 
     def step(name: str, target: str) -> None:
-        steps[name] = _make(tree, target, quick=args.quick, jobs=args.jobs, venv=venv)
+        steps[name] = _make(tree, target, quick=args.quick, jobs=args.jobs, venv=venv,
+                            kernel_server=not args.no_kernel_server)
         machine.append((f"after {name}", cpu_workload(), os.getloadavg()[0]))
     with tempfile.TemporaryDirectory(prefix="bench-book-") as tmp:
         tree = _tree(args.in_place, Path(tmp))
@@ -156,7 +185,8 @@ def main(argv=None) -> int:
                     shutil.move(str(saved), cache)
 
     mode = "quick" if args.quick else "full"
-    print(f"book execution ({mode}, -j{args.jobs}, {'this checkout' if args.in_place else 'fresh clone of HEAD'}); "
+    print(f"book execution ({mode}, -j{args.jobs}, {'this checkout' if args.in_place else 'fresh clone of HEAD'}, "
+          f"{'ordinary kernels' if args.no_kernel_server else 'kernels forked from the kernel server'}); "
           f"CPU workload {unit:.2f} s (one unit)")
     print(f"  {'chapter':24s} {'cold s':>8s} {'warm s':>8s} {'warm units':>10s}")
     for name in sorted(cold, key=lambda n: -cold[n]):

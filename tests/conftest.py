@@ -33,6 +33,7 @@ def sim_80x2000():
 #: ``book``, they are left out of the fast ``make test`` and run by ``make test-all`` (CI).
 BOOK_TEST_MODULES = frozenset({
     "test_book_build.py", "test_book_content.py", "test_book_html.py", "test_browser.py", "test_course_kit.py",
+    "test_kernel_forkserver.py",
 })
 
 

@@ -43,7 +43,19 @@ What a chapter pays besides its own cells is kept small, since the book runs 17 
   to shut down and waited for: every output has arrived by then, and a graceful shutdown spends
   0.6 s a page (0.4 CPU s) tearing down the interpreter's modules (numpy, pandas, matplotlib,
   scipy). Under coverage's subprocess hook (:data:`COVERAGE_HOOKS`) the kernel still shuts down
-  gracefully, so that it writes its coverage data.
+  gracefully, so that it writes its coverage data;
+- the kernel is forked from a kernel server (:func:`install_kernel_server`;
+  ``tools/kernel_forkserver.py`` and ``tools/fork_provisioner.py``) that has imported ipykernel, IPython
+  and the pages' third-party modules (numpy, scipy, pandas with its Styler, matplotlib, seaborn, ...)
+  once, instead of a new interpreter importing them again for every page (about 2 CPU s a page,
+  ``benchmarks/RESULTS.md``). Never the project's own modules: ``irtlib`` and ``irtbook`` are imported by
+  the page, from the sources as they are. The first page of a build starts the server (in
+  ``_build/kernel-server/``, one per kernel environment, under a file lock; it starts while this
+  process imports papermill); it ends when the ``make`` that started it ends (this process's parent)
+  or after 30 s without a kernel (``IRTBOOK_FORK_KERNEL_IDLE``). ``IRTBOOK_FORK_KERNEL=0`` turns it
+  off; so do coverage's subprocess hook (coverage starts in ordinary kernels) and platforms other than
+  Linux. Whatever goes wrong with it (a server that refuses or does not start) gives an ordinary
+  kernel; the last line says which kind ran the page (``done in 2.1 s (forked kernel)``).
 """
 
 from __future__ import annotations
@@ -125,6 +137,19 @@ def install_engine() -> str:
     return "immediate"
 
 
+def install_kernel_server(state_dir: Path) -> str:
+    """Have this process's kernel forked from a kernel server (``tools/fork_provisioner.py``); how it starts.
+
+    ``"forked"`` when jupyter_client will ask the server (started now if none runs for this environment,
+    owned by this process's parent, normally ``make``), else ``"ordinary (<why not>)"``: the switch
+    ``IRTBOOK_FORK_KERNEL=0``, coverage's subprocess hook, or a platform without the server.
+    """
+    import fork_provisioner
+
+    reason = fork_provisioner.install(state_dir, owner=os.getppid())
+    return f"ordinary ({reason})" if reason else "forked"
+
+
 def run_papermill(argv: list[str]) -> int:
     """Run papermill's command line in this process; its exit status (1 when a cell failed).
 
@@ -166,13 +191,25 @@ def main(argv: list[str] | None = None) -> int:
         help="where partial notebooks go (default: <output dir>/../executing)",
     )
     args = parser.parse_args(argv)
-
-    import jupytext  # imported late so --help works without the venv
-
     name = args.source.stem
     work_dir = args.work_dir or args.output.parent.parent / "executing"
     work_dir.mkdir(parents=True, exist_ok=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
+
+    # The kernel is started by jupyter_client with this interpreter, so the
+    # chapter sees the same environment (irtlib, numpy, ...) as this script.
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence a debugpy warning
+    # The kernel server, when one is needed, starts while this process reads the page and imports papermill
+    # (the book's pages all run the python3 kernel).
+    launch = install_kernel_server(work_dir.parent / "kernel-server")
+    if launch == "forked":
+        import fork_provisioner
+
+        fork_provisioner.prestart("python3", cwd=str(args.cwd.resolve()))
+
+    import jupytext  # imported late so --help works without the venv
+
     source_ipynb = work_dir / f"{name}.source.ipynb"
     partial = work_dir / f"{name}.ipynb"
     partial.unlink(missing_ok=True)
@@ -180,10 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     notebook = jupytext.read(args.source)
     jupytext.write(notebook, source_ipynb, fmt="ipynb")
 
-    # The kernel is started by jupyter_client with this interpreter, so the
-    # chapter sees the same environment (irtlib, numpy, ...) as this script.
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence a debugpy warning
     argv = [
         str(source_ipynb),
         str(partial),
@@ -210,7 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         return status or 1
     os.replace(partial, args.output)
     source_ipynb.unlink(missing_ok=True)
-    print(f"[run_chapter] {name}: done in {elapsed:.1f} s -> {args.output}", flush=True)
+    if launch == "forked":
+        import fork_provisioner
+
+        launch = fork_provisioner.last_launch
+    print(f"[run_chapter] {name}: done in {elapsed:.1f} s ({launch} kernel) -> {args.output}", flush=True)
     return 0
 
 

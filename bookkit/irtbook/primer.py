@@ -233,6 +233,7 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
     the step (earlier posteriors faded), its MAP estimate, and ``full_theta`` (the model's
     full-benchmark ability) when given. Made without pyplot.
     """
+    import matplotlib as mpl
     from matplotlib.animation import FuncAnimation
     from matplotlib.figure import Figure
 
@@ -250,8 +251,21 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
 
     fig = Figure(figsize=(7.0, 5.4), dpi=80, layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
+    # Every frame has the same axes, limits, tick labels and label sizes. The constrained layout refines
+    # the previous positions at each draw and reaches a fixed point after a few frames (positions equal
+    # bit for bit from one layout to the next); from then on the layout engine is switched off and the
+    # later frames keep those positions, which the layout would give them again (each frame's savefig
+    # then draws once, without the layout pass).
+    laid_out, positions = [], []
+    fig.canvas.mpl_connect("draw_event", lambda event: laid_out.append(True))
 
     def draw(t):
+        if laid_out and fig.get_layout_engine() is not None:
+            now = [tuple(ax.get_position().bounds) for ax in (top, bottom)]
+            if positions and positions[-1] == now:
+                with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+                    fig.set_layout_engine(None)
+            positions.append(now)
         row = trace.iloc[t]
         top.clear()
         bottom.clear()

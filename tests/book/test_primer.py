@@ -122,6 +122,30 @@ def test_animation_plays_without_network():
     assert "fa fa-" not in html
 
 
+def test_animation_frames_equal_those_laid_out_frame_by_frame():
+    """The layout kept once it stops moving gives the frames a layout pass at every frame gives, bit for bit."""
+    x, a, b = _bank(n_items=80)
+    trace = primer.adaptive_trace(x[0], a, b, budget=12)
+
+    def frames(anim):
+        return re.findall(r"data:image/png;base64,([^\"']+)", primer.animation_html(anim))
+
+    kept = primer.trace_animation(trace, x[0], a, b, full_theta=0.1, title="m:")
+    every = primer.trace_animation(trace, x[0], a, b, full_theta=0.1, title="m:")
+    draw = every._func
+
+    def draw_and_lay_out_again(t):
+        out = draw(t)
+        every._fig.set_layout_engine("constrained")   # the layout pass runs again at this frame's savefig
+        return out
+
+    every._func = draw_and_lay_out_again
+    assert kept._fig.get_layout_engine() is not None
+    first, second = frames(kept), frames(every)
+    assert kept._fig.get_layout_engine() is None              # the later frames were drawn without the layout pass
+    assert len(first) == 12 and first == second
+
+
 # ----------------------------------------------------------------------------- the executed chapter
 def test_executed_primer_glues_the_trace_and_the_animation():
     if not EXECUTED.is_file():

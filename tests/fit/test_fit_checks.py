@@ -12,6 +12,7 @@ from irtlib import ResponseMatrix, fit_2pl
 from irtlib.calibration.joint_map import Calibration
 from irtlib.calibration.models import compare_models, fit_irt, fit_irt_values, heldout_folds, n_parameters
 from irtlib.fit.checks import (
+    _standardised_columns,
     adjust_pvalues,
     dimensionality,
     item_fit,
@@ -243,6 +244,23 @@ def test_eigenvalues_are_those_of_the_q3_matrix(clean_2pl):
     np.testing.assert_allclose(residual_eigenvalues(sub, cal, n=5), ev, atol=1e-10)
 
 
+@pytest.mark.parametrize("shape", [(30, 400), (25, 25), (60, 12)])
+def test_residual_eigenvalues_equal_the_squared_singular_values(shape):
+    # the Gram matrix's eigenvalues against numpy's SVD of the standardised residuals, wide, square and
+    # tall: equal to rounding (1e-12 of the largest; measured about 1e-15), zeros included
+    values, *_ = draw(*shape, seed=21)
+    values[np.random.default_rng(2).random(values.shape) < 0.05] = np.nan
+    m = as_matrix(values)
+    cal = fit_2pl(m, engine="map")
+    z = _standardised_columns(m, cal)
+    z = z[:, ~np.isnan(z).any(axis=0)]
+    svd = np.linalg.svd(z, compute_uv=False) ** 2
+    got = residual_eigenvalues(m, cal, n=min(shape))
+    assert got.shape == svd.shape and np.all(np.diff(got) <= 0) and np.all(got >= 0)
+    np.testing.assert_allclose(got, svd, rtol=0, atol=1e-12 * svd[0])
+    assert got.sum() == pytest.approx(z.shape[1], rel=1e-12)   # they sum to the number of items
+
+
 def test_parallel_analysis_one_against_two_dimensions():
     rng = np.random.default_rng(7)
     values1, *_ = draw(400, 40, seed=7)
@@ -347,6 +365,27 @@ def test_compare_models_does_not_prefer_2pl_on_equal_discrimination():
     # measured: 1PL -0.5535, 2PL -0.5570 per held-out response
     assert table.loc["1pl", "heldout_loglik"] >= table.loc["2pl", "heldout_loglik"] - 1e-4
     assert table.loc["1pl", "bic"] < table.loc["2pl", "bic"]
+
+
+def test_compare_models_equals_fitting_every_model_on_its_own(monkeypatch):
+    # the 2PL fits handed to the 1PL and 3PL as starts give the numbers of separate fit_irt_values calls,
+    # bit for bit (missing cells included)
+    import irtlib.calibration.models as models_module
+
+    values, *_ = draw(40, 60, seed=22, c=0.2)
+    values[np.random.default_rng(3).random(values.shape) < 0.05] = np.nan
+    m = as_matrix(values)
+    shared = compare_models(m, models=("1pl", "2pl", "3pl"), folds=3, seed=1)
+    calls = []
+
+    def alone(x, which, model, two, **kw):
+        calls.append(model)
+        return fit_irt_values(x, model=model, **kw)
+
+    monkeypatch.setattr(models_module, "_fit_sharing_2pl", alone)
+    separate = compare_models(m, models=("1pl", "2pl", "3pl"), folds=3, seed=1)
+    assert len(calls) == 12
+    pd.testing.assert_frame_equal(shared.drop(columns="seconds"), separate.drop(columns="seconds"), check_exact=True)
 
 
 def test_compare_models_prefers_3pl_with_a_lower_asymptote():
