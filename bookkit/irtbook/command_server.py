@@ -11,7 +11,7 @@ interpreter buffers them when they are not a terminal) and calls the command lin
 :func:`irtlib.cli.main`, then exits with its status as ``python -m irtlib`` would (``sys.exit``, the
 atexit functions). So the command really runs, in its own process, from the same state a new
 interpreter reaches after its imports; what it prints is what it prints at a shell
-(``tests/test_command_server.py`` compares both, byte for byte, for every command of chapter 7).
+(``tests/book/test_command_server.py`` compares both, byte for byte, for every command of chapter 7).
 
 Run as ``python -m irtbook.command_server``: it reads one JSON request a line on stdin
 (``{"argv": [...], "cwd": ..., "output": ...}``) and answers each with the command's exit status on
@@ -28,7 +28,7 @@ from pathlib import Path
 
 #: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
-__all__ = ["CommandServer", "run_command", "serve"]
+__all__ = ["CommandServer", "serve"]
 
 
 def _run_child(argv: list[str], cwd: str, output: str) -> None:  # pragma: no cover - runs in a forked child
@@ -143,34 +143,6 @@ class CommandServer:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def run_command(command: str, *, server: CommandServer, cwd: str | os.PathLike, echo: bool = True,
-                check: bool = True) -> subprocess.CompletedProcess:
-    """Run an ``irtlib ...`` command line through ``server`` in ``cwd``; print it and what it printed.
-
-    What :func:`irtbook.own_benchmark.run_command` does with a new interpreter per command, with the
-    same printing: ``$ command`` and the command's stdout and stderr, in order.
-
-    Raises
-    ------
-    ValueError
-        ``command`` is not an ``irtlib`` command line.
-    RuntimeError
-        The exit status is not 0 and ``check`` (with the output).
-    """
-    import shlex
-
-    argv = shlex.split(command)
-    if not argv or argv[0] != "irtlib":
-        raise ValueError(f"run_command: {command!r} is not an `irtlib ...` command line")
-    done = server.run(argv[1:], cwd=cwd)
-    if echo:
-        print(f"$ {command}")
-        print(done.stdout.rstrip())
-    if check and done.returncode != 0:
-        raise RuntimeError(f"{command!r} exited with status {done.returncode}:\n{done.stdout}")
-    return done
 
 
 if __name__ == "__main__":

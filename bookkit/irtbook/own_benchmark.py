@@ -246,7 +246,8 @@ def subset_responses(path: PathLike, items: Sequence[str], dest: PathLike) -> Pa
     return dest
 
 
-def run_command(command: str, *, cwd: PathLike, echo: bool = True, check: bool = True) -> subprocess.CompletedProcess:
+def run_command(command: str, *, cwd: PathLike, echo: bool = True, check: bool = True,
+                server=None) -> subprocess.CompletedProcess:
     """Run a command line as a reader would type it, in ``cwd``; print it and what it printed.
 
     ``irtlib ...`` runs as ``python -m irtlib ...`` with this interpreter (the same installation
@@ -263,6 +264,9 @@ def run_command(command: str, *, cwd: PathLike, echo: bool = True, check: bool =
         Print ``$ command`` and the output.
     check : bool
         Raise ``RuntimeError`` (with the output) when the exit status is not 0.
+    server : irtbook.command_server.CommandServer, optional
+        Run an ``irtlib ...`` command in a process forked from this started interpreter instead of
+        a new one (the same output, byte for byte, without paying the start again; chapter 7).
 
     Returns
     -------
@@ -270,10 +274,16 @@ def run_command(command: str, *, cwd: PathLike, echo: bool = True, check: bool =
         ``stdout`` holds stdout and stderr interleaved.
     """
     argv = shlex.split(command)
-    if argv and argv[0] == "irtlib":
-        argv = [sys.executable, "-m", "irtlib", *argv[1:]]
-    env = {**os.environ, "TQDM_DISABLE": "1"}
-    done = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if server is not None:
+        if not argv or argv[0] != "irtlib":
+            raise ValueError(f"run_command: {command!r} is not an `irtlib ...` command line")
+        done = server.run(argv[1:], cwd=cwd)
+    else:
+        if argv and argv[0] == "irtlib":
+            argv = [sys.executable, "-m", "irtlib", *argv[1:]]
+        env = {**os.environ, "TQDM_DISABLE": "1"}
+        done = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env)
     if echo:
         print(f"$ {command}")
         print(done.stdout.rstrip())

@@ -22,24 +22,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from notebook_helpers import MYST_FRONT_MATTER
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools"
 sys.path.insert(0, str(TOOLS))
 import chapters  # noqa: E402  (tools/chapters.py)
 
-FRONT_MATTER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+FRONT_MATTER = MYST_FRONT_MATTER
 
 
 def _chapter(title: str, body: str, params: str = "QUICK = False\nSEED = 0") -> str:

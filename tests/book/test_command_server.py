@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from irtbook import own_benchmark as ob
-from irtbook.command_server import CommandServer, run_command
+from irtbook.command_server import CommandServer
+from irtbook.own_benchmark import run_command
 
 
 def _write_jsonl(path, n_models=30, n_items=60, seed=0):

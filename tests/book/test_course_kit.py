@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from notebook_helpers import MYST_FRONT_MATTER
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -237,17 +238,7 @@ def _entry_point_path(tmp_path: Path) -> str:
     return str(dist.parent)
 
 
-MYST_NOTEBOOK = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+MYST_NOTEBOOK = MYST_FRONT_MATTER + """
 # A two-cell chapter
 
 ```{code-cell} ipython3

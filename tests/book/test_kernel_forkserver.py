@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from notebook_helpers import MYST_FRONT_MATTER
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools"
@@ -32,18 +33,7 @@ finally:
 needs_fork = pytest.mark.skipif(
     fork_provisioner.enabled({}) is not None, reason=f"no kernel server here: {fork_provisioner.enabled({})}")
 
-FRONT_MATTER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+FRONT_MATTER = MYST_FRONT_MATTER
 
 #: A page that uses what the server preloads and what a kernel inherits from its runner: seeded numpy
 #: with a BLAS product, pandas' HTML, a pyplot figure (the inline back end), both streams, the working
