@@ -460,8 +460,8 @@ def _fit_map(values, *, priors, max_iter, tol, max_step, start, n_threads, clien
                     state = _Point(runner, state.theta, state.alpha, state.b, priors, np.float64)
                 continue
             newton_sizes = newton_sizes + [last] if newton and weight == 1.0 else []
-            if last < tol or (_quadratic_stop(newton_sizes, tol, rtol=rtol) if forcing
-                              else _quadratic_stop(newton_sizes, tol)):
+            # the bank's own fit judges every step by the Newton solves' residual, as before forcing existed
+            if last < tol or _quadratic_stop(newton_sizes, tol, rtol=rtol if forcing else CG_RTOL["newton"]):
                 converged = True
                 break
     finally:

@@ -199,7 +199,7 @@ def test_the_map_fit_ends_at_the_same_mode_without_computing_the_confirming_newt
 
     values, *_ = simulate_2pl(120, 500, seed=4, sd_log_a=0.7)
     theta, a, b, info = joint_map.fit_map(values)
-    monkeypatch.setattr(joint_map, "_quadratic_stop", lambda sizes, tol: False)   # the rule before it
+    monkeypatch.setattr(joint_map, "_quadratic_stop", lambda sizes, tol, **_: False)   # the rule before it
     theta0, a0, b0, info0 = joint_map.fit_map(values)
     for got, want in ((theta, theta0), (a, a0), (b, b0)):
         np.testing.assert_array_equal(got, want)
