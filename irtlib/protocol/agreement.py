@@ -77,7 +77,7 @@ from irtlib.errors import InputError, InputTypeError
 from irtlib.selection import methods as _methods
 from irtlib.selection.adaptive import MleEstimator, run_adaptive
 from irtlib.selection.methods import Training
-from irtlib.selection.static import Subset, score_subset
+from irtlib.selection.static import Subset, score_subset, score_subsets_map
 
 from . import presets as _protocols
 
@@ -512,12 +512,16 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
             scores[method] = [traj.estimate[:, k - 1] for k in ks]
     t2 = time.perf_counter()
     clock["random"] += t2 - t
-    for method, subsets in static.items():
-        how = _methods.REGISTRY[method].scorer
-        scores[method], prev = [], None
-        for k in ks:                      # MAP on k items starts from the estimate on fewer
-            prev = score_subset(x_test, subsets[k], how=how, a=a, b=b, theta0=prev)
-            scores[method].append(prev)
+    by_map = [m for m in static if _methods.REGISTRY[m].scorer == "map"]
+    for method in static:
+        scores[method] = []
+    for k in ks:      # the MAP methods' subsets of one budget in one call; MAP on k items starts from fewer
+        prev = [scores[m][-1] if scores[m] else None for m in by_map]
+        for method, theta in zip(by_map, score_subsets_map(x_test, [static[m][k] for m in by_map], a=a, b=b,
+                                                           theta0=prev), strict=True):
+            scores[method].append(theta)
+        for method in (m for m in static if m not in by_map):
+            scores[method].append(score_subset(x_test, static[method][k], how=_methods.REGISTRY[method].scorer))
     clock["static scoring"] += time.perf_counter() - t2
     return {"split": split, "test": test, "pool": pool, "a": a, "b": b, "ks": ks, "scores": scores,
             "reference": reference[test], "theta_start": float(theta_train.mean())}

@@ -38,12 +38,14 @@ from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
+from . import greedy_kernel
+
 __all__ = [
     "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",
     "anchor_points", "anchor_points_path", "disco", "correlation_features", "kmedoids_loss",
     "score_subset", "summed_se", "b_quantile_bins", "interleave_bins", "marginal_fisher_bq_interleaved",
     "anchor_points_fresh", "correlation_distances",
-    "MarginalFisherOrder", "interleave_quota",
+    "MarginalFisherOrder", "interleave_quota", "score_subsets_map",
 ]
 
 
@@ -117,7 +119,7 @@ def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, sho
     return np.fromiter(itertools.islice(picks, k), dtype=np.intp, count=k)
 
 
-def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, short=256):
+def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, short=256, kernel=True):
     """Greedy minimisation of the summed SE, one pick at a time; optionally round-robin over item bins.
 
     ``info`` is ``(n_models, n_items)``. Lazy evaluation (Minoux): the objective is a sum of
@@ -129,6 +131,9 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
     same picks as evaluating every candidate (ties: lowest position). A generator: it yields the
     picks in order until every item is chosen, so a caller takes as many as it needs and can come
     back for more (:class:`MarginalFisherOrder`).
+
+    Without bins, the picks after the first come from the C kernel of
+    :mod:`irtlib.selection.greedy_kernel` where it loads (the same picks; ``kernel=False``: numpy).
     """
     info_t = np.ascontiguousarray(np.asarray(info, float).T)      # (n_items, n_models)
     n_items, n_models = info_t.shape
@@ -163,6 +168,12 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
     # best fresh gain no longer beats the outside, then the shortlist is rebuilt.
     gains = _gains(s, info_t)
     gains[j] = -np.inf
+    # the kernel's heap needs finite gains; they stay finite once they are (s only grows)
+    if n_bins == 1 and kernel and np.isfinite(gains[np.arange(n_items) != j]).all():
+        lib = greedy_kernel.load()
+        if lib is not None:               # the same picks, from C (irtlib.selection.greedy_kernel)
+            yield from greedy_kernel.lazy_picks(lib, info_t, s, gains)
+            return
     bounds = [gains[m] for m in members]
     shortlists = [None] * n_bins
 
@@ -767,3 +778,48 @@ def score_subset(values: ArrayLike, subset: Subset, *, how: str, a: ArrayLike | 
     den = obs @ w
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, np.where(obs, x, 0.0) @ w / den, np.nan)
+
+
+def score_subsets_map(values: ArrayLike, subsets: Sequence[Subset], *, a: ArrayLike, b: ArrayLike,
+                      theta0: Sequence[ArrayLike | None] | None = None, prior_mean: float = 0.0,
+                      prior_sd: float = 1.0) -> list[np.ndarray]:
+    """:func:`score_subset` with ``how="map"`` for several subsets, one :func:`map_ability` call per subset size.
+
+    The protocol scores every MAP method's subset of each budget (section "Evaluation"); subsets of
+    one size are stacked into one call with per-row item parameters. Every model's Newton run only
+    reads its own row, over the same number of items in the same order, so each result equals
+    ``score_subset(values, subset, how="map", a=a, b=b, theta0=theta0[i])`` bit for bit (a test
+    checks it); subsets of different sizes are never stacked (padding would change the row sums).
+
+    Parameters
+    ----------
+    values : array_like, shape (n_models, n_items)
+    subsets : sequence of Subset
+    a, b : array_like, shape (n_items,)
+    theta0 : sequence, optional
+        Newton's starting point per subset (None entries: the prior mean).
+
+    Returns
+    -------
+    list of ndarray, shape (n_models,) each, in the order of ``subsets``
+    """
+    x = np.asarray(values, float)
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n = x.shape[0]
+    theta0 = [None] * len(subsets) if theta0 is None else list(theta0)
+    if len(theta0) != len(subsets):
+        raise InputError(f"theta0 has {len(theta0)} entries for {len(subsets)} subsets")
+    out: list[np.ndarray | None] = [None] * len(subsets)
+    sizes = [len(sub) for sub in subsets]
+    for size in dict.fromkeys(sizes):
+        group = [i for i, z in enumerate(sizes) if z == size]
+        items = np.stack([subsets[i].items for i in group])                  # (n_group, size)
+        xs = x[:, items].transpose(1, 0, 2).reshape(len(group) * n, size)    # subset-major rows
+        rows = np.repeat(items, n, axis=0)
+        start = np.concatenate([np.broadcast_to(np.asarray(prior_mean if theta0[i] is None else theta0[i], float),
+                                                (n,)) for i in group])
+        theta = np.asarray(map_ability(xs, a[rows], b[rows], prior_mean=prior_mean, prior_sd=prior_sd,
+                                       theta0=start).theta)
+        for j, i in enumerate(group):
+            out[i] = theta[j * n:(j + 1) * n]
+    return out

@@ -19,6 +19,7 @@ from irtlib.selection.static import (
     marginal_fisher,
     marginal_fisher_bq,
     score_subset,
+    score_subsets_map,
     summed_se,
     total_fisher,
 )
@@ -193,3 +194,25 @@ def test_score_subset():
                                map_ability(x[:, [0, 2, 3]], a[[0, 2, 3]], b[[0, 2, 3]]).theta)
     with pytest.raises(ValueError):
         score_subset(x, Subset(np.array([0])), how="weighted")
+
+
+def test_score_subsets_map_equals_one_score_subset_per_subset():
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        n, m = int(rng.integers(1, 15)), int(rng.integers(8, 300))
+        x = (rng.random((n, m)) < rng.random(m)).astype(float)
+        if trial % 3 == 0:
+            x[rng.random((n, m)) < 0.1] = np.nan
+        if trial % 4 == 0:
+            x[0] = 1.0                    # an all-safe row: the estimate ends on the bracket
+        a, b = np.exp(rng.normal(0.0, 1.0, m)), rng.normal(0.0, 2.0, m)
+        # two subsets of one size (stacked), others of other sizes; starts from the prior or given
+        sizes = [7, 7, int(rng.integers(1, m + 1)), m]
+        subsets = [Subset(rng.choice(m, k, replace=False)) for k in sizes]
+        starts = [None, rng.normal(0.0, 1.0, n), 0.5, None]
+        got = score_subsets_map(x, subsets, a=a, b=b, theta0=starts)
+        for sub, start, theta in zip(subsets, starts, got, strict=True):
+            expected = score_subset(x, sub, how="map", a=a, b=b, theta0=start)
+            assert np.array_equal(theta, expected)
+    with pytest.raises(ValueError, match="theta0 has 1 entries for 2 subsets"):
+        score_subsets_map(x, subsets[:2], a=a, b=b, theta0=[None])

@@ -1,0 +1,137 @@
+/* Marginal Fisher's lazy greedy (irtlib/selection/greedy_kernel.py), one bin, in C.
+ *
+ * The numpy path (static._greedy_picks) spends most of its time in a dozen numpy calls per pick.
+ * Here a max-heap of stale gains (upper bounds) ordered by (gain desc, position asc) does the same
+ * lazy evaluation: the top item, if its gain is fresh (computed at this step), is the item with the
+ * largest fresh gain, ties to the lowest position -- the numpy path's pick. A gain is computed with
+ * the numpy path's operations in its order: r1 = sqrt(s), r2 = sqrt(s + I), I / ((r1 * r2) * (r1 + r2)),
+ * summed over models by numpy's pairwise summation (DOUBLE_pairwise_sum), so the floats are equal.
+ * Compile with -ffp-contract=off (irtlib.calibration.fused_kernel's flags).
+ */
+#include <math.h>
+#include <stdint.h>
+
+/* numpy's pairwise sum of n contiguous doubles (numpy/_core/src/umath/loops_utils.h.src) */
+static double pairwise_sum(const double *a, int64_t n)
+{
+    if (n < 8) {
+        double res = -0.0;
+        for (int64_t i = 0; i < n; i++) {
+            res += a[i];
+        }
+        return res;
+    }
+    else if (n <= 128) {
+        double r[8], res;
+        int64_t i;
+        for (int q = 0; q < 8; q++) {
+            r[q] = a[q];
+        }
+        for (i = 8; i < n - (n % 8); i += 8) {
+            for (int q = 0; q < 8; q++) {
+                r[q] += a[i + q];
+            }
+        }
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) {
+            res += a[i];
+        }
+        return res;
+    }
+    else {
+        int64_t n2 = n / 2;
+        n2 -= n2 % 8;
+        return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+    }
+}
+
+/* gain of column `col` (n_models values) given r1 = sqrt(s) and s (already floored at 1e-300) */
+static double gain(const double *col, const double *s, const double *r1, double *work, int64_t n_models)
+{
+    for (int64_t m = 0; m < n_models; m++) {
+        double r2 = sqrt(s[m] + col[m]);
+        work[m] = col[m] / ((r1[m] * r2) * (r1[m] + r2));
+    }
+    return pairwise_sum(work, n_models);
+}
+
+/* the gains of every item (rows of info_t), for tests and the bounds after the first pick */
+void greedy_gains(int64_t n_items, int64_t n_models, const double *info_t, const double *s, const double *r1,
+                  double *work, double *out)
+{
+    for (int64_t j = 0; j < n_items; j++) {
+        out[j] = gain(info_t + j * n_models, s, r1, work, n_models);
+    }
+}
+
+/* heap order: a before b when its bound is larger, or equal with a lower position */
+static int before(const double *ub, int64_t a, int64_t b)
+{
+    return ub[a] > ub[b] || (ub[a] == ub[b] && a < b);
+}
+
+static void sift_down(int64_t *heap, int64_t size, const double *ub, int64_t i)
+{
+    int64_t item = heap[i];
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= size) {
+            break;
+        }
+        if (c + 1 < size && before(ub, heap[c + 1], heap[c])) {
+            c++;
+        }
+        if (!before(ub, heap[c], item)) {
+            break;
+        }
+        heap[i] = heap[c];
+        i = c;
+    }
+    heap[i] = item;
+}
+
+/* Build the heap over heap[0:size] (item positions) by the bounds ub. */
+void greedy_heapify(int64_t size, int64_t *heap, const double *ub)
+{
+    for (int64_t i = size / 2 - 1; i >= 0; i--) {
+        sift_down(heap, size, ub, i);
+    }
+}
+
+/* Up to n_out more picks. state[0]: heap size, state[1]: step number (stamp of fresh gains).
+ * s: every model's information so far (updated), ub: bounds (updated), stamp: step at which
+ * ub[j] was computed. Returns the number of picks written to out. */
+int64_t greedy_next(int64_t n_models, const double *info_t, double *s, double *r1, double *sm, double *work,
+                    double *ub, int64_t *stamp, int64_t *heap, int64_t *state, int64_t n_out, int64_t *out)
+{
+    int64_t size = state[0], step = state[1], done = 0;
+    while (done < n_out && size > 0) {
+        /* this step's floored s and its square root, as numpy's _gains computes them */
+        for (int64_t m = 0; m < n_models; m++) {
+            sm[m] = s[m] > 1e-300 ? s[m] : 1e-300;
+            r1[m] = sqrt(sm[m]);
+        }
+        for (;;) {
+            int64_t top = heap[0];
+            if (stamp[top] == step) {
+                out[done++] = top;
+                heap[0] = heap[--size];
+                if (size > 0) {
+                    sift_down(heap, size, ub, 0);
+                }
+                const double *col = info_t + top * n_models;
+                for (int64_t m = 0; m < n_models; m++) {
+                    s[m] = s[m] + col[m];
+                }
+                break;
+            }
+            ub[top] = gain(info_t + top * n_models, sm, r1, work, n_models);
+            stamp[top] = step;
+            sift_down(heap, size, ub, 0);
+        }
+        step++;
+    }
+    state[0] = size;
+    state[1] = step;
+    return done;
+}

@@ -1,0 +1,112 @@
+"""Marginal Fisher's greedy order: the C kernel's picks against the numpy path and a brute-force greedy."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from irtlib.selection import greedy_kernel
+from irtlib.selection.static import (
+    MarginalFisherOrder,
+    _gains,
+    _greedy_picks,
+    b_quantile_bins,
+    information_matrix,
+    interleave_quota,
+)
+
+
+@pytest.fixture
+def lib():
+    lib = greedy_kernel.load()
+    if lib is None:
+        pytest.skip("the greedy kernel cannot be built here")
+    return lib
+
+
+def _brute_force_order(info, prior_information=0.0):
+    """Every step evaluates every remaining item; the largest gain wins, ties to the lowest position."""
+    info_t = np.ascontiguousarray(info.T)
+    n_items = info_t.shape[0]
+    s = np.full(info_t.shape[1], prior_information)
+    if prior_information > 0:
+        first = _gains(s, info_t)
+    else:
+        with np.errstate(divide="ignore"):
+            first = -(1.0 / np.sqrt(info_t)).sum(axis=1)
+    order = [int(np.argmax(first))]
+    s = s + info_t[order[0]]
+    left = np.ones(n_items, dtype=bool)
+    left[order[0]] = False
+    while left.any():
+        g = np.where(left, _gains(s, info_t), -np.inf)
+        j = int(np.argmax(g))
+        order.append(j)
+        left[j] = False
+        s = s + info_t[j]
+    return order
+
+
+def _bank(rng, n_items, n_models, *, rounded=False):
+    a = np.exp(rng.normal(0.0, 0.7, n_items))
+    b = rng.normal(0.0, 2.0, n_items)
+    if rounded:                          # many identical items: ties between positions
+        a, b = np.round(a, 1), np.round(b, 0)
+    return information_matrix(a, b, rng.normal(0.0, 1.5, n_models))
+
+
+def test_kernel_gains_equal_numpy_gains_bit_for_bit(lib):
+    rng = np.random.default_rng(7)
+    for n_models in (1, 7, 8, 9, 127, 128, 129, 255, 256, 257, 1000):
+        info_t = np.exp(rng.normal(-2.0, 3.0, (11, n_models)))
+        info_t[:, ::4] = 0.0
+        s = np.exp(rng.normal(0.0, 3.0, n_models))
+        assert np.array_equal(greedy_kernel.gains(lib, s, info_t), _gains(s, info_t))
+
+
+@pytest.mark.parametrize("prior_information", [0.0, 1.0])
+def test_kernel_order_equals_brute_force_greedy(lib, prior_information):
+    rng = np.random.default_rng(11)
+    for trial in range(12):
+        info = _bank(rng, int(rng.integers(2, 80)), int(rng.integers(1, 40)), rounded=trial % 3 == 0)
+        expected = _brute_force_order(info, prior_information)
+        assert list(_greedy_picks(info, prior_information=prior_information)) == expected
+        assert list(_greedy_picks(info, prior_information=prior_information, kernel=False)) == expected
+
+
+def test_identical_items_are_picked_lowest_position_first(lib):
+    # items 1, 3 and 4 are copies of one item, the best one; item 0 and 2 are worse
+    info = np.array([[0.1, 0.5, 0.2, 0.5, 0.5],
+                     [0.2, 0.6, 0.1, 0.6, 0.6],
+                     [0.1, 0.4, 0.3, 0.4, 0.4]])
+    order = list(_greedy_picks(info))
+    assert order[:3] == [1, 3, 4]
+    assert order == list(_greedy_picks(info, kernel=False)) == _brute_force_order(info)
+
+
+@pytest.mark.parametrize("prior_information", [0.0, 1.0])
+def test_kernel_order_equals_numpy_order_on_large_random_banks(lib, prior_information):
+    rng = np.random.default_rng(5)
+    for n_items, n_models, rounded in ((1500, 60, False), (900, 9, True), (400, 150, False)):
+        info = _bank(rng, n_items, n_models, rounded=rounded)
+        numpy_path = list(_greedy_picks(info, prior_information=prior_information, kernel=False))
+        assert list(_greedy_picks(info, prior_information=prior_information)) == numpy_path
+        assert sorted(numpy_path) == list(range(n_items))
+
+
+def test_marginal_fisher_order_prefixes_equal_the_numpy_path(lib, monkeypatch):
+    rng = np.random.default_rng(9)
+    a, b = np.exp(rng.normal(0.0, 0.5, 700)), rng.normal(0.0, 1.5, 700)
+    theta = rng.normal(0.0, 1.0, 40)
+    bins = b_quantile_bins(b, 4)
+    need = interleave_quota(bins, 400)
+    with_kernel = MarginalFisherOrder(a, b, theta)
+    first, covering = with_kernel.first(37), with_kernel.covering(bins, need)
+    monkeypatch.setitem(greedy_kernel._LOADED, "lib", None)
+    numpy_path = MarginalFisherOrder(a, b, theta)
+    assert np.array_equal(first, numpy_path.first(37))
+    assert np.array_equal(covering, numpy_path.covering(bins, need))
+    assert list(itertools.islice(_greedy_picks(information_matrix(a, b, theta), kernel=False), covering.size)) \
+        == covering.tolist()
