@@ -403,6 +403,17 @@ def _assign(u, um, chunk=4096):
     return lab, best
 
 
+def _stable_order(lab, k):
+    """``np.argsort(lab, kind="stable")`` for labels in ``[0, k)``: the one stable order, by radix sort where it fits.
+
+    numpy sorts 16-bit integers stably by radix sort (linear time), 64-bit ones by timsort; a stable
+    order is unique, so narrowing the labels changes only the time.
+    """
+    if k <= np.iinfo(np.uint16).max + 1:
+        return np.argsort(lab.astype(np.uint16), kind="stable")
+    return np.argsort(lab, kind="stable")
+
+
 def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
     """Voronoi iteration (alternating k-medoids) with incremental reassignment.
 
@@ -430,7 +441,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
     for _ in range(max_iter):
-        order = np.argsort(lab, kind="stable")          # by cluster, then position
+        order = _stable_order(lab, k)                   # by cluster, then position
         sorted_lab = lab[order]
         starts = np.searchsorted(sorted_lab, np.arange(k))
         sums = np.add.reduceat(wu[order], starts, axis=0)
@@ -448,7 +459,9 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
             break
         med = new
         # points whose medoid moved: full reassignment; others: compare with the moved medoids
-        lost = np.isin(lab, moved)
+        lost = np.zeros(k, dtype=bool)
+        lost[moved] = True
+        lost = lost[lab]                                # np.isin(lab, moved), by lookup
         if lost.any():
             idx = np.flatnonzero(lost)
             l2, b2 = _assign(u[idx], u[med])

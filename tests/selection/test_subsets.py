@@ -216,3 +216,12 @@ def test_score_subsets_map_equals_one_score_subset_per_subset():
             assert np.array_equal(theta, expected)
     with pytest.raises(ValueError, match="theta0 has 1 entries for 2 subsets"):
         score_subsets_map(x, subsets[:2], a=a, b=b, theta0=[None])
+
+
+def test_stable_order_of_labels_equals_numpy_stable_argsort():
+    from irtlib.selection.static import _stable_order
+
+    rng = np.random.default_rng(4)
+    for k in (1, 2, 300, 65536, 70000):
+        lab = rng.integers(0, k, 5000)
+        assert np.array_equal(_stable_order(lab, k), np.argsort(lab, kind="stable"))
