@@ -12,7 +12,7 @@ models with numpy's pairwise summation, so the floats are equal and so are the p
 
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's gains with
-:func:`irtlib.selection.static._gains` on random columns of every length up to 300 models and
+the numpy path's (:func:`numpy_gains`) on random columns of every length up to 300 models and
 several longer ones, and returns the kernel only if every gain is equal; otherwise, or without a
 compiler, or with ``IRTLIB_GREEDY_KERNEL=0``, the numpy path runs (the same picks, slower).
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "load", "gains", "lazy_picks"]
+__all__ = ["SOURCE", "load", "gains", "numpy_gains", "lazy_picks"]
 
 SOURCE = Path(__file__).with_name("_greedy_kernel.c")
 
@@ -46,6 +46,19 @@ def _bind(path: Path) -> ctypes.CDLL:
     return lib
 
 
+def numpy_gains(s: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Decrease of ``sum_m s_m^-1/2`` from adding columns ``cols`` (shape (n_cand, n_models)), in numpy.
+
+    The gains of :func:`irtlib.selection.static._greedy_picks`' numpy path, which the kernel's equal.
+    Written without cancellation: ``s^-1/2 - (s + I)^-1/2 = I / (r1 r2 (r1 + r2))`` with
+    ``r1 = sqrt(s)``, ``r2 = sqrt(s + I)``.
+    """
+    s = np.maximum(s, 1e-300)          # a model with no information yet: huge, finite gains
+    r1 = np.sqrt(s)
+    r2 = np.sqrt(s + cols)
+    return (cols / (r1 * r2 * (r1 + r2))).sum(axis=1)
+
+
 def gains(lib: ctypes.CDLL, s: np.ndarray, info_t: np.ndarray) -> np.ndarray:
     """The kernel's gains of every row of ``info_t`` (shape (n_items, n_models)) given information ``s``."""
     info_t = np.ascontiguousarray(info_t, dtype=np.float64)
@@ -59,16 +72,14 @@ def gains(lib: ctypes.CDLL, s: np.ndarray, info_t: np.ndarray) -> np.ndarray:
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel's gains equal :func:`irtlib.selection.static._gains`'s, bit for bit.
+    """Whether the kernel's gains equal :func:`numpy_gains`'s, bit for bit.
 
     Random information (spread over many orders of magnitude, with zeros) for every number of
     models up to 300 and a few larger ones (numpy's pairwise summation changes shape at 8 and 128).
     """
-    from .static import _gains
-
     rng = np.random.default_rng(20261203)
     with np.errstate(invalid="ignore", divide="ignore"):      # 0 / 0 where s = 0: NaN on both paths
-        return all(np.array_equal(gains(lib, s, info_t), _gains(s, info_t), equal_nan=True)
+        return all(np.array_equal(gains(lib, s, info_t), numpy_gains(s, info_t), equal_nan=True)
                    for s, info_t in _check_cases(rng))
 
 

@@ -39,6 +39,7 @@ from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
 from . import greedy_kernel
+from .greedy_kernel import numpy_gains
 
 __all__ = [
     "Subset", "information_matrix", "total_fisher", "marginal_fisher", "marginal_fisher_bq",
@@ -100,18 +101,6 @@ def summed_se(info_sum: ArrayLike, prior_information: float = 0.0) -> float:
         return float((1.0 / np.sqrt(prior_information + np.asarray(info_sum, float))).sum())
 
 
-def _gains(s, cols):
-    """Decrease of ``sum_m s_m^-1/2`` from adding columns ``cols`` (shape (n_cand, n_models)).
-
-    Written without cancellation: ``s^-1/2 - (s + I)^-1/2 = I / (r1 r2 (r1 + r2))`` with
-    ``r1 = sqrt(s)``, ``r2 = sqrt(s + I)``.
-    """
-    s = np.maximum(s, 1e-300)          # a model with no information yet: huge, finite gains
-    r1 = np.sqrt(s)
-    r2 = np.sqrt(s + cols)
-    return (cols / (r1 * r2 * (r1 + r2))).sum(axis=1)
-
-
 def _greedy_se(info, k, *, prior_information=0.0, bins=None, start_bin=None, short=256):
     """The first ``k`` picks of :func:`_greedy_picks` (shape ``(k,)``)."""
     k = _check_k(k, np.shape(info)[1])
@@ -148,7 +137,7 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
     # ordinary greedy step. Round-robin starts in ``start_bin``, or in the best item's bin.
     s = np.full(n_models, float(prior_information))
     if prior_information > 0:
-        score = _gains(s, info_t)
+        score = numpy_gains(s, info_t)
     else:
         with np.errstate(divide="ignore"):
             score = -(1.0 / np.sqrt(info_t)).sum(axis=1)
@@ -166,7 +155,7 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
     # its ``short`` largest bounds and the largest bound left outside it (outside bounds are
     # never refreshed, so that number stays valid); picks only look at the shortlist until its
     # best fresh gain no longer beats the outside, then the shortlist is rebuilt.
-    gains = _gains(s, info_t)
+    gains = numpy_gains(s, info_t)
     gains[j] = -np.inf
     # the kernel's heap needs finite gains; they stay finite once they are (s only grows)
     if n_bins == 1 and kernel and np.isfinite(gains[np.arange(n_items) != j]).all():
@@ -205,7 +194,7 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
                 top, rest = part[sub.size - batch:], max(sub[part[sub.size - batch - 1]], outside)
             top = top[np.isfinite(sub[top])]
             pos = cand[top]
-            fresh = _gains(s, info_t[items[pos]]) if pos.size else np.empty(0)
+            fresh = numpy_gains(s, info_t[items[pos]]) if pos.size else np.empty(0)
             ub[pos] = fresh
             best = fresh.max() if fresh.size else -np.inf
             if best > rest:
