@@ -12,6 +12,17 @@ bit for bit).
     git worktree add /tmp/static-base main
     .venv/bin/python benchmarks/bench_static.py --base /tmp/static-base --splits /tmp/static/cache/splits \\
         --benchmarks wmdp-bio airbench2024 [--repeat 1]
+
+``--components NAME ...`` instead times, in this process on split 0 of each benchmark (its calibration
+read from ``--cache-dir``'s split cache), the two pieces this tree changed against their old form,
+alternated twice (the best of each), and checks the results are equal:
+
+1. Marginal Fisher's greedy order as far as the authors' Marginal Fisher and interleaved b-quartile rule
+   read it: numpy's lazy greedy (``greedy_kernel`` switched off) against the C kernel.
+2. The static MAP methods' scoring of the test models at every budget: one ``score_subset`` per method
+   and budget against one ``score_subsets_map`` per budget.
+
+    .venv/bin/python benchmarks/bench_static.py --components airbench2024 safetybench --cache-dir /tmp/static/cache
 """
 
 from __future__ import annotations
@@ -54,13 +65,109 @@ def _load() -> str:
     return os.getloadavg()[0].__format__(".1f")
 
 
+def _cpu(fn, repeat=2):
+    import time
+
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        start = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - start)
+    return out, best
+
+
+def components(name: str, cache_dir: str) -> None:
+    """Split 0 of ``name``: the greedy order and the MAP scoring, old form against new (see the module docstring)."""
+    import numpy as np
+
+    from irtbook.pipeline import book_protocol, load_benchmark, protocol_budgets, split_cache
+    from irtlib.core.ability import map_ability
+    from irtlib.protocol import agreement as ag
+    from irtlib.selection import greedy_kernel
+    from irtlib.selection.methods import REGISTRY, Training
+    from irtlib.selection.static import score_subset, score_subsets_map
+
+    bench = load_benchmark(name)
+    proto = book_protocol(bench, "authors", fresh_anchor_max_items=2000)
+    filtered, _, _ = ag.protocol_data(bench.full, variance_threshold=0.01, reference=proto.reference, groups=None,
+                                      n_test=proto.n_test, seed=proto.seed, n_test_groups=1,
+                                      variance_rule=proto.variance_rule, split_rule=proto.split_rule)
+    values = np.ascontiguousarray(filtered.values)
+    train, test = ag.split_models(values.shape[0], proto.n_test, proto.seed, 0, rule=proto.split_rule)
+    (a, b), = ag.calibrate_splits(values, [train], engine=proto.engine,
+                                  seed=ag.calibration_seeds(proto.seed, [0], protocol=proto),
+                                  cache_dir=split_cache(cache_dir))
+    pool = np.flatnonzero(np.isfinite(a))
+    a, b, x, x_test = a[pool], b[pool], values[train][:, pool], values[np.ix_(test, pool)]
+    theta = np.asarray(map_ability(x, a, b).theta)
+    ks = [k for k in protocol_budgets(bench, protocol=proto) if k <= pool.size]
+    methods = ("total-fisher", "marginal-fisher", "marginal-fisher-bq")
+
+    def select():
+        training = Training(a=a, b=b, theta=theta, values=x, bquartile_rule="interleave")
+        return {m: REGISTRY[m].select(training, ks) for m in methods}
+
+    saved = greedy_kernel._LOADED.get("lib", greedy_kernel.load())
+    rows = {}
+    for _ in range(2):                       # alternated: numpy, kernel, numpy, kernel
+        greedy_kernel._LOADED["lib"] = None
+        old, t_old = _cpu(select, 1)
+        greedy_kernel._LOADED["lib"] = saved
+        new, t_new = _cpu(select, 1)
+        rows.setdefault("old", []).append(t_old)
+        rows.setdefault("new", []).append(t_new)
+    same = all(np.array_equal(old[m][k].items, new[m][k].items) for m in methods for k in ks)
+    t_old, t_new = min(rows["old"]), min(rows["new"])
+    print(f"{name}: split 0, {a.size} items, {x.shape[0]} training models, k up to {ks[-1]}")
+    print(f"  static selection of {', '.join(methods)}: numpy greedy {t_old:.2f} CPU s, kernel {t_new:.2f} "
+          f"({t_old / t_new:.1f}x), subsets identical: {same}  (kernel loaded: {saved is not None})")
+
+    def per_method():
+        out = {}
+        for m in methods:
+            prev, out[m] = None, []
+            for k in ks:
+                prev = score_subset(x_test, new[m][k], how="map", a=a, b=b, theta0=prev)
+                out[m].append(prev)
+        return out
+
+    def batched():
+        out = {m: [] for m in methods}
+        for k in ks:
+            start = [out[m][-1] if out[m] else None for m in methods]
+            for m, th in zip(methods, score_subsets_map(x_test, [new[m][k] for m in methods], a=a, b=b,
+                                                        theta0=start), strict=True):
+                out[m].append(th)
+        return out
+
+    times = {"per method": [], "batched": []}
+    for _ in range(2):
+        s_old, t = _cpu(per_method, 1)
+        times["per method"].append(t)
+        s_new, t = _cpu(batched, 1)
+        times["batched"].append(t)
+    same = all(np.array_equal(p, q) for m in methods for p, q in zip(s_old[m], s_new[m], strict=True))
+    t_old, t_new = min(times["per method"]), min(times["batched"])
+    print(f"  MAP scoring of {x_test.shape[0]} test models at {len(ks)} budgets: per method {t_old:.3f} CPU s, "
+          f"batched {t_new:.3f} ({t_old / t_new:.1f}x), abilities identical: {same}", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", required=True, type=Path, help="the baseline tree (a checkout of main)")
-    parser.add_argument("--splits", required=True, help="a split-stage cache's splits directory")
+    parser.add_argument("--components", nargs="+", metavar="NAME", help="time the changed pieces instead")
+    parser.add_argument("--cache-dir", default="_build/cache", help="split cache of --components")
+    parser.add_argument("--base", type=Path, help="the baseline tree (a checkout of main)")
+    parser.add_argument("--splits", help="a split-stage cache's splits directory")
     parser.add_argument("--benchmarks", nargs="+", default=["wmdp-bio", "airbench2024"])
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.components:
+        print(f"load {_load()}")
+        for name in args.components:
+            components(name, args.cache_dir)
+        return
+    if args.base is None or args.splits is None:
+        parser.error("--base and --splits are needed (or --components)")
     trees = {"baseline": args.base.resolve(), "this tree": HERE}
     print(f"authors' protocol, one job; baseline {trees['baseline']}, this tree {HERE}")
     total = {label: 0.0 for label in trees}
