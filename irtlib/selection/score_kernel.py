@@ -41,6 +41,11 @@ def _bind(path: Path) -> ctypes.CDLL:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.mle_terms.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.mle_terms.restype = None
+    lib.row_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr]
+    lib.row_sums.restype = None
+    f64 = ctypes.c_double
+    lib.mle_estimate.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, f64, f64, f64, i64, i64, i64]
+    lib.mle_estimate.restype = i64
     return lib
 
 
@@ -69,6 +74,12 @@ class RowTerms:
     def __init__(self, lib: ctypes.CDLL):
         self.lib = lib
         self.g = self.h = self.at = self.upto = None
+        self.evaluated = 0        # diagnostics: cells whose terms :meth:`estimate` computed
+
+    def _fit(self, shape):
+        if self.g is None or self.g.shape != shape:
+            self.g, self.h = np.zeros(shape), np.zeros(shape)
+            self.at, self.upto = np.full(shape[0], np.nan), np.zeros(shape[0], dtype=np.int64)
 
     def sums(self, rows: np.ndarray, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray,
              t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,20 +99,44 @@ class RowTerms:
         score, information : ndarray, shape (n,)
             numpy's row sums of the terms, so the numpy path's values bit for bit.
         """
-        if self.g is None or self.g.shape != a.shape:
-            self.g, self.h = np.zeros(a.shape), np.zeros(a.shape)
-            self.at, self.upto = np.full(a.shape[0], np.nan), np.zeros(a.shape[0], dtype=np.int64)
+        self._fit(a.shape)
         start = np.where(self.at[rows] == theta, np.minimum(self.upto[rows], t), 0)
         _terms(self.lib, rows, theta, start, x, a, b, t, self.g, self.h)
         self.at[rows], self.upto[rows] = theta, t
         return self.g[rows, :t].sum(axis=1), self.h[rows, :t].sum(axis=1)
 
+    def estimate(self, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray, t: int, *, tol: float,
+                 bounds: tuple[float, float], max_newton: int, max_halvings: int, max_bisection: int) -> None:
+        """:meth:`irtlib.selection.estimators._MleRun.estimate` for every model, in C, ``theta`` updated in place.
+
+        The same Newton iteration, halvings and fallback, model by model, on the same terms
+        (kept between calls as :meth:`sums` keeps them) summed in numpy's order: the numpy
+        path's estimates bit for bit, without a dozen numpy calls per Newton step.
+
+        Parameters
+        ----------
+        theta : ndarray, shape (n_models,), C-contiguous float64
+            The start (the previous estimate); overwritten with the estimate.
+        x, a, b : ndarray, shape (n_models, capacity)
+            As in :meth:`sums`.
+        t : int
+        tol, bounds, max_newton, max_halvings, max_bisection
+            The estimator's settings (:class:`irtlib.selection.estimators.MleEstimator`).
+        """
+        self._fit(a.shape)
+        lo, hi = bounds
+        self.evaluated += self.lib.mle_estimate(
+            theta.size, int(t), a.shape[1], x.ctypes.data, a.ctypes.data, b.ctypes.data, theta.ctypes.data,
+            self.g.ctypes.data, self.h.ctypes.data, self.at.ctypes.data, self.upto.ctypes.data, float(tol),
+            float(lo), float(hi), int(max_newton), int(max_halvings), int(max_bisection))
+
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s.
+    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s, and its sums numpy's.
 
-    On cells covering the range of ``a (theta - b)``; the numpy path of ``_MleRun._score`` computes
-    those terms, bit for bit.
+    The terms on cells covering the range of ``a (theta - b)`` (the numpy path of
+    ``_MleRun._score`` computes those terms, bit for bit); the row sums on every length up to
+    400 and longer ones (:func:`_sums_match_numpy`).
     """
     rng = np.random.default_rng(20261202)
     n, t = 64, 997
@@ -113,7 +148,29 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
     g, h = np.empty((n, t)), np.empty((n, t))
     _terms(lib, np.arange(n), theta, np.zeros(n, dtype=np.int64), x, a, b, t, g, h)
     g0, h0 = score_and_information(x, theta[:, None], a, b)
-    return bool(np.array_equal(g, g0) and np.array_equal(h, h0))
+    return bool(np.array_equal(g, g0) and np.array_equal(h, h0)) and _sums_match_numpy(lib, rng)
+
+
+#: Row lengths the loader checks the sums on: every one up to three blocks of numpy's pairwise
+#: summation (128 values), and longer ones, odd and even, up to a long test's.
+_SUM_LENGTHS = (*range(0, 400), 511, 512, 513, 1000, 1023, 1025, 2047, 2999, 3001, 4097, 6007, 11435)
+
+
+def _sums_match_numpy(lib: ctypes.CDLL, rng: np.random.Generator) -> bool:
+    """Whether the kernel's row sums equal numpy's ``sum(axis=1)`` on :data:`_SUM_LENGTHS`.
+
+    Values of widely different magnitudes and both signs, so that any other order of the
+    additions rounds differently; one row and three rows at each length.
+    """
+    for n in _SUM_LENGTHS:
+        for n_rows in (1, 3):
+            g = rng.normal(size=(n_rows, n)) * np.exp(rng.normal(0.0, 6.0, (n_rows, n)))
+            h = rng.normal(size=(n_rows, n)) * np.exp(rng.normal(0.0, 6.0, (n_rows, n)))
+            sg, sh = np.empty(n_rows), np.empty(n_rows)
+            lib.row_sums(n_rows, n, n, g.ctypes.data, h.ctypes.data, sg.ctypes.data, sh.ctypes.data)
+            if not (np.array_equal(sg, g.sum(axis=1)) and np.array_equal(sh, h.sum(axis=1))):
+                return False
+    return True
 
 
 def load() -> ctypes.CDLL | None:

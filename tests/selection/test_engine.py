@@ -365,6 +365,57 @@ def test_mle_adaptive_run_is_the_same_with_the_c_kernel_and_with_numpy(monkeypat
     assert (with_numpy.estimate[:4, -1] == 8.0).all() and np.unique(with_numpy.estimate[:, -1]).size > 10
 
 
+def test_mle_kernel_row_sums_are_numpys_pairwise_sums_on_every_length():
+    from irtlib.selection import score_kernel
+
+    lib = score_kernel.load()
+    if lib is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(5)
+    lengths = [*range(0, 300), *rng.integers(300, 12000, 40)]
+    for n in lengths:
+        for n_rows, ld in ((1, n), (4, n + 13)):          # rows of a wider array, as the run's work arrays
+            g = rng.normal(size=(n_rows, ld)) * np.exp(rng.normal(0.0, 8.0, (n_rows, ld)))
+            h = rng.normal(size=(n_rows, ld)) * np.exp(rng.normal(0.0, 8.0, (n_rows, ld)))
+            sg, sh = np.empty(n_rows), np.empty(n_rows)
+            lib.row_sums(n_rows, n, ld, g.ctypes.data, h.ctypes.data, sg.ctypes.data, sh.ctypes.data)
+            np.testing.assert_array_equal(sg, g[np.arange(n_rows), :n].sum(axis=1), err_msg=f"length {n}")
+            np.testing.assert_array_equal(sh, h[np.arange(n_rows), :n].sum(axis=1), err_msg=f"length {n}")
+
+
+@pytest.mark.parametrize("settings", [{}, {"tol": 0.0}, {"max_newton": 2, "max_halvings": 1},
+                                      {"max_newton": 1, "max_halvings": 0, "max_bisection": 5}])
+def test_mle_estimate_in_c_is_the_numpy_iteration_bit_for_bit(monkeypatch, settings):
+    from irtlib.selection import score_kernel
+
+    if score_kernel.load() is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(7)
+    n_models, n_items = 30, 500
+    a = np.exp(rng.normal(0, 1, (n_models, n_items)))
+    b = rng.normal(0, 3, (n_models, n_items))
+    ability = rng.normal(0, 2, n_models)
+    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-a * (ability[:, None] - b)))).astype(float)
+    x[:3], x[3:5] = 1.0, 0.0                                     # on the +8 and the -8 bound
+    x[rng.random(x.shape) < 0.03] = np.nan                       # no response: no term
+    est = MleEstimator(**settings)
+    items = TwoPLItems(a, b)
+    start = rng.normal(0, 1, n_models)
+    in_c = est.begin(items, n_models, 8, start)                  # capacity grows past 8
+    monkeypatch.setitem(score_kernel._LOADED, "lib", None)
+    in_numpy = est.begin(items, n_models, 8, start)
+    assert in_c._terms is not None and in_numpy._terms is None
+    for t in range(30 if settings.get("tol") == 0.0 else 120):        # tol 0: every model to the bisection
+        j = rng.integers(0, n_items, n_models)
+        j[rng.random(n_models) < 0.05] = -1                      # exhausted models
+        xj = np.where(j >= 0, x[np.arange(n_models), np.maximum(j, 0)], np.nan)
+        in_c.push(j, xj)
+        in_numpy.push(j, xj)
+        c_value, np_value = in_c.estimate()[0], in_numpy.estimate()[0]
+        np.testing.assert_array_equal(c_value, np_value, err_msg=f"step {t}")
+    assert (np_value[:3] == 8.0).all() and (np_value[3:5] == -8.0).all()
+
+
 def test_mle_score_kernel_is_off_when_turned_off(monkeypatch):
     from irtlib.selection import score_kernel
 
