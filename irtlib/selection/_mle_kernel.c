@@ -221,3 +221,86 @@ int64_t mle_estimate(int64_t n, int64_t t, int64_t ld, const double *X, const do
     }
     return R.evaluated;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Maximum information's candidates (irtlib.selection.selectors.MaxInformation): for every row i,
+ * the information ((a * a) * s) * q of its c candidates (ca, cb: row i's c columns) at theta[i],
+ * as irtlib.core.kernels.fisher_information computes it (the h term above), used candidates
+ * excluded; the first largest (numpy's argmax) in k[i] and its value in best[i] (-inf, k 0, when
+ * every candidate is used).
+ *
+ * A first pass ranks the candidates with one exponential each, a^2 e / (1 + e)^2 with
+ * e = exp(-|z|): that and the exact value are each within 16 units in the last place (2^-48
+ * relative) of a^2 P (1 - P) while it is a normal number, so the exact argmax is among the
+ * candidates within a relative 1e-12 of the first pass's largest, and only those are evaluated
+ * exactly (twins with equal a and b: all of them, so the first wins as in numpy). A row whose
+ * largest first-pass value is below 1e-280 or not a number is evaluated exactly whole.
+ */
+static inline double exact_information(double aj, double bj, double th)
+{
+    double z = th - bj;
+    z = aj * z;
+    const double s = 1.0 / (1.0 + exp(-z));
+    const double q = 1.0 / (1.0 + exp(z));
+    double w = aj * aj;
+    w = w * s;
+    return w * q;
+}
+
+/* numpy's argmax step: w replaces the best so far when larger, or the first NaN. */
+static inline int better(double w, double top)
+{
+    return w > top || (isnan(w) && !isnan(top));
+}
+
+void best_candidates(int64_t n, int64_t c, const double *theta, const double *ca, const double *cb,
+                     const uint8_t *used, int64_t *k, double *best, double *work)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double th = theta[i];
+        const double *a = ca + i * c, *b = cb + i * c;
+        const uint8_t *u = used + i * c;
+        double top = -INFINITY, rough = -INFINITY;
+        int64_t at = 0, any = 0;
+        for (int64_t j = 0; j < c; j++) {
+            if (u[j]) {
+                work[j] = -INFINITY;
+                continue;
+            }
+            any = 1;
+            const double aj = a[j];
+            const double z = aj * (th - b[j]);
+            const double e = exp(-fabs(z));
+            const double d = 1.0 + e;
+            const double w = (aj * aj) * e / (d * d);
+            work[j] = w;
+            if (w > rough || isnan(w))
+                rough = w;
+        }
+        if (any && rough > 1e-280 && rough < INFINITY) {
+            const double cut = rough * (1.0 - 1e-12);
+            for (int64_t j = 0; j < c; j++) {
+                if (work[j] >= cut) {
+                    const double w = exact_information(a[j], b[j], th);
+                    if (better(w, top)) {
+                        top = w;
+                        at = j;
+                    }
+                }
+            }
+        }
+        else if (any) {
+            for (int64_t j = 0; j < c; j++) {
+                if (u[j])
+                    continue;
+                const double w = exact_information(a[j], b[j], th);
+                if (better(w, top)) {
+                    top = w;
+                    at = j;
+                }
+            }
+        }
+        k[i] = at;
+        best[i] = top;
+    }
+}

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from irtlib.core.kernels import score_and_information
+from irtlib.core.kernels import fisher_information, score_and_information
 
-__all__ = ["SOURCE", "load", "RowTerms"]
+__all__ = ["SOURCE", "load", "RowTerms", "best_candidates"]
 
 SOURCE = Path(__file__).with_name("_mle_kernel.c")
 
@@ -46,6 +46,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     f64 = ctypes.c_double
     lib.mle_estimate.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, f64, f64, f64, i64, i64, i64]
     lib.mle_estimate.restype = i64
+    lib.best_candidates.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
+    lib.best_candidates.restype = None
     return lib
 
 
@@ -131,6 +133,36 @@ class RowTerms:
             float(lo), float(hi), int(max_newton), int(max_halvings), int(max_bisection))
 
 
+def best_candidates(lib: ctypes.CDLL, theta: np.ndarray, ca: np.ndarray, cb: np.ndarray,
+                    used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's most informative unused candidate: the exact information, in one pass.
+
+    :func:`irtlib.core.kernels.fisher_information` of row ``i``'s candidates at ``theta[i]``, the
+    ``used`` ones set to ``-inf``, and numpy's ``argmax`` of each row (the first largest) with its
+    value, without building the (rows, candidates) arrays.
+
+    Parameters
+    ----------
+    lib : the loaded kernel (:func:`load`)
+    theta : ndarray, shape (n,)
+    ca, cb : ndarray, shape (n, c), C-contiguous float64
+    used : ndarray of bool, shape (n, c), C-contiguous
+
+    Returns
+    -------
+    k : ndarray of int, shape (n,)
+    best : ndarray, shape (n,)
+        The information of candidate ``k`` (-inf where every candidate is used).
+    """
+    n, c = ca.shape
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    k, best = np.empty(n, dtype=np.int64), np.empty(n)
+    work = np.empty(c)
+    lib.best_candidates(n, c, theta.ctypes.data, ca.ctypes.data, cb.ctypes.data, used.ctypes.data, k.ctypes.data,
+                        best.ctypes.data, work.ctypes.data)
+    return k, best
+
+
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
     """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s, and its sums numpy's.
 
@@ -148,7 +180,13 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
     g, h = np.empty((n, t)), np.empty((n, t))
     _terms(lib, np.arange(n), theta, np.zeros(n, dtype=np.int64), x, a, b, t, g, h)
     g0, h0 = score_and_information(x, theta[:, None], a, b)
-    return bool(np.array_equal(g, g0) and np.array_equal(h, h0)) and _sums_match_numpy(lib, rng)
+    used = rng.random((n, t)) < 0.3
+    used[-1] = True                                         # a row with every candidate used
+    k, best = best_candidates(lib, theta, a, b, used)
+    info = np.where(used, -np.inf, fisher_information(theta[:, None], a, b))
+    k0 = np.argmax(info, axis=1)
+    same_pick = np.array_equal(k, k0) and np.array_equal(best, info[np.arange(n), k0])
+    return bool(np.array_equal(g, g0) and np.array_equal(h, h0)) and same_pick and _sums_match_numpy(lib, rng)
 
 
 #: Row lengths the loader checks the sums on: every one up to three blocks of numpy's pairwise

@@ -40,6 +40,7 @@ from irtlib._typing import ArrayLike, Seed
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
+from . import score_kernel
 from .items import ItemModel, TwoPLItems
 
 __all__ = [
@@ -251,6 +252,8 @@ class _MaxInfoRun:
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
         if self.cache:
             c = self.cache
+            # the C kernel evaluates the candidates exactly in one pass (no screen needed there)
+            self.kernel = score_kernel.load()
             self.items = np.zeros((n_models, c), dtype=np.intp)  # candidates, by item id
             self.ca, self.cb = np.ones((n_models, c)), np.zeros((n_models, c))
             self.ca32, self.cb32 = np.ones((n_models, c), np.float32), np.zeros((n_models, c), np.float32)
@@ -359,8 +362,11 @@ class _MaxInfoRun:
     def _candidates(self, theta):
         """Best unused candidate of every model.
 
-        Returns (column, a value certainly not above its exact information, value known exactly).
+        Returns (column, a value certainly not above its exact information). With the C kernel
+        (:func:`irtlib.selection.score_kernel.best_candidates`) the exact argmax and its exact value.
         """
+        if self.kernel is not None:
+            return score_kernel.best_candidates(self.kernel, theta, self.ca, self.cb, self.used)
         if not self.screen:
             info = _information(theta[:, None], self.ca, self.cb)
             info[self.used] = -np.inf
