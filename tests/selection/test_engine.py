@@ -471,3 +471,18 @@ def test_map_newton_on_the_moving_models_only_is_every_models_newton_bit_for_bit
     np.testing.assert_array_equal(fast.items, every.items)
     np.testing.assert_array_equal(fast.estimate, every.estimate)
     assert np.unique(fast.estimate[:, -1]).size > n_models // 2 and (fast.estimate[:2, -1] > 2.0).all()
+
+
+def test_random_selection_block_is_the_same_as_one_select_per_step():
+    from irtlib.selection.selectors import RandomSelection, Streams
+
+    rng = np.random.default_rng(11)
+    available = rng.random((12, 40)) < 0.8
+    available[0] = False                                   # a model with no item
+    available[1, 3:] = False                                # one with three
+    one, block = (RandomSelection().begin(None, available, Streams(5)) for _ in range(2))
+    steps = np.stack([one.select() for _ in range(25)], axis=1)
+    np.testing.assert_array_equal(np.hstack([block.select_block(10), block.select_block(15)]), steps)
+    np.testing.assert_array_equal(block.unused, one.unused)
+    np.testing.assert_array_equal(block.pos, one.pos)
+    assert (steps[0] == -1).all() and (steps[1, 3:] == -1).all() and (steps[1, :3] >= 0).all()
