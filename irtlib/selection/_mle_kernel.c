@@ -1,4 +1,5 @@
-/* Fluid's MLE score terms in one pass: irtlib.selection.estimators._MleRun._score, cell by cell.
+/* Fluid's MLE score terms in one pass: irtlib.selection.estimators._MleRun._score, cell by cell;
+ * below, the whole estimate (mle_estimate) and maximum information's candidates (best_candidates).
  *
  * For every asked row r (rows[i]) and administered step j < t, with a = A[r, j], b = B[r, j],
  * x = X[r, j] and theta = theta[i]:
@@ -8,8 +9,8 @@
  *     h[i, j] = ((a * a) * s) * q                                               (information term)
  *
  * the numpy path's operations in its order, rounded alike (compiled without contraction into
- * fused multiply-adds, exp the C library's, as scipy's expit calls it). The row sums stay with
- * numpy (its pairwise summation), so the score and slope are those of the numpy path bit for bit.
+ * fused multiply-adds, exp the C library's, as scipy's expit calls it). Summed in numpy's pairwise
+ * order (pairwise2 below), the score and slope are those of the numpy path bit for bit.
  * g and h have X's layout (row r's terms in row r, ld columns); only the columns from[i] <= j < t
  * of row rows[i] are written: the caller keeps the earlier ones, computed at the same theta.
  */

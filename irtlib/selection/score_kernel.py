@@ -1,21 +1,30 @@
-"""Fluid's MLE score terms in C: one pass over the administered cells instead of a dozen numpy ones.
+"""Fluid's MLE estimate in C, and maximum information's candidates: the adaptive loop's arithmetic.
 
 :class:`irtlib.selection.estimators.MleEstimator` re-solves every model's ability on all its
 administered items at every step of the adaptive test, so a test of ``K`` items evaluates about
 ``3 K^2 / 2`` score terms per model (SafetyBench's 3,000 items: most of the protocol's time). The
-numpy path (``_MleRun._score``) copies the rows' administered cells out and makes a dozen passes over
-them; ``_mle_kernel.c`` (beside this module) reads the rows in place and writes each cell's score and
+numpy path (``_MleRun._score`` inside ``_MleRun.estimate``'s vectorised Newton iteration) copies
+the rows' administered cells out and makes a dozen passes over them at every evaluation;
+``_mle_kernel.c`` (beside this module) reads the rows in place and writes each cell's score and
 information terms in one pass, with the same operations in the same order, rounded alike, and
 :class:`RowTerms` keeps them: the first evaluation of each step is at the previous step's estimate,
-where every earlier item's terms are known, so only the new item's are computed (about a third of
-the cells). The row sums stay with numpy, so the score and its slope are the numpy path's bit for bit.
+where every earlier item's terms are known, so only the new item's are computed.
+:meth:`RowTerms.estimate` runs the whole iteration (Newton steps, halvings, the bisection
+fallback) in C, model by model, summing the terms in numpy's pairwise order, so the estimates are
+the numpy path's bit for bit without a dozen numpy calls and a ctypes call per Newton step. Each
+evaluation still costs two ``exp`` per administered item (the logistic of ``z`` and of ``-z``, as
+scipy's ``expit``): that is where the estimate's time goes now.
+
+:func:`best_candidates` serves :class:`irtlib.selection.selectors.MaxInformation`: the exact
+information of every model's cached candidates and numpy's argmax of it, in one pass.
 
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's terms with
 :func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
-``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a
-compiler, or with ``IRTLIB_SCORE_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers
-are the same, only slower).
+``a (theta - b)``, its row sums with numpy's on every length up to 400 and longer ones, and its
+candidates' argmax with numpy's, and returns the kernel only if every number is equal; otherwise,
+or without a compiler, or with ``IRTLIB_SCORE_KERNEL=0``, the estimator and the selector keep
+their numpy paths (no warning: the numbers are the same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and below.
 """
