@@ -47,9 +47,10 @@ def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
 
     Fluid Benchmarking (maximum information, MAP with a Normal(0, 1) prior, unobserved items
     unavailable), the rule :class:`irtlib.AdaptiveSession` follows: :mod:`irtlib.bank.replay_kernel`, or
-    :func:`irtlib.selection.adaptive.run_adaptive` where the kernel cannot be built (:func:`_replay`). Yields ``(k, theta, se, given, known_sum)``
-    after ``k`` items for every ``k`` in ``checkpoints`` up to the longest possible test: ``given``
-    (n_models, k) the items given (-1: none), the known items of :func:`score_interval`.
+    :func:`irtlib.selection.adaptive.run_adaptive` where the kernel cannot be built (:func:`_replay`).
+    Yields ``(k, theta, se, given, known_sum)`` after ``k`` items for every ``k`` in ``checkpoints`` up to
+    the longest possible test: ``given`` (n_models, k) the items given (-1: none),
+    the known items of :func:`score_interval`.
     """
     n_models = x.shape[0]
     kmax = min(max(checkpoints), int((~np.isnan(x)).sum(axis=1).max()))
