@@ -18,7 +18,7 @@ from irtlib.calibration.joint_map import Calibration, fit_items, fit_map, fit_ma
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
 
-from . import replay_kernel
+from . import interval_sums, replay_kernel
 from .intervals import Z95, score_interval
 
 __all__ = ["CHECKPOINTS", "IntervalCheckWarning", "MAX_REPLAYED", "MIN_MODELS_INTERVAL_CHECK", "REFIT_ITEM_STEPS",
@@ -173,9 +173,9 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     every other model. Each replayed model is still held out of the item parameters its test uses, on
     a training set no smaller than a fold's, at the cost of one refit instead of ``folds`` on a
     leaderboard. Up to :data:`MAX_REPLAYED` models the groups are the folds. Each group's models are
-    replayed in one adaptive run (the groups on two threads), and the score intervals of its
-    checkpoints are computed on two threads (:mod:`irtlib.bank.interval_kernel`); the result does not
-    depend on either.
+    replayed in one adaptive run (the groups on two threads; each run in C, :mod:`irtlib.bank.replay_kernel`),
+    and the score intervals of its checkpoints are computed on two threads (:mod:`irtlib.bank.interval_sums`,
+    or :func:`score_interval` without it); the result does not depend on the threads.
     """
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
@@ -232,8 +232,10 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         """The score errors of one checkpoint of group ``f``, in units of the interval's half-width / 1.96."""
         k, theta, se, given, known_sum = point
         a, b = fits[f]
-        score, lo, hi = score_interval(a, b, theta, se, known_items=given, known_sum=known_sum,
-                                       filtered_sum=filtered_sum, n_full=n_full)
+        lib = interval_sums.load()    # the same intervals to about 1e-15 relative, with a vector exp
+        interval = score_interval if lib is None else partial(interval_sums.interval, lib)
+        score, lo, hi = interval(a, b, theta, se, known_items=given, known_sum=known_sum,
+                                 filtered_sum=filtered_sum, n_full=n_full)
         err = target - score
         half = np.where(err < 0, score - lo, hi - score)
         return k, (err / np.maximum(half / Z95, 1e-12)).tolist()

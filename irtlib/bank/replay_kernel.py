@@ -17,7 +17,7 @@ through to the end in C:
   :class:`irtlib.selection.MapEstimator` stops earlier (measured 1e-9 to 1.2e-7 from the mode).
 
 So the items are :func:`run_adaptive`'s but where two items' information ties to within the estimates'
-difference, and the estimates agree with it to that difference (``tests/bank/test_replay_kernel.py``).
+difference, and the estimates agree with it to that difference (``tests/bank/test_check_kernels.py``).
 Compiled like :mod:`irtlib.bank.interval_kernel`; the first :func:`load` of a process replays a small
 seeded matrix with both and returns the kernel only if every item agrees and every estimate is within
 1e-6; otherwise, without a compiler, or with ``IRTLIB_REPLAY_KERNEL=0``, the check uses :func:`run_adaptive`.

@@ -1,4 +1,5 @@
-"""The interval check's adaptive replays in C (irtlib.bank.replay_kernel) against the engine and brute force."""
+"""The interval check's kernels (irtlib.bank.replay_kernel, irtlib.bank.interval_sums) against the engine, brute
+force and score_interval."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 from conftest import simulate_2pl
 
-from irtlib.bank import coverage, replay_kernel
+from irtlib.bank import coverage, interval_sums, replay_kernel
+from irtlib.bank.intervals import score_interval
 from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
@@ -77,16 +79,43 @@ def test_replays_do_not_depend_on_the_threads(lib):
         np.testing.assert_array_equal(got, want)
 
 
-def test_the_interval_check_is_the_same_with_the_replay_kernel_and_with_the_engine(lib, monkeypatch):
+@pytest.mark.parametrize("off", [("replay",), ("sums",), ("replay", "sums")])
+def test_the_interval_check_is_the_same_with_its_kernels_and_without(lib, monkeypatch, off):
+    if interval_sums.load() is None:
+        pytest.skip("the interval sums kernel cannot be built here")
     values, *_ = simulate_2pl(60, 300, seed=6)
     matrix = ResponseMatrix(values, [f"m{i:02d}" for i in range(60)], [f"q{j:03d}" for j in range(300)])
     kept = matrix.filter_variance(0.01)
     rates = matrix.item_safe_rates()
     filtered_sum = float(rates[~rates.index.isin(kept.items)].sum())
-    with_kernel = coverage.interval_check(matrix, kept.items, filtered_sum)
-    monkeypatch.setitem(replay_kernel._LOADED, "lib", None)
-    assert coverage.interval_check(matrix, kept.items, filtered_sum) == with_kernel
-    assert len(with_kernel["k"]) >= 8 and max(with_kernel["inflation"]) > 1.0
+    with_kernels = coverage.interval_check(matrix, kept.items, filtered_sum)
+    for name in off:
+        monkeypatch.setitem({"replay": replay_kernel, "sums": interval_sums}[name]._LOADED, "lib", None)
+    assert coverage.interval_check(matrix, kept.items, filtered_sum) == with_kernels
+    assert len(with_kernels["k"]) >= 8 and max(with_kernels["inflation"]) > 1.0
+
+
+def test_interval_sums_give_score_intervals_to_rounding():
+    lib = interval_sums.load()
+    if lib is None:
+        pytest.skip("the interval sums kernel cannot be built here")
+    rng = np.random.default_rng(7)
+    n, m = 30, 3001                                   # not a multiple of the kernel's chunk of items
+    a, b = np.exp(rng.normal(0.0, 1.0, m)), rng.normal(0.0, 2.0, m)
+    theta, se = rng.normal(0.0, 2.0, n), rng.uniform(0.05, 1.5, n)
+    known = np.where(rng.random((n, 40)) < 0.7, rng.integers(0, m, (n, 40)), -1)
+    known[0] = -1                                     # a model with no known item
+    kwargs = {"known_items": known, "known_sum": rng.integers(0, 30, n).astype(float), "filtered_sum": 2.5,
+              "n_full": m + 7}
+    for got, want in zip(interval_sums.interval(lib, a, b, theta, se, **kwargs),
+                         score_interval(a, b, theta, se, **kwargs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def test_the_interval_sums_kernel_is_off_when_turned_off(monkeypatch):
+    monkeypatch.setattr(interval_sums, "_LOADED", {})
+    monkeypatch.setenv("IRTLIB_INTERVAL_SUMS", "0")
+    assert interval_sums.load() is None
 
 
 def test_the_replay_kernel_is_off_when_turned_off(monkeypatch):
