@@ -486,3 +486,31 @@ def test_random_selection_block_is_the_same_as_one_select_per_step():
     np.testing.assert_array_equal(block.unused, one.unused)
     np.testing.assert_array_equal(block.pos, one.pos)
     assert (steps[0] == -1).all() and (steps[1, 3:] == -1).all() and (steps[1, :3] >= 0).all()
+
+
+def test_best_candidates_is_numpys_argmax_of_the_exact_information_with_twins_and_near_ties():
+    from irtlib.selection import score_kernel
+
+    lib = score_kernel.load()
+    if lib is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(13)
+    for trial in range(100):
+        n, c = 40, int(rng.integers(1, 300))
+        a, b = np.exp(rng.normal(0, 1.5, (n, c))), rng.normal(0, 5, (n, c))
+        twin = rng.random((n, c)) < 0.3                          # copies of another candidate: exact ties
+        src = rng.integers(0, c, (n, c))
+        a = np.where(twin, np.take_along_axis(a, src, 1), a)
+        b = np.where(twin, np.take_along_axis(b, src, 1), b)
+        b = np.where(rng.random((n, c)) < 0.1, np.nextafter(b, np.inf), b)     # near ties, one ulp apart
+        if trial % 5 == 0:
+            a[:5] *= 1e3                                          # information far below 1e-280 away from b
+        theta = rng.uniform(-8, 8, n)
+        theta[:3] = 8.0, -8.0, 700.0
+        used = rng.random((n, c)) < rng.random()
+        used[-1] = True
+        k, best = score_kernel.best_candidates(lib, theta, a, b, used)
+        info = np.where(used, -np.inf, fisher_information(theta[:, None], a, b))
+        want = np.argmax(info, axis=1)
+        np.testing.assert_array_equal(k, want)
+        np.testing.assert_array_equal(best, info[np.arange(n), want])
