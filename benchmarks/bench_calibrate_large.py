@@ -4,8 +4,10 @@ Writes a long CSV (model, item, score) of ``--models`` x ``--items`` responses, 
 (``--data coin``: no structure, a flat posterior, the hardest case for the fit's convergence) or
 simulated from a 2PL (``--data 2pl``: theta ~ N(0, 1), log a ~ N(0, 0.7), b ~ N(0, 1)), then times in
 this process each stage of the command (reading; the fit, the standard errors and header, the interval
-check's refits and replays; writing; wall and CPU seconds)
-and the whole command in a child process (``/usr/bin/time``-like: wall, CPU of the child). With
+check's refits and replays; writing; wall and CPU seconds: the check runs beside the standard errors and
+header, so their stage covers the check's work done meanwhile, and the check's two stages only what was left
+of it, its progress being held until its stage line), and the whole command in a child process
+(``/usr/bin/time``-like: wall, CPU of the child). With
 ``--baseline TREE`` the same command also runs on another checkout (e.g. a worktree of ``main``)
 in the same session, and the ratio baseline / this tree is printed. Run with::
 

@@ -11,6 +11,7 @@ and the cross-fitted interval check. Each job has its own module, re-exported he
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from irtlib._version import __version__
 from irtlib.calibration.joint_map import ENGINES, Calibration, fit_2pl
@@ -157,7 +159,18 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     cal, scale_record = _on_scale(cal, scale)
     header_options = {"engine": engine, "variance_threshold": variance_threshold, "seed": seed, "source": source,
                       "data_sha256": data_sha256, "binarize": binarize}
-    with ThreadPoolExecutor(1, thread_name_prefix="bank-header") as side:
+    relay = _ProgressRelay(check_progress, refit_progress)
+    # BLAS on one thread throughout (the fit, the errors and the check's refits each ask for that already):
+    # the stages below run side by side, and one stage's limit must not end while another's products run
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(2, thread_name_prefix="bank") as side:
+        # the interval check needs only the fit: it runs beside the standard errors and the header (the same
+        # numbers: every stage's result depends neither on threads nor on timing); its progress is held back
+        # until its stage line, after the errors'
+        checked = None
+        if interval_check and matrix.shape[0] >= MIN_MODELS_INTERVAL_CHECK:
+            checked = side.submit(cross_fitted_interval_check, matrix, kept.items, float(rates[dropped].sum()),
+                                  folds=interval_folds, seed=seed, fit=fitted if engine == "map" else None,
+                                  progress=relay.progress, refit_progress=relay.refit_progress)
         # the header's statistics (and the CV interval's draws) do not depend on the standard errors: they are
         # made on a thread of their own while the errors' passes run (the same numbers, computed sooner)
         summary = side.submit(_summary, matrix, kept, cal, rates, dropped, header_options)
@@ -187,16 +200,20 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                             "of ability held fixed)"}
                 meta["diagnostics"]["cv_a_interval"] = list(cv_interval(items["a"], items["se_a"], seed=seed,
                                                                         drawn=drawn))
+        except BaseException:
+            relay.stop()                 # the bank failed: the check ends at its next call, not waited for in vain
+            raise
         finally:
             if drawn is not None:
                 drawn.close()
-    if prompts is not None:
-        items["prompt"] = prompts.reindex(items.index.astype(str)).to_numpy()
-    if interval_check:
-        meta["interval_check"] = _run_interval_check(matrix, kept, meta, folds=interval_folds, seed=seed,
-                                                     source=source, say=say,
-                                                     fit=fitted if engine == "map" else None,
-                                                     progress=check_progress, refit_progress=refit_progress)
+        if prompts is not None:
+            items["prompt"] = prompts.reindex(items.index.astype(str)).to_numpy()
+        if interval_check:
+            if checked is not None:
+                say(f"checking adaptive-test intervals ({interval_folds}-fold cross-fit)")
+                relay.go()
+            meta["interval_check"] = _interval_check_record(matrix, None if checked is None else checked.result(),
+                                                            source=source)
     return ItemBank(items, meta)
 
 
@@ -245,6 +262,10 @@ def _check_settings(matrix: ResponseMatrix, engine: str, variance_threshold: flo
     if interval_check and (isinstance(interval_folds, bool) or not isinstance(interval_folds, (int, np.integer))
                            or interval_folds < 2):
         raise InputError(f"interval_folds must be an integer of at least 2, got {interval_folds!r}")
+    n_models = matrix.shape[0]
+    if interval_check and n_models >= MIN_MODELS_INTERVAL_CHECK and interval_folds > n_models // 2:
+        raise InputError(f"interval_folds {interval_folds} is too many for {n_models} models: each fold needs "
+                         f"at least 2 models (use at most {n_models // 2})")
 
 
 def _summary(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, rates: pd.Series, dropped: pd.Series,
@@ -300,24 +321,63 @@ def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit:
     }
 
 
-def _run_interval_check(matrix: ResponseMatrix, kept: ResponseMatrix, meta: dict, *, folds: int, seed: int,
-                        source: str | None, say: Callable[[str], None], fit: Calibration | None = None,
-                        progress: Callable[[int, int], None] | None = None,
-                        refit_progress: Callable[[int, float], None] | None = None) -> dict:
+class _ProgressRelay:
+    """The interval check's progress callbacks, held back until its stage starts (:meth:`go`), then passed on.
+
+    The check runs beside the standard errors (:func:`calibrate_bank`); a terminal shows one stage's bar at a
+    time, so the check's calls before its stage line keep only their latest values, given on :meth:`go`.
+    After :meth:`stop` (the bank failed) the check ends at its next call.
+    """
+
+    def __init__(self, progress: Callable[[int, int], None] | None,
+                 refit_progress: Callable[[int, float], None] | None) -> None:
+        self._lock = threading.Lock()
+        self._targets = {"progress": progress, "refit": refit_progress}
+        self._held: dict[str, tuple] = {}
+        self._live = self._stopped = False
+
+    def _call(self, kind: str, args: tuple) -> None:
+        if self._stopped:
+            raise _CheckAbandoned
+        if self._targets[kind] is None:
+            return
+        with self._lock:
+            if not self._live:
+                self._held[kind] = args
+                return
+        self._targets[kind](*args)
+
+    def progress(self, done: int, total: int) -> None:
+        self._call("progress", (done, total))
+
+    def refit_progress(self, iteration: int, step: float) -> None:
+        self._call("refit", (iteration, step))
+
+    def go(self) -> None:
+        """Pass on the held calls (refit iteration first, then the stages done), and every later one."""
+        with self._lock:
+            for kind in ("refit", "progress"):
+                if kind in self._held:
+                    self._targets[kind](*self._held.pop(kind))
+            self._live = True
+
+    def stop(self) -> None:
+        self._stopped = True
+
+
+class _CheckAbandoned(Exception):
+    """Raised in the interval check's thread when the bank it was for has failed."""
+
+
+def _interval_check_record(matrix: ResponseMatrix, result: dict | None, *, source: str | None) -> dict:
     """The header's ``interval_check``: the cross-fitted check's result, or ``{"skipped": reason}`` with a warning."""
+    if result:
+        return result
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
         reason = (f"skipped: only {n_models} models (the check needs at least {MIN_MODELS_INTERVAL_CHECK}); "
                   "adaptive tests on this bank state the plain 2PL intervals, which are too narrow")
-    elif folds > n_models // 2:
-        raise InputError(f"interval_folds {folds} is too many for {n_models} models: each fold needs "
-                         f"at least 2 models (use at most {n_models // 2})")
     else:
-        say(f"checking adaptive-test intervals ({folds}-fold cross-fit)")
-        result = cross_fitted_interval_check(matrix, kept.items, meta["filtered"]["safe_rate_sum"], folds=folds,
-                                             seed=seed, fit=fit, progress=progress, refit_progress=refit_progress)
-        if result:
-            return result
         reason = ("skipped: some item was seen by the models of one fold only, so a fold could not be refitted; "
                   "adaptive tests on this bank state the plain 2PL intervals, which are too narrow")
     # stacklevel 3: the warning points at the caller of calibrate_bank

@@ -18,6 +18,7 @@ from irtlib.calibration.joint_map import Calibration, fit_items, fit_map, fit_ma
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
 
+from . import interval_sums, replay_kernel
 from .intervals import Z95, score_interval
 
 __all__ = ["CHECKPOINTS", "IntervalCheckWarning", "MAX_REPLAYED", "MIN_MODELS_INTERVAL_CHECK", "REFIT_ITEM_STEPS",
@@ -44,30 +45,44 @@ REPLAY_RADII = (0.01, 0.03, 0.1, 0.3)
 def _adaptive_replay(x, a, b, checkpoints, *, prior_sd=1.0):
     """Adaptive tests of many models at once, replayed from their response rows.
 
-    Runs :func:`irtlib.selection.adaptive.run_adaptive` (Fluid Benchmarking: maximum information, MAP
-    with a Normal(0, 1) prior, unobserved items unavailable), the rule
-    :class:`irtlib.AdaptiveSession` follows. Yields ``(k, theta, se, given, known_sum)``
-    after ``k`` items for every ``k`` in ``checkpoints`` up to the longest possible test: ``given``
-    (n_models, k) the items given (-1: none), the known items of :func:`score_interval`.
+    Fluid Benchmarking (maximum information, MAP with a Normal(0, 1) prior, unobserved items
+    unavailable), the rule :class:`irtlib.AdaptiveSession` follows: :mod:`irtlib.bank.replay_kernel`, or
+    :func:`irtlib.selection.adaptive.run_adaptive` where the kernel cannot be built (:func:`_replay`).
+    Yields ``(k, theta, se, given, known_sum)`` after ``k`` items for every ``k`` in ``checkpoints`` up to
+    the longest possible test: ``given`` (n_models, k) the items given (-1: none),
+    the known items of :func:`score_interval`.
     """
-    from irtlib.selection.adaptive import run_adaptive
-    from irtlib.selection.selectors import MaxInformation
-
     n_models = x.shape[0]
     kmax = min(max(checkpoints), int((~np.isnan(x)).sum(axis=1).max()))
-    traj = run_adaptive(x, a, b, budget=kmax, selector=MaxInformation(radii=REPLAY_RADII))
+    items, estimate = _replay(x, a, b, kmax)
     rows = np.arange(n_models)[:, None]
     for k in checkpoints:
         if k > kmax:
             break
-        theta = traj.at(k)
-        given = traj.items[:, :k]
+        theta = estimate[:, k - 1]
+        given = items[:, :k]
         valid = given >= 0
         j = np.where(valid, given, 0)
         info = np.where(valid, fisher_information(theta[:, None], a[j], b[j]), 0.0).sum(axis=1)
         se = 1.0 / np.sqrt(info + 1.0 / prior_sd ** 2)
         known_sum = np.where(valid, x[rows, j], 0.0).sum(axis=1)
         yield k, theta, se, given, known_sum
+
+
+def _replay(x: np.ndarray, a: np.ndarray, b: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """The items given and the estimates after each step: :mod:`irtlib.bank.replay_kernel` where it loads.
+
+    Elsewhere (no compiler, ``IRTLIB_REPLAY_KERNEL=0``) :func:`irtlib.selection.adaptive.run_adaptive`: the same
+    items, estimates within about 1e-9 of the kernel's modes.
+    """
+    lib = replay_kernel.load()
+    if lib is not None:
+        return replay_kernel.fluid_replay(lib, x, a, b, budget=budget)
+    from irtlib.selection.adaptive import run_adaptive
+    from irtlib.selection.selectors import MaxInformation
+
+    traj = run_adaptive(x, a, b, budget=budget, selector=MaxInformation(radii=REPLAY_RADII))
+    return traj.items, traj.estimate
 
 
 #: Most calibration models whose adaptive tests the check replays: beyond it, a seeded sample of this many
@@ -158,9 +173,9 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
     every other model. Each replayed model is still held out of the item parameters its test uses, on
     a training set no smaller than a fold's, at the cost of one refit instead of ``folds`` on a
     leaderboard. Up to :data:`MAX_REPLAYED` models the groups are the folds. Each group's models are
-    replayed in one adaptive run (the groups on two threads), and the score intervals of its
-    checkpoints are computed on two threads (:mod:`irtlib.bank.interval_kernel`); the result does not
-    depend on either.
+    replayed in one adaptive run (the groups on two threads; each run in C, :mod:`irtlib.bank.replay_kernel`),
+    and the score intervals of its checkpoints are computed on two threads (:mod:`irtlib.bank.interval_sums`,
+    or :func:`score_interval` without it); the result does not depend on the threads.
     """
     n_models = matrix.shape[0]
     if n_models < MIN_MODELS_INTERVAL_CHECK:
@@ -217,8 +232,10 @@ def interval_check(matrix: ResponseMatrix, kept_items: Sequence[str], filtered_s
         """The score errors of one checkpoint of group ``f``, in units of the interval's half-width / 1.96."""
         k, theta, se, given, known_sum = point
         a, b = fits[f]
-        score, lo, hi = score_interval(a, b, theta, se, known_items=given, known_sum=known_sum,
-                                       filtered_sum=filtered_sum, n_full=n_full)
+        lib = interval_sums.load()    # the same intervals to about 1e-15 relative, with a vector exp
+        interval = score_interval if lib is None else partial(interval_sums.interval, lib)
+        score, lo, hi = interval(a, b, theta, se, known_items=given, known_sum=known_sum,
+                                 filtered_sum=filtered_sum, n_full=n_full)
         err = target - score
         half = np.where(err < 0, score - lo, hi - score)
         return k, (err / np.maximum(half / Z95, 1e-12)).tolist()

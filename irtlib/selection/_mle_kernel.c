@@ -1,4 +1,5 @@
-/* Fluid's MLE score terms in one pass: irtlib.selection.estimators._MleRun._score, cell by cell.
+/* Fluid's MLE score terms in one pass: irtlib.selection.estimators._MleRun._score, cell by cell;
+ * below, the whole estimate (mle_estimate) and maximum information's candidates (best_candidates).
  *
  * For every asked row r (rows[i]) and administered step j < t, with a = A[r, j], b = B[r, j],
  * x = X[r, j] and theta = theta[i]:
@@ -8,8 +9,8 @@
  *     h[i, j] = ((a * a) * s) * q                                               (information term)
  *
  * the numpy path's operations in its order, rounded alike (compiled without contraction into
- * fused multiply-adds, exp the C library's, as scipy's expit calls it). The row sums stay with
- * numpy (its pairwise summation), so the score and slope are those of the numpy path bit for bit.
+ * fused multiply-adds, exp the C library's, as scipy's expit calls it). Summed in numpy's pairwise
+ * order (pairwise2 below), the score and slope are those of the numpy path bit for bit.
  * g and h have X's layout (row r's terms in row r, ld columns); only the columns from[i] <= j < t
  * of row rows[i] are written: the caller keeps the earlier ones, computed at the same theta.
  */
@@ -38,5 +39,269 @@ void mle_terms(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const doub
             const double xs = (1.0 - x[j]) * s;
             gi[j] = aj * (xq - xs);
         }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The whole estimate: irtlib.selection.estimators._MleRun.estimate, one model at a time.
+ *
+ * numpy sums a row of float64 (add.reduce along a contiguous last axis, no initial value given)
+ * as 0 + pairwise(row): fewer than 8 values one after the other; up to 128 in eight interleaved
+ * accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the remainder
+ * one by one; more than 128 split at half the length rounded down to a multiple of 8, each half
+ * summed so and the two added. pairwise2 does that for the score and the information terms at
+ * once (two independent sums, each in numpy's order), so the sums are numpy's bit for bit (the
+ * loader checks it on many lengths).
+ */
+#define PW_BLOCK 128
+
+static void pairwise2(const double *g, const double *h, int64_t n, double *sg, double *sh)
+{
+    if (n < 8) {
+        double rg = 0.0, rh = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            rg += g[i];
+            rh += h[i];
+        }
+        *sg = rg;
+        *sh = rh;
+    }
+    else if (n <= PW_BLOCK) {
+        double rg[8], rh[8];
+        for (int j = 0; j < 8; j++) {
+            rg[j] = g[j];
+            rh[j] = h[j];
+        }
+        int64_t i;
+        for (i = 8; i < n - (n % 8); i += 8) {
+            for (int j = 0; j < 8; j++) {
+                rg[j] += g[i + j];
+                rh[j] += h[i + j];
+            }
+        }
+        double resg = ((rg[0] + rg[1]) + (rg[2] + rg[3])) + ((rg[4] + rg[5]) + (rg[6] + rg[7]));
+        double resh = ((rh[0] + rh[1]) + (rh[2] + rh[3])) + ((rh[4] + rh[5]) + (rh[6] + rh[7]));
+        for (; i < n; i++) {
+            resg += g[i];
+            resh += h[i];
+        }
+        *sg = resg;
+        *sh = resh;
+    }
+    else {
+        int64_t n2 = n / 2;
+        n2 -= n2 % 8;
+        double g1, h1, g2, h2;
+        pairwise2(g, h, n2, &g1, &h1);
+        pairwise2(g + n2, h + n2, n - n2, &g2, &h2);
+        *sg = g1 + g2;
+        *sh = h1 + h2;
+    }
+}
+
+/* numpy's row sums of g[:n] and h[:n] (its add.reduce starts from 0). */
+void row_sums(int64_t n_rows, int64_t n, int64_t ld, const double *g, const double *h, double *sg, double *sh)
+{
+    for (int64_t i = 0; i < n_rows; i++) {
+        double a, b;
+        pairwise2(g + i * ld, h + i * ld, n, &a, &b);
+        sg[i] = 0.0 + a;
+        sh[i] = 0.0 + b;
+    }
+}
+
+typedef struct {
+    int64_t t, ld;
+    const double *X, *A, *B;
+    double *g, *h, *at;
+    int64_t *upto;
+    int64_t evaluated;      /* cells whose terms were computed (diagnostics) */
+} Rows;
+
+/* The score T and its slope dT = -information of row r at theta: the terms of RowTerms.sums (the
+ * row's terms at at[r] kept, only the columns from upto[r] computed when theta equals it). */
+static void score_at(Rows *R, int64_t r, double th, double *T, double *dT)
+{
+    const int64_t off = r * R->ld, t = R->t;
+    const int64_t from = (R->at[r] == th) ? (R->upto[r] < t ? R->upto[r] : t) : 0;
+    mle_terms(1, t, R->ld, &r, &th, &from, R->X, R->A, R->B, R->g, R->h);
+    R->evaluated += t - from;
+    R->at[r] = th;
+    R->upto[r] = t;
+    double sg, sh;
+    pairwise2(R->g + off, R->h + off, t, &sg, &sh);
+    *T = 0.0 + sg;
+    *dT = -(0.0 + sh);
+}
+
+/* numpy's clip: NaN stays NaN, then max with lo, then min with hi. */
+static inline double clip(double x, double lo, double hi)
+{
+    if (isnan(x))
+        return x;
+    const double m = x > lo ? x : lo;
+    return m < hi ? m : hi;
+}
+
+/* _MleRun._fallback for one row: bisection over [lo, hi] where the score changes sign, else the bound. */
+static double fallback(Rows *R, int64_t r, double tol, double lo, double hi, int64_t max_bisection)
+{
+    double s_lo, s_hi, unused;
+    score_at(R, r, lo, &s_lo, &unused);
+    score_at(R, r, hi, &s_hi, &unused);
+    double out = (s_lo > 0 && s_hi > 0) ? hi : lo;
+    if (s_lo * s_hi <= 0) {
+        double left = lo, right = hi, sl = s_lo;
+        for (int64_t k = 0; k < max_bisection; k++) {
+            const double mid = 0.5 * (left + right);
+            double sm;
+            score_at(R, r, mid, &sm, &unused);
+            if (fabs(sm) < tol)
+                return mid;
+            if (sl * sm > 0) {
+                left = mid;
+                sl = sm;
+            }
+            else
+                right = mid;
+        }
+        out = 0.5 * (left + right);
+    }
+    return out;
+}
+
+/* _MleRun.estimate for every row: the Newton iteration with halvings, then the fallback, from
+ * theta[r] (overwritten with the estimate). g, h (n x ld), at and upto are RowTerms' arrays.
+ * Returns the number of cells whose terms were computed. */
+int64_t mle_estimate(int64_t n, int64_t t, int64_t ld, const double *X, const double *A, const double *B,
+                     double *theta, double *g, double *h, double *at, int64_t *upto, double tol, double lo,
+                     double hi, int64_t max_newton, int64_t max_halvings, int64_t max_bisection)
+{
+    Rows R = {t, ld, X, A, B, g, h, at, upto, 0};
+    for (int64_t r = 0; r < n; r++) {
+        double th = theta[r], kT = 0.0, kdT = 0.0;
+        int known = 0, fall = 1;
+        for (int64_t it = 0; it < max_newton; it++) {
+            double T, dT;
+            if (known) {
+                T = kT;
+                dT = kdT;
+            }
+            else
+                score_at(&R, r, th, &T, &dT);
+            if (fabs(T) < tol) {
+                fall = 0;
+                break;
+            }
+            if (!isfinite(dT) || dT == 0.0)
+                break;
+            double nw = clip(th - T / dT, lo, hi);
+            const double absT = fabs(T);
+            known = 0;
+            if (nw != th) {
+                for (int64_t k = 0; k < max_halvings; k++) {
+                    double Tn, dTn;
+                    score_at(&R, r, nw, &Tn, &dTn);
+                    if (fabs(Tn) < absT || !isfinite(Tn)) {
+                        known = 1;
+                        kT = Tn;
+                        kdT = dTn;
+                        break;
+                    }
+                    nw = 0.5 * (nw + th);
+                }
+            }
+            const int stuck = nw == th;
+            th = nw;
+            if (stuck)
+                break;
+        }
+        if (fall)
+            th = fallback(&R, r, tol, lo, hi, max_bisection);
+        theta[r] = th;
+    }
+    return R.evaluated;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Maximum information's candidates (irtlib.selection.selectors.MaxInformation): for every row i,
+ * the information ((a * a) * s) * q of its c candidates (ca, cb: row i's c columns) at theta[i],
+ * as irtlib.core.kernels.fisher_information computes it (the h term above), used candidates
+ * excluded; the first largest (numpy's argmax) in k[i] and its value in best[i] (-inf, k 0, when
+ * every candidate is used).
+ *
+ * A first pass ranks the candidates with one exponential each, a^2 e / (1 + e)^2 with
+ * e = exp(-|z|): that and the exact value are each within 16 units in the last place (2^-48
+ * relative) of a^2 P (1 - P) while it is a normal number, so the exact argmax is among the
+ * candidates within a relative 1e-12 of the first pass's largest, and only those are evaluated
+ * exactly (twins with equal a and b: all of them, so the first wins as in numpy). A row whose
+ * largest first-pass value is below 1e-280 or not a number is evaluated exactly whole.
+ */
+static inline double exact_information(double aj, double bj, double th)
+{
+    double z = th - bj;
+    z = aj * z;
+    const double s = 1.0 / (1.0 + exp(-z));
+    const double q = 1.0 / (1.0 + exp(z));
+    double w = aj * aj;
+    w = w * s;
+    return w * q;
+}
+
+/* numpy's argmax step: w replaces the best so far when larger, or the first NaN. */
+static inline int better(double w, double top)
+{
+    return w > top || (isnan(w) && !isnan(top));
+}
+
+void best_candidates(int64_t n, int64_t c, const double *theta, const double *ca, const double *cb,
+                     const uint8_t *used, int64_t *k, double *best, double *work)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double th = theta[i];
+        const double *a = ca + i * c, *b = cb + i * c;
+        const uint8_t *u = used + i * c;
+        double top = -INFINITY, rough = -INFINITY;
+        int64_t at = 0, any = 0;
+        for (int64_t j = 0; j < c; j++) {
+            if (u[j]) {
+                work[j] = -INFINITY;
+                continue;
+            }
+            any = 1;
+            const double aj = a[j];
+            const double z = aj * (th - b[j]);
+            const double e = exp(-fabs(z));
+            const double d = 1.0 + e;
+            const double w = (aj * aj) * e / (d * d);
+            work[j] = w;
+            if (w > rough || isnan(w))
+                rough = w;
+        }
+        if (any && rough > 1e-280 && rough < INFINITY) {
+            const double cut = rough * (1.0 - 1e-12);
+            for (int64_t j = 0; j < c; j++) {
+                if (work[j] >= cut) {
+                    const double w = exact_information(a[j], b[j], th);
+                    if (better(w, top)) {
+                        top = w;
+                        at = j;
+                    }
+                }
+            }
+        }
+        else if (any) {
+            for (int64_t j = 0; j < c; j++) {
+                if (u[j])
+                    continue;
+                const double w = exact_information(a[j], b[j], th);
+                if (better(w, top)) {
+                    top = w;
+                    at = j;
+                }
+            }
+        }
+        k[i] = at;
+        best[i] = top;
     }
 }

@@ -221,8 +221,11 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike | None = None, b: ArrayLike 
     out = np.full((n_models, budget), np.nan)
     if not selector.adaptive and stopping is None and hasattr(test.estimator, "push_block"):
         # the items do not depend on the estimates: choose them all, then estimate in blocks
-        for t in range(budget):
-            items_out[:, t] = test.propose()
+        if hasattr(test.selector, "select_block"):
+            items_out[:] = test.selector.select_block(budget)
+        else:
+            for t in range(budget):
+                items_out[:, t] = test.propose()
         got = items_out >= 0
         xa = np.where(got, np.take_along_axis(x, np.where(got, items_out, 0), 1), np.nan)
         done = 0

@@ -630,6 +630,12 @@ class _MleRun:
 
     def estimate(self):
         e = self.e
+        if self._terms is not None:        # the same iteration in C, model by model (score_kernel)
+            theta = self.theta.copy()
+            self._terms.estimate(theta, self.X, self.A, self.B, self.t, tol=e.tol, bounds=e.bounds,
+                                 max_newton=e.max_newton, max_halvings=e.max_halvings, max_bisection=e.max_bisection)
+            self.theta = theta
+            return theta.copy(), theta
         lo, hi = e.bounds
         theta = self.theta.copy()
         active = np.arange(theta.size)

@@ -1,21 +1,30 @@
-"""Fluid's MLE score terms in C: one pass over the administered cells instead of a dozen numpy ones.
+"""Fluid's MLE estimate in C, and maximum information's candidates: the adaptive loop's arithmetic.
 
 :class:`irtlib.selection.estimators.MleEstimator` re-solves every model's ability on all its
 administered items at every step of the adaptive test, so a test of ``K`` items evaluates about
 ``3 K^2 / 2`` score terms per model (SafetyBench's 3,000 items: most of the protocol's time). The
-numpy path (``_MleRun._score``) copies the rows' administered cells out and makes a dozen passes over
-them; ``_mle_kernel.c`` (beside this module) reads the rows in place and writes each cell's score and
+numpy path (``_MleRun._score`` inside ``_MleRun.estimate``'s vectorised Newton iteration) copies
+the rows' administered cells out and makes a dozen passes over them at every evaluation;
+``_mle_kernel.c`` (beside this module) reads the rows in place and writes each cell's score and
 information terms in one pass, with the same operations in the same order, rounded alike, and
 :class:`RowTerms` keeps them: the first evaluation of each step is at the previous step's estimate,
-where every earlier item's terms are known, so only the new item's are computed (about a third of
-the cells). The row sums stay with numpy, so the score and its slope are the numpy path's bit for bit.
+where every earlier item's terms are known, so only the new item's are computed.
+:meth:`RowTerms.estimate` runs the whole iteration (Newton steps, halvings, the bisection
+fallback) in C, model by model, summing the terms in numpy's pairwise order, so the estimates are
+the numpy path's bit for bit without a dozen numpy calls and a ctypes call per Newton step. Each
+evaluation still costs two ``exp`` per administered item (the logistic of ``z`` and of ``-z``, as
+scipy's ``expit``): that is where the estimate's time goes now.
+
+:func:`best_candidates` serves :class:`irtlib.selection.selectors.MaxInformation`: the exact
+information of every model's cached candidates and numpy's argmax of it, in one pass.
 
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's terms with
 :func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
-``a (theta - b)``, and returns the kernel only if every term is equal; otherwise, or without a
-compiler, or with ``IRTLIB_SCORE_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers
-are the same, only slower).
+``a (theta - b)``, its row sums with numpy's on every length up to 400 and longer ones, and its
+candidates' argmax with numpy's, and returns the kernel only if every number is equal; otherwise,
+or without a compiler, or with ``IRTLIB_SCORE_KERNEL=0``, the estimator and the selector keep
+their numpy paths (no warning: the numbers are the same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and below.
 """
@@ -27,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from irtlib.core.kernels import score_and_information
+from irtlib.core.kernels import fisher_information, score_and_information
 
-__all__ = ["SOURCE", "load", "RowTerms"]
+__all__ = ["SOURCE", "load", "RowTerms", "best_candidates"]
 
 SOURCE = Path(__file__).with_name("_mle_kernel.c")
 
@@ -41,6 +50,13 @@ def _bind(path: Path) -> ctypes.CDLL:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.mle_terms.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.mle_terms.restype = None
+    lib.row_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr]
+    lib.row_sums.restype = None
+    f64 = ctypes.c_double
+    lib.mle_estimate.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, f64, f64, f64, i64, i64, i64]
+    lib.mle_estimate.restype = i64
+    lib.best_candidates.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
+    lib.best_candidates.restype = None
     return lib
 
 
@@ -69,6 +85,12 @@ class RowTerms:
     def __init__(self, lib: ctypes.CDLL):
         self.lib = lib
         self.g = self.h = self.at = self.upto = None
+        self.evaluated = 0        # diagnostics: cells whose terms :meth:`estimate` computed
+
+    def _fit(self, shape):
+        if self.g is None or self.g.shape != shape:
+            self.g, self.h = np.zeros(shape), np.zeros(shape)
+            self.at, self.upto = np.full(shape[0], np.nan), np.zeros(shape[0], dtype=np.int64)
 
     def sums(self, rows: np.ndarray, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray,
              t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,20 +110,74 @@ class RowTerms:
         score, information : ndarray, shape (n,)
             numpy's row sums of the terms, so the numpy path's values bit for bit.
         """
-        if self.g is None or self.g.shape != a.shape:
-            self.g, self.h = np.zeros(a.shape), np.zeros(a.shape)
-            self.at, self.upto = np.full(a.shape[0], np.nan), np.zeros(a.shape[0], dtype=np.int64)
+        self._fit(a.shape)
         start = np.where(self.at[rows] == theta, np.minimum(self.upto[rows], t), 0)
         _terms(self.lib, rows, theta, start, x, a, b, t, self.g, self.h)
         self.at[rows], self.upto[rows] = theta, t
         return self.g[rows, :t].sum(axis=1), self.h[rows, :t].sum(axis=1)
 
+    def estimate(self, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray, t: int, *, tol: float,
+                 bounds: tuple[float, float], max_newton: int, max_halvings: int, max_bisection: int) -> None:
+        """:meth:`irtlib.selection.estimators._MleRun.estimate` for every model, in C, ``theta`` updated in place.
+
+        The same Newton iteration, halvings and fallback, model by model, on the same terms
+        (kept between calls as :meth:`sums` keeps them) summed in numpy's order: the numpy
+        path's estimates bit for bit, without a dozen numpy calls per Newton step.
+
+        Parameters
+        ----------
+        theta : ndarray, shape (n_models,), C-contiguous float64
+            The start (the previous estimate); overwritten with the estimate.
+        x, a, b : ndarray, shape (n_models, capacity)
+            As in :meth:`sums`.
+        t : int
+        tol, bounds, max_newton, max_halvings, max_bisection
+            The estimator's settings (:class:`irtlib.selection.estimators.MleEstimator`).
+        """
+        self._fit(a.shape)
+        lo, hi = bounds
+        self.evaluated += self.lib.mle_estimate(
+            theta.size, int(t), a.shape[1], x.ctypes.data, a.ctypes.data, b.ctypes.data, theta.ctypes.data,
+            self.g.ctypes.data, self.h.ctypes.data, self.at.ctypes.data, self.upto.ctypes.data, float(tol),
+            float(lo), float(hi), int(max_newton), int(max_halvings), int(max_bisection))
+
+
+def best_candidates(lib: ctypes.CDLL, theta: np.ndarray, ca: np.ndarray, cb: np.ndarray,
+                    used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's most informative unused candidate: the exact information, in one pass.
+
+    :func:`irtlib.core.kernels.fisher_information` of row ``i``'s candidates at ``theta[i]``, the
+    ``used`` ones set to ``-inf``, and numpy's ``argmax`` of each row (the first largest) with its
+    value, without building the (rows, candidates) arrays.
+
+    Parameters
+    ----------
+    lib : the loaded kernel (:func:`load`)
+    theta : ndarray, shape (n,)
+    ca, cb : ndarray, shape (n, c), C-contiguous float64
+    used : ndarray of bool, shape (n, c), C-contiguous
+
+    Returns
+    -------
+    k : ndarray of int, shape (n,)
+    best : ndarray, shape (n,)
+        The information of candidate ``k`` (-inf where every candidate is used).
+    """
+    n, c = ca.shape
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    k, best = np.empty(n, dtype=np.int64), np.empty(n)
+    work = np.empty(c)
+    lib.best_candidates(n, c, theta.ctypes.data, ca.ctypes.data, cb.ctypes.data, used.ctypes.data, k.ctypes.data,
+                        best.ctypes.data, work.ctypes.data)
+    return k, best
+
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s.
+    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s, and its sums numpy's.
 
-    On cells covering the range of ``a (theta - b)``; the numpy path of ``_MleRun._score`` computes
-    those terms, bit for bit.
+    The terms on cells covering the range of ``a (theta - b)`` (the numpy path of
+    ``_MleRun._score`` computes those terms, bit for bit); the row sums on every length up to
+    400 and longer ones (:func:`_sums_match_numpy`).
     """
     rng = np.random.default_rng(20261202)
     n, t = 64, 997
@@ -113,7 +189,35 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
     g, h = np.empty((n, t)), np.empty((n, t))
     _terms(lib, np.arange(n), theta, np.zeros(n, dtype=np.int64), x, a, b, t, g, h)
     g0, h0 = score_and_information(x, theta[:, None], a, b)
-    return bool(np.array_equal(g, g0) and np.array_equal(h, h0))
+    used = rng.random((n, t)) < 0.3
+    used[-1] = True                                         # a row with every candidate used
+    k, best = best_candidates(lib, theta, a, b, used)
+    info = np.where(used, -np.inf, fisher_information(theta[:, None], a, b))
+    k0 = np.argmax(info, axis=1)
+    same_pick = np.array_equal(k, k0) and np.array_equal(best, info[np.arange(n), k0])
+    return bool(np.array_equal(g, g0) and np.array_equal(h, h0)) and same_pick and _sums_match_numpy(lib, rng)
+
+
+#: Row lengths the loader checks the sums on: every one up to three blocks of numpy's pairwise
+#: summation (128 values), and longer ones, odd and even, up to a long test's.
+_SUM_LENGTHS = (*range(0, 400), 511, 512, 513, 1000, 1023, 1025, 2047, 2999, 3001, 4097, 6007, 11435)
+
+
+def _sums_match_numpy(lib: ctypes.CDLL, rng: np.random.Generator) -> bool:
+    """Whether the kernel's row sums equal numpy's ``sum(axis=1)`` on :data:`_SUM_LENGTHS`.
+
+    Values of widely different magnitudes and both signs, so that any other order of the
+    additions rounds differently; one row and three rows at each length.
+    """
+    for n in _SUM_LENGTHS:
+        for n_rows in (1, 3):
+            g = rng.normal(size=(n_rows, n)) * np.exp(rng.normal(0.0, 6.0, (n_rows, n)))
+            h = rng.normal(size=(n_rows, n)) * np.exp(rng.normal(0.0, 6.0, (n_rows, n)))
+            sg, sh = np.empty(n_rows), np.empty(n_rows)
+            lib.row_sums(n_rows, n, n, g.ctypes.data, h.ctypes.data, sg.ctypes.data, sh.ctypes.data)
+            if not (np.array_equal(sg, g.sum(axis=1)) and np.array_equal(sh, h.sum(axis=1))):
+                return False
+    return True
 
 
 def load() -> ctypes.CDLL | None:

@@ -40,6 +40,7 @@ from irtlib._typing import ArrayLike, Seed
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
+from . import score_kernel
 from .items import ItemModel, TwoPLItems
 
 __all__ = [
@@ -120,9 +121,13 @@ class MaxInformation:
         candidates are evaluated, and their best unused item is the exact argmax while it beats
         the bound for the current distance from ``theta_c``; otherwise the full pass is redone.
     radii : sequence of float
-        The radii of the bounds, increasing.
+        The radii of the bounds, increasing. The choice is the exact argmax whatever they are; the
+        two wide ones spare most full passes of a test whose ability moves by more than 0.03 a
+        step (the authors' MLE early on; benchmarks/bench_adaptive.py ``--mle``).
     screen : bool
-        Compare information values in single precision (SIMD ``exp``, about ten times faster
+        Where :mod:`irtlib.selection.score_kernel` loads, the candidates are evaluated exactly
+        in C (:func:`~irtlib.selection.score_kernel.best_candidates`) and the screen serves the
+        full passes only. Compare information values in single precision (SIMD ``exp``, about ten times faster
         than the double-precision logistic on this kind of machine). Rounding moves
         ``z = a (theta - b)`` by at most ``2.4e-7 |a| (8 + |b|)``, so the single-precision
         information is within a relative ``delta`` (that plus 1e-6, computed from the run's
@@ -137,7 +142,7 @@ class MaxInformation:
 
     adaptive = True
 
-    def __init__(self, *, cache_size: int = 256, radii=(0.001, 0.003, 0.01, 0.03), screen: bool = True):
+    def __init__(self, *, cache_size: int = 256, radii=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3), screen: bool = True):
         radii = np.sort(np.asarray(radii, dtype=float))
         if cache_size < 0:
             raise InputError("cache_size must be >= 0")
@@ -251,6 +256,8 @@ class _MaxInfoRun:
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
         if self.cache:
             c = self.cache
+            # the C kernel evaluates the candidates exactly in one pass (no screen needed there)
+            self.kernel = score_kernel.load()
             self.items = np.zeros((n_models, c), dtype=np.intp)  # candidates, by item id
             self.ca, self.cb = np.ones((n_models, c)), np.zeros((n_models, c))
             self.ca32, self.cb32 = np.ones((n_models, c), np.float32), np.zeros((n_models, c), np.float32)
@@ -359,8 +366,11 @@ class _MaxInfoRun:
     def _candidates(self, theta):
         """Best unused candidate of every model.
 
-        Returns (column, a value certainly not above its exact information, value known exactly).
+        Returns (column, a value certainly not above its exact information). With the C kernel
+        (:func:`irtlib.selection.score_kernel.best_candidates`) the exact argmax and its exact value.
         """
+        if self.kernel is not None:
+            return score_kernel.best_candidates(self.kernel, theta, self.ca, self.cb, self.used)
         if not self.screen:
             info = _information(theta[:, None], self.ca, self.cb)
             info[self.used] = -np.inf
@@ -446,6 +456,19 @@ class _RandomRun:
         out[live] = self.order[rows[live], self.pos[live]]
         self.unused[rows[live], out[live]] = False
         self.pos += live
+        return out
+
+    def select_block(self, m):
+        """The next ``m`` items of every model at once, shape (n_models, m): ``m`` calls of :meth:`select`.
+
+        -1 once a model's available items are spent.
+        """
+        step = self.pos[:, None] + np.arange(m)[None, :]
+        live = step < self.n_available[:, None]
+        out = np.where(live, np.take_along_axis(self.order, np.minimum(step, self.order.shape[1] - 1), axis=1), -1)
+        rows, cols = np.nonzero(live)
+        self.unused[rows, out[rows, cols]] = False
+        self.pos += live.sum(axis=1)
         return out
 
     def skipped(self, rows, items):

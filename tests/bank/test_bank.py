@@ -499,3 +499,34 @@ def test_bank_body_is_the_text_pandas_writes_with_seventeen_digits():
     buf = io.StringIO()
     items.to_csv(buf, index=True, index_label="item", float_format=FLOAT_FORMAT, lineterminator="\n")
     assert bank._body() == buf.getvalue()
+
+
+def test_the_interval_checks_progress_comes_after_its_stage_line_and_in_order(matrix):
+    events = []
+    lock = __import__("threading").Lock()
+
+    def note(kind):
+        def call(*args):
+            with lock:
+                events.append((kind, args))
+        return call
+
+    bank = calibrate_bank(matrix, source="sim", progress=note("stage"), se_progress=note("se"),
+                          check_progress=note("check"), refit_progress=note("refit"))
+    stages = [args[0].split()[0] for kind, args in events if kind == "stage"]
+    assert stages == ["fitting", "standard", "checking"]
+    line = next(i for i, (kind, args) in enumerate(events) if kind == "stage" and args[0].startswith("checking"))
+    assert all(i > line for i, (kind, _) in enumerate(events) if kind in ("check", "refit"))
+    assert all(i < line for i, (kind, _) in enumerate(events) if kind == "se")
+    done = [args for kind, args in events if kind == "check"]
+    total = 2 * bank.meta["interval_check"]["refits"]
+    assert [d for d, _ in done] == sorted(d for d, _ in done) and done[-1] == (total, total)
+    assert any(kind == "refit" for kind, _ in events)
+
+
+def test_too_many_interval_folds_are_refused_before_the_fit(matrix, monkeypatch):
+    from irtlib.bank import build
+
+    monkeypatch.setattr(build, "fit_2pl", lambda *a, **k: pytest.fail("fitted before refusing the folds"))
+    with pytest.raises(ValueError, match="interval_folds 21 is too many for 40 models"):
+        calibrate_bank(matrix, interval_folds=21)

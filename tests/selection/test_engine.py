@@ -365,6 +365,57 @@ def test_mle_adaptive_run_is_the_same_with_the_c_kernel_and_with_numpy(monkeypat
     assert (with_numpy.estimate[:4, -1] == 8.0).all() and np.unique(with_numpy.estimate[:, -1]).size > 10
 
 
+def test_mle_kernel_row_sums_are_numpys_pairwise_sums_on_every_length():
+    from irtlib.selection import score_kernel
+
+    lib = score_kernel.load()
+    if lib is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(5)
+    lengths = [*range(0, 300), *rng.integers(300, 12000, 40)]
+    for n in lengths:
+        for n_rows, ld in ((1, n), (4, n + 13)):          # rows of a wider array, as the run's work arrays
+            g = rng.normal(size=(n_rows, ld)) * np.exp(rng.normal(0.0, 8.0, (n_rows, ld)))
+            h = rng.normal(size=(n_rows, ld)) * np.exp(rng.normal(0.0, 8.0, (n_rows, ld)))
+            sg, sh = np.empty(n_rows), np.empty(n_rows)
+            lib.row_sums(n_rows, n, ld, g.ctypes.data, h.ctypes.data, sg.ctypes.data, sh.ctypes.data)
+            np.testing.assert_array_equal(sg, g[np.arange(n_rows), :n].sum(axis=1), err_msg=f"length {n}")
+            np.testing.assert_array_equal(sh, h[np.arange(n_rows), :n].sum(axis=1), err_msg=f"length {n}")
+
+
+@pytest.mark.parametrize("settings", [{}, {"tol": 0.0}, {"max_newton": 2, "max_halvings": 1},
+                                      {"max_newton": 1, "max_halvings": 0, "max_bisection": 5}])
+def test_mle_estimate_in_c_is_the_numpy_iteration_bit_for_bit(monkeypatch, settings):
+    from irtlib.selection import score_kernel
+
+    if score_kernel.load() is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(7)
+    n_models, n_items = 30, 500
+    a = np.exp(rng.normal(0, 1, (n_models, n_items)))
+    b = rng.normal(0, 3, (n_models, n_items))
+    ability = rng.normal(0, 2, n_models)
+    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-a * (ability[:, None] - b)))).astype(float)
+    x[:3], x[3:5] = 1.0, 0.0                                     # on the +8 and the -8 bound
+    x[rng.random(x.shape) < 0.03] = np.nan                       # no response: no term
+    est = MleEstimator(**settings)
+    items = TwoPLItems(a, b)
+    start = rng.normal(0, 1, n_models)
+    in_c = est.begin(items, n_models, 8, start)                  # capacity grows past 8
+    monkeypatch.setitem(score_kernel._LOADED, "lib", None)
+    in_numpy = est.begin(items, n_models, 8, start)
+    assert in_c._terms is not None and in_numpy._terms is None
+    for t in range(30 if settings.get("tol") == 0.0 else 120):        # tol 0: every model to the bisection
+        j = rng.integers(0, n_items, n_models)
+        j[rng.random(n_models) < 0.05] = -1                      # exhausted models
+        xj = np.where(j >= 0, x[np.arange(n_models), np.maximum(j, 0)], np.nan)
+        in_c.push(j, xj)
+        in_numpy.push(j, xj)
+        c_value, np_value = in_c.estimate()[0], in_numpy.estimate()[0]
+        np.testing.assert_array_equal(c_value, np_value, err_msg=f"step {t}")
+    assert (np_value[:3] == 8.0).all() and (np_value[3:5] == -8.0).all()
+
+
 def test_mle_score_kernel_is_off_when_turned_off(monkeypatch):
     from irtlib.selection import score_kernel
 
@@ -420,3 +471,46 @@ def test_map_newton_on_the_moving_models_only_is_every_models_newton_bit_for_bit
     np.testing.assert_array_equal(fast.items, every.items)
     np.testing.assert_array_equal(fast.estimate, every.estimate)
     assert np.unique(fast.estimate[:, -1]).size > n_models // 2 and (fast.estimate[:2, -1] > 2.0).all()
+
+
+def test_random_selection_block_is_the_same_as_one_select_per_step():
+    from irtlib.selection.selectors import RandomSelection, Streams
+
+    rng = np.random.default_rng(11)
+    available = rng.random((12, 40)) < 0.8
+    available[0] = False                                   # a model with no item
+    available[1, 3:] = False                                # one with three
+    one, block = (RandomSelection().begin(None, available, Streams(5)) for _ in range(2))
+    steps = np.stack([one.select() for _ in range(25)], axis=1)
+    np.testing.assert_array_equal(np.hstack([block.select_block(10), block.select_block(15)]), steps)
+    np.testing.assert_array_equal(block.unused, one.unused)
+    np.testing.assert_array_equal(block.pos, one.pos)
+    assert (steps[0] == -1).all() and (steps[1, 3:] == -1).all() and (steps[1, :3] >= 0).all()
+
+
+def test_best_candidates_is_numpys_argmax_of_the_exact_information_with_twins_and_near_ties():
+    from irtlib.selection import score_kernel
+
+    lib = score_kernel.load()
+    if lib is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(13)
+    for trial in range(100):
+        n, c = 40, int(rng.integers(1, 300))
+        a, b = np.exp(rng.normal(0, 1.5, (n, c))), rng.normal(0, 5, (n, c))
+        twin = rng.random((n, c)) < 0.3                          # copies of another candidate: exact ties
+        src = rng.integers(0, c, (n, c))
+        a = np.where(twin, np.take_along_axis(a, src, 1), a)
+        b = np.where(twin, np.take_along_axis(b, src, 1), b)
+        b = np.where(rng.random((n, c)) < 0.1, np.nextafter(b, np.inf), b)     # near ties, one ulp apart
+        if trial % 5 == 0:
+            a[:5] *= 1e3                                          # information far below 1e-280 away from b
+        theta = rng.uniform(-8, 8, n)
+        theta[:3] = 8.0, -8.0, 700.0
+        used = rng.random((n, c)) < rng.random()
+        used[-1] = True
+        k, best = score_kernel.best_candidates(lib, theta, a, b, used)
+        info = np.where(used, -np.inf, fisher_information(theta[:, None], a, b))
+        want = np.argmax(info, axis=1)
+        np.testing.assert_array_equal(k, want)
+        np.testing.assert_array_equal(best, info[np.arange(n), want])
