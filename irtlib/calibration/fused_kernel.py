@@ -25,6 +25,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -96,7 +97,7 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
         raise OSError(f"no C compiler {compiler!r} on PATH")
     flags = [*BASE_FLAGS, *(["-mavx2"] if (_has_avx2() if avx2 is None else avx2) else [])]
     source = Path(source)
-    digest = hashlib.sha256(source.read_bytes() + repr((compiler, flags)).encode()).hexdigest()[:20]
+    digest = hashlib.sha256(_source_bytes(source) + repr((compiler, flags)).encode()).hexdigest()[:20]
     directory = _kernel_directory() if directory is None else Path(directory)
     stem = source.stem.lstrip("_")
     target = directory / f"{stem}-{digest}.so"
@@ -114,6 +115,16 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+def _source_bytes(source: Path) -> bytes:
+    """The C file's bytes followed by those of every local header it includes (``#include "name.h"``, beside it).
+
+    Part of the compiled library's name, so that a changed header builds a new library.
+    """
+    text = source.read_bytes()
+    headers = re.findall(rb'^\s*#\s*include\s+"([^"]+)"', text, flags=re.MULTILINE)
+    return text + b"".join((source.parent / h.decode()).read_bytes() for h in headers)
 
 
 def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str) -> ctypes.CDLL | None:

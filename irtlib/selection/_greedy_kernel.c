@@ -11,41 +11,8 @@
 #include <math.h>
 #include <stdint.h>
 
-/* numpy's pairwise sum of n contiguous doubles (numpy/_core/src/umath/loops_utils.h.src) */
-static double pairwise_sum(const double *a, int64_t n)
-{
-    if (n < 8) {
-        double res = -0.0;
-        for (int64_t i = 0; i < n; i++) {
-            res += a[i];
-        }
-        return res;
-    }
-    else if (n <= 128) {
-        double r[8], res;
-        int64_t i;
-        for (int q = 0; q < 8; q++) {
-            r[q] = a[q];
-        }
-        for (i = 8; i < n - (n % 8); i += 8) {
-            for (int q = 0; q < 8; q++) {
-                r[q] += a[i + q];
-            }
-        }
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++) {
-            res += a[i];
-        }
-        return res;
-    }
-    else {
-        int64_t n2 = n / 2;
-        n2 -= n2 % 8;
-        return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
-    }
-}
+#include "_pairwise_sum.h"
 
-/* gain of column `col` (n_models values) given r1 = sqrt(s) and s (already floored at 1e-300) */
 static double gain(const double *col, const double *s, const double *r1, double *work, int64_t n_models)
 {
     for (int64_t m = 0; m < n_models; m++) {

@@ -10,7 +10,7 @@
  *
  * the numpy path's operations in its order, rounded alike (compiled without contraction into
  * fused multiply-adds, exp the C library's, as scipy's expit calls it). Summed in numpy's pairwise
- * order (pairwise2 below), the score and slope are those of the numpy path bit for bit.
+ * order (pairwise_sum, _pairwise_sum.h), the score and slope are those of the numpy path bit for bit.
  * g and h have X's layout (row r's terms in row r, ld columns); only the columns from[i] <= j < t
  * of row rows[i] are written: the caller keeps the earlier ones, computed at the same theta.
  */
@@ -46,67 +46,17 @@ void mle_terms(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const doub
  * The whole estimate: irtlib.selection.estimators._MleRun.estimate, one model at a time.
  *
  * numpy sums a row of float64 (add.reduce along a contiguous last axis, no initial value given)
- * as 0 + pairwise(row): fewer than 8 values one after the other; up to 128 in eight interleaved
- * accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the remainder
- * one by one; more than 128 split at half the length rounded down to a multiple of 8, each half
- * summed so and the two added. pairwise2 does that for the score and the information terms at
- * once (two independent sums, each in numpy's order), so the sums are numpy's bit for bit (the
- * loader checks it on many lengths).
+ * as 0 + pairwise(row) (_pairwise_sum.h): the score and information terms are summed so, and the
+ * sums are numpy's bit for bit (the loader checks it on many lengths).
  */
-#define PW_BLOCK 128
-
-static void pairwise2(const double *g, const double *h, int64_t n, double *sg, double *sh)
-{
-    if (n < 8) {
-        double rg = 0.0, rh = 0.0;
-        for (int64_t i = 0; i < n; i++) {
-            rg += g[i];
-            rh += h[i];
-        }
-        *sg = rg;
-        *sh = rh;
-    }
-    else if (n <= PW_BLOCK) {
-        double rg[8], rh[8];
-        for (int j = 0; j < 8; j++) {
-            rg[j] = g[j];
-            rh[j] = h[j];
-        }
-        int64_t i;
-        for (i = 8; i < n - (n % 8); i += 8) {
-            for (int j = 0; j < 8; j++) {
-                rg[j] += g[i + j];
-                rh[j] += h[i + j];
-            }
-        }
-        double resg = ((rg[0] + rg[1]) + (rg[2] + rg[3])) + ((rg[4] + rg[5]) + (rg[6] + rg[7]));
-        double resh = ((rh[0] + rh[1]) + (rh[2] + rh[3])) + ((rh[4] + rh[5]) + (rh[6] + rh[7]));
-        for (; i < n; i++) {
-            resg += g[i];
-            resh += h[i];
-        }
-        *sg = resg;
-        *sh = resh;
-    }
-    else {
-        int64_t n2 = n / 2;
-        n2 -= n2 % 8;
-        double g1, h1, g2, h2;
-        pairwise2(g, h, n2, &g1, &h1);
-        pairwise2(g + n2, h + n2, n - n2, &g2, &h2);
-        *sg = g1 + g2;
-        *sh = h1 + h2;
-    }
-}
+#include "_pairwise_sum.h"
 
 /* numpy's row sums of g[:n] and h[:n] (its add.reduce starts from 0). */
 void row_sums(int64_t n_rows, int64_t n, int64_t ld, const double *g, const double *h, double *sg, double *sh)
 {
     for (int64_t i = 0; i < n_rows; i++) {
-        double a, b;
-        pairwise2(g + i * ld, h + i * ld, n, &a, &b);
-        sg[i] = 0.0 + a;
-        sh[i] = 0.0 + b;
+        sg[i] = 0.0 + pairwise_sum(g + i * ld, n);
+        sh[i] = 0.0 + pairwise_sum(h + i * ld, n);
     }
 }
 
@@ -128,10 +78,8 @@ static void score_at(Rows *R, int64_t r, double th, double *T, double *dT)
     R->evaluated += t - from;
     R->at[r] = th;
     R->upto[r] = t;
-    double sg, sh;
-    pairwise2(R->g + off, R->h + off, t, &sg, &sh);
-    *T = 0.0 + sg;
-    *dT = -(0.0 + sh);
+    *T = 0.0 + pairwise_sum(R->g + off, t);
+    *dT = -(0.0 + pairwise_sum(R->h + off, t));
 }
 
 /* numpy's clip: NaN stays NaN, then max with lo, then min with hi. */
