@@ -658,9 +658,13 @@ def _sympson_hetter_ranked(order, avail, u, v, k_exposure, k):
     Returns the chosen item (-1: none), the items tried and set aside per rank, and whether the
     ranks hold at least ``k`` items let through (then the choice does not depend on later ranks).
     """
+    return _sympson_hetter_walk(order, np.take_along_axis(avail, order, axis=1), u, v, k_exposure, k)
+
+
+def _sympson_hetter_walk(order, ok, u, v, k_exposure, k):
+    """:func:`_sympson_hetter_ranked` given ``ok``, whether the item at each rank is available."""
     rows = np.arange(order.shape[0])
     width = order.shape[1]
-    ok = np.take_along_axis(avail, order, axis=1)
     accept = (u[:, :width] < k_exposure[order]) & ok
     rank = np.cumsum(accept, axis=1)
     if k > 1:                  # randomesque among the first k items Sympson-Hetter lets through
@@ -673,6 +677,160 @@ def _sympson_hetter_ranked(order, avail, u, v, k_exposure, k):
     # everything tried before the administered item was set aside (all tried, if none accepted)
     tried = (np.arange(width)[None, :] < np.where(found, first, width)[:, None]) & ok & ~accept
     return np.where(found, order[rows, first], -1), tried, rank[:, -1] >= k
+
+
+class RowDraws:
+    """``rng.random(shape)``, drawn only where asked: the first columns of some rows.
+
+    With numpy's default bit generator (PCG64) the rows asked for are drawn by jumping over the
+    others (:meth:`numpy.random.PCG64.advance`: a float64 draw is one step), so they hold the values
+    ``rng.random(shape)`` would; with any other generator the whole array is drawn at once. Either
+    way ``rng`` is left where ``rng.random(shape)`` leaves it, so draws after it are unchanged.
+    """
+
+    def __init__(self, rng: np.random.Generator | None, shape: tuple[int, int]):
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.rng, self.full = rng, None
+        if rng is None:
+            return
+        bg = rng.bit_generator
+        if type(bg) is np.random.PCG64:
+            self.start = bg.state
+            bg.advance(self.shape[0] * self.shape[1])
+        else:
+            self.full = rng.random(self.shape)
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> RowDraws:
+        """The draws already made, as an array of the full shape."""
+        out = cls(None, values.shape)
+        out.full = values
+        return out
+
+    def rows(self, rows: np.ndarray, width: int) -> np.ndarray:
+        """``rng.random(shape)[rows, :width]`` (``rows`` increasing)."""
+        if self.full is not None:
+            return self.full[rows, :width]
+        bg = self.rng.bit_generator
+        end = bg.state
+        bg.state = self.start
+        out = np.empty((len(rows), int(width)))
+        n_cols, at = self.shape[1], 0
+        for i, r in enumerate(rows.tolist()):
+            bg.advance(r * n_cols - at)
+            out[i] = self.rng.random(int(width))
+            at = r * n_cols + int(width)
+        bg.state = end
+        return out
+
+
+class SympsonHetterCandidates:
+    """Sympson-Hetter's choice on a 2PL bank from each model's few most informative items, exactly.
+
+    :func:`choose_items` with Sympson-Hetter ranks every item of every model by its information at
+    the model's ability, which is most of a calibration's time on a bank of thousands of items
+    (:func:`irtlib.selection.cat.sympson_hetter`). The choice depends only on the first ranks, and
+    the information of item ``j`` anywhere within ``r`` of an ability ``t`` is at most
+    ``min(I_j(t) exp(|a_j| r), a_j^2 / 4)`` (``log P (1 - P)`` is 1-Lipschitz in ``z = a (theta - b)``).
+    So the abilities are cut into cells of width ``width``; each cell keeps the ``n_candidates`` items
+    with the largest such bound over the cell, and the largest bound of the others. A model's
+    candidates whose information at its ability exceeds that bound are its first ranks, in order (ties:
+    the lowest item first, as :func:`choose_items`), since no other item can come before them; where
+    Sympson-Hetter's choice lies among them it is decided there, with the same draws. Other models
+    (the choice further down, an ability outside the cells, no candidate available) are ranked
+    whole by :func:`_sympson_hetter`. The information is computed by
+    :func:`irtlib.core.kernels.fisher_information`, element by element the same values as on the
+    whole bank, so the choices and the items set aside are those of :func:`choose_items`.
+
+    Parameters
+    ----------
+    a, b : ndarray, shape (n_items,)
+        The 2PL bank (shared by every model).
+    n_candidates : int
+    width : float
+        Width of an ability cell.
+    span : float
+        The cells cover ``[-span, span]``.
+    """
+
+    #: Relative slack on the cells' bounds, far above the rounding of the information.
+    SLACK = 1e-9
+
+    def __init__(self, a, b, *, n_candidates: int = 128, width: float = 0.02, span: float = 6.0):
+        self.a, self.b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        n_items = self.a.size
+        self.lo, self.width = -float(span), float(width)
+        n_cells = int(round(2 * span / width))
+        m = min(int(n_candidates), n_items)
+        mid = self.lo + (np.arange(n_cells) + 0.5) * self.width
+        abs_a = np.abs(self.a)
+        bound = np.minimum(fisher_information(mid[:, None], self.a, self.b) * np.exp(abs_a * self.width / 2),
+                           self.a * self.a / 4) * (1.0 + self.SLACK)
+        if m < n_items:
+            top = np.argpartition(-bound, m - 1, axis=1)[:, :m]
+            rest = np.ones_like(bound, dtype=bool)
+            np.put_along_axis(rest, top, False, axis=1)
+            self.bound = np.where(rest, bound, -np.inf).max(axis=1)
+        else:
+            top = np.broadcast_to(np.arange(n_items), (n_cells, n_items))
+            self.bound = np.full(n_cells, -np.inf)
+        self.candidates = np.sort(top, axis=1)          # by item index: a stable sort then breaks ties by index
+
+    def choose(self, theta, avail, u, v, k_exposure, k):
+        """:func:`_sympson_hetter`'s ``(item, rejected)`` for abilities ``theta`` (n_models,).
+
+        ``u`` is a :class:`RowDraws` of ``avail``'s shape (or the uniform draws themselves).
+        """
+        if isinstance(u, np.ndarray):
+            u = RowDraws.of(u)
+        theta = np.asarray(theta, dtype=float)
+        n_models, n_items = avail.shape
+        item = np.full(n_models, -1)
+        rejected = np.zeros((n_models, n_items), dtype=bool)
+        with np.errstate(invalid="ignore"):
+            cell = np.floor((theta - self.lo) / self.width)
+        inside = np.isfinite(cell) & (cell >= 0) & (cell < self.bound.size)
+        rows = np.flatnonzero(inside)
+        todo = np.flatnonzero(~inside)
+        if rows.size and self.candidates.shape[1]:
+            c = cell[rows].astype(np.intp)
+            cand = self.candidates[c]
+            info = fisher_information(theta[rows, None], self.a[cand], self.b[cand])
+            first = avail[rows[:, None], cand] & (info > self.bound[c][:, None])
+            ranked = np.argsort(np.where(first, -info, np.inf), axis=1, kind="stable")
+            n_first = first.sum(axis=1)
+            span = max(int(n_first.max()), 1)
+            order = np.take_along_axis(cand, ranked[:, :span], axis=1)
+            ok = np.arange(span)[None, :] < n_first[:, None]
+            chosen, tried, enough = _sympson_hetter_walk(order, ok, u.rows(rows, span), None if v is None else v[rows],
+                                                         k_exposure, k)
+            done = rows[enough]
+            item[done] = chosen[enough]
+            rejected[done[:, None], order[enough]] = tried[enough]
+            todo = np.sort(np.concatenate([todo, rows[~enough]]))
+        if todo.size:
+            masked = np.where(avail[todo], fisher_information(theta[todo, None], self.a, self.b), -np.inf)
+            got, set_aside = _sympson_hetter(masked, avail[todo], u.rows(todo, n_items), None if v is None else v[todo],
+                                             k_exposure, k)
+            item[todo] = got
+            rejected[todo] = set_aside
+        return item, rejected
+
+
+def sympson_hetter_candidates(items) -> SympsonHetterCandidates | None:
+    """The :class:`SympsonHetterCandidates` of a bank shared by every model's 2PL, else None (kept on ``items``).
+
+    A Sympson-Hetter calibration runs many tests on one bank; the cells are built once for it.
+    """
+    from irtlib.selection.items import TwoPLItems
+
+    if type(items) is not TwoPLItems or items.c is not None or items.per_model:
+        return None
+    kept = getattr(items, "_sympson_hetter_candidates", None)
+    if kept is None or kept.a is not items.a or kept.b is not items.b:
+        kept = SympsonHetterCandidates(items.a, items.b)
+        items._sympson_hetter_candidates = kept
+    return kept
 
 
 def choose_items(info: np.ndarray, avail: np.ndarray, rng: np.random.Generator,
@@ -733,6 +891,8 @@ class _RankedRun:
         if content is not None and content.code.size != n_items:
             raise InputError(f"content categories cover {content.code.size} items, the bank has {n_items}")
         self.exposure, self.content, self.d_optimal = exposure, content, d_optimal
+        self.candidates = (sympson_hetter_candidates(items)
+                           if exposure is not None and exposure.sympson_hetter is not None and not d_optimal else None)
         self.t = 0
         self.set_aside = np.zeros(n_items, dtype=int)
         if content is not None:
@@ -753,7 +913,14 @@ class _RankedRun:
             pool = pool & (self.content.code[None, :] == cat[:, None])
         rng = self.random.at(self.t)
         self.t += 1
-        j, rejected = choose_items(self._criterion(theta, est), pool, rng, self.exposure)
+        if self.candidates is not None:      # choose_items' draws and choice, from each model's first ranks
+            n_models, n_items = pool.shape
+            u = RowDraws(rng, (n_models, n_items))
+            v = rng.random(n_models) if self.exposure.randomesque > 1 else None
+            j, rejected = self.candidates.choose(theta, pool, u, v, self.exposure.sympson_hetter,
+                                                 self.exposure.randomesque)
+        else:
+            j, rejected = choose_items(self._criterion(theta, est), pool, rng, self.exposure)
         if rejected.any():
             self.set_aside += rejected.sum(axis=0)
             self.unused &= ~rejected

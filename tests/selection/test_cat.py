@@ -227,6 +227,66 @@ def test_sympson_hetter_choice_matches_ranking_every_item(k):
         assert (item[:8] >= 0).all() and item[8] == -1
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_sympson_hetter_from_candidate_cells_matches_ranking_every_item(k):
+    from irtlib.selection.selectors import SympsonHetterCandidates, choose_items
+
+    rng = np.random.default_rng(7)
+    n_models, n_items = 200, 1500
+    a = np.exp(rng.normal(0.2, 0.6, n_items))
+    b = rng.normal(0, 1.5, n_items)
+    a[40:80], b[40:80] = a[:40], b[:40]                      # duplicated items: exact ties in information
+    a[5] = -1.3                                               # a negative discrimination
+    cells = SympsonHetterCandidates(a, b, n_candidates=64, width=0.05, span=4.0)
+    for trial in range(4):
+        theta = rng.normal(0, 1.3, n_models)
+        theta[:3] = [4.5, -6.0, 3.99]                         # outside the cells, at their edge
+        avail = rng.random((n_models, n_items)) < 0.95
+        avail[7] = False                                      # a model with no item left
+        k_exposure = np.where(rng.random(n_items) < 0.3, rng.random(n_items) * 0.5, 1.0)
+        if trial == 3:
+            k_exposure = np.where(rng.random(n_items) < 0.8, 0.05, 1.0)   # choices far down the ranking
+        info = fisher_information(theta[:, None], a, b)
+        item, rejected = choose_items(info, avail, np.random.default_rng(trial),
+                                      ExposureControl(sympson_hetter=k_exposure, randomesque=k))
+        draws = np.random.default_rng(trial)
+        u = draws.random((n_models, n_items))
+        v = draws.random(n_models) if k > 1 else None
+        got_item, got_rejected = cells.choose(theta, avail, u, v, k_exposure, k)
+        np.testing.assert_array_equal(got_item, item)
+        np.testing.assert_array_equal(got_rejected, rejected)
+        assert item[7] == -1
+
+
+def test_row_draws_are_the_rows_of_one_draw_and_leave_the_generator_after_it():
+    from irtlib.selection.selectors import RowDraws
+
+    whole = np.random.default_rng(3)
+    u, after = whole.random((50, 70)), whole.random(5)
+    for rows, width in ((np.array([0, 4, 49]), 9), (np.arange(50), 70), (np.array([12]), 1)):
+        rng = np.random.default_rng(3)
+        draws = RowDraws(rng, (50, 70))
+        np.testing.assert_array_equal(rng.random(5), after)
+        np.testing.assert_array_equal(draws.rows(rows, width), u[rows, :width])
+        np.testing.assert_array_equal(draws.rows(rows[:1], 70), u[rows[:1]])   # again, from the same draws
+    other = np.random.Generator(np.random.Philox(3))                         # not PCG64: drawn whole
+    np.testing.assert_array_equal(RowDraws(other, (4, 6)).rows(np.array([1, 3]), 2),
+                                  np.random.Generator(np.random.Philox(3)).random((4, 6))[[1, 3], :2])
+
+
+def test_sympson_hetter_calibration_is_the_same_with_every_item_ranked(monkeypatch):
+    from irtlib.selection import selectors
+
+    a, b, _, _ = _bank(n_items=400, seed=2)
+    items = TwoPLItems(a, b)
+    fast = sympson_hetter(items, max_exposure=0.2, max_items=15, n_simulees=150, seed=1, n_rounds=6)
+    monkeypatch.setattr(selectors, "sympson_hetter_candidates", lambda items: None)
+    slow = sympson_hetter(TwoPLItems(a, b), max_exposure=0.2, max_items=15, n_simulees=150, seed=1, n_rounds=6)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
+    assert (fast[0] < 1).any()                               # the rounds did set items aside
+
+
 # ------------------------------------------------------------------------------ content balancing
 def test_kingsbury_zara_picks_the_largest_shortfall():
     counts = np.array([[2, 1, 0], [0, 0, 0], [1, 1, 1]])
