@@ -134,3 +134,53 @@ def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.n
                               work.ctypes.data, ub.ctypes.data, stamp.ctypes.data, heap.ctypes.data,
                               state.ctypes.data, chunk, out.ctypes.data)
         yield from out[:got].tolist()
+
+
+def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.ndarray,
+                      members: list[np.ndarray], *, first_bin: int, left: list[int]) -> Iterator[int]:
+    """:func:`lazy_picks` round-robin over item bins (the constrained b-quartile rule), after the first pick.
+
+    One heap per bin, over the shared bounds and stamps: every pick, in whichever bin, starts a new
+    step, so a bound is fresh only if computed since the last pick. Each pick is the item of the
+    current bin with the largest fresh gain (ties: lowest position), as
+    :func:`irtlib.selection.static._greedy_picks`' numpy path picks it.
+
+    Parameters
+    ----------
+    lib, info_t, s, bounds
+        As :func:`lazy_picks` (``bounds`` ``-inf`` for the first pick, finite elsewhere).
+    members : list of ndarray of int
+        The items of every bin.
+    first_bin : int
+        The bin of the first pick (the cycle continues from the next bin).
+    left : list of int
+        Items not yet chosen per bin (the first pick already counted).
+    """
+    info_t = np.ascontiguousarray(info_t, dtype=np.float64)
+    n_items, n_models = info_t.shape
+    s = np.array(s, dtype=np.float64)
+    ub = np.array(bounds, dtype=np.float64)
+    heaps, states = [], []
+    for items in members:
+        heap = np.asarray(items, dtype=np.int64)
+        heap = heap[ub[heap] > -np.inf].copy()
+        lib.greedy_heapify(heap.size, heap.ctypes.data, ub.ctypes.data)
+        heaps.append(heap)
+        states.append(np.array([heap.size, 0], dtype=np.int64))
+    stamp = np.zeros(n_items, dtype=np.int64)
+    r1, sm, work = np.empty(n_models), np.empty(n_models), np.empty(n_models)
+    out = np.empty(1, dtype=np.int64)
+    left = list(left)
+    n_bins, cur, step = len(members), int(first_bin), 0
+    for _ in range(sum(left)):
+        cur = (cur + 1) % n_bins
+        while not left[cur]:
+            cur = (cur + 1) % n_bins
+        left[cur] -= 1
+        state = states[cur]
+        state[1] = step
+        lib.greedy_next(n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data, work.ctypes.data,
+                        ub.ctypes.data, stamp.ctypes.data, heaps[cur].ctypes.data, state.ctypes.data, 1,
+                        out.ctypes.data)
+        step = int(state[1])
+        yield int(out[0])

@@ -121,8 +121,8 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
     picks in order until every item is chosen, so a caller takes as many as it needs and can come
     back for more (:class:`MarginalFisherOrder`).
 
-    Without bins, the picks after the first come from the C kernel of
-    :mod:`irtlib.selection.greedy_kernel` where it loads (the same picks; ``kernel=False``: numpy).
+    The picks after the first come from the C kernel of :mod:`irtlib.selection.greedy_kernel` where
+    it loads, with bins one heap per bin (the same picks; ``kernel=False``: numpy).
     """
     info_t = np.ascontiguousarray(np.asarray(info, float).T)      # (n_items, n_models)
     n_items, n_models = info_t.shape
@@ -163,6 +163,13 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
         if lib is not None:               # the same picks, from C (irtlib.selection.greedy_kernel)
             yield from greedy_kernel.lazy_picks(lib, info_t, s, gains)
             return
+    left = [m.size for m in members]
+    left[cur] -= 1
+    if n_bins > 1 and kernel and np.isfinite(gains[np.arange(n_items) != j]).all():
+        lib = greedy_kernel.load()
+        if lib is not None:               # the same picks, one heap per bin (greedy_kernel.binned_lazy_picks)
+            yield from greedy_kernel.binned_lazy_picks(lib, info_t, s, gains, members, first_bin=cur, left=left)
+            return
     bounds = [gains[m] for m in members]
     shortlists = [None] * n_bins
 
@@ -173,8 +180,6 @@ def _greedy_picks(info, *, prior_information=0.0, bins=None, start_bin=None, sho
         part = np.argpartition(ub, ub.size - short - 1)
         return part[ub.size - short:], ub[part[ub.size - short - 1]]
 
-    left = [m.size for m in members]
-    left[cur] -= 1
     for _ in range(1, n_items):
         cur = (cur + 1) % n_bins
         while not left[cur]:

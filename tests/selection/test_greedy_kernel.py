@@ -111,3 +111,41 @@ def test_marginal_fisher_order_prefixes_equal_the_numpy_path(lib, monkeypatch):
     assert np.array_equal(covering, numpy_path.covering(bins, need))
     assert list(itertools.islice(_greedy_picks(information_matrix(a, b, theta), kernel=False), covering.size)) \
         == covering.tolist()
+
+
+def _brute_force_binned_order(info, bins, *, start_bin=None):
+    """Round-robin over the bins; each pick the bin's item of largest gain (ties: lowest position), all evaluated."""
+    info_t = np.ascontiguousarray(info.T)
+    n_items = info_t.shape[0]
+    with np.errstate(divide="ignore"):
+        first = -(1.0 / np.sqrt(info_t)).sum(axis=1)
+    if start_bin is None:
+        order = [int(np.argmax(first))]
+    else:
+        order = [int(np.flatnonzero(bins == start_bin)[np.argmax(first[bins == start_bin])])]
+    cur, n_bins = int(bins[order[0]]), int(bins.max()) + 1
+    s = info_t[order[0]].copy()
+    left = np.ones(n_items, dtype=bool)
+    left[order[0]] = False
+    while left.any():
+        cur = (cur + 1) % n_bins
+        while not (left & (bins == cur)).any():
+            cur = (cur + 1) % n_bins
+        g = np.where(left & (bins == cur), greedy_kernel.numpy_gains(s, info_t), -np.inf)
+        j = int(np.argmax(g))
+        order.append(j)
+        left[j] = False
+        s = s + info_t[j]
+    return order
+
+
+@pytest.mark.parametrize("start_bin", [None, 0])
+def test_kernel_binned_order_equals_numpy_and_brute_force_round_robin(lib, start_bin):
+    rng = np.random.default_rng(11)
+    for n_items, n_models, rounded, n_bins in ((300, 40, False, 4), (240, 7, True, 4), (90, 25, False, 3)):
+        info = _bank(rng, n_items, n_models, rounded=rounded)
+        bins = rng.integers(0, n_bins, n_items)               # bins of unequal sizes: some run out first
+        bins[:n_bins] = np.arange(n_bins)
+        numpy_path = list(_greedy_picks(info, bins=bins, start_bin=start_bin, kernel=False))
+        assert list(_greedy_picks(info, bins=bins, start_bin=start_bin)) == numpy_path
+        assert numpy_path == _brute_force_binned_order(info, bins, start_bin=start_bin)
