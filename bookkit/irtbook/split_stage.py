@@ -254,18 +254,48 @@ def run_jobs(jobs: list[StageJob], *, workers: int, log=None, pool: object | Non
     The processes are spawned once for all the jobs (a fit's random streams and kernels do not depend
     on the process) with their BLAS thread pools at one thread each, as joblib's workers had them, so
     the fits that use BLAS give the numbers they gave there; ``pool`` is one :func:`stage_pool` started
-    earlier (else one is started here). Each job's line goes to ``log`` as it ends.
+    earlier (else one is started here). Each job's line goes to ``log`` as it ends, with the process
+    that ran it, when it started and ended (seconds since the first job was handed out) and its CPU
+    seconds; a last line says how long each process was busy, so that idle cores show.
     """
     jobs = sorted(jobs, key=lambda job: -job.cost)
+    origin = time.time()
+    records: list[tuple] = []
     if pool is None and (workers <= 1 or len(jobs) <= 1):
         for job in jobs:
-            _log(log, job.function(*job.args))
-        return
-    from concurrent.futures import as_completed
+            _log(log, _record(_timed(job.function, job.args), origin, records))
+    else:
+        from concurrent.futures import as_completed
 
-    with contextlib.nullcontext(pool) if pool is not None else stage_pool(workers) as running:
-        for future in as_completed([running.submit(job.function, *job.args) for job in jobs]):
-            _log(log, future.result())
+        with contextlib.nullcontext(pool) if pool is not None else stage_pool(workers) as running:
+            for future in as_completed([running.submit(_timed, job.function, job.args) for job in jobs]):
+                _log(log, _record(future.result(), origin, records))
+    if records:
+        busy: dict = {}
+        for pid, start, end, _ in records:
+            busy[pid] = busy.get(pid, 0.0) + end - start
+        span = max(end for _, _, end, _ in records)
+        _log(log, f"{len(records)} jobs in {span:.1f} s from the first; processes busy "
+                  + ", ".join(f"{b:.1f} s" for b in busy.values())
+                  + f"; {sum(cpu for *_, cpu in records):.1f} CPU s in the jobs")
+
+
+def _timed(function, args) -> tuple:
+    """A job as run in a worker: its log line, the process, its start and end (epoch seconds), its CPU seconds."""
+    import os
+
+    start, cpu = time.time(), time.process_time()
+    line = function(*args)
+    return line, os.getpid(), start, time.time(), time.process_time() - cpu
+
+
+def _record(result, origin: float, records: list) -> str:
+    """A job's log line with where and when it ran; its (process, start, end, CPU) appended to ``records``."""
+    line, pid, start, end, cpu = result
+    records.append((pid, start - origin, end - origin, cpu))
+    processes = list(dict.fromkeys(p for p, *_ in records))
+    return (f"{line} [process {processes.index(pid) + 1}, {start - origin:.1f} to {end - origin:.1f} s, "
+            f"{cpu:.1f} CPU s]") if line else line
 
 
 @contextlib.contextmanager
