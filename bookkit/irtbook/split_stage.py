@@ -31,7 +31,7 @@ import numpy as np
 from irtlib.protocol import presets as protocols
 
 __all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "split_jobs", "whole_fit_jobs", "run_jobs",
-           "stage_pool", "run_stage", "benchmark_fits", "main", "BOOK_BENCHMARKS", "QUICK_MAX_SPLITS",
+           "stage_pool", "run_stage", "benchmark_fits", "load_benchmarks", "main", "BOOK_BENCHMARKS", "QUICK_MAX_SPLITS",
            "FRESH_ANCHOR_MAX_ITEMS"]
 
 #: The six benchmarks of the paper's Table 1, as the protocol chapters (05, 06) run them.
@@ -69,7 +69,15 @@ class StageRun:
     threshold: float = 0.01
 
 
-def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict") -> list[StageRun]:
+def load_benchmarks(*, data: str | None = None, rule: str = "strict") -> dict:
+    """The benchmarks of :data:`BOOK_BENCHMARKS` by name (:func:`irtbook.pipeline.load_benchmark`)."""
+    from .pipeline import load_benchmark
+
+    return {b: load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS}
+
+
+def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict",
+               benches: dict | None = None) -> list[StageRun]:
     """The protocol runs of the chapters that calibrate their splits with the authors' engine.
 
     Chapters 05 and 06: the authors' protocol on the six benchmarks (their split counts, capped at
@@ -84,15 +92,18 @@ def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict") ->
         A QUICK build's sizes.
     data, rule
         As the chapters' ``DATA`` and ``RULE`` parameters (:func:`irtbook.pipeline.load_benchmark`).
+    benches : dict, optional
+        The benchmarks of :data:`BOOK_BENCHMARKS` by name, loaded with ``data`` and ``rule`` already
+        (:func:`load_benchmarks`); else they are loaded here.
 
     Returns
     -------
     list of StageRun
     """
-    from .pipeline import book_protocol, harmbench_variants, load_benchmark, protocol_sizes
+    from .pipeline import book_protocol, harmbench_variants, protocol_sizes
 
     max_splits = QUICK_MAX_SPLITS if quick else None
-    benches = {b: load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS}
+    benches = load_benchmarks(data=data, rule=rule) if benches is None else benches
     runs = []
     for name, bench in benches.items():
         proto = book_protocol(bench, "authors", fresh_anchor_max_items=FRESH_ANCHOR_MAX_ITEMS)
@@ -348,8 +359,8 @@ def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> str:
     return f"whole fit {bench.name} by {engine} (seed {seed}): {time.perf_counter() - start:.1f} s"
 
 
-def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None,
-                   rule: str = "strict") -> tuple[list[StageJob], int]:
+def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None, rule: str = "strict",
+                   benches: dict | None = None) -> tuple[list[StageJob], int]:
     """The whole-benchmark 2PL fits of chapters 2 to 6 not in the cache yet, as stage jobs.
 
     :func:`irtbook.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
@@ -364,9 +375,10 @@ def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None,
         The whole fits the chapters read.
     """
     from .cache import cache_path
-    from .pipeline import CHAPTER_ENGINES, benchmark_fit_key, chapter_epochs, load_benchmark
+    from .pipeline import CHAPTER_ENGINES, benchmark_fit_key, chapter_epochs
 
-    benches = [load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS]
+    loaded = load_benchmarks(data=data, rule=rule) if benches is None else benches
+    benches = [loaded[b] for b in BOOK_BENCHMARKS]
     jobs = [(bench, engine, 0, chapter_epochs(engine, 1000, quick=quick)) for engine in CHAPTER_ENGINES
             for bench in benches]
     sst = benches[BOOK_BENCHMARKS.index("simplesafetytests")]
@@ -405,10 +417,10 @@ def main(argv=None) -> int:
     # the longest first, so that neither waits for the other and no fit's process is started twice.
     start = time.perf_counter()
     with stage_pool(args.workers) as pool:
-        split, asked, fitted = split_jobs(stage_runs(quick=args.quick, data=args.data, rule=args.rule),
+        benches = load_benchmarks(data=args.data, rule=args.rule)      # once for both lists
+        split, asked, fitted = split_jobs(stage_runs(quick=args.quick, benches=benches),
                                           cache_dir=args.cache_dir, workers=args.workers)
-        whole, whole_asked = whole_fit_jobs(quick=args.quick, cache_dir=args.cache_dir, data=args.data,
-                                            rule=args.rule)
+        whole, whole_asked = whole_fit_jobs(quick=args.quick, cache_dir=args.cache_dir, benches=benches)
         run_jobs(split + whole, workers=args.workers, log=sys.stderr, pool=pool)
     print(f"[split stage] {asked} split calibrations, {fitted} fitted; {whole_asked} whole-benchmark fits, "
           f"{len(whole)} fitted; {time.perf_counter() - start:.1f} s", file=sys.stderr)
