@@ -185,9 +185,11 @@ class StageJob:
 #: and the per-epoch Python of one fit (the hyper-parameters' small torch operations; measured on the
 #: shared 2-core machine, ``benchmarks/RESULTS.md``, issue 26 ``stg2``). Only their ratios matter.
 COST_PER_CELL, COST_PER_COLUMN, COST_PER_FIT = 2.2e-6, 1.5e-5, 2.0
-#: A width's splits are cut into ``workers`` batched fits when they cost more than this share of the stage
-#: and more than CUT_MIN_COST seconds (each part pays a fit's per-epoch Python again).
-SPLIT_SHARE, CUT_MIN_COST = 0.15, 10.0
+#: A width's splits are cut into ``workers`` batched fits when they cost more than this share of the stage's
+#: split fits and more than CUT_MIN_COST seconds (each part pays a fit's per-epoch Python again): SafetyBench
+#: (about half of them) is cut in two; AIR-Bench (about a sixth) is not, since the other process fits the
+#: smaller widths meanwhile, and cutting it would cost one more fit's per-epoch Python.
+SPLIT_SHARE, CUT_MIN_COST = 0.25, 10.0
 
 
 def _fit_cost(n_splits: int, rows: int, n_items: int) -> float:
