@@ -125,7 +125,7 @@ def main(argv=None) -> int:
             runs[name].append(out)
             print(f"round {r + 1} {name:4s}: wall {out['wall']:6.1f} s  CPU {out['cpu']:6.1f} s  "
                   f"load {out['load'][0]:.1f} -> {out['load'][1]:.1f}", flush=True)
-            for line in out["lines"][-1:]:
+            for line in out["lines"][-2:]:
                 print(f"    {line}")
     for name, done in runs.items():
         print(f"\n{name} ({trees[name]}): median wall {statistics.median(o['wall'] for o in done):.1f} s, "

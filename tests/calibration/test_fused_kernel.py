@@ -187,7 +187,8 @@ def test_prior_terms_are_float32_terms_summed_in_column_order_in_double(n, m, si
                     log_scale.ctypes.data, width, mu.ctypes.data, u.ctypes.data, g_theta.ctypes.data, g_b.ctypes.data,
                     g_a.ctypes.data, a.ctypes.data, g_loc.ctypes.data, g_log_scale.ctypes.data, sums.ctypes.data)
     for s, size in enumerate(sizes):
-        sites = [(slice(0, size), 1, g_theta[s, :size]), (slice(n, n + m), 0, g_b[s]), (slice(n + m, width), 2, g_a[s] * a[s])]
+        sites = [(slice(0, size), 1, g_theta[s, :size]), (slice(n, n + m), 0, g_b[s]),
+                 (slice(n + m, width), 2, g_a[s] * a[s])]
         for k, (cols, hyper, g_lik) in enumerate(sites):
             du = (value[s, cols] - mu[s, hyper]) * u[s, hyper]
             du2 = du * u[s, hyper]
