@@ -31,8 +31,8 @@ import numpy as np
 from irtlib.protocol import presets as protocols
 
 __all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "split_jobs", "whole_fit_jobs", "run_jobs",
-           "stage_pool", "run_stage", "benchmark_fits", "main", "BOOK_BENCHMARKS", "QUICK_MAX_SPLITS",
-           "FRESH_ANCHOR_MAX_ITEMS"]
+           "stage_pool", "run_stage", "benchmark_fits", "load_benchmarks", "main", "BOOK_BENCHMARKS",
+           "QUICK_MAX_SPLITS", "FRESH_ANCHOR_MAX_ITEMS"]
 
 #: The six benchmarks of the paper's Table 1, as the protocol chapters (05, 06) run them.
 BOOK_BENCHMARKS = ("airbench2024", "anthropic-red-team", "harmbench", "safetybench", "simplesafetytests", "wmdp-bio")
@@ -69,7 +69,15 @@ class StageRun:
     threshold: float = 0.01
 
 
-def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict") -> list[StageRun]:
+def load_benchmarks(*, data: str | None = None, rule: str = "strict") -> dict:
+    """The benchmarks of :data:`BOOK_BENCHMARKS` by name (:func:`irtbook.pipeline.load_benchmark`)."""
+    from .pipeline import load_benchmark
+
+    return {b: load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS}
+
+
+def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict",
+               benches: dict | None = None) -> list[StageRun]:
     """The protocol runs of the chapters that calibrate their splits with the authors' engine.
 
     Chapters 05 and 06: the authors' protocol on the six benchmarks (their split counts, capped at
@@ -84,15 +92,18 @@ def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict") ->
         A QUICK build's sizes.
     data, rule
         As the chapters' ``DATA`` and ``RULE`` parameters (:func:`irtbook.pipeline.load_benchmark`).
+    benches : dict, optional
+        The benchmarks of :data:`BOOK_BENCHMARKS` by name, loaded with ``data`` and ``rule`` already
+        (:func:`load_benchmarks`); else they are loaded here.
 
     Returns
     -------
     list of StageRun
     """
-    from .pipeline import book_protocol, harmbench_variants, load_benchmark, protocol_sizes
+    from .pipeline import book_protocol, harmbench_variants, protocol_sizes
 
     max_splits = QUICK_MAX_SPLITS if quick else None
-    benches = {b: load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS}
+    benches = load_benchmarks(data=data, rule=rule) if benches is None else benches
     runs = []
     for name, bench in benches.items():
         proto = book_protocol(bench, "authors", fresh_anchor_max_items=FRESH_ANCHOR_MAX_ITEMS)
@@ -174,9 +185,11 @@ class StageJob:
 #: and the per-epoch Python of one fit (the hyper-parameters' small torch operations; measured on the
 #: shared 2-core machine, ``benchmarks/RESULTS.md``, issue 26 ``stg2``). Only their ratios matter.
 COST_PER_CELL, COST_PER_COLUMN, COST_PER_FIT = 2.2e-6, 1.5e-5, 2.0
-#: A width's splits are cut into ``workers`` batched fits when they cost more than this share of the stage
-#: and more than CUT_MIN_COST seconds (each part pays a fit's per-epoch Python again).
-SPLIT_SHARE, CUT_MIN_COST = 0.15, 10.0
+#: A width's splits are cut into ``workers`` batched fits when they cost more than this share of the stage's
+#: split fits and more than CUT_MIN_COST seconds (each part pays a fit's per-epoch Python again): SafetyBench
+#: (about half of them) is cut in two; AIR-Bench (about a sixth) is not, since the other process fits the
+#: smaller widths meanwhile, and cutting it would cost one more fit's per-epoch Python.
+SPLIT_SHARE, CUT_MIN_COST = 0.25, 10.0
 
 
 def _fit_cost(n_splits: int, rows: int, n_items: int) -> float:
@@ -254,18 +267,48 @@ def run_jobs(jobs: list[StageJob], *, workers: int, log=None, pool: object | Non
     The processes are spawned once for all the jobs (a fit's random streams and kernels do not depend
     on the process) with their BLAS thread pools at one thread each, as joblib's workers had them, so
     the fits that use BLAS give the numbers they gave there; ``pool`` is one :func:`stage_pool` started
-    earlier (else one is started here). Each job's line goes to ``log`` as it ends.
+    earlier (else one is started here). Each job's line goes to ``log`` as it ends, with the process
+    that ran it, when it started and ended (seconds since the first job was handed out) and its CPU
+    seconds; a last line says how long each process was busy, so that idle cores show.
     """
     jobs = sorted(jobs, key=lambda job: -job.cost)
+    origin = time.time()
+    records: list[tuple] = []
     if pool is None and (workers <= 1 or len(jobs) <= 1):
         for job in jobs:
-            _log(log, job.function(*job.args))
-        return
-    from concurrent.futures import as_completed
+            _log(log, _record(_timed(job.function, job.args), origin, records))
+    else:
+        from concurrent.futures import as_completed
 
-    with contextlib.nullcontext(pool) if pool is not None else stage_pool(workers) as running:
-        for future in as_completed([running.submit(job.function, *job.args) for job in jobs]):
-            _log(log, future.result())
+        with contextlib.nullcontext(pool) if pool is not None else stage_pool(workers) as running:
+            for future in as_completed([running.submit(_timed, job.function, job.args) for job in jobs]):
+                _log(log, _record(future.result(), origin, records))
+    if records:
+        busy: dict = {}
+        for pid, start, end, _ in records:
+            busy[pid] = busy.get(pid, 0.0) + end - start
+        span = max(end for _, _, end, _ in records)
+        _log(log, f"{len(records)} jobs in {span:.1f} s from the first; processes busy "
+                  + ", ".join(f"{b:.1f} s" for b in busy.values())
+                  + f"; {sum(cpu for *_, cpu in records):.1f} CPU s in the jobs")
+
+
+def _timed(function, args) -> tuple:
+    """A job as run in a worker: its log line, the process, its start and end (epoch seconds), its CPU seconds."""
+    import os
+
+    start, cpu = time.time(), time.process_time()
+    line = function(*args)
+    return line, os.getpid(), start, time.time(), time.process_time() - cpu
+
+
+def _record(result, origin: float, records: list) -> str:
+    """A job's log line with where and when it ran; its (process, start, end, CPU) appended to ``records``."""
+    line, pid, start, end, cpu = result
+    records.append((pid, start - origin, end - origin, cpu))
+    processes = list(dict.fromkeys(p for p, *_ in records))
+    return (f"{line} [process {processes.index(pid) + 1}, {start - origin:.1f} to {end - origin:.1f} s, "
+            f"{cpu:.1f} CPU s]") if line else line
 
 
 @contextlib.contextmanager
@@ -318,8 +361,8 @@ def _benchmark_fit(bench, engine, seed, epochs, cache_dir) -> str:
     return f"whole fit {bench.name} by {engine} (seed {seed}): {time.perf_counter() - start:.1f} s"
 
 
-def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None,
-                   rule: str = "strict") -> tuple[list[StageJob], int]:
+def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None, rule: str = "strict",
+                   benches: dict | None = None) -> tuple[list[StageJob], int]:
     """The whole-benchmark 2PL fits of chapters 2 to 6 not in the cache yet, as stage jobs.
 
     :func:`irtbook.pipeline.calibrate_benchmark` of each of :data:`BOOK_BENCHMARKS` with every
@@ -334,9 +377,10 @@ def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None,
         The whole fits the chapters read.
     """
     from .cache import cache_path
-    from .pipeline import CHAPTER_ENGINES, benchmark_fit_key, chapter_epochs, load_benchmark
+    from .pipeline import CHAPTER_ENGINES, benchmark_fit_key, chapter_epochs
 
-    benches = [load_benchmark(b, rule=rule, source=data) for b in BOOK_BENCHMARKS]
+    loaded = load_benchmarks(data=data, rule=rule) if benches is None else benches
+    benches = [loaded[b] for b in BOOK_BENCHMARKS]
     jobs = [(bench, engine, 0, chapter_epochs(engine, 1000, quick=quick)) for engine in CHAPTER_ENGINES
             for bench in benches]
     sst = benches[BOOK_BENCHMARKS.index("simplesafetytests")]
@@ -375,10 +419,10 @@ def main(argv=None) -> int:
     # the longest first, so that neither waits for the other and no fit's process is started twice.
     start = time.perf_counter()
     with stage_pool(args.workers) as pool:
-        split, asked, fitted = split_jobs(stage_runs(quick=args.quick, data=args.data, rule=args.rule),
+        benches = load_benchmarks(data=args.data, rule=args.rule)      # once for both lists
+        split, asked, fitted = split_jobs(stage_runs(quick=args.quick, benches=benches),
                                           cache_dir=args.cache_dir, workers=args.workers)
-        whole, whole_asked = whole_fit_jobs(quick=args.quick, cache_dir=args.cache_dir, data=args.data,
-                                            rule=args.rule)
+        whole, whole_asked = whole_fit_jobs(quick=args.quick, cache_dir=args.cache_dir, benches=benches)
         run_jobs(split + whole, workers=args.workers, log=sys.stderr, pool=pool)
     print(f"[split stage] {asked} split calibrations, {fitted} fitted; {whole_asked} whole-benchmark fits, "
           f"{len(whole)} fitted; {time.perf_counter() - start:.1f} s", file=sys.stderr)

@@ -27,6 +27,13 @@
 #include <string.h>
 
 #define BLOCK 1024
+#define LANES 8
+
+/* Eight floats (GNU C vector extensions: one AVX register, or an SSE pair; each lane's IEEE operations alike). */
+typedef float vf __attribute__((vector_size(4 * LANES)));
+static inline __attribute__((always_inline)) vf splat(float x) { vf v; for (int k = 0; k < LANES; k++) v[k] = x; return v; }
+static inline __attribute__((always_inline)) vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
+static inline __attribute__((always_inline)) void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 
 typedef void (*root_fn)(int32_t n, const float *in, float *out);
 
@@ -75,7 +82,12 @@ void adam_step(int64_t n, float *param, const float *grad, float *exp_avg, float
 #endif
             moments_libm(len, grad + lo, exp_avg + lo, exp_avg_sq + lo, w, beta2, v);
         root((int32_t)len, exp_avg_sq + lo, denom);
-        for (int64_t j = 0; j < len; j++) {
+        int64_t j = 0;
+        for (; j + LANES <= len; j += LANES) {      /* the same IEEE operations on each lane */
+            const vf d = load(denom + j) / splat(c2) + splat(eps);
+            store(param + lo + j, load(param + lo + j) + (splat(neg_step) * load(exp_avg + lo + j)) / d);
+        }
+        for (; j < len; j++) {
             const float d = denom[j] / c2 + eps;
             param[lo + j] = param[lo + j] + (neg_step * exp_avg[lo + j]) / d;
         }

@@ -314,9 +314,10 @@ def _validate(values, train_rows) -> tuple[np.ndarray, list[np.ndarray]]:
     x = np.asarray(values, dtype=float)
     if x.ndim != 2 or 0 in x.shape:
         raise InputError(f"values must be a non-empty 2-D array (n_models, n_items), got shape {x.shape}")
-    observed = ~np.isnan(x)
-    if not np.all((x[observed] == 0.0) | (x[observed] == 1.0)):
-        bad = np.argwhere(observed & (x != 0.0) & (x != 1.0))[0]
+    allowed = (x == 0.0) | (x == 1.0)
+    allowed |= np.isnan(x)
+    if not allowed.all():
+        bad = np.argwhere(~allowed)[0]
         raise InputError(f"values must contain only 0, 1 or NaN; row {bad[0]}, column {bad[1]} holds "
                          f"{x[bad[0], bad[1]]!r}")
     if isinstance(train_rows, np.ndarray) and train_rows.ndim == 1 and train_rows.dtype != object:

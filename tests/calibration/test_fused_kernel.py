@@ -118,3 +118,83 @@ def test_without_a_compiler_the_fit_warns_and_uses_torch(monkeypatch, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert fused_kernel.load() is None
+
+
+def test_the_avx512_pass_and_the_plain_pass_give_the_same_bits():
+    """loglik_2pl's pair-at-a-time pass (AVX-512) against its vector-after-vector pass: ragged splits,
+    missing cells, widths with a lone vector at a row's end and rows long enough to flush mid-row."""
+    lib = fused_kernel.load()
+    if lib.loglik_2pl_mode(1) != 1:
+        pytest.skip("the processor has no AVX-512F")
+    try:
+        for seed, (n, m, sizes) in enumerate([(7, 13, [7, 3, 5]), (5, 1001, [5, 2]), (4, 2000, [4, 4]),
+                                              (9, 24, [9, 1, 8])]):
+            theta, b, a, x, w = problem(10 + seed, len(sizes), n, m, sizes)
+            theta[0, 0], a[0, :3] = 60.0, 30.0                     # saturated cells too
+            assert lib.loglik_2pl_mode(1) == 1
+            wide = fused(theta, b, a, x, w, np.array(sizes))
+            assert lib.loglik_2pl_mode(0) == 0
+            narrow = fused(theta, b, a, x, w, np.array(sizes))
+            for got, want in zip(wide, narrow, strict=True):
+                assert np.array_equal(got, want)
+    finally:
+        lib.loglik_2pl_mode(1)
+
+
+def _columns(seed, n_splits, n, m):
+    rng = np.random.default_rng(seed)
+    width = n + 2 * m
+    loc, log_scale, eps = (rng.normal(0, 1, (n_splits, width)).astype(np.float32) for _ in range(3))
+    return loc, log_scale, eps
+
+
+@pytest.mark.parametrize(("n", "m", "sizes"), [(7, 13, [7, 3, 5]), (23, 301, [23, 20])])
+def test_guide_sample_is_loc_plus_eps_times_the_kernels_exp_elementwise(n, m, sizes):
+    """step = eps * exp(log_scale) and value = loc + step, each one float32 operation per column."""
+    lib = fused_kernel.load()
+    n_splits = len(sizes)
+    loc, log_scale, eps = _columns(3, n_splits, n, m)
+
+    def sample(loc, eps):
+        step, value = (np.empty_like(loc) for _ in range(2))
+        a = np.empty((n_splits, m), dtype=np.float32)
+        lib.guide_sample(n_splits, n, m, loc.ctypes.data, log_scale.ctypes.data, loc.shape[1], eps.ctypes.data,
+                         step.ctypes.data, value.ctypes.data, a.ctypes.data)
+        return step, value, a
+
+    scale, _, _ = sample(np.zeros_like(loc), np.ones_like(eps))           # the kernel's exp(log_scale)
+    np.testing.assert_allclose(scale, np.exp(log_scale.astype(float)), rtol=3e-7)
+    step, value, a = sample(loc, eps)
+    assert np.array_equal(step, eps * scale) and np.array_equal(value, loc + step)
+    np.testing.assert_allclose(a, np.exp(value[:, n + m:].astype(float)), rtol=3e-7)
+
+
+@pytest.mark.parametrize(("n", "m", "sizes"), [(7, 13, [7, 3, 5]), (23, 301, [23, 20]), (2, 700, [2, 2])])
+def test_prior_terms_are_float32_terms_summed_in_column_order_in_double(n, m, sizes):
+    """Bit for bit against numpy: each column's float32 terms, and the per-site sums as a sequential float64 sum."""
+    lib = fused_kernel.load()
+    n_splits, width = len(sizes), n + 2 * m
+    rng = np.random.default_rng(4)
+    value, step, eps = _columns(5, n_splits, n, m)
+    log_scale = np.ascontiguousarray(rng.normal(0, 1, (n_splits, width)).astype(np.float32))
+    mu, u = rng.normal(0, 1, (n_splits, 3)).astype(np.float32), rng.uniform(0.5, 2, (n_splits, 3)).astype(np.float32)
+    g_theta = rng.normal(0, 1, (n_splits, n)).astype(np.float32)
+    g_b, g_a, a = (rng.normal(0, 1, (n_splits, m)).astype(np.float32) for _ in range(3))
+    g_loc, g_log_scale = np.full((n_splits, width), np.nan, np.float32), np.full((n_splits, width), np.nan, np.float32)
+    sums = np.empty((n_splits, 4, 3), dtype=np.float32)
+    rows = np.array(sizes, dtype=np.int64)
+    lib.prior_terms(n_splits, n, m, rows.ctypes.data, value.ctypes.data, step.ctypes.data, eps.ctypes.data,
+                    log_scale.ctypes.data, width, mu.ctypes.data, u.ctypes.data, g_theta.ctypes.data, g_b.ctypes.data,
+                    g_a.ctypes.data, a.ctypes.data, g_loc.ctypes.data, g_log_scale.ctypes.data, sums.ctypes.data)
+    for s, size in enumerate(sizes):
+        sites = [(slice(0, size), 1, g_theta[s, :size]), (slice(n, n + m), 0, g_b[s]),
+                 (slice(n + m, width), 2, g_a[s] * a[s])]
+        for k, (cols, hyper, g_lik) in enumerate(sites):
+            du = (value[s, cols] - mu[s, hyper]) * u[s, hyper]
+            du2 = du * u[s, hyper]
+            want_loc = du2 - g_lik
+            assert np.array_equal(g_loc[s, cols], want_loc)
+            assert np.array_equal(g_log_scale[s, cols], want_loc * step[s, cols] - np.float32(1.0))
+            for row, terms in enumerate((du2, du * du, eps[s, cols] * eps[s, cols], log_scale[s, cols])):
+                assert sums[s, row, k] == np.float32(np.cumsum(terms.astype(np.float64))[-1])
+        assert (g_loc[s, size:n] == 0).all() and (g_log_scale[s, size:n] == 0).all()
