@@ -111,12 +111,16 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baseline", type=Path, help="another checkout to run the same command on")
     parser.add_argument("--no-stages", action="store_true", help="time the whole command only")
+    parser.add_argument("--csv", type=Path, help="time this long CSV instead of writing one (--data, --models, "
+                                                 "--items and --seed are then ignored; no recovery printed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        csv = Path(tmp) / "long.csv"
-        true_a = write_csv(csv, args.data, args.models, args.items, args.seed)
-        print(f"{args.data} data, {args.models} x {args.items}: {csv.stat().st_size / 1e6:.0f} MB long CSV; "
-              f"load {os.getloadavg()[0]:.1f}")
+        csv, true_a = args.csv, None
+        if csv is None:
+            csv = Path(tmp) / "long.csv"
+            true_a = write_csv(csv, args.data, args.models, args.items, args.seed)
+            print(f"{args.data} data, {args.models} x {args.items}: ", end="")
+        print(f"{csv.stat().st_size / 1e6:.0f} MB long CSV {csv}; load {os.getloadavg()[0]:.1f}")
         if not args.no_stages:
             print("stages, in this process:")
             stages(csv, Path(tmp) / "bank.csv", true_a)
