@@ -205,22 +205,32 @@ ALWAYS void loglik_pass(LOGLIK_ARGS, const int wide) {
     }
 }
 
-/* The pass for processors with AVX-512 (a pair in one register) and for the others. */
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void loglik_wide(LOGLIK_ARGS) {
+/* The pass for processors with AVX-512 (a pair in one register; x86 only) and for the others. */
+#if defined(__x86_64__) || defined(__i386__)
+#define WIDE_FEATURES "avx512f,avx512dq,avx512vl,avx512bw"
+__attribute__((target(WIDE_FEATURES))) static void loglik_wide(LOGLIK_ARGS) {
     loglik_pass(LOGLIK_PASS, 1);
 }
+
+/* Whether this processor has every feature loglik_wide is compiled for. */
+static int wide_supported(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+}
+#else
+static void loglik_wide(LOGLIK_ARGS) { loglik_pass(LOGLIK_PASS, 1); }
+static int wide_supported(void) { return 0; }
+#endif
 
 static void loglik_narrow(LOGLIK_ARGS) { loglik_pass(LOGLIK_PASS, 0); }
 
 static int wide_mode = -1;     /* -1: not decided yet; 0: narrow; 1: wide */
 
-/* The pass loglik_2pl runs: request 1 (wide where the processor has AVX-512F, else narrow), 0
+/* The pass loglik_2pl runs: request 1 (wide where the processor has AVX-512 F, DQ, VL and BW, else narrow), 0
    (narrow) or -1 (as decided before, or as 1 the first time); returns the mode in force (0 or 1). */
 int loglik_2pl_mode(int request) {
-    if (request >= 0 || wide_mode < 0) {
-        __builtin_cpu_init();
-        wide_mode = request != 0 && __builtin_cpu_supports("avx512f") ? 1 : 0;
-    }
+    if (request >= 0 || wide_mode < 0) wide_mode = request != 0 && wide_supported() ? 1 : 0;
     return wide_mode;
 }
 

@@ -12,11 +12,11 @@ The source is compiled once per machine with the system C compiler (``$CC``, def
 overrides), under a name made of the checksum of the source and of the compiler flags, written to a
 temporary file and renamed, so concurrent processes are safe and a changed source recompiles.
 ``-mavx2`` is added where the processor has AVX2; the kernels use no fused multiply-add and no
-reassociation, so the numbers do not depend on it (a test compiles both). Where the processor has
-AVX-512F, ``loglik_2pl`` runs its cells sixteen at a time in one register (a clone of its pass compiled
-for AVX-512, chosen when the library is first called; ``loglik_2pl_mode(0)`` turns it off): each lane's
-operations and the order of every sum and product are those of the eight-lane pass, so the bits are
-the same (a test compares the two).
+reassociation, so the numbers do not depend on it (a test compiles both). Where an x86 processor has
+AVX-512 (F, DQ, VL, BW), ``loglik_2pl`` runs its cells sixteen at a time in one register (a clone of
+its pass compiled for AVX-512, chosen when the library is first called; ``loglik_2pl_mode(0)`` turns
+it off; elsewhere only the eight-lane pass is built): each lane's operations and the order of every
+sum and product are those of the eight-lane pass, so the bits are the same (a test compares the two).
 
 Without a working compiler (or with ``IRTLIB_FUSED_KERNEL=0``), :func:`load` returns None and the
 fit uses its torch likelihood, with a warning: the same formulas, rounded differently (float32
