@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -37,6 +39,27 @@ BOOK_TEST_MODULES = frozenset({
 })
 
 
+#: CPU seconds (worker and subprocesses, setup and teardown included) of the 30 costliest test files in one
+#: ``make test-all`` (benchmarks/RESULTS.md, issue 26 `ctest`; measured with benchmarks/pytest_timeline.py at
+#: load 5 to 16, so the seconds are inflated, the proportions are what matter): they start first, the costliest
+#: first, so that the last files a worker takes are short ones and the two workers end together. The other files
+#: (each under 11 CPU s) follow in the order of :func:`_start_rank`. tests/test_test_selection.py checks that
+#: every file named here exists.
+FILE_CPU_SECONDS = {
+    "test_hostile_input.py": 55, "book/test_book_build.py": 44, "book/test_command_server.py": 42,
+    "calibration/test_calibrate_batch.py": 40, "book/test_primer.py": 37, "test_light_install.py": 35,
+    "calibration/test_calibrate.py": 32, "cli/test_cli.py": 32, "book/test_kernel_forkserver.py": 28,
+    "datasets/test_real_data.py": 28, "protocol/test_protocols.py": 26, "book/test_browser.py": 25,
+    "book/test_book_wheel.py": 21, "book/test_course_kit.py": 21, "book/test_book_tools.py": 19,
+    "selection/test_certify.py": 18, "book/test_figure_cache.py": 18, "test_hostile_input_18.py": 17,
+    "book/test_pipeline.py": 17, "test_layers.py": 17, "calibration/test_pyirt_engine.py": 16,
+    "book/test_own_benchmark.py": 15, "book/test_book_html.py": 15, "fit/test_fit_checks.py": 14,
+    "test_imports.py": 13, "selection/test_cat.py": 13, "viz/test_plots.py": 12, "datasets/test_datasets.py": 12,
+    "bank/test_inspect_adaptive.py": 11, "selection/test_engine.py": 11,
+}
+TESTS = Path(__file__).resolve().parent
+
+
 def _start_rank(item) -> int:
     """0 for a slow or browser test, 1 for a book test, 2 for the rest."""
     if item.get_closest_marker("slow") or item.get_closest_marker("browser"):
@@ -44,14 +67,24 @@ def _start_rank(item) -> int:
     return 1 if item.get_closest_marker("book") else 2
 
 
+def _file_key(path, rank: int) -> tuple:
+    """The files of :data:`FILE_CPU_SECONDS` first, costliest first; then the others by rank."""
+    try:
+        seconds = FILE_CPU_SECONDS.get(Path(path).resolve().relative_to(TESTS).as_posix())
+    except ValueError:   # a test file outside tests/
+        seconds = None
+    return (0, -seconds, 0) if seconds is not None else (1, 0, rank)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in BOOK_TEST_MODULES:
             item.add_marker(pytest.mark.book)
-    # Test files holding slow, browser or book tests run first (in their own order, which xdist keeps
-    # with --no-loadscope-reorder: the Makefile), so that the last files a worker takes are short ones
-    # and no worker waits idle while the other finishes a long file.
+    # Test files run in this order (xdist keeps it with --no-loadscope-reorder: the Makefile; one file per
+    # worker at a time with --dist loadfile): the costliest known files first, then those holding slow, browser
+    # or book tests, then the rest, so that no worker waits idle while the other finishes a long file.
     rank: dict = {}
     for item in items:
         rank[item.path] = min(rank.get(item.path, 2), _start_rank(item))
-    items.sort(key=lambda item: rank[item.path])
+    key = {path: _file_key(path, r) for path, r in rank.items()}
+    items.sort(key=lambda item: key[item.path])

@@ -6,7 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from conftest import BOOK_TEST_MODULES
+from conftest import BOOK_TEST_MODULES, FILE_CPU_SECONDS, _file_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,6 +15,18 @@ def test_every_book_test_module_exists():
     """A renamed book test would silently join the fast suite: every listed module must exist."""
     for name in BOOK_TEST_MODULES:
         assert (ROOT / "tests" / "book" / name).is_file(), name
+
+
+def test_the_files_run_first_exist_and_go_costliest_first():
+    """A renamed costly file would silently lose its place at the start: every listed file must exist."""
+    for name in FILE_CPU_SECONDS:
+        assert (ROOT / "tests" / name).is_file(), name
+    listed = [ROOT / "tests" / name for name in FILE_CPU_SECONDS]
+    other = ROOT / "tests" / "test_test_selection.py"
+    order = sorted([other, *listed], key=lambda path: _file_key(path, 0))
+    assert order[-1] == other
+    assert [FILE_CPU_SECONDS[p.relative_to(ROOT / "tests").as_posix()] for p in order[:-1]] == sorted(
+        FILE_CPU_SECONDS.values(), reverse=True)
 
 
 def test_the_fast_suite_leaves_out_exactly_the_registered_markers():
