@@ -24,8 +24,8 @@ ALL = ["airbench2024", "anthropic-red-team", "harmbench", "safetybench", "simple
 
 def run_one(bench, run: str, *, max_splits, cache_dir, profile=None):
     """One run of chapter 06's ``other`` (``paper``), ``alt_runs`` (``alt``) or 05's and 06's ``runs`` (``authors``)."""
-    from irtlib.protocol.agreement import run_protocol
     from irtbook.pipeline import split_batch
+    from irtlib.protocol.agreement import run_protocol
 
     name = "paper" if run == "paper" else "authors"
     proto = book_protocol(bench, name, fresh_anchor_max_items=2000)

@@ -788,7 +788,7 @@ def score_subset(values: ArrayLike, subset: Subset, *, how: str, a: ArrayLike | 
 
 
 def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_sd: float = 1.0) -> list[np.ndarray]:
-    """:func:`score_subset` with ``how="map"`` for subsets of several banks, one :func:`map_ability` call per subset size.
+    """:func:`score_subset` with ``how="map"`` for subsets of several banks: one :func:`map_ability` call per size.
 
     The protocol scores every MAP method's subset of every split at each budget (section
     "Evaluation"); each split has its own test models and item parameters. A block is
