@@ -479,7 +479,7 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
 
 def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, seed, anchor_solver,
                    prior_information, clock, protocol):
-    """Everything of one calibrated split except Fluid: training abilities, static subsets, their scores, Random."""
+    """One calibrated split but Fluid and the MAP scores: abilities, static subsets, the other scores, Random."""
     t0 = time.perf_counter()
     # Items no training model saw cannot be calibrated: they leave this split's pool.
     pool = np.flatnonzero(np.isfinite(a))
