@@ -435,7 +435,8 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
     """Some train/test splits of the protocol, with their Fluid tests run together.
 
     Every split's calibration runs first, in one :func:`calibrate_splits` call; then each split
-    selects its static subsets and scores its test models on its own; the Fluid Benchmarking
+    selects its static subsets and scores its test models on its own (the MAP-scored ones of all the
+    splits together, one MAP call per budget: the same estimates bit for bit); the Fluid Benchmarking
     tests of all the splits' test models then run as one vectorised
     :func:`irtlib.selection.adaptive.run_adaptive` with per-model item parameters (every model's test only
     depends on its own row, so the result is the same as running the splits one by one, bit for
