@@ -154,7 +154,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     say(f"fitting the 2PL model ({engine} engine) to {kept.shape[0]} models x {kept.shape[1]} items "
         f"({int(dropped.sum())} item(s) with variance <= {variance_threshold} left out)")
     cal: Calibration = fit_2pl(kept, engine=engine, seed=seed, epochs=epochs,
-                               **({"progress": fit_progress} if engine == "map" else {}))
+                               **({"progress": fit_progress, "forcing": True} if engine == "map" else {}))
     fitted = cal
     cal, scale_record = _on_scale(cal, scale)
     header_options = {"engine": engine, "variance_threshold": variance_threshold, "seed": seed, "source": source,

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.linalg.blas import dsyrk, dtrsm
+from scipy.linalg.lapack import dtrtri
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
@@ -157,21 +159,35 @@ def _times_inverse(c_al: np.ndarray, c_b: np.ndarray, d: tuple) -> tuple[np.ndar
     return m_al, m_b
 
 
-def _column_dots(m_al: np.ndarray, s_al: np.ndarray, m_b: np.ndarray, s_b: np.ndarray):
-    """``(m_al * s_al).sum(axis=0)``, ``(m_b * s_b).sum(axis=0)``, ``(m_al * s_b).sum(axis=0)``, bit for bit.
+def _symmetric_product(c_al: np.ndarray, c_b: np.ndarray, d: tuple) -> np.ndarray:
+    """``C D C^T`` of a block (n_models x n_models, upper triangle only) by one symmetric rank-k update.
 
-    :data:`CELL_ROWS` rows at a time, each column's sum carried on in numpy's order (:func:`_sum_down`).
+    Each item's ``D_j`` (positive definite) is ``L_j L_j^T`` (its 2 x 2 Cholesky factor), so
+    ``C D C^T = F F^T`` with ``F = C L``, ``(n_models, 2 n_block)``: BLAS ``syrk`` forms the upper
+    triangle of it in half the flops of the two general products ``C_al M_al^T + C_b M_b^T``.
     """
-    n, k = m_al.shape
-    rows = max(1, min(CELL_ROWS, n))
-    work = np.empty((rows, k))
-    sums = np.zeros((3, k))
-    for r0 in range(0, n, rows):
-        r = slice(r0, r0 + rows)
-        t = work[:len(m_al[r])]
-        for total, (left, right) in zip(sums, ((m_al, s_al), (m_b, s_b), (m_al, s_b)), strict=True):
-            _sum_down(np.multiply(left[r], right[r], out=t), total, first=r0 == 0)
-    return sums[0], sums[1], sums[2]
+    l_aa = np.sqrt(d[0])
+    l_ba = d[1] / l_aa
+    l_bb = np.sqrt(np.maximum(d[2] - l_ba * l_ba, 0.0))      # the Schur complement 1 / j_aa of D_j, > 0
+    k = c_al.shape[1]
+    f = np.empty((2 * k, len(c_al)), order="F")              # F^T in Fortran order: syrk's A^T A, no copy
+    np.add(np.multiply(c_al, l_aa, out=f[:k].T), np.multiply(c_b, l_ba), out=f[:k].T)
+    np.multiply(c_b, l_bb, out=f[k:].T)
+    return dsyrk(1.0, f, trans=1, lower=0)
+
+
+def _inverse_quadratic_forms(upper: np.ndarray, m_al: np.ndarray, m_b: np.ndarray):
+    """``diag(M_al^T S^-1 M_al)``, ``diag(M_b^T S^-1 M_b)``, ``diag(M_al^T S^-1 M_b)`` for ``S = R^T R``.
+
+    One triangular solve ``Y = R^-T [M_al, M_b]`` (half the flops of the product with ``S^-1``), then the
+    column dots of ``Y``: ``m^T S^-1 m' = (R^-T m)^T (R^-T m')``.
+    """
+    k = m_al.shape[1]
+    y = np.empty((len(m_al), 2 * k), order="F")
+    y[:, :k], y[:, k:] = m_al, m_b
+    y = dtrsm(1.0, upper, y, lower=0, trans_a=1, overwrite_b=1)
+    y_al, y_b = y[:, :k], y[:, k:]
+    return np.einsum("ij,ij->j", y_al, y_al), np.einsum("ij,ij->j", y_b, y_b), np.einsum("ij,ij->j", y_al, y_b)
 
 
 def _scale_constraints(theta: np.ndarray) -> np.ndarray:
@@ -236,8 +252,7 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
         d = item_inverse(j_aa, j_ab, j_bb)
         if d is None:
             return None
-        m_al, m_b = _times_inverse(c_al, c_b, d)
-        return j_tt, c_al @ m_al.T + c_b @ m_b.T, (d, (m_al, m_b) if keep else None)
+        return j_tt, _symmetric_product(c_al, c_b, d), (d, _times_inverse(c_al, c_b, d) if keep else None)
 
     schur = np.zeros((n_models, n_models))
     j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
@@ -249,13 +264,14 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
         schur -= found[1]
         inv.append(found[2])
     schur[np.diag_indices(n_models)] += j_tt
-    try:
-        factor = cho_factor(schur)
+    schur = np.triu(schur) + np.triu(schur, 1).T      # the products fill the upper triangle only
+    try:                                              # S = R^T R
+        factor = cho_factor(schur, lower=False, overwrite_a=True)
     except LinAlgError:
         return None
-    s_inv = cho_solve(factor, np.eye(n_models))
+    upper = np.asfortranarray(factor[0])            # R (its strict lower triangle is not read)
     lt = _scale_constraints(theta).T if given_scale else np.zeros((n_models, 0))
-    u = s_inv @ lt                                             # S^-1 L^T, (n_models, 2)
+    u = cho_solve(factor, lt)                                  # S^-1 L^T, (n_models, 2)
     k_inv = np.linalg.pinv(lt.T @ u) if given_scale else np.zeros((0, 0))
     d_of = {cols.start: d for cols, d in zip(blocks, inv, strict=True)}
     del inv
@@ -266,9 +282,8 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
             c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
             kept = _times_inverse(c_al, c_b, d)
         m_al, m_b = kept
-        s_al, s_b = s_inv @ m_al, s_inv @ m_b
         v_al, v_b = m_al.T @ u, m_b.T @ u                       # items' covariance with L theta (sign squared away)
-        q_aa, q_bb, q_ab = _column_dots(m_al, s_al, m_b, s_b)
+        q_aa, q_bb, q_ab = _inverse_quadratic_forms(upper, m_al, m_b)
         return (d[0] + q_aa - ((v_al @ k_inv) * v_al).sum(axis=1),
                 d[2] + q_bb - ((v_b @ k_inv) * v_b).sum(axis=1),
                 d[1] + q_ab - ((v_al @ k_inv) * v_b).sum(axis=1))
@@ -276,7 +291,8 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
     var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
     for cols, found in zip(blocks, _in_order(variances, blocks, n_threads=n_threads, progress=tick), strict=True):
         var_al[cols], var_b[cols], cov[cols] = found
-    var_theta = np.diag(s_inv) - ((u @ k_inv) * u).sum(axis=1)
+    r_inv = np.triu(dtrtri(upper, lower=0)[0])                 # S^-1 = R^-1 R^-T: its diagonal, row sums of squares
+    var_theta = np.einsum("ij,ij->i", r_inv, r_inv) - ((u @ k_inv) * u).sum(axis=1)
     return var_al, var_b, cov, var_theta
 
 
