@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
-from scipy.linalg.blas import dsyrk, dtrsm
+from scipy.linalg.blas import dsyrk, dtrmm
 from scipy.linalg.lapack import dtrtri
 from threadpoolctl import threadpool_limits
 
@@ -176,16 +176,17 @@ def _symmetric_product(c_al: np.ndarray, c_b: np.ndarray, d: tuple) -> np.ndarra
     return dsyrk(1.0, f, trans=1, lower=0)
 
 
-def _inverse_quadratic_forms(upper: np.ndarray, m_al: np.ndarray, m_b: np.ndarray):
-    """``diag(M_al^T S^-1 M_al)``, ``diag(M_b^T S^-1 M_b)``, ``diag(M_al^T S^-1 M_b)`` for ``S = R^T R``.
+def _inverse_quadratic_forms(w_inv: np.ndarray, m_al: np.ndarray, m_b: np.ndarray):
+    """``diag(M_al^T S^-1 M_al)``, ``diag(M_b^T S^-1 M_b)``, ``diag(M_al^T S^-1 M_b)`` for ``S^-1 = W W^T``.
 
-    One triangular solve ``Y = R^-T [M_al, M_b]`` (half the flops of the product with ``S^-1``), then the
-    column dots of ``Y``: ``m^T S^-1 m' = (R^-T m)^T (R^-T m')``.
+    ``W = R^-1`` (upper triangular, Fortran order) for the Cholesky factor ``S = R^T R``. One triangular
+    product ``Y = W^T [M_al, M_b]`` (BLAS ``trmm``: half the flops of the product with ``S^-1``), then
+    the column dots of ``Y``: ``m^T S^-1 m' = (W^T m)^T (W^T m')``.
     """
     k = m_al.shape[1]
     y = np.empty((len(m_al), 2 * k), order="F")
     y[:, :k], y[:, k:] = m_al, m_b
-    y = dtrsm(1.0, upper, y, lower=0, trans_a=1, overwrite_b=1)
+    y = dtrmm(1.0, w_inv, y, lower=0, trans_a=1, overwrite_b=1)
     y_al, y_b = y[:, :k], y[:, k:]
     return np.einsum("ij,ij->j", y_al, y_al), np.einsum("ij,ij->j", y_b, y_b), np.einsum("ij,ij->j", y_al, y_b)
 
@@ -269,7 +270,8 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
         factor = cho_factor(schur, lower=False, overwrite_a=True)
     except LinAlgError:
         return None
-    upper = np.asfortranarray(factor[0])            # R (its strict lower triangle is not read)
+    # W = R^-1 (upper triangular): S^-1 = W W^T, so m^T S^-1 m' = (W^T m)^T (W^T m')
+    w_inv = np.asfortranarray(np.triu(dtrtri(factor[0], lower=0)[0]))
     lt = _scale_constraints(theta).T if given_scale else np.zeros((n_models, 0))
     u = cho_solve(factor, lt)                                  # S^-1 L^T, (n_models, 2)
     k_inv = np.linalg.pinv(lt.T @ u) if given_scale else np.zeros((0, 0))
@@ -283,7 +285,7 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
             kept = _times_inverse(c_al, c_b, d)
         m_al, m_b = kept
         v_al, v_b = m_al.T @ u, m_b.T @ u                       # items' covariance with L theta (sign squared away)
-        q_aa, q_bb, q_ab = _inverse_quadratic_forms(upper, m_al, m_b)
+        q_aa, q_bb, q_ab = _inverse_quadratic_forms(w_inv, m_al, m_b)
         return (d[0] + q_aa - ((v_al @ k_inv) * v_al).sum(axis=1),
                 d[2] + q_bb - ((v_b @ k_inv) * v_b).sum(axis=1),
                 d[1] + q_ab - ((v_al @ k_inv) * v_b).sum(axis=1))
@@ -291,8 +293,7 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
     var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
     for cols, found in zip(blocks, _in_order(variances, blocks, n_threads=n_threads, progress=tick), strict=True):
         var_al[cols], var_b[cols], cov[cols] = found
-    r_inv = np.triu(dtrtri(upper, lower=0)[0])                 # S^-1 = R^-1 R^-T: its diagonal, row sums of squares
-    var_theta = np.einsum("ij,ij->i", r_inv, r_inv) - ((u @ k_inv) * u).sum(axis=1)
+    var_theta = np.einsum("ij,ij->i", w_inv, w_inv) - ((u @ k_inv) * u).sum(axis=1)     # diag(W W^T)
     return var_al, var_b, cov, var_theta
 
 

@@ -227,7 +227,7 @@ def test_row_chunked_products_equal_the_whole_block_expressions_bit_for_bit(monk
 
 
 def test_rank_k_update_and_triangular_solve_equal_the_general_products():
-    """``C D C^T`` by syrk (upper triangle) and ``diag(M^T S^-1 M')`` by a triangular solve agree with the
+    """``C D C^T`` by syrk (upper triangle) and ``diag(M^T S^-1 M')`` by a triangular product agree with the
     plain products ``C_al M_al^T + C_b M_b^T`` and ``M^T (S^-1 M')`` to rounding."""
     import irtlib.calibration.standard_errors as module
 
@@ -244,8 +244,8 @@ def test_rank_k_update_and_triangular_solve_equal_the_general_products():
     upper = np.triu_indices(n)
     np.testing.assert_allclose(got[upper], want[upper], rtol=1e-12, atol=1e-12 * np.abs(want).max())
     s = want @ want.T + n * np.eye(n)                          # positive definite
-    r = np.linalg.cholesky(s).T                                # S = R^T R
-    q = module._inverse_quadratic_forms(r, m_al, m_b)
+    r = np.linalg.cholesky(s).T                                # S = R^T R, S^-1 = W W^T with W = R^-1
+    q = module._inverse_quadratic_forms(np.asfortranarray(np.linalg.inv(r)), m_al, m_b)
     s_inv = np.linalg.inv(s)
     for got_q, (left, right) in zip(q, ((m_al, m_al), (m_b, m_b), (m_al, m_b)), strict=True):
         np.testing.assert_allclose(got_q, (left * (s_inv @ right)).sum(axis=0), rtol=1e-10)
