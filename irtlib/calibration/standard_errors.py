@@ -86,14 +86,16 @@ def _cell_terms_plain(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.nda
     w = np.where(seen, bernoulli_variance(p), 0.0)
     g = np.where(seen, np.nan_to_num(x) - p, 0.0) if observed else np.zeros_like(w)
     return (a * (w * z - g), -(a * a) * w, (w * z * z - g * z).sum(axis=0), (-a * w * z + a * g).sum(axis=0),
-            (a * a) * w.sum(axis=0), (w * a**2).sum(axis=1))
+            (a * a) * w.sum(axis=0), (w * a**2).sum(axis=1), np.where(seen, p, 0.0).sum(axis=0))
 
 
 def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, observed: bool):
     """Per-cell cross information of (log a_j, b_j) with theta_m, and the 2 x 2 and the abilities' sums.
 
-    Returns ``c_al, c_b`` (n_models, n_block), ``j_aa, j_ab, j_bb`` (n_block,) without the priors and
-    ``j_tt`` (n_models,), the block's share of the abilities' information ``sum_j a_j^2 w``. The
+    Returns ``c_al, c_b`` (n_models, n_block), ``j_aa, j_ab, j_bb`` (n_block,) without the priors,
+    ``j_tt`` (n_models,), the block's share of the abilities' information ``sum_j a_j^2 w``, and
+    ``p_sum`` (n_block,), each item's sum of ``P`` over the models that saw it (the expected safe count of
+    :func:`irtlib.fit.summaries.item_rates`, the same sum bit for bit, so it need not form every ``P`` again). The
     numbers of :func:`_cell_terms_plain`, bit for bit: the same operations on each cell, formed
     :data:`CELL_ROWS` rows at a time in work arrays; each column sum carries on from the rows before
     (the running sum is added to the chunk's first row, then the chunk is summed down its rows, which is
@@ -101,7 +103,7 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
     """
     n, k = x.shape
     c_al, c_b, j_tt = np.empty((n, k)), np.empty((n, k)), np.empty(n)
-    j_aa, j_ab, w_sum = np.zeros(k), np.zeros(k), np.zeros(k)
+    j_aa, j_ab, w_sum, p_sum = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
     a2 = a * a
     neg_a, neg_a2 = -a, -a2
     rows = min(CELL_ROWS, n)
@@ -114,6 +116,10 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
         all_seen = bool(seen.all())
         logit_z(theta[r0:r1, None], a, b, out=z)
         sigmoid(z, out=p)
+        if not all_seen:
+            p[~seen] = 0.0                    # w and g are 0 there below whatever p is
+        np.copyto(t, p)                       # summed on a copy: the sum writes into the chunk's first row
+        _sum_down(t, p_sum, first=r0 == 0)
         bernoulli_variance(p, out=w)
         if not observed:
             g.fill(0.0)
@@ -133,7 +139,7 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
         np.add(np.multiply(np.multiply(neg_a, w, out=t), z, out=t), np.multiply(a, g, out=u), out=t)
         _sum_down(t, j_ab, first=r0 == 0)                                                # -a w z + a g
         _sum_down(w, w_sum, first=r0 == 0)
-    return c_al, c_b, j_aa, j_ab, a2 * w_sum, j_tt
+    return c_al, c_b, j_aa, j_ab, a2 * w_sum, j_tt, p_sum
 
 
 def _sum_down(chunk: np.ndarray, total: np.ndarray, *, first: bool) -> None:
@@ -224,7 +230,9 @@ def _in_order(fn: Callable[[slice], Any], blocks: list[slice], *, n_threads: int
 def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *,
                           priors, observed: bool, given_scale: bool, extra_tt: np.ndarray | float = 0.0,
                           n_threads: int = 1, progress: Callable[[int, int], None] | None = None):
-    """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD.
+    """``(var log a, var b, cov(log a, b), var theta, p_sums)`` from the inverse of the information, or None if not PD.
+
+    ``p_sums`` (n_items,): each item's sum of ``P`` over the models that saw it (:func:`_cell_terms`).
 
     With ``given_scale`` the covariance is the one conditional on the abilities' mean and SD (the
     linear constraints ``L theta`` of :func:`_scale_constraints`):
@@ -249,21 +257,24 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
         return j_bb / det, -j_ab / det, j_aa / det
 
     def schur_part(cols):                           # this block's share of C D C^T and of the abilities' information
-        c_al, c_b, j_aa, j_ab, j_bb, j_tt = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+        c_al, c_b, j_aa, j_ab, j_bb, j_tt, p_sum = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
         d = item_inverse(j_aa, j_ab, j_bb)
         if d is None:
             return None
-        return j_tt, _symmetric_product(c_al, c_b, d), (d, _times_inverse(c_al, c_b, d) if keep else None)
+        return (j_tt, _symmetric_product(c_al, c_b, d), (d, _times_inverse(c_al, c_b, d) if keep else None),
+                p_sum)
 
     schur = np.zeros((n_models, n_models))
     j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
-    inv = []
-    for found in _in_order(schur_part, blocks, n_threads=n_threads, progress=tick):
+    inv, p_sums = [], np.empty(n_items)
+    for i, found in enumerate(_in_order(schur_part, blocks, n_threads=n_threads, progress=tick)):
         if found is None:
             return None
+        cols = blocks[i]
         j_tt += found[0]
         schur -= found[1]
         inv.append(found[2])
+        p_sums[cols] = found[3]
     schur[np.diag_indices(n_models)] += j_tt
     schur = np.triu(schur) + np.triu(schur, 1).T      # the products fill the upper triangle only
     try:                                              # S = R^T R
@@ -294,7 +305,7 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
     for cols, found in zip(blocks, _in_order(variances, blocks, n_threads=n_threads, progress=tick), strict=True):
         var_al[cols], var_b[cols], cov[cols] = found
     var_theta = np.einsum("ij,ij->i", w_inv, w_inv) - ((u @ k_inv) * u).sum(axis=1)     # diag(W W^T)
-    return var_al, var_b, cov, var_theta
+    return var_al, var_b, cov, var_theta, p_sums
 
 
 def _refit(values: np.ndarray, engine: str, seed: int, epochs: int, start: dict | None):
@@ -433,7 +444,10 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
     -------
     DataFrame, indexed by item (the matrix's items, or 0..n_items-1 for an array)
         ``se_a``, ``se_b`` and ``cov_ab`` (the covariance of ``a`` and ``b``). ``attrs`` holds
-        ``method``, ``information`` and ``se_theta`` (ndarray, shape (n_models,); observed/expected only).
+        ``method``, ``information`` and ``se_theta`` (ndarray, shape (n_models,); observed/expected only); with
+        the observed or expected information and no ``fixed`` items also ``expected_sums`` (ndarray, shape
+        (n_items,)): each item's sum of ``P(theta_m, a_j, b_j)`` over the models that saw it, the sums of
+        :func:`irtlib.fit.summaries.item_rates` bit for bit (made by the same pass over the cells).
 
     Raises
     ------
@@ -475,10 +489,12 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
                                         "parameters: not a posterior mode)")
         if found is None:
             raise InputError("the information of the posterior is singular at these parameters")
-        var_al, var_b, cov, var_theta = found
+        var_al, var_b, cov, var_theta, p_sums = found
         se_a, se_b, cov_ab = (np.full(x.shape[1], np.nan) for _ in range(3))
         se_a[free], se_b[free], cov_ab[free] = a[free] * np.sqrt(var_al), np.sqrt(var_b), a[free] * cov
         attrs["se_theta"] = np.sqrt(var_theta)
+        if free.all():
+            attrs["expected_sums"] = p_sums
     out = pd.DataFrame({"se_a": se_a, "se_b": se_b, "cov_ab": cov_ab},
                        index=items if items is not None else pd.RangeIndex(x.shape[1]))
     out.attrs.update(attrs)

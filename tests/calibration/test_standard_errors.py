@@ -249,3 +249,18 @@ def test_rank_k_update_and_triangular_solve_equal_the_general_products():
     s_inv = np.linalg.inv(s)
     for got_q, (left, right) in zip(q, ((m_al, m_al), (m_b, m_b), (m_al, m_b)), strict=True):
         np.testing.assert_allclose(got_q, (left * (s_inv @ right)).sum(axis=0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_expected_sums_of_the_errors_pass_give_item_rates_bit_for_bit(missing):
+    from irtlib.fit.summaries import item_rates
+
+    rng = np.random.default_rng(12)
+    theta, a, b = simulate(rng, 90, 13)
+    x = draw(rng, theta, a, b)
+    x[rng.random(x.shape) < missing] = np.nan
+    m = ResponseMatrix(x, models=[f"m{i}" for i in range(90)], items=[f"i{j}" for j in range(13)])
+    cal = fit_2pl(m, engine="map")
+    se = calibration_standard_errors(cal, m)
+    reused = item_rates(m, cal, expected_sums=se.attrs["expected_sums"])
+    assert reused.equals(item_rates(m, cal))
