@@ -64,8 +64,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         Models x items, 1 safe, 0 unsafe, NaN unobserved (binarize first, see :mod:`irtlib.io`).
     engine : {"map", "pyirt"}
         ``"map"`` (default): the joint posterior mode of the paper's model and priors, found in
-        seconds; it ranks models and items as py-irt does. ``"pyirt"``: py-irt's SVI, exactly as
-        the paper ran it (tens of seconds to minutes).
+        seconds; it ranks models and items as py-irt does (run as an inexact Newton method,
+        :func:`irtlib.calibration.joint_map.fit_map`'s ``forcing=True``: the same mode to about its
+        ``tol``). ``"pyirt"``: py-irt's SVI, exactly as the paper ran it (tens of seconds to minutes).
     variance_threshold : float
         Items with ``p (1 - p) <= variance_threshold`` are left out of the bank (the paper: 0.01).
     seed : int
