@@ -113,8 +113,12 @@ def severity_agreement(cats: np.ndarray, reference: np.ndarray, *, safe_from: in
 
 
 def dimension_heldout(binary: np.ndarray, *, structure: np.ndarray | None, n_dims: int = 2, seed: int = 0,
-                      fraction: float = 0.1) -> dict:
-    """Held-out log-likelihood of 0/1 cells: the 2PL against an M2PL (confirmatory or exploratory)."""
+                      fraction: float = 0.1, tol: float = 1e-8) -> dict:
+    """Held-out log-likelihood of 0/1 cells: the 2PL against an M2PL (confirmatory or exploratory).
+
+    ``tol`` is the M2PL fit's stopping tolerance (:func:`irtlib.extended.mirt.fit_mirt`'s default; a QUICK
+    build loosens it).
+    """
     obs = ~np.isnan(binary)
     hide = heldout_mask(obs, fraction=fraction, seed=seed)
     train = np.where(hide, np.nan, binary)
@@ -123,7 +127,7 @@ def dimension_heldout(binary: np.ndarray, *, structure: np.ndarray | None, n_dim
     _, a, b, _ = fit_map(train)
     theta = np.asarray(map_ability(train, a, b).theta)
     ll_2pl = loglik_2pl(target, theta[rows], a[cols], b[cols])
-    m = fit_mirt(train, structure=structure, n_dims=n_dims)
+    m = fit_mirt(train, structure=structure, n_dims=n_dims, tol=tol)
     z = (m.theta[rows] * m.loadings[cols]).sum(axis=1) + m.intercepts[cols]
     ll_m = loglik_2pl(target, z, 1.0, 0.0)
     corr = m.corr[np.triu_indices(m.n_dims, 1)]
@@ -132,14 +136,14 @@ def dimension_heldout(binary: np.ndarray, *, structure: np.ndarray | None, n_dim
 
 
 def dimension_agreement(binary: np.ndarray, reference: np.ndarray, *, structure: np.ndarray | None, ks,
-                        n_splits: int, n_test: int, n_dims: int = 2, seed: int = 0) -> pd.DataFrame:
-    """Agreement of the 2PL's Fluid test and the M2PL's D-optimal test at budgets ``ks``."""
+                        n_splits: int, n_test: int, n_dims: int = 2, seed: int = 0, tol: float = 1e-8) -> pd.DataFrame:
+    """Agreement of the 2PL's Fluid test and the M2PL's D-optimal test at budgets ``ks`` (``tol``: the M2PL fit's)."""
     budget = int(max(ks))
     out = []
     for s, (train, test) in enumerate(_splits(binary.shape[0], n_test, n_splits, seed)):
         _, a, b, _ = fit_map(binary[train])
         fluid = run_cat(binary[test], TwoPLItems(a, b), stopping=StoppingRule(max_items=budget))
-        m = fit_mirt(binary[train], structure=structure, n_dims=n_dims)
+        m = fit_mirt(binary[train], structure=structure, n_dims=n_dims, tol=tol)
         multi = mirt_cat(binary[test], m, budget=budget)
         for k in ks:
             out.append((s, "2PL Fluid", k, spearman(fluid.at(k), reference[test])))

@@ -223,15 +223,27 @@ def leave_one_out_tests(matrix: ResponseMatrix, *, budget: int) -> pd.DataFrame:
     return out
 
 
+def preview_steps(n_steps: int, *, count: int = 5) -> list[int]:
+    """``count`` steps (0-based) of an ``n_steps``-step test, evenly spread from the first to the last.
+
+    The frames a QUICK build's animation draws (every step when there are no more than ``count``).
+    """
+    if n_steps < 1:
+        return []
+    return sorted({int(round(x)) for x in np.linspace(0, n_steps - 1, min(int(count), int(n_steps)))})
+
+
 def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float | None = None,
                     grid=THETA_GRID, prior_sd: float = 1.0, n_background: int = 12, seed: int = 0,
-                    title: str = "", interval: int = 900):
-    """A matplotlib ``FuncAnimation`` of an adaptive test, one frame per step.
+                    title: str = "", interval: int = 900, steps=None):
+    """A matplotlib ``FuncAnimation`` of an adaptive test, one frame per step (or per step of ``steps``).
 
     Top: the information curves of a few bank items (grey) and of the item chosen at this step
     (highlighted), with the estimate it was chosen at. Bottom: the posterior of ``theta`` after
     the step (earlier posteriors faded), its MAP estimate, and ``full_theta`` (the model's
-    full-benchmark ability) when given. Made without pyplot.
+    full-benchmark ability) when given. ``steps`` (0-based, increasing; default every step) are
+    the steps drawn, e.g. :func:`preview_steps` in a QUICK build; each frame still says which step
+    of how many it shows. Made without pyplot.
     """
     import matplotlib as mpl
     from matplotlib.animation import FuncAnimation
@@ -295,7 +307,8 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
         bottom.legend(loc="upper left", fontsize=8, frameon=False)
         return []
 
-    return FuncAnimation(fig, draw, frames=len(trace), interval=interval, blit=False)
+    frames = len(trace) if steps is None else [int(t) for t in steps]
+    return FuncAnimation(fig, draw, frames=frames, interval=interval, blit=False)
 
 
 #: matplotlib's player buttons draw Font Awesome icons from a CDN; the book reads offline, so

@@ -36,13 +36,14 @@ __all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "split_jobs"
 
 #: The six benchmarks of the paper's Table 1, as the protocol chapters (05, 06) run them.
 BOOK_BENCHMARKS = ("airbench2024", "anthropic-red-team", "harmbench", "safetybench", "simplesafetytests", "wmdp-bio")
-#: The split count a QUICK build caps every protocol run at (chapters 05 and 06, which import it): three, the
-#: fewest whose mean, band and paired differences over splits are all defined, so a preview runs every code path.
-QUICK_MAX_SPLITS = 3
+#: The split count a QUICK build caps every protocol run at (chapters 05 and 06, which import it): two, the
+#: fewest whose mean, band (a standard deviation over splits, ddof 1) and paired differences (a Student-t
+#: interval on one degree of freedom) are all defined, so a preview runs every code path.
+QUICK_MAX_SPLITS = 2
 #: Chapter 05's speed rule for Anchor Points (it does not change the calibrations, only the cache key of a run).
 FRESH_ANCHOR_MAX_ITEMS = 2000
 #: Chapter 04b's protocol run with the authors' calibration: benchmark, splits (full, QUICK), test models, seed.
-MODEL_FIT_RUN = ("harmbench", 20, 3, 10, 0)
+MODEL_FIT_RUN = ("harmbench", 20, QUICK_MAX_SPLITS, 10, 0)
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
         Models x items, 1 safe, 0 unsafe, NaN unobserved (binarize first, see :mod:`irtlib.io`).
     engine : {"map", "pyirt"}
         ``"map"`` (default): the joint posterior mode of the paper's model and priors, found in
-        seconds; it ranks models and items as py-irt does. ``"pyirt"``: py-irt's SVI, exactly as
-        the paper ran it (tens of seconds to minutes).
+        seconds; it ranks models and items as py-irt does (run as an inexact Newton method,
+        :func:`irtlib.calibration.joint_map.fit_map`'s ``forcing=True``: the same mode to about its
+        ``tol``). ``"pyirt"``: py-irt's SVI, exactly as the paper ran it (tens of seconds to minutes).
     variance_threshold : float
         Items with ``p (1 - p) <= variance_threshold`` are left out of the bank (the paper: 0.01).
     seed : int
@@ -154,7 +155,7 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     say(f"fitting the 2PL model ({engine} engine) to {kept.shape[0]} models x {kept.shape[1]} items "
         f"({int(dropped.sum())} item(s) with variance <= {variance_threshold} left out)")
     cal: Calibration = fit_2pl(kept, engine=engine, seed=seed, epochs=epochs,
-                               **({"progress": fit_progress} if engine == "map" else {}))
+                               **({"progress": fit_progress, "forcing": True} if engine == "map" else {}))
     fitted = cal
     cal, scale_record = _on_scale(cal, scale)
     header_options = {"engine": engine, "variance_threshold": variance_threshold, "seed": seed, "source": source,
@@ -172,8 +173,10 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                                   folds=interval_folds, seed=seed, fit=fitted if engine == "map" else None,
                                   progress=relay.progress, refit_progress=relay.refit_progress)
         # the header's statistics (and the CV interval's draws) do not depend on the standard errors: they are
-        # made on a thread of their own while the errors' passes run (the same numbers, computed sooner)
-        summary = side.submit(_summary, matrix, kept, cal, rates, dropped, header_options)
+        # made on a thread of their own while the errors' passes run (the same numbers, computed sooner); the
+        # items' expected rates come from the errors' pass over the cells when it runs (the same sums)
+        reuse = standard_errors in ("observed", "expected") and scale == "fit"
+        summary = side.submit(_summary, matrix, kept, cal, rates, dropped, header_options, rates_now=not reuse)
         drawn = CVDraws(kept.shape[1], seed=seed, ahead=CV_AHEAD) if standard_errors != "none" else None
         try:
             se = None
@@ -184,6 +187,9 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
                                                  **({"n_boot": se_bootstrap} if standard_errors == "bootstrap"
                                                     else {}))
             fit, meta = summary.result()
+            if fit is None:
+                fit = item_rates(kept, cal, expected_sums=None if se is None else se.attrs.get("expected_sums"))
+                meta["diagnostics"]["item_rmse"] = _item_rmse(fit)
             items = pd.DataFrame({
                 "a": cal.a, "b": cal.b,
                 "safe_rate": rates.reindex(kept.items),
@@ -269,13 +275,21 @@ def _check_settings(matrix: ResponseMatrix, engine: str, variance_threshold: flo
 
 
 def _summary(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, rates: pd.Series, dropped: pd.Series,
-             options: dict) -> tuple[pd.DataFrame, dict]:
-    """The items' observed and expected rates (:func:`irtlib.fit.summaries.item_rates`) and the header."""
-    fit = item_rates(kept, cal)
+             options: dict, *, rates_now: bool = True) -> tuple[pd.DataFrame | None, dict]:
+    """The items' observed and expected rates (:func:`irtlib.fit.summaries.item_rates`) and the header.
+
+    Without ``rates_now`` the rates are left to the caller (None, and the header's ``item_rmse`` None).
+    """
+    fit = item_rates(kept, cal) if rates_now else None
     return fit, _header(matrix, kept, cal, fit, rates, dropped, **options)
 
 
-def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit: pd.DataFrame, rates: pd.Series,
+def _item_rmse(fit: pd.DataFrame) -> float:
+    """Root mean squared residual of the items' safe rates (the header's ``item_rmse``)."""
+    return float(np.sqrt(np.mean(fit["residual"] ** 2)))
+
+
+def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit: pd.DataFrame | None, rates: pd.Series,
             dropped: pd.Series, *, engine: str, variance_threshold: float, seed: int, source: str | None,
             data_sha256: str | None, binarize: dict | None) -> dict:
     """The bank header: provenance, settings, what the filter removed, fit diagnostics, calibration models."""
@@ -306,7 +320,7 @@ def _header(matrix: ResponseMatrix, kept: ResponseMatrix, cal: Calibration, fit:
             "safe_rate_sum": float(rates[dropped].sum()),
         },
         "diagnostics": {
-            "item_rmse": float(np.sqrt(np.mean(fit["residual"] ** 2))),
+            "item_rmse": None if fit is None else _item_rmse(fit),
             "cv_a": coefficient_of_variation(cal.a),
             "spearman_theta_score": float(spearman(theta.to_numpy(), scores_full.reindex(theta.index).to_numpy())),
             "ceiling": ceiling_counts(scores_full),

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.linalg.blas import dsyrk, dtrmm
+from scipy.linalg.lapack import dtrtri
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
@@ -84,14 +86,16 @@ def _cell_terms_plain(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.nda
     w = np.where(seen, bernoulli_variance(p), 0.0)
     g = np.where(seen, np.nan_to_num(x) - p, 0.0) if observed else np.zeros_like(w)
     return (a * (w * z - g), -(a * a) * w, (w * z * z - g * z).sum(axis=0), (-a * w * z + a * g).sum(axis=0),
-            (a * a) * w.sum(axis=0), (w * a**2).sum(axis=1))
+            (a * a) * w.sum(axis=0), (w * a**2).sum(axis=1), np.where(seen, p, 0.0).sum(axis=0))
 
 
 def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, observed: bool):
     """Per-cell cross information of (log a_j, b_j) with theta_m, and the 2 x 2 and the abilities' sums.
 
-    Returns ``c_al, c_b`` (n_models, n_block), ``j_aa, j_ab, j_bb`` (n_block,) without the priors and
-    ``j_tt`` (n_models,), the block's share of the abilities' information ``sum_j a_j^2 w``. The
+    Returns ``c_al, c_b`` (n_models, n_block), ``j_aa, j_ab, j_bb`` (n_block,) without the priors,
+    ``j_tt`` (n_models,), the block's share of the abilities' information ``sum_j a_j^2 w``, and
+    ``p_sum`` (n_block,), each item's sum of ``P`` over the models that saw it (the expected safe count of
+    :func:`irtlib.fit.summaries.item_rates`, the same sum bit for bit, so it need not form every ``P`` again). The
     numbers of :func:`_cell_terms_plain`, bit for bit: the same operations on each cell, formed
     :data:`CELL_ROWS` rows at a time in work arrays; each column sum carries on from the rows before
     (the running sum is added to the chunk's first row, then the chunk is summed down its rows, which is
@@ -99,7 +103,7 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
     """
     n, k = x.shape
     c_al, c_b, j_tt = np.empty((n, k)), np.empty((n, k)), np.empty(n)
-    j_aa, j_ab, w_sum = np.zeros(k), np.zeros(k), np.zeros(k)
+    j_aa, j_ab, w_sum, p_sum = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
     a2 = a * a
     neg_a, neg_a2 = -a, -a2
     rows = min(CELL_ROWS, n)
@@ -112,6 +116,10 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
         all_seen = bool(seen.all())
         logit_z(theta[r0:r1, None], a, b, out=z)
         sigmoid(z, out=p)
+        if not all_seen:
+            p[~seen] = 0.0                    # w and g are 0 there below whatever p is
+        np.copyto(t, p)                       # summed on a copy: the sum writes into the chunk's first row
+        _sum_down(t, p_sum, first=r0 == 0)
         bernoulli_variance(p, out=w)
         if not observed:
             g.fill(0.0)
@@ -131,7 +139,7 @@ def _cell_terms(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, 
         np.add(np.multiply(np.multiply(neg_a, w, out=t), z, out=t), np.multiply(a, g, out=u), out=t)
         _sum_down(t, j_ab, first=r0 == 0)                                                # -a w z + a g
         _sum_down(w, w_sum, first=r0 == 0)
-    return c_al, c_b, j_aa, j_ab, a2 * w_sum, j_tt
+    return c_al, c_b, j_aa, j_ab, a2 * w_sum, j_tt, p_sum
 
 
 def _sum_down(chunk: np.ndarray, total: np.ndarray, *, first: bool) -> None:
@@ -157,21 +165,36 @@ def _times_inverse(c_al: np.ndarray, c_b: np.ndarray, d: tuple) -> tuple[np.ndar
     return m_al, m_b
 
 
-def _column_dots(m_al: np.ndarray, s_al: np.ndarray, m_b: np.ndarray, s_b: np.ndarray):
-    """``(m_al * s_al).sum(axis=0)``, ``(m_b * s_b).sum(axis=0)``, ``(m_al * s_b).sum(axis=0)``, bit for bit.
+def _symmetric_product(c_al: np.ndarray, c_b: np.ndarray, d: tuple) -> np.ndarray:
+    """``C D C^T`` of a block (n_models x n_models, upper triangle only) by one symmetric rank-k update.
 
-    :data:`CELL_ROWS` rows at a time, each column's sum carried on in numpy's order (:func:`_sum_down`).
+    Each item's ``D_j`` (positive definite) is ``L_j L_j^T`` (its 2 x 2 Cholesky factor), so
+    ``C D C^T = F F^T`` with ``F = C L``, ``(n_models, 2 n_block)``: BLAS ``syrk`` forms the upper
+    triangle of it in half the flops of the two general products ``C_al M_al^T + C_b M_b^T``.
     """
-    n, k = m_al.shape
-    rows = max(1, min(CELL_ROWS, n))
-    work = np.empty((rows, k))
-    sums = np.zeros((3, k))
-    for r0 in range(0, n, rows):
-        r = slice(r0, r0 + rows)
-        t = work[:len(m_al[r])]
-        for total, (left, right) in zip(sums, ((m_al, s_al), (m_b, s_b), (m_al, s_b)), strict=True):
-            _sum_down(np.multiply(left[r], right[r], out=t), total, first=r0 == 0)
-    return sums[0], sums[1], sums[2]
+    l_aa = np.sqrt(d[0])
+    l_ba = d[1] / l_aa
+    l_bb = np.sqrt(np.maximum(d[2] - l_ba * l_ba, 0.0))      # the Schur complement 1 / j_aa of D_j, > 0
+    k = c_al.shape[1]
+    f = np.empty((2 * k, len(c_al)), order="F")              # F^T in Fortran order: syrk's A^T A, no copy
+    np.add(np.multiply(c_al, l_aa, out=f[:k].T), np.multiply(c_b, l_ba), out=f[:k].T)
+    np.multiply(c_b, l_bb, out=f[k:].T)
+    return dsyrk(1.0, f, trans=1, lower=0)
+
+
+def _inverse_quadratic_forms(w_inv: np.ndarray, m_al: np.ndarray, m_b: np.ndarray):
+    """``diag(M_al^T S^-1 M_al)``, ``diag(M_b^T S^-1 M_b)``, ``diag(M_al^T S^-1 M_b)`` for ``S^-1 = W W^T``.
+
+    ``W = R^-1`` (upper triangular, Fortran order) for the Cholesky factor ``S = R^T R``. One triangular
+    product ``Y = W^T [M_al, M_b]`` (BLAS ``trmm``: half the flops of the product with ``S^-1``), then
+    the column dots of ``Y``: ``m^T S^-1 m' = (W^T m)^T (W^T m')``.
+    """
+    k = m_al.shape[1]
+    y = np.empty((len(m_al), 2 * k), order="F")
+    y[:, :k], y[:, k:] = m_al, m_b
+    y = dtrmm(1.0, w_inv, y, lower=0, trans_a=1, overwrite_b=1)
+    y_al, y_b = y[:, :k], y[:, k:]
+    return np.einsum("ij,ij->j", y_al, y_al), np.einsum("ij,ij->j", y_b, y_b), np.einsum("ij,ij->j", y_al, y_b)
 
 
 def _scale_constraints(theta: np.ndarray) -> np.ndarray:
@@ -207,7 +230,9 @@ def _in_order(fn: Callable[[slice], Any], blocks: list[slice], *, n_threads: int
 def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray, *,
                           priors, observed: bool, given_scale: bool, extra_tt: np.ndarray | float = 0.0,
                           n_threads: int = 1, progress: Callable[[int, int], None] | None = None):
-    """``(var log a, var b, cov(log a, b), var theta)`` from the inverse of the information, or None if not PD.
+    """``(var log a, var b, cov(log a, b), var theta, p_sums)`` from the inverse of the information, or None if not PD.
+
+    ``p_sums`` (n_items,): each item's sum of ``P`` over the models that saw it (:func:`_cell_terms`).
 
     With ``given_scale`` the covariance is the one conditional on the abilities' mean and SD (the
     linear constraints ``L theta`` of :func:`_scale_constraints`):
@@ -232,30 +257,34 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
         return j_bb / det, -j_ab / det, j_aa / det
 
     def schur_part(cols):                           # this block's share of C D C^T and of the abilities' information
-        c_al, c_b, j_aa, j_ab, j_bb, j_tt = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
+        c_al, c_b, j_aa, j_ab, j_bb, j_tt, p_sum = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
         d = item_inverse(j_aa, j_ab, j_bb)
         if d is None:
             return None
-        m_al, m_b = _times_inverse(c_al, c_b, d)
-        return j_tt, c_al @ m_al.T + c_b @ m_b.T, (d, (m_al, m_b) if keep else None)
+        return (j_tt, _symmetric_product(c_al, c_b, d), (d, _times_inverse(c_al, c_b, d) if keep else None),
+                p_sum)
 
     schur = np.zeros((n_models, n_models))
     j_tt = np.full(n_models, 1.0 / st**2) + extra_tt
-    inv = []
-    for found in _in_order(schur_part, blocks, n_threads=n_threads, progress=tick):
+    inv, p_sums = [], np.empty(n_items)
+    for i, found in enumerate(_in_order(schur_part, blocks, n_threads=n_threads, progress=tick)):
         if found is None:
             return None
+        cols = blocks[i]
         j_tt += found[0]
         schur -= found[1]
         inv.append(found[2])
+        p_sums[cols] = found[3]
     schur[np.diag_indices(n_models)] += j_tt
-    try:
-        factor = cho_factor(schur)
+    schur = np.triu(schur) + np.triu(schur, 1).T      # the products fill the upper triangle only
+    try:                                              # S = R^T R
+        factor = cho_factor(schur, lower=False, overwrite_a=True)
     except LinAlgError:
         return None
-    s_inv = cho_solve(factor, np.eye(n_models))
+    # W = R^-1 (upper triangular): S^-1 = W W^T, so m^T S^-1 m' = (W^T m)^T (W^T m')
+    w_inv = np.asfortranarray(np.triu(dtrtri(factor[0], lower=0)[0]))
     lt = _scale_constraints(theta).T if given_scale else np.zeros((n_models, 0))
-    u = s_inv @ lt                                             # S^-1 L^T, (n_models, 2)
+    u = cho_solve(factor, lt)                                  # S^-1 L^T, (n_models, 2)
     k_inv = np.linalg.pinv(lt.T @ u) if given_scale else np.zeros((0, 0))
     d_of = {cols.start: d for cols, d in zip(blocks, inv, strict=True)}
     del inv
@@ -266,9 +295,8 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
             c_al, c_b, *_ = _cell_terms(x[:, cols], theta, a[cols], b[cols], observed)
             kept = _times_inverse(c_al, c_b, d)
         m_al, m_b = kept
-        s_al, s_b = s_inv @ m_al, s_inv @ m_b
         v_al, v_b = m_al.T @ u, m_b.T @ u                       # items' covariance with L theta (sign squared away)
-        q_aa, q_bb, q_ab = _column_dots(m_al, s_al, m_b, s_b)
+        q_aa, q_bb, q_ab = _inverse_quadratic_forms(w_inv, m_al, m_b)
         return (d[0] + q_aa - ((v_al @ k_inv) * v_al).sum(axis=1),
                 d[2] + q_bb - ((v_b @ k_inv) * v_b).sum(axis=1),
                 d[1] + q_ab - ((v_al @ k_inv) * v_b).sum(axis=1))
@@ -276,8 +304,8 @@ def _posterior_covariance(x: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np
     var_al, var_b, cov = (np.empty(n_items) for _ in range(3))
     for cols, found in zip(blocks, _in_order(variances, blocks, n_threads=n_threads, progress=tick), strict=True):
         var_al[cols], var_b[cols], cov[cols] = found
-    var_theta = np.diag(s_inv) - ((u @ k_inv) * u).sum(axis=1)
-    return var_al, var_b, cov, var_theta
+    var_theta = np.einsum("ij,ij->i", w_inv, w_inv) - ((u @ k_inv) * u).sum(axis=1)     # diag(W W^T)
+    return var_al, var_b, cov, var_theta, p_sums
 
 
 def _refit(values: np.ndarray, engine: str, seed: int, epochs: int, start: dict | None):
@@ -416,7 +444,10 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
     -------
     DataFrame, indexed by item (the matrix's items, or 0..n_items-1 for an array)
         ``se_a``, ``se_b`` and ``cov_ab`` (the covariance of ``a`` and ``b``). ``attrs`` holds
-        ``method``, ``information`` and ``se_theta`` (ndarray, shape (n_models,); observed/expected only).
+        ``method``, ``information`` and ``se_theta`` (ndarray, shape (n_models,); observed/expected only); with
+        the observed or expected information and no ``fixed`` items also ``expected_sums`` (ndarray, shape
+        (n_items,)): each item's sum of ``P(theta_m, a_j, b_j)`` over the models that saw it, the sums of
+        :func:`irtlib.fit.summaries.item_rates` bit for bit (made by the same pass over the cells).
 
     Raises
     ------
@@ -458,10 +489,12 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
                                         "parameters: not a posterior mode)")
         if found is None:
             raise InputError("the information of the posterior is singular at these parameters")
-        var_al, var_b, cov, var_theta = found
+        var_al, var_b, cov, var_theta, p_sums = found
         se_a, se_b, cov_ab = (np.full(x.shape[1], np.nan) for _ in range(3))
         se_a[free], se_b[free], cov_ab[free] = a[free] * np.sqrt(var_al), np.sqrt(var_b), a[free] * cov
         attrs["se_theta"] = np.sqrt(var_theta)
+        if free.all():
+            attrs["expected_sums"] = p_sums
     out = pd.DataFrame({"se_a": se_a, "se_b": se_b, "cov_ab": cov_ab},
                        index=items if items is not None else pd.RangeIndex(x.shape[1]))
     out.attrs.update(attrs)

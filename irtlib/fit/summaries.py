@@ -28,7 +28,8 @@ __all__ = ["item_rmse", "item_rates", "coefficient_of_variation", "cv_interval",
 CEILING = 0.95
 
 
-def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
+def item_rates(matrix: ResponseMatrix, calibration: Calibration, *,
+               expected_sums: np.ndarray | None = None) -> pd.DataFrame:
     """Observed against model-implied safe rate of every item.
 
     Parameters
@@ -37,6 +38,10 @@ def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame
         The responses the calibration was fitted to (or any matrix over the same models and a
         subset of its items).
     calibration : Calibration
+    expected_sums : ndarray, shape (n_items,), optional
+        Each item's sum of ``P(theta_m, a_j, b_j)`` over the models that saw it, when already made (the
+        standard errors' pass over the cells gives them: ``item_standard_errors(...).attrs["expected_sums"]``,
+        :func:`irtlib.calibration.standard_errors.item_standard_errors`); default: computed here.
 
     Returns
     -------
@@ -54,11 +59,15 @@ def item_rates(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame
     if np.isnan(a).any():
         missing = list(matrix.items[np.isnan(a)][:3])
         raise InputError(f"calibration has no parameters for item(s) {missing}")
+    if expected_sums is None:
+        expected_sums = _expected_sums(matrix.values, theta, a, b)
+    elif np.shape(expected_sums) != (len(a),):
+        raise InputError(f"expected_sums of shape {np.shape(expected_sums)} for {len(a)} items")
     if matrix.n_observations == matrix.values.size:      # nothing missing: plain means (the same sums as nanmean's)
-        obs, exp = np.mean(matrix.values, axis=0), _expected_sums(matrix.values, theta, a, b) / len(theta)
+        obs, exp = np.mean(matrix.values, axis=0), expected_sums / len(theta)
     else:
         seen = np.count_nonzero(matrix.observed, axis=0)
-        obs, exp = np.nanmean(matrix.values, axis=0), _expected_sums(matrix.values, theta, a, b) / seen
+        obs, exp = np.nanmean(matrix.values, axis=0), expected_sums / seen
     return pd.DataFrame({"observed": obs, "expected": exp, "residual": obs - exp}, index=matrix.items)
 
 

@@ -77,7 +77,7 @@ from irtlib.errors import InputError, InputTypeError
 from irtlib.selection import methods as _methods
 from irtlib.selection.adaptive import MleEstimator, run_adaptive
 from irtlib.selection.methods import Training
-from irtlib.selection.static import Subset, score_subset, score_subsets_map
+from irtlib.selection.static import Subset, score_blocks_map, score_subset
 
 from . import presets as _protocols
 
@@ -435,7 +435,8 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
     """Some train/test splits of the protocol, with their Fluid tests run together.
 
     Every split's calibration runs first, in one :func:`calibrate_splits` call; then each split
-    selects its static subsets and scores its test models on its own; the Fluid Benchmarking
+    selects its static subsets and scores its test models on its own (the MAP-scored ones of all the
+    splits together, one MAP call per budget: the same estimates bit for bit); the Fluid Benchmarking
     tests of all the splits' test models then run as one vectorised
     :func:`irtlib.selection.adaptive.run_adaptive` with per-model item parameters (every model's test only
     depends on its own row, so the result is the same as running the splits one by one, bit for
@@ -479,7 +480,7 @@ def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *
 
 def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, seed, anchor_solver,
                    prior_information, clock, protocol):
-    """Everything of one calibrated split except Fluid: training abilities, static subsets, their scores, Random."""
+    """One calibrated split but Fluid and the MAP scores: abilities, static subsets, the other scores, Random."""
     t0 = time.perf_counter()
     # Items no training model saw cannot be calibrated: they leave this split's pool.
     pool = np.flatnonzero(np.isfinite(a))
@@ -512,19 +513,37 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
             scores[method] = [traj.estimate[:, k - 1] for k in ks]
     t2 = time.perf_counter()
     clock["random"] += t2 - t
-    by_map = [m for m in static if _methods.REGISTRY[m].scorer == "map"]
     for method in static:
         scores[method] = []
-    for k in ks:      # the MAP methods' subsets of one budget in one call; MAP on k items starts from fewer
-        prev = [scores[m][-1] if scores[m] else None for m in by_map]
-        for method, theta in zip(by_map, score_subsets_map(x_test, [static[m][k] for m in by_map], a=a, b=b,
-                                                           theta0=prev), strict=True):
-            scores[method].append(theta)
-        for method in (m for m in static if m not in by_map):
+    for k in ks:      # the MAP methods' scores wait for every split's subsets (_score_static_map)
+        for method in (m for m in static if _methods.REGISTRY[m].scorer != "map"):
             scores[method].append(score_subset(x_test, static[method][k], how=_methods.REGISTRY[method].scorer))
     clock["static scoring"] += time.perf_counter() - t2
     return {"split": split, "test": test, "pool": pool, "a": a, "b": b, "ks": ks, "scores": scores,
-            "reference": reference[test], "theta_start": float(theta_train.mean())}
+            "reference": reference[test], "theta_start": float(theta_train.mean()), "x_test": x_test,
+            "static": static}
+
+
+def _score_static_map(preps):
+    """The MAP-scored static methods' scores of every split, budget by budget (one MAP call per budget and size).
+
+    Each split's test models are scored on each MAP method's subset of each budget, starting Newton
+    from that method's estimate at the split's previous budget (the posterior mode does not depend on
+    the start; a nearby one saves iterations); all splits and methods of one budget go to one
+    :func:`irtlib.selection.static.score_blocks_map` call, whose results equal one call per split and
+    subset bit for bit.
+    """
+    for k in sorted({k for p in preps for k in p["ks"]}):
+        blocks, where = [], []
+        for p in preps:
+            if k not in p["ks"]:
+                continue
+            for method in (m for m in p["static"] if _methods.REGISTRY[m].scorer == "map"):
+                done = p["scores"][method]
+                blocks.append((p["x_test"], p["static"][method][k], p["a"], p["b"], done[-1] if done else None))
+                where.append(done)
+        for done, theta in zip(where, score_blocks_map(blocks), strict=True):
+            done.append(theta)
 
 
 def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine, anchor_solver,
@@ -541,6 +560,9 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
                             anchor_solver=anchor_solver, prior_information=prior_information, clock=clock,
                             protocol=protocol)
              for split, (train, test), (a, b) in zip(splits, drawn, fits, strict=True)]
+    t = time.perf_counter()
+    _score_static_map(preps)
+    clock["static scoring"] += time.perf_counter() - t
     # adaptive methods with chosen (not random) items: one vectorised run over every split's test models
     for method in [m for m in methods if _methods.REGISTRY[m].kind == "adaptive"
                    and not _methods.REGISTRY[m].random_items]:

@@ -253,3 +253,84 @@ void best_candidates(int64_t n, int64_t c, const double *theta, const double *ca
         best[i] = top;
     }
 }
+
+/* numpy's minimum of two floats: the smaller, NaN if either is NaN. */
+static inline float min_nan(float x, float y)
+{
+    if (isnan(x) || isnan(y))
+        return NAN;
+    return y < x ? y : x;
+}
+
+#define BOUND_LANES 8
+
+/* The largest min(base + a * r, peak) over a row whose base is below +inf and a, peak are finite,
+ * r finite: every value is then finite or -inf, never NaN, so the order of the comparisons does
+ * not matter; eight lanes, which the compiler keeps in vector registers. */
+static float row_bound(int64_t m, const float *b, const float *a, const float *p, float r)
+{
+    float acc[BOUND_LANES];
+    for (int q = 0; q < BOUND_LANES; q++)
+        acc[q] = -INFINITY;
+    int64_t j = 0;
+    for (; j + BOUND_LANES <= m; j += BOUND_LANES) {
+        for (int q = 0; q < BOUND_LANES; q++) {
+            float v = a[j + q] * r;
+            v = b[j + q] + v;
+            v = p[j + q] < v ? p[j + q] : v;
+            acc[q] = v > acc[q] ? v : acc[q];
+        }
+    }
+    float top = -INFINITY;
+    for (int q = 0; q < BOUND_LANES; q++)
+        top = acc[q] > top ? acc[q] : top;
+    for (; j < m; j++) {
+        float v = a[j] * r;
+        v = b[j] + v;
+        v = p[j] < v ? p[j] : v;
+        top = v > top ? v : top;
+    }
+    return top;
+}
+
+/* Maximum information's candidate bounds (irtlib.selection.selectors._MaxInfoRun._build): for
+ * every row i and radius r[l], the largest over the row's m items of min(base + a * r[l], peak),
+ * in single precision, operation by operation as numpy's
+ * np.minimum(base + a32 * np.float32(r), peak).max(axis=1) computes it (a NaN anywhere makes the
+ * maximum NaN, as numpy's). base is (n, m); a32 and peak are (n, m) with row stride ld = m, or
+ * one shared row (ld = 0). out is (n, n_radii), n_radii at most 64. A row with no NaN, no +inf
+ * base and finite a, peak and radii (every row in practice) runs row_bound, one vectorised pass
+ * per radius; any other row the literal element-by-element rule. */
+void radius_bounds(int64_t n, int64_t m, int64_t ld, const float *base, const float *a32, const float *peak,
+                   int64_t n_radii, const float *radii, float *out)
+{
+    int finite_radii = 1;
+    for (int64_t l = 0; l < n_radii; l++)
+        finite_radii &= isfinite(radii[l]) != 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *bi = base + i * m, *ai = a32 + i * ld, *pi = peak + i * ld;
+        float *oi = out + i * n_radii;
+        int clean = finite_radii;
+        for (int64_t j = 0; j < m && clean; j++)
+            clean = !isnan(bi[j]) && bi[j] < INFINITY && isfinite(ai[j]) && isfinite(pi[j]);
+        if (clean) {
+            for (int64_t l = 0; l < n_radii; l++)
+                oi[l] = row_bound(m, bi, ai, pi, radii[l]);
+            continue;
+        }
+        for (int64_t l = 0; l < n_radii; l++) {
+            float top = -INFINITY;
+            int nan_seen = 0;
+            for (int64_t j = 0; j < m; j++) {
+                float v = ai[j] * radii[l];
+                v = bi[j] + v;
+                v = min_nan(v, pi[j]);
+                if (v > top)
+                    top = v;
+                else if (isnan(v))
+                    nan_seen = 1;
+            }
+            oi[l] = nan_seen ? NAN : top;
+        }
+    }
+}

@@ -172,6 +172,14 @@ def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bound
     out = np.empty(1, dtype=np.int64)
     left = list(left)
     n_bins, cur, step = len(members), int(first_bin), 0
+    # the arrays' addresses once (numpy builds a ctypes helper object per ``.ctypes`` access, and
+    # there is one kernel call per pick): the arrays above live as long as this generator
+    shared = (n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data, work.ctypes.data,
+              ub.ctypes.data, stamp.ctypes.data)
+    heap_at = [heap.ctypes.data for heap in heaps]
+    state_at = [state.ctypes.data for state in states]
+    out_at = out.ctypes.data
+    next_pick = lib.greedy_next
     for _ in range(sum(left)):
         cur = (cur + 1) % n_bins
         while not left[cur]:
@@ -179,8 +187,6 @@ def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bound
         left[cur] -= 1
         state = states[cur]
         state[1] = step
-        lib.greedy_next(n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data, work.ctypes.data,
-                        ub.ctypes.data, stamp.ctypes.data, heaps[cur].ctypes.data, state.ctypes.data, 1,
-                        out.ctypes.data)
+        next_pick(*shared, heap_at[cur], state_at[cur], 1, out_at)
         step = int(state[1])
         yield int(out[0])

@@ -38,7 +38,7 @@ import numpy as np
 
 from irtlib.core.kernels import fisher_information, score_and_information
 
-__all__ = ["SOURCE", "load", "RowTerms", "best_candidates"]
+__all__ = ["SOURCE", "load", "RowTerms", "best_candidates", "radius_bounds", "numpy_radius_bounds"]
 
 SOURCE = Path(__file__).with_name("_mle_kernel.c")
 
@@ -57,6 +57,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.mle_estimate.restype = i64
     lib.best_candidates.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.best_candidates.restype = None
+    lib.radius_bounds.argtypes = [i64, i64, i64, ptr, ptr, ptr, i64, ptr, ptr]
+    lib.radius_bounds.restype = None
     return lib
 
 
@@ -172,6 +174,54 @@ def best_candidates(lib: ctypes.CDLL, theta: np.ndarray, ca: np.ndarray, cb: np.
     return k, best
 
 
+#: The most radii :func:`radius_bounds` takes (the kernel's stack arrays).
+MAX_RADII = 64
+
+
+def numpy_radius_bounds(base: np.ndarray, a32: np.ndarray, peak: np.ndarray, radii32: np.ndarray) -> np.ndarray:
+    """``np.minimum(base + a32 * r, peak).max(axis=1)`` for every radius ``r``, shape ``(n, n_radii)``, float32.
+
+    What :func:`radius_bounds` computes in one pass (single precision throughout; ``a32`` and
+    ``peak`` of shape ``(n, m)`` or ``(m,)``).
+    """
+    out = np.empty((base.shape[0], radii32.size), dtype=np.float32)
+    for i, r in enumerate(radii32):
+        out[:, i] = np.minimum(base + a32 * r, peak).max(axis=1)
+    return out
+
+
+def radius_bounds(lib: ctypes.CDLL, base: np.ndarray, a32: np.ndarray, peak: np.ndarray,
+                  radii32: np.ndarray) -> np.ndarray:
+    """:func:`numpy_radius_bounds` in C, the same floats: one pass over the rows instead of four per radius.
+
+    Parameters
+    ----------
+    lib : the loaded kernel (:func:`load`)
+    base : ndarray of float32, shape (n, m)
+        Each item's log bound at the centre (``-inf``: not a candidate for the bound).
+    a32, peak : ndarray of float32, shape (n, m) or (m,)
+        Discriminations and log peaks, per row or shared by every row.
+    radii32 : ndarray of float32, shape (n_radii,), at most :data:`MAX_RADII`
+
+    Returns
+    -------
+    ndarray of float32, shape (n, n_radii)
+    """
+    base = np.ascontiguousarray(base, dtype=np.float32)
+    a32 = np.ascontiguousarray(a32, dtype=np.float32)
+    peak = np.ascontiguousarray(peak, dtype=np.float32)
+    radii32 = np.ascontiguousarray(radii32, dtype=np.float32)
+    n, m = base.shape
+    if a32.shape != peak.shape or a32.shape[-1] != m or (a32.ndim == 2 and a32.shape[0] != n):
+        raise ValueError(f"a32 and peak must have shape ({n}, {m}) or ({m},), got {a32.shape} and {peak.shape}")
+    if radii32.size > MAX_RADII:
+        raise ValueError(f"at most {MAX_RADII} radii, got {radii32.size}")
+    out = np.empty((n, radii32.size), dtype=np.float32)
+    lib.radius_bounds(n, m, m if a32.ndim == 2 else 0, base.ctypes.data, a32.ctypes.data, peak.ctypes.data,
+                      radii32.size, radii32.ctypes.data, out.ctypes.data)
+    return out
+
+
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
     """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s, and its sums numpy's.
 
@@ -195,7 +245,20 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
     info = np.where(used, -np.inf, fisher_information(theta[:, None], a, b))
     k0 = np.argmax(info, axis=1)
     same_pick = np.array_equal(k, k0) and np.array_equal(best, info[np.arange(n), k0])
-    return bool(np.array_equal(g, g0) and np.array_equal(h, h0)) and same_pick and _sums_match_numpy(lib, rng)
+    return (bool(np.array_equal(g, g0) and np.array_equal(h, h0)) and same_pick and _sums_match_numpy(lib, rng)
+            and _bounds_match_numpy(lib, rng))
+
+
+def _bounds_match_numpy(lib: ctypes.CDLL, rng: np.random.Generator) -> bool:
+    """Whether :func:`radius_bounds` equals :func:`numpy_radius_bounds`, per-row and shared parameters alike."""
+    n, m = 16, 301
+    radii = np.array([0.001, 0.003, 0.01, 0.03, 0.1, 0.3], dtype=np.float32)
+    base = np.log(rng.random((n, m)).astype(np.float32) * np.exp(rng.normal(0.0, 3.0, (n, m))).astype(np.float32))
+    base[rng.random((n, m)) < 0.2] = -np.inf
+    a32 = np.exp(rng.normal(0.0, 1.0, (n, m))).astype(np.float32)
+    peak = np.log(a32 * a32 / np.float32(4.0))
+    return all(np.array_equal(radius_bounds(lib, base, a, p, radii), numpy_radius_bounds(base, a, p, radii))
+               for a, p in ((a32, peak), (a32[0], peak[0])))
 
 
 #: Row lengths the loader checks the sums on: every one up to three blocks of numpy's pairwise

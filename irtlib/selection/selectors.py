@@ -241,6 +241,7 @@ class _MaxInfoRun:
         self.rows = np.arange(n_models)
         self.left = self.unused.sum(axis=1)
         self.radii = radii
+        self.radii32 = radii.astype(np.float32)
         # Single-precision error of a^2 P (1 - P), relative: |d log I / dz| <= 1, and rounding
         # a, theta, b, the difference and the product moves z = a (theta - b) by at most
         # 2.4e-7 |a| (|theta| + |b|), with |theta| <= 8; exp, divisions and products add < 1e-6.
@@ -359,9 +360,11 @@ class _MaxInfoRun:
         if a32 is None:
             a32 = self._rows(self.a32, rows)
         peak = self._rows(self.logpeak32, rows)
-        for i, r in enumerate(self.radii):
-            lim = np.minimum(base + a32 * np.float32(r), peak).max(axis=1).astype(float)
-            self.bound[rows, i] = np.exp(lim) * (1.0 + 1e-4)     # undo the logs, rounding margin
+        if self.kernel is not None and self.radii.size <= score_kernel.MAX_RADII:     # one pass in C, same floats
+            lim = score_kernel.radius_bounds(self.kernel, base, a32, peak, self.radii32)
+        else:
+            lim = score_kernel.numpy_radius_bounds(base, a32, peak, self.radii32)
+        self.bound[rows, :self.radii.size] = np.exp(lim.astype(float)) * (1.0 + 1e-4)  # undo the logs, rounding margin
 
     def _candidates(self, theta):
         """Best unused candidate of every model.

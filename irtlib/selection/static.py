@@ -787,6 +787,47 @@ def score_subset(values: ArrayLike, subset: Subset, *, how: str, a: ArrayLike | 
         return np.where(den > 0, np.where(obs, x, 0.0) @ w / den, np.nan)
 
 
+def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_sd: float = 1.0) -> list[np.ndarray]:
+    """:func:`score_subset` with ``how="map"`` for subsets of several banks: one :func:`map_ability` call per size.
+
+    The protocol scores every MAP method's subset of every split at each budget (section
+    "Evaluation"); each split has its own test models and item parameters. A block is
+    ``(values, subset, a, b, theta0)``: the split's test responses (shape ``(n_models, n_items)``),
+    one subset of its items, its item parameters (shape ``(n_items,)``) and Newton's start (None: the
+    prior mean). Blocks whose subsets have one size are stacked into one call with per-row item
+    parameters; every model's Newton run only reads its own row, over the same items in the same
+    order, so each result equals ``score_subset(values, subset, how="map", a=a, b=b, theta0=theta0)``
+    bit for bit (a test checks it), as in :func:`score_subsets_map`, which stacks the subsets of one
+    split.
+
+    Returns
+    -------
+    list of ndarray, shape (n_models,) of each block, in the order of ``blocks``
+    """
+    out: list[np.ndarray | None] = [None] * len(blocks)
+    sizes = [len(block[1]) for block in blocks]
+    for size in dict.fromkeys(sizes):
+        group = [i for i, z in enumerate(sizes) if z == size]
+        xs, rows_a, rows_b, start, counts = [], [], [], [], []
+        for i in group:
+            values, subset, a, b, theta0 = blocks[i]
+            items = subset.items
+            x = np.asarray(values, float)[:, items]
+            n = x.shape[0]
+            xs.append(x)
+            rows_a.append(np.broadcast_to(np.asarray(a, float)[items], (n, size)))
+            rows_b.append(np.broadcast_to(np.asarray(b, float)[items], (n, size)))
+            start.append(np.broadcast_to(np.asarray(prior_mean if theta0 is None else theta0, float), (n,)))
+            counts.append(n)
+        theta = np.asarray(map_ability(np.concatenate(xs), np.concatenate(rows_a), np.concatenate(rows_b),
+                                       prior_mean=prior_mean, prior_sd=prior_sd, theta0=np.concatenate(start)).theta)
+        at = 0
+        for i, n in zip(group, counts, strict=True):
+            out[i] = theta[at:at + n]
+            at += n
+    return out
+
+
 def score_subsets_map(values: ArrayLike, subsets: Sequence[Subset], *, a: ArrayLike, b: ArrayLike,
                       theta0: Sequence[ArrayLike | None] | None = None, prior_mean: float = 0.0,
                       prior_sd: float = 1.0) -> list[np.ndarray]:

@@ -122,6 +122,27 @@ def test_animation_plays_without_network():
     assert "fa fa-" not in html
 
 
+def test_preview_steps_spread_from_the_first_step_to_the_last():
+    assert primer.preview_steps(20) == [0, 5, 10, 14, 19]
+    assert primer.preview_steps(4) == [0, 1, 2, 3]                       # fewer steps than frames: every step
+    assert primer.preview_steps(1) == [0] and primer.preview_steps(0) == []
+    assert primer.preview_steps(9, count=3) == [0, 4, 8]
+
+
+def test_animation_of_chosen_steps_draws_those_steps_only():
+    x, a, b = _bank(n_items=80)
+    trace = primer.adaptive_trace(x[0], a, b, budget=8)
+
+    def frames(anim):
+        return re.findall(r"data:image/png;base64,([^\"']+)", primer.animation_html(anim))
+
+    every = frames(primer.trace_animation(trace, x[0], a, b, full_theta=0.1, title="m:"))
+    chosen = frames(primer.trace_animation(trace, x[0], a, b, full_theta=0.1, title="m:", steps=[0, 7]))
+    assert len(every) == 8 and len(chosen) == 2
+    assert chosen[0] == every[0]                          # the same first frame, drawn with the same layout
+    assert chosen[1] != chosen[0]
+
+
 def test_animation_frames_equal_those_laid_out_frame_by_frame():
     """The layout kept once it stops moving gives the frames a layout pass at every frame gives, bit for bit."""
     x, a, b = _bank(n_items=80)
@@ -160,8 +181,12 @@ def test_executed_primer_glues_the_trace_and_the_animation():
     for key in ("fig_icc", "fig_info", "fig_post", "fig_rasch", "fig_pick", "tab_trace", "fig_trace", "anim_trace"):
         assert key in glued, key
     anim = "".join(glued["anim_trace"]["application/papermill.record/text/html"])
-    budget = nb["metadata"]["papermill"]["parameters"].get("BUDGET", 20)
-    assert len(re.findall(r"data:image/png;base64", anim)) == budget
+    parameters = nb["metadata"]["papermill"]["parameters"]
+    budget = parameters.get("BUDGET", 20)
+    quick = parameters.get("QUICK") in (True, "True")
+    # one frame per step of the worked test; a QUICK build draws five of its steps, the first and the last among them
+    frames = len(primer.preview_steps(budget)) if quick else budget
+    assert len(re.findall(r"data:image/png;base64", anim)) == frames
 
 
 # ----------------------------------------------------------------------------- in the browser

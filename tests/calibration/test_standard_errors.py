@@ -215,15 +215,52 @@ def test_cell_terms_in_row_chunks_equal_the_whole_block_formulas_bit_for_bit(mon
 
 
 @pytest.mark.parametrize("rows", [1, 7, 64, 1000])
-def test_row_chunked_products_and_column_dots_equal_the_whole_block_expressions_bit_for_bit(monkeypatch, rows):
+def test_row_chunked_products_equal_the_whole_block_expressions_bit_for_bit(monkeypatch, rows):
     import irtlib.calibration.standard_errors as module
 
     monkeypatch.setattr(module, "CELL_ROWS", rows)
     rng = np.random.default_rng(3)
-    c_al, c_b, s_al, s_b = (rng.normal(size=(150, 41)) for _ in range(4))
+    c_al, c_b = (rng.normal(size=(150, 41)) for _ in range(2))
     d = tuple(rng.uniform(0.1, 2.0, size=(3, 41)))
     m_al, m_b = module._times_inverse(c_al, c_b, d)
     assert np.array_equal(m_al, c_al * d[0] + c_b * d[1]) and np.array_equal(m_b, c_al * d[1] + c_b * d[2])
-    for got, want in zip(module._column_dots(m_al, s_al, m_b, s_b),
-                         ((m_al * s_al).sum(axis=0), (m_b * s_b).sum(axis=0), (m_al * s_b).sum(axis=0)), strict=True):
-        assert np.array_equal(got, want)
+
+
+def test_rank_k_update_and_triangular_solve_equal_the_general_products():
+    """``C D C^T`` by syrk (upper triangle) and ``diag(M^T S^-1 M')`` by a triangular product agree with the
+    plain products ``C_al M_al^T + C_b M_b^T`` and ``M^T (S^-1 M')`` to rounding."""
+    import irtlib.calibration.standard_errors as module
+
+    rng = np.random.default_rng(5)
+    n, k = 60, 37
+    c_al, c_b = rng.normal(size=(n, k)), rng.normal(size=(n, k))
+    j_aa, j_bb = rng.uniform(1.0, 3.0, k), rng.uniform(1.0, 3.0, k)
+    j_ab = rng.uniform(-0.9, 0.9, k) * np.sqrt(j_aa * j_bb)
+    det = j_aa * j_bb - j_ab**2
+    d = (j_bb / det, -j_ab / det, j_aa / det)                 # positive definite 2 x 2 inverses
+    m_al, m_b = module._times_inverse(c_al, c_b, d)
+    want = c_al @ m_al.T + c_b @ m_b.T
+    got = module._symmetric_product(c_al, c_b, d)
+    upper = np.triu_indices(n)
+    np.testing.assert_allclose(got[upper], want[upper], rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    s = want @ want.T + n * np.eye(n)                          # positive definite
+    r = np.linalg.cholesky(s).T                                # S = R^T R, S^-1 = W W^T with W = R^-1
+    q = module._inverse_quadratic_forms(np.asfortranarray(np.linalg.inv(r)), m_al, m_b)
+    s_inv = np.linalg.inv(s)
+    for got_q, (left, right) in zip(q, ((m_al, m_al), (m_b, m_b), (m_al, m_b)), strict=True):
+        np.testing.assert_allclose(got_q, (left * (s_inv @ right)).sum(axis=0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_expected_sums_of_the_errors_pass_give_item_rates_bit_for_bit(missing):
+    from irtlib.fit.summaries import item_rates
+
+    rng = np.random.default_rng(12)
+    theta, a, b = simulate(rng, 90, 13)
+    x = draw(rng, theta, a, b)
+    x[rng.random(x.shape) < missing] = np.nan
+    m = ResponseMatrix(x, models=[f"m{i}" for i in range(90)], items=[f"i{j}" for j in range(13)])
+    cal = fit_2pl(m, engine="map")
+    se = calibration_standard_errors(cal, m)
+    reused = item_rates(m, cal, expected_sums=se.attrs["expected_sums"])
+    assert reused.equals(item_rates(m, cal))

@@ -514,3 +514,41 @@ def test_best_candidates_is_numpys_argmax_of_the_exact_information_with_twins_an
         want = np.argmax(info, axis=1)
         np.testing.assert_array_equal(k, want)
         np.testing.assert_array_equal(best, info[np.arange(n), want])
+
+
+def test_candidate_bounds_in_c_equal_numpys_passes_per_radius_on_every_row_length():
+    from irtlib.selection import score_kernel
+
+    lib = score_kernel.load()
+    if lib is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    rng = np.random.default_rng(11)
+    radii = np.array([0.001, 0.003, 0.01, 0.03, 0.1, 0.3], dtype=np.float32)
+    for m in [*range(1, 40), 255, 256, 257, 4906]:
+        base = np.log(rng.random((5, m)).astype(np.float32) * np.float32(rng.uniform(0.1, 3.0)))
+        base[rng.random((5, m)) < 0.3] = -np.inf                     # blocked or candidate items
+        a32 = np.exp(rng.normal(0.0, 0.8, (5, m))).astype(np.float32)
+        peak = np.log(a32 * a32 / np.float32(4.0))
+        for a, p in ((a32, peak), (a32[0], peak[0])):                 # per-model and shared parameters
+            np.testing.assert_array_equal(score_kernel.radius_bounds(lib, base, a, p, radii),
+                                          score_kernel.numpy_radius_bounds(base, a, p, radii), err_msg=f"m={m}")
+
+
+def test_candidate_bounds_in_c_propagate_nan_and_infinities_as_numpy():
+    from irtlib.selection import score_kernel
+
+    lib = score_kernel.load()
+    if lib is None:
+        pytest.skip("the MLE score kernel cannot be built here")
+    radii = np.array([0.0, 0.5], dtype=np.float32)
+    base = np.zeros((4, 9), dtype=np.float32)
+    a32 = np.ones((4, 9), dtype=np.float32)
+    peak = np.full((4, 9), 0.25, dtype=np.float32)
+    base[0, 3] = np.nan                 # NaN anywhere: the row's maxima are NaN
+    a32[1, 2] = np.inf                  # inf * 0 is NaN at radius 0, +inf capped by the peak at 0.5
+    base[2, 4] = np.inf                 # +inf capped by the peak
+    got = score_kernel.radius_bounds(lib, base, a32, peak, radii)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got, score_kernel.numpy_radius_bounds(base, a32, peak, radii))
+    assert np.isnan(got[0]).all() and np.isnan(got[1, 0]) and got[1, 1] == np.float32(0.25)
+    np.testing.assert_array_equal(got[3], [0.0, 0.25])

@@ -18,6 +18,7 @@ from irtlib.selection.static import (
     kmedoids_loss,
     marginal_fisher,
     marginal_fisher_bq,
+    score_blocks_map,
     score_subset,
     score_subsets_map,
     summed_se,
@@ -216,6 +217,25 @@ def test_score_subsets_map_equals_one_score_subset_per_subset():
             assert np.array_equal(theta, expected)
     with pytest.raises(ValueError, match="theta0 has 1 entries for 2 subsets"):
         score_subsets_map(x, subsets[:2], a=a, b=b, theta0=[None])
+
+
+def test_score_blocks_map_of_several_banks_equals_one_score_subset_per_block():
+    rng = np.random.default_rng(8)
+    for trial in range(10):
+        blocks = []
+        for _ in range(int(rng.integers(1, 6))):              # splits: own test rows, bank and parameters
+            n, m = int(rng.integers(2, 12)), int(rng.integers(10, 200))
+            x = (rng.random((n, m)) < rng.random(m)).astype(float)
+            if trial % 2:
+                x[rng.random((n, m)) < 0.1] = np.nan
+            x[0] = 1.0 if trial % 3 == 0 else x[0]            # an all-safe row ends on the bracket
+            a, b = np.exp(rng.normal(0.0, 1.0, m)), rng.normal(0.0, 2.0, m)
+            for k in (5, 5, int(rng.integers(1, m + 1))):     # sizes shared across banks and within one
+                start = [None, rng.normal(0.0, 1.0, n), 0.3][int(rng.integers(0, 3))]
+                blocks.append((x, Subset(rng.choice(m, k, replace=False)), a, b, start))
+        got = score_blocks_map(blocks)
+        for (x, sub, a, b, start), theta in zip(blocks, got, strict=True):
+            assert np.array_equal(theta, score_subset(x, sub, how="map", a=a, b=b, theta0=start))
 
 
 def test_stable_order_of_labels_equals_numpy_stable_argsort():
