@@ -797,8 +797,8 @@ def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_
     prior mean). Blocks whose subsets have one size are stacked into one call with per-row item
     parameters; every model's Newton run only reads its own row, over the same items in the same
     order, so each result equals ``score_subset(values, subset, how="map", a=a, b=b, theta0=theta0)``
-    bit for bit (a test checks it), as in :func:`score_subsets_map`, which stacks the subsets of one
-    split.
+    bit for bit (a test checks it); subsets of different sizes are never stacked (padding would
+    change the row sums). :func:`score_subsets_map` is the same for the subsets of one split.
 
     Returns
     -------
@@ -838,6 +838,7 @@ def score_subsets_map(values: ArrayLike, subsets: Sequence[Subset], *, a: ArrayL
     reads its own row, over the same number of items in the same order, so each result equals
     ``score_subset(values, subset, how="map", a=a, b=b, theta0=theta0[i])`` bit for bit (a test
     checks it); subsets of different sizes are never stacked (padding would change the row sums).
+    One split's blocks of :func:`score_blocks_map`.
 
     Parameters
     ----------
@@ -851,23 +852,8 @@ def score_subsets_map(values: ArrayLike, subsets: Sequence[Subset], *, a: ArrayL
     -------
     list of ndarray, shape (n_models,) each, in the order of ``subsets``
     """
-    x = np.asarray(values, float)
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    n = x.shape[0]
     theta0 = [None] * len(subsets) if theta0 is None else list(theta0)
     if len(theta0) != len(subsets):
         raise InputError(f"theta0 has {len(theta0)} entries for {len(subsets)} subsets")
-    out: list[np.ndarray | None] = [None] * len(subsets)
-    sizes = [len(sub) for sub in subsets]
-    for size in dict.fromkeys(sizes):
-        group = [i for i, z in enumerate(sizes) if z == size]
-        items = np.stack([subsets[i].items for i in group])                  # (n_group, size)
-        xs = x[:, items].transpose(1, 0, 2).reshape(len(group) * n, size)    # subset-major rows
-        rows = np.repeat(items, n, axis=0)
-        start = np.concatenate([np.broadcast_to(np.asarray(prior_mean if theta0[i] is None else theta0[i], float),
-                                                (n,)) for i in group])
-        theta = np.asarray(map_ability(xs, a[rows], b[rows], prior_mean=prior_mean, prior_sd=prior_sd,
-                                       theta0=start).theta)
-        for j, i in enumerate(group):
-            out[i] = theta[j * n:(j + 1) * n]
-    return out
+    return score_blocks_map([(values, subset, a, b, start) for subset, start in zip(subsets, theta0, strict=True)],
+                            prior_mean=prior_mean, prior_sd=prior_sd)
