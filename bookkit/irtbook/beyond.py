@@ -27,7 +27,7 @@ from irtlib.calibration.joint_map import fit_map
 from irtlib.core.ability import map_ability
 from irtlib.core.kernels import log_likelihood as loglik_2pl
 from irtlib.extended.grm import GradedItems, fit_grm
-from irtlib.extended.mirt import fit_mirt, mirt_cat
+from irtlib.extended.mirt import DEFAULT_TOL, fit_mirt, mirt_cat
 from irtlib.protocol.agreement import spearman, split_models
 from irtlib.selection.cat import StoppingRule, TwoPLItems, run_cat
 
@@ -113,7 +113,7 @@ def severity_agreement(cats: np.ndarray, reference: np.ndarray, *, safe_from: in
 
 
 def dimension_heldout(binary: np.ndarray, *, structure: np.ndarray | None, n_dims: int = 2, seed: int = 0,
-                      fraction: float = 0.1, tol: float = 1e-8) -> dict:
+                      fraction: float = 0.1, tol: float = DEFAULT_TOL) -> dict:
     """Held-out log-likelihood of 0/1 cells: the 2PL against an M2PL (confirmatory or exploratory).
 
     ``tol`` is the M2PL fit's stopping tolerance (:func:`irtlib.extended.mirt.fit_mirt`'s default; a QUICK
@@ -136,7 +136,8 @@ def dimension_heldout(binary: np.ndarray, *, structure: np.ndarray | None, n_dim
 
 
 def dimension_agreement(binary: np.ndarray, reference: np.ndarray, *, structure: np.ndarray | None, ks,
-                        n_splits: int, n_test: int, n_dims: int = 2, seed: int = 0, tol: float = 1e-8) -> pd.DataFrame:
+                        n_splits: int, n_test: int, n_dims: int = 2, seed: int = 0,
+                        tol: float = DEFAULT_TOL) -> pd.DataFrame:
     """Agreement of the 2PL's Fluid test and the M2PL's D-optimal test at budgets ``ks`` (``tol``: the M2PL fit's)."""
     budget = int(max(ks))
     out = []

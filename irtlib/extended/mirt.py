@@ -42,8 +42,12 @@ from irtlib._typing import ArrayLike
 from irtlib.core.quadrature import normal_grid, posterior_weights
 from irtlib.errors import InputError
 
-__all__ = ["probability", "MirtFit", "fit_mirt", "marginal_log_likelihood", "mirt_scores", "structure_from_labels",
-           "MirtItems", "mirt_cat", "MirtCatResult"]
+__all__ = ["DEFAULT_TOL", "probability", "MirtFit", "fit_mirt", "marginal_log_likelihood", "mirt_scores",
+           "structure_from_labels", "MirtItems", "mirt_cat", "MirtCatResult"]
+
+
+#: :func:`fit_mirt`'s default stopping tolerance.
+DEFAULT_TOL = 1e-8
 
 
 def probability(theta: ArrayLike, loadings: ArrayLike, intercepts: ArrayLike) -> np.ndarray:
@@ -183,7 +187,7 @@ def _nodes_per_dim(n_per_dim, d: int, default: int) -> int:
 
 def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None = None,
              n_per_dim: int | None = None, prior_loading_sd: float = 2.0, prior_intercept_sd: float = 3.0,
-             max_iter: int = 3000, tol: float = 1e-8, seed: int = 0) -> MirtFit:
+             max_iter: int = 3000, tol: float = DEFAULT_TOL, seed: int = 0) -> MirtFit:
     """Calibrate a compensatory M2PL by marginal maximum likelihood.
 
     Parameters
