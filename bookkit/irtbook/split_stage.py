@@ -32,7 +32,7 @@ from irtlib.protocol import presets as protocols
 
 __all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "split_jobs", "whole_fit_jobs", "run_jobs",
            "stage_pool", "run_stage", "benchmark_fits", "load_benchmarks", "main", "BOOK_BENCHMARKS",
-           "QUICK_MAX_SPLITS", "FRESH_ANCHOR_MAX_ITEMS"]
+           "QUICK_MAX_SPLITS", "QUICK_N_JOBS", "FRESH_ANCHOR_MAX_ITEMS"]
 
 #: The six benchmarks of the paper's Table 1, as the protocol chapters (05, 06) run them.
 BOOK_BENCHMARKS = ("airbench2024", "anthropic-red-team", "harmbench", "safetybench", "simplesafetytests", "wmdp-bio")
@@ -40,6 +40,12 @@ BOOK_BENCHMARKS = ("airbench2024", "anthropic-red-team", "harmbench", "safetyben
 #: fewest whose mean, band (a standard deviation over splits, ddof 1) and paired differences (a Student-t
 #: interval on one degree of freedom) are all defined, so a preview runs every code path.
 QUICK_MAX_SPLITS = 2
+#: The worker processes of a QUICK build's protocol runs (chapters 04b to 09 cap ``N_JOBS`` at it): one. With two
+#: splits per run, each joblib worker (a fresh interpreter) spends more CPU importing numpy, scipy, scikit-learn and
+#: irtlib than on its share of the work, while ``make -j2`` keeps both cores busy with two chapters anyway (chapter
+#: 06's paper's-text runs: 15.9 CPU s in one process, 24.8 with two workers; ``benchmarks/RESULTS.md``, issue 26
+#: ``qk``). The results do not depend on it (it is no part of any cache key).
+QUICK_N_JOBS = 1
 #: Chapter 05's speed rule for Anchor Points (it does not change the calibrations, only the cache key of a run).
 FRESH_ANCHOR_MAX_ITEMS = 2000
 #: Chapter 04b's protocol run with the authors' calibration: benchmark, splits (full, QUICK), test models, seed.
