@@ -334,7 +334,7 @@ def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-
     for kind, group in by_kind(benches).items():
         cv = {b: float(coefficient_of_variation(fits[b].a.to_numpy())) for b in group}
         if kind == "sim":
-            out.append(Claim("CV of a per benchmark (Figure 3)", "Figure 3", provenance.describe(group),
+            out.append(Claim("CV of a per benchmark", "Figure 3", provenance.describe(group),
                              "CVs were generation targets", "{ref}`ch-discrimination`", sc.by_construction(),
                              "construction", id="cv_values_sim", kind="sim"))
             continue
@@ -502,6 +502,8 @@ def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame, *
     list of Claim
         Ids ``left_k_<bench>``, ``right_k_<bench>`` and ``t2_<column>_<method>_<bench>``.
     """
+    from irtlib.selection import methods
+
     from .table2 import DECIMALS, authors_grid
 
     out = []
@@ -515,7 +517,8 @@ def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame, *
             v = sc.value_verdict(float(r.mean), float(r.paper), decimals=DECIMALS)
             assert v == r.verdict, "at_paper_budgets and the claim judge by the same rule"
             side = "left" if r.column == "left" else "right"
-            out.append(Claim(f"{bench.display_name}: {r.method}'s agreement at k = {int(r.k_paper)} is {r.paper:.2f}",
+            label = methods.get(r.method).name
+            out.append(Claim(f"{bench.display_name}: {label}'s agreement at k = {int(r.k_paper)} is {r.paper:.2f}",
                              f"Table 2, {side} column", provenance.describe({b: bench}),
                              f"ours {r.mean:.3f} (95% Monte Carlo interval over splits [{r.ci_lo:.2f}, {r.ci_hi:.2f}])"
                              + ("" if int(r.k) == int(r.k_paper) else f", at the nearest swept k = {int(r.k)}"),
