@@ -22,6 +22,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import sys
+from types import ModuleType
 
 import numpy as np
 
@@ -31,7 +32,7 @@ _CORE = "kmedoids.kmedoids"
 _LOADED: dict = {}
 
 
-def _load_core():
+def _load_core() -> ModuleType:
     """The ``kmedoids.kmedoids`` extension module, loaded without running the package's ``__init__``."""
     if _CORE in sys.modules:
         return sys.modules[_CORE]
@@ -52,7 +53,7 @@ def _load_core():
     return module
 
 
-def core():
+def core() -> ModuleType | None:
     """The compiled extension, or None where it cannot be loaded alone (then the package's functions run)."""
     if "core" not in _LOADED:
         try:
@@ -63,12 +64,13 @@ def core():
     return _LOADED["core"]
 
 
-def _result(out):
+def _result(out) -> tuple[float, np.ndarray, np.ndarray]:
     loss, labels, medoids = out[0], out[1], out[2]
     return float(loss), np.asarray(medoids, dtype=np.intp), np.asarray(labels, dtype=np.intp)
 
 
-def random_fasterpam(diss: np.ndarray, k: int, *, seed: int, max_iter: int = 100):
+def random_fasterpam(diss: np.ndarray, k: int, *, seed: int,
+                     max_iter: int = 100) -> tuple[float, np.ndarray, np.ndarray]:
     """``kmedoids.fasterpam(diss, k, max_iter=max_iter, init="random", random_state=seed, n_cpu=1)``.
 
     Parameters
@@ -96,7 +98,8 @@ def random_fasterpam(diss: np.ndarray, k: int, *, seed: int, max_iter: int = 100
     return _result(lib._rand_fasterpam_f64(diss, init, int(max_iter), int(seed)))
 
 
-def fasterpam_from(diss: np.ndarray, medoids: np.ndarray, *, max_iter: int = 100):
+def fasterpam_from(diss: np.ndarray, medoids: np.ndarray, *,
+                   max_iter: int = 100) -> tuple[float, np.ndarray, np.ndarray]:
     """``kmedoids.fasterpam(diss, medoids, max_iter=max_iter, n_cpu=1)``: FasterPAM from given medoids.
 
     Returns
