@@ -17,6 +17,27 @@
 #include <math.h>
 #include <stdint.h>
 
+#if defined(MLE_VECTOR_EXP) && defined(__AVX2__)
+/* A PROTOTYPE, opt-in only (_mle_kernel_vexp.c, IRTLIB_MLE_VECTOR_EXP=1): glibc's vector exp
+ * (libmvec, four lanes) in place of the C library's scalar exp. About four times faster per exp,
+ * but within 3 units in the last place of it, not equal: the estimates change in their last bits. */
+#include <immintrin.h>
+__m256d _ZGVdN4v_exp(__m256d x);
+
+/* The terms of columns j..j+3 (the same operations in the same order as the scalar loop below). */
+static inline void terms4(double th, const double *x, const double *a, const double *b, double *g, double *h)
+{
+    const __m256d one = _mm256_set1_pd(1.0);
+    const __m256d aj = _mm256_loadu_pd(a), xj = _mm256_loadu_pd(x);
+    const __m256d z = _mm256_mul_pd(aj, _mm256_sub_pd(_mm256_set1_pd(th), _mm256_loadu_pd(b)));
+    const __m256d s = _mm256_div_pd(one, _mm256_add_pd(one, _ZGVdN4v_exp(_mm256_xor_pd(z, _mm256_set1_pd(-0.0)))));
+    const __m256d q = _mm256_div_pd(one, _mm256_add_pd(one, _ZGVdN4v_exp(z)));
+    _mm256_storeu_pd(h, _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(aj, aj), s), q));
+    const __m256d xq = _mm256_mul_pd(xj, q), xs = _mm256_mul_pd(_mm256_sub_pd(one, xj), s);
+    _mm256_storeu_pd(g, _mm256_mul_pd(aj, _mm256_sub_pd(xq, xs)));
+}
+#endif
+
 void mle_terms(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const double *theta, const int64_t *from,
                const double *X, const double *A, const double *B, double *g, double *h)
 {
@@ -26,7 +47,12 @@ void mle_terms(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const doub
         const double th = theta[i];
         double *gi = g + off;
         double *hi = h + off;
-        for (int64_t j = from[i]; j < t; j++) {
+        int64_t j0 = from[i];
+#if defined(MLE_VECTOR_EXP) && defined(__AVX2__)
+        for (; j0 + 4 <= t; j0 += 4)
+            terms4(th, x + j0, a + j0, b + j0, gi + j0, hi + j0);
+#endif
+        for (int64_t j = j0; j < t; j++) {
             const double aj = a[j];
             double z = th - b[j];
             z = aj * z;

@@ -24,6 +24,7 @@ item), ``standard_error()`` and ``covariance()`` (``(n_models, D, D)``).
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 import numpy as np
@@ -581,6 +582,8 @@ class _MleRun:
         self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float), *est.bounds)
         self._work = None
         lib = score_kernel.load()
+        if lib is not None and os.environ.get("IRTLIB_MLE_VECTOR_EXP") == "1":      # a prototype, opt-in only
+            lib = score_kernel.load_vector_exp() or lib
         self._terms = None if lib is None else score_kernel.RowTerms(lib)
 
     def push(self, j, x):

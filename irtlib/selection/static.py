@@ -38,7 +38,7 @@ from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
-from . import greedy_kernel
+from . import fasterpam, greedy_kernel
 from .greedy_kernel import numpy_gains
 
 __all__ = [
@@ -543,16 +543,12 @@ def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed
     out = {}
     med, best = np.empty(0, dtype=np.intp), None
     if solver == "fasterpam":
-        import kmedoids
-
         diss = 1.0 - u @ u.T
         np.clip(diss, 0.0, 2.0, out=diss)
         np.fill_diagonal(diss, 0.0)
         for k in ks:
             init = _grow(u, med, k, best, rng)
-            res = kmedoids.fasterpam(diss, init.astype(np.uintp), max_iter=max_iter, n_cpu=1)
-            med = np.asarray(res.medoids, dtype=np.intp)
-            lab = np.asarray(res.labels, dtype=np.intp)
+            _, med, lab = fasterpam.fasterpam_from(diss, init, max_iter=max_iter)
             best = 1.0 - diss[np.arange(n_items), med[lab]]
             out[k] = _as_subset(med, lab)
     else:
@@ -708,14 +704,13 @@ def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int
     -------
     dict mapping k to Subset (medoids in increasing position, weights = cluster sizes)
     """
-    import kmedoids
-
     diss = correlation_distances(train_values)
     n_items = diss.shape[0]
     out = {}
     for k in sorted({_check_k(k, n_items) for k in np.atleast_1d(ks)}):
-        res = kmedoids.fasterpam(diss, k, max_iter=max_iter, init="random", random_state=int(seed), n_cpu=1)
-        out[k] = _as_subset(np.asarray(res.medoids, dtype=np.intp), np.asarray(res.labels, dtype=np.intp))
+        # the package's FasterPAM, called without importing scikit-learn (irtlib.selection.fasterpam)
+        _, med, lab = fasterpam.random_fasterpam(diss, k, seed=int(seed), max_iter=max_iter)
+        out[k] = _as_subset(med, lab)
     return out
 
 

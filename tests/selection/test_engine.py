@@ -15,7 +15,13 @@ from scipy import integrate, optimize, stats
 
 from irtlib.bank.build import calibrate_bank
 from irtlib.bank.session import AdaptiveSession
-from irtlib.core.kernels import fisher_information, log_likelihood, probability, probability_slope
+from irtlib.core.kernels import (
+    fisher_information,
+    log_likelihood,
+    probability,
+    probability_slope,
+    score_and_information,
+)
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 from irtlib.extended import grm, mirt
@@ -552,3 +558,52 @@ def test_candidate_bounds_in_c_propagate_nan_and_infinities_as_numpy():
         np.testing.assert_array_equal(got, score_kernel.numpy_radius_bounds(base, a32, peak, radii))
     assert np.isnan(got[0]).all() and np.isnan(got[1, 0]) and got[1, 1] == np.float32(0.25)
     np.testing.assert_array_equal(got[3], [0.0, 0.25])
+
+
+def test_vector_exp_prototype_terms_are_within_a_relative_1e13_of_numpys():
+    from irtlib.selection import score_kernel
+
+    lib = score_kernel.load_vector_exp()
+    if lib is None:
+        pytest.skip("the vector-exp prototype cannot be built here (no AVX2 or compiler)")
+    rng = np.random.default_rng(11)
+    n, t = 40, 1003                                             # not a multiple of the four lanes
+    a = np.exp(rng.normal(0.0, 1.0, (n, t)))
+    a[:, ::7] = 0.0                                              # no response: no term
+    b = rng.normal(0.0, 4.0, (n, t))
+    x = (rng.random((n, t)) < 0.5).astype(float)
+    theta = rng.uniform(-8.0, 8.0, n)
+    g, h = np.empty((n, t)), np.empty((n, t))
+    start = rng.integers(0, 9, n)                                # rows continued from a kept column
+    g[:], h[:] = np.nan, np.nan
+    score_kernel._terms(lib, np.arange(n), theta, start, x, a, b, t, g, h)
+    g0, h0 = score_and_information(x, theta[:, None], a, b)
+    cols = np.arange(t)[None, :] >= start[:, None]
+    np.testing.assert_allclose(g[cols], g0[cols], rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(h[cols], h0[cols], rtol=1e-13, atol=1e-300)
+    assert np.isnan(g[~cols]).all()                              # the kept columns are not written
+
+
+def test_vector_exp_prototype_runs_only_when_asked_and_moves_estimates_in_their_last_bits(monkeypatch):
+    from irtlib.selection import score_kernel
+
+    if score_kernel.load() is None or score_kernel.load_vector_exp() is None:
+        pytest.skip("the MLE kernels cannot be built here")
+    rng = np.random.default_rng(13)
+    n_models, n_items = 20, 300
+    a = np.exp(rng.normal(0, 1, (n_models, n_items)))
+    b = rng.normal(0, 2, (n_models, n_items))
+    ability = rng.normal(0, 2, n_models)
+    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-a * (ability[:, None] - b)))).astype(float)
+    items = TwoPLItems(a, b)
+    monkeypatch.delenv("IRTLIB_MLE_VECTOR_EXP", raising=False)
+    default = MleEstimator().begin(items, n_models, 8, 0.0)
+    monkeypatch.setenv("IRTLIB_MLE_VECTOR_EXP", "1")
+    vector = MleEstimator().begin(items, n_models, 8, 0.0)
+    assert default._terms.lib is score_kernel.load() and vector._terms.lib is score_kernel.load_vector_exp()
+    for _ in range(100):
+        j = rng.integers(0, n_items, n_models)
+        xj = x[np.arange(n_models), j]
+        default.push(j, xj)
+        vector.push(j, xj)
+        np.testing.assert_allclose(vector.estimate()[0], default.estimate()[0], rtol=0.0, atol=1e-8)

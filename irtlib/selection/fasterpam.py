@@ -1,0 +1,118 @@
+"""FasterPAM (Schubert and Rousseeuw) from the ``kmedoids`` package's compiled core, without scikit-learn.
+
+Anchor Points (paper, appendix D; SUMMARY.md, "Methods") run the ``kmedoids`` package's FasterPAM.
+Importing that package imports scikit-learn's ``base`` (for its scikit-learn-style estimator class),
+and with it ``scipy.stats``: about 1.4 CPU s per fresh process, paid by every protocol worker. The
+clustering itself is the package's compiled extension ``kmedoids.kmedoids``; this module loads that
+extension alone and calls it with the arguments the package's ``fasterpam`` passes it (the same
+function, the same inputs: the same medoids, labels and loss, bit for bit; a test compares them):
+
+- :func:`random_fasterpam` is ``kmedoids.fasterpam(diss, k, max_iter=max_iter, init="random",
+  random_state=seed, n_cpu=1)``: the initial medoids ``RandomState(seed).choice(n, k, replace=False)``,
+  and ``seed`` also seeds the extension's processing order;
+- :func:`fasterpam_from` is ``kmedoids.fasterpam(diss, medoids, max_iter=max_iter, n_cpu=1)``.
+
+Where the extension cannot be loaded alone (another layout of the package), the package's own
+``fasterpam`` runs instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+from types import ModuleType
+
+import numpy as np
+
+__all__ = ["random_fasterpam", "fasterpam_from", "core"]
+
+_CORE = "kmedoids.kmedoids"
+_LOADED: dict = {}
+
+
+def _load_core() -> ModuleType:
+    """The ``kmedoids.kmedoids`` extension module, loaded without running the package's ``__init__``."""
+    if _CORE in sys.modules:
+        return sys.modules[_CORE]
+    if "kmedoids" in sys.modules:             # the package is loaded already: its extension costs nothing more
+        return importlib.import_module(_CORE)
+    package = importlib.util.find_spec("kmedoids")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("the kmedoids package is not installed")
+    found = importlib.machinery.PathFinder.find_spec("kmedoids", list(package.submodule_search_locations))
+    if found is None or not isinstance(found.loader, importlib.machinery.ExtensionFileLoader):
+        raise ImportError("no compiled kmedoids extension in the kmedoids package")
+    spec = importlib.util.spec_from_file_location(_CORE, found.origin)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # registered under its own name, so that a later ``import kmedoids`` reuses it (an extension
+    # module is initialised once per process)
+    sys.modules[_CORE] = module
+    return module
+
+
+def core() -> ModuleType | None:
+    """The compiled extension, or None where it cannot be loaded alone (then the package's functions run)."""
+    if "core" not in _LOADED:
+        try:
+            mod = _load_core()
+            _LOADED["core"] = mod if hasattr(mod, "_rand_fasterpam_f64") and hasattr(mod, "_fasterpam_f64") else None
+        except ImportError:
+            _LOADED["core"] = None
+    return _LOADED["core"]
+
+
+def _result(out) -> tuple[float, np.ndarray, np.ndarray]:
+    loss, labels, medoids = out[0], out[1], out[2]
+    return float(loss), np.asarray(medoids, dtype=np.intp), np.asarray(labels, dtype=np.intp)
+
+
+def random_fasterpam(diss: np.ndarray, k: int, *, seed: int,
+                     max_iter: int = 100) -> tuple[float, np.ndarray, np.ndarray]:
+    """``kmedoids.fasterpam(diss, k, max_iter=max_iter, init="random", random_state=seed, n_cpu=1)``.
+
+    Parameters
+    ----------
+    diss : ndarray, shape (n, n), float64
+        Dissimilarities.
+    k : int
+    seed : int
+        The package's ``random_state``: the random initial medoids and the processing order.
+    max_iter : int
+
+    Returns
+    -------
+    loss : float
+    medoids, labels : ndarray of intp
+    """
+    lib = core()
+    diss = np.asarray(diss)
+    if lib is None or diss.dtype != np.float64:
+        import kmedoids
+
+        res = kmedoids.fasterpam(diss, int(k), max_iter=max_iter, init="random", random_state=int(seed), n_cpu=1)
+        return float(res.loss), np.asarray(res.medoids, dtype=np.intp), np.asarray(res.labels, dtype=np.intp)
+    init = np.random.RandomState(int(seed)).choice(diss.shape[0], int(k), False).astype(np.uintp)
+    return _result(lib._rand_fasterpam_f64(diss, init, int(max_iter), int(seed)))
+
+
+def fasterpam_from(diss: np.ndarray, medoids: np.ndarray, *,
+                   max_iter: int = 100) -> tuple[float, np.ndarray, np.ndarray]:
+    """``kmedoids.fasterpam(diss, medoids, max_iter=max_iter, n_cpu=1)``: FasterPAM from given medoids.
+
+    Returns
+    -------
+    loss : float
+    medoids, labels : ndarray of intp
+    """
+    lib = core()
+    diss = np.asarray(diss)
+    medoids = np.asarray(medoids).astype(np.uintp)
+    if lib is None or diss.dtype != np.float64:
+        import kmedoids
+
+        res = kmedoids.fasterpam(diss, medoids, max_iter=max_iter, n_cpu=1)
+        return float(res.loss), np.asarray(res.medoids, dtype=np.intp), np.asarray(res.labels, dtype=np.intp)
+    return _result(lib._fasterpam_f64(diss, medoids, int(max_iter)))

@@ -1,0 +1,102 @@
+"""FasterPAM through the kmedoids extension alone (irtlib.selection.fasterpam) against the package's own call."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from irtlib.selection import fasterpam
+from irtlib.selection.static import anchor_points_fresh, anchor_points_path, correlation_distances
+
+kmedoids = pytest.importorskip("kmedoids")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _responses(n_models, n_items, seed):
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=(n_models, 1))
+    difficulty = rng.normal(size=(1, n_items))
+    return (rng.random((n_models, n_items)) < 1.0 / (1.0 + np.exp(difficulty - ability))).astype(float)
+
+
+def _hand_made():
+    """Six points on a line in two tight groups: distances |i - j| scaled, a zero diagonal."""
+    pos = np.array([0.0, 0.1, 0.2, 5.0, 5.1, 5.3])
+    return np.abs(pos[:, None] - pos[None, :])
+
+
+@pytest.mark.parametrize("shape, seed", [((12, 40), 0), ((30, 200), 1), ((8, 301), 2)])
+@pytest.mark.parametrize("k", [1, 2, 7, 25])
+def test_random_fasterpam_gives_the_packages_medoids_labels_and_loss(shape, seed, k):
+    diss = correlation_distances(_responses(*shape, seed))
+    for random_state in (42, 7):
+        loss, med, lab = fasterpam.random_fasterpam(diss, k, seed=random_state, max_iter=100)
+        ref = kmedoids.fasterpam(diss, k, max_iter=100, init="random", random_state=random_state, n_cpu=1)
+        assert loss == ref.loss
+        np.testing.assert_array_equal(med, np.asarray(ref.medoids, dtype=np.intp))
+        np.testing.assert_array_equal(lab, np.asarray(ref.labels, dtype=np.intp))
+
+
+def test_fasterpam_on_two_groups_finds_one_medoid_in_each():
+    loss, med, lab = fasterpam.random_fasterpam(_hand_made(), 2, seed=42)
+    assert sorted(med.tolist()) == [1, 4]
+    np.testing.assert_array_equal(lab[:3], [lab[0]] * 3)
+    np.testing.assert_array_equal(lab[3:], [lab[3]] * 3)
+    assert lab[0] != lab[3]
+    assert loss == pytest.approx(0.1 + 0.1 + 0.1 + 0.2)
+
+
+@pytest.mark.parametrize("k", [3, 10])
+def test_fasterpam_from_given_medoids_matches_the_package(k):
+    diss = correlation_distances(_responses(20, 150, 3))
+    start = np.random.default_rng(k).choice(150, size=k, replace=False)
+    loss, med, lab = fasterpam.fasterpam_from(diss, start, max_iter=100)
+    ref = kmedoids.fasterpam(diss, start.astype(np.uintp), max_iter=100, n_cpu=1)
+    assert loss == ref.loss
+    np.testing.assert_array_equal(med, np.asarray(ref.medoids, dtype=np.intp))
+    np.testing.assert_array_equal(lab, np.asarray(ref.labels, dtype=np.intp))
+
+
+def test_the_package_path_runs_where_the_extension_cannot_be_loaded_alone(monkeypatch):
+    diss = correlation_distances(_responses(15, 60, 4))
+    direct = fasterpam.random_fasterpam(diss, 6, seed=42)
+    monkeypatch.setitem(fasterpam._LOADED, "core", None)
+    fallback = fasterpam.random_fasterpam(diss, 6, seed=42)
+    assert direct[0] == fallback[0]
+    np.testing.assert_array_equal(direct[1], fallback[1])
+    np.testing.assert_array_equal(direct[2], fallback[2])
+
+
+def test_anchor_points_run_without_scikit_learn_and_the_package_still_imports_afterwards():
+    """In a fresh process: the authors' and the path's anchor points load neither ``kmedoids``' Python
+    package nor scikit-learn; importing the package afterwards reuses the loaded extension and its
+    FasterPAM gives the same medoids."""
+    code = (
+        "import sys, json, numpy as np\n"
+        "from irtlib.selection.static import anchor_points_fresh, anchor_points_path, correlation_distances\n"
+        "x = (np.random.default_rng(5).random((25, 120)) < 0.6).astype(float)\n"
+        "fresh = anchor_points_fresh(x, [4, 12])\n"
+        "path = anchor_points_path(x, [4, 12], seed=0, solver='fasterpam')\n"
+        "loaded = {m: m in sys.modules for m in ('kmedoids', 'sklearn', 'kmedoids.kmedoids')}\n"
+        "import kmedoids\n"
+        "ref = kmedoids.fasterpam(correlation_distances(x), 12, max_iter=100, init='random', random_state=42,"
+        " n_cpu=1)\n"
+        "same = sorted(int(m) for m in ref.medoids) == fresh[12].items.tolist()\n"
+        "print(json.dumps({'loaded': loaded, 'same': same, 'path': path[12].items.tolist()}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+                         timeout=120, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["loaded"] == {"kmedoids": False, "sklearn": False, "kmedoids.kmedoids": True}
+    assert got["same"]
+    x = (np.random.default_rng(5).random((25, 120)) < 0.6).astype(float)
+    assert got["path"] == anchor_points_path(x, [4, 12], seed=0, solver="fasterpam")[12].items.tolist()
+    assert anchor_points_fresh(x, [12])[12].items.size == 12
