@@ -40,7 +40,7 @@ from irtlib._typing import ArrayLike, Seed
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
-from . import score_kernel
+from . import maxinfo_kernel, score_kernel
 from .items import ItemModel, TwoPLItems
 
 __all__ = [
@@ -259,6 +259,7 @@ class _MaxInfoRun:
             c = self.cache
             # the C kernel evaluates the candidates exactly in one pass (no screen needed there)
             self.kernel = score_kernel.load()
+            self.vector = maxinfo_kernel.load() if self.kernel is not None else None   # the same picks, faster
             self.items = np.zeros((n_models, c), dtype=np.intp)  # candidates, by item id
             self.ca, self.cb = np.ones((n_models, c)), np.zeros((n_models, c))
             self.ca32, self.cb32 = np.ones((n_models, c), np.float32), np.zeros((n_models, c), np.float32)
@@ -370,8 +371,11 @@ class _MaxInfoRun:
         """Best unused candidate of every model.
 
         Returns (column, a value certainly not above its exact information). With the C kernel
-        (:func:`irtlib.selection.score_kernel.best_candidates`) the exact argmax and its exact value.
+        (:func:`irtlib.selection.score_kernel.best_candidates`, or its four-lane form
+        :func:`irtlib.selection.maxinfo_kernel.best_candidates`) the exact argmax and its exact value.
         """
+        if self.vector is not None:
+            return maxinfo_kernel.best_candidates(self.vector, theta, self.ca, self.cb, self.used)
         if self.kernel is not None:
             return score_kernel.best_candidates(self.kernel, theta, self.ca, self.cb, self.used)
         if not self.screen:
