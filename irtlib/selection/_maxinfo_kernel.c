@@ -15,7 +15,9 @@
  * those are evaluated exactly, in column order. A row is evaluated exactly whole when its
  * first-pass largest is below 1e-280 or not a number, or when any unused candidate has
  * -|z| < -700, |a| above 1e100 or a value that is not a number (not a finite ranking).
- * The exact values use the operations of fisher_information in its order (no contraction into
+ * A twin of the best so far (equal a and b) is not evaluated again: its value is the best's, which
+ * it cannot replace (numpy's argmax keeps the first). The exact values use the operations of
+ * fisher_information in its order (no contraction into
  * fused multiply-adds, exp the C library's), so k and best are numpy's argmax and value.
  */
 #include <math.h>
@@ -135,7 +137,7 @@ void best_candidates4(int64_t n, int64_t c, const double *theta, const double *c
         if (any && !wild && rough > 1e-280 && rough < INFINITY) {
             const double cut = rough * (1.0 - 1e-9);
             for (int64_t jj = 0; jj < c; jj++) {
-                if (work[jj] >= cut) {
+                if (work[jj] >= cut && !(a[jj] == a[at] && b[jj] == b[at] && top != -INFINITY)) {
                     const double w = exact_information(a[jj], b[jj], th);
                     if (better(w, top)) {
                         top = w;
@@ -146,7 +148,7 @@ void best_candidates4(int64_t n, int64_t c, const double *theta, const double *c
         }
         else if (any) {
             for (int64_t jj = 0; jj < c; jj++) {
-                if (u[jj])
+                if (u[jj] || (a[jj] == a[at] && b[jj] == b[at] && top != -INFINITY))
                     continue;
                 const double w = exact_information(a[jj], b[jj], th);
                 if (better(w, top)) {
