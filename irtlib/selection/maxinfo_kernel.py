@@ -91,7 +91,8 @@ def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarr
     return k, info[np.arange(k.size), k]
 
 
-def random_case(rng: np.random.Generator, n: int, c: int, *, spread: float = 1.0, wild: bool = True):
+def random_case(rng: np.random.Generator, n: int, c: int, *, spread: float = 1.0,
+                wild: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Random candidates ``theta, ca, cb, used`` like a selector's (the loader's and the tests' input).
 
     Discriminations log-normal, difficulties Normal with sd ``1.5 spread``, abilities in [-4, 4];
