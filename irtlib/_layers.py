@@ -1,4 +1,4 @@
-"""The layer order of irtlib's subpackages, machine-readable (issue 20).
+"""The layer order of irtlib's subpackages, machine-readable.
 
 Each *unit* is a subpackage of :mod:`irtlib` (``core``, ``io``, ...), a top-level module
 (``cli``), or ``foundation`` (:mod:`irtlib.errors`, :mod:`irtlib._typing`, :mod:`irtlib._version`

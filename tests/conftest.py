@@ -40,7 +40,7 @@ BOOK_TEST_MODULES = frozenset({
 
 
 #: CPU seconds (worker and subprocesses, setup and teardown included) of the 30 costliest test files in one
-#: ``make test-all`` (benchmarks/RESULTS.md, issue 26 `ctest`; measured with benchmarks/pytest_timeline.py at
+#: ``make test-all`` (benchmarks/RESULTS.md, section `ctest`; measured with benchmarks/pytest_timeline.py at
 #: load 5 to 16, so the seconds are inflated, the proportions are what matter): they start first, the costliest
 #: first, so that the last files a worker takes are short ones and the two workers end together. The other files
 #: (each under 11 CPU s) follow in the order of :func:`_start_rank`. tests/test_test_selection.py checks that
@@ -51,7 +51,7 @@ FILE_CPU_SECONDS = {
     "calibration/test_calibrate.py": 32, "cli/test_cli.py": 32, "book/test_kernel_forkserver.py": 28,
     "datasets/test_real_data.py": 28, "protocol/test_protocols.py": 26, "book/test_browser.py": 25,
     "book/test_book_wheel.py": 21, "book/test_course_kit.py": 21, "book/test_book_tools.py": 19,
-    "selection/test_certify.py": 18, "book/test_figure_cache.py": 18, "test_hostile_input_18.py": 17,
+    "selection/test_certify.py": 18, "book/test_figure_cache.py": 18, "test_hostile_sessions_and_files.py": 17,
     "book/test_pipeline.py": 17, "test_layers.py": 17, "calibration/test_pyirt_engine.py": 16,
     "book/test_own_benchmark.py": 15, "book/test_book_html.py": 15, "fit/test_fit_checks.py": 14,
     "test_imports.py": 13, "selection/test_cat.py": 13, "viz/test_plots.py": 12, "datasets/test_datasets.py": 12,

@@ -2,11 +2,11 @@
 input, compared with stored values at the tolerance each algorithm guarantees.
 
 A recovery bound (``Spearman > 0.9``) absorbs a change in results; these tests see it. The
-stored values (``fixtures/golden.json``) were computed by irtlib before issue 14's restructuring,
+stored values (``fixtures/golden.json``) were computed by irtlib before its modules were restructured into layers,
 so they also prove that the restructuring left the numbers as they were. If a change of results
 is intended, regenerate them with ``python tests/test_golden.py`` and say so in the commit.
 
-Tolerances (issue 18). Both estimators are iterative and stop on their own rule, so the digits
+Tolerances. Both estimators are iterative and stop on their own rule, so the digits
 below that rule depend on the machine (BLAS build, summation order, library versions):
 
 - ``fit_map`` stops when its largest step in (theta, log a, b) is below ``tol = 1e-6``; two

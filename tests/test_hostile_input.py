@@ -1,4 +1,4 @@
-"""Regression tests of issue 13: the toolkit under hostile input.
+"""The toolkit under hostile input.
 
 Every case runs the command line (in this process, or in a subprocess where signals, locks or
 the real entry point matter) or the API, and checks the exit status, the one line of the error

@@ -1,4 +1,4 @@
-"""irtlib's import graph, computed from the source, against the layer order of :mod:`irtlib._layers` (issue 20).
+"""irtlib's import graph, computed from the source, against the layer order of :mod:`irtlib._layers`.
 
 The graph has one node per module of irtlib and one edge per import statement, at module level
 or inside a function (a lazy import is still a dependency). It must have no cycle, no edge

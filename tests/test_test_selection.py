@@ -1,4 +1,4 @@
-"""The fast ``make test`` and the full ``make test-all`` select what the README says (issue 18)."""
+"""The fast ``make test`` and the full ``make test-all`` select what the README says."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The paper's authors released, for each of their 100 SimpleSafetyTests splits, the 2PL item parameters
 py-irt fitted on that split's 67 training models (``authors_fits/...items.csv``: ``item_id, a, b,
-fold``; SUMMARY.md, "What the authors' released code does"). :func:`compare_with_authors_fits` fits
+fold``; their released code, :data:`irtlib.protocol.presets.CODE`). :func:`compare_with_authors_fits` fits
 the same training models with our engines and compares, split by split:
 
 * ``"pyirt-authors"``: one py-irt fit per split with the authors' settings
@@ -35,7 +35,7 @@ __all__ = ["COMPARISON_ENGINES", "authors_train_rows", "compare_with_authors_fit
 #: Engines :func:`compare_with_authors_fits` can run.
 COMPARISON_ENGINES = ("pyirt-authors", "batched", "map")
 
-#: The authors' split rule (SUMMARY.md): test models of split i = ``default_rng((SPLIT_SEED, i))``.
+#: The authors' split rule (their released code): test models of split i = ``default_rng((SPLIT_SEED, i))``.
 SPLIT_SEED = 42
 
 
@@ -54,8 +54,8 @@ def authors_train_rows(n_models: int, n_splits: int, *, n_test: int = 10) -> lis
     -------
     list of ndarray of int
         Split i's training rows: those not drawn by ``numpy.random.default_rng((42, i)).choice(
-        n_models, size=n_test, replace=False)``, in file order (SUMMARY.md, "What the authors'
-        released code does", Protocol).
+        n_models, size=n_test, replace=False)``, in file order (the authors'
+        released code, :func:`irtlib.protocol.presets.authors_split`).
     """
     if not 0 < n_test < n_models:
         raise InputError(f"n_test must be between 1 and n_models - 1 = {n_models - 1}, got {n_test}")
@@ -150,7 +150,7 @@ def compare_with_authors_fits(matrix: ResponseMatrix, fits: pd.DataFrame | str |
 
     Notes
     -----
-    SUMMARY.md, "What the authors' released code does" (Calibration; Protocol for the split rule).
+    The calibration and the split rule are the authors' released code's (:data:`irtlib.protocol.presets.CODE`).
     """
     unknown = [e for e in engines if e not in COMPARISON_ENGINES]
     if unknown or not engines:

@@ -111,7 +111,7 @@ def _rounded(x, digits):
     return round(float(x), digits) if _is_number(x) else x
 
 
-#: Where in the paper each table of :mod:`irtlib.datasets.paper` is reported (SUMMARY.md, "Reported results").
+#: Where in the paper each table of :mod:`irtlib.datasets.paper` is reported.
 _CITATIONS = {
     "TABLE1": "Table 1",
     "FIGURE3_CV": "Figure 3",

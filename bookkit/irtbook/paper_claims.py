@@ -144,7 +144,8 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
             out.append(Claim(f"{name[b]}: item RMSE {paper.ITEM_RMSE[b]:.{d}f}", "Appendix E",
                              provenance.describe({b: group[b]}), f"ours {rmse[b]:.{min(d + 1, 3)}f} ({engine})",
                              "{ref}`ch-fit`", v, "value", id=f"rmse_{_ident(b)}", kind=kind,
-                             note=why_note(v, {b: group[b]}, engine=engine)))
+                             note=why_note(v, {b: group[b]}, engine=engine),
+                             difference=sc.difference_text(rmse[b], paper.ITEM_RMSE[b], places=min(d + 1, 3))))
     return out
 
 
@@ -309,7 +310,8 @@ def _anthropic_ceiling_claims(bench, calibration, *, kind: str, engine: str) -> 
         v = sc.value_verdict(ours, p, decimals=paper.printed_decimals(ref))
         out.append(Claim(f"Anthropic Red Team: the {end} theta at the ceiling is {p:.2f}", source, data,
                          f"ours {ours:.2f} ({engine}, {len(top)} ceiling models)", where, v, "value",
-                         id=f"ceiling_theta_{end}", kind=kind, note=why_note(v, {art: bench}, engine=engine)))
+                         id=f"ceiling_theta_{end}", kind=kind, note=why_note(v, {art: bench}, engine=engine),
+                         difference=sc.difference_text(ours, p, places=2)))
     pair = ceiling_pair(bench, calibration)
     ref = f"CEILING[{art}].example_pair_theta_gap"
     v = sc.value_verdict(pair["gap_max_sd"], paper.numbers()[ref], decimals=paper.printed_decimals(ref),
@@ -319,7 +321,8 @@ def _anthropic_ceiling_claims(bench, calibration, *, kind: str, engine: str) -> 
         source, data,
         f"models scoring {pair['low_score']:.3f} and {pair['high_score']:.3f}: {pair['gap_max_sd']:.2f} SD of "
         f"theta ({pair['gap_max']:.2f} units of theta; largest gap over tied candidates)", where, v, "value",
-        id="ceiling_gap", kind=kind, note=why_note(v, {art: bench}, engine=engine)))
+        id="ceiling_gap", kind=kind, note=why_note(v, {art: bench}, engine=engine),
+        difference=sc.difference_text(pair["gap_max_sd"], paper.numbers()[ref], places=2)))
     return out
 
 
@@ -331,7 +334,7 @@ def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-
     for kind, group in by_kind(benches).items():
         cv = {b: float(coefficient_of_variation(fits[b].a.to_numpy())) for b in group}
         if kind == "sim":
-            out.append(Claim("CV of a per benchmark (Figure 3)", "Figure 3", provenance.describe(group),
+            out.append(Claim("CV of a per benchmark", "Figure 3", provenance.describe(group),
                              "CVs were generation targets", "{ref}`ch-discrimination`", sc.by_construction(),
                              "construction", id="cv_values_sim", kind="sim"))
             continue
@@ -340,7 +343,8 @@ def discrimination_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-
             out.append(Claim(f"{group[b].display_name}: CV of a {paper.FIGURE3_CV[b]:.2f}", "Figure 3",
                              provenance.describe({b: group[b]}), f"ours {cv[b]:.3f} ({engine})",
                              "{ref}`ch-discrimination`", v, "value", id=f"cv_{_ident(b)}", kind=kind,
-                             note=why_note(v, {b: group[b]}, engine=engine)))
+                             note=why_note(v, {b: group[b]}, engine=engine),
+                             difference=sc.difference_text(cv[b], paper.FIGURE3_CV[b], places=3)))
         if len(group) >= 3:
             from irtlib.protocol.agreement import spearman
 
@@ -498,6 +502,8 @@ def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame, *
     list of Claim
         Ids ``left_k_<bench>``, ``right_k_<bench>`` and ``t2_<column>_<method>_<bench>``.
     """
+    from irtlib.selection import methods
+
     from .table2 import DECIMALS, authors_grid
 
     out = []
@@ -511,13 +517,15 @@ def table2_claims(benches: Mapping, summary: pd.DataFrame, long: pd.DataFrame, *
             v = sc.value_verdict(float(r.mean), float(r.paper), decimals=DECIMALS)
             assert v == r.verdict, "at_paper_budgets and the claim judge by the same rule"
             side = "left" if r.column == "left" else "right"
-            out.append(Claim(f"{bench.display_name}: {r.method}'s agreement at k = {int(r.k_paper)} is {r.paper:.2f}",
+            label = methods.get(r.method).name
+            out.append(Claim(f"{bench.display_name}: {label}'s agreement at k = {int(r.k_paper)} is {r.paper:.2f}",
                              f"Table 2, {side} column", provenance.describe({b: bench}),
                              f"ours {r.mean:.3f} (95% Monte Carlo interval over splits [{r.ci_lo:.2f}, {r.ci_hi:.2f}])"
                              + ("" if int(r.k) == int(r.k_paper) else f", at the nearest swept k = {int(r.k)}"),
                              "{ref}`ch-table2`", v, "value",
                              id=f"t2_{side}_{_ident(r.method)}_{_ident(b)}", kind=kind_of({b: bench}),
-                             note=why_note(v, {b: bench})))
+                             note=why_note(v, {b: bench}),
+                             difference=sc.difference_text(float(r.mean), float(r.paper), places=3)))
     return out
 
 
@@ -605,7 +613,9 @@ def savings_claims(benches: Mapping, savings: pd.DataFrame) -> list[Claim]:
                              "Results, savings (body)", provenance.describe(air),
                              "not reached" if pd.isna(ours) else f"{ours:.{d - 1}%}", "{ref}`ch-table2`", v, "value",
                              id="save_airbench" if col == "adaptive" else "save_airbench_static", kind=kind_of(air),
-                             note=why_note(v, air)))
+                             note=why_note(v, air),
+                             difference=sc.difference_text(None if pd.isna(ours) else float(ours), p, places=d - 1,
+                                                           percent=True)))
     return out
 
 

@@ -94,7 +94,10 @@ def ours(evidence: str) -> str:
 
 
 def results_frame(claims) -> pd.DataFrame:
-    """One row per claim: ``claim``, ``source``, ``ours``, ``verdict``, ``why``, ``section``, ``kind``, ``data``.
+    """One row per claim: its words, ours, the difference, the verdict and why, the section, the data.
+
+    Columns ``claim``, ``source``, ``ours``, ``difference``, ``verdict``, ``why``, ``section``, ``kind``
+    and ``data``.
 
     Parameters
     ----------
@@ -103,10 +106,11 @@ def results_frame(claims) -> pd.DataFrame:
     """
     card = sc.scorecard_frame(list(claims))
     return pd.DataFrame({"claim": card["claim"], "source": card["source"],
-                         "ours": card["evidence"].map(ours), "verdict": card["verdict"],
+                         "ours": card["evidence"].map(ours), "difference": card["difference"].fillna(""),
+                         "verdict": card["verdict"],
                          "why": [reason(r) for r in card.itertuples()], "section": card["section"],
                          "kind": card["kind"], "data": card["data"]},
-                        columns=["claim", "source", "ours", "verdict", "why", "section", "kind", "data"])
+                        columns=["claim", "source", "ours", "difference", "verdict", "why", "section", "kind", "data"])
 
 
 def _cell(text) -> str:
@@ -123,7 +127,8 @@ def results_markdown(frame: pd.DataFrame, *, with_data: bool = False) -> str:
         head.insert(1, "data")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in frame.itertuples():
-        cells = [f"{_cell(r.claim)} ({_cell(r.source)})", _cell(r.ours), r.verdict, _cell(r.why), r.section]
+        mine = f"{r.ours}; {r.difference} against the paper" if r.difference else r.ours
+        cells = [f"{_cell(r.claim)} ({_cell(r.source)})", _cell(mine), r.verdict, _cell(r.why), r.section]
         if with_data:
             cells.insert(1, _cell(r.data))
         lines.append("| " + " | ".join(cells) + " |")

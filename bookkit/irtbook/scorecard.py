@@ -27,11 +27,11 @@ import pandas as pd
 
 #: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
-__all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict",
-           "budget_verdict", "correlation_verdict", "value_verdict", "count_verdict", "by_construction",
+__all__ = ["VERDICTS", "RULES", "Claim", "bound_verdict", "direction_verdict", "match_verdict", "budget_verdict",
+           "correlation_verdict", "value_verdict", "difference_text", "count_verdict", "by_construction",
            "scorecard_frame", "nearest_swept", "EXCEPTIONS", "exception_table", "cv_advantage", "separated_share",
-           "ceiling_pairs", "KINDS",
-           "printed_round", "rounds_to", "at_ceiling", "close_band", "grid_position", "budget_steps", "CLOSE_UNITS"]
+           "ceiling_pairs", "KINDS", "printed_round", "rounds_to", "at_ceiling", "close_band", "grid_position",
+           "budget_steps", "CLOSE_UNITS"]
 
 #: The only words a verdict may be. *close* is a single number near the paper's but not equal to it
 #: at the precision the paper prints; *partly* is a claim over several benchmarks that holds on some of
@@ -119,6 +119,9 @@ class Claim:
         ``"mixed"``, or ``""`` (not said).
     note : str
         Why a claim did not reproduce, where the data say it (one sentence; no typed numbers).
+    difference : str
+        Our number minus the paper's, signed, at the precision ours is printed
+        (:func:`difference_text`); empty for claims that are not one number beside another.
     """
 
     claim: str
@@ -131,6 +134,7 @@ class Claim:
     id: str = ""
     kind: str = ""
     note: str = ""
+    difference: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -210,6 +214,34 @@ def value_verdict(ours: float | None, paper: float, *, decimals: int = 2, close:
         return "reproduced"
     band = close_band(decimals) if close is None else float(close)
     return "close" if abs(float(ours) - float(paper)) <= band + 10.0 ** -_SNAP else "not reproduced"
+
+
+def difference_text(ours: float | None, paper: float, *, places: int, percent: bool = False) -> str:
+    """Our number minus the paper's, signed, at the ``places`` ours is printed with ("" without ours).
+
+    Parameters
+    ----------
+    ours : float or None
+        Our value; None or NaN gives "".
+    paper : float
+        The paper's printed value.
+    places : int
+        Decimals ours is printed with (of the percentage when ``percent``).
+    percent : bool, optional
+        Both are fractions printed as percentages: the difference is in percentage points.
+
+    Examples
+    --------
+    >>> difference_text(0.014, 0.008, places=3), difference_text(0.8749, 0.90, places=3)
+    ('+0.006', '-0.025')
+    >>> difference_text(0.853, 0.80, places=1, percent=True), difference_text(None, 0.5, places=2)
+    ('+5.3 percentage points', '')
+    """
+    if not _finite(ours):
+        return ""
+    if percent:
+        return f"{100.0 * (float(ours) - float(paper)):+.{int(places)}f} percentage points"
+    return f"{float(ours) - float(paper):+.{int(places)}f}"
 
 
 def grid_position(k: float, grid) -> int:
@@ -370,7 +402,7 @@ def scorecard_frame(claims) -> pd.DataFrame:
     """Lay claims out as the scorecard table (one column per :class:`Claim` field)."""
     frame = pd.DataFrame([c.__dict__ for c in claims],
                          columns=["claim", "source", "data", "evidence", "section", "verdict", "rule", "id", "kind",
-                                  "note"])
+                                  "note", "difference"])
     return frame
 
 

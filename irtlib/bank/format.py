@@ -383,7 +383,7 @@ def _is_number(value) -> bool:
 
 
 def _check_filtered_rates(filtered: dict, threshold: float, path) -> None:
-    """The filtered safe-rate sum must be one the variance filter can leave (issue 18).
+    """The filtered safe-rate sum must be one the variance filter can leave.
 
     An item left out by the filter has ``p (1 - p) <= threshold``, so a near-all-safe one has a
     safe rate of at least ``(1 + sqrt(1 - 4 threshold)) / 2`` and a near-all-unsafe one at most

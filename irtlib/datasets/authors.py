@@ -6,9 +6,8 @@ The authors of the paper published their code and four of their six binary respo
 SimpleSafetyTests splits, in the public repository :data:`REPOSITORY` (Apache-2.0) at
 :data:`COMMIT`. Their AIR-Bench 2024 (82 x 5,694) and SafetyBench (29 x 11,435) files are in the
 same repository, but no checksum of them is known here: a download records the hash it saw and
-says so, and their provenance label says "checksum not verified". See
-``../shared/realdata/paper/README.md`` and ``shared/paper/SUMMARY.md`` (section "What the authors'
-released code does").
+says so, and their provenance label says "checksum not verified". What their code
+does where it differs from the paper's text is in :mod:`irtlib.protocol.presets`.
 
 Where the files are looked for, in this order (per file; the first place holding it wins):
 

@@ -1,7 +1,7 @@
 """Every number the paper reports, in one place, each with where in the paper it comes from.
 
-Chapters and tests read the paper's values from here and never type them by hand. The source of
-truth is the project's summary of the paper (``shared/paper/SUMMARY.md``); where the paper is
+Chapters and tests read the paper's values from here and never type them by hand. Each value is
+the paper's own (arXiv 2606.20626), with the table, figure or section it is printed in; where the paper is
 silent, the value here is ``None`` and the book says so rather than inventing one.
 
 Each table is a :class:`PaperTable`: a read-only mapping from benchmark id to value, with a

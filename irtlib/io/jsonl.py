@@ -1,7 +1,7 @@
 """Reading response matrices in the paper's authors' JSON-lines format.
 
-One JSON object per line and per model (the format of the authors' released data, see
-``../shared/realdata/paper/README.md`` and the last section of ``shared/paper/SUMMARY.md``)::
+One JSON object per line and per model (the format of the authors' released data,
+:data:`irtlib.datasets.authors.REPOSITORY`)::
 
     {"subject_id": "model-a", "responses": {"item1": 1, "item2": 0, ...}}
     {"subject_id": "model-b", "responses": {"item1": 0, "item2": 1, ...}}

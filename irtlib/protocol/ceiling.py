@@ -76,7 +76,7 @@ def agreement_ceiling(matrix: ResponseMatrix, *, n_splits: int | None = None, n_
         As in :func:`irtlib.protocol.agreement.run_protocol` (None: ``"paper"``): its split rule, variance
         rule, reference and calibration seeds, so the ceiling of split ``i`` is that of the
         protocol's split ``i``. Under ``"authors"`` it is the authors' reference line: MAP
-        ability on every kept item (SUMMARY.md, "Abilities").
+        ability on every kept item (the authors' released code).
     benchmark : str, optional
         The benchmark id whose sizes ``"authors"`` uses.
     calibration_cache : path-like, optional

@@ -1,9 +1,9 @@
 """The agreement protocol as the paper's text describes it, and as the authors' released code runs it.
 
-``/work/shared/paper/SUMMARY.md`` (section "What the authors' released code does", repository
-``fabiospagliardi/efficient_llm_safety_benchmarking`` at commit c6813d1) lists where the released
-code does something other than the text says. A :class:`Protocol` names every one of those
-settings, so :func:`irtlib.protocol.agreement.run_protocol` can follow either:
+The authors' released code (repository ``fabiospagliardi/efficient_llm_safety_benchmarking`` at
+commit c6813d1, :data:`CODE`) does several things other than the paper's text says. A
+:class:`Protocol` names every one of those settings, so
+:func:`irtlib.protocol.agreement.run_protocol` can follow either:
 
 - ``"paper"``: what irtlib has always run (the text, with irtlib's choices where the text is
   silent). Its results are exactly those of ``run_protocol`` without a protocol.
@@ -11,7 +11,7 @@ settings, so :func:`irtlib.protocol.agreement.run_protocol` can follow either:
   per benchmark (:data:`AUTHORS_SIZES`).
 
 :func:`get` looks an instance up; :data:`DIFFERENCES` gives, per setting, one line saying what
-the text and the code do (each citing SUMMARY.md), for the book's "which protocol" tables.
+the text and the code do (each citing :data:`CODE`), for the book's "which protocol" tables.
 :func:`compare_static_rankings` sets our implementation of the authors' static-method rules beside
 the ranks in their released per-split fits (``authors_fits/*.csv``).
 """
@@ -29,10 +29,11 @@ import pandas as pd
 from irtlib.core.stats import spearman
 from irtlib.errors import InputError
 
-__all__ = ["Protocol", "PAPER", "AUTHORS_SIZES", "DIFFERENCES", "NAMES", "get", "resolve", "authors_budget_grid",
-           "authors_split", "shared_random_order", "compare_static_rankings"]
+__all__ = ["Protocol", "PAPER", "AUTHORS_SIZES", "DIFFERENCES", "CODE", "NAMES", "get", "resolve",
+           "authors_budget_grid", "authors_split", "shared_random_order", "compare_static_rankings"]
 
-_SUMMARY = "SUMMARY.md, \"What the authors' released code does\""
+#: Where the authors' rules come from: their released code, at the commit read.
+CODE = "the authors' released code, fabiospagliardi/efficient_llm_safety_benchmarking at c6813d1"
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class Protocol:
 #: The paper's text as irtlib runs it: exactly today's defaults of :func:`irtlib.protocol.agreement.run_protocol`.
 PAPER = Protocol("paper")
 
-#: The authors' code per benchmark: (splits, test models per split, largest budget swept) (SUMMARY.md).
+#: The authors' code per benchmark: (splits, test models per split, largest budget swept) (:data:`CODE`).
 AUTHORS_SIZES: Mapping[str, tuple[int, int, int]] = MappingProxyType({
     "airbench2024": (70, 10, 1000), "anthropic-red-team": (100, 10, 500), "harmbench": (100, 10, 400),
     "simplesafetytests": (100, 10, 100), "safetybench": (70, 6, 3000), "wmdp-bio": (70, 6, 1000),
@@ -151,37 +152,37 @@ _AUTHORS_RULES = dict(split_rule="authors", seed=42, variance_rule="below", budg
                       anchor_rule="fresh", anchor_seed=42, calibration_seed="zero",
                       engine="pyirt-authors")
 
-#: One line per setting: the text against the authors' code, each citing SUMMARY.md.
+#: One line per setting: the text against the authors' code, each citing :data:`CODE`.
 DIFFERENCES: Mapping[str, str] = MappingProxyType({
     "n_splits": f"text: 70 to 100 splits, which benchmark got which unreported; code: 70 for AIR-Bench and "
-                f"SafetyBench and WMDP, 100 for the three others ({_SUMMARY}, \"Protocol per benchmark\")",
-    "n_test": f"text: 10 test models per split; code: 6 for SafetyBench and WMDP ({_SUMMARY})",
+                f"SafetyBench and WMDP, 100 for the three others ({CODE})",
+    "n_test": f"text: 10 test models per split; code: 6 for SafetyBench and WMDP ({CODE})",
     "split_rule": f"code: split i tests the rows default_rng((42, i)).choice(n_models, n_test, replace=False), "
-                  f"trains on the others in file order ({_SUMMARY})",
+                  f"trains on the others in file order ({CODE})",
     "variance_rule": f"text: items with p(1-p) at most 0.01 dropped; code: below 0.01 dropped, >= 0.01 kept "
-                     f"({_SUMMARY}, \"Data and filter\")",
+                     f"({CODE})",
     "budget_rule": f"text: k swept on a log scale; code: distinct round(geomspace(1, min(largest budget, items "
-                   f"kept), 20)) ({_SUMMARY}, \"Budget grid\")",
-    "reference": f"text: R is the full safety score; code: the mean over the items kept ({_SUMMARY}, \"Agreement\")",
+                   f"kept), 20)) ({CODE})",
+    "reference": f"text: R is the full safety score; code: the mean over the items kept ({CODE})",
     "nan_policy": f"code: an undefined rho is dropped from the mean over splits (nanmean), not counted as 0 "
-                  f"({_SUMMARY}, \"Agreement\")",
+                  f"({CODE})",
     "band": f"text: shading = 1 SD over splits; code: +-1 SE = nanstd(ddof=1) / sqrt(valid splits) "
-            f"({_SUMMARY}, \"Agreement\")",
+            f"({CODE})",
     "fluid_estimator": f"text: MAP after every item; code: MLE (no prior) in [-8, 8], so one item puts a model "
-                       f"at +8 or -8 ({_SUMMARY}, \"Methods\")",
+                       f"at +8 or -8 ({CODE})",
     "fluid_start": f"text: start at theta = 0; code: at the mean of the training models' MAP abilities "
-                   f"({_SUMMARY}, \"Methods\")",
+                   f"({CODE})",
     "random_order": f"code: ONE random order per split (default_rng(split index) shuffle), the same first k items "
-                    f"for every test model, for Random and Random IRT ({_SUMMARY}, \"Methods\")",
+                    f"for every test model, for Random and Random IRT ({CODE})",
     "bquartile_rule": f"text: greedy round-robin across b-quartile bins; code: the unconstrained greedy order cut "
-                      f"into quantile bins of b and interleaved, lowest-b bin first ({_SUMMARY}, \"Methods\")",
+                      f"into quantile bins of b and interleaved, lowest-b bin first ({CODE})",
     "anchor_rule": f"code: a fresh FasterPAM (random init, seed 42) per budget, distance 1 - r with undefined "
-                   f"r = 0, weight = cluster size / items ({_SUMMARY}, \"Methods\")",
-    "calibration_seed": f"code: py-irt seed 0 for every split ({_SUMMARY}, \"Calibration\")",
+                   f"r = 0, weight = cluster size / items ({CODE})",
+    "calibration_seed": f"code: py-irt seed 0 for every split ({CODE})",
     "engine": f"text: py-irt with theta ~ N(0, 1), b ~ N(0, 1), a ~ LogNormal(0, 1), 1,000 epochs of Adam at 0.1 "
               f"(irtlib's \"paper\" protocol fits that model by its posterior mode, engine \"map\"); code: py-irt's "
               f"hierarchical priors, learning rate decayed by 0.01% per epoch, the parameters of the epoch with the "
-              f"lowest loss (engine \"pyirt-authors\") ({_SUMMARY}, \"Calibration\")",
+              f"lowest loss (engine \"pyirt-authors\") ({CODE})",
 })
 
 #: The named protocols.
@@ -269,7 +270,7 @@ def authors_budget_grid(n_items: int, *, max_budget: int, n_points: int = 20) ->
     """The authors' budgets: the distinct ``round(geomspace(1, min(max_budget, n_items), n_points))``.
 
     SimpleSafetyTests (79 items kept, largest budget 100): 1 2 3 4 5 6 8 10 13 16 20 25 31 40 50
-    63 79 (SUMMARY.md, "Budget grid"). ``round`` is numpy's (half to even, like Python's).
+    63 79 (:data:`CODE`). ``round`` is numpy's (half to even, like Python's).
     """
     top = min(int(max_budget), int(n_items))
     if top < 1:
@@ -282,7 +283,7 @@ def authors_split(n_models: int, n_test: int, split: int, *, seed: int = 42) -> 
 
     The test rows are ``numpy.random.default_rng((seed, split)).choice(n_models, size=n_test,
     replace=False)`` over the models in file order; training is every other row, in file order
-    (SUMMARY.md, "Protocol per benchmark"). Split ``i`` here is the authors' split ``i``.
+    (:data:`CODE`). Split ``i`` here is the authors' split ``i``.
     """
     if not 1 <= int(n_test) < int(n_models) - 1:
         raise InputError(f"n_test must be between 1 and n_models - 2 ({n_models - 2}), got {n_test}")
@@ -294,8 +295,8 @@ def authors_split(n_models: int, n_test: int, split: int, *, seed: int = 42) -> 
 def shared_random_order(n_items: int, split: int) -> np.ndarray:
     """The authors' random item order of split ``split``: ``default_rng(split).shuffle`` of ``0..n_items-1``.
 
-    Random and Random IRT both take its first ``k`` items, for every test model (SUMMARY.md,
-    "Methods"). Shape ``(n_items,)``.
+    Random and Random IRT both take its first ``k`` items, for every test model (:data:`CODE`).
+    Shape ``(n_items,)``.
     """
     order = list(range(int(n_items)))
     np.random.default_rng(int(split)).shuffle(order)

@@ -268,7 +268,7 @@ def _verdict_page(name: str) -> str:
 
 def test_scorecard_verdicts():
     if not (ROOT / "book" / "scorecard.md").is_file():
-        pytest.xfail("book/scorecard.md is not written yet (issue 9, the lead's part)")
+        pytest.xfail("book/scorecard.md is not written yet")
     _verdict_page("scorecard")
 
 

@@ -140,7 +140,7 @@ REAL = pipeline.datasets.resolve("simplesafetytests").kind == "paper"
 @pytest.mark.skipif(not REAL, reason="the authors' released matrices are not available here")
 @pytest.mark.parametrize("name", ["anthropic-red-team", "harmbench", "simplesafetytests", "wmdp-bio"])
 def test_every_table2_budget_lies_on_the_authors_grid_of_the_real_data(name):
-    """SUMMARY.md: 'Every k of Table 2 lies on these grids' (on the authors' matrices)."""
+    """Every k of Table 2 lies on the authors' budget grid of the real matrices."""
     from irtlib.protocol import presets as protocols
 
     bench = pipeline.load_benchmark(name)

@@ -19,7 +19,8 @@ def _claims():
                  "ours 0.873 (95% Monte Carlo interval over splits [0.85, 0.89]), at the nearest swept k = 25",
                  "{ref}`ch-table2`", "not reproduced", "value", id="t2_hb", kind="paper", note=ENGINE_NOTE),
         sc.Claim("WMDP-Bio: CV of a 0.97", "Figure 3", "paper", "ours 0.968 (MAP engine)", "{ref}`ch-disc`",
-                 "reproduced", "value", id="cv_wmdp", kind="paper"),
+                 "reproduced", "value", id="cv_wmdp", kind="paper",
+                 difference=sc.difference_text(0.968, 0.97, places=3)),
         sc.Claim("HarmBench: Fluid first reaches 0.90 at k = 20", "Table 2, left column", "paper",
                  "our k: 25 (+1 grid steps); bootstrap over splits: [20, 31]", "{ref}`ch-table2`", "close",
                  "budget", id="left_k_hb", kind="paper"),
@@ -46,6 +47,9 @@ def test_each_claim_is_one_line_with_the_published_verdict_ours_and_the_rules_re
     assert len(lines) == 2 + 3 and lines[0].startswith("| the paper's claim | ours | verdict | why | shown in |")
     assert lines[2].endswith("| {ref}`ch-table2` |")
     assert "| data |" in results.results_markdown(frame, with_data=True).splitlines()[0]
+    # a value claim shows ours minus the paper's beside ours; the others show nothing invented
+    assert frame["difference"].tolist() == ["", "-0.002", "", "", ""]
+    assert "| 0.968 (MAP engine); -0.002 against the paper |" in lines[3]
 
 
 def test_every_rule_and_verdict_pair_a_claim_can_take_has_a_reason():

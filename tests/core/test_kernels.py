@@ -2,7 +2,7 @@
 
 Two kinds of test: (1) an AST scan of ``irtlib/`` and of the book's package ``bookkit/irtbook/``
 (named ``book/...`` here) that fails when a probability or an
-information is computed outside the kernel module (issue 20, "One place for each formula"),
+information is computed outside the kernel module (one place for each formula),
 with an explicit allow-list; (2) the kernels against independent computations: finite
 differences, 50-digit arithmetic (mpmath) in the tails ``|z| = 40`` and ``800``, scipy.
 """
@@ -37,7 +37,7 @@ def _scanned() -> list[tuple[str, Path]]:
 #: Where a formula-shaped expression is allowed outside the kernel module, and why.
 #: Keys: "path" (the whole module) or "path::Class" / "path::function" (that definition only).
 ALLOWED = {
-    # different models, whose formulas live once in their own modules (issue 20)
+    # different models, whose formulas live once in their own modules
     "extended/mirt.py": "multidimensional 2PL: sigmoid(theta . a + d), a different model",
     # the fast adaptive MAP keeps Taylor moments of sigma's derivatives (polynomials in s) around a
     # reference theta; tests/test_adaptive.py checks its estimates against map_ability to 1e-7

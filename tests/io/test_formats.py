@@ -1,4 +1,4 @@
-"""Reading what evaluators write (issue 21): lm-evaluation-harness per-sample logs, and recognition.
+"""Reading what evaluators write: lm-evaluation-harness per-sample logs, and recognition.
 
 Each reader is checked against the CSV equivalent of the same judgments: the logs and a long CSV
 are written from one simulated 2PL response matrix, and ``load_responses`` must give the same

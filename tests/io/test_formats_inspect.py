@@ -1,4 +1,4 @@
-"""Reading Inspect AI eval logs (issue 21), written by Inspect's own writer from its own types.
+"""Reading Inspect AI eval logs, written by Inspect's own writer from its own types.
 
 The logs are ``EvalLog`` objects built directly from Inspect's types (``EvalSpec``, ``EvalSample``,
 ``Score``; no model is run: its mock model wants the network here for a token count) and written

@@ -1,6 +1,6 @@
 """The protocol as written and as run: irtlib.protocol.presets and run_protocol(protocol=...).
 
-The authors' rules (SUMMARY.md, "What the authors' released code does") are checked against the
+The authors' rules (their released code) are checked against the
 authors' own released per-split fits of SimpleSafetyTests where those exist, against independent
 computations (pandas.qcut, a brute-force likelihood maximiser) and on hand-made inputs.
 """
@@ -17,6 +17,7 @@ from conftest import simulate_2pl
 
 from irtlib import ResponseMatrix
 from irtlib.core.kernels import log_likelihood
+from irtlib.datasets import authors as authors_data
 from irtlib.errors import InputError
 from irtlib.protocol import agreement
 from irtlib.protocol import presets as protocols
@@ -64,12 +65,13 @@ def test_named_protocols_and_their_sizes():
         protocols.get("neither")
     with pytest.raises(InputError, match="band"):
         protocols.Protocol("mine", band="iqr")
-    # every setting on which the two differ is documented, citing SUMMARY.md
+    # every setting on which the two differ is documented, citing the released code at the commit read
     authors = protocols.get("authors", benchmark="wmdp-bio")
     differing = {k for k, v in authors.settings().items() if v != paper.settings()[k]} - {"name", "benchmark", "seed",
                                                                                           "max_budget"}
     assert differing <= set(protocols.DIFFERENCES)
-    assert all("SUMMARY.md" in line for line in protocols.DIFFERENCES.values())
+    assert protocols.CODE.endswith(authors_data.COMMIT[:7])
+    assert all(protocols.CODE in line for line in protocols.DIFFERENCES.values())
 
 
 def test_the_authors_budget_grid():

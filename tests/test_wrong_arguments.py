@@ -1,4 +1,4 @@
-"""Issue 20: every argument a user can get wrong raises an :class:`~irtlib.errors.InputError` naming it.
+"""Every argument a user can get wrong raises an :class:`~irtlib.errors.InputError` naming it.
 
 The 1PL/3PL engine (:mod:`irtlib.calibration.models`), the fit checks (:mod:`irtlib.fit.checks`),
 model-choice Fluid (:mod:`irtlib.protocol.model_agreement`), and the runners that are handed an

@@ -1,4 +1,4 @@
-"""Regression tests of issue 18: the last hostile cases.
+"""Hostile input to sessions and files: resumes with other settings, lock paths, file kinds, pipes, full disks.
 
 Each case runs the command line (in this process, or in a subprocess where streams or the real
 entry point matter) or the API, and checks the exit status, the first line of the error and that
@@ -86,7 +86,7 @@ def test_a_resume_with_other_settings_is_refused(ws, cli, first, second, differe
     assert not (ws / ".s.json.lock").exists()
 
 
-def test_the_mixed_estimate_of_the_issue_is_not_produced(ws, cli):
+def test_a_resume_with_the_same_rule_equals_one_whole_run(ws, cli):
     """strict then lenient used to give an estimate of neither rule; the same rule resumes as before."""
     assert evaluate(cli, ws, "--binarize", "strict", "--max-items", "5").returncode == 0
     resumed = evaluate(cli, ws, "--binarize", "strict", "--max-items", "10", "--json")
@@ -135,7 +135,7 @@ def test_an_unnamed_stdin_session_takes_the_name_given_on_resume(ws, cli):
 
 
 def test_a_state_without_a_context_is_resumed_and_records_one(ws, cli):
-    """States written before issue 18 carry no context: they resume, and record this run's settings."""
+    """States written by older versions carry no context: they resume, and record this run's settings."""
     assert evaluate(cli, ws, "--binarize", "strict", "--max-items", "3").returncode == 0
     state = json.loads((ws / "s.json").read_text())
     del state["context"]
@@ -224,7 +224,7 @@ def test_a_bank_with_a_byte_order_mark(ws, cli):
 
 
 def test_json_lines_of_another_layout_given_as_csv(ws, cli):
-    """A '{'-first file is read as the authors' JSON lines (issue 17): another layout is named by line."""
+    """A '{'-first file is read as the authors' JSON lines: another layout is named by line."""
     wide = pd.read_csv(ws / "wide.csv")
     target = ws / "responses.csv"
     wide.melt(id_vars="model", var_name="item", value_name="score").to_json(target, orient="records", lines=True)
