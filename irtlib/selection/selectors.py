@@ -252,6 +252,9 @@ class _MaxInfoRun:
         self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
         self.q32 = self.a32 * self.a32
         self.twin = _twin_labels(a, b) if self.screen else None
+        # rows whose items include twins (equal a and b): only those have twins to leave out of bounds
+        self.twinned = None if self.twin is None else \
+            np.broadcast_to((self.twin.max(axis=-1) + 1 < self.twin.shape[-1]), (n_models,))
         self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
@@ -266,6 +269,8 @@ class _MaxInfoRun:
             self.cq32 = np.ones((n_models, c), np.float32)
             self.used = np.ones((n_models, c), dtype=bool)
             self.ctwin = np.zeros((n_models, c), dtype=np.int32)
+            # guard[m, i]: candidate i's twins with higher indices were left out of the bound (_build)
+            self.guard = np.zeros((n_models, c), dtype=bool)
             self.theta_c = np.full(n_models, np.inf)              # inf: not built yet
             # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
             # the extra last column (+inf) is what a theta outside every radius looks up.
@@ -343,7 +348,10 @@ class _MaxInfoRun:
     def _build(self, rows, th, info32, blocked, a32=None):
         """Candidates: the ``cache`` best unused items (by screened value), and the bounds."""
         c, n = self.cache, info32.shape[1]
-        top = np.sort(np.argpartition(info32, n - c, axis=1)[:, n - c:], axis=1)
+        part = np.argpartition(info32, n - c, axis=1)
+        top = np.sort(part[:, n - c:], axis=1)
+        if self.twin is not None and self.twinned[rows].any():
+            top = self._lowest_ties(info32, part, top)
         self.items[rows] = top
         self.ca[rows], self.cb[rows] = self._cols(self.a, rows, top), self._cols(self.b, rows, top)
         self.ca32[rows], self.cb32[rows] = self.ca[rows], self.cb[rows]
@@ -356,6 +364,8 @@ class _MaxInfoRun:
         # log of the peak a^2 / 4 (both inflated by the screening margin)
         other = ~blocked
         np.put_along_axis(other, top, False, axis=1)
+        if self.twin is not None:
+            self._leave_out_twins(rows, other, top)
         with np.errstate(divide="ignore"):
             base = np.log(np.where(other, info32, np.float32(0.0)) * np.float32(1.0 + self.gap))
         if a32 is None:
@@ -366,6 +376,63 @@ class _MaxInfoRun:
         else:
             lim = score_kernel.numpy_radius_bounds(base, a32, peak, self.radii32)
         self.bound[rows, :self.radii.size] = np.exp(lim.astype(float)) * (1.0 + 1e-4)  # undo the logs, rounding margin
+
+    def _lowest_ties(self, info32, part, top):
+        """The candidates with ties at the cut taken lowest index first (twins: the ones argmax reaches first).
+
+        ``argpartition`` keeps an arbitrary part of the items tied with the ``cache``-th largest
+        value; taking the lowest indices instead lets :meth:`_leave_out_twins` drop the others'
+        twins from the bound. Rows with a NaN keep ``top``.
+        """
+        c, n = self.cache, info32.shape[1]
+        thr = np.take_along_axis(info32, part[:, n - c:n - c + 1], 1)
+        eq = info32 == thr
+        need = c - (info32 > thr).sum(axis=1)
+        if (eq.sum(axis=1) == need).all() or np.isnan(info32).any():
+            return top                                     # no tie cut in two: the same set
+        keep = (info32 > thr) | (eq & (np.cumsum(eq, axis=1) <= need[:, None]))
+        return np.nonzero(keep)[1].reshape(-1, c)
+
+    def _leave_out_twins(self, rows, other, top):
+        """Leave out of the bound each non-candidate whose twin label has a candidate of lower index.
+
+        Twins (equal ``a`` and ``b``) have equal information at every ability, and argmax takes the
+        lowest index among them, so while any candidate of a label is unused, its twins of higher
+        index cannot be the choice. Such candidates are marked in ``guard``; when the last unused
+        candidate of a guarded label is used, :meth:`_unguard` voids the row's bounds (a full pass
+        follows). ``other`` (rows x items) is updated in place.
+        """
+        if not self.twinned[rows].any():
+            self.guard[rows] = False
+            return
+        n = other.shape[1]
+        ctw = self.ctwin[rows]
+        twin = self._rows(self.twin, rows)
+        if twin.ndim == 1:
+            twin = np.broadcast_to(twin, other.shape)
+        r = np.arange(rows.size)[:, None]
+        last = np.full((rows.size, n), -1, dtype=np.intp)          # per label: its last candidate's index
+        last[np.broadcast_to(r, top.shape), ctw] = top              # top is sorted: the last write wins
+        at = np.take_along_axis(last, twin.astype(np.intp), 1)       # each item's label's last candidate
+        dominated = other & (at >= 0) & (np.arange(n)[None, :] > at)
+        if not dominated.any():
+            self.guard[rows] = False
+            return
+        other &= ~dominated
+        has = np.zeros((rows.size, n), dtype=bool)
+        rr, jj = np.nonzero(dominated)
+        has[rr, twin[rr, jj]] = True
+        self.guard[rows] = np.take_along_axis(has, ctw.astype(np.intp), 1)
+
+    def _unguard(self, rows, slots):
+        """Void the bounds of ``rows`` whose just-used candidate ``slots`` left their guarded label without one."""
+        g = self.guard[rows, slots]
+        if not g.any():
+            return
+        rows, slots = rows[g], slots[g]
+        lab = self.ctwin[rows, slots]
+        left = ((self.ctwin[rows] == lab[:, None]) & ~self.used[rows]).any(axis=1)
+        self.bound[rows[~left]] = np.inf
 
     def _candidates(self, theta):
         """Best unused candidate of every model.
@@ -421,7 +488,11 @@ class _MaxInfoRun:
         if self.cache:
             self.used[hit, k_hit] = True       # a candidate's own column (candidates are distinct items)
             redone = pending[out[pending] >= 0]  # rebuilt lists: wherever the chosen item is among them
-            self.used[redone] |= self.items[redone] == out[redone][:, None]
+            mine = self.items[redone] == out[redone][:, None]
+            self.used[redone] |= mine
+            if self.twin is not None:
+                inside = mine.any(axis=1)
+                self._unguard(np.r_[hit, redone[inside]], np.r_[k_hit, np.argmax(mine[inside], axis=1)])
         self.left[got] -= 1
         return out
 

@@ -107,3 +107,36 @@ def test_max_information_gives_the_same_items_and_estimates_with_and_without_the
     for est in (MapEstimator, MleEstimator):
         np.testing.assert_array_equal(runs[True, est].items, runs[False, est].items)
         np.testing.assert_array_equal(runs[True, est].estimate, runs[False, est].estimate)
+
+
+@pytest.mark.parametrize("per_model", [False, True])
+def test_max_information_with_twin_groups_larger_than_its_cache_picks_as_without_cache(per_model):
+    rng = np.random.default_rng(21)
+    n, groups, size = 24, 30, 40                              # 1,200 items, 30 distinct (a, b), 40 copies each
+    ga, gb = np.exp(rng.normal(0.0, 0.4, groups)), rng.normal(0.0, 1.2, groups)
+    label = rng.permutation(np.repeat(np.arange(groups), size))
+    a, b = ga[label], gb[label]
+    if per_model:                                             # two calibrations, models alternating
+        a = np.where(np.arange(n)[:, None] % 2 == 0, a[None, :], a[None, ::-1])
+        b = np.where(np.arange(n)[:, None] % 2 == 0, b[None, :], b[None, ::-1])
+    theta = rng.normal(0.0, 1.0, n)
+    x = (rng.random((n, label.size)) < 0.5).astype(float)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    cached = run_adaptive(x, a, b, budget=500, selector=MaxInformation(cache_size=32), estimator=MapEstimator(),
+                          theta0=theta)
+    plain = run_adaptive(x, a, b, budget=500, selector=MaxInformation(cache_size=0, screen=False),
+                         estimator=MapEstimator(), theta0=theta)
+    np.testing.assert_array_equal(cached.items, plain.items)
+    np.testing.assert_array_equal(cached.estimate, plain.estimate)
+
+
+def test_twins_of_lower_index_candidates_are_left_out_of_the_bound_until_their_label_runs_out():
+    from irtlib.selection.selectors import _MaxInfoRun
+
+    a = np.array([1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 1.0, 1.0])      # label of (1, 0): items 0-3, 6, 7
+    b = np.array([0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, 0.0])
+    run = _MaxInfoRun(a, b, np.ones((1, a.size), dtype=bool), 2, np.array([0.001, 0.3]), True)
+    theta = np.zeros(1)
+    picks = [int(run.select(theta)[0]) for _ in range(6)]
+    assert picks == [0, 1, 2, 3, 6, 7]                          # twins in index order, then the next label
+    assert run.full_passes < 6                                  # the twins beyond the cache did not force passes
