@@ -174,6 +174,7 @@ class MaxInformation:
 _information = fisher_information
 
 _SCREEN_TOP = 8          # near-ties (twin items have equal values): confirm this many exactly
+_TWIN_SHARE = 4          # twin groups above cache_size / this make a row's bounds leave twins out (speed only)
 
 
 def _information32(theta32, a32, b32, q32):
@@ -252,9 +253,16 @@ class _MaxInfoRun:
         self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
         self.q32 = self.a32 * self.a32
         self.twin = _twin_labels(a, b) if self.screen else None
-        # rows whose items include twins (equal a and b): only those have twins to leave out of bounds
-        self.twinned = None if self.twin is None else \
-            np.broadcast_to((self.twin.max(axis=-1) + 1 < self.twin.shape[-1]), (n_models,))
+        # rows whose available items include a group of twins (equal a and b) larger than a quarter of the
+        # cache: only there is it worth leaving twins out of the bounds (small groups rarely straddle the cut)
+        self.twinned = None
+        if self.twin is not None:
+            lab = np.sort(np.where(self.unused, self.twin, -1), axis=1)
+            pos = np.arange(lab.shape[1])
+            new = np.ones(lab.shape, dtype=bool)
+            new[:, 1:] = lab[:, 1:] != lab[:, :-1]
+            run = pos - np.maximum.accumulate(np.where(new, pos, 0), axis=1) + 1     # length of each item's run
+            self.twinned = (np.where(lab >= 0, run, 0) > cache_size // _TWIN_SHARE).any(axis=1)
         self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
