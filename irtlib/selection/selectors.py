@@ -420,7 +420,7 @@ class _MaxInfoRun:
             twin = np.broadcast_to(twin, other.shape)
         r = np.arange(rows.size)[:, None]
         last = np.full((rows.size, n), -1, dtype=np.intp)          # per label: its last candidate's index
-        last[np.broadcast_to(r, top.shape), ctw] = top              # top is sorted: the last write wins
+        np.maximum.at(last, (np.broadcast_to(r, top.shape), ctw.astype(np.intp)), top)
         at = np.take_along_axis(last, twin.astype(np.intp), 1)       # each item's label's last candidate
         dominated = other & (at >= 0) & (np.arange(n)[None, :] > at)
         if not dominated.any():
