@@ -392,11 +392,11 @@ class _MapRun:
         theta, info = self.theta.copy(), np.array(self.info, dtype=float, copy=True)
         if info.shape != theta.shape:
             info = np.broadcast_to(info, theta.shape).copy()
-        act, stopped = np.arange(n), None       # the models still moving; those that just stopped
+        act, prev, keep = np.arange(n), None, None   # the models still moving; before the last stops, which moved on
         for _ in range(e.max_newton):
             whole = act.size == n
             th = theta if whole else theta[act]
-            terms = self._terms_of(act, th, stopped, theta)                 # d^n / n!
+            terms = self._terms_of(act, th, prev, keep, theta)              # d^n / n!
             M = self.M if whole else self.M[act]
             sax = self.sax if whole else self.sax[act]
             g = sax - np.einsum("ij,ij->i", M[:, :-1], terms) - (th - e.prior_mean) * inv_var
@@ -409,7 +409,8 @@ class _MapRun:
             theta[act], info[act] = new, h
             stop = (moved < e.tol) | ((np.abs(dh) * raw * raw < 0.2 * e.tol * hp) & (np.abs(raw) < cap)
                                       & (new > lo) & (new < hi))
-            stopped, act = act[stop], act[~stop]
+            prev, keep = act, ~stop
+            act = act[keep]
             if not act.size:
                 break
         self.info = info
@@ -417,23 +418,24 @@ class _MapRun:
         done[act] = False
         return self._finish(theta, done)
 
-    def _terms_of(self, act, th, stopped, theta):
-        """:meth:`_terms` of the models ``act`` (abilities ``th``), re-centring also the models ``stopped``.
+    def _terms_of(self, act, th, prev, keep, theta):
+        """:meth:`_terms` of the models ``act`` (abilities ``th``), re-centring also those that just stopped.
 
-        The models far from their reference among ``act`` and ``stopped`` (at ``theta``) are re-centred
-        in one call, in row order, exactly those that :meth:`_terms` of every model would re-centre
-        (the other models have not moved since their last check).
+        ``prev`` (sorted) are the models of the previous iteration and ``keep`` which of them still
+        move (``act = prev[keep]``; None at the first iteration). The models far from their reference
+        among ``prev`` (at ``theta``) are re-centred in one call, in row order, exactly those that
+        :meth:`_terms` of every model would re-centre (the other models have not moved since their
+        last check).
         """
-        if stopped is None or not stopped.size:
+        if prev is None or act.size == prev.size:
             return self._terms(th) if act.size == self.theta_r.size else self._terms_rows(act, th)
-        check = np.union1d(act, stopped)
-        d = theta[check] - self.theta_r[check]
-        far = self.amax[check] * np.abs(d) > self.e.radius
+        d = theta[prev] - self.theta_r[prev]
+        far = self.amax[prev] * np.abs(d) > self.e.radius
         if far.any():
-            rows = check[far]
+            rows = prev[far]
             self._recentre(rows, theta[rows])
             d[far] = 0.0
-        d = d[np.isin(check, act, assume_unique=True)]
+        d = d[keep]
         terms = d[:, None] ** self.dpow
         terms *= self.invfact
         return terms

@@ -40,7 +40,7 @@ from irtlib._typing import ArrayLike, Seed
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
-from . import score_kernel
+from . import maxinfo_kernel, score_kernel
 from .items import ItemModel, TwoPLItems
 
 __all__ = [
@@ -174,6 +174,7 @@ class MaxInformation:
 _information = fisher_information
 
 _SCREEN_TOP = 8          # near-ties (twin items have equal values): confirm this many exactly
+_TWIN_SHARE = 4          # twin groups above cache_size / this make a row's bounds leave twins out (speed only)
 
 
 def _information32(theta32, a32, b32, q32):
@@ -252,6 +253,16 @@ class _MaxInfoRun:
         self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
         self.q32 = self.a32 * self.a32
         self.twin = _twin_labels(a, b) if self.screen else None
+        # rows whose available items include a group of twins (equal a and b) larger than a quarter of the
+        # cache: only there is it worth leaving twins out of the bounds (small groups rarely straddle the cut)
+        self.twinned = None
+        if self.twin is not None:
+            lab = np.sort(np.where(self.unused, self.twin, -1), axis=1)
+            pos = np.arange(lab.shape[1])
+            new = np.ones(lab.shape, dtype=bool)
+            new[:, 1:] = lab[:, 1:] != lab[:, :-1]
+            run = pos - np.maximum.accumulate(np.where(new, pos, 0), axis=1) + 1     # length of each item's run
+            self.twinned = (np.where(lab >= 0, run, 0) > cache_size // _TWIN_SHARE).any(axis=1)
         self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
@@ -259,12 +270,15 @@ class _MaxInfoRun:
             c = self.cache
             # the C kernel evaluates the candidates exactly in one pass (no screen needed there)
             self.kernel = score_kernel.load()
+            self.vector = maxinfo_kernel.load() if self.kernel is not None else None   # the same picks, faster
             self.items = np.zeros((n_models, c), dtype=np.intp)  # candidates, by item id
             self.ca, self.cb = np.ones((n_models, c)), np.zeros((n_models, c))
             self.ca32, self.cb32 = np.ones((n_models, c), np.float32), np.zeros((n_models, c), np.float32)
             self.cq32 = np.ones((n_models, c), np.float32)
             self.used = np.ones((n_models, c), dtype=bool)
             self.ctwin = np.zeros((n_models, c), dtype=np.int32)
+            # guard[m, i]: candidate i's twins with higher indices were left out of the bound (_build)
+            self.guard = np.zeros((n_models, c), dtype=bool)
             self.theta_c = np.full(n_models, np.inf)              # inf: not built yet
             # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
             # the extra last column (+inf) is what a theta outside every radius looks up.
@@ -342,7 +356,10 @@ class _MaxInfoRun:
     def _build(self, rows, th, info32, blocked, a32=None):
         """Candidates: the ``cache`` best unused items (by screened value), and the bounds."""
         c, n = self.cache, info32.shape[1]
-        top = np.sort(np.argpartition(info32, n - c, axis=1)[:, n - c:], axis=1)
+        part = np.argpartition(info32, n - c, axis=1)
+        top = np.sort(part[:, n - c:], axis=1)
+        if self.twin is not None and self.twinned[rows].any():
+            top = self._lowest_ties(info32, part, top)
         self.items[rows] = top
         self.ca[rows], self.cb[rows] = self._cols(self.a, rows, top), self._cols(self.b, rows, top)
         self.ca32[rows], self.cb32[rows] = self.ca[rows], self.cb[rows]
@@ -355,6 +372,8 @@ class _MaxInfoRun:
         # log of the peak a^2 / 4 (both inflated by the screening margin)
         other = ~blocked
         np.put_along_axis(other, top, False, axis=1)
+        if self.twin is not None:
+            self._leave_out_twins(rows, other, top)
         with np.errstate(divide="ignore"):
             base = np.log(np.where(other, info32, np.float32(0.0)) * np.float32(1.0 + self.gap))
         if a32 is None:
@@ -366,12 +385,72 @@ class _MaxInfoRun:
             lim = score_kernel.numpy_radius_bounds(base, a32, peak, self.radii32)
         self.bound[rows, :self.radii.size] = np.exp(lim.astype(float)) * (1.0 + 1e-4)  # undo the logs, rounding margin
 
+    def _lowest_ties(self, info32, part, top):
+        """The candidates with ties at the cut taken lowest index first (twins: the ones argmax reaches first).
+
+        ``argpartition`` keeps an arbitrary part of the items tied with the ``cache``-th largest
+        value; taking the lowest indices instead lets :meth:`_leave_out_twins` drop the others'
+        twins from the bound. Rows with a NaN keep ``top``.
+        """
+        c, n = self.cache, info32.shape[1]
+        thr = np.take_along_axis(info32, part[:, n - c:n - c + 1], 1)
+        eq = info32 == thr
+        need = c - (info32 > thr).sum(axis=1)
+        if (eq.sum(axis=1) == need).all() or np.isnan(info32).any():
+            return top                                     # no tie cut in two: the same set
+        keep = (info32 > thr) | (eq & (np.cumsum(eq, axis=1) <= need[:, None]))
+        return np.nonzero(keep)[1].reshape(-1, c)
+
+    def _leave_out_twins(self, rows, other, top):
+        """Leave out of the bound each non-candidate whose twin label has a candidate of lower index.
+
+        Twins (equal ``a`` and ``b``) have equal information at every ability, and argmax takes the
+        lowest index among them, so while any candidate of a label is unused, its twins of higher
+        index cannot be the choice. Such candidates are marked in ``guard``; when the last unused
+        candidate of a guarded label is used, :meth:`_unguard` voids the row's bounds (a full pass
+        follows). ``other`` (rows x items) is updated in place.
+        """
+        if not self.twinned[rows].any():
+            self.guard[rows] = False
+            return
+        n = other.shape[1]
+        ctw = self.ctwin[rows]
+        twin = self._rows(self.twin, rows)
+        if twin.ndim == 1:
+            twin = np.broadcast_to(twin, other.shape)
+        r = np.arange(rows.size)[:, None]
+        last = np.full((rows.size, n), -1, dtype=np.intp)          # per label: its last candidate's index
+        np.maximum.at(last, (np.broadcast_to(r, top.shape), ctw.astype(np.intp)), top)
+        at = np.take_along_axis(last, twin.astype(np.intp), 1)       # each item's label's last candidate
+        dominated = other & (at >= 0) & (np.arange(n)[None, :] > at)
+        if not dominated.any():
+            self.guard[rows] = False
+            return
+        other &= ~dominated
+        has = np.zeros((rows.size, n), dtype=bool)
+        rr, jj = np.nonzero(dominated)
+        has[rr, twin[rr, jj]] = True
+        self.guard[rows] = np.take_along_axis(has, ctw.astype(np.intp), 1)
+
+    def _unguard(self, rows, slots):
+        """Void the bounds of ``rows`` whose just-used candidate ``slots`` left their guarded label without one."""
+        g = self.guard[rows, slots]
+        if not g.any():
+            return
+        rows, slots = rows[g], slots[g]
+        lab = self.ctwin[rows, slots]
+        left = ((self.ctwin[rows] == lab[:, None]) & ~self.used[rows]).any(axis=1)
+        self.bound[rows[~left]] = np.inf
+
     def _candidates(self, theta):
         """Best unused candidate of every model.
 
         Returns (column, a value certainly not above its exact information). With the C kernel
-        (:func:`irtlib.selection.score_kernel.best_candidates`) the exact argmax and its exact value.
+        (:func:`irtlib.selection.score_kernel.best_candidates`, or its four-lane form
+        :func:`irtlib.selection.maxinfo_kernel.best_candidates`) the exact argmax and its exact value.
         """
+        if self.vector is not None:
+            return maxinfo_kernel.best_candidates(self.vector, theta, self.ca, self.cb, self.used)
         if self.kernel is not None:
             return score_kernel.best_candidates(self.kernel, theta, self.ca, self.cb, self.used)
         if not self.screen:
@@ -417,7 +496,11 @@ class _MaxInfoRun:
         if self.cache:
             self.used[hit, k_hit] = True       # a candidate's own column (candidates are distinct items)
             redone = pending[out[pending] >= 0]  # rebuilt lists: wherever the chosen item is among them
-            self.used[redone] |= self.items[redone] == out[redone][:, None]
+            mine = self.items[redone] == out[redone][:, None]
+            self.used[redone] |= mine
+            if self.twin is not None:
+                inside = mine.any(axis=1)
+                self._unguard(np.r_[hit, redone[inside]], np.r_[k_hit, np.argmax(mine[inside], axis=1)])
         self.left[got] -= 1
         return out
 

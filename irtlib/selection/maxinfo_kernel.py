@@ -1,0 +1,144 @@
+"""Maximum information's cached candidates, ranked four at a time: the same choice, fewer library calls.
+
+:class:`irtlib.selection.selectors.MaxInformation` evaluates every model's cached candidates (its
+most informative unused items) at every step of an adaptive test (paper, section "Adaptive
+selection (Algorithm 1)": the item of largest ``a^2 P (1 - P)``).
+:func:`irtlib.selection.score_kernel.best_candidates` first ranks them with one call of the C
+library's ``exp`` each, then evaluates exactly the few near the largest. :func:`best_candidates`
+here ranks them with an exponential of its own, four candidates per AVX2 instruction (a
+polynomial accurate to a relative 1e-12, far inside the 1e-9 margin it leaves), then evaluates
+exactly, with the C library's ``exp`` and :func:`irtlib.core.kernels.fisher_information`'s
+operations, every candidate within that margin of the largest: the argmax and its value are
+numpy's, bit for bit (``_maxinfo_kernel.c`` beside this module says why).
+
+Compiled like :mod:`irtlib.selection.score_kernel` (the same compiler driver and flags). The first
+:func:`load` of a process compares the kernel with :func:`numpy_best` on random candidates (twins,
+used ones, NaN and infinite parameters, abilities far from every item, row lengths 1 to 13 and
+long ones) and returns it only if every pick and value is equal; otherwise, or without a
+compiler, or on a processor without AVX2 (the vectors four lanes wide, without which this pass is
+slower than the scalar one), or with ``IRTLIB_MAXINFO_KERNEL=0``, the selector keeps
+:func:`~irtlib.selection.score_kernel.best_candidates` (no warning: the choices are the same).
+
+Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver) and ``core``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+from irtlib.core.kernels import fisher_information
+
+__all__ = ["SOURCE", "load", "best_candidates", "numpy_best", "random_case"]
+
+SOURCE = Path(__file__).with_name("_maxinfo_kernel.c")
+
+_LOADED: dict = {}
+
+
+def _bind(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.best_candidates4.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
+    lib.best_candidates4.restype = None
+    lib.maxinfo_vector_width.argtypes = []
+    lib.maxinfo_vector_width.restype = i64
+    return lib
+
+
+def best_candidates(lib: ctypes.CDLL, theta: np.ndarray, ca: np.ndarray, cb: np.ndarray,
+                    used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's most informative unused candidate and its exact information (:func:`numpy_best`).
+
+    Parameters
+    ----------
+    lib : the loaded kernel (:func:`load`)
+    theta : ndarray, shape (n,)
+    ca, cb : ndarray, shape (n, c), C-contiguous float64
+    used : ndarray of bool, shape (n, c), C-contiguous
+
+    Returns
+    -------
+    k : ndarray of int, shape (n,)
+        numpy's argmax of the exact information with used candidates at ``-inf`` (0 when all are used).
+    best : ndarray, shape (n,)
+        Its value (``-inf`` where every candidate is used).
+    """
+    n, c = ca.shape
+    if cb.shape != (n, c) or used.shape != (n, c):
+        raise ValueError(f"ca, cb and used must have one shape, got {ca.shape}, {cb.shape} and {used.shape}")
+    if not (ca.flags.c_contiguous and cb.flags.c_contiguous and used.flags.c_contiguous):
+        raise ValueError("ca, cb and used must be C-contiguous")
+    if ca.dtype != np.float64 or cb.dtype != np.float64 or used.dtype != np.bool_:
+        raise ValueError("ca and cb must be float64 and used bool")
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    if theta.shape != (n,):
+        raise ValueError(f"theta must have shape ({n},), got {theta.shape}")
+    k, best = np.empty(n, dtype=np.int64), np.empty(n)
+    work = np.empty(max(c, 1))
+    lib.best_candidates4(n, c, theta.ctypes.data, ca.ctypes.data, cb.ctypes.data, used.ctypes.data, k.ctypes.data,
+                         best.ctypes.data, work.ctypes.data)
+    return k, best
+
+
+def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`best_candidates` returns, in numpy: the argmax of the exact information, used at ``-inf``."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        info = np.where(used, -np.inf, fisher_information(np.asarray(theta, dtype=float)[:, None], ca, cb))
+    k = np.argmax(info, axis=1)
+    return k, info[np.arange(k.size), k]
+
+
+def random_case(rng: np.random.Generator, n: int, c: int, *, spread: float = 1.0,
+                wild: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Random candidates ``theta, ca, cb, used`` like a selector's (the loader's and the tests' input).
+
+    Discriminations log-normal, difficulties Normal with sd ``1.5 spread``, abilities in [-4, 4];
+    every 17th candidate a twin of its left neighbour (equal ``a`` and ``b``), 30% used, the first
+    row all used. ``wild``: a few NaN and infinite parameters, a row with an infinite ability and
+    one with candidates far beyond ``exp``'s range.
+    """
+    ca = np.exp(rng.normal(0.0, 0.6, (n, c)))
+    cb = rng.normal(0.0, 1.5 * spread, (n, c))
+    twin = np.arange(1, c, 17)
+    ca[:, twin], cb[:, twin] = ca[:, twin - 1], cb[:, twin - 1]
+    used = rng.random((n, c)) < 0.3
+    used[0] = True
+    theta = rng.uniform(-4.0, 4.0, n)
+    if wild and n >= 4:
+        ca[rng.random((n, c)) < 0.003] = np.nan
+        cb[rng.random((n, c)) < 0.003] = np.inf
+        theta[1] = np.inf
+        cb[2, ::2] = 900.0
+    return theta, ca, cb, used
+
+
+def _matches_numpy(lib: ctypes.CDLL) -> bool:
+    """Whether :func:`best_candidates` equals :func:`numpy_best` on :func:`random_case` inputs."""
+    rng = np.random.default_rng(20261203)
+    cases = [(64, 256, 1.0, True), (16, 37, 0.01, False), (32, 300, 30.0, True), (40, 256, 0.0, False)]
+    cases += [(8, c, 1.0, False) for c in range(1, 14)]
+    for n, c, spread, wild in cases:
+        theta, ca, cb, used = random_case(rng, n, c, spread=spread, wild=wild)
+        k, best = best_candidates(lib, theta, ca, cb, used)
+        k0, best0 = numpy_best(theta, ca, cb, used)
+        if not (np.array_equal(k, k0) and np.array_equal(best, best0, equal_nan=True)):
+            return False
+    return True
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (no compiler, ``IRTLIB_MAXINFO_KERNEL=0``, or choices unlike numpy's).
+
+    Decided once per process.
+    """
+    from irtlib.calibration.fused_kernel import verified
+
+    return verified(SOURCE, _bind, switch="IRTLIB_MAXINFO_KERNEL", matches=_matches_vector, cache=_LOADED)
+
+
+def _matches_vector(lib: ctypes.CDLL) -> bool:
+    """Compiled four lanes wide (AVX2: narrower, it is slower than the scalar kernel) and equal to numpy."""
+    return lib.maxinfo_vector_width() == 4 and _matches_numpy(lib)
