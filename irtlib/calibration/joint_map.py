@@ -32,8 +32,8 @@ __all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "fit_map_after_item
 #: and py-irt as the paper's released code runs it ("pyirt-authors").
 ENGINES = ("pyirt", "map", "pyirt-authors")
 
-#: What ``engine="pyirt-authors"`` fixes (SUMMARY.md, "What the authors' released code does",
-#: Calibration): py-irt's hierarchical priors, py-irt's default learning-rate decay, best epoch.
+#: What ``engine="pyirt-authors"`` fixes (the authors' released code):
+#: py-irt's hierarchical priors, py-irt's default learning-rate decay, best epoch.
 AUTHORS_PYIRT = {"priors": "hierarchical", "lr_decay": 0.9999, "best": True}
 
 
@@ -669,8 +669,7 @@ def fit_2pl(matrix: ResponseMatrix, *, engine: str = "pyirt", seed: int = 0, epo
         ``lr``. ``"map"`` finds the joint posterior mode of the same model and priors by Fisher
         scoring (:func:`fit_map`): deterministic, and about two orders of magnitude faster,
         which is what the agreement protocol's per-split refits need. ``"pyirt-authors"`` runs
-        py-irt as the paper's released code does (SUMMARY.md, "What the authors' released code
-        does", Calibration): py-irt's hierarchical priors
+        py-irt as the authors' released code does: py-irt's hierarchical priors
         (:class:`~irtlib.calibration.pyirt.HierarchicalTwoParamLog`), learning-rate decay 0.9999 per
         epoch, and the parameters after the epoch with the lowest loss (py-irt's ``best_params``);
         on SimpleSafetyTests it reproduces the authors' own per-split fits to about 1e-5. For many

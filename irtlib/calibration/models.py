@@ -1,7 +1,7 @@
 """The fast MAP engine for the Rasch (1PL), 2PL and 3PL models, and their comparison on held-out data.
 
 The paper fits a 2PL and rejects the 1PL because "it forces equal discrimination, and safety
-items vary a lot" (SUMMARY.md, section "Model: 2PL"); it does not try a 3PL, although two of its
+items vary a lot" (the paper's model section); it does not try a 3PL, although two of its
 benchmarks are multiple choice, where a model that guesses is sometimes right (a lower asymptote).
 This module fits all three with the same priors as the paper's 2PL and compares them on held-out
 responses.

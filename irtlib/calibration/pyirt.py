@@ -21,7 +21,7 @@ the priors, seeding, suppression of console output and mapping the results back
 to the rows and columns of the input matrix.
 
 :class:`HierarchicalTwoParamLog` is the 2PL as the paper's *released code* fits it
-(SUMMARY.md, "What the authors' released code does", Calibration): py-irt's
+(the authors' released code): py-irt's
 hierarchical priors, run by ``fit_pyirt(..., priors="hierarchical", lr_decay=0.9999,
 best=True)`` (``fit_2pl(engine="pyirt-authors")``).
 
@@ -210,7 +210,7 @@ class PaperTwoParamLog(IrtModel):
         }
 
 
-#: Hyper-priors of the hierarchical 2PL (SUMMARY.md, authors' code, Calibration): every location
+#: Hyper-priors of the hierarchical 2PL (the authors' released code): every location
 #: ``mu ~ Normal(0, HYPER_LOC_SD)``, every inverse scale ``u ~ Gamma(*HYPER_GAMMA)``.
 HYPER_LOC_SD = 1.0e6
 HYPER_GAMMA = (1.0, 1.0)
@@ -221,7 +221,7 @@ HYPER_GUIDE_INIT_SCALE = 10.0
 class HierarchicalTwoParamLog(PaperTwoParamLog):
     """2PL IRT model with py-irt's hierarchical priors, as the paper's released code fits it.
 
-    Generative model (SUMMARY.md, "What the authors' released code does", Calibration)::
+    Generative model (the authors' released code)::
 
         mu_b, mu_theta, mu_a ~ Normal(0, 1e6)
         u_b, u_theta, u_a    ~ Gamma(1, 1)            (inverse scales: the sd is 1 / u)
@@ -416,7 +416,7 @@ def fit_pyirt(
     priors : {"paper", "hierarchical"}, default "paper"
         ``"paper"``: the paper's fixed priors (:class:`PaperTwoParamLog`). ``"hierarchical"``:
         py-irt's hierarchical priors as the authors' released code fits them
-        (:class:`HierarchicalTwoParamLog`; SUMMARY.md, "What the authors' released code does").
+        (:class:`HierarchicalTwoParamLog`; the authors' released code).
         With ``"hierarchical"`` the observations are handed to py-irt model by model (row-major),
         the order of ``Dataset.from_jsonlines`` on the authors' files, so that the summation order
         of the loss is theirs as well.

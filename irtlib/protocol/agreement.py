@@ -47,7 +47,7 @@ Choices the paper leaves open (all parameters of :func:`run_protocol` or
 
 The protocol as written and as run (``protocol=``, :mod:`irtlib.protocol.presets`): ``"paper"`` (the
 default) is everything above; ``"authors"`` follows the authors' released code where it differs
-(SUMMARY.md, "What the authors' released code does"): their split rule, test sizes and budget
+(the authors' released code): their split rule, test sizes and budget
 grid per benchmark, the filtered reference, undefined rho dropped and +-1 SE bands, Fluid by MLE
 from the training mean, one shared random order per split, the interleaved b-quartile order and a
 fresh FasterPAM per budget. Calibration of every split runs in one :func:`calibrate_splits` call
@@ -370,7 +370,7 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
     list of (a, b)
         Per split, arrays of shape ``(n_items,)``; NaN for items no training row of the split saw
         (they leave that split's pool). Training abilities are not returned: the protocol takes
-        the MAP on all items given ``(a, b)`` (SUMMARY.md: py-irt's abilities are discarded).
+        the MAP on all items given ``(a, b)`` (the authors' released code: py-irt's abilities are discarded).
     """
     x = np.asarray(values, float)
     rows = [np.asarray(r, dtype=np.intp) for r in train_rows]

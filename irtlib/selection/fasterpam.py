@@ -1,6 +1,6 @@
 """FasterPAM (Schubert and Rousseeuw) from the ``kmedoids`` package's compiled core, without scikit-learn.
 
-Anchor Points (paper, appendix D; SUMMARY.md, "Methods") run the ``kmedoids`` package's FasterPAM.
+Anchor Points (paper, appendix D; the authors' released code) run the ``kmedoids`` package's FasterPAM.
 Importing that package imports scikit-learn's ``base`` (for its scikit-learn-style estimator class),
 and with it ``scipy.stats``: about 1.4 CPU s per fresh process, paid by every protocol worker. The
 clustering itself is the package's compiled extension ``kmedoids.kmedoids``; this module loads that

@@ -580,7 +580,7 @@ def b_quantile_bins(b: ArrayLike, n_bins: int = 4) -> np.ndarray:
     Edges are the ``0, 1/n_bins, ..., 1`` quantiles of ``b`` (linear interpolation); bins are
     right-closed intervals ``(e_i, e_(i+1)]``, the first one closed on the left too; repeated edges
     are merged (qcut's ``duplicates="drop"``), so there may be fewer than ``n_bins`` bins. This is
-    the authors' binning (SUMMARY.md, "Methods": b-quartile Marginal Fisher); unlike
+    the authors' binning (the authors' released code: b-quartile Marginal Fisher); unlike
     :func:`b_quartile_bins` (equal counts by rank), items tied on an edge share a bin.
 
     Returns
@@ -653,7 +653,7 @@ def marginal_fisher_bq_interleaved(a: ArrayLike, b: ArrayLike, theta_train: Arra
     The unconstrained greedy order of every item (:func:`marginal_fisher`) is cut into bins by the
     quantiles of ``b`` (:func:`b_quantile_bins`) and interleaved round-robin, lowest-``b`` bin
     first, each bin keeping its greedy order (:func:`interleave_bins`); the first ``k`` items are
-    the subset (SUMMARY.md, "Methods"). Nested. The greedy runs only as far as the first ``k``
+    the subset (the authors' released code). Nested. The greedy runs only as far as the first ``k``
     interleaved items need (:func:`interleave_quota`), not through every item: the same subset.
 
     Parameters
@@ -675,7 +675,7 @@ def correlation_distances(train_values: ArrayLike) -> np.ndarray:
     """The authors' item distances: ``1 - r`` with ``r = numpy.corrcoef`` over the training models.
 
     An undefined ``r`` (a constant item) is taken as 0 (distance 1, also between two constant
-    items), the result clipped to [0, 2] with a zero diagonal (SUMMARY.md, "Methods": Anchor
+    items), the result clipped to [0, 2] with a zero diagonal (the authors' released code: Anchor
     Points). Shape ``(n_items, n_items)``; needs complete responses.
     """
     x = np.asarray(train_values, float)
@@ -696,7 +696,7 @@ def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int
     vectors (``numpy.corrcoef``), an undefined ``r`` (a constant item) taken as 0, clipped to
     [0, 2], zero diagonal; for each ``k`` the ``kmedoids`` package's FasterPAM from a random
     initialisation with ``random_state=seed`` (42), single-threaded; each medoid weighted by its
-    cluster's size (SUMMARY.md, "Methods": weight = cluster size / items, score = weighted sum,
+    cluster's size (the authors' released code: weight = cluster size / items, score = weighted sum,
     which :func:`score_subset`'s weighted mean with these weights equals). Not nested, and not
     warm-started (unlike :func:`anchor_points_path`).
 
