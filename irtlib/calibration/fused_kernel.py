@@ -121,14 +121,16 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
     return target
 
 
-def _source_bytes(source: Path) -> bytes:
-    """The C file's bytes followed by those of every local header it includes (``#include "name.h"``, beside it).
+def _source_bytes(source: Path, *, seen: frozenset = frozenset()) -> bytes:
+    """The C file's bytes, then those of every local file it includes, and of the files those include.
 
-    Part of the compiled library's name, so that a changed header builds a new library.
+    Local means ``#include "name"``, beside the including file; each path is read once per chain. Part of the compiled library's name, so that a changed header builds a new library.
     """
     text = source.read_bytes()
-    headers = re.findall(rb'^\s*#\s*include\s+"([^"]+)"', text, flags=re.MULTILINE)
-    return text + b"".join((source.parent / h.decode()).read_bytes() for h in headers)
+    seen = seen | {source.resolve()}
+    included = [source.parent / h.decode() for h in re.findall(rb'^\s*#\s*include\s+"([^"]+)"', text,
+                                                                flags=re.MULTILINE)]
+    return text + b"".join(_source_bytes(f, seen=seen) for f in included if f.resolve() not in seen)
 
 
 def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str) -> ctypes.CDLL | None:

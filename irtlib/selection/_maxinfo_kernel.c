@@ -25,22 +25,7 @@
 #include <string.h>
 
 
-static inline double exact_information(double aj, double bj, double th)
-{
-    double z = th - bj;
-    z = aj * z;
-    const double s = 1.0 / (1.0 + exp(-z));
-    const double q = 1.0 / (1.0 + exp(z));
-    double w = aj * aj;
-    w = w * s;
-    return w * q;
-}
-
-/* numpy's argmax step: w replaces the best so far when larger, or the first NaN. */
-static inline int better(double w, double top)
-{
-    return w > top || (isnan(w) && !isnan(top));
-}
+#include "_exact_information.h"
 
 /* exp(x) for -700 <= x <= 0 (lanes outside give garbage; the caller never uses them): x = n ln2 + r,
  * |r| <= ln2 / 2 (ln2 in two parts, Cody and Waite), the Taylor polynomial of degree 11 in r by

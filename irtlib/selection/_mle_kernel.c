@@ -211,22 +211,7 @@ int64_t mle_estimate(int64_t n, int64_t t, int64_t ld, const double *X, const do
  * exactly (twins with equal a and b: all of them, so the first wins as in numpy). A row whose
  * largest first-pass value is below 1e-280 or not a number is evaluated exactly whole.
  */
-static inline double exact_information(double aj, double bj, double th)
-{
-    double z = th - bj;
-    z = aj * z;
-    const double s = 1.0 / (1.0 + exp(-z));
-    const double q = 1.0 / (1.0 + exp(z));
-    double w = aj * aj;
-    w = w * s;
-    return w * q;
-}
-
-/* numpy's argmax step: w replaces the best so far when larger, or the first NaN. */
-static inline int better(double w, double top)
-{
-    return w > top || (isnan(w) && !isnan(top));
-}
+#include "_exact_information.h"
 
 void best_candidates(int64_t n, int64_t c, const double *theta, const double *ca, const double *cb,
                      const uint8_t *used, int64_t *k, double *best, double *work)
