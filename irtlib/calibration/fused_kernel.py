@@ -124,7 +124,8 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
 def _source_bytes(source: Path, *, seen: frozenset = frozenset()) -> bytes:
     """The C file's bytes, then those of every local file it includes, and of the files those include.
 
-    Local means ``#include "name"``, beside the including file; each path is read once per chain. Part of the compiled library's name, so that a changed header builds a new library.
+    Local means ``#include "name"``, beside the including file; each path is read once per chain.
+    Part of the compiled library's name, so that a changed header builds a new library.
     """
     text = source.read_bytes()
     seen = seen | {source.resolve()}
