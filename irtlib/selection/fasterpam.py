@@ -64,8 +64,7 @@ def core() -> ModuleType | None:
     return _LOADED["core"]
 
 
-def _result(out) -> tuple[float, np.ndarray, np.ndarray]:
-    loss, labels, medoids = out[0], out[1], out[2]
+def _result(loss, medoids, labels) -> tuple[float, np.ndarray, np.ndarray]:
     return float(loss), np.asarray(medoids, dtype=np.intp), np.asarray(labels, dtype=np.intp)
 
 
@@ -93,9 +92,10 @@ def random_fasterpam(diss: np.ndarray, k: int, *, seed: int,
         import kmedoids
 
         res = kmedoids.fasterpam(diss, int(k), max_iter=max_iter, init="random", random_state=int(seed), n_cpu=1)
-        return float(res.loss), np.asarray(res.medoids, dtype=np.intp), np.asarray(res.labels, dtype=np.intp)
+        return _result(res.loss, res.medoids, res.labels)
     init = np.random.RandomState(int(seed)).choice(diss.shape[0], int(k), False).astype(np.uintp)
-    return _result(lib._rand_fasterpam_f64(diss, init, int(max_iter), int(seed)))
+    loss, labels, medoids = lib._rand_fasterpam_f64(diss, init, int(max_iter), int(seed))[:3]
+    return _result(loss, medoids, labels)
 
 
 def fasterpam_from(diss: np.ndarray, medoids: np.ndarray, *,
@@ -114,5 +114,6 @@ def fasterpam_from(diss: np.ndarray, medoids: np.ndarray, *,
         import kmedoids
 
         res = kmedoids.fasterpam(diss, medoids, max_iter=max_iter, n_cpu=1)
-        return float(res.loss), np.asarray(res.medoids, dtype=np.intp), np.asarray(res.labels, dtype=np.intp)
-    return _result(lib._fasterpam_f64(diss, medoids, int(max_iter)))
+        return _result(res.loss, res.medoids, res.labels)
+    loss, labels, medoids = lib._fasterpam_f64(diss, medoids, int(max_iter))[:3]
+    return _result(loss, medoids, labels)
