@@ -46,7 +46,7 @@
 # third-party modules once (tools/kernel_forkserver.py; it lives in _build/kernel-server/ and ends with
 # the make that started it); IRTBOOK_FORK_KERNEL=0 starts an ordinary kernel per page instead.
 # Chapters run with the repository root as working directory.  A chapter is re-executed
-# when its .md, any irtlib/**/*.py, a git-tracked file under data/, or the papermill
+# when its .md, any irtlib/**/*.py or C kernel, a git-tracked file under data/, or the papermill
 # arguments (QUICK, PARAMS) change.
 # After upgrading dependencies run `make clean` to re-execute everything.
 
@@ -172,8 +172,10 @@ EXECUTED_COLLECTORS := $(EXECUTED_SCORECARD) $(EXECUTED_LAST)
 EXECUTED := $(EXECUTED_CHAPTERS) $(EXECUTED_COLLECTORS)
 
 # Library sources and the data files tracked by git (the committed release under data/;
-# untracked downloads do not count): changing any of them re-executes every chapter.
+# untracked downloads do not count): changing any of them, or a C kernel, re-executes every chapter.
 LIB_SRC := $(shell find irtlib bookkit -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
+# The C kernels the library compiles at run time (and their headers) compute too.
+KERNEL_SRC := $(shell find irtlib -name '*.c' -o -name '*.h' 2>/dev/null | sort)
 # Not data/README.md: the datasheet is a page of the book (tools/make_build_tree.py), not an input.
 DATA_SRC := $(filter-out data/README.md,$(wildcard $(shell git ls-files data 2>/dev/null)))
 
@@ -240,7 +242,7 @@ paper-data: $(VENV_STAMP)
 STAGE_CACHE := _build/cache
 STAGE_STAMP := $(if $(wildcard bookkit/irtbook/split_stage.py),$(STAGE_CACHE)/.stage-$(QUICK_VALUE))
 ifneq ($(STAGE_STAMP),)
-$(STAGE_STAMP): $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
+$(STAGE_STAMP): $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	$(VPY) -m irtbook.split_stage $(if $(filter True,$(QUICK_VALUE)),--quick) --cache-dir $(STAGE_CACHE) \
 		--workers $(JOBS)
 	@touch $@
@@ -248,7 +250,7 @@ endif
 stage: $(STAGE_STAMP)
 
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
-$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(DATA_SRC) $(PARAMS_STAMP) $(STAGE_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
+$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) $(STAGE_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
 
 # The results page and the scorecard run after all chapters and collect their claims; the

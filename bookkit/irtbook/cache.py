@@ -66,14 +66,23 @@ def source_roots() -> tuple[tuple[str, Path], ...]:
     return (("", library), ("book/", Path(__file__).resolve().parent))
 
 
+#: Source files that compute: Python modules and the C kernels they compile (with their headers).
+SOURCE_PATTERNS = ("*.py", "*.c", "*.h")
+
+#: Environment switches that change computed numbers (an opt-in kernel): part of every entry's key
+#: when set, so results computed with and without them are never mixed.
+RESULT_SWITCHES = ("IRTLIB_MLE_VECTOR_EXP",)
+
+
 def _source_files() -> list[tuple[str, Path]]:
-    """Every module of irtlib and of this package: ``(relative name, path)``, sorted by path.
+    """Every module and C source of irtlib and of this package: ``(relative name, path)``, sorted by path.
 
     irtlib's modules are named relative to its package (``protocol/agreement.py``), the book's own
     under ``book/`` (``book/compare.py``), as when they were one package.
     """
     return [(prefix + p.relative_to(root).as_posix(), p)
-            for prefix, root in source_roots() for p in sorted(root.rglob("*.py"))]
+            for prefix, root in source_roots()
+            for p in sorted(f for pattern in SOURCE_PATTERNS for f in root.rglob(pattern))]
 
 
 def presentation_modules() -> tuple[str, ...]:
@@ -83,7 +92,7 @@ def presentation_modules() -> tuple[str, ...]:
 
 @lru_cache(maxsize=1)
 def library_fingerprint() -> str:
-    """SHA-256 over the contents of every module of irtlib and of the book's package that computes.
+    """SHA-256 over the contents of every module and C source of irtlib and of the book's package that computes.
 
     Presentation-only modules (:func:`is_presentation`) are left out.
     """
@@ -109,7 +118,9 @@ def array_checksum(*arrays) -> str:
 
 def cache_path(key: Any, cache_dir: str | os.PathLike) -> Path:
     """Where :func:`cached` keeps the value of ``key`` under this version of the library (it may not exist yet)."""
-    digest = hashlib.sha256((library_fingerprint() + repr(key)).encode()).hexdigest()[:32]
+    switches = {name: os.environ[name] for name in RESULT_SWITCHES if name in os.environ}
+    digest = hashlib.sha256((library_fingerprint() + repr(key) + (repr(switches) if switches else "")).encode())
+    digest = digest.hexdigest()[:32]
     return Path(cache_dir) / f"{digest}.pkl"
 
 

@@ -118,8 +118,22 @@ def test_presentation_modules_stay_out_of_the_fingerprint(tmp_path, monkeypatch)
     changed = fingerprint()
     assert changed != before
     append("protocol/savings.py", "\n__presentation__ = True\n")  # marking a module takes it out
-    assert fingerprint() != changed
+    marked = fingerprint()
+    assert marked != changed
+    append("selection/_exact_information.h", "\n/* edited */\n")   # a C kernel's header computes too
+    assert fingerprint() != marked
     cache.library_fingerprint.cache_clear()
+
+
+def test_a_result_switch_in_the_environment_changes_every_key(tmp_path, monkeypatch):
+    from irtbook import cache
+
+    monkeypatch.delenv("IRTLIB_MLE_VECTOR_EXP", raising=False)
+    plain = cache.cache_path(("protocol", 1), tmp_path)
+    monkeypatch.setenv("IRTLIB_MLE_VECTOR_EXP", "1")
+    assert cache.cache_path(("protocol", 1), tmp_path) != plain
+    monkeypatch.delenv("IRTLIB_MLE_VECTOR_EXP")
+    assert cache.cache_path(("protocol", 1), tmp_path) == plain
 
 
 def test_entries_use_the_one_atomic_writer(tmp_path, monkeypatch):
