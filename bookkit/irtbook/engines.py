@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from irtbook.words import engine_noun, engine_short
+from irtbook.words import engine_noun, engine_short, names_phrase
 
 #: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
 __all__ = ["alternatives", "engine_table", "agreement_phrase", "least_agreement_phrase", "seconds_phrase",
-           "count_phrase", "direction", "names_phrase"]
+           "count_phrase", "direction", "names_phrase"]   # names_phrase: irtbook.words
 
 _PARAMS = (("theta", "θ"), ("b", "b"), ("a", "a"))
 
@@ -116,8 +116,3 @@ def direction(diff: float, *, tol: float = 0.0, above: str = "higher than", belo
     """A comparison word computed from a difference (``diff`` = left - right), ``equal`` within ``tol``."""
     return above if diff > tol else below if diff < -tol else equal
 
-
-def names_phrase(names: Sequence[str]) -> str:
-    """``"A"``, ``"A and B"``, ``"A, B and C"``; ``"none"`` for no names."""
-    names = list(names)
-    return "none" if not names else names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

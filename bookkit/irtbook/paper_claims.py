@@ -26,7 +26,7 @@ from irtlib.datasets import paper
 
 from . import provenance
 from . import scorecard as sc
-from .words import ENGINE_SHORT
+from .words import ENGINE_SHORT, names_phrase, number_word
 
 __all__ = ["by_kind", "kind_of", "why_note", "fit_claims", "random_meets_k", "ceiling_counts", "ceiling_pair",
            "ceiling_claims", "discrimination_claims", "exception_claims", "airbench_claims", "table2_claims",
@@ -247,6 +247,23 @@ def _paper_count(b: str) -> int | None:
     return None if n is None else int(n)
 
 
+def _paper_ceiling_counts() -> str:
+    """The paper's counts at the ceiling in words, from :data:`irtlib.datasets.paper.CEILING`.
+
+    >>> _paper_ceiling_counts()
+    '67 of 77 on Anthropic Red Team, 19 on HarmBench, none on AIR-Bench 2024, SafetyBench and WMDP (Bio)'
+    """
+    counts = {b: n for b in paper.CEILING if (n := _paper_count(b)) is not None}
+    some = [f"{n} on {paper.DISPLAY_NAMES[b]}" for b, n in counts.items() if n]
+    first = next((b for b, n in counts.items() if n), None)
+    if first is not None:                      # the first count with its total: "67 of 77 on ..."
+        some[0] = some[0].replace(" on ", f" of {paper.CEILING[first]['n_models']} on ", 1)
+    none = sorted(paper.DISPLAY_NAMES[b] for b, n in counts.items() if not n)
+    if none:
+        some.append("none on " + names_phrase(none))
+    return ", ".join(some)
+
+
 def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> list[Claim]:
     """Ceiling separation: the counts, the theta span, the five-SD pair, theta separating the ceiling.
 
@@ -288,8 +305,7 @@ def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -
         evidence = "; ".join(f"{name[b]}: {counted[b]['at_least']} of {counted[b]['n_models']} at or above {c} "
                              f"(paper {_paper_count(b)}; {counted[b]['above']} strictly above)" for b in counted)
         v = sc.count_verdict([counted[b]["at_least"] for b in counted], [_paper_count(b) for b in counted])
-        out.append(Claim(f"Models at or above {c}: 67 of 77 on Anthropic Red Team, 19 on HarmBench, none on "
-                         "AIR-Bench 2024, SafetyBench and WMDP-Bio", "Ceiling separation (Results)",
+        out.append(Claim(f"Models at or above {c}: {_paper_ceiling_counts()}", "Ceiling separation (Results)",
                          provenance.describe({b: group[b] for b in counted}), evidence, "{ref}`ch-ceiling`",
                          v, "count", id=f"ceiling_counts_{kind}", kind=kind,
                          note=why_note(v, {b: group[b] for b in counted})))
@@ -317,7 +333,8 @@ def _anthropic_ceiling_claims(bench, calibration, *, kind: str, engine: str) -> 
     v = sc.value_verdict(pair["gap_max_sd"], paper.numbers()[ref], decimals=paper.printed_decimals(ref),
                          close=paper.close_band(ref))
     out.append(Claim(
-        "Two Anthropic Red Team models scoring 0.957 and 0.999 differ by almost five SD units of theta",
+        "Two Anthropic Red Team models scoring {:.3f} and {:.3f} differ by almost {} SD units of theta".format(
+            *paper.CEILING[art]["example_pair_scores"], number_word(int(paper.numbers()[ref]))),
         source, data,
         f"models scoring {pair['low_score']:.3f} and {pair['high_score']:.3f}: {pair['gap_max_sd']:.2f} SD of "
         f"theta ({pair['gap_max']:.2f} units of theta; largest gap over tied candidates)", where, v, "value",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .words import names_phrase
+
 __all__ = ["KIND_WORDS", "HAS_REAL", "kinds", "describe", "caption", "fallback_banner", "real_expected", "all_real",
            "short_label"]
 
@@ -68,10 +70,7 @@ def short_label(bench) -> str:
 
 
 def _names(benches, ids) -> str:
-    names = [_display(benches[b]) for b in ids]
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
+    return names_phrase([_display(benches[b]) for b in ids], empty="")
 
 
 def describe(benches: Mapping) -> str:

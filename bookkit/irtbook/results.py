@@ -14,6 +14,7 @@ import re
 import pandas as pd
 
 from . import scorecard as sc
+from .words import names_phrase
 
 #: Presentation only: a change here cannot change a computed number (irtbook.cache leaves it out).
 __presentation__ = True
@@ -77,6 +78,20 @@ def reason(claim) -> str:
     return clause
 
 
+def _first_clause(text: str) -> str:
+    """``text`` up to its first ``"; "`` outside parentheses (a clause's own aside stays whole).
+
+    >>> _first_clause("HarmBench: 19 of 77 (paper 19; 20 strictly above); WMDP (Bio): 0 of 29")
+    'HarmBench: 19 of 77 (paper 19; 20 strictly above)'
+    """
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth <= 0 and text.startswith("; ", i):
+            return text[:i]
+    return text
+
+
 _INTERVAL = re.compile(r"\s*\(95% Monte Carlo interval[^)]*\)")
 
 
@@ -88,7 +103,7 @@ def ours(evidence: str) -> str:
     >>> ours("our k: 25 (+1 grid steps); the unrounded mean reaches 0.90 at k = 25")
     'our k: 25 (+1 grid steps)'
     """
-    first = str(evidence).split("; ")[0]
+    first = _first_clause(str(evidence))
     first = _INTERVAL.sub("", first)
     return re.sub(r"^ours\s+", "", first).strip()
 
@@ -117,10 +132,26 @@ def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: The limits of :data:`LIMIT_REASONS` that a table's data column already states.
+DATA_LIMITS = ("subset", "unreleased")
+
+
+def _without_data_limits(why: str) -> str:
+    """``why`` without a clause the row's data column already says (a subset, the simulated release).
+
+    >>> _without_data_limits("fails on more than half of the benchmarks; rests on a subset of the paper's models")
+    'fails on more than half of the benchmarks'
+    """
+    for key in DATA_LIMITS:
+        why = why.replace(f"; {LIMIT_REASONS[key][1]}", "")
+    return why
+
+
 def results_markdown(frame: pd.DataFrame, *, with_data: bool = False) -> str:
     """A MyST table of :func:`results_frame` rows (the section column links to the chapter).
 
-    ``with_data`` adds the data each claim rests on (for claims not on the paper's data).
+    ``with_data`` adds the data each claim rests on (for claims not on the paper's data); the
+    ``why`` cells then leave out the limits that column states (:data:`DATA_LIMITS`).
     """
     head = ["the paper's claim", "ours", "verdict", "why", "shown in"]
     if with_data:
@@ -128,7 +159,8 @@ def results_markdown(frame: pd.DataFrame, *, with_data: bool = False) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in frame.itertuples():
         mine = f"{r.ours}; {r.difference} against the paper" if r.difference else r.ours
-        cells = [f"{_cell(r.claim)} ({_cell(r.source)})", _cell(mine), r.verdict, _cell(r.why), r.section]
+        why = _without_data_limits(r.why) if with_data else r.why
+        cells = [f"{_cell(r.claim)} ({_cell(r.source)})", _cell(mine), r.verdict, _cell(why), r.section]
         if with_data:
             cells.insert(1, _cell(r.data))
         lines.append("| " + " | ".join(cells) + " |")
@@ -156,7 +188,7 @@ def _counted(frame: pd.DataFrame) -> str:
         (int(frame["verdict"].isin(["not reproduced", "reversed"]).sum()), "not reproduced or reversed"),
         (int((frame["verdict"] == "not testable here").sum()), "not testable here")) if tallied]
     text = [f"{n} {words}" for n, words in parts]
-    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
+    return names_phrase(text)
 
 
 def found_sentences(claims, *, most: int = 2) -> str:
@@ -190,7 +222,7 @@ def found_sentences(claims, *, most: int = 2) -> str:
     other = frame[frame["kind"] != "paper"]
     if len(other):
         kinds = [_KIND_WORDS[k] for k in sorted(set(other["kind"]), key=list(_KIND_WORDS).index)]
-        where = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+        where = names_phrase(kinds)
         out.append(f"On {where}, {len(other)} "
                    f"{'claim' if len(other) == 1 else 'claims'}: {_counted(other)}.")
     return " ".join(out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 __presentation__ = True
 __all__ = ["ENGINE_WORDS", "ENGINE_SHORT", "PROTOCOL_WORDS", "NAN_WORDS", "engine_words", "engine_short",
            "nan_rule_words", "ENGINE_ROLE", "engine_caption", "ENGINE_NOUN", "engine_noun", "BAND_WORDS",
-           "AGREEMENT_BAND", "band_caption"]
+           "AGREEMENT_BAND", "band_caption", "names_phrase", "number_word"]
 
 #: A calibration engine, in a clause that says what it fits and how (paper, Section 3 and appendix B).
 ENGINE_WORDS = {
@@ -92,3 +92,21 @@ def engine_caption(engine: str, epochs: int | None = None) -> str:
 def engine_noun(engine: str) -> str:
     """``engine`` as a noun phrase for a sentence ("the authors' calibration", "the MAP engine")."""
     return ENGINE_NOUN.get(engine, f"the engine {engine!r}")
+
+
+def names_phrase(names, *, empty: str = "none") -> str:
+    """``"A"``, ``"A and B"``, ``"A, B and C"``; ``empty`` for no names.
+
+    >>> names_phrase(["A", "B", "C"]), names_phrase(["A"]), names_phrase([])
+    ('A, B and C', 'A', 'none')
+    """
+    names = [str(n) for n in names]
+    return empty if not names else names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+_SMALL_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def number_word(n: int) -> str:
+    """A whole number in words below ten, in digits from ten on (``number_word(5) == "five"``)."""
+    return _SMALL_NUMBERS[n] if 0 <= n < len(_SMALL_NUMBERS) else f"{n:,}"

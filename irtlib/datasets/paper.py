@@ -7,7 +7,7 @@ silent, the value here is ``None`` and the book says so rather than inventing on
 Each table is a :class:`PaperTable`: a read-only mapping from benchmark id to value, with a
 ``source`` (e.g. ``"Table 2"``, ``"appendix E"``) and a ``description``::
 
-    >>> from irtlib import paper
+    >>> from irtlib.datasets import paper
     >>> paper.FIGURE3_CV["wmdp-bio"], paper.FIGURE3_CV.source
     (0.97, 'Figure 3')
 

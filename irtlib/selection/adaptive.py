@@ -195,10 +195,19 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike | None = None, b: ArrayLike 
 
     Examples
     --------
+    Three simulated models of abilities -1, 0 and 1.5 on a 200-item bank:
+
+    >>> from irtlib.selection import MeanScoreEstimator, RandomSelection
+    >>> rng = np.random.default_rng(0)
+    >>> a, b = rng.lognormal(0, 0.5, 200), rng.normal(size=200)
+    >>> p = 1 / (1 + np.exp(-a * (np.array([[-1.0], [0.0], [1.5]]) - b)))
+    >>> x = (rng.random((3, 200)) < p).astype(float)
     >>> traj = run_adaptive(x, a, b, budget=50)                    # Fluid Benchmarking
-    >>> traj.at(20)                                                  # abilities after 20 items
+    >>> traj.at(50).round(2)                                        # abilities after 50 items
+    array([-1.23, -0.08,  1.24])
     >>> run_adaptive(x, a, b, budget=50, selector=RandomSelection(),
-    ...              estimator=MeanScoreEstimator(), seed=0).at(20)  # Random
+    ...              estimator=MeanScoreEstimator(), seed=0).at(20)  # Random: the mean score of 20 items
+    array([0.25, 0.6 , 0.8 ])
     """
     items = as_item_model(items, a, b, c)
     x, budget = _check_inputs(responses, items, budget)

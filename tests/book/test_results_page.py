@@ -52,6 +52,27 @@ def test_each_claim_is_one_line_with_the_published_verdict_ours_and_the_rules_re
     assert "| 0.968 (MAP engine); -0.002 against the paper |" in lines[3]
 
 
+def test_ours_keeps_a_parenthesised_aside_whole_and_stops_at_the_next_clause():
+    evidence = ("AIR-Bench 2024 (real, 22 models): 0 of 22 at or above 0.95 (paper 0; 0 strictly above); "
+                "WMDP (Bio): 0 of 29 at or above 0.95 (paper 0; 0 strictly above)")
+    first = "AIR-Bench 2024 (real, 22 models): 0 of 22 at or above 0.95 (paper 0; 0 strictly above)"
+    assert results.ours(evidence) == first
+    assert results.ours("ours 0.5 (a; b (c; d)); e") == "0.5 (a; b (c; d))"
+
+
+def test_a_table_with_a_data_column_leaves_the_data_limits_out_of_why_and_keeps_the_others():
+    frame = results.results_frame(_claims())
+    with_data = results.results_markdown(frame, with_data=True).splitlines()
+    row = next(line for line in with_data if "Adaptive selection leads" in line)
+    assert "| ahead in the mean, within the split-to-split noise |" in row
+    assert "rests on a subset" not in row
+    engine = next(line for line in with_data if "Fluid's agreement at k = 20" in line)
+    assert "another calibration engine than the authors'" in engine
+    # without the data column the limit stays, and the counts read the frame either way
+    assert "rests on a subset of the paper's models" in results.results_markdown(frame)
+    assert results.limit_counts(frame)["subset"] == 1
+
+
 def test_every_rule_and_verdict_pair_a_claim_can_take_has_a_reason():
     allowed = {"value": ["reproduced", "close", "not reproduced"], "budget": ["reproduced", "close", "not reproduced",
                "not testable here"], "count": ["reproduced", "not reproduced"],
