@@ -128,14 +128,14 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
         low = min(rho, key=rho.get)
         v = sc.bound_verdict(rho, bound=rho_min, decimals=2)
         out.append(Claim(f"Spearman(theta, score) between {rho_min:.2f} and 1.00 on every benchmark", "Figure 2",
-                         provenance.describe(group), f"lowest rho {rho[low]:.3f} ({name[low]}) of {len(rho)}",
+                         provenance.describe(group), _extreme("lowest", f"rho {rho[low]:.3f}", name[low], len(rho)),
                          "{ref}`ch-fit`", v, "bound", id=f"fit_rho_{kind}", kind=kind,
                          note=why_note(v, group, engine=engine)))
         rmse = {b: float(item_rmse(group[b].filtered, fits[b])) for b in group}
         high = max(rmse, key=rmse.get)
         v = sc.bound_verdict(rmse, bound=rmse_max, above=False, decimals=2)
         out.append(Claim(f"Item RMSE <= {rmse_max} on every benchmark", "Appendix E", provenance.describe(group),
-                         f"largest {rmse[high]:.3f} ({name[high]}, {engine}) of {len(rmse)}", "{ref}`ch-fit`",
+                         _extreme("largest", f"{rmse[high]:.3f}", f"{name[high]}, {engine}", len(rmse)), "{ref}`ch-fit`",
                          v, "bound", id=f"fit_rmse_{kind}", kind=kind, note=why_note(v, group, engine=engine)))
         for b in group:
             ref = f"ITEM_RMSE[{b}]"
@@ -238,6 +238,15 @@ def ceiling_pair(bench, calibration, *, scores: tuple[float, float] | None = Non
     return {"low": low, "high": high, "low_score": low_score, "high_score": high_score,
             "gap_max": float(gaps.max()), "gap_min": float(gaps.min()), "theta_sd": sd,
             "gap_max_sd": float(gaps.max()) / sd}
+
+
+def _extreme(word: str, value: str, where: str, n: int) -> str:
+    """The extreme of ``n`` benchmarks' values in words (one benchmark: just its value).
+
+    >>> _extreme("lowest", "rho 0.972", "SimpleSafetyTests", 4), _extreme("lowest", "rho 0.998", "HarmBench", 1)
+    ('lowest of 4 benchmarks: rho 0.972 (SimpleSafetyTests)', 'rho 0.998 (HarmBench)')
+    """
+    return f"{value} ({where})" if n == 1 else f"{word} of {n} benchmarks: {value} ({where})"
 
 
 def _paper_count(b: str) -> int | None:
