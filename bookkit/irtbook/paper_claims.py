@@ -135,8 +135,9 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
         high = max(rmse, key=rmse.get)
         v = sc.bound_verdict(rmse, bound=rmse_max, above=False, decimals=2)
         out.append(Claim(f"Item RMSE <= {rmse_max} on every benchmark", "Appendix E", provenance.describe(group),
-                         _extreme("largest", f"{rmse[high]:.3f}", f"{name[high]}, {engine}", len(rmse)), "{ref}`ch-fit`",
-                         v, "bound", id=f"fit_rmse_{kind}", kind=kind, note=why_note(v, group, engine=engine)))
+                         _extreme("largest", f"{rmse[high]:.3f}", f"{name[high]}, {engine}", len(rmse)),
+                         "{ref}`ch-fit`", v, "bound", id=f"fit_rmse_{kind}", kind=kind,
+                         note=why_note(v, group, engine=engine)))
         for b in group:
             ref = f"ITEM_RMSE[{b}]"
             d = paper.printed_decimals(ref)
