@@ -194,9 +194,11 @@ def _counted(frame: pd.DataFrame) -> str:
 def found_sentences(claims, *, most: int = 2) -> str:
     """What a chapter found, in two or three sentences, from the claims it published (Markdown).
 
-    The first sentence counts the verdicts on the paper's data, the second names the claims that
-    did not reproduce there (at most ``most``, with the reason), the third counts those on other data.
-    The counts are the published verdicts', so the sentences agree with the chapter's numbers.
+    The first sentence counts the verdicts on the paper's data; the second names the claims that
+    did not reproduce there, or, if none failed outright, those that held only in part or were only
+    close (at most ``most``, each with its verdict and the reason); the third counts those on other
+    data and names the ones that failed there. The counts and names are the published verdicts', so
+    the sentences agree with the chapter's numbers.
 
     Parameters
     ----------
@@ -212,17 +214,28 @@ def found_sentences(claims, *, most: int = 2) -> str:
     paper = frame[frame["kind"] == "paper"]
     if len(paper):
         out.append(f"On the paper's data this chapter tested {len(paper)} of its claims: {_counted(paper)}.")
-        off = paper[paper["verdict"].isin(["not reproduced", "reversed"])]
+        off = paper[paper["verdict"].isin(_FAILED)]
+        loose = paper[paper["verdict"].isin(["close", "partly"])]
         if len(off):
-            named = "; ".join(f"{r.claim} ({r.verdict}: {r.why})" for r in off.head(most).itertuples())
-            more = f", and {len(off) - most} more ({{doc}}`results`)" if len(off) > most else ""
-            out.append(f"Those that did not reproduce: {named}{more}.")
+            out.append(f"Those that did not reproduce: {_named(off, most)}.")
+        elif len(loose):
+            out.append(f"None failed outright; not fully reproduced: {_named(loose, most)}.")
         else:
             out.append("None of them failed outright (not reproduced or reversed).")
     other = frame[frame["kind"] != "paper"]
     if len(other):
         kinds = [_KIND_WORDS[k] for k in sorted(set(other["kind"]), key=list(_KIND_WORDS).index)]
-        where = names_phrase(kinds)
-        out.append(f"On {where}, {len(other)} "
-                   f"{'claim' if len(other) == 1 else 'claims'}: {_counted(other)}.")
+        off = other[other["verdict"].isin(_FAILED)]
+        failed = f"; not reproduced there: {_named(off, most)}" if len(off) else ""
+        out.append(f"On {names_phrase(kinds)}, {len(other)} "
+                   f"{'claim' if len(other) == 1 else 'claims'}: {_counted(other)}{failed}.")
     return " ".join(out)
+
+
+_FAILED = ("not reproduced", "reversed")
+
+
+def _named(rows: pd.DataFrame, most: int) -> str:
+    """The first ``most`` claims of ``rows`` with verdict and reason, then how many more the results page has."""
+    named = "; ".join(f"{r.claim} ({r.verdict}: {r.why})" for r in rows.head(most).itertuples())
+    return named + (f", and {len(rows) - most} more ({{doc}}`results`)" if len(rows) > most else "")

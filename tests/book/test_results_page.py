@@ -99,6 +99,16 @@ def test_what_a_chapter_found_agrees_with_its_verdicts():
     assert results.found_sentences(_claims()[1:2]) == ("On the paper's data this chapter tested 1 of its claims: "
                                                        "1 reproduced. None of them failed outright (not reproduced "
                                                        "or reversed).")
+    # nothing failed: the claims that held only in part or were close are named, with the reason
+    assert results.found_sentences(_claims()[1:3]).endswith(
+        "None failed outright; not fully reproduced: HarmBench: Fluid first reaches 0.90 at k = 20 "
+        "(close: one step of the authors' budget grid away).")
+    # a failure on other data is named after that data's counts
+    failed = sc.Claim("Random wins on SafetyBench", "Appendix F", "sim", "ours -0.1", "{ref}`ch-selection`",
+                      "not reproduced", "direction", id="sb", kind="sim")
+    assert results.found_sentences([failed]) == ("On the simulated release, 1 claim: 1 not reproduced or reversed; "
+                                                  "not reproduced there: Random wins on SafetyBench (not reproduced: "
+                                                  "not ahead in the mean, within the noise).")
 
 
 def test_downloads_are_written_to_the_build_and_linked(tmp_path, monkeypatch):
