@@ -321,7 +321,7 @@ def mle_terms_path(request, monkeypatch):
 
 
 def test_mle_score_in_work_arrays_is_score_and_information_bit_for_bit(mle_terms_path):
-    from irtlib.core.kernels import score_and_information
+    from irtlib.selection.portable_exp import score_and_information
 
     rng = np.random.default_rng(1)
     n_models, n_items = 20, 300
@@ -582,28 +582,3 @@ def test_vector_exp_prototype_terms_are_within_a_relative_1e13_of_numpys():
     np.testing.assert_allclose(g[cols], g0[cols], rtol=1e-13, atol=1e-300)
     np.testing.assert_allclose(h[cols], h0[cols], rtol=1e-13, atol=1e-300)
     assert np.isnan(g[~cols]).all()                              # the kept columns are not written
-
-
-def test_vector_exp_prototype_runs_only_when_asked_and_moves_estimates_in_their_last_bits(monkeypatch):
-    from irtlib.selection import score_kernel
-
-    if score_kernel.load() is None or score_kernel.load_vector_exp() is None:
-        pytest.skip("the MLE kernels cannot be built here")
-    rng = np.random.default_rng(13)
-    n_models, n_items = 20, 300
-    a = np.exp(rng.normal(0, 1, (n_models, n_items)))
-    b = rng.normal(0, 2, (n_models, n_items))
-    ability = rng.normal(0, 2, n_models)
-    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-a * (ability[:, None] - b)))).astype(float)
-    items = TwoPLItems(a, b)
-    monkeypatch.delenv("IRTLIB_MLE_VECTOR_EXP", raising=False)
-    default = MleEstimator().begin(items, n_models, 8, 0.0)
-    monkeypatch.setenv("IRTLIB_MLE_VECTOR_EXP", "1")
-    vector = MleEstimator().begin(items, n_models, 8, 0.0)
-    assert default._terms.lib is score_kernel.load() and vector._terms.lib is score_kernel.load_vector_exp()
-    for _ in range(100):
-        j = rng.integers(0, n_items, n_models)
-        xj = x[np.arange(n_models), j]
-        default.push(j, xj)
-        vector.push(j, xj)
-        np.testing.assert_allclose(vector.estimate()[0], default.estimate()[0], rtol=0.0, atol=1e-8)
