@@ -5,7 +5,10 @@ Compiles ``_mle_kernel.c`` as it is (``portable_exp_pair``, four cells at a time
 compiler driver and flags, and times ``mle_terms`` over a SafetyBench-sized block (60 models x 3,000
 administered items, ``a`` log-normal, ``b`` and ability normal), alternating the two libraries; prints CPU
 nanoseconds per cell and the ratio. Also one exponential alone: ``portable_exp`` over an array (C, and
-its numpy twin), numpy's ``exp`` and ``math.exp``.
+its numpy twin), numpy's ``exp`` and ``math.exp``. And maximum information's kernel
+(``_maxinfo_kernel.c``'s ``best_candidates4``, on :func:`irtlib.selection.maxinfo_kernel.random_case` rows of
+3,000 candidates): as it is, and built with ``portable_exp`` in place of the C library's ``exp`` in its exact
+evaluations (``_exact_information.h``; for this measurement only, its choices would then no longer be numpy's).
 
     .venv/bin/python benchmarks/bench_portable_exp_kernel.py --rounds 5
 """
@@ -21,13 +24,40 @@ from pathlib import Path
 import numpy as np
 
 from irtlib.calibration.fused_kernel import compile_kernel
-from irtlib.selection import portable_exp, score_kernel
+from irtlib.selection import maxinfo_kernel, portable_exp, score_kernel
 
 
 def _libm_kernel(directory: Path):
     wrapper = directory / "mle_kernel_libm_exp.c"
     wrapper.write_text(f'#define MLE_LIBM_EXP 1\n#include "{score_kernel.SOURCE}"\n')
     return score_kernel._bind(compile_kernel(source=wrapper, directory=directory))
+
+
+def _maxinfo_portable(directory: Path):
+    """``_maxinfo_kernel.c`` with its exact evaluations' ``exp`` replaced by ``portable_exp`` (a measurement only)."""
+    wrapper = directory / "maxinfo_kernel_portable_exp.c"
+    wrapper.write_text(f'#include <math.h>\n#include "{portable_exp.C_SOURCE.with_suffix(".h")}"\n'
+                       f'#define exp(x) portable_exp(x)\n#include "{maxinfo_kernel.SOURCE}"\n')
+    return maxinfo_kernel._bind(compile_kernel(source=wrapper, directory=directory))
+
+
+def _maxinfo(directory: Path, rounds: int) -> None:
+    libs = {"libm": maxinfo_kernel.load(), "portable": _maxinfo_portable(directory)}
+    if libs["libm"] is None:
+        print("maximum information's kernel cannot be built here")
+        return
+    rng = np.random.default_rng(3)
+    theta, ca, cb, used = maxinfo_kernel.random_case(rng, 60, 3000, wild=False)
+    sums = dict.fromkeys(libs, 0.0)
+    for r in range(rounds):
+        for label in (("libm", "portable") if r % 2 == 0 else ("portable", "libm")):
+            t0 = time.process_time()
+            for _ in range(50):
+                maxinfo_kernel.best_candidates(libs[label], theta, ca, cb, used)
+            sums[label] += (time.process_time() - t0) / (50 * ca.size) * 1e9
+    print(f"maximum information's kernel per candidate: C library's exp in the exact evaluations "
+          f"{sums['libm'] / rounds:.3f} ns, portable exp {sums['portable'] / rounds:.3f} ns "
+          f"(portable/libm {sums['portable'] / sums['libm']:.3f})")
 
 
 def _cpu_per_cell(lib, args, n_cells: int, reps: int) -> float:
@@ -63,17 +93,20 @@ def main(argv=None) -> int:
                 ns = _cpu_per_cell(lib, call, n * t, args.reps)
                 sums[label] += ns
                 print(f"round {r + 1} {label}: {ns:.2f} ns per cell")
+        _maxinfo(Path(tmp), args.rounds)
     print(f"MLE kernel per cell: C library's exp {sums['old'] / args.rounds:.2f} ns, portable exp "
           f"{sums['new'] / args.rounds:.2f} ns: new/old {sums['new'] / sums['old']:.3f} "
           f"({sums['old'] / sums['new']:.2f}x faster)")
     z = (a * (theta[:, None] - b)).ravel()
     clib = portable_exp.load_c()
-    portable_exp.c_exp(clib, z)
+    out, neg = np.empty_like(z), np.empty_like(z)          # written once before timing: no first-touch faults
+    clib.portable_exp_pair_array(z.size, z.ctypes.data, out.ctypes.data, neg.ctypes.data)
     timings = {
-        "portable_exp (C, vectorised)": lambda: portable_exp.c_exp(clib, z),
-        "portable_exp_pair (C, both signs)": lambda: portable_exp.c_exp(clib, z, pair=True),
+        "portable_exp (C, vectorised)": lambda: clib.portable_exp_array(z.size, z.ctypes.data, out.ctypes.data),
+        "portable_exp_pair (C, exp(z) and exp(-z))": lambda: clib.portable_exp_pair_array(
+            z.size, z.ctypes.data, out.ctypes.data, neg.ctypes.data),
         "portable_exp (numpy twin)": lambda: portable_exp.portable_exp(z),
-        "numpy's exp": lambda: np.exp(z),
+        "numpy's exp": lambda: np.exp(z, out=out),
     }
     for label, fn in timings.items():
         t0 = time.process_time()

@@ -59,7 +59,7 @@ def compare(old: dict, new: dict) -> str:
     """The estimates' largest move and the result rows' equality, old tree against new."""
     a, b = old["frame"], new["frame"]
     ta, tb = old["thetas"], new["thetas"]
-    if len(ta) == len(tb) and all(x.shape == y.shape for x, y in zip(ta, tb)):
+    if len(ta) == len(tb) and all(x.shape == y.shape for x, y in zip(ta, tb, strict=True)):
         xa, xb = (np.concatenate(t) if t else np.empty(0) for t in (ta, tb))
         both_nan = np.isnan(xa) & np.isnan(xb)
         moved = (xa != xb) & ~both_nan

@@ -24,7 +24,6 @@ item), ``standard_error()`` and ``covariance()`` (``(n_models, D, D)``).
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 import numpy as np
@@ -38,8 +37,8 @@ from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
 from . import score_kernel
-from .portable_exp import portable_expit_pair
 from .items import ItemModel, TwoPLItems
+from .portable_exp import portable_expit_pair
 
 __all__ = ["Estimator", "EstimatorRun", "MapEstimator", "MleEstimator", "EapEstimator", "MeanScoreEstimator"]
 

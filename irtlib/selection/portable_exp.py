@@ -140,7 +140,7 @@ def _bind(path: Path) -> ctypes.CDLL:
 
 
 def load_c(*, path: Path | None = None) -> ctypes.CDLL:
-    """``_portable_exp.c`` compiled by :func:`irtlib.calibration.fused_kernel.compile_kernel` (or the library at ``path``).
+    """``_portable_exp.c`` built by :func:`~irtlib.calibration.fused_kernel.compile_kernel` (or the one at ``path``).
 
     Raises OSError where it cannot be built.
     """

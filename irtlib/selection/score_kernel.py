@@ -225,7 +225,7 @@ def radius_bounds(lib: ctypes.CDLL, base: np.ndarray, a32: np.ndarray, peak: np.
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel's terms equal :func:`irtlib.selection.portable_exp.score_and_information`'s, and its sums numpy's.
+    """Whether the kernel's terms are :func:`~irtlib.selection.portable_exp.score_and_information`'s, its sums numpy's.
 
     The terms on cells covering the range of ``a (theta - b)``, where the exponentials overflow
     too (the numpy path of ``_MleRun._score`` computes those terms, bit for bit); the row sums on every length up to
