@@ -11,8 +11,10 @@
  * the numpy path's operations in its order, rounded alike (compiled without contraction into
  * fused multiply-adds), with exp portable_exp (_portable_exp.h; exp(z) and exp(-z) from one
  * reduction), which numpy's path computes too (irtlib.selection.portable_exp): the same bits on
- * every machine, and four cells at a time. Summed in numpy's pairwise order (pairwise_sum,
- * _pairwise_sum.h), the score and slope are those of the numpy path bit for bit.
+ * every machine, and several cells at a time (four with AVX2). Before it, exp was the C library's,
+ * as scipy's expit calls it (MLE_LIBM_EXP builds that, for benchmarks; the terms within 2e-15).
+ * Summed in numpy's pairwise order (pairwise_sum, _pairwise_sum.h), the score and slope are those
+ * of the numpy path bit for bit.
  * g and h have X's layout (row r's terms in row r, ld columns); only the columns from[i] <= j < t
  * of row rows[i] are written: the caller keeps the earlier ones, computed at the same theta.
  */

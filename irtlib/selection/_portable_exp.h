@@ -23,8 +23,13 @@
 #ifndef IRTLIB_PORTABLE_EXP_H
 #define IRTLIB_PORTABLE_EXP_H
 
+#include <float.h>
 #include <stdint.h>
 #include <string.h>
+
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#error "portable_exp needs double operations rounded to double (no x87 excess precision)"
+#endif
 
 #if defined(__GNUC__)
 #define PEXP_INLINE static inline __attribute__((always_inline))      /* inlined into the loops it vectorises */

@@ -41,28 +41,32 @@ _EVEN = [float.fromhex(h) for h in ("0x1.1eed8eff8d898p-29", "0x1.27e4fb7789f5cp
 
 
 def _horner(coefficients, r2):
-    p = np.full_like(r2, coefficients[0])
-    for c in coefficients[1:]:
-        p = p * r2 + c
+    p = np.multiply(r2, coefficients[0])
+    for c in coefficients[1:-1]:
+        p += c
+        p *= r2
+    p += coefficients[-1]
     return p
 
 
 def _reduce(x):
-    x = np.asarray(x, dtype=np.float64)
-    x = np.where(x < -_CLAMP, -_CLAMP, x)          # NaN passes both
-    x = np.where(x > _CLAMP, _CLAMP, x)
+    x = np.clip(x, -_CLAMP, _CLAMP)              # NaN stays NaN
     k = x * _LOG2E
-    k = k + _SHIFT
-    k = k - _SHIFT
-    hi = x - k * _LN2_HI
+    k += _SHIFT
+    k -= _SHIFT
+    hi = k * _LN2_HI
+    np.subtract(x, hi, out=hi)
     lo = k * _LN2_LO
     r = hi - lo
     return k, hi, lo, r, r * r
 
 
 def _two_to(t):
-    """``2^k`` from ``t = k + 1.5 2^52``'s bits."""
-    return ((np.ascontiguousarray(t).view(np.uint64) + np.uint64(1023)) << np.uint64(52)).view(np.float64)
+    """``2^k`` from ``t = k + 1.5 2^52``'s bits (``t`` overwritten)."""
+    u = np.ascontiguousarray(t).view(np.uint64)
+    u += np.uint64(1023)
+    u <<= np.uint64(52)
+    return u.view(np.float64)
 
 
 def _finish(k, hi, lo, r, r2, e, o):
@@ -71,13 +75,20 @@ def _finish(k, hi, lo, r, r2, e, o):
 
 
 def _scaled(k, hi, lo, r, r2, e, o):
-    p = e + r * o
-    c = lo - r2 * p
-    y = 1.0 + (hi - c)
-    t1 = k * 0.5 + _SHIFT
-    k2 = k - (t1 - _SHIFT)
-    t2 = k2 + _SHIFT
-    return (y * _two_to(t1)) * _two_to(t2)
+    y = r * o
+    y += e                       # P(r)
+    y *= r2
+    np.subtract(lo, y, out=y)    # c
+    np.subtract(hi, y, out=y)
+    y += 1.0
+    t1 = k * 0.5
+    t1 += _SHIFT
+    k2 = t1 - _SHIFT
+    np.subtract(k, k2, out=k2)
+    k2 += _SHIFT                 # t2
+    y *= _two_to(t1)
+    y *= _two_to(k2)
+    return y
 
 
 def portable_exp(x: ArrayLike) -> np.ndarray:
@@ -95,15 +106,18 @@ def portable_exp(x: ArrayLike) -> np.ndarray:
     -------
     ndarray of float64, the shape of ``x``
     """
-    k, hi, lo, r, r2 = _reduce(x)
-    return _finish(k, hi, lo, r, r2, _horner(_EVEN, r2), _horner(_ODD, r2))
+    x = np.asarray(x, dtype=np.float64)
+    k, hi, lo, r, r2 = _reduce(x.reshape(-1))
+    return _finish(k, hi, lo, r, r2, _horner(_EVEN, r2), _horner(_ODD, r2)).reshape(x.shape)
 
 
 def portable_exp_pair(x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``portable_exp(x)`` and ``portable_exp(-x)`` from one reduction (``portable_exp_pair`` in C), bit for bit."""
-    k, hi, lo, r, r2 = _reduce(x)
+    x = np.asarray(x, dtype=np.float64)
+    k, hi, lo, r, r2 = _reduce(x.reshape(-1))
     e, o = _horner(_EVEN, r2), _horner(_ODD, r2)
-    return _finish(k, hi, lo, r, r2, e, o), _finish(-k, -hi, -lo, -r, r2, e, o)
+    return (_finish(k, hi, lo, r, r2, e, o).reshape(x.shape),
+            _finish(-k, -hi, -lo, -r, r2, e, o).reshape(x.shape))
 
 
 def portable_expit_pair(z: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -112,7 +126,9 @@ def portable_expit_pair(z: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     scipy's ``expit`` form (so 0 and 1 where the exponential overflows), the MLE kernel's ``s`` and ``q``.
     """
     ep, en = portable_exp_pair(z)
-    return 1.0 / (1.0 + en), 1.0 / (1.0 + ep)
+    en += 1.0
+    ep += 1.0
+    return np.divide(1.0, en, out=en), np.divide(1.0, ep, out=ep)
 
 
 def score_and_information(responses: ArrayLike, theta: ArrayLike, a: ArrayLike,
