@@ -33,6 +33,23 @@ def _libm_kernel(directory: Path):
     return score_kernel._bind(compile_kernel(source=wrapper, directory=directory))
 
 
+def _accuracy() -> None:
+    """The largest error in units in the last place, against long double's exp and the C library's (numpy's)."""
+    rng = np.random.default_rng(1)
+    x = np.concatenate([np.linspace(-708.39, 709.78, 2_000_001), rng.uniform(-40.0, 40.0, 1_000_000),
+                        rng.normal(0.0, 8.0, 1_000_000)])
+    y = portable_exp.portable_exp(x)
+    if np.finfo(np.longdouble).nmant >= 63:
+        exact = np.exp(x.astype(np.longdouble))
+        ulp = np.spacing(exact.astype(np.float64)).astype(np.longdouble)
+        err = np.abs((y.astype(np.longdouble) - exact) / ulp).astype(float)
+        ref = np.abs((np.exp(x).astype(np.longdouble) - exact) / ulp).astype(float)
+        print(f"portable_exp on {x.size} arguments in [-708.39, 709.78]: largest error {err.max():.3f} ulp, "
+              f"mean {err.mean():.3f} (numpy's exp: {ref.max():.3f}, {ref.mean():.3f})")
+    steps = np.abs(y.view(np.int64) - np.exp(x).view(np.int64))
+    print(f"against numpy's exp: {(steps != 0).mean():.1%} differ, by at most {steps.max()} ulp")
+
+
 def _maxinfo_portable(directory: Path):
     """``_maxinfo_kernel.c`` with its exact evaluations' ``exp`` replaced by ``portable_exp`` (a measurement only)."""
     wrapper = directory / "maxinfo_kernel_portable_exp.c"
@@ -97,6 +114,7 @@ def main(argv=None) -> int:
     print(f"MLE kernel per cell: C library's exp {sums['old'] / args.rounds:.2f} ns, portable exp "
           f"{sums['new'] / args.rounds:.2f} ns: new/old {sums['new'] / sums['old']:.3f} "
           f"({sums['old'] / sums['new']:.2f}x faster)")
+    _accuracy()
     z = (a * (theta[:, None] - b)).ravel()
     clib = portable_exp.load_c()
     out, neg = np.empty_like(z), np.empty_like(z)          # written once before timing: no first-touch faults
