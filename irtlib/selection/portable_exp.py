@@ -23,7 +23,7 @@ import numpy as np
 
 from irtlib._typing import ArrayLike
 
-__all__ = ["portable_exp", "portable_exp_pair", "portable_expit_pair", "score_and_information", "load_c",
+__all__ = ["portable_exp", "portable_exp_pair", "portable_expit_pair", "score_and_information", "load_c", "c_exp",
            "C_SOURCE"]
 
 #: The C function over arrays (for tests and benchmarks); the kernels include ``_portable_exp.h`` itself.
@@ -165,7 +165,7 @@ def load_c(*, path: Path | None = None) -> ctypes.CDLL:
     return _bind(path if path is not None else compile_kernel(source=C_SOURCE))
 
 
-def c_exp(lib: ctypes.CDLL, x: ArrayLike, *, pair: bool = False):
+def c_exp(lib: ctypes.CDLL, x: ArrayLike, *, pair: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``portable_exp`` of every element by the C library ``lib`` (:func:`load_c`); with ``pair``, also of ``-x``."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.empty_like(x)
