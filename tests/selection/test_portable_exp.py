@@ -49,8 +49,8 @@ def _numpy_exp(x):
 
 @pytest.fixture(scope="module")
 def c_builds(tmp_path_factory):
-    """``_portable_exp.c`` built three ways: vectorised with AVX2 (where the processor has it), vectorised
-    with the baseline instruction set, and with the vectorisers off (the scalar operations one by one)."""
+    """``_portable_exp.c`` built several ways: vectorised with AVX2 and with AVX-512 at ``-O3`` (where the
+    processor has them), with the baseline instruction set, and with the vectorisers off (one by one)."""
     compiler = os.environ.get("CC") or "cc"
     if shutil.which(compiler) is None:
         pytest.skip("no C compiler")
@@ -58,10 +58,14 @@ def c_builds(tmp_path_factory):
     builds = {"baseline": pe.load_c(path=compile_kernel(source=pe.C_SOURCE, avx2=False, directory=directory))}
     if "avx2" in cpu_flags():
         builds["avx2"] = pe.load_c(path=compile_kernel(source=pe.C_SOURCE, avx2=True, directory=directory))
-    scalar = directory / "portable_exp_scalar.so"
-    subprocess.run([compiler, *BASE_FLAGS, "-fno-tree-vectorize", "-fno-tree-slp-vectorize", "-o", str(scalar),
-                    str(pe.C_SOURCE), "-lm"], check=True, capture_output=True)
-    builds["scalar"] = pe.load_c(path=scalar)
+    extra = {"scalar": ["-fno-tree-vectorize", "-fno-tree-slp-vectorize"]}
+    if "avx512f" in cpu_flags():
+        extra["avx512"] = ["-O3", "-mavx512f", "-mprefer-vector-width=512"]
+    for name, flags in extra.items():
+        path = directory / f"portable_exp_{name}.so"
+        subprocess.run([compiler, *BASE_FLAGS, *flags, "-o", str(path), str(pe.C_SOURCE), "-lm"], check=True,
+                       capture_output=True)
+        builds[name] = pe.load_c(path=path)
     return builds
 
 
