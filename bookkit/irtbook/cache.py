@@ -69,11 +69,6 @@ def source_roots() -> tuple[tuple[str, Path], ...]:
 #: Source files that compute: Python modules and the C kernels they compile (with their headers).
 SOURCE_PATTERNS = ("*.py", "*.c", "*.h")
 
-#: Environment switches that change computed numbers (an opt-in kernel): part of every entry's key
-#: when set, so results computed with and without them are never mixed.
-RESULT_SWITCHES = ("IRTLIB_MLE_VECTOR_EXP",)
-
-
 def _source_files() -> list[tuple[str, Path]]:
     """Every module and C source of irtlib and of this package: ``(relative name, path)``, sorted by path.
 
@@ -118,9 +113,7 @@ def array_checksum(*arrays) -> str:
 
 def cache_path(key: Any, cache_dir: str | os.PathLike) -> Path:
     """Where :func:`cached` keeps the value of ``key`` under this version of the library (it may not exist yet)."""
-    switches = {name: os.environ[name] for name in RESULT_SWITCHES if name in os.environ}
-    digest = hashlib.sha256((library_fingerprint() + repr(key) + (repr(switches) if switches else "")).encode())
-    digest = digest.hexdigest()[:32]
+    digest = hashlib.sha256((library_fingerprint() + repr(key)).encode()).hexdigest()[:32]
     return Path(cache_dir) / f"{digest}.pkl"
 
 

@@ -4,38 +4,49 @@
  * For every asked row r (rows[i]) and administered step j < t, with a = A[r, j], b = B[r, j],
  * x = X[r, j] and theta = theta[i]:
  *
- *     z = a * (theta - b);  s = 1 / (1 + exp(-z));  q = 1 / (1 + exp(z))      (scipy's expit of z and -z)
+ *     z = a * (theta - b);  s = 1 / (1 + exp(-z));  q = 1 / (1 + exp(z))      (the expit of z and -z)
  *     g[i, j] = a * (x * q - (1 - x) * s)                                       (score term)
  *     h[i, j] = ((a * a) * s) * q                                               (information term)
  *
  * the numpy path's operations in its order, rounded alike (compiled without contraction into
- * fused multiply-adds, exp the C library's, as scipy's expit calls it). Summed in numpy's pairwise
- * order (pairwise_sum, _pairwise_sum.h), the score and slope are those of the numpy path bit for bit.
+ * fused multiply-adds), with exp portable_exp (_portable_exp.h; exp(z) and exp(-z) from one
+ * reduction), which numpy's path computes too (irtlib.selection.portable_exp): the same bits on
+ * every machine, and several cells at a time (four with AVX2). Before it, exp was the C library's,
+ * as scipy's expit calls it (MLE_LIBM_EXP builds that, for benchmarks; the terms within 2e-15).
+ * Summed in numpy's pairwise order (pairwise_sum, _pairwise_sum.h), the score and slope are those
+ * of the numpy path bit for bit.
  * g and h have X's layout (row r's terms in row r, ld columns); only the columns from[i] <= j < t
  * of row rows[i] are written: the caller keeps the earlier ones, computed at the same theta.
  */
 #include <math.h>
 #include <stdint.h>
 
-#if defined(MLE_VECTOR_EXP) && defined(__AVX2__)
-/* A PROTOTYPE, opt-in only (_mle_kernel_vexp.c, IRTLIB_MLE_VECTOR_EXP=1): glibc's vector exp
- * (libmvec, four lanes) in place of the C library's scalar exp. About four times faster per exp,
- * but within 3 units in the last place of it, not equal: the estimates change in their last bits. */
-#include <immintrin.h>
-__m256d _ZGVdN4v_exp(__m256d x);
+#include "_portable_exp.h"
 
-/* The terms of columns j..j+3 (the same operations in the same order as the scalar loop below). */
-static inline void terms4(double th, const double *x, const double *a, const double *b, double *g, double *h)
-{
-    const __m256d one = _mm256_set1_pd(1.0);
-    const __m256d aj = _mm256_loadu_pd(a), xj = _mm256_loadu_pd(x);
-    const __m256d z = _mm256_mul_pd(aj, _mm256_sub_pd(_mm256_set1_pd(th), _mm256_loadu_pd(b)));
-    const __m256d s = _mm256_div_pd(one, _mm256_add_pd(one, _ZGVdN4v_exp(_mm256_xor_pd(z, _mm256_set1_pd(-0.0)))));
-    const __m256d q = _mm256_div_pd(one, _mm256_add_pd(one, _ZGVdN4v_exp(z)));
-    _mm256_storeu_pd(h, _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(aj, aj), s), q));
-    const __m256d xq = _mm256_mul_pd(xj, q), xs = _mm256_mul_pd(_mm256_sub_pd(one, xj), s);
-    _mm256_storeu_pd(g, _mm256_mul_pd(aj, _mm256_sub_pd(xq, xs)));
-}
+#define MLE_LANES 8
+
+/* One cell's terms (the operations of the header, in its order). */
+#define MLE_CELL(aj, bj, xj, g_out, h_out)                                                            \
+    do {                                                                                              \
+        double z_ = th - (bj);                                                                        \
+        z_ = (aj) * z_;                                                                               \
+        double en_, ep_;                                                                              \
+        MLE_EXP_PAIR(z_, ep_, en_);                                                                   \
+        const double s_ = 1.0 / (1.0 + en_);                                                          \
+        const double q_ = 1.0 / (1.0 + ep_);                                                          \
+        double w_ = (aj) * (aj);                                                                      \
+        w_ = w_ * s_;                                                                                 \
+        (h_out) = w_ * q_;                                                                            \
+        const double xq_ = (xj) * q_;                                                                 \
+        const double xs_ = (1.0 - (xj)) * s_;                                                         \
+        (g_out) = (aj) * (xq_ - xs_);                                                                 \
+    } while (0)
+
+#ifdef MLE_LIBM_EXP
+/* The C library's exp, as scipy's expit calls it: the kernel before portable_exp, for the benchmarks only. */
+#define MLE_EXP_PAIR(z, ep, en) ((ep) = exp(z), (en) = exp(-(z)))
+#else
+#define MLE_EXP_PAIR(z, ep, en) portable_exp_pair((z), &(ep), &(en))
 #endif
 
 void mle_terms(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const double *theta, const int64_t *from,
@@ -47,24 +58,20 @@ void mle_terms(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const doub
         const double th = theta[i];
         double *gi = g + off;
         double *hi = h + off;
-        int64_t j0 = from[i];
-#if defined(MLE_VECTOR_EXP) && defined(__AVX2__)
-        for (; j0 + 4 <= t; j0 += 4)
-            terms4(th, x + j0, a + j0, b + j0, gi + j0, hi + j0);
-#endif
-        for (int64_t j = j0; j < t; j++) {
-            const double aj = a[j];
-            double z = th - b[j];
-            z = aj * z;
-            const double s = 1.0 / (1.0 + exp(-z));
-            const double q = 1.0 / (1.0 + exp(z));
-            double w = aj * aj;
-            w = w * s;
-            hi[j] = w * q;
-            const double xq = x[j] * q;
-            const double xs = (1.0 - x[j]) * s;
-            gi[j] = aj * (xq - xs);
+        int64_t j = from[i];
+        /* blocks of MLE_LANES cells through local arrays: a loop of fixed length, which GCC
+         * vectorises at -O2 (every lane the scalar operations, so the same bits) */
+        for (; j + MLE_LANES <= t; j += MLE_LANES) {
+            double gv[MLE_LANES], hv[MLE_LANES];
+            for (int l = 0; l < MLE_LANES; l++)
+                MLE_CELL(a[j + l], b[j + l], x[j + l], gv[l], hv[l]);
+            for (int l = 0; l < MLE_LANES; l++) {
+                gi[j + l] = gv[l];
+                hi[j + l] = hv[l];
+            }
         }
+        for (; j < t; j++)
+            MLE_CELL(a[j], b[j], x[j], gi[j], hi[j]);
     }
 }
 

@@ -24,7 +24,6 @@ item), ``standard_error()`` and ``covariance()`` (``(n_models, D, D)``).
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 import numpy as np
@@ -39,6 +38,7 @@ from irtlib.errors import InputError
 
 from . import score_kernel
 from .items import ItemModel, TwoPLItems
+from .portable_exp import portable_expit_pair
 
 __all__ = ["Estimator", "EstimatorRun", "MapEstimator", "MleEstimator", "EapEstimator", "MeanScoreEstimator"]
 
@@ -584,8 +584,6 @@ class _MleRun:
         self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float), *est.bounds)
         self._work = None
         lib = score_kernel.load()
-        if lib is not None and os.environ.get("IRTLIB_MLE_VECTOR_EXP") == "1":      # a prototype, opt-in only
-            lib = score_kernel.load_vector_exp() or lib
         self._terms = None if lib is None else score_kernel.RowTerms(lib)
 
     def push(self, j, x):
@@ -602,8 +600,8 @@ class _MleRun:
     def _score(self, rows, theta, slope=False):
         """Score ``sum a (x - P)`` (and its derivative ``-sum a^2 P (1 - P)``) of ``rows`` at ``theta``.
 
-        :func:`irtlib.core.kernels.score_and_information`'s operations in its order (the same
-        numbers, bit for bit), in work arrays kept between calls, and the information only when
+        :func:`irtlib.selection.portable_exp.score_and_information`'s operations in its order (the
+        same numbers, bit for bit), in work arrays kept between calls, and the information only when
         ``slope`` asks for it: the estimate is re-solved on every administered item at every step,
         so this is where a long test spends its time. Where :mod:`irtlib.selection.score_kernel`
         loads, its C kernel writes the terms in one pass and keeps them, so the next step's first
@@ -620,8 +618,7 @@ class _MleRun:
         x, a, z = self.X[rows, :t], self.A[rows, :t], self.B[rows, :t]      # copies, overwritten below
         np.subtract(theta[:, None], z, out=z)
         np.multiply(a, z, out=z)                                   # z = a (theta - b)
-        expit(z, out=s)
-        expit(np.negative(z, out=q), out=q)
+        s[...], q[...] = portable_expit_pair(z)                    # the kernel's exp (portable_exp)
         if slope:
             np.multiply(a, a, out=z)
             np.multiply(z, s, out=z)

@@ -20,7 +20,7 @@ information of every model's cached candidates and numpy's argmax of it, in one 
 
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's terms with
-:func:`irtlib.core.kernels.score_and_information`'s on cells spread over the whole range of
+:func:`irtlib.selection.portable_exp.score_and_information`'s on cells spread over the whole range of
 ``a (theta - b)``, its row sums with numpy's on every length up to 400 and longer ones, and its
 candidates' argmax with numpy's, and returns the kernel only if every number is equal; otherwise,
 or without a compiler, or with ``IRTLIB_SCORE_KERNEL=0``, the estimator and the selector keep
@@ -36,16 +36,15 @@ from pathlib import Path
 
 import numpy as np
 
-from irtlib.core.kernels import fisher_information, score_and_information
+from irtlib.core.kernels import fisher_information
 
-__all__ = ["SOURCE", "load", "load_vector_exp", "RowTerms", "best_candidates", "radius_bounds", "numpy_radius_bounds"]
+from .portable_exp import score_and_information
+
+__all__ = ["SOURCE", "load", "RowTerms", "best_candidates", "radius_bounds", "numpy_radius_bounds"]
 
 SOURCE = Path(__file__).with_name("_mle_kernel.c")
-#: A prototype, opt-in only: the same kernel with glibc's vector exp in the MLE's terms (:func:`load_vector_exp`).
-VECTOR_EXP_SOURCE = Path(__file__).with_name("_mle_kernel_vexp.c")
 
 _LOADED: dict = {}       # "lib": the library or None once load() has decided
-_LOADED_VECTOR_EXP: dict = {}
 
 
 def _bind(path: Path) -> ctypes.CDLL:
@@ -226,10 +225,10 @@ def radius_bounds(lib: ctypes.CDLL, base: np.ndarray, a32: np.ndarray, peak: np.
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel's terms equal :func:`irtlib.core.kernels.score_and_information`'s, and its sums numpy's.
+    """Whether the kernel's terms are :func:`~irtlib.selection.portable_exp.score_and_information`'s, its sums numpy's.
 
-    The terms on cells covering the range of ``a (theta - b)`` (the numpy path of
-    ``_MleRun._score`` computes those terms, bit for bit); the row sums on every length up to
+    The terms on cells covering the range of ``a (theta - b)``, where the exponentials overflow
+    too (the numpy path of ``_MleRun._score`` computes those terms, bit for bit); the row sums on every length up to
     400 and longer ones (:func:`_sums_match_numpy`).
     """
     rng = np.random.default_rng(20261202)
@@ -294,32 +293,3 @@ def load() -> ctypes.CDLL | None:
     from irtlib.calibration.fused_kernel import verified
 
     return verified(SOURCE, _bind, switch="IRTLIB_SCORE_KERNEL", matches=_matches_numpy, cache=_LOADED)
-
-
-def load_vector_exp() -> ctypes.CDLL | None:
-    """A prototype, opt-in only (``IRTLIB_MLE_VECTOR_EXP=1``): the kernel with glibc's vector exp in the MLE's terms.
-
-    Four ``exp`` at a time (libmvec, AVX2) instead of the C library's scalar ``exp``: each within 3
-    units in the last place of it, not equal, so the estimates (and the items Fluid picks after them)
-    differ from the default kernel's in their last bits. Not part of any cache key: for measuring
-    only. Loaded only if its terms are within a relative 1e-13 of numpy's (the bit-for-bit checks of
-    :func:`load` do not hold for it); None without AVX2 or a compiler.
-    """
-    from irtlib.calibration.fused_kernel import verified
-
-    return verified(VECTOR_EXP_SOURCE, _bind, switch="IRTLIB_SCORE_KERNEL", matches=_close_to_numpy,
-                    cache=_LOADED_VECTOR_EXP)
-
-
-def _close_to_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the prototype's terms are within a relative 1e-13 of numpy's (cells with ``|a (theta - b)| < 30``)."""
-    rng = np.random.default_rng(20261203)
-    n, t = 32, 257
-    a = np.exp(rng.normal(0.0, 0.5, (n, t)))
-    theta = rng.uniform(-8.0, 8.0, n)
-    b = theta[:, None] - rng.uniform(-30.0, 30.0, (n, t)) / a
-    x = (rng.random((n, t)) < 0.5).astype(float)
-    g, h = np.empty((n, t)), np.empty((n, t))
-    _terms(lib, np.arange(n), theta, np.zeros(n, dtype=np.int64), x, a, b, t, g, h)
-    g0, h0 = score_and_information(x, theta[:, None], a, b)
-    return bool(np.allclose(g, g0, rtol=1e-13, atol=0.0) and np.allclose(h, h0, rtol=1e-13, atol=0.0))

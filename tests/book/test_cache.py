@@ -125,17 +125,6 @@ def test_presentation_modules_stay_out_of_the_fingerprint(tmp_path, monkeypatch)
     cache.library_fingerprint.cache_clear()
 
 
-def test_a_result_switch_in_the_environment_changes_every_key(tmp_path, monkeypatch):
-    from irtbook import cache
-
-    monkeypatch.delenv("IRTLIB_MLE_VECTOR_EXP", raising=False)
-    plain = cache.cache_path(("protocol", 1), tmp_path)
-    monkeypatch.setenv("IRTLIB_MLE_VECTOR_EXP", "1")
-    assert cache.cache_path(("protocol", 1), tmp_path) != plain
-    monkeypatch.delenv("IRTLIB_MLE_VECTOR_EXP")
-    assert cache.cache_path(("protocol", 1), tmp_path) == plain
-
-
 def test_entries_use_the_one_atomic_writer(tmp_path, monkeypatch):
     """Entries get the umask's permissions (not mkstemp's 0600) and a failed write leaves nothing."""
     import os

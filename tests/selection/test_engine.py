@@ -321,7 +321,7 @@ def mle_terms_path(request, monkeypatch):
 
 
 def test_mle_score_in_work_arrays_is_score_and_information_bit_for_bit(mle_terms_path):
-    from irtlib.core.kernels import score_and_information
+    from irtlib.selection.portable_exp import score_and_information
 
     rng = np.random.default_rng(1)
     n_models, n_items = 20, 300
@@ -560,14 +560,14 @@ def test_candidate_bounds_in_c_propagate_nan_and_infinities_as_numpy():
     np.testing.assert_array_equal(got[3], [0.0, 0.25])
 
 
-def test_vector_exp_prototype_terms_are_within_a_relative_1e13_of_numpys():
+def test_mle_kernel_terms_with_the_portable_exp_are_within_a_few_ulp_of_the_c_librarys_expit():
     from irtlib.selection import score_kernel
 
-    lib = score_kernel.load_vector_exp()
+    lib = score_kernel.load()
     if lib is None:
-        pytest.skip("the vector-exp prototype cannot be built here (no AVX2 or compiler)")
+        pytest.skip("the MLE score kernel cannot be built here")
     rng = np.random.default_rng(11)
-    n, t = 40, 1003                                             # not a multiple of the four lanes
+    n, t = 40, 1003                                             # not a multiple of the eight-cell blocks
     a = np.exp(rng.normal(0.0, 1.0, (n, t)))
     a[:, ::7] = 0.0                                              # no response: no term
     b = rng.normal(0.0, 4.0, (n, t))
@@ -577,33 +577,8 @@ def test_vector_exp_prototype_terms_are_within_a_relative_1e13_of_numpys():
     start = rng.integers(0, 9, n)                                # rows continued from a kept column
     g[:], h[:] = np.nan, np.nan
     score_kernel._terms(lib, np.arange(n), theta, start, x, a, b, t, g, h)
-    g0, h0 = score_and_information(x, theta[:, None], a, b)
+    g0, h0 = score_and_information(x, theta[:, None], a, b)         # scipy's expit (the C library's exp)
     cols = np.arange(t)[None, :] >= start[:, None]
-    np.testing.assert_allclose(g[cols], g0[cols], rtol=1e-13, atol=1e-300)
-    np.testing.assert_allclose(h[cols], h0[cols], rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(g[cols], g0[cols], rtol=2e-15, atol=1e-300)
+    np.testing.assert_allclose(h[cols], h0[cols], rtol=2e-15, atol=1e-300)
     assert np.isnan(g[~cols]).all()                              # the kept columns are not written
-
-
-def test_vector_exp_prototype_runs_only_when_asked_and_moves_estimates_in_their_last_bits(monkeypatch):
-    from irtlib.selection import score_kernel
-
-    if score_kernel.load() is None or score_kernel.load_vector_exp() is None:
-        pytest.skip("the MLE kernels cannot be built here")
-    rng = np.random.default_rng(13)
-    n_models, n_items = 20, 300
-    a = np.exp(rng.normal(0, 1, (n_models, n_items)))
-    b = rng.normal(0, 2, (n_models, n_items))
-    ability = rng.normal(0, 2, n_models)
-    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-a * (ability[:, None] - b)))).astype(float)
-    items = TwoPLItems(a, b)
-    monkeypatch.delenv("IRTLIB_MLE_VECTOR_EXP", raising=False)
-    default = MleEstimator().begin(items, n_models, 8, 0.0)
-    monkeypatch.setenv("IRTLIB_MLE_VECTOR_EXP", "1")
-    vector = MleEstimator().begin(items, n_models, 8, 0.0)
-    assert default._terms.lib is score_kernel.load() and vector._terms.lib is score_kernel.load_vector_exp()
-    for _ in range(100):
-        j = rng.integers(0, n_items, n_models)
-        xj = x[np.arange(n_models), j]
-        default.push(j, xj)
-        vector.push(j, xj)
-        np.testing.assert_allclose(vector.estimate()[0], default.estimate()[0], rtol=0.0, atol=1e-8)
