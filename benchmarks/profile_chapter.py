@@ -2,7 +2,8 @@
 
 Not a timing of the build (papermill, the kernel and the notebook's JSON are left out): where a
 chapter's own time goes. Prints each code cell's wall and CPU seconds (this process's, and that of
-the worker processes it waited for), then cProfile's top functions by cumulative time, and writes
+the worker processes it waited for; joblib's reusable workers are waited for only at the end, so their
+CPU appears in the total alone), then cProfile's top functions by cumulative time, and writes
 the profile to ``--out`` (``python -m pstats`` reads it).
 
 Run from the repository root, with the cache the chapter should find (e.g. a copy of the stage's)::
@@ -30,6 +31,21 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _reap_workers() -> None:
+    """Shut joblib's reusable loky workers down and wait for them, so that their CPU counts as the children's.
+
+    A worker's CPU reaches ``RUSAGE_CHILDREN`` only once it has exited and been waited for; loky
+    keeps its workers for the next call, so without this a chapter's parallel runs would show 0.
+    """
+    try:
+        from joblib.externals.loky import reusable_executor
+    except ImportError:      # pragma: no cover - joblib comes with the scientific stack
+        return
+    executor = getattr(reusable_executor, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
 def code_cells(chapter: str) -> list[tuple[list[str], str]]:
     """``(tags, source)`` of every code cell of ``book/<chapter>.md``."""
     import jupytext
@@ -46,6 +62,8 @@ def main(argv=None) -> int:
                         help="a parameter, as papermill's -p (the value is a Python literal or a string)")
     parser.add_argument("--out", default=None, help="where to write the profile (default /tmp/<chapter>.prof)")
     parser.add_argument("--top", type=int, default=45)
+    parser.add_argument("--timer", choices=["wall", "cpu"], default="wall",
+                        help="cProfile's clock: wall seconds, or this process's CPU seconds (a shared machine)")
     args = parser.parse_args(argv)
 
     os.chdir(ROOT)
@@ -59,7 +77,7 @@ def main(argv=None) -> int:
             params[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
             params[key] = value
-    profile = cProfile.Profile()
+    profile = cProfile.Profile(time.process_time) if args.timer == "cpu" else cProfile.Profile()
     rows = []
     start_wall, start_cpu, start_children = time.perf_counter(), time.process_time(), _children_cpu()
     for i, (tags, source) in enumerate(code_cells(args.chapter)):
@@ -76,6 +94,7 @@ def main(argv=None) -> int:
         if not result.success:
             print(f"cell {i} failed: {result.error_in_exec or result.error_before_exec!r}", file=sys.stderr)
             return 1
+    _reap_workers()
     total = (time.perf_counter() - start_wall, time.process_time() - start_cpu, _children_cpu() - start_children)
     print(f"{'cell':>4} {'wall s':>8} {'cpu s':>8} {'child s':>8}  first line")
     for i, wall, cpu, child, first in sorted(rows, key=lambda r: -r[1])[:25]:

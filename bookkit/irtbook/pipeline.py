@@ -16,7 +16,7 @@ import pandas as pd
 
 from irtlib import datasets
 from irtlib.datasets import paper
-from .cache import array_checksum, cached
+from .cache import array_checksum, cache_path, cached
 from irtlib.calibration.joint_map import Calibration, fit_2pl
 from irtlib.core.responses import ResponseMatrix
 from irtlib.datasets.sources import DataSource
@@ -24,7 +24,7 @@ from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
            "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
-           "book_protocol", "protocol_sizes", "protocol_benchmark", "harmbench_variants", "split_batch",
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "method_rows", "harmbench_variants", "split_batch",
            "anchor_path_reason"]
 
 
@@ -360,7 +360,10 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     max_splits : int, optional
         Cap on the protocol's split count (a QUICK build).
     methods : sequence of str, optional
-        Method ids (default all eight); part of the cache key.
+        Method ids (default all eight); part of the cache key. Where ``cache_dir`` already holds the
+        run of every method with the same settings, these methods' rows are read from it
+        (:func:`method_rows`: the same rows as a run of these methods alone) instead of being run again
+        (chapter 5's HarmBench with all its behaviours is its run of every method).
 
     Returns
     -------
@@ -379,8 +382,8 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     key = ("protocol_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, tuple(ks),
            engine, threshold, tuple(sorted(proto.settings().items())), None if methods is None else tuple(methods))
 
-    def compute():
-        df = run_protocol(bench.full, methods=methods, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+    def compute(chosen=methods):
+        df = run_protocol(bench.full, methods=chosen, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
                           engine=engine, n_jobs=n_jobs, variance_threshold=threshold, progress=progress, protocol=proto,
                           benchmark=bench.name, calibration_cache=split_cache(cache_dir),
                           split_batch=split_batch(n_splits, n_jobs))
@@ -389,7 +392,44 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
         df.attrs.update(attrs)
         return df
 
+    whole_key = key[:-1] + (None,)
+    if methods is not None and cache_dir is not None and cache_path(whole_key, cache_dir).exists():
+        # every method's rows are computed by the same per-split rules whichever other methods run beside it
+        # (the streams are per split and method kind), so a stored run of every method holds these rows already
+        def read():
+            return method_rows(cached(lambda: compute(None), key=whole_key, cache_dir=cache_dir), methods)
+
+        return cached(read, key=key, cache_dir=cache_dir)
     return cached(compute, key=key, cache_dir=cache_dir)
+
+
+def method_rows(results: pd.DataFrame, methods) -> pd.DataFrame:
+    """The rows of some methods of a protocol run, as a run of those methods alone returns them.
+
+    :func:`irtlib.run_protocol` computes each method's rows by the same per-split rules whichever
+    other methods run beside it (every split's random streams, calibration and test models are its
+    own; the Fluid tests of a task's splits run as one batch of the same models), so the rows of
+    ``methods`` in a run of every method are, bit for bit, the rows of a run of ``methods``
+    alone (a test compares them). The frame keeps the run's row order (split, method, k) with a
+    fresh index; ``attrs`` are the run's, with ``methods`` the ones kept.
+
+    Parameters
+    ----------
+    results : DataFrame
+        A :func:`protocol_benchmark` (or :func:`irtlib.run_protocol`) result.
+    methods : sequence of str
+        Method ids, each among the run's.
+
+    Returns
+    -------
+    DataFrame
+    """
+    from irtlib.selection.methods import check_methods
+
+    kept = check_methods(methods, allowed=results.attrs.get("methods", tuple(results["method"].unique())))
+    out = results[results["method"].isin(kept)].reset_index(drop=True)
+    out.attrs = {**results.attrs, "methods": list(kept)}
+    return out
 
 
 def harmbench_variants(bench: Benchmark, *, data: str | None = None) -> dict[str, Benchmark]:

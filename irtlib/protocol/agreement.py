@@ -506,7 +506,9 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
         entry = _methods.REGISTRY[method]
         if entry.kind == "adaptive" and entry.random_items:
             if shared is not None:        # the authors' one order per split, the same for every model
-                scores[method] = [score_subset(x_test, Subset(shared[:k]), how=entry.scorer, a=a, b=b) for k in ks]
+                # MAP scores wait for every split's order (_score_shared_map): one MAP call per budget
+                scores[method] = ([] if entry.scorer == "map" else
+                                  [score_subset(x_test, Subset(shared[:k]), how=entry.scorer, a=a, b=b) for k in ks])
                 continue
             traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector(), estimator=entry.estimator(),
                                 seed=random_seed, record=ks)
@@ -521,7 +523,31 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     clock["static scoring"] += time.perf_counter() - t2
     return {"split": split, "test": test, "pool": pool, "a": a, "b": b, "ks": ks, "scores": scores,
             "reference": reference[test], "theta_start": float(theta_train.mean()), "x_test": x_test,
-            "static": static}
+            "static": static, "shared": shared}
+
+
+def _score_shared_map(preps, methods):
+    """The MAP scores of the random-item methods on each split's shared order, every split and budget at once.
+
+    Under the authors' rule (one random order per split, the same for every test model) a MAP-scored
+    random method (Random IRT) scores each split's test models on the first ``k`` items of the split's
+    order, from Newton's start at the prior mean, for every budget. All of a task's splits and budgets
+    go to one :func:`irtlib.selection.static.score_blocks_map` call (one MAP call per budget), whose
+    results equal ``score_subset(x_test, Subset(order[:k]), how="map", a=a, b=b)`` of each split and
+    budget bit for bit.
+    """
+    chosen = [m for m in methods if _methods.REGISTRY[m].kind == "adaptive" and _methods.REGISTRY[m].random_items
+              and _methods.REGISTRY[m].scorer == "map"]
+    blocks, where = [], []
+    for p in preps:
+        if p["shared"] is None:
+            continue
+        for method in chosen:
+            for k in p["ks"]:
+                blocks.append((p["x_test"], Subset(p["shared"][:k]), p["a"], p["b"], None))
+                where.append(p["scores"][method])
+    for done, theta in zip(where, score_blocks_map(blocks), strict=True):
+        done.append(theta)
 
 
 def _score_static_map(preps):
@@ -561,8 +587,11 @@ def _run_splits(values, reference, splits, *, ks, methods, n_test, seed, engine,
                             protocol=protocol)
              for split, (train, test), (a, b) in zip(splits, drawn, fits, strict=True)]
     t = time.perf_counter()
+    _score_shared_map(preps, methods)
+    t2 = time.perf_counter()
+    clock["random"] += t2 - t
     _score_static_map(preps)
-    clock["static scoring"] += time.perf_counter() - t
+    clock["static scoring"] += time.perf_counter() - t2
     # adaptive methods with chosen (not random) items: one vectorised run over every split's test models
     for method in [m for m in methods if _methods.REGISTRY[m].kind == "adaptive"
                    and not _methods.REGISTRY[m].random_items]:

@@ -191,6 +191,31 @@ def complete(sst):
 
 
 @pytest.mark.parametrize("protocol", ["paper", "authors"])
+def test_some_methods_are_read_from_a_stored_run_of_every_method(complete, protocol, tmp_path, monkeypatch):
+    """A run of some methods equals, frame and attrs, the rows a stored run of every method holds for them."""
+    import irtlib.protocol.agreement
+
+    settings = dict(protocol=protocol, max_splits=3, ks=[1, 5, 20, 40])
+    alone = {tuple(m): pipeline.protocol_benchmark(complete, methods=m, n_jobs=2, cache_dir=None, **settings)
+             for m in (["fluid", "random", "random-irt"], ["marginal-fisher-bq"], ["anchor-points", "disco"],
+                       ["total-fisher", "fluid"], ["random-irt"])}
+    run = Counter(irtlib.protocol.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.protocol.agreement, "run_protocol", run)
+    some = ["fluid", "random", "random-irt"]
+    before = pipeline.protocol_benchmark(complete, methods=some, cache_dir=tmp_path / "other", **settings)
+    assert run.calls == 1 and before.equals(alone[tuple(some)])      # no run of every method stored: computed
+    whole = pipeline.protocol_benchmark(complete, cache_dir=tmp_path, **settings)
+    assert run.calls == 2
+    for methods, expected in alone.items():
+        read = pipeline.protocol_benchmark(complete, methods=list(methods), cache_dir=tmp_path, **settings)
+        assert run.calls == 2                                           # read, not run
+        assert read.equals(expected) and read.attrs["methods"] == expected.attrs["methods"] == list(methods)
+        assert {k: v for k, v in read.attrs.items() if k not in ("methods", "seconds", "split_batch")} == \
+            {k: v for k, v in expected.attrs.items() if k not in ("methods", "seconds", "split_batch")}
+    assert whole.attrs["methods"] == list(irtlib.protocol.agreement.METHODS)    # the stored run is left as it was
+
+
+@pytest.mark.parametrize("protocol", ["paper", "authors"])
 def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, protocol, tmp_path):
     """With every kept item, Random IRT scores the test models by MAP on all items: the ceiling."""
     from irtbook.ceiling import ceiling_benchmark

@@ -251,18 +251,46 @@ def test_authors_protocol_records_and_overrides(small):
 
 def test_shared_order_gives_random_and_random_irt_the_same_items(small, monkeypatch):
     seen = []
-    real = agreement.score_subset
+    real, real_blocks = agreement.score_subset, agreement.score_blocks_map
 
     def spy(x, subset, **kw):
         seen.append((kw["how"], tuple(subset.items)))
         return real(x, subset, **kw)
 
+    def spy_blocks(blocks, **kw):           # Random IRT's MAP scores: every split and budget in one call
+        seen.extend(("map", tuple(block[1].items)) for block in blocks)
+        return real_blocks(blocks, **kw)
+
     monkeypatch.setattr(agreement, "score_subset", spy)
+    monkeypatch.setattr(agreement, "score_blocks_map", spy_blocks)
     run_protocol(small, methods=["random", "random-irt"], protocol="authors", benchmark="harmbench", n_splits=1,
                  ks=[3, 10], progress=False)
     order = protocols.shared_random_order(int((small.item_variance() >= 0.01).sum()), 0)
     assert seen == [("mean", tuple(order[:3])), ("mean", tuple(order[:10])),
                     ("map", tuple(order[:3])), ("map", tuple(order[:10]))]
+
+
+def test_random_irt_on_the_shared_order_scores_as_one_map_call_per_split_and_budget(small):
+    """Random IRT's batched MAP scores equal score_subset's, split by split and budget by budget, bit for bit."""
+    from irtlib.core.stats import spearman
+    from irtlib.selection.static import Subset, score_subset
+
+    proto = protocols.get("authors", benchmark="harmbench")
+    ks = [1, 3, 10, 25]
+    df = run_protocol(small, methods=["random-irt"], protocol="authors", benchmark="harmbench", n_splits=4, ks=ks,
+                      n_test=6, engine="map", progress=False)
+    filtered, ref, _ = agreement.protocol_data(small, variance_threshold=proto.variance_threshold,
+                                               reference=proto.reference, groups=None, n_test=6, seed=proto.seed,
+                                               n_test_groups=1, variance_rule=proto.variance_rule,
+                                               split_rule=proto.split_rule)
+    for split in range(4):
+        train, test = agreement.split_models(filtered.shape[0], 6, proto.seed, split, rule=proto.split_rule)
+        (a, b), = agreement.calibrate_splits(filtered.values, [train], engine="map", seed=[0])
+        order = protocols.shared_random_order(filtered.shape[1], split)
+        scores = [score_subset(filtered.values[test], Subset(order[:k]), how="map", a=a, b=b) for k in ks]
+        rho = spearman(np.vstack(scores), ref[test])
+        got = df[df["split"] == split]["agreement"].to_numpy()
+        np.testing.assert_array_equal(got, rho)
 
 
 def test_a_batched_engine_plugs_in_and_sees_only_training_rows(small, monkeypatch):
