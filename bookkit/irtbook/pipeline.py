@@ -23,8 +23,9 @@ from irtlib.datasets.sources import DataSource
 from irtlib.protocol.presets import Protocol
 
 __all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
-           "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "paper_budgets", "protocol_budgets", "kept_items",
-           "book_protocol", "protocol_sizes", "protocol_benchmark", "method_rows", "harmbench_variants", "split_batch",
+           "chapter_engine", "chapter_protocol", "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "QUICK_AUTHORS_EPOCHS",
+           "paper_budgets", "protocol_budgets", "kept_items", "book_protocol", "protocol_sizes", "protocol_benchmark",
+           "method_rows", "harmbench_variants", "split_batch",
            "anchor_path_reason"]
 
 
@@ -141,19 +142,49 @@ def calibrate_matrix(matrix: ResponseMatrix, *, engine: str = "pyirt-authors", s
 #: with the text's fixed priors, and irtlib's MAP engine (posterior mode of the text's model).
 CHAPTER_ENGINES = ("pyirt-authors", "pyirt", "map")
 
-#: Epochs of py-irt with the text's priors in a QUICK build (a preview; the authors' calibration never shortens).
+#: Epochs of py-irt with the text's priors in a QUICK build (a preview).
 QUICK_PYIRT_EPOCHS = 200
+#: Epochs of the authors' calibration in a QUICK build (a preview; the full build runs the paper's 1,000). Chosen
+#: from the whole fits of the six benchmarks at 100 to 1,000 epochs against 1,000 (``benchmarks/bench_quick_epochs.py``,
+#: ``benchmarks/RESULTS.md``, issue 26 ``qs``): at 300 the fit keeps Pearson r of a at 0.82 to 0.95, of b at 0.96 to
+#: 1.00 and Spearman of theta at 0.96 to 1.00 with the full run's, where 100 epochs fall to 0.66 (a) and 0.84
+#: (theta); its fits cost about a third of the full run's.
+QUICK_AUTHORS_EPOCHS = 300
 
 
 def chapter_epochs(engine: str, epochs: int, *, quick: bool) -> int:
     """The epochs a chapter's calibration by ``engine`` runs, so that every chapter reuses the same cached fit.
 
-    The authors' calibration (``"pyirt-authors"``) always runs ``epochs`` (1,000 is the paper's
-    protocol, and its best-epoch rule needs the whole run); py-irt with the text's priors
-    (``"pyirt"``) runs at most :data:`QUICK_PYIRT_EPOCHS` in a QUICK build; the MAP engine has no
+    In a full build every engine runs ``epochs`` (1,000 is the paper's protocol). A QUICK build
+    caps the authors' calibration (``"pyirt-authors"``) at :data:`QUICK_AUTHORS_EPOCHS` and py-irt
+    with the text's priors (``"pyirt"``) at :data:`QUICK_PYIRT_EPOCHS`; the MAP engine has no
     epochs (returned unchanged, and ignored by :func:`calibrate_benchmark`).
     """
-    return min(int(epochs), QUICK_PYIRT_EPOCHS) if quick and engine == "pyirt" else int(epochs)
+    cap = {"pyirt-authors": QUICK_AUTHORS_EPOCHS, "pyirt": QUICK_PYIRT_EPOCHS}.get(engine) if quick else None
+    return int(epochs) if cap is None else min(int(epochs), cap)
+
+
+def chapter_engine(engine: str | None, *, quick: bool) -> str | None:
+    """The per-split engine a chapter's protocol run names: the authors' calibration at :func:`chapter_epochs`.
+
+    ``"pyirt-authors"`` in a QUICK build becomes the same calibration at :data:`QUICK_AUTHORS_EPOCHS`
+    (:func:`irtbook.authors_engine.engine_name`, registered with the protocol, its epochs in every
+    cache key), the epochs at which the stage (:mod:`irtbook.split_stage`) fits every split; any other
+    engine, and every engine of a full build, is returned unchanged.
+    """
+    from .authors_engine import AUTHORS_ENGINE, authors_epochs, engine_name
+
+    if not quick or engine != AUTHORS_ENGINE:
+        return engine
+    return engine_name(chapter_epochs(engine, authors_epochs(), quick=True))
+
+
+def chapter_protocol(protocol: Protocol, *, quick: bool) -> Protocol:
+    """``protocol`` with its per-split engine as :func:`chapter_engine` names it (itself in a full build)."""
+    from dataclasses import replace
+
+    engine = chapter_engine(protocol.engine, quick=quick)
+    return protocol if engine == protocol.engine else replace(protocol, engine=engine)
 
 
 #: The py-irt engines :func:`calibrate_matrix` runs by the batched fit, with their py-irt settings: the

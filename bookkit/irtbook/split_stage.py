@@ -1,7 +1,8 @@
 """The book's calibrations as one stage, run before the chapters and shared by all of them.
 
 Every agreement-protocol run of the book that calibrates its splits with the authors' engine
-(``"pyirt-authors"``: py-irt's hierarchical 2PL, 1,000 epochs per split) reads each split's fit
+(``"pyirt-authors"``: py-irt's hierarchical 2PL, 1,000 epochs per split; a QUICK build's
+:data:`irtbook.pipeline.QUICK_AUTHORS_EPOCHS`, :func:`irtbook.pipeline.chapter_engine`) reads each split's fit
 from :mod:`irtlib.calibration.split_cache`, keyed by the split's training block, the settings and
 the code. This module computes those training blocks for every run the chapters make
 (:func:`stage_runs`) and fits all that are not cached yet, one batched fit per width (the widest cut
@@ -65,6 +66,9 @@ class StageRun:
     n_splits, n_test, seed : int
     threshold : float
         The variance filter's threshold (:func:`irtbook.pipeline.protocol_benchmark`'s).
+    epochs : int, optional
+        Epochs of the authors' calibration of every split (None: the protocol's own,
+        :func:`irtbook.authors_engine.authors_epochs`); part of each split's cache key.
     """
 
     label: str
@@ -74,6 +78,7 @@ class StageRun:
     n_test: int
     seed: int
     threshold: float = 0.01
+    epochs: int | None = None
 
 
 def load_benchmarks(*, data: str | None = None, rule: str = "strict") -> dict:
@@ -91,7 +96,9 @@ def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict",
     :data:`QUICK_MAX_SPLITS` in a QUICK build; the ceilings use the same splits), and chapter 05's
     two HarmBench variants (without the copyright behaviours, and those alone) where HarmBench's
     item file names the categories. Chapter 04b: the paper's protocol on HarmBench with the
-    authors' calibration (:data:`MODEL_FIT_RUN`).
+    authors' calibration (:data:`MODEL_FIT_RUN`). Every split at the epochs the chapters' calibration
+    runs (:func:`irtbook.pipeline.chapter_epochs`: the paper's 1,000, a QUICK build's
+    :data:`irtbook.pipeline.QUICK_AUTHORS_EPOCHS`).
 
     Parameters
     ----------
@@ -107,22 +114,25 @@ def stage_runs(*, quick: bool, data: str | None = None, rule: str = "strict",
     -------
     list of StageRun
     """
-    from .pipeline import book_protocol, harmbench_variants, protocol_sizes
+    from .authors_engine import AUTHORS_ENGINE, authors_epochs
+    from .pipeline import book_protocol, chapter_epochs, harmbench_variants, protocol_sizes
 
     max_splits = QUICK_MAX_SPLITS if quick else None
+    epochs = chapter_epochs(AUTHORS_ENGINE, authors_epochs(), quick=quick)
     benches = load_benchmarks(data=data, rule=rule) if benches is None else benches
     runs = []
     for name, bench in benches.items():
         proto = book_protocol(bench, "authors", fresh_anchor_max_items=FRESH_ANCHOR_MAX_ITEMS)
         n_splits, n_test = protocol_sizes(bench, protocol=proto, max_splits=max_splits)
-        runs.append(StageRun(f"05/06 {name}", bench, proto, n_splits, n_test, proto.seed))
+        runs.append(StageRun(f"05/06 {name}", bench, proto, n_splits, n_test, proto.seed, epochs=epochs))
         if name == "harmbench":
             for label, variant in harmbench_variants(bench).items():
                 if variant is not bench:
-                    runs.append(StageRun(f"05 {name} ({label})", variant, proto, n_splits, n_test, proto.seed))
+                    runs.append(StageRun(f"05 {name} ({label})", variant, proto, n_splits, n_test, proto.seed,
+                                         epochs=epochs))
     name, full_splits, quick_splits, n_test, seed = MODEL_FIT_RUN
     runs.append(StageRun(f"04b {name}", benches[name], protocols.resolve(None, benchmark=name),
-                         quick_splits if quick else full_splits, n_test, seed))
+                         quick_splits if quick else full_splits, n_test, seed, epochs=epochs))
     return runs
 
 
@@ -199,15 +209,16 @@ COST_PER_CELL, COST_PER_COLUMN, COST_PER_FIT = 2.2e-6, 1.5e-5, 2.0
 SPLIT_SHARE, CUT_MIN_COST = 0.25, 10.0
 
 
-def _fit_cost(n_splits: int, rows: int, n_items: int) -> float:
-    return COST_PER_CELL * n_splits * rows * n_items + COST_PER_COLUMN * n_splits * (rows + 2 * n_items) + COST_PER_FIT
+def _fit_cost(n_splits: int, rows: int, n_items: int, epochs: int = 1000) -> float:
+    cells, columns = n_splits * rows * n_items, n_splits * (rows + 2 * n_items)
+    return (COST_PER_CELL * cells + COST_PER_COLUMN * columns + COST_PER_FIT) * epochs / 1000
 
 
 def split_jobs(runs: list[StageRun], *, cache_dir, workers: int) -> tuple[list[StageJob], int, int]:
     """The stage's split calibrations as jobs: every split of one width in one batched fit, or cut in ``workers``.
 
-    Splits of one width share a batched fit whatever their seeds (each split draws from its own
-    stream), so the paper's protocol's one seed per split costs one batch, not one fit per split. A
+    Splits of one width (and one epoch count) share a batched fit whatever their seeds (each split draws
+    from its own stream), so the paper's protocol's one seed per split costs one batch, not one fit per split. A
     split's fit does not depend on the rest of its batch, so how the splits are cut changes no number;
     cutting pays each fit's per-epoch Python once more, so only the widths with the most cells are cut
     (so that both cores stay busy to the end). Widths whose splits are all cached give no job.
@@ -220,31 +231,33 @@ def split_jobs(runs: list[StageRun], *, cache_dir, workers: int) -> tuple[list[S
     """
     from irtlib.calibration.split_cache import missing_splits
 
+    from .authors_engine import authors_epochs
     from .pipeline import split_cache
 
     directory = split_cache(cache_dir)
-    groups: dict = {}                     # n_items -> [(label, block, seed)]
+    groups: dict = {}                     # (n_items, epochs) -> [(label, block, seed)]
     for run in runs:
         blocks, seeds = training_blocks(run)
+        epochs = authors_epochs() if run.epochs is None else int(run.epochs)
         for block, seed in zip(blocks, seeds, strict=True):
-            groups.setdefault(block.shape[1], []).append((run.label, block, int(seed)))
+            groups.setdefault((block.shape[1], epochs), []).append((run.label, block, int(seed)))
     asked = fitted = 0
     pending = []
-    for entries in groups.values():
+    for (_, epochs), entries in groups.items():
         starts = np.cumsum([0] + [blk.shape[0] for _, blk, _ in entries])
         stacked = np.vstack([blk for _, blk, _ in entries])
         rows = [np.arange(starts[i], starts[i + 1]) for i in range(len(entries))]
         seeds = [seed for *_, seed in entries]
-        todo = missing_splits(stacked, rows, seed=seeds, cache_dir=directory)
+        todo = missing_splits(stacked, rows, seed=seeds, cache_dir=directory, epochs=epochs)
         asked, fitted = asked + len(rows), fitted + todo
         if todo:
-            pending.append((entries, starts, stacked, seeds, todo))
-    total = sum(_fit_cost(todo, int(np.diff(starts).max()), stacked.shape[1])
-                for _, starts, stacked, _, todo in pending)
+            pending.append((entries, starts, stacked, seeds, todo, epochs))
+    total = sum(_fit_cost(todo, int(np.diff(starts).max()), stacked.shape[1], epochs)
+                for _, starts, stacked, _, todo, epochs in pending)
     jobs = []
-    for entries, starts, stacked, seeds, todo in pending:
+    for entries, starts, stacked, seeds, todo, epochs in pending:
         n_rows, n_items = int(np.diff(starts).max()), stacked.shape[1]
-        cost = _fit_cost(todo, n_rows, n_items)
+        cost = _fit_cost(todo, n_rows, n_items, epochs)
         n_parts = workers if workers > 1 and cost > max(SPLIT_SHARE * total, CUT_MIN_COST) else 1
         labels = ", ".join(dict.fromkeys(label for label, *_ in entries))
         for k, part in enumerate(np.array_split(np.arange(len(entries)), n_parts)):
@@ -252,19 +265,19 @@ def split_jobs(runs: list[StageRun], *, cache_dir, workers: int) -> tuple[list[S
             rows = [np.arange(starts[i], starts[i + 1]) - lo for i in part]
             name = labels if n_parts == 1 else f"{labels} (part {k + 1} of {n_parts})"
             jobs.append(StageJob(cost / n_parts, _fit_splits,
-                                 (name, stacked[lo:hi], rows, [seeds[i] for i in part], directory)))
+                                 (name, stacked[lo:hi], rows, [seeds[i] for i in part], directory, epochs)))
     return jobs, asked, fitted
 
 
-def _fit_splits(label, block, rows, seeds, directory) -> str:
-    """A stage job: the splits' batched fit into the split cache, one process; its log line."""
+def _fit_splits(label, block, rows, seeds, directory, epochs) -> str:
+    """A stage job: the splits' batched fit (``epochs`` epochs) into the split cache, one process; its log line."""
     from irtlib.calibration.split_cache import fit_2pl_splits_cached, missing_splits
 
     start = time.perf_counter()
-    todo = missing_splits(block, rows, seed=seeds, cache_dir=directory)
+    todo = missing_splits(block, rows, seed=seeds, cache_dir=directory, epochs=epochs)
     if todo:
-        fit_2pl_splits_cached(block, rows, seed=seeds, cache_dir=directory, workers=1)
-    return (f"{label}: {len(rows)} splits of {block.shape[1]} items, {todo} fitted, "
+        fit_2pl_splits_cached(block, rows, seed=seeds, cache_dir=directory, workers=1, epochs=epochs)
+    return (f"{label}: {len(rows)} splits of {block.shape[1]} items, {epochs} epochs, {todo} fitted, "
             f"{time.perf_counter() - start:.1f} s")
 
 
@@ -398,7 +411,7 @@ def whole_fit_jobs(*, quick: bool, cache_dir, data: str | None = None, rule: str
 
     def cost(bench, engine, epochs):      # the MAP fits: a fraction of a second
         n_rows, n_items = bench.filtered.values.shape
-        return 0.0 if engine == "map" else _fit_cost(1, n_rows, n_items) * epochs / 1000
+        return 0.0 if engine == "map" else _fit_cost(1, n_rows, n_items, epochs)
 
     return [StageJob(cost(bench, engine, epochs), _benchmark_fit, (bench, engine, seed, epochs, cache_dir))
             for bench, engine, seed, epochs in todo], len(jobs)

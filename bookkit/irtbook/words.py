@@ -60,13 +60,30 @@ def band_caption(band: str = AGREEMENT_BAND) -> str:
     return f"shading: {BAND_WORDS[band]}"
 
 
+def _epochs_of(engine: str) -> tuple[str, int | None]:
+    """``(engine, epochs)`` of an engine run at other epochs (``"pyirt-authors@300"``, a QUICK build's); else None."""
+    from .authors_engine import parse_engine
+
+    return parse_engine(engine)
+
+
 def engine_words(engine: str) -> str:
-    """The clause for ``engine`` (a registered engine without words is named as itself)."""
+    """The clause for ``engine`` (a registered engine without words is named as itself).
+
+    The authors' calibration at other epochs (:func:`irtbook.authors_engine.engine_name`, a QUICK
+    build's) is the authors' clause with its epochs.
+    """
+    base, epochs = _epochs_of(engine)
+    if epochs is not None:
+        return f"{ENGINE_WORDS[base]}, run for {epochs:,} epochs"
     return ENGINE_WORDS.get(engine, f"the calibration engine {engine!r}")
 
 
 def engine_short(engine: str) -> str:
-    """The caption word for ``engine``."""
+    """The caption word for ``engine`` (with its epochs when run at other epochs, as :func:`engine_words`)."""
+    base, epochs = _epochs_of(engine)
+    if epochs is not None:
+        return f"{ENGINE_SHORT[base]}, {epochs:,} epochs"
     return ENGINE_SHORT.get(engine, str(engine))
 
 
@@ -86,11 +103,18 @@ def engine_caption(engine: str, epochs: int | None = None) -> str:
     E.g. "authors' calibration, 1,000 epochs"; "MAP engine".
     """
     short = engine_short(engine)
-    return short if engine == "map" or epochs is None else f"{short}, {int(epochs):,} epochs"
+    named = _epochs_of(engine)[1] is not None           # the name carries its epochs already
+    return short if engine == "map" or epochs is None or named else f"{short}, {int(epochs):,} epochs"
 
 
 def engine_noun(engine: str) -> str:
-    """``engine`` as a noun phrase for a sentence ("the authors' calibration", "the MAP engine")."""
+    """``engine`` as a noun phrase for a sentence ("the authors' calibration", "the MAP engine").
+
+    With its epochs when run at other epochs, as :func:`engine_words`.
+    """
+    base, epochs = _epochs_of(engine)
+    if epochs is not None:
+        return f"{ENGINE_NOUN[base]} at {epochs:,} epochs"
     return ENGINE_NOUN.get(engine, f"the engine {engine!r}")
 
 

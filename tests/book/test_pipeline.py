@@ -292,12 +292,34 @@ def test_missing_responses_move_the_authors_anchor_points_to_the_path_with_a_rea
     assert run_protocol(gappy.full, protocol=pipeline.book_protocol(gappy, "authors"), **kw)["agreement"].notna().all()
 
 
-def test_chapter_epochs_shortens_only_the_text_priors_run_in_a_quick_build():
-    assert pipeline.chapter_epochs("pyirt-authors", 1000, quick=True) == 1000     # the paper's protocol, always
+def test_chapter_epochs_shortens_the_py_irt_runs_only_in_a_quick_build():
+    assert pipeline.chapter_epochs("pyirt-authors", 1000, quick=False) == 1000     # the paper's protocol
+    assert pipeline.chapter_epochs("pyirt-authors", 1000, quick=True) == pipeline.QUICK_AUTHORS_EPOCHS < 1000
     assert pipeline.chapter_epochs("pyirt", 1000, quick=True) == pipeline.QUICK_PYIRT_EPOCHS
     assert pipeline.chapter_epochs("pyirt", 1000, quick=False) == 1000
     assert pipeline.chapter_epochs("pyirt", 50, quick=True) == 50
+    assert pipeline.chapter_epochs("map", 1000, quick=True) == 1000
     assert set(pipeline.CHAPTER_ENGINES) == {"pyirt-authors", "pyirt", "map"}
+
+
+def test_chapter_engine_renames_only_the_authors_calibration_of_a_quick_build():
+    from irtbook.authors_engine import parse_engine
+    from irtlib.protocol import presets as protocols
+    from irtlib.protocol.agreement import CALIBRATION_ENGINES
+
+    assert pipeline.chapter_engine("pyirt-authors", quick=False) == "pyirt-authors"
+    assert pipeline.chapter_engine("map", quick=True) == "map"
+    assert pipeline.chapter_engine(None, quick=True) is None
+    quick = pipeline.chapter_engine("pyirt-authors", quick=True)
+    assert parse_engine(quick) == ("pyirt-authors", pipeline.QUICK_AUTHORS_EPOCHS) and quick in CALIBRATION_ENGINES
+    authors = protocols.resolve("authors", benchmark="harmbench")
+    assert pipeline.chapter_protocol(authors, quick=False) is authors
+    renamed = pipeline.chapter_protocol(authors, quick=True)
+    assert renamed.engine == quick and renamed.settings() != authors.settings()       # the epochs in every key
+    assert {k: v for k, v in renamed.settings().items() if k != "engine"} == \
+        {k: v for k, v in authors.settings().items() if k != "engine"}
+    paper = protocols.resolve("paper", benchmark="harmbench")
+    assert pipeline.chapter_protocol(paper, quick=True) is paper                     # the MAP engine has no epochs
 
 
 def test_calibrate_matrix_is_calibrate_benchmark_uncached(sst, tmp_path):
