@@ -150,8 +150,18 @@ def install_kernel_server(state_dir: Path) -> str:
     return f"ordinary ({reason})" if reason else "forked"
 
 
+#: run_papermill's status for a kernel that died before it answered (no cell ran): e.g. a port it was
+#: given was taken by another process between jupyter_client choosing it and the kernel binding it.
+KERNEL_NOT_STARTED = 75
+#: How often a page whose kernel did not start is run again.
+START_RETRIES = 2
+
+
 def run_papermill(argv: list[str]) -> int:
     """Run papermill's command line in this process; its exit status (1 when a cell failed).
+
+    :data:`KERNEL_NOT_STARTED` when the kernel died before replying to its first request, so no
+    cell ran and the page can simply be run again.
 
     Parameters
     ----------
@@ -167,9 +177,9 @@ def run_papermill(argv: list[str]) -> int:
         papermill_command.main(args=argv, prog_name="papermill", standalone_mode=False)
     except SystemExit as exc:  # papermill's own exit codes (138: the kernel died)
         return exc.code if isinstance(exc.code, int) else 1
-    except Exception:  # noqa: BLE001 - a failed cell or kernel: papermill's traceback, as its command prints it
+    except Exception as exc:  # noqa: BLE001 - a failed cell or kernel: papermill's traceback, as its command prints it
         traceback.print_exc()
-        return 1
+        return KERNEL_NOT_STARTED if "Kernel died before replying to kernel_info" in str(exc) else 1
     return 0
 
 
@@ -232,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[run_chapter] {name}: executing {args.source} {shown}".rstrip(), flush=True)
     start = time.monotonic()
     status = run_papermill(argv)
+    for attempt in range(1, START_RETRIES + 1):
+        if status != KERNEL_NOT_STARTED:
+            break
+        print(f"[run_chapter] {name}: the kernel died before it started (no cell ran); "
+              f"running the page again ({attempt} of {START_RETRIES})", file=sys.stderr, flush=True)
+        partial.unlink(missing_ok=True)
+        status = run_papermill(argv)
     elapsed = time.monotonic() - start
     if status != 0:
         print(

@@ -525,6 +525,46 @@ def test_run_chapter_passes_typed_parameters_and_keeps_papermill_metadata(tmp_pa
     assert not (tmp_path / "executing" / "ch.ipynb").exists()      # moved into place, not left behind
 
 
+_FLAKY_START = """\
+import sys
+sys.path.insert(0, sys.argv[1])
+import run_chapter
+from papermill.cli import papermill as papermill_command
+
+real, calls = papermill_command.main, []
+
+
+def flaky(*args, **kwargs):                  # the first kernel dies as one whose port was taken does
+    calls.append(1)
+    if len(calls) == 1:
+        raise RuntimeError(sys.argv[2])
+    return real(*args, **kwargs)
+
+
+papermill_command.main = flaky
+status = run_chapter.main(sys.argv[3:])
+print("attempts", len(calls))
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize(("error", "status", "attempts"), [
+    ("Kernel died before replying to kernel_info", 0, 2),     # no cell ran: run again, and it works
+    ("some cell failed", 1, 1),                               # anything else: not run again
+])
+def test_a_page_whose_kernel_died_before_starting_is_run_again(tmp_path, error, status, attempts):
+    source = tmp_path / "ch.md"
+    source.write_text(_chapter("Ch", "print('ran')"))
+    output = tmp_path / "executed" / "ch.ipynb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")} | {"IRTBOOK_FORK_KERNEL": "0"}
+    done = subprocess.run([sys.executable, "-c", _FLAKY_START, str(TOOLS), error, str(source), str(output),
+                           "--cwd", str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == status, done.stderr
+    assert f"attempts {attempts}" in done.stdout
+    assert ("running the page again (1 of 2)" in done.stderr) == (attempts == 2)
+    assert output.exists() == (status == 0)
+
+
 def _run_chapter(tmp_path: Path, body: str) -> tuple[subprocess.CompletedProcess, dict]:
     """tools/run_chapter.py on a one-cell chapter, outside coverage's subprocess hook (as the book runs)."""
     source = tmp_path / "ch.md"
