@@ -6,6 +6,9 @@
  * largest fresh gain, ties to the lowest position -- the numpy path's pick. A gain is computed with
  * the numpy path's operations in its order: r1 = sqrt(s), r2 = sqrt(s + I), I / ((r1 * r2) * (r1 + r2)),
  * summed over models by numpy's pairwise summation (DOUBLE_pairwise_sum), so the floats are equal.
+ * Built with AVX2, the terms are computed four models at a time and summed as they are computed, the
+ * pairwise sum's eight accumulators held in two registers: the same operations on the same values, so
+ * the same bits (tests/selection/test_greedy_kernel.py compares the two builds).
  * Compile with -ffp-contract=off (irtlib.calibration.fused_kernel's flags).
  */
 #include <math.h>
@@ -13,13 +16,72 @@
 
 #include "_pairwise_sum.h"
 
+static inline double term(const double *col, const double *s, const double *r1, int64_t m)
+{
+    double r2 = sqrt(s[m] + col[m]);
+    return col[m] / ((r1[m] * r2) * (r1[m] + r2));
+}
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+/* four models' terms: square root, products, sum and quotient are IEEE-754 operations rounded exactly
+ * as term()'s (no contraction: -ffp-contract=off), so each lane is term() bit for bit */
+static inline __m256d term4(const double *col, const double *s, const double *r1, int64_t m)
+{
+    __m256d c = _mm256_loadu_pd(col + m);
+    __m256d r = _mm256_loadu_pd(r1 + m);
+    __m256d r2 = _mm256_sqrt_pd(_mm256_add_pd(_mm256_loadu_pd(s + m), c));
+    return _mm256_div_pd(c, _mm256_mul_pd(_mm256_mul_pd(r, r2), _mm256_add_pd(r, r2)));
+}
+
+/* pairwise_sum (_pairwise_sum.h) of the terms of models [m0, m0 + n), computed as they are summed: its
+ * eight interleaved accumulators are two four-lane registers (lane q adds exactly what r[q] adds, in
+ * the same order), its short and long cases and its combination unchanged */
+static double term_sum(const double *col, const double *s, const double *r1, int64_t m0, int64_t n)
+{
+    if (n < 8) {
+        double res = -0.0;
+        for (int64_t i = 0; i < n; i++) {
+            res += term(col, s, r1, m0 + i);
+        }
+        return res;
+    }
+    else if (n <= 128) {
+        double r[8], res;
+        int64_t i;
+        __m256d lo = term4(col, s, r1, m0), hi = term4(col, s, r1, m0 + 4);
+        for (i = 8; i < n - (n % 8); i += 8) {
+            lo = _mm256_add_pd(lo, term4(col, s, r1, m0 + i));
+            hi = _mm256_add_pd(hi, term4(col, s, r1, m0 + i + 4));
+        }
+        _mm256_storeu_pd(r, lo);
+        _mm256_storeu_pd(r + 4, hi);
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) {
+            res += term(col, s, r1, m0 + i);
+        }
+        return res;
+    }
+    else {
+        int64_t n2 = n / 2;
+        n2 -= n2 % 8;
+        return term_sum(col, s, r1, m0, n2) + term_sum(col, s, r1, m0 + n2, n - n2);
+    }
+}
+#endif
+
 static double gain(const double *col, const double *s, const double *r1, double *work, int64_t n_models)
 {
+#if defined(__AVX2__)
+    (void)work;
+    return term_sum(col, s, r1, 0, n_models);
+#else
     for (int64_t m = 0; m < n_models; m++) {
-        double r2 = sqrt(s[m] + col[m]);
-        work[m] = col[m] / ((r1[m] * r2) * (r1[m] + r2));
+        work[m] = term(col, s, r1, m);
     }
     return pairwise_sum(work, n_models);
+#endif
 }
 
 /* the gains of every item (rows of info_t), for tests and the bounds after the first pick */
