@@ -37,14 +37,14 @@ from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
 from . import score_kernel
-
-# ``np.einsum`` without ``optimize`` is this call after a Python-level dispatch (the same result, bit
-# for bit); the Taylor Newton below makes three per iteration on a few rows, where the dispatch counted.
-_c_einsum = np._core.multiarray.c_einsum
 from .items import ItemModel, TwoPLItems
 from .portable_exp import portable_expit_pair
 
 __all__ = ["Estimator", "EstimatorRun", "MapEstimator", "MleEstimator", "EapEstimator", "MeanScoreEstimator"]
+
+# ``np.einsum`` without ``optimize`` is this call after a Python-level dispatch (the same result, bit
+# for bit); the Taylor Newton below makes three per iteration on a few rows, where the dispatch counted.
+_c_einsum = np._core.multiarray.c_einsum
 
 
 class EstimatorRun(Protocol):
