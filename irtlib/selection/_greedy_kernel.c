@@ -93,24 +93,31 @@ void greedy_gains(int64_t n_items, int64_t n_models, const double *info_t, const
     }
 }
 
-/* heap order: a before b when its bound is larger, or equal with a lower position */
-static int before(const double *ub, int64_t a, int64_t b)
+/* A heap entry carries its item's bound beside its position, so that sifting reads the heap only (the
+ * bounds array, indexed by position, was a cache miss per comparison on banks of thousands of items).
+ * heap order: a before b when its bound is larger, or equal with a lower position */
+typedef struct {
+    double ub;
+    int64_t pos;
+} entry;
+
+static int before(const entry *a, const entry *b)
 {
-    return ub[a] > ub[b] || (ub[a] == ub[b] && a < b);
+    return a->ub > b->ub || (a->ub == b->ub && a->pos < b->pos);
 }
 
-static void sift_down(int64_t *heap, int64_t size, const double *ub, int64_t i)
+static void sift_down(entry *heap, int64_t size, int64_t i)
 {
-    int64_t item = heap[i];
+    entry item = heap[i];
     for (;;) {
         int64_t c = 2 * i + 1;
         if (c >= size) {
             break;
         }
-        if (c + 1 < size && before(ub, heap[c + 1], heap[c])) {
+        if (c + 1 < size && before(&heap[c + 1], &heap[c])) {
             c++;
         }
-        if (!before(ub, heap[c], item)) {
+        if (!before(&heap[c], &item)) {
             break;
         }
         heap[i] = heap[c];
@@ -119,11 +126,16 @@ static void sift_down(int64_t *heap, int64_t size, const double *ub, int64_t i)
     heap[i] = item;
 }
 
-/* Build the heap over heap[0:size] (item positions) by the bounds ub. */
-void greedy_heapify(int64_t size, int64_t *heap, const double *ub)
+/* Build the heap of the items positions[0:size] by the bounds ub into heap (room for size entries:
+ * 16 bytes each). */
+void greedy_heapify(int64_t size, const int64_t *positions, const double *ub, entry *heap)
 {
+    for (int64_t i = 0; i < size; i++) {
+        heap[i].ub = ub[positions[i]];
+        heap[i].pos = positions[i];
+    }
     for (int64_t i = size / 2 - 1; i >= 0; i--) {
-        sift_down(heap, size, ub, i);
+        sift_down(heap, size, i);
     }
 }
 
@@ -131,7 +143,7 @@ void greedy_heapify(int64_t size, int64_t *heap, const double *ub)
  * s: every model's information so far (updated), ub: bounds (updated), stamp: step at which
  * ub[j] was computed. Returns the number of picks written to out. */
 int64_t greedy_next(int64_t n_models, const double *info_t, double *s, double *r1, double *sm, double *work,
-                    double *ub, int64_t *stamp, int64_t *heap, int64_t *state, int64_t n_out, int64_t *out)
+                    double *ub, int64_t *stamp, entry *heap, int64_t *state, int64_t n_out, int64_t *out)
 {
     int64_t size = state[0], step = state[1], done = 0;
     while (done < n_out && size > 0) {
@@ -141,12 +153,12 @@ int64_t greedy_next(int64_t n_models, const double *info_t, double *s, double *r
             r1[m] = sqrt(sm[m]);
         }
         for (;;) {
-            int64_t top = heap[0];
+            int64_t top = heap[0].pos;
             if (stamp[top] == step) {
                 out[done++] = top;
                 heap[0] = heap[--size];
                 if (size > 0) {
-                    sift_down(heap, size, ub, 0);
+                    sift_down(heap, size, 0);
                 }
                 const double *col = info_t + top * n_models;
                 for (int64_t m = 0; m < n_models; m++) {
@@ -155,12 +167,42 @@ int64_t greedy_next(int64_t n_models, const double *info_t, double *s, double *r
                 break;
             }
             ub[top] = gain(info_t + top * n_models, sm, r1, work, n_models);
+            heap[0].ub = ub[top];
             stamp[top] = step;
-            sift_down(heap, size, ub, 0);
+            sift_down(heap, size, 0);
         }
         step++;
     }
     state[0] = size;
     state[1] = step;
+    return done;
+}
+
+/* Up to n_out more picks of the constrained greedy, round-robin over bins (greedy_kernel.binned_lazy_picks):
+ * each pick moves to the next bin with items left (left[b]: items not chosen in bin b) and takes that
+ * bin's heap's next pick, the step counter shared by every bin. heap_at[b]: the address of bin b's heap;
+ * states: (size, step) per bin; cursor: (current bin, step, picks remaining), updated. Returns the number
+ * of picks written to out. */
+int64_t greedy_binned_next(int64_t n_models, const double *info_t, double *s, double *r1, double *sm, double *work,
+                           double *ub, int64_t *stamp, int64_t n_bins, const int64_t *heap_at, int64_t *states,
+                           int64_t *left, int64_t *cursor, int64_t n_out, int64_t *out)
+{
+    int64_t cur = cursor[0], step = cursor[1], remaining = cursor[2], done = 0;
+    while (done < n_out && remaining > 0) {
+        cur = (cur + 1) % n_bins;
+        while (!left[cur]) {
+            cur = (cur + 1) % n_bins;
+        }
+        left[cur]--;
+        int64_t *state = states + 2 * cur;
+        state[1] = step;
+        done += greedy_next(n_models, info_t, s, r1, sm, work, ub, stamp, (entry *)(intptr_t)heap_at[cur], state, 1,
+                            out + done);
+        step = state[1];
+        remaining--;
+    }
+    cursor[0] = cur;
+    cursor[1] = step;
+    cursor[2] = remaining;
     return done;
 }
