@@ -105,8 +105,10 @@ def load() -> ctypes.CDLL | None:
 
 
 def _heap(lib: ctypes.CDLL, positions: np.ndarray, ub: np.ndarray) -> np.ndarray:
-    """The kernel's max-heap of the items ``positions`` by their bounds ``ub``: (bound, position) entries of
-    16 bytes, two int64 slots each (the bound's bits, the position)."""
+    """The kernel's max-heap of the items ``positions`` by their bounds ``ub``.
+
+    (bound, position) entries of 16 bytes, two int64 slots each (the bound's bits, the position).
+    """
     positions = np.ascontiguousarray(positions, dtype=np.int64)
     heap = np.empty(2 * positions.size, dtype=np.int64)
     lib.greedy_heapify(positions.size, positions.ctypes.data, ub.ctypes.data, heap.ctypes.data)
