@@ -39,10 +39,12 @@ def _bind(path: Path) -> ctypes.CDLL:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.greedy_gains.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr]
     lib.greedy_gains.restype = None
-    lib.greedy_heapify.argtypes = [i64, ptr, ptr]
+    lib.greedy_heapify.argtypes = [i64, ptr, ptr, ptr]
     lib.greedy_heapify.restype = None
     lib.greedy_next.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr]
     lib.greedy_next.restype = i64
+    lib.greedy_binned_next.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr, i64, ptr]
+    lib.greedy_binned_next.restype = i64
     return lib
 
 
@@ -102,6 +104,17 @@ def load() -> ctypes.CDLL | None:
     return verified(SOURCE, _bind, switch="IRTLIB_GREEDY_KERNEL", matches=_matches_numpy, cache=_LOADED)
 
 
+def _heap(lib: ctypes.CDLL, positions: np.ndarray, ub: np.ndarray) -> np.ndarray:
+    """The kernel's max-heap of the items ``positions`` by their bounds ``ub``.
+
+    (bound, position) entries of 16 bytes, two int64 slots each (the bound's bits, the position).
+    """
+    positions = np.ascontiguousarray(positions, dtype=np.int64)
+    heap = np.empty(2 * positions.size, dtype=np.int64)
+    lib.greedy_heapify(positions.size, positions.ctypes.data, ub.ctypes.data, heap.ctypes.data)
+    return heap
+
+
 def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.ndarray, *,
                chunk: int = 64) -> Iterator[int]:
     """The greedy picks after the first, in order, until every item is chosen.
@@ -123,10 +136,9 @@ def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.n
     n_items, n_models = info_t.shape
     s = np.array(s, dtype=np.float64)
     ub = np.array(bounds, dtype=np.float64)
-    heap = np.flatnonzero(ub > -np.inf).astype(np.int64)    # every item not chosen
-    lib.greedy_heapify(heap.size, heap.ctypes.data, ub.ctypes.data)
+    heap = _heap(lib, np.flatnonzero(ub > -np.inf), ub)    # every item not chosen
     stamp = np.zeros(n_items, dtype=np.int64)          # the bounds are this step's fresh gains
-    state = np.array([heap.size, 0], dtype=np.int64)
+    state = np.array([heap.size // 2, 0], dtype=np.int64)
     r1, sm, work = np.empty(n_models), np.empty(n_models), np.empty(n_models)
     out = np.empty(chunk, dtype=np.int64)
     while state[0] > 0:
@@ -137,7 +149,8 @@ def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.n
 
 
 def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.ndarray,
-                      members: list[np.ndarray], *, first_bin: int, left: list[int]) -> Iterator[int]:
+                      members: list[np.ndarray], *, first_bin: int, left: list[int],
+                      chunk: int = 64) -> Iterator[int]:
     """:func:`lazy_picks` round-robin over item bins (the constrained b-quartile rule), after the first pick.
 
     One heap per bin, over the shared bounds and stamps: every pick, in whichever bin, starts a new
@@ -155,38 +168,26 @@ def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bound
         The bin of the first pick (the cycle continues from the next bin).
     left : list of int
         Items not yet chosen per bin (the first pick already counted).
+    chunk : int
+        Picks computed per call into the kernel (the round-robin runs in C; a caller that stops early
+        wastes at most these).
     """
     info_t = np.ascontiguousarray(info_t, dtype=np.float64)
     n_items, n_models = info_t.shape
     s = np.array(s, dtype=np.float64)
     ub = np.array(bounds, dtype=np.float64)
-    heaps, states = [], []
-    for items in members:
-        heap = np.asarray(items, dtype=np.int64)
-        heap = heap[ub[heap] > -np.inf].copy()
-        lib.greedy_heapify(heap.size, heap.ctypes.data, ub.ctypes.data)
-        heaps.append(heap)
-        states.append(np.array([heap.size, 0], dtype=np.int64))
+    heaps = [_heap(lib, items[ub[items] > -np.inf], ub) for items in (np.asarray(m, dtype=np.int64) for m in members)]
+    heap_at = np.array([heap.ctypes.data for heap in heaps], dtype=np.int64)   # the heaps live as long as this
+    states = np.zeros((len(heaps), 2), dtype=np.int64)
+    states[:, 0] = [heap.size // 2 for heap in heaps]
+    left = np.array(left, dtype=np.int64)
+    cursor = np.array([int(first_bin), 0, int(left.sum())], dtype=np.int64)     # bin, step, picks remaining
     stamp = np.zeros(n_items, dtype=np.int64)
     r1, sm, work = np.empty(n_models), np.empty(n_models), np.empty(n_models)
-    out = np.empty(1, dtype=np.int64)
-    left = list(left)
-    n_bins, cur, step = len(members), int(first_bin), 0
-    # the arrays' addresses once (numpy builds a ctypes helper object per ``.ctypes`` access, and
-    # there is one kernel call per pick): the arrays above live as long as this generator
-    shared = (n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data, work.ctypes.data,
-              ub.ctypes.data, stamp.ctypes.data)
-    heap_at = [heap.ctypes.data for heap in heaps]
-    state_at = [state.ctypes.data for state in states]
-    out_at = out.ctypes.data
-    next_pick = lib.greedy_next
-    for _ in range(sum(left)):
-        cur = (cur + 1) % n_bins
-        while not left[cur]:
-            cur = (cur + 1) % n_bins
-        left[cur] -= 1
-        state = states[cur]
-        state[1] = step
-        next_pick(*shared, heap_at[cur], state_at[cur], 1, out_at)
-        step = int(state[1])
-        yield int(out[0])
+    out = np.empty(chunk, dtype=np.int64)
+    while cursor[2] > 0:
+        got = lib.greedy_binned_next(n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data,
+                                     work.ctypes.data, ub.ctypes.data, stamp.ctypes.data, len(heaps),
+                                     heap_at.ctypes.data, states.ctypes.data, left.ctypes.data, cursor.ctypes.data,
+                                     chunk, out.ctypes.data)
+        yield from out[:got].tolist()

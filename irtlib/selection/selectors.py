@@ -500,7 +500,8 @@ class _MaxInfoRun:
             self.used[redone] |= mine
             if self.twin is not None:
                 inside = mine.any(axis=1)
-                self._unguard(np.r_[hit, redone[inside]], np.r_[k_hit, np.argmax(mine[inside], axis=1)])
+                self._unguard(np.concatenate((hit, redone[inside])),
+                              np.concatenate((k_hit, np.argmax(mine[inside], axis=1))))
         self.left[got] -= 1
         return out
 

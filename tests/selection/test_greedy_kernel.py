@@ -149,3 +149,18 @@ def test_kernel_binned_order_equals_numpy_and_brute_force_round_robin(lib, start
         numpy_path = list(_greedy_picks(info, bins=bins, start_bin=start_bin, kernel=False))
         assert list(_greedy_picks(info, bins=bins, start_bin=start_bin)) == numpy_path
         assert numpy_path == _brute_force_binned_order(info, bins, start_bin=start_bin)
+
+
+def test_four_lane_gains_equal_the_scalar_build_bit_for_bit(lib):
+    from irtlib.calibration.fused_kernel import _has_avx2, compile_kernel
+
+    if not _has_avx2():
+        pytest.skip("no AVX2 here: only the scalar gains are built")
+    scalar = greedy_kernel._bind(compile_kernel(source=greedy_kernel.SOURCE, avx2=False))
+    lanes = greedy_kernel._bind(compile_kernel(source=greedy_kernel.SOURCE, avx2=True))
+    rng = np.random.default_rng(11)
+    for n_models in [*range(1, 140), 255, 256, 257, 300, 1000, 1777]:     # every remainder and split
+        info_t = np.exp(rng.normal(-2.0, 3.0, (5, n_models)))
+        info_t[:, ::3] = 0.0
+        s = np.exp(rng.normal(0.0, 3.0, n_models))
+        assert np.array_equal(greedy_kernel.gains(lanes, s, info_t), greedy_kernel.gains(scalar, s, info_t))
