@@ -296,6 +296,17 @@ def test_every_chapter_says_what_it_found(built):
             assert len(re.findall(r"[.!?](?:\s|$)", text)) >= 2 and "n/a" not in text, f"{entry}: {text!r}"
 
 
+def test_a_chapter_names_the_data_of_all_its_benchmarks_once(built):
+    """The page's data are stated at the top; the prose and captions do not repeat the whole list."""
+    from bs4 import BeautifulSoup
+
+    for entry, (_, html, _) in built.items():
+        if CHAPTER.match(entry):
+            text = BeautifulSoup(html, "html.parser").get_text(" ")
+            whole = re.findall(r"released matrices\) for [^;.]+;", text)
+            assert len(whole) <= 1, f"{entry} names the data of all its benchmarks {len(whole)} times: {whole}"
+
+
 def test_chapter_downloads_are_csv_files_of_the_book(built):
     for entry in WITH_DOWNLOADS:
         if entry not in built:
