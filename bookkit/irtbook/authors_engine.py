@@ -20,8 +20,6 @@ from __future__ import annotations
 import functools
 import inspect
 
-import numpy as np
-
 __all__ = ["AUTHORS_ENGINE", "SEPARATOR", "authors_epochs", "engine_name", "parse_engine"]
 
 #: The protocol's engine name of the authors' calibration (:data:`irtlib.protocol.agreement.CALIBRATION_ENGINES`).
@@ -65,7 +63,7 @@ def engine_name(epochs: int) -> str:
         return AUTHORS_ENGINE
     name = f"{AUTHORS_ENGINE}{SEPARATOR}{epochs}"
     if name not in CALIBRATION_ENGINES:
-        register_calibration_engine(name, functools.partial(_authors_batched, epochs=epochs))
+        register_calibration_engine(name, functools.partial(CALIBRATION_ENGINES[AUTHORS_ENGINE], epochs=epochs))
     return name
 
 
@@ -80,22 +78,3 @@ def parse_engine(engine: str) -> tuple[str, int | None]:
     base, sep, tail = str(engine).partition(SEPARATOR)
     return (base, int(tail)) if sep and base == AUTHORS_ENGINE and tail.isdigit() else (str(engine), None)
 
-
-def _authors_batched(blocks: list, seeds: list, *, cache_dir=None, epochs: int) -> list:
-    """The authors' calibration of every split at ``epochs``, one batched fit per seed, each split cached.
-
-    As the protocol's ``"pyirt-authors"`` engine (:func:`irtlib.protocol.agreement.calibrate_splits`), with
-    ``epochs`` given to :func:`irtlib.calibration.split_cache.fit_2pl_splits_cached` (part of each split's key).
-    """
-    from irtlib.calibration.split_cache import fit_2pl_splits_cached
-
-    starts = np.cumsum([0] + [blk.shape[0] for blk in blocks])
-    stacked = np.vstack(blocks)
-    out: list = [None] * len(blocks)
-    for seed in sorted(set(seeds)):
-        which = [i for i, s in enumerate(seeds) if s == seed]
-        rows = [np.arange(starts[i], starts[i + 1]) for i in which]
-        fits = fit_2pl_splits_cached(stacked, rows, seed=int(seed), cache_dir=cache_dir, epochs=epochs)
-        for i, fit in zip(which, fits, strict=True):
-            out[i] = fit
-    return out

@@ -286,13 +286,14 @@ def _calibrate_each(blocks: list, seeds: list, engine: str) -> list:
     return out
 
 
-def _authors_batched(blocks: list, seeds: list, *, cache_dir=None) -> list:
+def _authors_batched(blocks: list, seeds: list, *, cache_dir=None, epochs: int | None = None) -> list:
     """The authors' calibration (py-irt's hierarchical 2PL) of every split in one batched fit per seed.
 
     :func:`irtlib.calibration.split_cache.fit_2pl_splits_cached` on the stacked training blocks:
     each split's result is that of a separate py-irt fit with the authors' settings (their code
     seeds every split with 0; splits with other seeds are fitted in one batch per seed), read from
     ``cache_dir`` where an earlier call fitted the same training block with the same settings.
+    ``epochs`` (default: the split cache's, the paper's 1,000) is part of each split's key.
     """
     from irtlib.calibration.split_cache import fit_2pl_splits_cached
 
@@ -302,7 +303,8 @@ def _authors_batched(blocks: list, seeds: list, *, cache_dir=None) -> list:
     for seed in sorted(set(seeds)):
         which = [i for i, s in enumerate(seeds) if s == seed]
         rows = [np.arange(starts[i], starts[i + 1]) for i in which]
-        fits = fit_2pl_splits_cached(stacked, rows, seed=int(seed), cache_dir=cache_dir)
+        fits = fit_2pl_splits_cached(stacked, rows, seed=int(seed), cache_dir=cache_dir,
+                                     **({} if epochs is None else {"epochs": int(epochs)}))
         for i, fit in zip(which, fits, strict=True):
             out[i] = fit
     return out

@@ -50,7 +50,7 @@ def test_other_epochs_are_the_split_caches_fit_at_those_epochs(tmp_path):
         np.testing.assert_array_equal(a, want_a)
         np.testing.assert_array_equal(b, want_b)
     own = agreement.CALIBRATION_ENGINES["pyirt-authors"](blocks, [0, 0, 3], cache_dir=tmp_path)
-    at_1000 = authors_engine._authors_batched(blocks, [0, 0, 3], epochs=1000)
+    at_1000 = agreement.CALIBRATION_ENGINES["pyirt-authors"](blocks, [0, 0, 3], epochs=1000)   # given, not defaulted
     for (a, b), (a2, b2) in zip(own, at_1000, strict=True):
         np.testing.assert_array_equal(a, a2)
         np.testing.assert_array_equal(b, b2)
