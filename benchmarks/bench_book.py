@@ -188,11 +188,11 @@ def main(argv=None) -> int:
     print(f"book execution ({mode}, -j{args.jobs}, {'this checkout' if args.in_place else 'fresh clone of HEAD'}, "
           f"{'ordinary kernels' if args.no_kernel_server else 'kernels forked from the kernel server'}); "
           f"CPU workload {unit:.2f} s (one unit)")
-    print(f"  {'chapter':24s} {'cold s':>8s} {'warm s':>8s} {'warm units':>10s}")
+    print(f"  {'chapter':24s} {'cold s':>8s} {'cold units':>10s} {'warm s':>8s} {'warm units':>10s}")
     for name in sorted(cold, key=lambda n: -cold[n]):
         w = warm.get(name, float("nan"))
         flag = "" if not warm or w <= BUDGET_S["chapter warm"] else "  over 30 s"
-        print(f"  {name:24s} {cold[name]:8.1f} {w:8.1f} {w / unit:10.1f}{flag}")
+        print(f"  {name:24s} {cold[name]:8.1f} {cold[name] / unit:10.1f} {w:8.1f} {w / unit:10.1f}{flag}")
     print(f"  {'sum of chapters':24s} {sum(cold.values()):8.1f} {sum(warm.values()):8.1f}")
     for step, (wall, cpu) in steps.items():
         print(f"{step:18s} wall {wall:7.1f} s  cpu {cpu:7.1f} s  ({wall / unit:6.1f} / {cpu / unit:6.1f} units)")
