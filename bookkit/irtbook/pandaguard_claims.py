@@ -145,19 +145,19 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
     rows = []
     if result is None:
         rows.append(Claim("Spearman(theta, safety score) is between 0.97 and 1.00", "Figure 2",
-                          data.format("all"), "n/a", section, na, "bound", id="pg_rho", kind="real"))
+                          data.format("all"), "n/a", section, na, "bound", id="pg_rho", kind="real", benchmarks=1))
         for key, label in PROTOCOLS.items():
             rows += [Claim(f"Fluid beats Random at a small budget (k = {k})", "Figure 4, Table 2", data.format(label),
                            "n/a", section, na, "direction", id=f"pg_fluid_random_{key}", kind="real"),
                      Claim("Random and Random IRT are nearly indistinguishable", "Figure 4", data.format(label),
                            "n/a", section, na, "match", id=f"pg_random_randomirt_{key}", kind="real"),
                      Claim("Fluid reaches 0.90 agreement saving at least 80% of the items", "Abstract",
-                           data.format(label), "n/a", section, na, "bound", id=f"pg_saving_{key}", kind="real")]
+                           data.format(label), "n/a", section, na, "bound", id=f"pg_saving_{key}", kind="real", benchmarks=1)]
         return rows
     rho = result["spearman_theta_score"]
     rows.append(Claim("Spearman(theta, safety score) is between 0.97 and 1.00", "Figure 2", data.format("all"),
                       f"rho = {rho:.3f}", section, scorecard.bound_verdict([rho], bound=0.97, decimals=2), "bound",
-                      id="pg_rho", kind="real"))
+                      id="pg_rho", kind="real", benchmarks=1))
     head = headline(result, k=k)
     keys = {label: key for key, label in PROTOCOLS.items()}
     why = ("PandaGuard is not one of the paper's benchmarks: its respondents are attacked configurations that share "
@@ -181,7 +181,6 @@ def claims(result: dict | None, *, k: int = 20, section: str = "{ref}`ch-pandagu
         rows.append(Claim("Fluid reaches 0.90 agreement saving at least 80% of the items", "Abstract",
                           data.format(label), ev, section,
                           scorecard.bound_verdict([saving if np.isfinite(saving) else -1.0], bound=0.80, decimals=2),
-                          "bound",
-                          id=f"pg_saving_{key}", kind="real"))
+                          "bound", id=f"pg_saving_{key}", kind="real", benchmarks=1))
     return [dataclasses.replace(c, note=why) if c.verdict not in ("reproduced", "not testable here") else c
             for c in rows]

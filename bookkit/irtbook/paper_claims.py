@@ -129,14 +129,14 @@ def fit_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -> li
         v = sc.bound_verdict(rho, bound=rho_min, decimals=2)
         out.append(Claim(f"Spearman(theta, score) between {rho_min:.2f} and 1.00 on every benchmark", "Figure 2",
                          provenance.describe(group), _extreme("lowest", f"rho {rho[low]:.3f}", name[low], len(rho)),
-                         "{ref}`ch-fit`", v, "bound", id=f"fit_rho_{kind}", kind=kind,
+                         "{ref}`ch-fit`", v, "bound", id=f"fit_rho_{kind}", kind=kind, benchmarks=len(rho),
                          note=why_note(v, group, engine=engine)))
         rmse = {b: float(item_rmse(group[b].filtered, fits[b])) for b in group}
         high = max(rmse, key=rmse.get)
         v = sc.bound_verdict(rmse, bound=rmse_max, above=False, decimals=2)
         out.append(Claim(f"Item RMSE <= {rmse_max} on every benchmark", "Appendix E", provenance.describe(group),
                          _extreme("largest", f"{rmse[high]:.3f}", f"{name[high]}, {engine}", len(rmse)),
-                         "{ref}`ch-fit`", v, "bound", id=f"fit_rmse_{kind}", kind=kind,
+                         "{ref}`ch-fit`", v, "bound", id=f"fit_rmse_{kind}", kind=kind, benchmarks=len(rmse),
                          note=why_note(v, group, engine=engine)))
         for b in group:
             ref = f"ITEM_RMSE[{b}]"
@@ -180,7 +180,8 @@ def model_choice_claims(benches: Mapping, gains: Mapping[str, float]) -> list[Cl
                          "Model: 2PL (1PL rejected)", provenance.describe(group),
                          f"2PL - 1PL held-out log-likelihood per response > 0 on {sum(v > 0 for v in g.values())} "
                          f"of {len(g)}; smallest {g[low]:+.3f} ({group[low].display_name})", "{ref}`ch-model-fit`",
-                         sc.bound_verdict(g, bound=1e-12), "bound", id=f"model_2pl_1pl_{kind}", kind=kind))
+                         sc.bound_verdict(g, bound=1e-12), "bound", id=f"model_2pl_1pl_{kind}", kind=kind,
+                         benchmarks=len(g)))
     return out
 
 
@@ -298,7 +299,7 @@ def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -
                 provenance.describe({b: group[b] for b in here}),
                 "; ".join(f"{name[b]}: {pairs[b]['theta']:.0%} of pairs by theta, {pairs[b]['score']:.0%} by score"
                           for b in here),
-                "{ref}`ch-ceiling`", v, "bound", id=f"ceiling_separation_{kind}", kind=kind,
+                "{ref}`ch-ceiling`", v, "bound", id=f"ceiling_separation_{kind}", kind=kind, benchmarks=len(here),
                 note=why_note(v, {b: group[b] for b in here}, engine=engine)))
         art = "anthropic-red-team"
         if art in group and kind != "sim":
@@ -628,7 +629,8 @@ def savings_claims(benches: Mapping, savings: pd.DataFrame) -> list[Claim]:
                              f"{lo:.0%} to {hi:.0%}", "Results, savings (body)", provenance.describe(group),
                              (f"{reached.min():.1%} to {reached.max():.1%} on {len(reached)} benchmarks"
                               if len(reached) else "no such benchmark reaches 0.90 here"), "{ref}`ch-table2`", v,
-                             "bound", id=f"save_body_{_ident(col)}_{kind}", kind=kind, note=why_note(v, group)))
+                             "bound", id=f"save_body_{_ident(col)}_{kind}", kind=kind, note=why_note(v, group),
+                             benchmarks=len(reached)))
     if "airbench2024" in benches and "airbench2024" in savings.index:
         air = {"airbench2024": benches["airbench2024"]}
         for col, key, label in (("adaptive", "airbench2024_adaptive_at_090", "adaptive testing"),
@@ -658,7 +660,7 @@ def _abstract_savings(kind: str, group: Mapping, tab: pd.DataFrame, nums: Mappin
                  provenance.describe(group),
                  (f"{len(reached)} of {len(tab)} benchmarks reach 0.90; smallest saving {reached.min():.1%}"
                   if len(reached) else "0.90 never reached"), "{ref}`ch-table2`", v, "bound",
-                 id=f"save_adaptive_{kind}", kind=kind, note=why_note(v, group))]
+                 id=f"save_adaptive_{kind}", kind=kind, note=why_note(v, group), benchmarks=len(reached))]
     static = tab["best static"].dropna()
     v = (_range_verdict(static.to_dict(), lo, hi,
                         lo_decimals=paper.printed_decimals("SAVINGS[abstract_static_range].0"),
@@ -667,5 +669,5 @@ def _abstract_savings(kind: str, group: Mapping, tab: pd.DataFrame, nums: Mappin
     out.append(Claim(f"Static subsets save {lo:.0%} to {hi:.1%}", "Abstract", provenance.describe(group),
                      (f"{static.min():.1%} to {static.max():.1%} on {len(static)} benchmarks" if len(static)
                       else "0.90 never reached"), "{ref}`ch-table2`", v, "bound", id=f"save_static_{kind}",
-                     kind=kind, note=why_note(v, group)))
+                     kind=kind, note=why_note(v, group), benchmarks=len(static)))
     return out

@@ -54,6 +54,10 @@ REASONS = {
     ("construction", "not testable here"): "the simulated release was generated to match it",
 }
 
+#: The reasons of :data:`REASONS` for a ``bound`` claim judged on one benchmark (``Claim.benchmarks == 1``).
+ONE_BENCHMARK = {"reproduced": "holds on the one benchmark tested",
+                 "not reproduced": "fails on the one benchmark tested"}
+
 #: The limits of the reproduction a failed claim's note can name: key -> (pattern in the note, words).
 LIMIT_REASONS = {
     "subset": (r"not on the paper's matrix", "rests on a subset of the paper's models"),
@@ -69,9 +73,12 @@ def reason(claim) -> str:
     Parameters
     ----------
     claim : Claim or namedtuple
-        With ``rule``, ``verdict`` and ``note``.
+        With ``rule``, ``verdict`` and ``note`` (and ``benchmarks``: a bound judged on one benchmark
+        says so, :data:`ONE_BENCHMARK`).
     """
-    clause = REASONS.get((claim.rule, claim.verdict), claim.verdict)
+    one = claim.rule == "bound" and getattr(claim, "benchmarks", 0) == 1
+    clause = ONE_BENCHMARK.get(claim.verdict) if one else None
+    clause = clause or REASONS.get((claim.rule, claim.verdict), claim.verdict)
     for pattern, words in LIMIT_REASONS.values():
         if claim.note and re.search(pattern, claim.note):
             return f"{clause}; {words}"

@@ -122,6 +122,9 @@ class Claim:
     difference : str
         Our number minus the paper's, signed, at the precision ours is printed
         (:func:`difference_text`); empty for claims that are not one number beside another.
+    benchmarks : int
+        How many benchmarks a ``bound`` claim's verdict was judged on (0: not said), so that its
+        reason can say "the one benchmark tested" where there is one.
     """
 
     claim: str
@@ -135,6 +138,7 @@ class Claim:
     kind: str = ""
     note: str = ""
     difference: str = ""
+    benchmarks: int = 0
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -402,7 +406,7 @@ def scorecard_frame(claims) -> pd.DataFrame:
     """Lay claims out as the scorecard table (one column per :class:`Claim` field)."""
     frame = pd.DataFrame([c.__dict__ for c in claims],
                          columns=["claim", "source", "data", "evidence", "section", "verdict", "rule", "id", "kind",
-                                  "note", "difference"])
+                                  "note", "difference", "benchmarks"])
     return frame
 
 

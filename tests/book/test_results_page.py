@@ -73,6 +73,18 @@ def test_a_table_with_a_data_column_leaves_the_data_limits_out_of_why_and_keeps_
     assert results.limit_counts(frame)["subset"] == 1
 
 
+def test_a_bound_judged_on_one_benchmark_says_so_and_on_several_keeps_the_rules_words():
+    def bound(verdict, n):
+        return sc.Claim("Fluid reaches 0.90 saving at least 80% of the items", "Abstract", "PandaGuard",
+                        "saves 65%", "{ref}`ch-pandaguard`", verdict, "bound", id="b", kind="real", benchmarks=n)
+
+    assert results.reason(bound("not reproduced", 1)) == "fails on the one benchmark tested"
+    assert results.reason(bound("reproduced", 1)) == "holds on the one benchmark tested"
+    assert results.reason(bound("not reproduced", 4)) == "fails on more than half of the benchmarks"
+    assert results.reason(bound("not reproduced", 0)) == "fails on more than half of the benchmarks"   # not said
+    assert results.results_frame([bound("not reproduced", 1)])["why"].tolist() == ["fails on the one benchmark tested"]
+
+
 def test_every_rule_and_verdict_pair_a_claim_can_take_has_a_reason():
     allowed = {"value": ["reproduced", "close", "not reproduced"], "budget": ["reproduced", "close", "not reproduced",
                "not testable here"], "count": ["reproduced", "not reproduced"],
