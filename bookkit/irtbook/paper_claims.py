@@ -627,10 +627,9 @@ def savings_claims(benches: Mapping, savings: pd.DataFrame) -> list[Claim]:
                  else "not testable here")
             out.append(Claim(f"Where 0.90 is reachable (not AIR-Bench 2024, not HarmBench), {label} saves "
                              f"{lo:.0%} to {hi:.0%}", "Results, savings (body)", provenance.describe(group),
-                             (f"{reached.min():.1%} to {reached.max():.1%} on {len(reached)} benchmarks"
-                              if len(reached) else "no such benchmark reaches 0.90 here"), "{ref}`ch-table2`", v,
-                             "bound", id=f"save_body_{_ident(col)}_{kind}", kind=kind, note=why_note(v, group),
-                             benchmarks=len(reached)))
+                             _savings_range(reached) if len(reached) else "no such benchmark reaches 0.90 here",
+                             "{ref}`ch-table2`", v, "bound", id=f"save_body_{_ident(col)}_{kind}", kind=kind,
+                             note=why_note(v, group), benchmarks=len(reached)))
     if "airbench2024" in benches and "airbench2024" in savings.index:
         air = {"airbench2024": benches["airbench2024"]}
         for col, key, label in (("adaptive", "airbench2024_adaptive_at_090", "adaptive testing"),
@@ -648,6 +647,17 @@ def savings_claims(benches: Mapping, savings: pd.DataFrame) -> list[Claim]:
     return out
 
 
+def _savings_range(saved: pd.Series) -> str:
+    """The savings of the benchmarks that reach 0.90, as a range, or the one saving.
+
+    >>> _savings_range(pd.Series([0.8, 0.95])), _savings_range(pd.Series([0.968]))
+    ('80.0% to 95.0% on 2 benchmarks', '96.8% on the one benchmark')
+    """
+    if len(saved) == 1:
+        return f"{saved.iloc[0]:.1%} on the one benchmark"
+    return f"{saved.min():.1%} to {saved.max():.1%} on {len(saved)} benchmarks"
+
+
 def _abstract_savings(kind: str, group: Mapping, tab: pd.DataFrame, nums: Mapping) -> list[Claim]:
     """The abstract's two savings statements on one kind of data."""
     save_min = nums["SAVINGS[abstract_min_where_090_reachable]"]
@@ -658,8 +668,9 @@ def _abstract_savings(kind: str, group: Mapping, tab: pd.DataFrame, nums: Mappin
          if len(reached) else "not reproduced")
     out = [Claim(f"Adaptive testing saves at least {save_min:.0%} wherever 0.90 is reachable", "Abstract",
                  provenance.describe(group),
-                 (f"{len(reached)} of {len(tab)} benchmarks reach 0.90; smallest saving {reached.min():.1%}"
-                  if len(reached) else "0.90 never reached"), "{ref}`ch-table2`", v, "bound",
+                 (f"{len(reached)} of {len(tab)} {'benchmark reaches' if len(tab) == 1 else 'benchmarks reach'} "
+                  f"0.90; smallest saving {reached.min():.1%}" if len(reached) else "0.90 never reached"),
+                 "{ref}`ch-table2`", v, "bound",
                  id=f"save_adaptive_{kind}", kind=kind, note=why_note(v, group), benchmarks=len(reached))]
     static = tab["best static"].dropna()
     v = (_range_verdict(static.to_dict(), lo, hi,
@@ -667,7 +678,6 @@ def _abstract_savings(kind: str, group: Mapping, tab: pd.DataFrame, nums: Mappin
                         hi_decimals=paper.printed_decimals("SAVINGS[abstract_static_range].1"))
          if len(static) else "not reproduced")
     out.append(Claim(f"Static subsets save {lo:.0%} to {hi:.1%}", "Abstract", provenance.describe(group),
-                     (f"{static.min():.1%} to {static.max():.1%} on {len(static)} benchmarks" if len(static)
-                      else "0.90 never reached"), "{ref}`ch-table2`", v, "bound", id=f"save_static_{kind}",
-                     kind=kind, note=why_note(v, group), benchmarks=len(static)))
+                     _savings_range(static) if len(static) else "0.90 never reached", "{ref}`ch-table2`", v,
+                     "bound", id=f"save_static_{kind}", kind=kind, note=why_note(v, group), benchmarks=len(static)))
     return out
