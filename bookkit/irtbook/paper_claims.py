@@ -293,12 +293,15 @@ def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -
         here = [b for b in ceil if b in group]
         if here:
             pairs = {b: sc.ceiling_pairs(group[b], fits[b]) for b in here}
-            v = sc.bound_verdict({b: pairs[b]["theta"] - pairs[b]["score"] for b in here}, bound=1e-9)
+            gap = {b: pairs[b]["theta"] - pairs[b]["score"] for b in here}     # share of pairs, theta minus score
+            v = sc.bound_verdict(gap, bound=1e-9)
             out.append(Claim(
                 "Ability separates the ceiling models the score lumps together", "Ceiling separation (Results)",
                 provenance.describe({b: group[b] for b in here}),
-                "; ".join(f"{name[b]}: {pairs[b]['theta']:.0%} of pairs by theta, {pairs[b]['score']:.0%} by score"
-                          for b in here),
+                f"theta separates more ceiling pairs than the score on "
+                f"{sum(g >= 1e-9 for g in gap.values())} of {len(here)}; "
+                + "; ".join(f"{name[b]}: {pairs[b]['theta']:.0%} of pairs by theta, {pairs[b]['score']:.0%} by score"
+                            for b in here),
                 "{ref}`ch-ceiling`", v, "bound", id=f"ceiling_separation_{kind}", kind=kind, benchmarks=len(here),
                 note=why_note(v, {b: group[b] for b in here}, engine=engine)))
         art = "anthropic-red-team"
@@ -313,8 +316,10 @@ def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -
                              "ceiling counts were generation targets", "{ref}`ch-ceiling`",
                              sc.by_construction(), "construction", id="ceiling_counts_sim", kind="sim"))
             continue
-        evidence = "; ".join(f"{name[b]}: {counted[b]['at_least']} of {counted[b]['n_models']} at or above {c} "
-                             f"(paper {_paper_count(b)}; {counted[b]['above']} strictly above)" for b in counted)
+        same = sum(counted[b]["at_least"] == _paper_count(b) for b in counted)
+        evidence = f"{same} of {len(counted)} counts equal to the paper's; " + "; ".join(
+            f"{name[b]}: {counted[b]['at_least']} of {counted[b]['n_models']} at or above {c} "
+            f"(paper {_paper_count(b)}; {counted[b]['above']} strictly above)" for b in counted)
         v = sc.count_verdict([counted[b]["at_least"] for b in counted], [_paper_count(b) for b in counted])
         out.append(Claim(f"Models at or above {c}: {_paper_ceiling_counts()}", "Ceiling separation (Results)",
                          provenance.describe({b: group[b] for b in counted}), evidence, "{ref}`ch-ceiling`",
@@ -668,8 +673,9 @@ def _abstract_savings(kind: str, group: Mapping, tab: pd.DataFrame, nums: Mappin
          if len(reached) else "not reproduced")
     out = [Claim(f"Adaptive testing saves at least {save_min:.0%} wherever 0.90 is reachable", "Abstract",
                  provenance.describe(group),
-                 (f"{len(reached)} of {len(tab)} {'benchmark reaches' if len(tab) == 1 else 'benchmarks reach'} "
-                  f"0.90; smallest saving {reached.min():.1%}" if len(reached) else "0.90 never reached"),
+                 (f"smallest saving {reached.min():.1%}, {len(reached)} of {len(tab)} "
+                  f"{'benchmark reaches' if len(tab) == 1 else 'benchmarks reach'} 0.90" if len(reached)
+                  else "0.90 never reached"),
                  "{ref}`ch-table2`", v, "bound",
                  id=f"save_adaptive_{kind}", kind=kind, note=why_note(v, group), benchmarks=len(reached))]
     static = tab["best static"].dropna()

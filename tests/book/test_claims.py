@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -89,6 +90,20 @@ def test_every_page_shows_the_scorecards_verdict_for_a_claim():
     assert not unknown, f"pages glue verdicts of claims no chapter published: {unknown}"
     wrong = [(r.notebook, r.id, r.verdict, card[r.id]) for r in shown.itertuples() if r.verdict != card[r.id]]
     assert not wrong, f"pages whose verdict differs from the scorecard's: {wrong}"
+
+
+def test_the_results_line_of_a_bound_over_several_benchmarks_says_how_many():
+    """The results page shows a claim's first clause ("ours"): for a bound judged on several benchmarks that
+    clause counts them, so a verdict about all of them never stands beside one benchmark's number alone."""
+    if not (EXECUTED / "scorecard.ipynb").exists():
+        pytest.skip("no executed scorecard: run `make book QUICK=1` first")
+    from irtbook import results
+
+    several = [c for c in published.collect(EXECUTED) if c.rule == "bound" and c.benchmarks > 1]
+    assert several, "no bound claim on several benchmarks was published"
+    silent = [(c.id, results.ours(c.evidence)) for c in several
+              if not re.search(rf"\b{c.benchmarks}\b", results.ours(c.evidence))]
+    assert not silent, f"results lines that do not say on how many benchmarks: {silent}"
 
 
 def test_model_choice_claims_split_by_kind_on_hand_made_gains():
