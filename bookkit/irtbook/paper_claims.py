@@ -317,7 +317,8 @@ def ceiling_claims(benches: Mapping, fits: Mapping, *, engine: str = "py-irt") -
                              sc.by_construction(), "construction", id="ceiling_counts_sim", kind="sim"))
             continue
         same = sum(counted[b]["at_least"] == _paper_count(b) for b in counted)
-        evidence = f"{same} of {len(counted)} counts equal to the paper's; " + "; ".join(
+        counts = "count equal" if len(counted) == 1 else "counts equal"
+        evidence = f"{same} of {len(counted)} {counts} to the paper's; " + "; ".join(
             f"{name[b]}: {counted[b]['at_least']} of {counted[b]['n_models']} at or above {c} "
             f"(paper {_paper_count(b)}; {counted[b]['above']} strictly above)" for b in counted)
         v = sc.count_verdict([counted[b]["at_least"] for b in counted], [_paper_count(b) for b in counted])
