@@ -44,7 +44,8 @@ __all__ = ["Estimator", "EstimatorRun", "MapEstimator", "MleEstimator", "EapEsti
 
 # ``np.einsum`` without ``optimize`` is this call after a Python-level dispatch (the same result, bit
 # for bit); the Taylor Newton below makes three per iteration on a few rows, where the dispatch counted.
-_c_einsum = np._core.multiarray.c_einsum
+# numpy's private module is ``numpy._core`` from 2.0 only (pyproject allows 1.26): np.einsum otherwise.
+_c_einsum = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", np.einsum)
 
 
 class EstimatorRun(Protocol):

@@ -582,3 +582,11 @@ def test_mle_kernel_terms_with_the_portable_exp_are_within_a_few_ulp_of_the_c_li
     np.testing.assert_allclose(g[cols], g0[cols], rtol=2e-15, atol=1e-300)
     np.testing.assert_allclose(h[cols], h0[cols], rtol=2e-15, atol=1e-300)
     assert np.isnan(g[~cols]).all()                              # the kept columns are not written
+
+
+def test_the_map_newtons_einsum_is_numpys_bit_for_bit():
+    from irtlib.selection import estimators
+
+    rng = np.random.default_rng(5)
+    m, t = rng.normal(size=(7, 9)), rng.normal(size=(7, 9))
+    assert np.array_equal(estimators._c_einsum("ij,ij->i", m, t), np.einsum("ij,ij->i", m, t))
