@@ -47,7 +47,7 @@ from irtlib.errors import InputError
 
 __all__ = ["HeldOutFiles", "choose_held_out", "split_jsonl", "split_long", "subset_responses", "run_command",
            "command_json",
-           "plain_bank", "held_out_coverage", "coverage_summary", "calibration_size", "scores_by_rule",
+           "held_out_coverage", "coverage_summary", "calibration_size", "scores_by_rule",
            "break_even_models", "live_test_steps"]
 
 
@@ -336,41 +336,31 @@ def command_json(command: str, *, cwd: PathLike) -> dict:
     return json.loads(stdout.getvalue())
 
 
-def plain_bank(bank):
-    """The same bank without its interval check: its intervals are the plain 2PL ones.
-
-    Parameters
-    ----------
-    bank : ItemBank
-
-    Returns
-    -------
-    ItemBank
-        Same items and header, ``interval_check`` replaced by ``{"skipped": ...}``.
-    """
-    from irtlib.bank.format import ItemBank
-
-    meta = {**bank.meta, "interval_check": {"skipped": "removed to show the plain 2PL interval"}}
-    return ItemBank(bank.items, meta)
-
-
 def _replay(bank, answers: pd.Series, budgets: Sequence[int], model: str) -> dict:
-    """Adaptive test of one model replayed from ``answers``; the result at each budget."""
+    """Adaptive test of one model replayed from ``answers``; its results at each budget.
+
+    Returns ``{k: (stated, with item uncertainty or None, plain)}``: the bank's stated result, the
+    same with the item parameters' uncertainty, and the plain 2PL result of the same test (inflation
+    1.0: the items given and the estimate do not depend on the bank's interval check).
+    """
     from irtlib.bank.session import AdaptiveSession
 
     budgets = sorted(set(int(k) for k in budgets))
     session = AdaptiveSession(bank, max_items=budgets[-1], model=model)
     out = {}
-
     items_too = bank.se_a is not None
+
+    def results(s):
+        return (s.result(), s.result(item_uncertainty=True) if items_too else None, s.result(inflation=1.0))
 
     def keep(s):
         if s.n_items in budgets:
-            out[s.n_items] = (s.result(), s.result(item_uncertainty=True) if items_too else None)
+            out[s.n_items] = results(s)
 
     got = answers.to_dict()
     last = session.run(lambda item: got.get(item), on_step=keep)
-    out.setdefault(last.n_items, (last, session.result(item_uncertainty=True) if items_too else None))
+    if last.n_items not in out:
+        out[last.n_items] = results(session)
     return out
 
 
@@ -426,14 +416,13 @@ def held_out_coverage(matrix, *, budgets: Sequence[int], n_groups: int, seed: in
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")        # the few-models warning: recorded in the bank
             bank = calibrate_bank(others, seed=seed, interval_folds=interval_folds)
-        plain = plain_bank(bank)
         for m in matrix.models[members]:
             row = pd.Series(matrix.values[matrix.models.get_loc(m)], index=matrix.items.astype(str)).dropna()
-            adaptive, adaptive_plain = _replay(bank, row, budgets, m), _replay(plain, row, budgets, m)
+            adaptive = _replay(bank, row, budgets, m)
             order = rng.permutation(len(row))
-            for k, (res, with_items) in adaptive.items():
+            for k, (res, with_items, plain) in adaptive.items():
                 lo, hi = res.predicted_score_ci95
-                plo, phi = adaptive_plain[k][0].predicted_score_ci95
+                plo, phi = plain.predicted_score_ci95
                 ilo, ihi = with_items.predicted_score_ci95 if with_items is not None else (np.nan, np.nan)
                 t = float(truth[m])
                 rows.append({"model": str(m), "group": g, "k": k, "truth": t, "predicted": res.predicted_score,

@@ -716,12 +716,14 @@ class AdaptiveSession:
     # ------------------------------------------------------------------ result
 
     # ------------------------------------------------------------------ result
-    def result(self, *, item_uncertainty: bool = False) -> EvaluationResult:
+    def result(self, *, item_uncertainty: bool = False, inflation: float | None = None) -> EvaluationResult:
         """Current estimate, predicted full-benchmark score and intervals, and the decision.
 
         With ``item_uncertainty`` the score interval also carries the uncertainty of the item
         parameters (the bank's ``se_a`` and ``se_b``; :func:`irtlib.bank.intervals.score_interval`);
-        a bank without them raises InputError.
+        a bank without them raises InputError. ``inflation`` replaces the factor the bank's interval
+        check gives at this test length (:meth:`ItemBank.interval_inflation`): 1.0 is the plain 2PL
+        interval of the same test, which a bank without a check would state.
         """
         theta, se = self.theta, self.se
         item_se = None
@@ -733,7 +735,12 @@ class AdaptiveSession:
         bank = self.bank
         known = np.zeros(len(bank), dtype=bool)
         known[self._order] = True
-        inflation = bank.interval_inflation(self.n_items)
+        if inflation is None:
+            inflation = bank.interval_inflation(self.n_items)
+        elif not np.isfinite(inflation) or inflation <= 0:
+            raise InputError(f"inflation must be a positive number, got {inflation!r}")
+        else:
+            inflation = float(inflation)
         score, lo, hi = score_interval(self._a, self._b, theta, se, known_mask=known,
                                        known_sum=float(sum(self._responses)),
                                        filtered_sum=float(bank.filtered.get("safe_rate_sum", 0.0)),

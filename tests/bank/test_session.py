@@ -14,6 +14,7 @@ from irtlib.bank.session import AdaptiveSession
 from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.core.responses import ResponseMatrix
+from irtlib.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +117,23 @@ def test_result_intervals(bank, data):
     json.dumps(doc)
     assert doc["model"] == "m51" and len(doc["items"]) == 20 and doc["bank_sha256"] == bank.checksum
     assert "m51" in result.summary() and f"20 of {len(bank)}" in result.summary()
+
+
+def test_plain_result_equals_a_bank_without_its_check(bank, data):
+    row = _answers(data, "m52")
+    unchecked = ItemBank(bank.items, {**bank.meta, "interval_check": {"skipped": "removed"}})
+    assert [unchecked.interval_inflation(k) for k in (1, 10, 100)] == [1.0, 1.0, 1.0]
+    session = AdaptiveSession(bank, max_items=15, model="m52")
+    stated = session.run(row.get)
+    plain = AdaptiveSession(unchecked, max_items=15, model="m52").run(row.get)
+    overridden = session.result(inflation=1.0)
+    # the same test and estimate; the interval of the bank without a check, bit for bit
+    assert overridden.items == plain.items == stated.items and overridden.theta == plain.theta
+    assert overridden.predicted_score_ci95 == plain.predicted_score_ci95 and overridden.interval_inflation == 1.0
+    assert stated.interval_inflation > 1.0 and stated.predicted_score_ci95 != plain.predicted_score_ci95
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(InputError, match="inflation must be a positive number"):
+            session.result(inflation=bad)
 
 
 def test_predictions_cover_held_out_models(bank, data):

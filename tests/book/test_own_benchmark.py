@@ -135,14 +135,6 @@ def coverage():
     return matrix, ob.held_out_coverage(matrix, budgets=[10, 20], n_groups=4, seed=0)
 
 
-def test_plain_bank_has_no_widening(coverage):
-    matrix, _ = coverage
-    bank = irtlib.calibrate_bank(matrix)
-    plain = ob.plain_bank(bank)
-    assert [plain.interval_inflation(k) for k in (1, 10, 100)] == [1.0, 1.0, 1.0]
-    assert np.array_equal(plain.a, bank.a) and plain.n_items_full == bank.n_items_full
-
-
 def test_held_out_coverage_rows_and_invariants(coverage):
     matrix, res = coverage
     assert len(res) == matrix.shape[0] * 2 and set(res["k"]) == {10, 20}
