@@ -13,6 +13,10 @@ the batch driver :func:`irtlib.selection.adaptive.run_adaptive` with a
    model is certified against a cut on the full-benchmark score; its decision is compared with
    the full benchmark's (its safety score on all items at or above the cut), beside a fixed-length
    Fluid test and random items at the same average length.
+
+Both run every rule of a measurement on one set of adaptive tests (:func:`run_rules`): the items and
+ability estimates do not depend on the rule, so each rule reads its decision off the same tests,
+with the results of a separate run per rule.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from irtlib.core.kernels import probability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.selection.adaptive import Trajectory, run_adaptive
 from irtlib.selection.certify import ConfidenceRule, Cut, SprtRule
+from irtlib.selection.engine import AdaptiveTest
 from irtlib.selection.estimators import MeanScoreEstimator
 from irtlib.selection.items import TwoPLItems
 from irtlib.selection.selectors import RandomSelection
 from irtlib.selection.stopping import StoppingRule
 
-__all__ = ["LooBanks", "leave_one_out", "certify", "fixed_length_pass", "certification_table",
-           "simulate_certification", "mc_upper", "study", "RANDOM_DRAWS"]
+__all__ = ["LooBanks", "leave_one_out", "certify", "RuleOutcome", "run_rules", "fixed_length_pass",
+           "certification_table", "simulate_certification", "mc_upper", "study", "RANDOM_DRAWS"]
 
 #: Draws of random items per left-out model in the Random baseline.
 RANDOM_DRAWS = 20
@@ -49,6 +54,82 @@ def mc_upper(errors: int, n: int) -> float:
 
 def _rule(cut: Cut, *, confidence: float, sprt: bool):
     return SprtRule(cut, confidence=confidence) if sprt else ConfidenceRule(cut, confidence=confidence)
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """What one decision rule did in :func:`run_rules`, as in the :class:`Trajectory` of a run stopped by it alone.
+
+    Attributes
+    ----------
+    decision : ndarray of int, shape (n_models,)
+        +1 pass, -1 fail, 0 undecided at the budget.
+    p_above : ndarray, shape (n_models,)
+        The posterior probability above the cut when the rule's test ended.
+    n_items : ndarray of int, shape (n_models,)
+        Items each model answered before the rule ended its test.
+    """
+
+    decision: np.ndarray
+    p_above: np.ndarray
+    n_items: np.ndarray
+
+
+def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: list) -> list[RuleOutcome]:
+    """Several certification rules on the same adaptive tests: one run, each rule stopping on its own.
+
+    Which item a model gets next and its ability estimate depend on its own responses only, never on
+    the rule that will stop its test (nor on the other models: the engine's selector and estimator
+    work row by row). So the tests of every rule are prefixes of one test, run until each rule has
+    ended it; each rule sees a model's responses up to the step at which it ends the model's test,
+    and its decision, ``p_above`` and length are those of :func:`run_adaptive` with that rule alone
+    (``StoppingRule(max_items=budget, decision=rule)``; the tests check it), for one item
+    selection and one ability estimate per step in place of one per rule.
+
+    Parameters
+    ----------
+    responses : ndarray, shape (n_models, n_items)
+        NaN cells are unavailable.
+    items : TwoPLItems
+        The bank (per-model parameters allowed).
+    budget : int
+    rules : list of ConfidenceRule or SprtRule
+
+    Returns
+    -------
+    list of RuleOutcome
+        One per rule, in order.
+    """
+    x = np.asarray(responses, dtype=float)
+    n = x.shape[0]
+    rows = np.arange(n)
+    test = AdaptiveTest(items, n_models=n, available=~np.isnan(x), capacity=budget)
+    runs = [rule.begin(items, n) for rule in rules]
+    given = [np.zeros(n, dtype=int) for _ in rules]
+    live = [np.ones(n, dtype=bool) for _ in rules]
+    for t in range(budget + 1):
+        left = test.left
+        for run, n_given, alive in zip(runs, given, live, strict=True):
+            r = np.flatnonzero(alive)          # as the engine's status: decided, budget spent, bank exhausted
+            if r.size:
+                ended = (run.decisions(n_given, r) != 0) | (n_given[r] >= budget) | (left[r] == 0)
+                alive[r[ended]] = False
+        anyone = np.logical_or.reduce(live)
+        if t == budget or not anyone.any():
+            break
+        j = np.where(anyone, test.propose(active=anyone), -1)
+        answer = x[rows, np.maximum(j, 0)]
+        test.record(j, answer)
+        for run, n_given, alive in zip(runs, given, live, strict=True):
+            jr = np.where(alive, j, -1)
+            xr = np.where(jr >= 0, answer, np.nan)
+            run.push(jr, xr)
+            n_given += (jr >= 0) & ~np.isnan(xr)
+    out = []
+    for run, n_given in zip(runs, given, strict=True):
+        decision, p_above = run.evaluate(n_given)
+        out.append(RuleOutcome(decision=decision, p_above=p_above, n_items=n_given))
+    return out
 
 
 # ---------------------------------------------------------------------------- leave one model out
@@ -178,13 +259,21 @@ def certification_table(banks: LooBanks, *, scores=(0.90, 0.95), confidence: flo
     """
     out = []
     truth = banks.full_score >= np.asarray(scores)[:, None]
+    x = np.where(banks.available, banks.values, np.nan)
+    names = ("interval rule", f"SPRT, +/-{indifference:g}")
+    rules = [_rule(_loo_cut(banks, score, d), confidence=confidence, sprt=d is not None)
+             for score in scores for d in (None, indifference)]
+    outcomes = iter(run_rules(x, TwoPLItems(banks.a, banks.b), budget=budget, rules=rules))
+    fixed = {}
     for i, score in enumerate(scores):
-        for name, d in (("interval rule", None), (f"SPRT, +/-{indifference:g}", indifference)):
-            traj = certify(banks, score=score, confidence=confidence, budget=budget, indifference=d)
+        for name in names:
+            traj = next(outcomes)          # as certify(banks, score=score, ...) with this rule alone
             passed = np.where(traj.decision != 0, traj.decision > 0, traj.p_above >= 0.5)
             decided = traj.decision != 0
             k = max(1, int(round(traj.n_items.mean())))
-            fluid, random = fixed_length_pass(banks, score=score, k=k, seed=seed)
+            if (score, k) not in fixed:        # the same length for both rules: the same tests
+                fixed[score, k] = fixed_length_pass(banks, score=score, k=k, seed=seed)
+            fluid, random = fixed[score, k]
             wrong = decided & (passed != truth[i])
             out.append({"cut": score, "rule": name, "models above": int(truth[i].sum()),
                         "models": int(truth[i].size), "items (mean)": float(traj.n_items.mean()),
@@ -227,11 +316,11 @@ def simulate_certification(a: np.ndarray, b: np.ndarray, *, filtered_rates: np.n
     above = expected >= score
     outside = np.abs(expected - score) > indifference
     rows = []
-    for name, sprt in (("interval rule", False), (f"SPRT, +/-{indifference:g}", True)):
-        cut = Cut.at_score(score, items, filtered_sum=filtered_rates.sum(), n_full=n_full,
-                           indifference=indifference if sprt else None)
-        traj = run_adaptive(x, a, b, budget=budget, stopping=StoppingRule(
-            max_items=budget, decision=_rule(cut, confidence=confidence, sprt=sprt)))
+    names = ("interval rule", f"SPRT, +/-{indifference:g}")
+    rules = [_rule(Cut.at_score(score, items, filtered_sum=filtered_rates.sum(), n_full=n_full,
+                                indifference=indifference if sprt else None), confidence=confidence, sprt=sprt)
+             for sprt in (False, True)]
+    for name, traj in zip(names, run_rules(x, items, budget=budget, rules=rules), strict=True):
         wrong = ((traj.decision > 0) & ~above) | ((traj.decision < 0) & above)
         n_out = int(outside.sum())
         rows.append({"rule": name, "asked error": 1 - confidence, "models outside": n_out,

@@ -64,12 +64,20 @@ def _log_cat(z):
     ``P_k = sigmoid(z_k) - sigmoid(z_k+1) = sigmoid(z_k) sigmoid(-z_k+1) (1 - exp(z_k+1 - z_k))``,
     accurate in both tails (``z_0 = +inf``, ``z_K = -inf``).
     """
-    pad = np.full(z.shape[:-1] + (1,), np.inf)
-    hi = np.concatenate([pad, z], axis=-1)          # z_k, k = 0..K-1
-    lo = np.concatenate([z, -pad], axis=-1)         # z_(k+1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gap = np.log(-np.expm1(np.minimum(lo - hi, -1e-300)))
-    return log_expit(hi) + log_expit(-lo) + gap
+    # Evaluated column by column where z_0 or z_K is infinite: there log_expit(+inf) is -0.0 and the
+    # gap log(1) is 0.0, so the edge categories are (-0.0 + log_expit(-z_1)) + 0.0 and
+    # (log_expit(z_(K-1)) + -0.0) + 0.0, the same additions as on the padded table (the same bits),
+    # without the transcendental functions of its infinite entries.
+    upper = log_expit(z)                            # log sigmoid(z_k), k = 1..K-1
+    lower = log_expit(-z)                           # log sigmoid(-z_k)
+    out = np.empty(z.shape[:-1] + (z.shape[-1] + 1,))
+    out[..., 0] = (-0.0 + lower[..., 0]) + 0.0
+    out[..., -1] = (upper[..., -1] + -0.0) + 0.0
+    if z.shape[-1] > 1:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gap = np.log(-np.expm1(np.minimum(z[..., 1:] - z[..., :-1], -1e-300)))
+        out[..., 1:-1] = upper[..., :-1] + lower[..., 1:] + gap
+    return out
 
 
 def category_log_probabilities(theta: ArrayLike, a: ArrayLike, thresholds: ArrayLike) -> np.ndarray:

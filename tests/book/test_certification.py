@@ -69,3 +69,45 @@ def test_simulated_errors_outside_the_region_are_rare_and_the_interval_is_wilson
     assert (out["error outside (95% upper)"] < 0.1 + 0.05).all()
     assert cz.mc_upper(0, 100) == pytest.approx(0.037, abs=1e-3)      # Wilson's rule of three, roughly
     assert cz.mc_upper(5, 100) == pytest.approx(0.1118, abs=1e-3)
+
+
+def _alone(x, items, rule, budget):
+    """One rule's run, as the chapter measured it before: run_adaptive stopped by that rule alone."""
+    from irtlib.selection.adaptive import run_adaptive
+    from irtlib.selection.stopping import StoppingRule
+
+    return run_adaptive(x, items=items, budget=budget, stopping=StoppingRule(max_items=budget, decision=rule))
+
+
+def test_rules_read_off_one_run_are_each_rules_own_run_bit_for_bit():
+    """run_rules: decisions, lengths and probabilities of every rule equal a separate stopped run per rule."""
+    from irtlib.selection.certify import ConfidenceRule, Cut, SprtRule
+    from irtlib.selection.items import TwoPLItems
+
+    rng = np.random.default_rng(5)
+    a, b = np.exp(rng.normal(0, 0.5, 120)), rng.normal(0, 1, 120)
+    items = TwoPLItems(a, b)
+    theta = rng.standard_normal(400)
+    x = (rng.random((400, 120)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float)
+    x[rng.random(x.shape) < 0.05] = np.nan                     # unavailable cells
+    rules = [ConfidenceRule(Cut.at_score(0.55, items), confidence=0.9),
+             SprtRule(Cut.at_score(0.55, items, indifference=0.03), confidence=0.9),
+             ConfidenceRule(Cut.at_score(0.7, items), confidence=0.95)]
+    for rule, got in zip(rules, cz.run_rules(x, items, budget=40, rules=rules), strict=True):
+        want = _alone(x, items, rule, 40)
+        assert np.array_equal(got.decision, want.decision) and np.array_equal(got.n_items, want.n_items)
+        assert np.array_equal(got.p_above, want.p_above)
+    assert len({tuple(r.n_items) for r in cz.run_rules(x, items, budget=40, rules=rules)}) == 3   # they differ
+
+
+def test_rules_on_left_out_banks_are_certify_per_rule_bit_for_bit(matrix):
+    """Per-model banks and cuts (the leave-one-out study): the same as certify() for each cut and rule."""
+    banks = cz.leave_one_out(matrix, rows=range(0, 24, 2))
+    x = np.where(banks.available, banks.values, np.nan)
+    cases = [(s, d) for s in (0.4, 0.6) for d in (None, 0.04)]
+    rules = [cz._rule(cz._loo_cut(banks, s, d), confidence=0.9, sprt=d is not None) for s, d in cases]
+    got = cz.run_rules(x, cz.TwoPLItems(banks.a, banks.b), budget=25, rules=rules)
+    for (s, d), outcome in zip(cases, got, strict=True):
+        want = cz.certify(banks, score=s, confidence=0.9, budget=25, indifference=d)
+        assert np.array_equal(outcome.decision, want.decision) and np.array_equal(outcome.n_items, want.n_items)
+        assert np.array_equal(outcome.p_above, want.p_above)

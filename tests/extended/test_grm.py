@@ -123,3 +123,24 @@ def test_bad_graded_input_is_named():
         grm.fit_grm(np.array([[0, np.nan], [1, np.nan]]))
     with pytest.raises(InputError, match="method"):
         grm.fit_grm(np.array([[0, 1], [1, 0.0]]), method="em")
+
+
+def _log_cat_padded(z):
+    """The category log-probabilities on the table padded with z_0 = +inf and z_K = -inf (the formula as written)."""
+    from scipy.special import log_expit
+
+    pad = np.full(z.shape[:-1] + (1,), np.inf)
+    hi, lo = np.concatenate([pad, z], axis=-1), np.concatenate([z, -pad], axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.log(-np.expm1(np.minimum(lo - hi, -1e-300)))
+    return log_expit(hi) + log_expit(-lo) + gap
+
+
+@pytest.mark.parametrize("n_cat", [2, 3, 10])
+def test_category_log_probabilities_are_the_padded_formula_bit_for_bit(n_cat):
+    rng = np.random.default_rng(n_cat)
+    z = np.sort(rng.normal(0, 4, (30, 20, n_cat - 1)), axis=-1)
+    z[0, 0], z[1, 1] = 900.0, -900.0                    # saturated cells
+    z[2, 2] = z[2, 2, 0]                                 # equal thresholds: an empty category (-inf)
+    got, want = grm._log_cat(z), _log_cat_padded(z)
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
