@@ -36,7 +36,7 @@ from irtlib.core.kernels import fisher_information, score_and_information
 from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
-from . import score_kernel
+from . import map_kernel, score_kernel
 from .items import ItemModel, TwoPLItems
 from .portable_exp import portable_expit_pair
 
@@ -192,6 +192,9 @@ class MapEstimator:
                 f"order={self.order})")
 
 
+_UNDECIDED = object()
+
+
 def _sigmoid_derivative_polys(n_max: int) -> list[np.ndarray]:
     """Coefficients (increasing powers of s) of ``sigma^(n)`` as a polynomial in ``s = sigma``."""
     polys = [np.array([0.0, 1.0])]
@@ -232,6 +235,7 @@ class _MapRun:
         self.fresh = True                         # theta / info are those after the previous item
         self.taylor = est.order > 0
         self.recentred = 0                        # diagnostics: exact passes (model count)
+        self._kernel = _UNDECIDED                 # map_kernel's library (None: numpy), decided at the first estimate
         if self.taylor:
             polys = _sigmoid_derivative_polys(est.order + 1)
             self.coef = np.zeros((len(polys[-1]) - 1, len(polys)))   # s^1.. x derivative order
@@ -397,6 +401,14 @@ class _MapRun:
         theta, info = self.theta.copy(), np.array(self.info, dtype=float, copy=True)
         if info.shape != theta.shape:
             info = np.broadcast_to(info, theta.shape).copy()
+        if self._kernel is _UNDECIDED:
+            self._kernel = map_kernel.load()
+        if self._kernel is not None:      # the same iteration in C, the same numbers (map_kernel)
+            act = map_kernel.newton(self._kernel, self, theta, info)
+            self.info = info
+            done = np.ones(n, dtype=bool)
+            done[act] = False
+            return self._finish(theta, done)
         act, prev, keep = np.arange(n), None, None   # the models still moving; before the last stops, which moved on
         for _ in range(e.max_newton):
             whole = act.size == n

@@ -1,0 +1,203 @@
+"""Fluid's MAP estimate in C: the Taylor-moment Newton of every model of a step in one call.
+
+:class:`irtlib.selection.estimators.MapEstimator` re-finds every model's MAP ability (paper, section
+"Adaptive selection (Algorithm 1)": "update theta_hat by MAP on all responses so far") after each
+administered item by a damped Newton on the Taylor moments of the score
+(``_MapRun._estimate_taylor``). In numpy each Newton iteration is about twenty calls on arrays of
+a few rows and ten columns (the powers ``d ** n``, three einsums, the clipping and the stopping
+test), so with 100 models a step costs about 0.4 ms of call overhead. ``_map_kernel.c`` (beside
+this module) runs the same iteration, model by model, with the same operations in the same order:
+
+- the powers are numpy's own: the inner loop numpy's ``power`` ufunc runs on float64
+  (:func:`numpy_power_loop` reads it from the ufunc, a public field of numpy's C API), called on
+  each row as numpy calls it for ``d[:, None] ** dpow``, so its bits whatever implementation
+  numpy dispatched to on this processor (SVML with AVX-512, Highway, or the C library's ``pow``);
+- the einsums ``"ij,ij->i"`` are numpy's summation order for two contiguous rows (two lanes,
+  blocks of eight products, see the C file);
+- re-centring a model (one exact pass over its items, numpy and BLAS) stays in Python: the
+  kernel returns the models to re-centre before an iteration, and is called again after.
+
+So the estimates are the numpy path's bit for bit. The first :func:`load` of a process compares
+the kernel with the numpy path on random adaptive runs (estimates, information, the models
+re-centred, at every step) and with numpy's einsum on random rows, and returns it only if every
+number is equal; otherwise, or without a compiler, or where numpy's power loop cannot be read, or
+with ``IRTLIB_MAP_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers are the
+same, only slower).
+
+Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SOURCE", "load", "numpy_power_loop", "newton", "einsum_rows"]
+
+SOURCE = Path(__file__).with_name("_map_kernel.c")
+
+_LOADED: dict = {}
+
+
+class _UFuncHead(ctypes.Structure):
+    """The first fields of numpy's ``PyUFuncObject`` (``numpy/ufuncobject.h``), after ``PyObject_HEAD``."""
+
+    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p), ("nin", ctypes.c_int),
+                ("nout", ctypes.c_int), ("nargs", ctypes.c_int), ("identity", ctypes.c_int),
+                ("functions", ctypes.POINTER(ctypes.c_void_p)), ("data", ctypes.POINTER(ctypes.c_void_p)),
+                ("ntypes", ctypes.c_int), ("reserved1", ctypes.c_int), ("name", ctypes.c_char_p),
+                ("types", ctypes.POINTER(ctypes.c_char))]
+
+
+def numpy_power_loop() -> tuple[int, int] | None:
+    """The address of numpy's float64 ``power`` inner loop and its data pointer, or None where not found.
+
+    Read from the ufunc object's ``functions`` and ``types`` fields (numpy's C API); None unless the
+    object is laid out as expected (named ``power``, two inputs, one output, a ``dd->d`` loop).
+    """
+    try:
+        head = _UFuncHead.from_address(id(np.power))
+        if head.name != b"power" or (head.nin, head.nout, head.nargs) != (2, 1, 3) or not 0 < head.ntypes < 64:
+            return None
+        code = np.dtype(np.float64).num
+        types = head.types[:3 * head.ntypes]
+        for i in range(head.ntypes):
+            if types[3 * i:3 * i + 3] == bytes([code]) * 3:
+                fn = head.functions[i]
+                return (fn, head.data[i] or 0) if fn else None
+    except (ValueError, TypeError, OSError):
+        return None
+    return None
+
+
+def _bind(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    i64, ptr, f64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+    lib.map_newton.argtypes = [i64, ptr, ptr, i64, *[ptr] * 6, ptr, ptr, ptr, ptr, ptr, ptr, ptr,
+                               f64, f64, f64, f64, f64, f64, f64, f64, i64]
+    lib.map_newton.restype = i64
+    lib.map_einsum_rows.argtypes = [i64, i64, ptr, i64, ptr, i64, ptr]
+    lib.map_einsum_rows.restype = None
+    return lib
+
+
+def einsum_rows(lib: ctypes.CDLL, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The kernel's ``np.einsum("ij,ij->i", x, y)`` (rows contiguous, any row stride)."""
+    n, count = x.shape
+    out = np.empty(n)
+    ptr = ctypes.c_void_p
+    lib.map_einsum_rows(n, count, ptr(x.ctypes.data), x.strides[0] // 8, ptr(y.ctypes.data), y.strides[0] // 8,
+                        out.ctypes.data)
+    return out
+
+
+def newton(lib: ctypes.CDLL, run, theta: np.ndarray, info: np.ndarray) -> np.ndarray:
+    """``run._estimate_taylor``'s Newton loop in C; ``theta`` and ``info`` updated in place.
+
+    ``run`` is a :class:`irtlib.selection.estimators._MapRun`; the models to re-centre are
+    re-centred by ``run._recentre`` (numpy) between calls. Returns the models that did not
+    converge within ``max_newton`` iterations (sorted).
+    """
+    n = theta.size
+    work = getattr(run, "_newton_work", None)
+    if work is None or not work.serves(run, n):
+        work = run._newton_work = _Work(lib, run, n)
+    act, far, state = work.act, work.far, work.state
+    act[:] = work.order
+    state[:] = (n, -1, 0)
+    th, inf = theta.ctypes.data, info.ctypes.data
+    while True:
+        k = lib.map_newton(n, th, inf, *work.fixed)
+        if k == 0:
+            return act[:state[0]].astype(np.intp)
+        rows = far[:k].astype(np.intp)
+        run._recentre(rows, theta[rows])
+
+
+class _Work:
+    """A run's buffers for :func:`newton` and the kernel's arguments that do not change between steps.
+
+    The run's moment arrays are updated in place (never re-allocated), so their addresses are kept.
+    """
+
+    def __init__(self, lib, run, n):
+        e = run.e
+        self.n, self.order = n, np.arange(n, dtype=np.int64)
+        self.act, self.prev, self.far = (np.empty(n, dtype=np.int64) for _ in range(3))
+        self.state, self.terms = np.empty(3, dtype=np.int64), np.empty(run.M.shape[1])
+        loop, data = lib._power
+        self.arrays = (run.M, run.sax, run.theta_r, run.amax, run.invfact, run.dpow)   # kept alive
+        self.fixed = (run.M.shape[1], *(a.ctypes.data for a in self.arrays), loop, data, self.act.ctypes.data,
+                      self.prev.ctypes.data, self.state.ctypes.data, self.far.ctypes.data, self.terms.ctypes.data,
+                      e.prior_mean, 1.0 / e.prior_sd ** 2, e.max_step, e.bounds[0], e.bounds[1], e.tol,
+                      0.2 * e.tol, e.radius, e.max_newton)
+
+    def serves(self, run, n: int) -> bool:
+        """Whether these addresses are ``run``'s arrays (not a copied run's) for ``n`` models."""
+        mine = (run.M, run.sax, run.theta_r, run.amax, run.invfact, run.dpow)
+        return self.n == n and all(a is b for a, b in zip(self.arrays, mine))
+
+
+def _random_runs(seed: int):
+    """Pairs of identical random MAP runs (items, responses, abilities) for the loader's check."""
+    from scipy.special import expit
+
+    from .estimators import MapEstimator
+    from .items import TwoPLItems
+
+    rng = np.random.default_rng(seed)
+    cases = [(1, 30, 0.5), (3, 40, 1.0), (40, 40, 1.0), (17, 50, 3.0), (64, 20, 0.2)]
+    for n_models, n_items, spread in cases:
+        a = rng.lognormal(0.0, 0.6 * spread, (n_models, n_items))
+        b = rng.normal(0.0, 1.5 * spread, (n_models, n_items))
+        theta_true = rng.normal(0.0, 1.5, n_models)
+        p = expit(a * (theta_true[:, None] - b))
+        x = (rng.random((n_models, n_items)) < p).astype(float)
+        x[rng.random(x.shape) < 0.05] = np.nan
+        order = np.argsort(rng.random((n_models, n_items)), axis=1)
+        items = TwoPLItems(a, b)
+        est = MapEstimator(max_newton=int(rng.integers(3, 51)))
+        yield est, items, order, x, n_models
+
+
+def _matches_numpy(lib: ctypes.CDLL) -> bool:
+    """The kernel's estimates, information and re-centred models equal numpy's on random runs."""
+    rng = np.random.default_rng(20261204)
+    for n, count in [(50, 9), (7, 8), (5, 1), (5, 2), (6, 3), (4, 17), (3, 16)]:
+        x = rng.normal(size=(n, count + 2)) * 10.0 ** rng.integers(-6, 6, size=(n, count + 2))
+        y = rng.normal(size=(n, count))
+        if not np.array_equal(einsum_rows(lib, x[:, 1:-1], y), np.einsum("ij,ij->i", x[:, 1:-1], y)):
+            return False
+    for est, items, order, x, n_models in _random_runs(20261205):
+        runs = [est.begin(items, n_models, order.shape[1], 0.0) for _ in range(2)]
+        runs[0]._kernel, runs[1]._kernel = None, lib
+        rows = np.arange(n_models)
+        for t in range(order.shape[1]):
+            j = order[:, t]
+            out = [r.push(j, x[rows, j]) or r.estimate() for r in runs]
+            if not (np.array_equal(out[0][0], out[1][0], equal_nan=True)
+                    and np.array_equal(runs[0].info, runs[1].info, equal_nan=True)
+                    and np.array_equal(runs[0].M, runs[1].M) and runs[0].recentred == runs[1].recentred):
+                return False
+    return True
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (no compiler, no numpy power loop, ``IRTLIB_MAP_KERNEL=0``, or unlike numpy).
+
+    Decided once per process.
+    """
+    from irtlib.calibration.fused_kernel import verified
+
+    power = numpy_power_loop()
+    if power is None:
+        return None
+
+    def bind(path: Path) -> ctypes.CDLL:
+        lib = _bind(path)
+        lib._power = power
+        return lib
+
+    return verified(SOURCE, bind, switch="IRTLIB_MAP_KERNEL", matches=_matches_numpy, cache=_LOADED)
