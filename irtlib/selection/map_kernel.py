@@ -137,7 +137,7 @@ class _Work:
     def serves(self, run, n: int) -> bool:
         """Whether these addresses are ``run``'s arrays (not a copied run's) for ``n`` models."""
         mine = (run.M, run.sax, run.theta_r, run.amax, run.invfact, run.dpow)
-        return self.n == n and all(a is b for a, b in zip(self.arrays, mine))
+        return self.n == n and all(a is b for a, b in zip(self.arrays, mine, strict=True))
 
 
 def _random_runs(seed: int):
@@ -148,7 +148,7 @@ def _random_runs(seed: int):
     from .items import TwoPLItems
 
     rng = np.random.default_rng(seed)
-    cases = [(1, 30, 0.5), (3, 40, 1.0), (40, 40, 1.0), (17, 50, 3.0), (64, 20, 0.2)]
+    cases = [(1, 25, 0.5), (3, 30, 1.0), (40, 30, 1.0), (17, 30, 3.0), (64, 12, 0.2)]
     for n_models, n_items, spread in cases:
         a = rng.lognormal(0.0, 0.6 * spread, (n_models, n_items))
         b = rng.normal(0.0, 1.5 * spread, (n_models, n_items))
