@@ -118,3 +118,19 @@ int64_t map_newton(int64_t n, double *theta, double *info, int64_t N, const doub
     state[0] = n_act; state[1] = n_prev; state[2] = it;
     return 0;
 }
+
+/* v, v^2, ..., v^n of each of m values (out: m rows of n), each the previous times v:
+ * estimators._powers, whose numpy passes multiply in the same order. */
+void map_powers(int64_t m, int64_t n, const double *v, double *out)
+{
+    for (int64_t i = 0; i < m; i++) {
+        const double x = v[i];
+        double p = x;
+        double *o = out + i * n;
+        o[0] = p;
+        for (int64_t k = 1; k < n; k++) {
+            p = p * x;
+            o[k] = p;
+        }
+    }
+}

@@ -254,8 +254,13 @@ class _MapRun:
     # -- Taylor moments --------------------------------------------------------------------
     def _moments(self, a, s):
         """``sum over the last axis of a^(n+1) sigma^(n)(z)`` (``s = sigma(z)``), n = 0..order+1."""
-        deriv = _powers(s, self.spow.size) @ self.coef             # sigma^(n)(z), (..., j, n)
-        deriv *= _powers(a, self.apow.size)
+        lib = self._kernel
+        if lib is None or lib is _UNDECIDED:
+            deriv = _powers(s, self.spow.size) @ self.coef             # sigma^(n)(z), (..., j, n)
+            deriv *= _powers(a, self.apow.size)
+        else:                                                       # the same products in one C pass each
+            deriv = map_kernel.powers(lib, s, self.spow.size) @ self.coef
+            deriv *= map_kernel.powers(lib, a, self.apow.size)
         return deriv.sum(axis=-2)
 
     def _recentre(self, rows, theta):

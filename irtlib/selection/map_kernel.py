@@ -15,7 +15,10 @@ this module) runs the same iteration, model by model, with the same operations i
 - the einsums ``"ij,ij->i"`` are numpy's summation order for two contiguous rows (two lanes,
   blocks of eight products, see the C file);
 - re-centring a model (one exact pass over its items, numpy and BLAS) stays in Python: the
-  kernel returns the models to re-centre before an iteration, and is called again after.
+  kernel returns the models to re-centre before an iteration, and is called again after;
+- the moments' power tables (``_powers``: each power the previous times the value) are one C
+  pass (:func:`powers`) instead of one numpy pass per power; their product with the
+  derivative polynomials stays numpy's ``matmul`` (BLAS, whose rounding is its own).
 
 So the estimates are the numpy path's bit for bit. The first :func:`load` of a process compares
 the kernel with the numpy path on random adaptive runs (estimates, information, the models
@@ -34,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "load", "numpy_power_loop", "newton", "einsum_rows"]
+__all__ = ["SOURCE", "load", "numpy_power_loop", "newton", "powers", "einsum_rows"]
 
 SOURCE = Path(__file__).with_name("_map_kernel.c")
 
@@ -80,6 +83,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.map_newton.restype = i64
     lib.map_einsum_rows.argtypes = [i64, i64, ptr, i64, ptr, i64, ptr]
     lib.map_einsum_rows.restype = None
+    lib.map_powers.argtypes = [i64, i64, ptr, ptr]
+    lib.map_powers.restype = None
     return lib
 
 
@@ -90,6 +95,14 @@ def einsum_rows(lib: ctypes.CDLL, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     ptr = ctypes.c_void_p
     lib.map_einsum_rows(n, count, ptr(x.ctypes.data), x.strides[0] // 8, ptr(y.ctypes.data), y.strides[0] // 8,
                         out.ctypes.data)
+    return out
+
+
+def powers(lib: ctypes.CDLL, v: np.ndarray, n: int) -> np.ndarray:
+    """:func:`irtlib.selection.estimators._powers` in one pass: ``v, v^2, ..., v^n`` along a new last axis."""
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    out = np.empty(v.shape + (n,))
+    lib.map_powers(v.size, n, v.ctypes.data, out.ctypes.data)
     return out
 
 

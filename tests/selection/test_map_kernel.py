@@ -130,3 +130,12 @@ def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib):
     a, b = rng.lognormal(0, 0.5, 80), rng.normal(size=80)
     x = (rng.random((4, 80)) < 0.6).astype(float)
     assert run_adaptive(x, a, b, budget=30).estimate.tobytes().hex() == off.strip()
+
+
+def test_the_kernels_power_tables_are_the_numpy_passes_bit_for_bit(lib):
+    rng = np.random.default_rng(9)
+    v = np.concatenate([rng.normal(0, 3, 997), [np.nan, np.inf, -np.inf, 5e-324, -0.0, 1e200, -1e-200]])
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        for w in (v, v[:1000].reshape(500, 2), v[:1000].reshape(2, 500, 1), v[:1000].reshape(500, 2)[:, :1]):
+            for n in (1, 2, 10, 11):
+                assert np.array_equal(map_kernel.powers(lib, w, n), estimators._powers(w, n), equal_nan=True)
