@@ -85,6 +85,7 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.map_einsum_rows.restype = None
     lib.map_powers.argtypes = [i64, i64, ptr, ptr]
     lib.map_powers.restype = None
+    lib.map_power_products.restype = None        # measuring only (not numpy's bits): see the C file
     return lib
 
 
