@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
-    if map_kernel.load() is None:
+    if map_kernel.load(estimators.map_kernel_matches) is None:
         print("the MAP kernel is not available here: nothing to compare")
         return 0
     rng = np.random.default_rng(7)

@@ -21,11 +21,11 @@ this module) runs the same iteration, model by model, with the same operations i
   derivative polynomials stays numpy's ``matmul`` (BLAS, whose rounding is its own).
 
 So the estimates are the numpy path's bit for bit. The first :func:`load` of a process compares
-the kernel with the numpy path on random adaptive runs (estimates, information, the models
-re-centred, at every step) and with numpy's einsum on random rows, and returns it only if every
-number is equal; otherwise, or without a compiler, or where numpy's power loop cannot be read, or
-with ``IRTLIB_MAP_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers are the
-same, only slower).
+the kernel with numpy's einsum on random rows and, through the estimator's check, with the numpy
+path on random adaptive runs (estimates, information, the models re-centred, at every step), and
+returns it only if every number is equal; otherwise, or without a compiler, or where numpy's
+power loop cannot be read, or with ``IRTLIB_MAP_KERNEL=0``, the estimator keeps its numpy path
+(no warning: the numbers are the same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver).
 """
@@ -33,6 +33,7 @@ Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver)
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -154,54 +155,22 @@ class _Work:
         return self.n == n and all(a is b for a, b in zip(self.arrays, mine, strict=True))
 
 
-def _random_runs(seed: int):
-    """Pairs of identical random MAP runs (items, responses, abilities) for the loader's check."""
-    from scipy.special import expit
-
-    from .estimators import MapEstimator
-    from .items import TwoPLItems
-
-    rng = np.random.default_rng(seed)
-    cases = [(1, 25, 0.5), (3, 30, 1.0), (40, 30, 1.0), (17, 30, 3.0), (64, 12, 0.2)]
-    for n_models, n_items, spread in cases:
-        a = rng.lognormal(0.0, 0.6 * spread, (n_models, n_items))
-        b = rng.normal(0.0, 1.5 * spread, (n_models, n_items))
-        theta_true = rng.normal(0.0, 1.5, n_models)
-        p = expit(a * (theta_true[:, None] - b))
-        x = (rng.random((n_models, n_items)) < p).astype(float)
-        x[rng.random(x.shape) < 0.05] = np.nan
-        order = np.argsort(rng.random((n_models, n_items)), axis=1)
-        items = TwoPLItems(a, b)
-        est = MapEstimator(max_newton=int(rng.integers(3, 51)))
-        yield est, items, order, x, n_models
-
-
-def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """The kernel's estimates, information and re-centred models equal numpy's on random runs."""
+def _dots_match_numpy(lib: ctypes.CDLL) -> bool:
+    """The kernel's dots equal ``np.einsum("ij,ij->i")`` on random rows of several lengths and strides."""
     rng = np.random.default_rng(20261204)
     for n, count in [(50, 9), (7, 8), (5, 1), (5, 2), (6, 3), (4, 17), (3, 16)]:
         x = rng.normal(size=(n, count + 2)) * 10.0 ** rng.integers(-6, 6, size=(n, count + 2))
         y = rng.normal(size=(n, count))
         if not np.array_equal(einsum_rows(lib, x[:, 1:-1], y), np.einsum("ij,ij->i", x[:, 1:-1], y)):
             return False
-    for est, items, order, x, n_models in _random_runs(20261205):
-        runs = [est.begin(items, n_models, order.shape[1], 0.0) for _ in range(2)]
-        runs[0]._kernel, runs[1]._kernel = None, lib
-        rows = np.arange(n_models)
-        for t in range(order.shape[1]):
-            j = order[:, t]
-            out = [r.push(j, x[rows, j]) or r.estimate() for r in runs]
-            if not (np.array_equal(out[0][0], out[1][0], equal_nan=True)
-                    and np.array_equal(runs[0].info, runs[1].info, equal_nan=True)
-                    and np.array_equal(runs[0].M, runs[1].M) and runs[0].recentred == runs[1].recentred):
-                return False
     return True
 
 
-def load() -> ctypes.CDLL | None:
+def load(runs_match: Callable[[ctypes.CDLL], bool]) -> ctypes.CDLL | None:
     """The compiled kernel, or None (no compiler, no numpy power loop, ``IRTLIB_MAP_KERNEL=0``, or unlike numpy).
 
-    Decided once per process.
+    ``runs_match(lib)`` is the estimator's own check (:func:`irtlib.selection.estimators.map_kernel_matches`:
+    the C and numpy paths side by side on random runs); the dots are checked here. Decided once per process.
     """
     from irtlib.calibration.fused_kernel import verified
 
@@ -214,4 +183,5 @@ def load() -> ctypes.CDLL | None:
         lib._power = power
         return lib
 
-    return verified(SOURCE, bind, switch="IRTLIB_MAP_KERNEL", matches=_matches_numpy, cache=_LOADED)
+    return verified(SOURCE, bind, switch="IRTLIB_MAP_KERNEL", cache=_LOADED,
+                    matches=lambda lib: _dots_match_numpy(lib) and runs_match(lib))

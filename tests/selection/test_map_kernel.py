@@ -84,8 +84,8 @@ def test_the_loaders_check_refuses_a_kernel_whose_powers_are_not_numpys(lib):
     code = bytes([np.dtype(np.float64).num]) * 3
     i = next(i for i in range(head.ntypes) if head.types[3 * i:3 * i + 3] == code)
     other._power = (head.functions[i], 0)
-    assert map_kernel._matches_numpy(lib)
-    assert not map_kernel._matches_numpy(other)
+    assert estimators.map_kernel_matches(lib)
+    assert not estimators.map_kernel_matches(other)
 
 
 def test_numpys_power_loop_is_found_and_other_ufuncs_are_refused(monkeypatch):
@@ -117,14 +117,15 @@ def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib):
     code = ("import numpy as np\n"
             "from irtlib.selection import map_kernel\n"
             "from irtlib.selection.adaptive import run_adaptive\n"
-            "assert map_kernel.load() is None\n"
+            "from irtlib.selection.estimators import map_kernel_matches\n"
+            "assert map_kernel.load(map_kernel_matches) is None\n"
             "rng = np.random.default_rng(0)\n"
             "a, b = rng.lognormal(0, 0.5, 80), rng.normal(size=80)\n"
             "x = (rng.random((4, 80)) < 0.6).astype(float)\n"
             "print(run_adaptive(x, a, b, budget=30).estimate.tobytes().hex())\n")
     env = dict(os.environ, IRTLIB_MAP_KERNEL="0")
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    if map_kernel.load() is None:
+    if map_kernel.load(estimators.map_kernel_matches) is None:
         pytest.skip("the MAP kernel is not loaded in this process")
     rng = np.random.default_rng(0)
     a, b = rng.lognormal(0, 0.5, 80), rng.normal(size=80)
