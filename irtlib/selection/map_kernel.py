@@ -33,6 +33,8 @@ Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver)
 from __future__ import annotations
 
 import ctypes
+import platform
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,8 +61,11 @@ def numpy_power_loop() -> tuple[int, int] | None:
     """The address of numpy's float64 ``power`` inner loop and its data pointer, or None where not found.
 
     Read from the ufunc object's ``functions`` and ``types`` fields (numpy's C API); None unless the
-    object is laid out as expected (named ``power``, two inputs, one output, a ``dd->d`` loop).
+    object is laid out as expected (named ``power``, two inputs, one output, a ``dd->d`` loop), and
+    None off CPython's default build (another object header: PyPy, the free-threaded build).
     """
+    if platform.python_implementation() != "CPython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return None
     try:
         head = _UFuncHead.from_address(id(np.power))
         if head.name != b"power" or (head.nin, head.nout, head.nargs) != (2, 1, 3) or not 0 < head.ntypes < 64:
