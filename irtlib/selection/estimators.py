@@ -195,7 +195,7 @@ class MapEstimator:
 _UNDECIDED = object()
 
 
-def map_kernel_matches(lib) -> bool:
+def map_kernel_matches(lib: object) -> bool:
     """Whether :mod:`irtlib.selection.map_kernel`'s Newton gives the numpy path's numbers on random runs.
 
     Five random adaptive runs (1 to 64 models with per-model parameters, 12 to 30 items, 5% missing

@@ -37,6 +37,7 @@ import platform
 import sysconfig
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -113,10 +114,11 @@ def powers(lib: ctypes.CDLL, v: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def newton(lib: ctypes.CDLL, run, theta: np.ndarray, info: np.ndarray) -> np.ndarray:
+def newton(lib: ctypes.CDLL, run: Any, theta: np.ndarray, info: np.ndarray) -> np.ndarray:
     """``run._estimate_taylor``'s Newton loop in C; ``theta`` and ``info`` updated in place.
 
-    ``run`` is a :class:`irtlib.selection.estimators._MapRun`; the models to re-centre are
+    ``run`` is a :class:`irtlib.selection.estimators._MapRun` (not imported here: the estimators
+    import this module); the models to re-centre are
     re-centred by ``run._recentre`` (numpy) between calls. Returns the models that did not
     converge within ``max_newton`` iterations (sorted).
     """
