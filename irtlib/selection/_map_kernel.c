@@ -1,0 +1,151 @@
+/* Fluid's MAP estimate: the Taylor-moment Newton iteration of
+ * irtlib.selection.estimators._MapRun._estimate_taylor in C, every model of a step in one call.
+ *
+ * Per iteration, for every model i still moving (act, sorted), at d = theta[i] - theta_r[i]:
+ *
+ *     terms[n] = pow(d, n) * invfact[n]                             n = 0 .. N - 2
+ *     g  = (sax - dot(M[i, 0:N-1], terms)) - ((theta - prior_mean) * inv_var)
+ *     h  = dot(M[i, 1:N], terms);  dh = dot(M[i, 2:N], terms[0:N-2])
+ *     hp = h + inv_var;  raw = g / hp
+ *     new = min(max(theta + min(max(raw, -cap), cap), lo), hi)
+ *     stop = |new - theta| < tol  or  (|dh| raw raw < tol5 hp and |raw| < cap and lo < new < hi)
+ *
+ * the numpy path's operations in its order (compiled without contraction into fused multiply-adds).
+ * The powers are numpy's own: pow_loop is the inner loop numpy's ``power`` ufunc runs for float64
+ * (passed by irtlib.selection.map_kernel), called on each row as numpy calls it for
+ * ``d[:, None] ** dpow`` (the exponents along the row, the base repeated): its bits, whatever
+ * implementation numpy dispatched to. dot is numpy's einsum "ij,ij->i" on a row of two
+ * contiguous operands (sum_of_products_contig_contig_outstride0_two, two lanes wide at numpy's
+ * baseline): per lane, blocks of four lane-pairs added innermost first, then the lanes' remaining
+ * pairs with zero padding, then lane 0 + lane 1, then added to the zero output.
+ *
+ * Before each iteration the models checked for re-centring (the previous iteration's, or every
+ * model at the first) whose a_max |d| exceeds radius are written to far and the call returns their
+ * count without changing anything: the caller re-centres them (numpy, as before) and calls again,
+ * which then runs the iteration. A return of 0: the loop ended (act empty, or max_newton
+ * iterations; act then holds the models that did not converge).
+ *
+ * state: [n_act, n_prev (-1 before the first iteration), iterations done].
+ */
+#include <math.h>
+#include <stdint.h>
+
+typedef void (*ufunc_loop)(char **args, const int64_t *dims, const int64_t *steps, void *data);
+
+static inline double np_max(double a, double b) { return (a >= b || isnan(a)) ? a : b; }
+static inline double np_min(double a, double b) { return (a <= b || isnan(a)) ? a : b; }
+
+/* numpy's einsum "ij,ij->i" of one row (see the header). */
+static double einsum_dot(const double *x, const double *y, int64_t count)
+{
+    double acc0 = 0.0, acc1 = 0.0;
+    for (; count >= 8; count -= 8, x += 8, y += 8) {
+        const double p30 = x[6] * y[6], p31 = x[7] * y[7];
+        const double p20 = x[4] * y[4], p21 = x[5] * y[5];
+        const double p10 = x[2] * y[2], p11 = x[3] * y[3];
+        const double p00 = x[0] * y[0], p01 = x[1] * y[1];
+        acc0 = p00 + (p10 + (p20 + (p30 + acc0)));
+        acc1 = p01 + (p11 + (p21 + (p31 + acc1)));
+    }
+    for (; count > 0; count -= 2, x += 2, y += 2) {
+        const double p0 = x[0] * y[0];
+        const double p1 = count > 1 ? x[1] * y[1] : 0.0 * 0.0;
+        acc0 = p0 + acc0;
+        acc1 = p1 + acc1;
+    }
+    return 0.0 + (acc0 + acc1);
+}
+
+/* dot of each of n rows (for the loader's check against numpy's einsum). */
+void map_einsum_rows(int64_t n, int64_t count, const double *x, int64_t ldx, const double *y, int64_t ldy,
+                     double *out)
+{
+    for (int64_t i = 0; i < n; i++) out[i] = einsum_dot(x + i * ldx, y + i * ldy, count);
+}
+
+int64_t map_newton(int64_t n, double *theta, double *info, int64_t N, const double *M, const double *sax,
+                   const double *theta_r, const double *amax, const double *invfact, const double *dpow,
+                   ufunc_loop pow_loop, void *pow_data, int64_t *act, int64_t *prev, int64_t *state,
+                   int64_t *far, double *terms, double prior_mean, double inv_var, double cap, double lo,
+                   double hi, double tol, double tol5, double radius, int64_t max_newton)
+{
+    const int64_t K = N - 1;
+    const int64_t steps[3] = {0, (int64_t)sizeof(double), (int64_t)sizeof(double)};
+    const int64_t dims[1] = {K};
+    int64_t n_act = state[0], n_prev = state[1], it = state[2];
+    (void)n;
+    while (it < max_newton && n_act > 0) {
+        const int64_t *check = n_prev < 0 ? act : prev;
+        const int64_t n_check = n_prev < 0 ? n_act : n_prev;
+        int64_t n_far = 0;
+        for (int64_t k = 0; k < n_check; k++) {
+            const int64_t r = check[k];
+            const double d = theta[r] - theta_r[r];
+            if (amax[r] * fabs(d) > radius) far[n_far++] = r;
+        }
+        if (n_far) {
+            state[0] = n_act; state[1] = n_prev; state[2] = it;
+            return n_far;
+        }
+        int64_t kept = 0;
+        for (int64_t k = 0; k < n_act; k++) {
+            const int64_t r = act[k];
+            const double th = theta[r];
+            double d = th - theta_r[r];
+            char *args[3] = {(char *)&d, (char *)dpow, (char *)terms};
+            pow_loop(args, dims, steps, pow_data);
+            for (int64_t m = 0; m < K; m++) terms[m] = terms[m] * invfact[m];
+            const double *Mr = M + r * N;
+            const double e0 = einsum_dot(Mr, terms, K);
+            const double h = einsum_dot(Mr + 1, terms, K);
+            const double dh = einsum_dot(Mr + 2, terms, K - 1);
+            const double g = (sax[r] - e0) - ((th - prior_mean) * inv_var);
+            const double hp = h + inv_var;
+            const double raw = g / hp;
+            const double nw = np_min(np_max(th + np_min(np_max(raw, -cap), cap), lo), hi);
+            const double moved = fabs(nw - th);
+            theta[r] = nw;
+            info[r] = h;
+            const int stop = (moved < tol) | ((fabs(dh) * raw * raw < tol5 * hp) & (fabs(raw) < cap)
+                                              & (nw > lo) & (nw < hi));
+            prev[k] = r;
+            if (!stop) act[kept++] = r;
+        }
+        n_prev = n_act;
+        n_act = kept;
+        it++;
+    }
+    state[0] = n_act; state[1] = n_prev; state[2] = it;
+    return 0;
+}
+
+/* v, v^2, ..., v^n of each of m values (out: m rows of n), each the previous times v:
+ * estimators._powers, whose numpy passes multiply in the same order. */
+void map_powers(int64_t m, int64_t n, const double *v, double *out)
+{
+    for (int64_t i = 0; i < m; i++) {
+        const double x = v[i];
+        double p = x;
+        double *o = out + i * n;
+        o[0] = p;
+        for (int64_t k = 1; k < n; k++) {
+            p = p * x;
+            o[k] = p;
+        }
+    }
+}
+
+/* Not numpy's bits, for measuring only (benchmarks/bench_map_fluid_protocol.py --products): a loop with
+ * pow_loop's signature giving x^n by repeated products for the integral exponents n >= 0 of the
+ * row (numpy's power on a negative base takes a slow path, about 0.9 us per row of nine). */
+void map_power_products(char **args, const int64_t *dims, const int64_t *steps, void *data)
+{
+    (void)data;
+    const double x = *(const double *)args[0];
+    for (int64_t k = 0; k < dims[0]; k++) {
+        const double y = *(const double *)(args[1] + k * steps[1]);
+        double p = 1.0;
+        for (int64_t m = 0; m < (int64_t)y; m++) p = p * x;
+        *(double *)(args[2] + k * steps[2]) = p;
+    }
+}
