@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,26 @@ def test_run_study_does_not_depend_on_the_workers():
     two, curves_two, runs = study.run_study(factors, n_jobs=2, **kw)
     assert one.equals(two) and curves_one.equals(curves_two)
     assert runs[("guessing", 1.0)] is runs[("training models", 29)]
+
+
+PANDAGUARD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "pandaguard_jbb"
+
+
+@pytest.mark.skipif(not (PANDAGUARD / "responses.csv").exists(), reason=f"PandaGuard data not found at {PANDAGUARD}")
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_pandaguard_run_equals_the_protocols_and_ceilings_calibrated_apart(n_jobs):
+    from irtbook import pandaguard_claims as pg
+    from irtlib import datasets
+
+    ks = [1, 5, 20, 89]
+    result = pg.run(data_dir=PANDAGUARD, n_splits=3, ks=ks, n_jobs=n_jobs)
+    m = datasets.load("pandaguard-jbb", data_dir=PANDAGUARD)
+    models = datasets.load_models("pandaguard-jbb", data_dir=PANDAGUARD).set_index("model").reindex(m.models)
+    drop = lambda attrs: {k: v for k, v in attrs.items() if k != "seconds"}      # noqa: E731
+    for name, extra in (("random", {}), ("grouped", {"groups": models["target"].to_numpy(), "n_test_groups": 2})):
+        kw = dict(n_splits=3, n_test=10, seed=0, engine="map", **extra)
+        res = run_protocol(m, ks=ks, progress=False, **kw)
+        ceiling = agreement_ceiling(m, **kw)
+        assert result[name]["results"].equals(res) and result[name]["ceiling"].equals(ceiling)
+        assert drop(result[name]["results"].attrs) == drop(res.attrs)
+        assert result[name]["ceiling"].attrs == ceiling.attrs
