@@ -29,11 +29,19 @@ from irtlib.protocol.ceiling import agreement_ceiling
 
 from . import scorecard
 from .cache import array_checksum, cached
+from .shared_fits import shared_calibrations
 
 __all__ = ["PROTOCOLS", "run", "headline", "claims"]
 
 #: The two protocols: the paper's (random configurations) and held-out base models.
 PROTOCOLS = {"random": "random configurations", "grouped": "held-out base models"}
+
+
+def _protocol_and_ceiling(matrix, *, ks, kw: dict) -> dict:
+    """One protocol's agreement runs and ceiling in this process, each split calibrated once for both."""
+    kw = {**kw, "n_jobs": 1}
+    with shared_calibrations(kw["engine"]):
+        return {"results": run_protocol(matrix, ks=ks, progress=False, **kw), "ceiling": agreement_ceiling(matrix, **kw)}
 
 
 def run(*, data_dir=None, rule: str = "binary", n_splits: int = 100, n_test: int = 10, n_test_groups: int = 2,
@@ -46,8 +54,12 @@ def run(*, data_dir=None, rule: str = "binary", n_splits: int = 100, n_test: int
         Default ``$IRTLIB_PANDAGUARD_DATA``.
     rule : {"binary", "strict", "lenient"}
         See :func:`irtlib.datasets.pandaguard.load_pandaguard`.
-    n_splits, n_test, seed, engine, ks, n_jobs
+    n_splits, n_test, seed, engine, ks
         As in :func:`irtlib.run_protocol` (``ks`` default: :func:`budget_grid` of the filtered items).
+    n_jobs : int
+        Worker processes: the two protocols run side by side (one each; 1: both here), each
+        calibrating a split once for its agreement runs and its ceiling
+        (:func:`irtbook.shared_fits.shared_calibrations`). The results do not depend on it.
     n_test_groups : int
         Base models held out per split in the grouped protocol (their ``n_test`` test
         configurations are drawn from these base models; none of their configurations trains).
@@ -79,12 +91,20 @@ def run(*, data_dir=None, rule: str = "binary", n_splits: int = 100, n_test: int
         out = {"calibration": cal, "spearman_theta_score": float(spearman(cal.theta.to_numpy(), score)),
                "cv_a": coefficient_of_variation(cal.a.to_numpy()), "n_items": int(m.shape[1]),
                "n_items_filtered": int(filtered.shape[1]), "ks": ks}
+        tasks = {}
         for name, g in (("random", None), ("grouped", groups)):
-            kw = dict(n_splits=n_splits, n_test=n_test, seed=seed, engine=engine, n_jobs=n_jobs)
+            kw = dict(n_splits=n_splits, n_test=n_test, seed=seed, engine=engine)
             if g is not None:
                 kw.update(groups=g, n_test_groups=n_test_groups)
-            out[name] = {"results": run_protocol(m, ks=ks, progress=False, **kw),
-                         "ceiling": agreement_ceiling(m, **kw)}
+            tasks[name] = kw
+        if int(n_jobs) == 1:
+            done = [_protocol_and_ceiling(m, ks=ks, kw=kw) for kw in tasks.values()]
+        else:
+            from joblib import Parallel, delayed
+
+            done = Parallel(n_jobs=min(int(n_jobs), len(tasks)) if int(n_jobs) > 0 else n_jobs)(
+                delayed(_protocol_and_ceiling)(m, ks=ks, kw=kw) for kw in tasks.values())
+        out.update(zip(tasks, done, strict=True))
         return out
 
     out = cached(compute, key=key, cache_dir=cache_dir)

@@ -5,10 +5,15 @@ Varies one generating factor at a time on :func:`irtlib.datasets.simulate.simula
 setting, runs the paper's agreement protocol for Fluid Benchmarking and Random
 (:func:`irtlib.protocol.agreement.run_protocol`), the agreement ceiling of the ability-scored methods
 (:func:`irtlib.protocol.ceiling.agreement_ceiling`) and Spearman(theta, score) of the full fit.
+
+The ceiling is measured on the protocol's own splits, so it needs the same per-split calibrations:
+a setting computes each split's fit once (:func:`irtbook.shared_fits.shared_calibrations`) and both read it, and the
+study runs its settings in parallel, each in one process (:func:`run_study`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -22,9 +27,9 @@ from irtlib.protocol.agreement import agreement_curves, budget_grid, paired_diff
 from irtlib.protocol.ceiling import agreement_ceiling
 
 from .cache import cached
+from .shared_fits import shared_calibrations
 
-__all__ = ["BASELINE", "FACTORS", "FACTOR_LABELS", "study_matrix", "setting_budgets", "run_setting",
-           "study_settings", "run_study", "COMBINED"]
+__all__ = ["BASELINE", "FACTORS", "FACTOR_LABELS", "study_matrix", "setting_budgets", "run_setting", "study_settings", "run_study", "COMBINED"]
 
 #: The reference setting: SafetyBench's generator (29 models = 19 training + 10 test per split,
 #: the release's guessing, dimension correlation 0.7 and discrimination mixture, no shift), on
@@ -86,6 +91,11 @@ def run_setting(settings: dict, *, n_items: int = 1000, data_seed: int = _sim.DE
                 engine: str = "map", n_jobs: int = 1, cache_dir=None) -> dict:
     """Everything the study measures for one setting (cached).
 
+    With ``n_jobs=1`` the setting runs in this process and each split is calibrated once, for the
+    protocol and the ceiling alike (:func:`irtbook.shared_fits.shared_calibrations`); with more, the protocol and the
+    ceiling each run their splits in ``n_jobs`` worker processes and calibrate them there. The
+    results are the same (a test checks it); :func:`run_study` runs settings, not splits, in parallel.
+
     Returns
     -------
     dict
@@ -103,9 +113,12 @@ def run_setting(settings: dict, *, n_items: int = 1000, data_seed: int = _sim.DE
         m = study_matrix(settings, n_items=n_items, seed=data_seed)
         filtered = m.filter_variance()
         ks = setting_budgets(filtered.shape[1], max_k=max_k, n_points=n_points)
-        res = run_protocol(m, methods=("fluid", "random"), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
-                           engine=engine, n_jobs=n_jobs, progress=False)
-        ceiling = agreement_ceiling(m, n_splits=n_splits, n_test=n_test, seed=seed, engine=engine, n_jobs=n_jobs)
+        shared = shared_calibrations(engine) if int(n_jobs) == 1 else contextlib.nullcontext()
+        with shared:
+            res = run_protocol(m, methods=("fluid", "random"), ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+                               engine=engine, n_jobs=n_jobs, progress=False)
+            ceiling = agreement_ceiling(m, n_splits=n_splits, n_test=n_test, seed=seed, engine=engine,
+                                        n_jobs=n_jobs)
         cal = fit_2pl(filtered, engine=engine)
         score = m.safety_scores().reindex(cal.theta.index).to_numpy()
         return {"settings": settings, "results": res, "ceiling": ceiling,
@@ -129,10 +142,18 @@ def study_settings(factors=None, *, combined: bool = False) -> list[tuple[str, o
     return out[1:] + out[:1] if combined else out
 
 
+def _settings_key(settings: dict) -> tuple:
+    return tuple(sorted(settings.items(), key=lambda kv: kv[0]))
+
+
 def run_study(factors=None, *, k: int = 20, n_items: int = 1000, data_seed: int = _sim.DEFAULT_SEED, seed: int = 0,
               n_splits: int = 20, n_test: int = 10, max_k: int = 300, n_points: int = 12, engine: str = "map",
               n_jobs: int = 1, cache_dir=None, combined: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Run every setting once (a setting shared by several factors runs once) and summarise.
+
+    The distinct settings run in ``n_jobs`` worker processes (joblib; 1: in this one), each
+    :func:`run_setting` with ``n_jobs=1``, so every split is calibrated once; the results do not
+    depend on ``n_jobs``.
 
     Returns
     -------
@@ -148,13 +169,22 @@ def run_study(factors=None, *, k: int = 20, n_items: int = 1000, data_seed: int 
         ``{(factor, level): run_setting output}`` (shared settings share one run).
     """
     rows, frames, runs, by_settings = [], [], {}, {}
-    for factor, level, settings in study_settings(factors, combined=combined):
-        skey = tuple(sorted(settings.items(), key=lambda kv: kv[0]))
-        if skey not in by_settings:
-            by_settings[skey] = run_setting(settings, n_items=n_items, data_seed=data_seed, seed=seed, n_splits=n_splits,
-                                     n_test=n_test, max_k=max_k, n_points=n_points, engine=engine, n_jobs=n_jobs,
-                                     cache_dir=cache_dir)
-        run = runs[(factor, level)] = by_settings[skey]
+    every = study_settings(factors, combined=combined)
+    for _, _, settings in every:
+        by_settings.setdefault(_settings_key(settings), settings)
+    options = dict(n_items=n_items, data_seed=data_seed, seed=seed, n_splits=n_splits, n_test=n_test, max_k=max_k,
+                   n_points=n_points, engine=engine, n_jobs=1, cache_dir=cache_dir)
+    # the largest settings first, so that the workers finish together
+    order = sorted(by_settings, key=lambda skey: -int({**BASELINE, **by_settings[skey]}["n_models"]))
+    if int(n_jobs) == 1:
+        done = [run_setting(by_settings[skey], **options) for skey in order]
+    else:
+        from joblib import Parallel, delayed
+
+        done = Parallel(n_jobs=n_jobs)(delayed(run_setting)(by_settings[skey], **options) for skey in order)
+    by_settings = dict(zip(order, done, strict=True))
+    for factor, level, settings in every:
+        run = runs[(factor, level)] = by_settings[_settings_key(settings)]
         res = run["results"]
         curves = agreement_curves(res)
         wide = curves.pivot(index="k", columns="method", values="mean")

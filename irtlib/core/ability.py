@@ -129,7 +129,8 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
         At most ``max_newton`` Newton steps, each clipped to ``[-max_step, max_step]``; a model
         has converged when its last step was smaller than ``tol`` in absolute value.
     max_bisection : int
-        Iterations of the bisection fallback on the score equation over ``bounds``.
+        Iterations of the bisection fallback on the score equation over ``bounds`` (at most: it
+        stops at the first one that leaves every bracket as it was, since every later one would too).
     bounds : (float, float)
         Every iterate is clipped to this bracket (the paper's [-8, 8]).
 
@@ -217,11 +218,15 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
         cc = c if c is None or c.ndim == 1 or c.shape[0] == 1 else c[idx]
         left = np.full(idx.size, lo)
         right = np.full(idx.size, hi)
+        xi, oi = x[idx], observed[idx]
         for _ in range(max_bisection):
             mid = 0.5 * (left + right)
-            g, _ = _score_and_information(mid, x[idx], observed[idx], aa, bb, prior_mean, prior_var, cc)
-            left = np.where(g > 0, mid, left)
-            right = np.where(g > 0, right, mid)
+            g, _ = _score_and_information(mid, xi, oi, aa, bb, prior_mean, prior_var, cc)
+            new_left = np.where(g > 0, mid, left)
+            new_right = np.where(g > 0, right, mid)
+            if np.array_equal(new_left, left) and np.array_equal(new_right, right):
+                break        # a step that changed nothing changes nothing after it: the bracket is final
+            left, right = new_left, new_right
         theta[idx] = 0.5 * (left + right)
         g_lo, _ = _score_and_information(np.full(idx.size, lo), x[idx], observed[idx], aa, bb, prior_mean, prior_var,
                                          cc)

@@ -106,3 +106,38 @@ def test_information_survives_the_tails():
     assert info[0] == fisher_information(0.0, a, b).sum()
     _, info_tail = _score_and_information(theta, x[:, :1], observed[:, :1], a[:1], b[:1], 0.0, 1.0)
     assert 0.0 < info_tail[0] == pytest.approx(16 * np.exp(-40.0), rel=1e-12)
+
+
+def _bisection_to_the_end(x, a, b, lo=-8.0, hi=8.0, iterations=200):
+    """The bisection fallback run for all its iterations (prior N(0, 1)), from the kernels' score alone."""
+    from irtlib.core.kernels import score_and_information
+
+    observed = ~np.isnan(x)
+    x = np.where(observed, x, 0.0)
+
+    def grad(theta):
+        score, _ = score_and_information(x, theta[:, None], a, b, None)
+        return np.where(observed, score, 0.0).sum(axis=1) - theta
+
+    left, right = np.full(x.shape[0], lo), np.full(x.shape[0], hi)
+    for _ in range(iterations):
+        mid = 0.5 * (left + right)
+        g = grad(mid)
+        left, right = np.where(g > 0, mid, left), np.where(g > 0, right, mid)
+    theta = 0.5 * (left + right)
+    return np.where(grad(np.full(x.shape[0], hi)) > 0, hi, np.where(grad(np.full(x.shape[0], lo)) < 0, lo, theta))
+
+
+def test_bisection_that_stops_once_settled_gives_the_full_run_bit_for_bit():
+    # steep items (a from 3 to 15, as in PandaGuard's fit); a few Newton steps leave some models to bisection
+    rng = np.random.default_rng(4)
+    a, b = rng.uniform(3, 15, 89), rng.normal(-1.5, 1, 89)
+    theta = rng.normal(0, 1.5, 300)
+    x = (rng.random((300, 89)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    est = map_ability(x, a, b, max_newton=5)
+    assert 10 <= est.used_bisection.sum() < x.shape[0] - 10
+    which = est.used_bisection
+    np.testing.assert_array_equal(est.theta[which], _bisection_to_the_end(x[which], a, b))
+    every = map_ability(x, a, b, max_newton=0)          # every model by bisection
+    np.testing.assert_array_equal(every.theta, _bisection_to_the_end(x, a, b))
