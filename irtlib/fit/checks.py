@@ -775,6 +775,7 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
         ``parallel_ratio_1_2`` (the same, mean over replications), ``n_above`` (leading
         eigenvalues above the reference, counted until the first that is not), settings.
     """
+    from irtlib.calibration.joint_map import fit_map
     from irtlib.calibration.models import fit_irt_values
 
     if int(n_replications) < 1:
@@ -789,7 +790,11 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
     for r in range(int(n_replications)):
         m = simulate_fitted(matrix, calibration, rng=rng)
         if refit:
-            fit = fit_irt_values(m.values, model=model)
+            if model == "2pl":       # fit_irt_values's 2PL fit (the same call), without the log-likelihood it adds
+                theta_r, a_r, b_r, _ = fit_map(m.values)
+                fit = {"theta": theta_r, "a": a_r, "b": b_r, "c": None}
+            else:
+                fit = fit_irt_values(m.values, model=model)
             cal = Calibration(a=pd.Series(fit["a"], index=m.items), b=pd.Series(fit["b"], index=m.items),
                               theta=pd.Series(fit["theta"], index=m.models), engine="map",
                               c=None if fit["c"] is None else pd.Series(fit["c"], index=m.items))

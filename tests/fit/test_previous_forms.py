@@ -136,3 +136,13 @@ def test_compare_models_equals_its_previous_form(monkeypatch):
     monkeypatch.setattr(models, "_Point", previous.Point)
     monkeypatch.setattr(models, "_step", previous.step)
     assert got.equals(compare_models(matrix, folds=3, seed=0).drop(columns="seconds"))
+
+
+def test_parallel_analysis_refit_is_fit_irt_values_2pl_fit():
+    """dimensionality refits a simulated 2PL matrix with fit_map directly: fit_irt_values's 2PL is that call."""
+    from irtlib.calibration.joint_map import fit_map
+
+    x = _responses(30, 500, 13, order="F", missing=0.1)
+    theta, a, b, _ = fit_map(x)
+    fit = fit_irt_values(x, model="2pl")
+    assert same_bits(theta, fit["theta"]) and same_bits(a, fit["a"]) and same_bits(b, fit["b"])
