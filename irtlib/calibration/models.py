@@ -94,7 +94,11 @@ class _Point:
         else:
             self.c = expit(gamma)
             self.p = np.clip(self.c + (1.0 - self.c) * self.s, P_FLOOR, 1.0 - P_FLOOR)
-            ll = x * np.log(self.p) + (1.0 - x) * np.log1p(-self.p)
+            # x log P + (1 - x) log(1 - P), each cell's one term evaluated: the other is a zero times a
+            # finite number (P is clipped), which adds nothing, so the values are the same
+            ll = np.log1p(-self.p)
+            safe = x == 1.0
+            ll[safe] = np.log(self.p[safe])
             # Beta(pc, qc) density of c (the mode is taken on the c scale)
             lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
         if mask is not None:
