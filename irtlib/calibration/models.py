@@ -35,7 +35,7 @@ from scipy.special import expit, log_expit, logit
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
-from irtlib.core.kernels import log_likelihood, probability, z_derivatives
+from irtlib.core.kernels import log_likelihood
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError
 
@@ -71,7 +71,9 @@ class _Point:
     """Parameters of a 1PL / 3PL fit and everything a scoring step needs at them.
 
     ``alpha`` is ``log a``: shape (1,) for the 1PL (shared), (n_items,) for the 3PL; ``gamma`` is
-    ``logit c`` (3PL only, else None).
+    ``logit c`` (3PL only, else None). ``s = sigmoid(z)`` is computed once and serves the
+    probability (``P = c + (1 - c) s``, :func:`irtlib.core.kernels.probability`'s arithmetic) and
+    the step's derivatives.
     """
 
     def __init__(self, x, mask, theta, alpha, b, gamma, priors):
@@ -84,22 +86,44 @@ class _Point:
         weight = x.shape[1] if alpha.size == 1 else 1.0
         lp = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * weight * (((alpha - ma) / sa) ** 2).sum() \
             - 0.5 * (((b - mb) / sb) ** 2).sum()
+        self.s = expit(self.z)
         if gamma is None:
-            self.s = expit(self.z)
             self.c = None
             ll = log_expit(self.z) - (1.0 - x) * self.z
             self.p = self.s
         else:
             self.c = expit(gamma)
-            self.s = expit(self.z)
-            self.p = np.clip(probability(theta[:, None], self.a, b, self.c), P_FLOOR, 1.0 - P_FLOOR)
-            ll = x * np.log(self.p) + (1.0 - x) * np.log1p(-self.p)
+            self.p = np.clip(self.c + (1.0 - self.c) * self.s, P_FLOOR, 1.0 - P_FLOOR)
+            # x log P + (1 - x) log(1 - P), each cell's one term evaluated: the other is a zero times a
+            # finite number (P is clipped), which adds nothing, so the values are the same
+            ll = np.log1p(-self.p)
+            safe = x == 1.0
+            ll[safe] = np.log(self.p[safe])
             # Beta(pc, qc) density of c (the mode is taken on the c scale)
             lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
         if mask is not None:
             ll = ll * mask
         self.log_likelihood = float(ll.sum())
         self.log_posterior = self.log_likelihood + float(lp)
+
+
+def _z_derivatives(x, pt: _Point):
+    """:func:`irtlib.core.kernels.z_derivatives` at ``pt``, the same expressions, plus ``q = 1 - s``.
+
+    ``s = sigmoid(z)`` is the point's, ``q = sigmoid(-z)`` is computed once and returned for the
+    3PL's other derivatives (the kernel computes both again). Every expression is the kernel's,
+    operand for operand, so the arrays have its values and its memory layout (numpy reuses a
+    temporary's buffer, and the layout decides the order of a later sum's terms).
+    Returns ``(g_z, w_zz, q)``.
+    """
+    s, z = pt.s, pt.z
+    q = expit(-z)
+    if pt.c is None:   # x - P as x (1 - P) - (1 - x) P
+        return x * q - (1.0 - x) * s, s * q, q
+    c = pt.c
+    with np.errstate(divide="ignore"):
+        ratio = expit(z - np.log(c))                # s / P
+    return (x - 1.0 + (1.0 - c) * q) * ratio, (1.0 - c) * s * q * ratio, q
 
 
 def _step(x, mask, pt: _Point, priors):
@@ -112,11 +136,10 @@ def _step(x, mask, pt: _Point, priors):
     """
     (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
     a, z, s, p = pt.a, pt.z, pt.s, pt.p
-    g_z, w_zz = z_derivatives(x, z, pt.c)   # score and information in z (the kernel's)
+    g_z, w_zz, q = _z_derivatives(x, pt)   # score and information in z (the kernel's)
     if pt.c is not None:                    # 3PL: dP/dgamma = c (1 - c)(1 - s)
         c = pt.c
         g_g = (x - p) * c / p
-        q = expit(-z)                       # 1 - s without rounding (the kernel's form)
         dc = c * (1.0 - c)                  # d c / d gamma, the logit transform's Jacobian
         w_zg = dc * s * q / p
         w_gg = c * dc * q / p

@@ -144,25 +144,34 @@ def _leave_one_out_exact(f, p, rest_scores):
     The full distribution ``f`` is deconvolved item by item: forwards
     ``g_r = (f_r - p_j g_(r-1)) / (1 - p_j)`` where ``p_j <= 0.5`` and backwards
     ``g_(r-1) = (f_r - (1 - p_j) g_r) / p_j`` where ``p_j > 0.5``, so every step multiplies the
-    rounding error by at most one. Returns an array of shape (n_items, len(rest_scores), n_nodes).
+    rounding error by at most one. Each (item, node) runs in its one direction only, forwards up to
+    the largest rest score asked for and backwards down to the smallest. Returns an array of shape
+    (n_items, len(rest_scores), n_nodes).
     """
     n_nodes, n_items = p.shape
     pt = p.T                                          # (J, Q)
-    fwd = np.zeros((n_items, len(rest_scores), n_nodes))
-    bwd = np.zeros_like(fwd)
-    where = {int(r): i for i, r in enumerate(rest_scores)}
+    rest = np.asarray(rest_scores, dtype=int)
+    out = np.zeros((n_items, rest.size, n_nodes))
+    where = {int(r): i for i, r in enumerate(rest)}
+    forward = pt <= 0.5
+    ft = np.ascontiguousarray(np.asarray(f).T)        # (J + 1, Q): row r holds f_r at every node
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        g = np.zeros((n_items, n_nodes))
-        for r in range(n_items):                      # forwards over rest scores 0 .. J-1
-            g = (f[None, :, r] - pt * g) / (1.0 - pt)
-            if r in where:
-                fwd[:, where[r]] = g
-        g = np.zeros((n_items, n_nodes))
-        for r in range(n_items - 1, -1, -1):          # backwards over rest scores J-1 .. 0
-            g = (f[None, :, r + 1] - (1.0 - pt) * g) / pt
-            if r in where:
-                bwd[:, where[r]] = g
-    out = np.where((pt <= 0.5)[:, None, :], fwd, bwd)
+        for ahead in (True, False):
+            item, node = np.nonzero(forward if ahead else ~forward)
+            if item.size == 0 or rest.size == 0:
+                continue
+            pj = pt[item, node]
+            g = np.zeros(item.size)
+            if ahead:                                 # forwards over rest scores 0 .. max
+                for r in range(int(rest.max()) + 1):
+                    g = (ft[r][node] - pj * g) / (1.0 - pj)
+                    if r in where:
+                        out[item, where[r], node] = g
+            else:                                     # backwards over rest scores J-1 .. min
+                for r in range(n_items - 1, int(rest.min()) - 1, -1):
+                    g = (ft[r + 1][node] - (1.0 - pj) * g) / pj
+                    if r in where:
+                        out[item, where[r], node] = g
     return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
 
 
@@ -170,6 +179,54 @@ def _normal_pmf(s, mean, var):
     """Normal approximation (with continuity correction) of ``Pr(score = s)``."""
     sd = np.sqrt(np.maximum(var, 1e-12))
     return ndtr((s + 0.5 - mean) / sd) - ndtr((s - 0.5 - mean) / sd)
+
+
+#: ``scipy.special.ndtr`` is exactly 1.0 from about 8.29 on and exactly 0.0 below about -37.68 (it is
+#: monotone): a score more than :data:`SATURATED_ABOVE` standard deviations above the mean, or more
+#: than :data:`SATURATED_BELOW` below it, has both CDFs of :func:`_normal_pmf` equal, so probability 0.0.
+SATURATED_ABOVE, SATURATED_BELOW = 10.0, 40.0
+
+
+def _normal_pmf_live(scores, mean, var):
+    """``_normal_pmf(scores[None, :, None], mean[:, None, :], var[:, None, :])``, bit for bit, evaluated where not 0.
+
+    Parameters
+    ----------
+    scores : ndarray of int, shape (S,), non-decreasing (else every cell is evaluated)
+    mean, var : ndarray, shape (c, Q)
+        The normal approximation's mean and variance of each item's rest score at each node.
+
+    Returns
+    -------
+    ndarray, shape (c, S, Q)
+
+    Notes
+    -----
+    For each ``(item, node)`` the scores whose two CDFs are both exactly 1.0 (more than
+    :data:`SATURATED_ABOVE` SD above the mean, with a margin of one score) or both exactly 0.0
+    (more than :data:`SATURATED_BELOW` SD below) form the two ends of the sorted scores; their
+    probability is 0.0 exactly, and only the scores between (the live cells, on a long bank
+    a small share) are evaluated, each by :func:`_normal_pmf`'s own arithmetic. Without finite
+    means and variances, unsorted scores, or another ``ndtr`` that does not saturate there, every
+    cell is evaluated.
+    """
+    c, q = mean.shape
+    sd = np.sqrt(np.maximum(var, 1e-12))
+    if not (np.all(np.diff(scores) >= 0) and np.isfinite(mean).all() and np.isfinite(sd).all()
+            and ndtr(SATURATED_ABOVE - 1.5) == 1.0
+            and ndtr(-SATURATED_BELOW + 1.5) == 0.0):
+        return _normal_pmf(scores[None, :, None], mean[:, None, :], var[:, None, :])
+    # live scores of each (item, node): [first, stop) in the sorted scores
+    first = np.searchsorted(scores, (mean - SATURATED_BELOW * sd - 2.0).ravel(), side="right")
+    stop = np.maximum(np.searchsorted(scores, (mean + SATURATED_ABOVE * sd + 1.0).ravel(), side="left"), first)
+    length = stop - first
+    score = np.arange(length.sum()) + np.repeat(first - (np.cumsum(length) - length), length)   # into scores
+    s, m, d = scores[score], np.repeat(mean.ravel(), length), np.repeat(sd.ravel(), length)
+    pair = np.arange(c * q)                                          # item * q + node
+    flat = np.repeat(pair + (scores.size - 1) * q * (pair // q), length) + q * score   # (item, score, node)
+    out = np.zeros(c * scores.size * q)
+    out[flat] = ndtr((s + 0.5 - m) / d) - ndtr((s - 0.5 - m) / d)
+    return out.reshape(c, scores.size, q)
 
 
 def sx2_expected(p_nodes: ArrayLike, weights: ArrayLike, scores: ArrayLike, *, exact: bool = True,
@@ -218,8 +275,7 @@ def sx2_expected(p_nodes: ArrayLike, weights: ArrayLike, scores: ArrayLike, *, e
         num = np.empty((n_items, scores.size))
         for lo in range(0, n_items, chunk):
             pj = p[:, lo:lo + chunk].T                                # (c, Q)
-            g = _normal_pmf(scores[None, :, None] - 1, (mean - pj)[:, None, :],
-                            (var - pj * (1.0 - pj))[:, None, :])      # (c, S, Q)
+            g = _normal_pmf_live(scores - 1, mean - pj, var - pj * (1.0 - pj))   # (c, S, Q)
             num[lo:lo + chunk] = np.einsum("csq,cq,q->cs", g, pj, w)
         num[:, scores == 0] = 0.0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -719,6 +775,7 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
         ``parallel_ratio_1_2`` (the same, mean over replications), ``n_above`` (leading
         eigenvalues above the reference, counted until the first that is not), settings.
     """
+    from irtlib.calibration.joint_map import fit_map
     from irtlib.calibration.models import fit_irt_values
 
     if int(n_replications) < 1:
@@ -733,7 +790,11 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
     for r in range(int(n_replications)):
         m = simulate_fitted(matrix, calibration, rng=rng)
         if refit:
-            fit = fit_irt_values(m.values, model=model)
+            if model == "2pl":       # fit_irt_values's 2PL fit (the same call), without the log-likelihood it adds
+                theta_r, a_r, b_r, _ = fit_map(m.values)
+                fit = {"theta": theta_r, "a": a_r, "b": b_r, "c": None}
+            else:
+                fit = fit_irt_values(m.values, model=model)
             cal = Calibration(a=pd.Series(fit["a"], index=m.items), b=pd.Series(fit["b"], index=m.items),
                               theta=pd.Series(fit["theta"], index=m.models), engine="map",
                               c=None if fit["c"] is None else pd.Series(fit["c"], index=m.items))

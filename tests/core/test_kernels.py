@@ -54,6 +54,9 @@ ALLOWED = {
     "book/authors_fits.py": "the paper's variance filter on observed rates",
     "book/scorecard.py": "binomial standard error of a safety score",
     "calibration/models.py::_step": "c (1 - c): the Jacobian of c = sigmoid(gamma), the 3PL's asymptote",
+    # the 1PL/3PL engine's point keeps sigmoid(z) for its step, and forms P from it with probability()'s
+    # own expression rather than evaluate the logistic again (tests/fit/test_previous_forms.py: same bits)
+    "calibration/models.py::_Point": "the 3PL probability c + (1 - c) s from the point's own s = sigmoid(z)",
 }
 
 

@@ -1,0 +1,146 @@
+"""The previous forms of the model-fit chapter's kernels, kept to show that the current ones give the same bits.
+
+- :func:`normal_pmf_dense`: S-X2's normal approximation evaluated at every (item, score, node) cell, as
+  ``irtlib.fit.checks.sx2_expected`` did before it skipped the cells whose two normal CDFs are both
+  exactly 0 or both exactly 1 (``_normal_pmf_live``);
+- :func:`leave_one_out_exact`: the leave-one-item-out score distributions, both directions over every
+  (item, node) and every rest score, as before each ran in its one direction and range;
+- :class:`Point` and :func:`step`: the 1PL / 3PL engine's point and Fisher-scoring step of
+  :mod:`irtlib.calibration.models` as they were, computing ``sigmoid(z)`` through
+  :func:`irtlib.core.kernels.probability` and :func:`irtlib.core.kernels.z_derivatives` (three more
+  logistic evaluations per iteration than now). Same signatures as the module's ``_Point`` and ``_step``,
+  so a test or benchmark swaps them in with ``monkeypatch``.
+
+The tests of ``tests/fit/test_previous_forms.py`` and ``benchmarks/bench_model_fit_checks.py`` use them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, log_expit, ndtr
+
+from irtlib.calibration.models import P_FLOOR
+from irtlib.calibration.newton import arrow_step
+from irtlib.core.kernels import probability, z_derivatives
+
+
+def normal_pmf_dense(scores, mean, var):
+    """The normal approximation of ``Pr(score)`` at every cell: shape (c, S, Q) from scores (S,), mean, var (c, Q)."""
+    s, mean, var = scores[None, :, None], mean[:, None, :], var[:, None, :]
+    sd = np.sqrt(np.maximum(var, 1e-12))
+    return ndtr((s + 0.5 - mean) / sd) - ndtr((s - 0.5 - mean) / sd)
+
+
+def leave_one_out_exact(f, p, rest_scores):
+    """Leave-one-out score distributions, (n_items, len(rest_scores), n_nodes), both directions everywhere."""
+    n_nodes, n_items = p.shape
+    pt = p.T
+    fwd = np.zeros((n_items, len(rest_scores), n_nodes))
+    bwd = np.zeros_like(fwd)
+    where = {int(r): i for i, r in enumerate(rest_scores)}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        g = np.zeros((n_items, n_nodes))
+        for r in range(n_items):
+            g = (f[None, :, r] - pt * g) / (1.0 - pt)
+            if r in where:
+                fwd[:, where[r]] = g
+        g = np.zeros((n_items, n_nodes))
+        for r in range(n_items - 1, -1, -1):
+            g = (f[None, :, r + 1] - (1.0 - pt) * g) / pt
+            if r in where:
+                bwd[:, where[r]] = g
+    out = np.where((pt <= 0.5)[:, None, :], fwd, bwd)
+    return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
+
+
+class Point:
+    """The 1PL / 3PL engine's point as it was (``sigmoid(z)`` evaluated again inside ``probability``)."""
+
+    def __init__(self, x, mask, theta, alpha, b, gamma, priors):
+        self.theta, self.alpha, self.b, self.gamma = theta, alpha, b, gamma
+        self.a = np.exp(alpha)
+        self.z = self.a * (theta[:, None] - b)
+        (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
+        weight = x.shape[1] if alpha.size == 1 else 1.0
+        lp = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * weight * (((alpha - ma) / sa) ** 2).sum() \
+            - 0.5 * (((b - mb) / sb) ** 2).sum()
+        if gamma is None:
+            self.s = expit(self.z)
+            self.c = None
+            ll = log_expit(self.z) - (1.0 - x) * self.z
+            self.p = self.s
+        else:
+            self.c = expit(gamma)
+            self.s = expit(self.z)
+            self.p = np.clip(probability(theta[:, None], self.a, b, self.c), P_FLOOR, 1.0 - P_FLOOR)
+            ll = x * np.log(self.p) + (1.0 - x) * np.log1p(-self.p)
+            lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
+        if mask is not None:
+            ll = ll * mask
+        self.log_likelihood = float(ll.sum())
+        self.log_posterior = self.log_likelihood + float(lp)
+
+
+def step(x, mask, pt: Point, priors):
+    """The 1PL / 3PL engine's Fisher-scoring direction as it was (``z_derivatives``, ``sigmoid(-z)`` twice)."""
+    (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
+    a, z, s, p = pt.a, pt.z, pt.s, pt.p
+    g_z, w_zz = z_derivatives(x, z, pt.c)
+    if pt.c is not None:
+        c = pt.c
+        g_g = (x - p) * c / p
+        q = expit(-z)
+        dc = c * (1.0 - c)
+        w_zg = dc * s * q / p
+        w_gg = c * dc * q / p
+        if mask is not None:
+            g_g, w_zg, w_gg = g_g * mask, w_zg * mask, w_gg * mask
+    if mask is not None:
+        g_z, w_zz = g_z * mask, w_zz * mask
+    shared = pt.c is None
+    n_models = x.shape[0]
+    g_theta = g_z @ a if not shared else a[0] * g_z.sum(axis=1)
+    g_theta = g_theta - (pt.theta - mt) / st**2
+    a_row = a if not shared else np.full(x.shape[1], a[0])
+    wa = w_zz * a_row
+    g_b = -a_row * g_z.sum(axis=0) - (pt.b - mb) / sb**2
+    j_tt = wa @ a_row + 1.0 / st**2
+    if shared:
+        n_items = x.shape[1]
+        g_al = np.array([(g_z * z).sum() - n_items * (pt.alpha[0] - ma) / sa**2])
+        grads = [g_b]
+        blocks = np.array([[a_row**2 * w_zz.sum(axis=0) + 1.0 / sb**2]])
+        cross = [-(wa * a_row)]
+        wz = w_zz * z
+        dense = np.diag(np.append(j_tt, (wz * z).sum() + n_items / sa**2))
+        t_al = (wz * a_row).sum(axis=1)
+        dense[:n_models, n_models] = t_al
+        dense[n_models, :n_models] = t_al
+        cross = [np.vstack([cross[0], -(wz * a_row).sum(axis=0)[None, :]])]
+        g_dense = np.append(g_theta, g_al)
+    else:
+        g_al = (g_z * z).sum(axis=0) - (pt.alpha - ma) / sa**2
+        g_ga = g_g.sum(axis=0) + (pc - 1.0) * (1.0 - c) - (qc - 1.0) * c
+        grads = [g_al, g_b, g_ga]
+        wz = w_zz * z
+        j_aa = (wz * z).sum(axis=0) + 1.0 / sa**2
+        j_bb = a * a * w_zz.sum(axis=0) + 1.0 / sb**2
+        j_ab = -a * wz.sum(axis=0)
+        j_gg = w_gg.sum(axis=0) + (pc + qc - 2.0) * dc
+        j_ag = (w_zg * z).sum(axis=0)
+        j_bg = -a * w_zg.sum(axis=0)
+        blocks = np.array([[j_aa, j_ab, j_ag], [j_ab, j_bb, j_bg], [j_ag, j_bg, j_gg]])
+        cross = [wz * a, -wa * a, w_zg * a]
+        dense = np.diag(j_tt)
+        g_dense = g_theta
+    try:
+        binv = np.moveaxis(np.linalg.inv(np.moveaxis(blocks, -1, 0)), 0, -1)
+    except np.linalg.LinAlgError:
+        return None
+    result = arrow_step(dense, g_dense, cross, grads, binv)
+    if result is None:
+        return None
+    d_dense, d_items = result
+    if shared:
+        return d_dense[:n_models], d_dense[n_models:], d_items[0], None
+    return d_dense, d_items[0], d_items[1], d_items[2]
