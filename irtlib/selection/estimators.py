@@ -32,7 +32,7 @@ from scipy.special import expit
 from irtlib._typing import ArrayLike
 from irtlib.core.ability import THETA_BOUNDS, check_prior, map_ability
 from irtlib.core.eap import EAP_POINTS
-from irtlib.core.kernels import fisher_information, score_and_information
+from irtlib.core.kernels import fisher_information, probability, score_and_information
 from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
@@ -206,7 +206,7 @@ def map_kernel_matches(lib: object) -> bool:
     for n_models, n_items, spread in [(1, 25, 0.5), (3, 30, 1.0), (40, 30, 1.0), (17, 30, 3.0), (64, 12, 0.2)]:
         a = rng.lognormal(0.0, 0.6 * spread, (n_models, n_items))
         b = rng.normal(0.0, 1.5 * spread, (n_models, n_items))
-        x = (rng.random((n_models, n_items)) < expit(a * (rng.normal(0.0, 1.5, n_models)[:, None] - b))).astype(float)
+        x = (rng.random((n_models, n_items)) < probability(rng.normal(0.0, 1.5, n_models)[:, None], a, b)).astype(float)
         x[rng.random(x.shape) < 0.05] = np.nan
         order = np.argsort(rng.random((n_models, n_items)), axis=1)
         est = MapEstimator(max_newton=int(rng.integers(3, 51)))
