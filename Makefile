@@ -278,8 +278,8 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # The longest chapters start first, so neither job idles at the end. GNU make (4.3) with -j2 starts the
 # prerequisites of `executed` in this order as job slots free, but one whose own prerequisite still runs
 # when make reaches it is passed over until make has started every other one: in a QUICK build in CI,
-# 04b (listed right after 10, while 02 still ran) started last, 19 s after 02 had ended, and ran alone
-# for its 12 s. So each chapter that reuses another's cache is listed where that one has certainly
+# 04b (listed right after 10, while 02 still ran) started last, 32 s after 02 had ended, and ran alone
+# for 11.5 of its 12 s. So each chapter that reuses another's cache is listed where that one has certainly
 # ended: after two more of the long chapters (02 and 05 start first and end before 10 and 08 have both
 # started; then 04b and, after it, 06). The short pages come last, to fill the end of both slots.
 FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/08_simulation_study book/04b_model_fit \
