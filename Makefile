@@ -241,7 +241,7 @@ paper-data: $(VENV_STAMP)
 # (A tree without bookkit/irtbook/split_stage.py, such as the tests' tiny books, has no stage.)
 STAGE_CACHE := _build/cache
 STAGE_STAMP := $(if $(wildcard bookkit/irtbook/split_stage.py),$(STAGE_CACHE)/.stage-$(QUICK_VALUE))
-# When this make goes on to run the pages (`make book`, `make executed`, `make html`), the pages' kernel
+# When this make goes on to run the pages (`make book`, `executed`, `html`, `pdf`), the pages' kernel
 # server (tools/kernel_forkserver.py) starts beside the stage, owned by this make ($$PPID of the recipe's
 # shell): its imports, about 3 CPU s on one core, then overlap the stage instead of holding up the first
 # two pages with both job slots idle (3.8 s in a QUICK build in CI). It waits up to 10 minutes for its
