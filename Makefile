@@ -241,10 +241,18 @@ paper-data: $(VENV_STAMP)
 # (A tree without bookkit/irtbook/split_stage.py, such as the tests' tiny books, has no stage.)
 STAGE_CACHE := _build/cache
 STAGE_STAMP := $(if $(wildcard bookkit/irtbook/split_stage.py),$(STAGE_CACHE)/.stage-$(QUICK_VALUE))
+# When this make goes on to run the pages (`make book`, `executed`, `html`, `pdf`), the pages' kernel
+# server (tools/kernel_forkserver.py) starts beside the stage, owned by this make ($$PPID of the recipe's
+# shell): its imports, about 3 CPU s on one core, then overlap the stage instead of holding up the first
+# two pages with both job slots idle (3.8 s in a QUICK build in CI). It waits up to 10 minutes for its
+# first page (IRTBOOK_FORK_KERNEL_IDLE, left out of its environment key); `make stage` alone starts none.
+EARLY_KERNEL_SERVER := $(if $(filter executed html pdf,$(MAKECMDGOALS)),IRTBOOK_FORK_KERNEL_IDLE=600 \
+	$(VPY) tools/run_chapter.py --start-kernel-server --owner $$PPID --work-dir $(EXEC_DIR)/../executing \
+	--cwd $(CURDIR) > /dev/null &)
 ifneq ($(STAGE_STAMP),)
 $(STAGE_STAMP): $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
-	$(VPY) -m irtbook.split_stage $(if $(filter True,$(QUICK_VALUE)),--quick) --cache-dir $(STAGE_CACHE) \
-		--workers $(JOBS)
+	$(EARLY_KERNEL_SERVER) $(VPY) -m irtbook.split_stage $(if $(filter True,$(QUICK_VALUE)),--quick) \
+		--cache-dir $(STAGE_CACHE) --workers $(JOBS)
 	@touch $@
 endif
 stage: $(STAGE_STAMP)
@@ -267,13 +275,16 @@ $(EXEC_DIR)/06_table2.ipynb: $(EXEC_DIR)/05_selection.ipynb
 # The introduction and the teachers' page count the chapters' exercises from their sources.
 $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wildcard book/*.md) _toc.yml
 
-# The longest chapters start first, so neither job idles at the end: the heads of the two long chains
-# (05 -> 06; 02 -> 04b, 03, 04), then the rest longest first. With -j2, make starts the prerequisites in
-# this order as job slots free, and passes over one whose prerequisite still runs until a later pass:
-# 10 (long, no prerequisite) fills the slot 02 frees, so that 04b and 06 start as soon as the other
-# slot frees. Measured order of the QUICK chapters in CI (issue 26): 04b, 05, 06, 10, 08, 02, 00, 07, 09.
-FIRST_CHAPTERS := book/05_selection book/02_fit book/10_beyond book/04b_model_fit book/06_table2 \
-	book/08_simulation_study book/00_primer book/07_own_benchmark book/09_pandaguard
+# The longest chapters start first, so neither job idles at the end. GNU make (4.3) with -j2 starts the
+# prerequisites of `executed` in this order as job slots free, but one whose own prerequisite still runs
+# when make reaches it is passed over until make has started every other one: in a QUICK build in CI,
+# 04b (listed right after 10, while 02 still ran) started last, 32 s after 02 had ended, and ran alone
+# for 11.5 of its 12 s. So each chapter that reuses another's cache is listed where that one has certainly
+# ended: after two more of the long chapters (02 and 05 start first and end before 10 and 08 have both
+# started; then 04b and, after it, 06). The short pages come last, to fill the end of both slots.
+FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/08_simulation_study book/04b_model_fit \
+	book/07_own_benchmark book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \
+	book/03_ceiling book/intro
 EXECUTED_FIRST := $(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS))))
 executed: $(EXECUTED_FIRST) $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }

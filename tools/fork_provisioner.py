@@ -287,17 +287,27 @@ def prestart(kernel_name: str, *, cwd: str) -> None:
 
     def start() -> None:
         try:
-            from jupyter_client.kernelspec import KernelSpecManager
-
-            argv = KernelSpecManager().get_kernel_spec(kernel_name).argv
-            env = dict(os.environ)
-            executable = _kernel_executable(argv, env)
-            ensure_server(executable, cwd, env, kernel_forkserver.environment_key(executable, cwd, env))
+            start_server(kernel_name, cwd=cwd)
         except Exception as exc:  # noqa: BLE001 - the launch tries again, and falls back
             _settings["prestart_error"] = str(exc)
 
     _settings["prestart"] = thread = threading.Thread(target=start, name="kernel-server-start", daemon=True)
     thread.start()
+
+
+def start_server(kernel_name: str, *, cwd: str) -> str:
+    """Start (or find) the server the kernel ``kernel_name`` of this process's environment will ask for.
+
+    Returns its socket once it is ready; raises when it cannot start. :func:`install` must have run.
+    ``tools/run_chapter.py --start-kernel-server`` calls it while the calibration stage runs, so that the
+    first pages find the server's imports done.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    argv = KernelSpecManager().get_kernel_spec(kernel_name).argv
+    env = dict(os.environ)
+    executable = _kernel_executable(argv, env)
+    return ensure_server(executable, cwd, env, kernel_forkserver.environment_key(executable, cwd, env))
 
 
 def fork_kernel(cmd: list[str], *, env: dict[str, str], cwd: str) -> ForkedKernel:

@@ -4,6 +4,7 @@
 Usage::
 
     python tools/run_chapter.py SOURCE OUTPUT [--cwd DIR] [-- PAPERMILL_ARGS...]
+    python tools/run_chapter.py --start-kernel-server --owner PID [--work-dir DIR] [--cwd DIR]
 
 ``SOURCE`` is a jupytext MyST notebook (``book/<chapter>.md``) or an ``.ipynb``;
 ``OUTPUT`` is the executed notebook (``_build/executed/<chapter>.ipynb``).
@@ -137,16 +138,17 @@ def install_engine() -> str:
     return "immediate"
 
 
-def install_kernel_server(state_dir: Path) -> str:
+def install_kernel_server(state_dir: Path, *, owner: int | None = None) -> str:
     """Have this process's kernel forked from a kernel server (``tools/fork_provisioner.py``); how it starts.
 
     ``"forked"`` when jupyter_client will ask the server (started now if none runs for this environment,
-    owned by this process's parent, normally ``make``), else ``"ordinary (<why not>)"``: the switch
-    ``IRTBOOK_FORK_KERNEL=0``, coverage's subprocess hook, or a platform without the server.
+    owned by ``owner``, by default this process's parent, normally ``make``), else
+    ``"ordinary (<why not>)"``: the switch ``IRTBOOK_FORK_KERNEL=0``, coverage's subprocess hook, or a
+    platform without the server.
     """
     import fork_provisioner
 
-    reason = fork_provisioner.install(state_dir, owner=os.getppid())
+    reason = fork_provisioner.install(state_dir, owner=os.getppid() if owner is None else owner)
     return f"ordinary ({reason})" if reason else "forked"
 
 
@@ -155,6 +157,30 @@ def install_kernel_server(state_dir: Path) -> str:
 KERNEL_NOT_STARTED = 75
 #: How often a page whose kernel did not start is run again.
 START_RETRIES = 2
+
+
+def start_kernel_server(args: argparse.Namespace) -> int:
+    """Start the kernel server the pages run by this make will ask for, and return once it is ready.
+
+    The Makefile runs this beside the calibration stage (``make book``): the server's imports (about 3
+    CPU s on one core) then overlap the stage instead of delaying the first two pages, which would
+    otherwise wait for them with both job slots idle. The server's key is the environment the pages'
+    runners will have (this process's, with the same changes :func:`main` makes), so they find it;
+    a server that does not start here is started by the first page as before. Exit status 0 whether
+    or not a server runs (the pages fall back on their own).
+    """
+    state_dir = (args.work_dir or Path("_build") / "executing").parent / "kernel-server"
+    launch = install_kernel_server(state_dir, owner=args.owner)
+    if launch != "forked":
+        print(f"[run_chapter] no kernel server: {launch}", flush=True)
+        return 0
+    import fork_provisioner
+
+    try:
+        fork_provisioner.start_server("python3", cwd=str(args.cwd.resolve()))
+    except Exception as exc:  # noqa: BLE001 - the first page starts one (or an ordinary kernel)
+        print(f"[run_chapter] the kernel server did not start early ({exc})", flush=True)
+    return 0
 
 
 def run_papermill(argv: list[str]) -> int:
@@ -191,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         argv, papermill_args = argv[:split], argv[split + 1 :]
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", type=Path, help="book/<chapter>.md (jupytext) or .ipynb")
-    parser.add_argument("output", type=Path, help="executed notebook to write")
+    parser.add_argument("source", type=Path, nargs="?", help="book/<chapter>.md (jupytext) or .ipynb")
+    parser.add_argument("output", type=Path, nargs="?", help="executed notebook to write")
     parser.add_argument("--cwd", type=Path, default=Path.cwd(), help="kernel working directory")
     parser.add_argument(
         "--work-dir",
@@ -200,16 +226,24 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="where partial notebooks go (default: <output dir>/../executing)",
     )
+    parser.add_argument("--start-kernel-server", action="store_true",
+                        help="only start the pages' kernel server (in --work-dir/../kernel-server) and exit "
+                             "once it is ready: the Makefile does so while the calibration stage runs")
+    parser.add_argument("--owner", type=int, default=None,
+                        help="with --start-kernel-server: the process whose end ends the server (make)")
     args = parser.parse_args(argv)
-    name = args.source.stem
-    work_dir = args.work_dir or args.output.parent.parent / "executing"
-    work_dir.mkdir(parents=True, exist_ok=True)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-
     # The kernel is started by jupyter_client with this interpreter, so the
     # chapter sees the same environment (irtlib, numpy, ...) as this script.
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence a debugpy warning
+    if args.start_kernel_server:
+        return start_kernel_server(args)
+    if args.source is None or args.output is None:
+        parser.error("SOURCE and OUTPUT are required (unless --start-kernel-server)")
+    name = args.source.stem
+    work_dir = args.work_dir or args.output.parent.parent / "executing"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     # The kernel server, when one is needed, starts while this process reads the page and imports papermill
     # (the book's pages all run the python3 kernel).
     launch = install_kernel_server(work_dir.parent / "kernel-server")

@@ -326,3 +326,37 @@ def test_a_forked_kernel_is_interrupted_and_killed_as_an_ordinary_one(tmp_path, 
         if manager.has_kernel:
             manager.shutdown_kernel(now=True)
         factory.default_provisioner_name = saved
+
+
+@needs_fork
+def test_a_server_started_before_the_pages_serves_them(tmp_path):
+    """run_chapter.py --start-kernel-server (the Makefile's, beside the stage) returns once its server is ready,
+    owned by the given process; the next page with the same environment is forked from it, no second server."""
+    build = tmp_path / "build"
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    env = _env()
+    try:
+        started = subprocess.run([sys.executable, str(TOOLS / "run_chapter.py"), "--start-kernel-server",
+                                  "--owner", str(owner.pid), "--work-dir", str(build / "executing"),
+                                  "--cwd", str(tmp_path)],
+                                 capture_output=True, text=True, timeout=300, env=env)
+        assert started.returncode == 0, started.stderr
+        assert started.stdout == "", started.stdout              # no word of a failure
+        runner_env = {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])}
+        runner_env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")      # as run_chapter.main sets them
+        key = kernel_forkserver.environment_key(sys.executable, str(tmp_path.resolve()), runner_env)
+        reader, server = fork_provisioner.request(
+            fork_provisioner.socket_path((build / "kernel-server").resolve(), key), {"op": "ping"})
+        reader.sock.close()
+        assert server["kernels"] == 0
+        done, notebook = _run(_page(tmp_path, "print(6 * 7)"), build, env=env)
+        assert _launch(done) == "forked"
+        assert "42" in "".join(notebook["cells"][-1]["outputs"][0]["text"])
+        logs = "".join(p.read_text() for p in (build / "kernel-server").glob("*.log"))
+        assert logs.count("serving ") == 1 and f"owner {owner.pid}" in logs
+        owner.kill()
+        owner.wait()
+        assert _gone(server["pid"], timeout=30)
+    finally:
+        owner.kill()
+        owner.wait()

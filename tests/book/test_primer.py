@@ -123,8 +123,9 @@ def test_animation_plays_without_network():
 
 
 def test_preview_steps_spread_from_the_first_step_to_the_last():
-    assert primer.preview_steps(20) == [0, 5, 10, 14, 19]
-    assert primer.preview_steps(4) == [0, 1, 2, 3]                       # fewer steps than frames: every step
+    assert primer.preview_steps(20) == [0, 10, 19]
+    assert primer.preview_steps(20, count=5) == [0, 5, 10, 14, 19]
+    assert primer.preview_steps(3) == [0, 1, 2]                          # fewer steps than frames: every step
     assert primer.preview_steps(1) == [0] and primer.preview_steps(0) == []
     assert primer.preview_steps(9, count=3) == [0, 4, 8]
 
@@ -184,7 +185,7 @@ def test_executed_primer_glues_the_trace_and_the_animation():
     parameters = nb["metadata"]["papermill"]["parameters"]
     budget = parameters.get("BUDGET", 20)
     quick = parameters.get("QUICK") in (True, "True")
-    # one frame per step of the worked test; a QUICK build draws five of its steps, the first and the last among them
+    # one frame per step of the worked test; a QUICK build draws three of its steps, the first and the last among them
     frames = len(primer.preview_steps(budget)) if quick else budget
     assert len(re.findall(r"data:image/png;base64", anim)) == frames
 
