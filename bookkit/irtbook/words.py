@@ -134,3 +134,12 @@ _SMALL_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven",
 def number_word(n: int) -> str:
     """A whole number in words below ten, in digits from ten on (``number_word(5) == "five"``)."""
     return _SMALL_NUMBERS[n] if 0 <= n < len(_SMALL_NUMBERS) else f"{n:,}"
+
+
+def counted(n: int, noun: str, *, plural: str | None = None) -> str:
+    """``n`` with its noun in the number it takes: ``"1 split"``, ``"2 splits"``, ``"1,000 splits"``.
+
+    >>> counted(1, "split"), counted(2, "split"), counted(0, "model"), counted(3, "study", plural="studies")
+    ('1 split', '2 splits', '0 models', '3 studies')
+    """
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
