@@ -63,7 +63,8 @@ def describe(old, new) -> str:
         if not same.all():
             rows = list(same.index[~same])
             try:
-                size = f", largest |difference| {float((a[rows].astype(float) - b[rows].astype(float)).abs().max()):.3g}"
+                gap = (a[rows].astype(float) - b[rows].astype(float)).abs().max()
+                size = f", largest |difference| {float(gap):.3g}"
             except (TypeError, ValueError):
                 size = ""
             parts.append(f"{col}: {len(rows)} row(s) {rows[:10]}{size}")

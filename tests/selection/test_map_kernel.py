@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
-import math
 from fractions import Fraction
 
 import numpy as np
