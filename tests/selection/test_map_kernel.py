@@ -150,7 +150,8 @@ def test_adaptive_runs_are_the_same_with_and_without_the_kernel(monkeypatch, lib
     assert np.array_equal(out[0].estimate, out[1].estimate, equal_nan=True)
 
 
-def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib):
+@pytest.mark.parametrize("why", ["switched-off", "no-compiler"])
+def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib, tmp_path, why):
     code = ("import numpy as np\n"
             "from irtlib.selection import map_kernel\n"
             "from irtlib.selection.adaptive import run_adaptive\n"
@@ -160,7 +161,10 @@ def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib):
             "a, b = rng.lognormal(0, 0.5, 80), rng.normal(size=80)\n"
             "x = (rng.random((4, 80)) < 0.6).astype(float)\n"
             "print(run_adaptive(x, a, b, budget=30).estimate.tobytes().hex())\n")
-    env = dict(os.environ, IRTLIB_MAP_KERNEL="0")
+    if why == "switched-off":
+        env = dict(os.environ, IRTLIB_MAP_KERNEL="0")
+    else:                                # no compiler and no library built before: the numpy path
+        env = dict(os.environ, CC=str(tmp_path / "no-such-compiler"), IRTLIB_KERNEL_DIR=str(tmp_path / "kernels"))
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     if map_kernel.load(estimators.map_kernel_matches) is None:
         pytest.skip("the MAP kernel is not loaded in this process")
