@@ -52,6 +52,25 @@ def digest(df) -> str:
     return hashlib.sha256(repr([tuple(r[:3]) + (float(r[3]).hex(),) for r in rows]).encode()).hexdigest()[:16]
 
 
+def describe(old, new) -> str:
+    """Where two result frames differ: the shapes, or the rows and columns that differ and by how much."""
+    if old.shape != new.shape or list(old.columns) != list(new.columns):
+        return f"shapes {old.shape} and {new.shape}, columns {list(old.columns)} and {list(new.columns)}"
+    parts = []
+    for col in old.columns:
+        a, b = old[col].reset_index(drop=True), new[col].reset_index(drop=True)
+        same = (a == b) | (a.isna() & b.isna())
+        if not same.all():
+            rows = list(same.index[~same])
+            try:
+                gap = (a[rows].astype(float) - b[rows].astype(float)).abs().max()
+                size = f", largest |difference| {float(gap):.3g}"
+            except (TypeError, ValueError):
+                size = ""
+            parts.append(f"{col}: {len(rows)} row(s) {rows[:10]}{size}")
+    return "; ".join(parts) or "the same values (dtypes or index differ)"
+
+
 def run_tree(tree: Path, args, out: Path) -> dict:
     """One child process on ``tree``'s code: ``{"frames": {benchmark: DataFrame}, "cpu": {benchmark: s}}``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(tree / "bookkit")]))
@@ -90,12 +109,15 @@ def main(argv=None) -> int:
                       + "  ".join(f"{b}: {got['cpu'][b]:.2f} s {digest(df)}" for b, df in got["frames"].items()),
                       flush=True)
     base = results["other"][0]["frames"]
+    different = False
     for label, runs in results.items():
-        for got in runs:
+        for r, got in enumerate(runs):
             for name, df in got["frames"].items():
                 if not df.equals(base[name]):
-                    print(f"DIFFERENT: {label} {name}")
-                    return 1
+                    different = True
+                    print(f"DIFFERENT: {label} round {r + 1} {name}: {describe(base[name], df)}")
+    if different:
+        return 1
     print("every result frame equal (DataFrame.equals) across trees and rounds")
     for name in args.benchmarks:
         mean = {label: sum(g["cpu"][name] for g in runs) / len(runs) for label, runs in results.items()}

@@ -11,16 +11,13 @@ whether the items and estimates of every step are equal. Split calibrations are 
     .venv/bin/python benchmarks/bench_map_fluid_protocol.py --cache-dir /tmp/cache --max-splits 10 \\
         safetybench airbench2024
 
-``--products`` measures a change that is not exact, for the record: the C Newton's powers ``d ** n``
-by repeated products instead of numpy's ``power`` (whose negative bases take a slow path); it prints
-the CPU seconds against the exact C Newton, the largest difference of the estimates, and how many
-model-steps' items differ.
+(Its ``--products`` option, which measured the powers by repeated products before they were adopted in
+both paths, is gone: both paths now use them; ``bench_full_protocol.py`` compares trees.)
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import sys
 import time
 from pathlib import Path
@@ -56,18 +53,10 @@ def capture(name, *, max_splits, cache_dir):
     return calls
 
 
-def replay(calls, *, kernel, products=False):
-    """CPU seconds of the captured calls, and their trajectories, with or without the C Newton.
-
-    ``products``: the C Newton with powers by repeated products (not numpy's bits; measuring only).
-    """
+def replay(calls, *, kernel):
+    """CPU seconds of the captured calls, and their trajectories, with or without the C Newton."""
     original = estimators._MapRun.__init__
     lib = map_kernel.load(estimators.map_kernel_matches)
-    if products:
-        import copy
-
-        lib = copy.copy(lib)
-        lib._power = (ctypes.cast(lib.map_power_products, ctypes.c_void_p).value, 0)
 
     def init(self, *args, **kwargs):
         original(self, *args, **kwargs)
@@ -82,40 +71,18 @@ def replay(calls, *, kernel, products=False):
         estimators._MapRun.__init__ = original
 
 
-def products(name, calls, *, rounds):
-    """The exact C Newton against the one with powers by products: CPU seconds, estimates and items."""
-    cpu = {"exact": [], "products": []}
-    for r in range(rounds):
-        out = {}
-        for label in (("exact", "products") if r % 2 == 0 else ("products", "exact")):
-            seconds, out[label] = replay(calls, kernel=True, products=label == "products")
-            cpu[label].append(seconds)
-    diff = max(float(np.nanmax(np.abs(p.estimate - q.estimate))) for p, q in zip(out["exact"], out["products"],
-                                                                                   strict=True))
-    items = sum(int((p.items != q.items).sum()) for p, q in zip(out["exact"], out["products"], strict=True))
-    steps = sum(p.items.size for p in out["exact"])
-    ratio = np.mean(cpu["products"]) / np.mean(cpu["exact"])
-    print(f"{name}: exact {', '.join(f'{v:.2f}' for v in cpu['exact'])} s, products "
-          f"{', '.join(f'{v:.2f}' for v in cpu['products'])} s; ratio {ratio:.2f}; "
-          f"largest estimate difference {diff:.3g}; model-steps with another item {items} of {steps}", flush=True)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("benchmarks", nargs="+")
     parser.add_argument("--cache-dir", required=True)
     parser.add_argument("--max-splits", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--products", action="store_true")
     args = parser.parse_args(argv)
     if map_kernel.load(estimators.map_kernel_matches) is None:
         print("the MAP kernel is not available here: nothing to compare")
         return 0
     for name in args.benchmarks:
         calls = capture(name, max_splits=args.max_splits, cache_dir=args.cache_dir)
-        if args.products:
-            products(name, calls, rounds=args.rounds)
-            continue
         cpu = {"numpy": [], "C": []}
         same = True
         for r in range(args.rounds):

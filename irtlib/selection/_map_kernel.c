@@ -3,7 +3,7 @@
  *
  * Per iteration, for every model i still moving (act, sorted), at d = theta[i] - theta_r[i]:
  *
- *     terms[n] = pow(d, n) * invfact[n]                             n = 0 .. N - 2
+ *     terms[n] = d^n * invfact[n]                                   n = 0 .. N - 2
  *     g  = (sax - dot(M[i, 0:N-1], terms)) - ((theta - prior_mean) * inv_var)
  *     h  = dot(M[i, 1:N], terms);  dh = dot(M[i, 2:N], terms[0:N-2])
  *     hp = h + inv_var;  raw = g / hp
@@ -11,10 +11,10 @@
  *     stop = |new - theta| < tol  or  (|dh| raw raw < tol5 hp and |raw| < cap and lo < new < hi)
  *
  * the numpy path's operations in its order (compiled without contraction into fused multiply-adds).
- * The powers are numpy's own: pow_loop is the inner loop numpy's ``power`` ufunc runs for float64
- * (passed by irtlib.selection.map_kernel), called on each row as numpy calls it for
- * ``d[:, None] ** dpow`` (the exponents along the row, the base repeated): its bits, whatever
- * implementation numpy dispatched to. dot is numpy's einsum "ij,ij->i" on a row of two
+ * The powers are repeated products, as the numpy path's (estimators._taylor_terms): d^0 = 1,
+ * d^1 = d, d^n = d^(n-1) * d, each a correctly rounded IEEE product, so the same bits on every
+ * machine (numpy's ``power`` is not correctly rounded, and differs between processors: SVML with
+ * AVX-512). dot is numpy's einsum "ij,ij->i" on a row of two
  * contiguous operands (sum_of_products_contig_contig_outstride0_two, two lanes wide at numpy's
  * baseline): per lane, blocks of four lane-pairs added innermost first, then the lanes' remaining
  * pairs with zero padding, then lane 0 + lane 1, then added to the zero output.
@@ -29,8 +29,6 @@
  */
 #include <math.h>
 #include <stdint.h>
-
-typedef void (*ufunc_loop)(char **args, const int64_t *dims, const int64_t *steps, void *data);
 
 static inline double np_max(double a, double b) { return (a >= b || isnan(a)) ? a : b; }
 static inline double np_min(double a, double b) { return (a <= b || isnan(a)) ? a : b; }
@@ -64,14 +62,11 @@ void map_einsum_rows(int64_t n, int64_t count, const double *x, int64_t ldx, con
 }
 
 int64_t map_newton(int64_t n, double *theta, double *info, int64_t N, const double *M, const double *sax,
-                   const double *theta_r, const double *amax, const double *invfact, const double *dpow,
-                   ufunc_loop pow_loop, void *pow_data, int64_t *act, int64_t *prev, int64_t *state,
-                   int64_t *far, double *terms, double prior_mean, double inv_var, double cap, double lo,
+                   const double *theta_r, const double *amax, const double *invfact, int64_t *act, int64_t *prev,
+                   int64_t *state, int64_t *far, double *terms, double prior_mean, double inv_var, double cap, double lo,
                    double hi, double tol, double tol5, double radius, int64_t max_newton)
 {
     const int64_t K = N - 1;
-    const int64_t steps[3] = {0, (int64_t)sizeof(double), (int64_t)sizeof(double)};
-    const int64_t dims[1] = {K};
     int64_t n_act = state[0], n_prev = state[1], it = state[2];
     (void)n;
     while (it < max_newton && n_act > 0) {
@@ -91,10 +86,12 @@ int64_t map_newton(int64_t n, double *theta, double *info, int64_t N, const doub
         for (int64_t k = 0; k < n_act; k++) {
             const int64_t r = act[k];
             const double th = theta[r];
-            double d = th - theta_r[r];
-            char *args[3] = {(char *)&d, (char *)dpow, (char *)terms};
-            pow_loop(args, dims, steps, pow_data);
-            for (int64_t m = 0; m < K; m++) terms[m] = terms[m] * invfact[m];
+            const double d = th - theta_r[r];
+            double p = 1.0;                         /* d^m: 1, then the previous power times d */
+            for (int64_t m = 0; m < K; m++) {
+                terms[m] = p * invfact[m];
+                p = p * d;
+            }
             const double *Mr = M + r * N;
             const double e0 = einsum_dot(Mr, terms, K);
             const double h = einsum_dot(Mr + 1, terms, K);
@@ -132,20 +129,5 @@ void map_powers(int64_t m, int64_t n, const double *v, double *out)
             p = p * x;
             o[k] = p;
         }
-    }
-}
-
-/* Not numpy's bits, for measuring only (benchmarks/bench_map_fluid_protocol.py --products): a loop with
- * pow_loop's signature giving x^n by repeated products for the integral exponents n >= 0 of the
- * row (numpy's power on a negative base takes a slow path, about 0.9 us per row of nine). */
-void map_power_products(char **args, const int64_t *dims, const int64_t *steps, void *data)
-{
-    (void)data;
-    const double x = *(const double *)args[0];
-    for (int64_t k = 0; k < dims[0]; k++) {
-        const double y = *(const double *)(args[1] + k * steps[1]);
-        double p = 1.0;
-        for (int64_t m = 0; m < (int64_t)y; m++) p = p * x;
-        *(double *)(args[2] + k * steps[2]) = p;
     }
 }

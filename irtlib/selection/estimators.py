@@ -245,6 +245,26 @@ def _powers(v: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _taylor_terms(d: np.ndarray, invfact: np.ndarray) -> np.ndarray:
+    """The Taylor terms ``d^n / n!`` (``n = 0 .. invfact.size - 1``) of each value of ``d``, shape (d.size, n).
+
+    The powers are repeated products (``1``, then each power the previous times ``d``: one correctly
+    rounded IEEE product each, so the same bits on every machine), each times ``1 / n!``; the C
+    kernel (:mod:`irtlib.selection.map_kernel`) multiplies in the same order. numpy's ``power`` is not
+    correctly rounded and its results depend on the processor (SVML's on AVX-512, where a negative
+    base also takes a slow path).
+    """
+    k = invfact.size
+    terms = np.empty((d.size, k))
+    terms[:, 0] = 1.0
+    if k > 1:
+        terms[:, 1] = d
+    for i in range(2, k):
+        np.multiply(terms[:, i - 1], d, out=terms[:, i])
+    terms *= invfact
+    return terms
+
+
 class _MapRun:
     """Compact per-model arrays of the administered items and a warm-started Newton."""
 
@@ -271,7 +291,6 @@ class _MapRun:
                 self.coef[:len(c) - 1, n] = c[1:]                    # no constant terms
             self.spow = np.arange(1, self.coef.shape[0] + 1, dtype=float)
             self.apow = np.arange(1, len(polys) + 1, dtype=float)
-            self.dpow = np.arange(est.order + 1, dtype=float)
             invfact = 1.0 / np.cumprod(np.r_[1.0, np.arange(1, est.order + 1)])     # 1 / n!
             # score and information polynomials in d: rows 0 and 1 of coef_d pick M_n and M_(n+1)
             self.invfact = invfact
@@ -373,9 +392,7 @@ class _MapRun:
             rows = np.flatnonzero(far)
             self._recentre(rows, theta[rows])
             d[rows] = 0.0
-        terms = d[:, None] ** self.dpow
-        terms *= self.invfact
-        return terms
+        return _taylor_terms(d, self.invfact)
 
     def estimate(self):
         if self.taylor:
@@ -486,9 +503,7 @@ class _MapRun:
             self._recentre(rows, theta[rows])
             d[far] = 0.0
         d = d[keep]
-        terms = d[:, None] ** self.dpow
-        terms *= self.invfact
-        return terms
+        return _taylor_terms(d, self.invfact)
 
     def _terms_rows(self, rows, th):
         """:meth:`_terms` of the models ``rows`` only (abilities ``th``)."""
@@ -498,9 +513,7 @@ class _MapRun:
             sub = rows[far]
             self._recentre(sub, th[far])
             d[far] = 0.0
-        terms = d[:, None] ** self.dpow
-        terms *= self.invfact
-        return terms
+        return _taylor_terms(d, self.invfact)
 
     # -- what the engine reads ------------------------------------------------------------------
     def start(self):
@@ -514,7 +527,7 @@ class _MapRun:
             return fisher_information(theta[:, None], self.A[:, :t], self.B[:, :t]).sum(axis=1)
         d = theta - self.theta_r
         far = self.amax * np.abs(d) > self.e.radius
-        terms = np.where(far, 0.0, d)[:, None] ** self.dpow * self.invfact
+        terms = _taylor_terms(np.where(far, 0.0, d), self.invfact)
         info = np.einsum("ij,ij->i", self.M[:, 1:], terms)
         if far.any():
             rows = np.flatnonzero(far)

@@ -4,14 +4,14 @@
 "Adaptive selection (Algorithm 1)": "update theta_hat by MAP on all responses so far") after each
 administered item by a damped Newton on the Taylor moments of the score
 (``_MapRun._estimate_taylor``). In numpy each Newton iteration is about twenty calls on arrays of
-a few rows and ten columns (the powers ``d ** n``, three einsums, the clipping and the stopping
+a few rows and ten columns (the powers ``d^n``, three einsums, the clipping and the stopping
 test), so with 100 models a step costs about 0.4 ms of call overhead. ``_map_kernel.c`` (beside
 this module) runs the same iteration, model by model, with the same operations in the same order:
 
-- the powers are numpy's own: the inner loop numpy's ``power`` ufunc runs on float64
-  (:func:`numpy_power_loop` reads it from the ufunc, a public field of numpy's C API), called on
-  each row as numpy calls it for ``d[:, None] ** dpow``, so its bits whatever implementation
-  numpy dispatched to on this processor (SVML with AVX-512, Highway, or the C library's ``pow``);
+- the powers ``d^n`` are repeated products in the numpy path's order
+  (:func:`irtlib.selection.estimators._taylor_terms`: 1, then each power the previous times ``d``),
+  IEEE products, so the same bits on every machine (numpy's ``power`` is not correctly rounded and
+  depends on the processor);
 - the einsums ``"ij,ij->i"`` are numpy's summation order for two contiguous rows (two lanes,
   blocks of eight products, see the C file);
 - re-centring a model (one exact pass over its items, numpy and BLAS) stays in Python: the
@@ -23,9 +23,9 @@ this module) runs the same iteration, model by model, with the same operations i
 So the estimates are the numpy path's bit for bit. The first :func:`load` of a process compares
 the kernel with numpy's einsum on random rows and, through the estimator's check, with the numpy
 path on random adaptive runs (estimates, information, the models re-centred, at every step), and
-returns it only if every number is equal; otherwise, or without a compiler, or where numpy's
-power loop cannot be read, or with ``IRTLIB_MAP_KERNEL=0``, the estimator keeps its numpy path
-(no warning: the numbers are the same, only slower).
+returns it only if every number is equal; otherwise, or without a compiler, or with
+``IRTLIB_MAP_KERNEL=0``, the estimator keeps its numpy path (no warning: the numbers are the
+same, only slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver).
 """
@@ -33,66 +33,29 @@ Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver)
 from __future__ import annotations
 
 import ctypes
-import platform
-import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SOURCE", "load", "numpy_power_loop", "newton", "powers", "einsum_rows"]
+__all__ = ["SOURCE", "load", "newton", "powers", "einsum_rows"]
 
 SOURCE = Path(__file__).with_name("_map_kernel.c")
 
 _LOADED: dict = {}
 
 
-class _UFuncHead(ctypes.Structure):
-    """The first fields of numpy's ``PyUFuncObject`` (``numpy/ufuncobject.h``), after ``PyObject_HEAD``."""
-
-    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p), ("nin", ctypes.c_int),
-                ("nout", ctypes.c_int), ("nargs", ctypes.c_int), ("identity", ctypes.c_int),
-                ("functions", ctypes.POINTER(ctypes.c_void_p)), ("data", ctypes.POINTER(ctypes.c_void_p)),
-                ("ntypes", ctypes.c_int), ("reserved1", ctypes.c_int), ("name", ctypes.c_char_p),
-                ("types", ctypes.POINTER(ctypes.c_char))]
-
-
-def numpy_power_loop() -> tuple[int, int] | None:
-    """The address of numpy's float64 ``power`` inner loop and its data pointer, or None where not found.
-
-    Read from the ufunc object's ``functions`` and ``types`` fields (numpy's C API); None unless the
-    object is laid out as expected (named ``power``, two inputs, one output, a ``dd->d`` loop), and
-    None off CPython's default build (another object header: PyPy, the free-threaded build).
-    """
-    if platform.python_implementation() != "CPython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
-        return None
-    try:
-        head = _UFuncHead.from_address(id(np.power))
-        if head.name != b"power" or (head.nin, head.nout, head.nargs) != (2, 1, 3) or not 0 < head.ntypes < 64:
-            return None
-        code = np.dtype(np.float64).num
-        types = head.types[:3 * head.ntypes]
-        for i in range(head.ntypes):
-            if types[3 * i:3 * i + 3] == bytes([code]) * 3:
-                fn = head.functions[i]
-                return (fn, head.data[i] or 0) if fn else None
-    except (ValueError, TypeError, OSError):
-        return None
-    return None
-
-
 def _bind(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     i64, ptr, f64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
-    lib.map_newton.argtypes = [i64, ptr, ptr, i64, *[ptr] * 6, ptr, ptr, ptr, ptr, ptr, ptr, ptr,
+    lib.map_newton.argtypes = [i64, ptr, ptr, i64, *[ptr] * 5, ptr, ptr, ptr, ptr, ptr,
                                f64, f64, f64, f64, f64, f64, f64, f64, i64]
     lib.map_newton.restype = i64
     lib.map_einsum_rows.argtypes = [i64, i64, ptr, i64, ptr, i64, ptr]
     lib.map_einsum_rows.restype = None
     lib.map_powers.argtypes = [i64, i64, ptr, ptr]
     lib.map_powers.restype = None
-    lib.map_power_products.restype = None        # measuring only (not numpy's bits): see the C file
     return lib
 
 
@@ -149,16 +112,15 @@ class _Work:
         self.n, self.order = n, np.arange(n, dtype=np.int64)
         self.act, self.prev, self.far = (np.empty(n, dtype=np.int64) for _ in range(3))
         self.state, self.terms = np.empty(3, dtype=np.int64), np.empty(run.M.shape[1])
-        loop, data = lib._power
-        self.arrays = (run.M, run.sax, run.theta_r, run.amax, run.invfact, run.dpow)   # kept alive
-        self.fixed = (run.M.shape[1], *(a.ctypes.data for a in self.arrays), loop, data, self.act.ctypes.data,
+        self.arrays = (run.M, run.sax, run.theta_r, run.amax, run.invfact)   # kept alive
+        self.fixed = (run.M.shape[1], *(a.ctypes.data for a in self.arrays), self.act.ctypes.data,
                       self.prev.ctypes.data, self.state.ctypes.data, self.far.ctypes.data, self.terms.ctypes.data,
                       e.prior_mean, 1.0 / e.prior_sd ** 2, e.max_step, e.bounds[0], e.bounds[1], e.tol,
                       0.2 * e.tol, e.radius, e.max_newton)
 
     def serves(self, run, n: int) -> bool:
         """Whether these addresses are ``run``'s arrays (not a copied run's) for ``n`` models."""
-        mine = (run.M, run.sax, run.theta_r, run.amax, run.invfact, run.dpow)
+        mine = (run.M, run.sax, run.theta_r, run.amax, run.invfact)
         return self.n == n and all(a is b for a, b in zip(self.arrays, mine, strict=True))
 
 
@@ -174,21 +136,12 @@ def _dots_match_numpy(lib: ctypes.CDLL) -> bool:
 
 
 def load(runs_match: Callable[[ctypes.CDLL], bool]) -> ctypes.CDLL | None:
-    """The compiled kernel, or None (no compiler, no numpy power loop, ``IRTLIB_MAP_KERNEL=0``, or unlike numpy).
+    """The compiled kernel, or None (no compiler, ``IRTLIB_MAP_KERNEL=0``, or unlike the numpy path).
 
     ``runs_match(lib)`` is the estimator's own check (:func:`irtlib.selection.estimators.map_kernel_matches`:
     the C and numpy paths side by side on random runs); the dots are checked here. Decided once per process.
     """
     from irtlib.calibration.fused_kernel import verified
 
-    power = numpy_power_loop()
-    if power is None:
-        return None
-
-    def bind(path: Path) -> ctypes.CDLL:
-        lib = _bind(path)
-        lib._power = power
-        return lib
-
-    return verified(SOURCE, bind, switch="IRTLIB_MAP_KERNEL", cache=_LOADED,
+    return verified(SOURCE, _bind, switch="IRTLIB_MAP_KERNEL", cache=_LOADED,
                     matches=lambda lib: _dots_match_numpy(lib) and runs_match(lib))

@@ -1,10 +1,12 @@
-"""The MAP estimate's Newton in C: numpy's estimates, information and re-centring, bit for bit."""
+"""The MAP estimate's Newton in C: the numpy path's estimates, information and re-centring, bit for bit."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -21,11 +23,9 @@ from irtlib.selection.selectors import RandomSelection
 def lib():
     from irtlib.calibration.fused_kernel import compiled
 
-    power = map_kernel.numpy_power_loop()
     built = compiled(map_kernel.SOURCE, map_kernel._bind, switch="IRTLIB_MAP_KERNEL")
-    if built is None or power is None:
-        pytest.skip("the MAP kernel cannot be built here (or numpy's power loop cannot be read)")
-    built._power = power
+    if built is None:
+        pytest.skip("the MAP kernel cannot be built here")
     return built
 
 
@@ -76,22 +76,59 @@ def test_the_kernels_dot_is_numpys_einsum_for_every_length_and_row_stride(lib):
             assert np.array_equal(map_kernel.einsum_rows(lib, x, y), np.einsum("ij,ij->i", x, y))
 
 
-def test_the_loaders_check_refuses_a_kernel_whose_powers_are_not_numpys(lib):
-    from irtlib.calibration.fused_kernel import compiled
-
-    other = compiled(map_kernel.SOURCE, map_kernel._bind, switch="IRTLIB_MAP_KERNEL")
-    head = map_kernel._UFuncHead.from_address(id(np.multiply))      # x * n instead of x ** n
-    code = bytes([np.dtype(np.float64).num]) * 3
-    i = next(i for i in range(head.ntypes) if head.types[3 * i:3 * i + 3] == code)
-    other._power = (head.functions[i], 0)
+def test_the_loaders_check_refuses_a_kernel_whose_newton_differs(lib, monkeypatch):
     assert estimators.map_kernel_matches(lib)
-    assert not estimators.map_kernel_matches(other)
+    original = estimators._taylor_terms
+
+    def other(d, invfact):               # the numpy path's terms a little off: not the kernel's numbers
+        return original(d, invfact) * (1.0 + 2.0 ** -30)
+
+    monkeypatch.setattr(estimators, "_taylor_terms", other)
+    assert not estimators.map_kernel_matches(lib)
+    monkeypatch.setattr(estimators, "_taylor_terms", original)
+    assert estimators.map_kernel_matches(lib)
 
 
-def test_numpys_power_loop_is_found_and_other_ufuncs_are_refused(monkeypatch):
-    assert map_kernel.numpy_power_loop() is not None
-    monkeypatch.setattr(np, "power", np.multiply)
-    assert map_kernel.numpy_power_loop() is None
+def _ulps(got: float, exact: Fraction) -> float:
+    """``|got - exact|`` in units in the last place of ``exact`` (float64)."""
+    near = float(exact)
+    ulp = np.spacing(abs(near)) if near else 5e-324
+    return float(abs(Fraction(got) - exact) / Fraction(ulp))
+
+
+def test_the_taylor_terms_are_repeated_products_within_their_ulp_bound_of_the_exact_values():
+    # d^n by n - 1 products, each correctly rounded: relative error at most (1 + u)^(n-1) - 1, about
+    # (n - 1) ulp; times 1 / n! (rounded) and that product (rounded): at most n + 1 ulp of d^n / n!
+    rng = np.random.default_rng(17)
+    d = np.concatenate([rng.normal(0, 0.5, 300), rng.uniform(-3, 3, 100), [0.0, -0.0, 1.0, -1.0, 2.5e-3]])
+    order = 12
+    invfact = 1.0 / np.cumprod(np.r_[1.0, np.arange(1, order + 1)])
+    terms = estimators._taylor_terms(d, invfact)
+    assert terms.shape == (d.size, order + 1)
+    worst = np.zeros(order + 1)
+    for i, v in enumerate(d):
+        for n in range(order + 1):
+            exact = Fraction(v) ** n / math.factorial(n)
+            assert np.sign(terms[i, n]) == np.sign(float(exact))
+            worst[n] = max(worst[n], _ulps(terms[i, n], exact))
+    assert np.all(worst <= np.arange(order + 1) + 1), worst
+    assert worst[0] == 0 and worst[1] == 0                   # 1 and d exact; d / 1! exact
+    # the powers are the plain products, bit for bit: 1, d, d * d, (d * d) * d, ...
+    p = np.ones_like(d)
+    for n in range(order + 1):
+        np.testing.assert_array_equal(terms[:, n], p * invfact[n])
+        p = p * d
+
+
+def test_the_taylor_terms_keep_ieee_special_values():
+    invfact = 1.0 / np.cumprod(np.r_[1.0, np.arange(1, 6)])
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        terms = estimators._taylor_terms(np.array([np.nan, np.inf, -np.inf, 1e200, 5e-324]), invfact)
+    assert np.all(terms[:, 0] == 1.0)
+    assert np.isnan(terms[0, 1:]).all()
+    np.testing.assert_array_equal(terms[1, 1:], np.inf)
+    np.testing.assert_array_equal(np.sign(terms[2, 1:]), [-1, 1, -1, 1, -1])
+    assert np.isinf(terms[3, 2:]).all() and np.all(terms[4, 2:] == 0.0)
 
 
 @pytest.mark.parametrize("selector", [None, RandomSelection()], ids=["fluid", "random-irt"])
@@ -113,7 +150,8 @@ def test_adaptive_runs_are_the_same_with_and_without_the_kernel(monkeypatch, lib
     assert np.array_equal(out[0].estimate, out[1].estimate, equal_nan=True)
 
 
-def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib):
+@pytest.mark.parametrize("why", ["switched-off", "no-compiler"])
+def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib, tmp_path, why):
     code = ("import numpy as np\n"
             "from irtlib.selection import map_kernel\n"
             "from irtlib.selection.adaptive import run_adaptive\n"
@@ -123,7 +161,10 @@ def test_without_the_kernel_the_estimator_keeps_its_numpy_path(lib):
             "a, b = rng.lognormal(0, 0.5, 80), rng.normal(size=80)\n"
             "x = (rng.random((4, 80)) < 0.6).astype(float)\n"
             "print(run_adaptive(x, a, b, budget=30).estimate.tobytes().hex())\n")
-    env = dict(os.environ, IRTLIB_MAP_KERNEL="0")
+    if why == "switched-off":
+        env = dict(os.environ, IRTLIB_MAP_KERNEL="0")
+    else:                                # no compiler and no library built before: the numpy path
+        env = dict(os.environ, CC=str(tmp_path / "no-such-compiler"), IRTLIB_KERNEL_DIR=str(tmp_path / "kernels"))
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     if map_kernel.load(estimators.map_kernel_matches) is None:
         pytest.skip("the MAP kernel is not loaded in this process")
