@@ -23,9 +23,12 @@ The budgets are issue 26's: the calibration stage 100 s; every chapter 30 s warm
 cold and 60 s warm; a QUICK build 45 s cold.
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place] [--no-kernel-server]
+    .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place] [--one-make] [--no-kernel-server]
 
 ``--in-place`` times this checkout instead of a clone (its ``_build/cache`` set aside and restored).
+``--one-make`` runs the cold stage and chapters as one ``make executed``, as ``make book`` runs them: the
+kernel server then starts beside the stage (the Makefile's ``EARLY_KERNEL_SERVER``), which two separate
+makes cannot show; the stage's wall time is read off its stamp and its CPU is not separated from the chapters'.
 """
 
 from __future__ import annotations
@@ -140,6 +143,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="chapters in parallel (make -j), workers of the stage")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm rerun")
     parser.add_argument("--in-place", action="store_true", help="time this checkout, not a fresh clone of HEAD")
+    parser.add_argument("--one-make", action="store_true",
+                        help="the cold stage and chapters in one `make executed`, as `make book` runs them")
     parser.add_argument("--no-kernel-server", action="store_true",
                         help="ordinary kernels, none forked from the kernel server (IRTBOOK_FORK_KERNEL=0)")
     args = parser.parse_args(argv)
@@ -166,8 +171,15 @@ def main(argv=None) -> int:
         try:
             executed = tree / "_build" / "executed"
             shutil.rmtree(executed, ignore_errors=True)
-            step("stage (cold)", "stage")
-            step("chapters (cold)", "executed")
+            if args.one_make:
+                started = time.time()
+                step("stage + chapters (cold, one make)", "executed")
+                stamps = list((tree / "_build" / "cache").glob(".stage-*"))
+                stage_wall = max(p.stat().st_mtime for p in stamps) - started if stamps else float("nan")
+            else:
+                step("stage (cold)", "stage")
+                step("chapters (cold)", "executed")
+                stage_wall = steps["stage (cold)"][0]
             cold = _durations(executed)
             print("cold:", ", ".join(f"{name} {s:.1f} s" for name, s in cold.items()), flush=True)
             warm = {}
@@ -198,8 +210,12 @@ def main(argv=None) -> int:
         print(f"{step:18s} wall {wall:7.1f} s  cpu {cpu:7.1f} s  ({wall / unit:6.1f} / {cpu / unit:6.1f} units)")
     print("CPU workload (s) and 1-minute load: " + "; ".join(f"{when} {w:.2f} s, load {load:.1f}"
                                                           for when, w, load in machine))
-    cold_wall = steps["stage (cold)"][0] + steps["chapters (cold)"][0]
-    checks = [("stage", steps["stage (cold)"][0], BUDGET_S["stage"]),
+    if args.one_make:
+        print(f"stage (cold)       wall {stage_wall:7.1f} s  (from its stamp; CPU counted with the chapters')")
+        cold_wall = steps["stage + chapters (cold, one make)"][0]
+    else:
+        cold_wall = steps["stage (cold)"][0] + steps["chapters (cold)"][0]
+    checks = [("stage", stage_wall, BUDGET_S["stage"]),
               (f"{mode} cold", cold_wall, BUDGET_S[f"{mode} cold"]) if f"{mode} cold" in BUDGET_S else None]
     if "chapters (warm)" in steps and mode == "full":
         checks.append(("full warm", steps["chapters (warm)"][0], BUDGET_S["full warm"]))
