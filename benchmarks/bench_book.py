@@ -23,7 +23,8 @@ The budgets are issue 26's: the calibration stage 100 s; every chapter 30 s warm
 cold and 60 s warm; a QUICK build 45 s cold.
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place] [--one-make] [--no-kernel-server]
+    .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place] [--one-make]
+        [--no-kernel-server]
 
 ``--in-place`` times this checkout instead of a clone (its ``_build/cache`` set aside and restored).
 ``--one-make`` runs the cold stage and chapters as one ``make executed``, as ``make book`` runs them: the

@@ -17,8 +17,6 @@ cache (the chapter writes its own entries there)::
 
 from __future__ import annotations
 
-import argparse
-import ast
 import hashlib
 import io
 import os
@@ -33,7 +31,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_chapter import _children_cpu, _reap_workers, code_cells  # noqa: E402
+from profile_chapter import _children_cpu, _reap_workers, chapter_parser, runnable_cells  # noqa: E402
 
 
 def canonical(value):
@@ -103,11 +101,7 @@ def _largest(old, new) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("chapter")
-    parser.add_argument("--cache-dir", required=True)
-    parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                        help="a parameter, as papermill's -p (the value is a Python literal or a string)")
+    parser = chapter_parser(__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="where to pickle the glued values and kept variables")
     parser.add_argument("--keep", nargs="*", default=[], help="namespace variables to keep (result frames)")
     parser.add_argument("--compare", default=None, help="an earlier --out to compare with")
@@ -125,18 +119,9 @@ def main(argv=None) -> int:
 
     myst_nb.glue = record
     shell = InteractiveShell.instance()
-    params = {"CACHE_DIR": args.cache_dir}
-    for key, value in args.p:
-        try:
-            params[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            params[key] = value
     start_wall, start_cpu, start_children = time.perf_counter(), time.process_time(), _children_cpu()
     cells = []
-    for tags, source in code_cells(args.chapter):
-        source = "\n".join(line for line in source.splitlines() if not line.startswith("%matplotlib"))
-        if "parameters" in tags:
-            source += "\n" + "\n".join(f"{k} = {v!r}" for k, v in params.items())
+    for source in runnable_cells(args):
         cell_cpu = time.process_time()
         result = shell.run_cell(source, store_history=False, silent=True)
         cells.append((time.process_time() - cell_cpu, source.strip().splitlines()[0][:60] if source.strip() else ""))

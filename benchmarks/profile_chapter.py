@@ -54,12 +54,36 @@ def code_cells(chapter: str) -> list[tuple[list[str], str]]:
     return [(list(c.metadata.get("tags", [])), c.source) for c in nb.cells if c.cell_type == "code"]
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def chapter_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments every in-process chapter runner takes: the chapter, its ``--cache-dir`` and ``-p`` parameters."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("chapter")
     parser.add_argument("--cache-dir", required=True)
     parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                         help="a parameter, as papermill's -p (the value is a Python literal or a string)")
+    return parser
+
+
+def runnable_cells(args: argparse.Namespace) -> list[str]:
+    """The chapter's code cells as an in-process shell runs them: ``%matplotlib`` lines dropped (no GUI:
+    figures go to the Agg backend), the parameters cell followed by ``CACHE_DIR`` and the ``-p`` values."""
+    params = {"CACHE_DIR": args.cache_dir}
+    for key, value in args.p:
+        try:
+            params[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            params[key] = value
+    cells = []
+    for tags, source in code_cells(args.chapter):
+        source = "\n".join(line for line in source.splitlines() if not line.startswith("%matplotlib"))
+        if "parameters" in tags:
+            source += "\n" + "\n".join(f"{k} = {v!r}" for k, v in params.items())
+        cells.append(source)
+    return cells
+
+
+def main(argv=None) -> int:
+    parser = chapter_parser(__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="where to write the profile (default /tmp/<chapter>.prof)")
     parser.add_argument("--top", type=int, default=45)
     parser.add_argument("--timer", choices=["wall", "cpu"], default="wall",
@@ -71,20 +95,10 @@ def main(argv=None) -> int:
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    params = {"CACHE_DIR": args.cache_dir}
-    for key, value in args.p:
-        try:
-            params[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            params[key] = value
     profile = cProfile.Profile(time.process_time) if args.timer == "cpu" else cProfile.Profile()
     rows = []
     start_wall, start_cpu, start_children = time.perf_counter(), time.process_time(), _children_cpu()
-    for i, (tags, source) in enumerate(code_cells(args.chapter)):
-        # no GUI in this shell: figures go to matplotlib's Agg backend (MPLBACKEND below)
-        source = "\n".join(line for line in source.splitlines() if not line.startswith("%matplotlib"))
-        if "parameters" in tags:
-            source += "\n" + "\n".join(f"{k} = {v!r}" for k, v in params.items())
+    for i, source in enumerate(runnable_cells(args)):
         w, c, ch = time.perf_counter(), time.process_time(), _children_cpu()
         profile.enable()
         result = shell.run_cell(source, store_history=False, silent=True)
