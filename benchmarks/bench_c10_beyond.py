@@ -1,4 +1,4 @@
-"""Chapter 10's GRM, certification and M2PL computations, old code against new, in one process (CPU seconds).
+"""Chapter 10's GRM and certification computations, old code against new, in one process (CPU seconds).
 
 The old code is a base revision's modules (``git show BASE:path``, default the branch point of this
 work) loaded under other names beside the working tree's; each computation runs with the chapter's
@@ -10,14 +10,11 @@ the ratio, and whether the results are the same:
   ``irtlib.extended.grm`` patched in for "old"; same when every returned number and frame is equal.
 - ``cert``: ``irtbook.certification.study`` (4,000 simulated models per cut, every model left out)
   on the authors' Anthropic Red Team and HarmBench matrices; same when its frames are ``equals``.
-- ``mirt`` (not by default, about 1.5 min): the M2PL hold-out and agreement on HarmBench with
-  ``fit_mirt``'s default (direct) likelihood against ``likelihood="factored"``; prints how far the
-  chapter's printed values move (the factored form is not adopted: see ``benchmarks/RESULTS.md``).
 
 Needs the real data (``../shared/realdata``; PandaGuard through ``$IRTLIB_PANDAGUARD_DATA``, as the
 Makefile sets it). Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_c10_beyond.py [grm cert mirt] [--base REV] [--simulees N]
+    .venv/bin/python benchmarks/bench_c10_beyond.py [grm cert] [--base REV] [--simulees N]
 """
 
 from __future__ import annotations
@@ -124,48 +121,9 @@ def bench_cert(base: str, n_simulees: int, loo_every: int) -> tuple[float, float
     return _report("certification study, both", *totals, "see above")
 
 
-def bench_mirt() -> tuple[float, float]:
-    """The M2PL hold-out and agreement on HarmBench: direct likelihood (the default) against factored."""
-    import irtlib.extended.mirt as mirt
-    from irtbook import beyond as bz
-    from irtlib import datasets
-    from irtlib.protocol import presets
-    hb = datasets.load("harmbench").filter_variance()
-    labels = datasets.load_items("harmbench").set_index("item").loc[hb.items, "functional_category"].to_numpy()
-    mask, _ = mirt.structure_from_labels(labels)
-    x = hb.values
-    reference = np.nanmean(x, axis=1)
-    nan_policy = presets.resolve("paper").nan_policy
-    direct_fit = mirt.fit_mirt
-    out = {}
-    for kind in ("direct", "factored"):
-        bz.fit_mirt = lambda *a, _kind=kind, **k: direct_fit(*a, likelihood=_kind, **k)
-        (fit, runs), seconds = _cpu(lambda: (
-            bz.dimension_heldout(x, structure=mask, seed=0, tol=mirt.DEFAULT_TOL),
-            bz.dimension_agreement(x, reference, structure=mask, ks=KS, n_splits=3, n_test=10, seed=0,
-                                   tol=mirt.DEFAULT_TOL)))
-        curve = bz.curves(runs, nan_policy=nan_policy)
-        m = curve[curve.method == "M2PL D-optimal"]
-        out[kind] = ({"held-out LL (4 decimals)": f"{fit['ll_mirt']:.4f}",
-                      "correlations (2 decimals)": ", ".join(f"{c:.2f}" for c in fit["corr"]),
-                      "mean agreement (3 decimals)": f"{m['mean'].mean():.3f}",
-                      "best agreement (3 decimals)": f"{m['mean'].max():.3f}",
-                      "k at 0.90": str(bz.smallest_budget(curve, "M2PL D-optimal"))},
-                     fit, runs, seconds)
-    bz.fit_mirt = direct_fit
-    (p_d, f_d, r_d, s_d), (p_f, f_f, r_f, s_f) = out["direct"], out["factored"]
-    for key in p_d:
-        moves = "same" if p_d[key] == p_f[key] else "MOVES"
-        print(f"  {key:<30} direct {p_d[key]:<20} factored {p_f[key]:<20} {moves}")
-    print(f"  largest moves: held-out LL {abs(f_d['ll_mirt'] - f_f['ll_mirt']):.2e}, correlations "
-          f"{np.max(np.abs(np.subtract(f_d['corr'], f_f['corr']))):.2e}, agreement of one split and budget "
-          f"{np.nanmax(np.abs(r_d['agreement'] - r_f['agreement'])):.3f}")
-    return _report("M2PL on HarmBench (direct = old, factored = new)", s_d, s_f, p_d == p_f)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("parts", nargs="*", default=["grm", "cert"], choices=["grm", "cert", "mirt"])
+    parser.add_argument("parts", nargs="*", default=["grm", "cert"], choices=["grm", "cert"])
     parser.add_argument("--base", default=None, help="the old code's revision (default: the merge base with main)")
     parser.add_argument("--simulees", type=int, default=4000, help="simulated models per cut (the chapter's 4,000)")
     parser.add_argument("--loo-every", type=int, default=1, help="leave out every n-th model (the chapter's 1)")
@@ -179,8 +137,6 @@ def main(argv=None) -> int:
         totals.append(bench_grm(base))
     if "cert" in args.parts:
         totals.append(bench_cert(base, args.simulees, args.loo_every))
-    if "mirt" in args.parts:
-        bench_mirt()
     if totals:
         old_s, new_s = (sum(t[i] for t in totals) for i in (0, 1))
         _report("adopted parts (GRM, certification), total", old_s, new_s, "see above")

@@ -145,49 +145,9 @@ def _cholesky(u, d):
     return raw / norm[:, None], norm
 
 
-def _grid_terms(x1, obs, loadings, intercepts, nodes):
-    """The logits at the nodes and each model's log-likelihood at each node, without an (M, J, Q) product.
-
-    ``x log sigmoid(z) + (1 - x) log sigmoid(-z) = x z + log sigmoid(-z)`` for an observed cell,
-    so the log-likelihood of model ``m`` at node ``q`` is
-    ``(x1 a)_m . node_q + (x1 d)_m + sum_j obs_mj log sigmoid(-z_qj)``: two products of width D,
-    and, for a complete matrix, one sum over the items shared by every model. Only an incomplete
-    matrix needs the (M, J) x (J, Q) product, once (the direct form needs two).
-
-    Returns
-    -------
-    z : ndarray, shape (Q, J)
-    tail : ndarray, shape (Q, J)
-        ``exp(-|z|)``.
-    log_below : ndarray, shape (Q, J)
-        ``log sigmoid(-z)``.
-    xa : ndarray, shape (M, D)
-        ``x1 @ loadings``.
-    ll : ndarray, shape (M, Q)
-    complete : bool
-        Whether every cell is observed.
-    """
+def _marginal(x1, x0, obs, loadings, intercepts, nodes, logw):
     z = nodes @ loadings.T + intercepts                           # (Q, J)
-    tail = np.exp(-np.abs(z))                                     # exp(-|z|), in (0, 1]
-    log_below = -(np.maximum(z, 0.0) + np.log1p(tail))            # log sigmoid(-z), without overflow
-    xa = x1 @ loadings                                            # (M, D)
-    complete = bool(obs.all())
-    below = log_below.sum(axis=1)[None, :] if complete else obs @ log_below.T
-    ll = xa @ nodes.T + (x1 @ intercepts)[:, None] + below        # (M, Q)
-    return z, tail, log_below, xa, ll, complete
-
-
-def _sigmoid_from_tail(z, tail):
-    """``sigmoid(z)`` from ``tail = exp(-|z|)`` (one exponential serves both the log-likelihood and this)."""
-    return np.where(z >= 0, 1.0, tail) / (1.0 + tail)
-
-
-def _marginal(x1, x0, obs, loadings, intercepts, nodes, logw, *, factored=False):
-    if factored:
-        z, _, _, _, ll, _ = _grid_terms(x1, obs, loadings, intercepts, nodes)
-    else:
-        z = nodes @ loadings.T + intercepts                       # (Q, J)
-        ll = x1 @ log_expit(z).T + x0 @ log_expit(-z).T           # (M, Q)
+    ll = x1 @ log_expit(z).T + x0 @ log_expit(-z).T               # (M, Q)
     post, marg = posterior_weights(ll, logw)
     return z, post, marg
 
@@ -227,7 +187,7 @@ def _nodes_per_dim(n_per_dim, d: int, default: int) -> int:
 
 def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None = None,
              n_per_dim: int | None = None, prior_loading_sd: float = 2.0, prior_intercept_sd: float = 3.0,
-             max_iter: int = 3000, tol: float = DEFAULT_TOL, seed: int = 0, likelihood: str = "direct") -> MirtFit:
+             max_iter: int = 3000, tol: float = DEFAULT_TOL, seed: int = 0) -> MirtFit:
     """Calibrate a compensatory M2PL by marginal maximum likelihood.
 
     Parameters
@@ -248,15 +208,6 @@ def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None 
     seed : int
         Seeds the small random perturbation of the exploratory start (which breaks the symmetry
         between dimensions).
-    likelihood : {"direct", "factored"}
-        How each L-BFGS evaluation forms the models x nodes log-likelihood. ``"direct"`` (the
-        default): ``x1 @ log sigmoid(z)' + x0 @ log sigmoid(-z)'`` and the gradient's posterior
-        counts, four (M, J) x (J, Q) products. ``"factored"``: ``x z + log sigmoid(-z)`` per
-        observed cell, so only products of width D remain for a complete matrix (one (M, J) x
-        (J, Q) product each way for an incomplete one), with one exponential serving both the
-        log-likelihood and the gradient: 1.5 to 2 times faster, the same optimum up to the
-        optimiser's stopping tolerance, but not the same bits, and the stopping point moves
-        within that tolerance (``benchmarks/bench_c10_beyond.py`` measures both).
 
     Returns
     -------
@@ -265,15 +216,11 @@ def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None 
     with threadpool_limits(limits=1, user_api="blas"):     # small products: threads only contend
         return _fit_mirt(values, n_dims=n_dims, structure=structure, n_per_dim=n_per_dim,
                          prior_loading_sd=prior_loading_sd, prior_intercept_sd=prior_intercept_sd, max_iter=max_iter,
-                         tol=tol, seed=seed, likelihood=likelihood)
+                         tol=tol, seed=seed)
 
 
-def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_intercept_sd, max_iter, tol, seed,
-              likelihood="direct"):
+def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_intercept_sd, max_iter, tol, seed):
     start = time.perf_counter()
-    if likelihood not in ("direct", "factored"):
-        raise InputError(f"likelihood must be 'direct' or 'factored', got {likelihood!r}")
-    factored = likelihood == "factored"
     x1, x0, obs = _check_binary(values)
     n_models, n_items = x1.shape
     if n_models < 2:
@@ -315,7 +262,10 @@ def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_i
         a[mask] = p[:n_a]
         return a, p[n_a:n_a + n_items], p[n_a + n_items:]
 
-    def _direct_objective(p, a, icpt, chol, norm, nodes):
+    def objective(p):
+        a, icpt, u = unpack(p)
+        chol, norm = _cholesky(u, d) if confirm else (np.eye(d), np.ones(d))
+        nodes = z_std @ chol.T
         z, post, marg = _marginal(x1, x0, obs, a, icpt, nodes, logw)
         r1 = post.T @ x1
         n = post.T @ obs
@@ -331,41 +281,13 @@ def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_i
             grads.append(g_raw[tril])
         return -value, -np.concatenate(grads)
 
-    def objective(p):
-        a, icpt, u = unpack(p)
-        chol, norm = _cholesky(u, d) if confirm else (np.eye(d), np.ones(d))
-        nodes = z_std @ chol.T
-        if not factored:
-            return _direct_objective(p, a, icpt, chol, norm, nodes)
-        z, tail, _, xa, ll, complete = _grid_terms(x1, obs, a, icpt, nodes)
-        post, marg = posterior_weights(ll, logw)
-        # d value / d z_qj = r_qj - n_qj P_qj with r = post' x1 and n = post' obs (Fisher's identity);
-        # r enters the gradients only through r @ nodes-like products, taken without forming it
-        p_safe = _sigmoid_from_tail(z, tail)                      # (Q, J)
-        if complete:
-            np_ = p_safe * post.sum(axis=0)[:, None]              # n_qj = sum_m post_mq for every item
-        else:
-            np_ = (post.T @ obs) * p_safe
-        theta_post = post @ nodes                                 # (M, D)
-        g_a = (x1.T @ theta_post - np_.T @ nodes)[mask] - p[:n_a] / prior_loading_sd ** 2
-        g_d = x1.T @ post.sum(axis=1) - np_.sum(axis=0) - icpt / prior_intercept_sd ** 2
-        value = marg.sum() - 0.5 * (p[:n_a] ** 2).sum() / prior_loading_sd ** 2 \
-            - 0.5 * (icpt ** 2).sum() / prior_intercept_sd ** 2
-        grads = [g_a, g_d]
-        if confirm:
-            g_za = post.T @ xa - np_ @ a                          # g_z @ a, (Q, D)
-            g_l = g_za.T @ z_std                                  # d value / d L, (D, D)
-            g_raw = (g_l - (g_l * chol).sum(axis=1, keepdims=True) * chol) / norm[:, None]
-            grads.append(g_raw[tril])
-        return -value, -np.concatenate(grads)
-
     res = scipy.optimize.minimize(objective, p0, jac=True, method="L-BFGS-B",
                                   options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-6})
     a, icpt, u = unpack(res.x)
     chol = _cholesky(u, d)[0] if confirm else np.eye(d)
     corr = chol @ chol.T
     nodes = z_std @ chol.T
-    _, post, marg = _marginal(x1, x0, obs, a, icpt, nodes, logw, factored=factored)
+    _, post, marg = _marginal(x1, x0, obs, a, icpt, nodes, logw)
     return MirtFit(loadings=a, intercepts=icpt, corr=corr, theta=post @ nodes, log_likelihood=float(marg.sum()),
                    structure=mask if structure is not None else None, seconds=time.perf_counter() - start,
                    diagnostics={"iterations": int(res.nit), "converged": bool(res.success),

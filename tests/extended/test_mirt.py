@@ -94,34 +94,3 @@ def test_bad_input_is_named():
         mirt.fit_mirt(np.array([[0, 2.0], [1, 0]]))
     with pytest.raises(InputError, match="item 1 loads on no dimension"):
         mirt.fit_mirt(np.array([[0, 1.0], [1, 0]]), structure=np.array([[True], [False]]))
-
-
-@pytest.mark.parametrize("complete", [True, False])
-def test_factored_log_likelihood_is_the_direct_one(complete):
-    """x z + log sigmoid(-z) per observed cell: the direct (M, Q) log-likelihood table, to rounding."""
-    x, _, loadings, intercepts, _ = _simulate(n_models=60, n_items=30)
-    if not complete:
-        x[np.random.default_rng(1).random(x.shape) < 0.1] = np.nan
-    x1, x0, obs = mirt._check_binary(x)
-    nodes, logw = mirt.normal_grid(np.array([[1.0, 0.3], [0.3, 1.0]]), n_per_dim=11)
-    _, tail, below, _, ll, is_complete = mirt._grid_terms(x1, obs, loadings, intercepts, nodes)
-    z = nodes @ loadings.T + intercepts
-    direct = x1 @ mirt.log_expit(z).T + x0 @ mirt.log_expit(-z).T
-    assert is_complete == complete
-    np.testing.assert_allclose(ll, direct, rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(below, mirt.log_expit(-z), rtol=1e-14, atol=1e-300)
-    np.testing.assert_allclose(mirt._sigmoid_from_tail(z, tail), mirt.expit(z), rtol=1e-14)
-
-
-def test_factored_fit_reaches_the_direct_fits_optimum():
-    """Not the same bits (the stopping point moves within the tolerance), the same optimum to about 1e-3."""
-    x, *_ = _simulate(n_models=300, n_items=40)
-    mask = np.arange(40)[:, None] // 20 == np.arange(2)
-    direct = mirt.fit_mirt(x, structure=mask, tol=1e-10)
-    factored = mirt.fit_mirt(x, structure=mask, tol=1e-10, likelihood="factored")
-    assert factored.diagnostics["converged"] and direct.diagnostics["converged"]
-    assert factored.log_likelihood == pytest.approx(direct.log_likelihood, rel=1e-6)
-    np.testing.assert_allclose(factored.loadings, direct.loadings, atol=2e-3)
-    np.testing.assert_allclose(factored.corr, direct.corr, atol=1e-3)
-    with pytest.raises(InputError, match="likelihood"):
-        mirt.fit_mirt(x, likelihood="fast")
