@@ -29,7 +29,8 @@ from irtlib.protocol.ceiling import agreement_ceiling
 from .cache import cached
 from .shared_fits import shared_calibrations
 
-__all__ = ["BASELINE", "FACTORS", "FACTOR_LABELS", "study_matrix", "setting_budgets", "run_setting", "study_settings", "run_study", "COMBINED"]
+__all__ = ["BASELINE", "FACTORS", "FACTOR_LABELS", "study_matrix", "setting_budgets", "run_setting",
+           "study_settings", "run_study", "COMBINED"]
 
 #: The reference setting: SafetyBench's generator (29 models = 19 training + 10 test per split,
 #: the release's guessing, dimension correlation 0.7 and discrimination mixture, no shift), on
