@@ -45,6 +45,9 @@
 # Each page's kernel is forked from a kernel server that has imported ipykernel and the pages'
 # third-party modules once (tools/kernel_forkserver.py; it lives in _build/kernel-server/ and ends with
 # the make that started it); IRTBOOK_FORK_KERNEL=0 starts an ordinary kernel per page instead.
+# Likewise each page's runner (tools/run_chapter.py) hands its page to a page server that has imported
+# jupytext, papermill and jupyter_client once, and which forks the runner that executes it
+# (tools/page_server.py, in _build/page-server/); IRTBOOK_PAGE_SERVER=0 runs each page in its own process.
 # Chapters run with the repository root as working directory.  A chapter is re-executed
 # when its .md, any irtlib/**/*.py or C kernel, a git-tracked file under data/, or the papermill
 # arguments (QUICK, PARAMS) change.
@@ -242,7 +245,7 @@ paper-data: $(VENV_STAMP)
 STAGE_CACHE := _build/cache
 STAGE_STAMP := $(if $(wildcard bookkit/irtbook/split_stage.py),$(STAGE_CACHE)/.stage-$(QUICK_VALUE))
 # When this make goes on to run the pages (`make book`, `executed`, `html`, `pdf`), the pages' kernel
-# server (tools/kernel_forkserver.py) starts beside the stage, owned by this make ($$PPID of the recipe's
+# server (tools/kernel_forkserver.py) and page server (tools/page_server.py) start beside the stage, owned by this make ($$PPID of the recipe's
 # shell): its imports, about 3 CPU s on one core, then overlap the stage instead of holding up the first
 # two pages with both job slots idle (3.8 s in a QUICK build in CI). It waits up to 10 minutes for its
 # first page (IRTBOOK_FORK_KERNEL_IDLE, left out of its environment key); `make stage` alone starts none.
@@ -312,8 +315,8 @@ html: executed | $(VENV_STAMP)
 	test -f $(HTML_DIR)/index.html
 	@echo "book: $(HTML_DIR)/index.html"
 
-# Re-execute one chapter regardless of timestamps, with an ordinary kernel (a kernel server's imports
-# cost more than one page saves; IRTBOOK_FORK_KERNEL=1 uses one).  This does not re-render the HTML; a later
+# Re-execute one chapter regardless of timestamps, with an ordinary kernel in its own runner (a server's
+# imports cost more than one page saves; IRTBOOK_FORK_KERNEL=1 and IRTBOOK_PAGE_SERVER=1 use them).  This does not re-render the HTML; a later
 # `make book` renders the notebook as it is (the reproducibility page shows its parameters)
 # unless its sources changed meanwhile.
 CH ?=
@@ -321,7 +324,7 @@ CH_NAME := $(basename $(patsubst book/%,%,$(CH)))
 chapter: $(STAGE_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	@test -n "$(CH_NAME)" || { echo 'usage: make chapter CH=<name> [QUICK=1] [PARAMS="-p KEY VALUE"]' >&2; exit 2; }
 	@test -f book/$(CH_NAME).md || { echo "no chapter book/$(CH_NAME).md" >&2; exit 2; }
-	IRTBOOK_FORK_KERNEL=$${IRTBOOK_FORK_KERNEL:-0} \
+	IRTBOOK_FORK_KERNEL=$${IRTBOOK_FORK_KERNEL:-0} IRTBOOK_PAGE_SERVER=$${IRTBOOK_PAGE_SERVER:-0} \
 	$(VPY) tools/run_chapter.py book/$(CH_NAME).md $(EXEC_DIR)/$(CH_NAME).ipynb --cwd $(CURDIR) \
 		-- $(PAPERMILL_ARGS) $(if $(filter book/$(CH_NAME),$(COLLECTORS)),-p EXECUTED_DIR $(EXEC_DIR))
 	$(VPY) tools/check_executed.py $(EXEC_DIR)/$(CH_NAME).ipynb

@@ -18,13 +18,15 @@ subprocess measurement sets it: the venv's ``a1_coverage.pth`` then traces irtli
 process, about 1.6x the CPU of a chapter) is removed from the build's environment and reported.
 Kernels forked by the kernel server (``tools/kernel_forkserver.py``) are not make's descendants: their
 CPU seconds and the server's own, which the server logs in ``_build/kernel-server/*.log``, are added to
-the step's; ``--no-kernel-server`` runs the pages in ordinary kernels (``IRTBOOK_FORK_KERNEL=0``).
+the step's, and likewise the page runners the page server forks (``tools/page_server.py``, its log in
+``_build/page-server/``); ``--no-kernel-server`` runs the pages in ordinary kernels (``IRTBOOK_FORK_KERNEL=0``),
+``--no-page-server`` each page in its own runner process (``IRTBOOK_PAGE_SERVER=0``).
 The budgets are issue 26's: the calibration stage 100 s; every chapter 30 s warm; the full book 180 s
 cold and 60 s warm; a QUICK build 45 s cold.
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_book.py [--quick] [--jobs 2] [--no-warm] [--in-place] [--one-make]
-        [--no-kernel-server]
+        [--no-kernel-server] [--no-page-server]
 
 ``--in-place`` times this checkout instead of a clone (its ``_build/cache`` set aside and restored).
 ``--one-make`` runs the cold stage and chapters as one ``make executed``, as ``make book`` runs them: the
@@ -76,30 +78,32 @@ COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 
 def kernel_server_cpu(tree: Path, *, wait: float = 10.0) -> float:
-    """CPU seconds the kernel servers of ``tree`` logged so far: their forked kernels' and their own.
+    """CPU seconds the kernel and page servers of ``tree`` logged so far: their forked children's and their own.
 
     Waits up to ``wait`` seconds for running servers to end first (they end within a second of the
     ``make`` that started them), so that their own CPU is logged.
     """
     import re
 
-    state = tree / "_build" / "kernel-server"
+    states = [tree / "_build" / "kernel-server", tree / "_build" / "page-server"]
     deadline = time.monotonic() + wait
-    while list(state.glob("*.sock")) and time.monotonic() < deadline:
+    while any(list(state.glob("*.sock")) for state in states) and time.monotonic() < deadline:
         time.sleep(0.1)
     total = 0.0
-    for log in state.glob("*.log"):
+    for log in (log for state in states for log in state.glob("*.log")):
         text = log.read_text(errors="replace")
         total += sum(float(x) for x in re.findall(r"; (?:server )?cpu ([\d.]+) s", text))
     return total
 
 
 def _make(tree: Path, target: str, *, quick: bool, jobs: int, venv: Path,
-          kernel_server: bool = True) -> tuple[float, float]:
+          kernel_server: bool = True, page_server: bool = True) -> tuple[float, float]:
     """Run ``make target`` in ``tree``; wall and CPU seconds (every process make waited for, forked kernels)."""
     env = {k: v for k, v in os.environ.items() if k not in COVERAGE_HOOKS} | {"PYTHONHASHSEED": "0"}
     if not kernel_server:
         env["IRTBOOK_FORK_KERNEL"] = "0"
+    if not page_server:
+        env["IRTBOOK_PAGE_SERVER"] = "0"
     for var in ("IRTLIB_REAL_DATA", "IRTLIB_PANDAGUARD_DATA", "IRTLIB_PAPER_DATA"):
         if env.get(var) is None and (found := _data_setting(var)):
             env[var] = found
@@ -148,6 +152,8 @@ def main(argv=None) -> int:
                         help="the cold stage and chapters in one `make executed`, as `make book` runs them")
     parser.add_argument("--no-kernel-server", action="store_true",
                         help="ordinary kernels, none forked from the kernel server (IRTBOOK_FORK_KERNEL=0)")
+    parser.add_argument("--no-page-server", action="store_true",
+                        help="every page in its own runner process, none forked (IRTBOOK_PAGE_SERVER=0)")
     args = parser.parse_args(argv)
     venv = ROOT / ".venv"
 
@@ -161,7 +167,7 @@ def main(argv=None) -> int:
 
     def step(name: str, target: str) -> None:
         steps[name] = _make(tree, target, quick=args.quick, jobs=args.jobs, venv=venv,
-                            kernel_server=not args.no_kernel_server)
+                            kernel_server=not args.no_kernel_server, page_server=not args.no_page_server)
         machine.append((f"after {name}", cpu_workload(), os.getloadavg()[0]))
     with tempfile.TemporaryDirectory(prefix="bench-book-") as tmp:
         tree = _tree(args.in_place, Path(tmp))
@@ -199,7 +205,8 @@ def main(argv=None) -> int:
 
     mode = "quick" if args.quick else "full"
     print(f"book execution ({mode}, -j{args.jobs}, {'this checkout' if args.in_place else 'fresh clone of HEAD'}, "
-          f"{'ordinary kernels' if args.no_kernel_server else 'kernels forked from the kernel server'}); "
+          f"{'ordinary kernels' if args.no_kernel_server else 'kernels forked from the kernel server'}, "
+          f"{'a runner process per page' if args.no_page_server else 'runners forked from the page server'}); "
           f"CPU workload {unit:.2f} s (one unit)")
     print(f"  {'chapter':24s} {'cold s':>8s} {'cold units':>10s} {'warm s':>8s} {'warm units':>10s}")
     for name in sorted(cold, key=lambda n: -cold[n]):

@@ -37,7 +37,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -97,15 +96,8 @@ def install(state_dir: Path, *, owner: int) -> str | None:
 
 
 def socket_path(state_dir: Path, key: str) -> str:
-    """The server's socket: in ``state_dir``, or in a private temporary folder when that path is too long."""
-    path = str(Path(state_dir) / f"{key}.sock")
-    if len(os.fsencode(path)) < 100:  # sun_path holds 108 bytes on Linux
-        return path
-    import hashlib
-
-    short = Path(tempfile.gettempdir()) / f"irtbook-kernels-{os.getuid()}"
-    short.mkdir(mode=0o700, exist_ok=True)
-    return str(short / (hashlib.sha256(path.encode()).hexdigest()[:16] + ".sock"))
+    """The kernel server's socket: in ``state_dir``, or in a private temporary folder when that path is too long."""
+    return kernel_forkserver.socket_path(state_dir, key)
 
 
 def _connect(path: str) -> socket.socket | None:

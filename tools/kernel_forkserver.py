@@ -69,6 +69,7 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 #: Variables jupyter_client (or the provisioner) sets for one kernel, and this server's own switches:
 #: left out of the environment key; the child gets them from its request.
@@ -181,8 +182,26 @@ def preload() -> tuple[float, dict[str, str]]:
     return time.process_time() - start, added
 
 
+def socket_path(state_dir: Path, name: str) -> str:
+    """A server's socket, ``<state_dir>/<name>.sock``, or in a private temporary folder when that is too long."""
+    path = str(Path(state_dir) / f"{name}.sock")
+    if len(os.fsencode(path)) < 100:  # sun_path holds 108 bytes on Linux
+        return path
+    import tempfile
+
+    short = Path(tempfile.gettempdir()) / f"irtbook-kernels-{os.getuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    return str(short / (hashlib.sha256(path.encode()).hexdigest()[:16] + ".sock"))
+
+
 class Server:
-    """The server's state: its socket, its kernels (pid -> connection), when it last had work."""
+    """The server's state: its socket, its children (pid -> connection), when it last had work.
+
+    Its children are kernels here; ``tools/page_server.py`` serves page runners with it (:attr:`what`
+    names them in the log, :meth:`_refusal` says which requests it serves).
+    """
+
+    what = "kernel"
 
     def __init__(self, path: str, key: str, owner: int, idle: float):
         import selectors
@@ -348,7 +367,7 @@ class Server:
         conn.settimeout(None)
         self.kernels[pid] = conn
         self.selector.register(conn, selectors.EVENT_READ, pid)
-        _log(f"forked kernel {pid} (cwd {request['cwd']})")
+        _log(f"forked {self.what} {pid} (cwd {request['cwd']})")
         return None
 
     def _client_readable(self, conn: socket.socket, pid: int) -> None:
@@ -357,7 +376,7 @@ class Server:
         except OSError:
             data = b""
         if not data and pid in self.kernels:  # the client went away: its kernel goes too
-            _log(f"client of kernel {pid} closed its connection: killing the kernel")
+            _log(f"client of {self.what} {pid} closed its connection: killing the {self.what}")
             self.selector.unregister(conn)
             _kill_group(pid)
 
@@ -372,7 +391,7 @@ class Server:
             conn = self.kernels.pop(pid, None)
             code = os.waitstatus_to_exitcode(status)
             # the kernels' CPU time is counted here, not in the requester's children (benchmarks/bench_book.py)
-            _log(f"kernel {pid} exited with {code}; cpu {usage.ru_utime + usage.ru_stime:.2f} s; "
+            _log(f"{self.what} {pid} exited with {code}; cpu {usage.ru_utime + usage.ru_stime:.2f} s; "
                  f"{usage.ru_minflt} minor page faults")
             if conn is not None:
                 try:

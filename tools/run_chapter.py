@@ -159,8 +159,11 @@ KERNEL_NOT_STARTED = 75
 START_RETRIES = 2
 
 
-def start_kernel_server(args: argparse.Namespace) -> int:
+def start_kernel_server(args: argparse.Namespace, *, env: dict[str, str]) -> int:
     """Start the kernel server the pages run by this make will ask for, and return once it is ready.
+
+    The page server (``tools/page_server.py``) for the pages' runners, whose environment is ``env``
+    (this process's as it started), is started first, in the background.
 
     The Makefile runs this beside the calibration stage (``make book``): the server's imports (about 3
     CPU s on one core) then overlap the stage instead of delaying the first two pages, which would
@@ -169,7 +172,12 @@ def start_kernel_server(args: argparse.Namespace) -> int:
     a server that does not start here is started by the first page as before. Exit status 0 whether
     or not a server runs (the pages fall back on their own).
     """
-    state_dir = (args.work_dir or Path("_build") / "executing").parent / "kernel-server"
+    build_dir = (args.work_dir or Path("_build") / "executing").parent
+    import page_server
+
+    if page_server.enabled(env) is None:
+        page_server.start_in_background(build_dir / "page-server", owner=args.owner, env=env)
+    state_dir = build_dir / "kernel-server"
     launch = install_kernel_server(state_dir, owner=args.owner)
     if launch != "forked":
         print(f"[run_chapter] no kernel server: {launch}", flush=True)
@@ -209,8 +217,15 @@ def run_papermill(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, owner: int | None = None, in_server: bool = False) -> int:
+    """Run the page ``argv`` names (or start the servers); the exit status.
+
+    ``owner`` is the process whose end ends a kernel server started by this page (by default this
+    process's parent, ``make``); ``in_server`` is set by the page server (``tools/page_server.py``) in the
+    page runner it forked, which runs the page itself.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
+    given = list(argv)
     papermill_args: list[str] = []
     if "--" in argv:
         split = argv.index("--")
@@ -232,12 +247,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--owner", type=int, default=None,
                         help="with --start-kernel-server: the process whose end ends the server (make)")
     args = parser.parse_args(argv)
+    original_env = dict(os.environ)
+    if not in_server and not args.start_kernel_server and args.source is not None and args.output is not None:
+        # The page server runs the page in a process forked from it, which has imported what follows
+        # (jupytext, papermill, jupyter_client) once for every page; None: it runs here.
+        import page_server
+
+        state_dir = (args.work_dir or args.output.parent.parent / "executing").parent / "page-server"
+        status = page_server.delegate(given, state_dir=state_dir, owner=os.getppid())
+        if status is not None:
+            return status
     # The kernel is started by jupyter_client with this interpreter, so the
     # chapter sees the same environment (irtlib, numpy, ...) as this script.
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence a debugpy warning
     if args.start_kernel_server:
-        return start_kernel_server(args)
+        return start_kernel_server(args, env=original_env)
     if args.source is None or args.output is None:
         parser.error("SOURCE and OUTPUT are required (unless --start-kernel-server)")
     name = args.source.stem
@@ -246,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     # The kernel server, when one is needed, starts while this process reads the page and imports papermill
     # (the book's pages all run the python3 kernel).
-    launch = install_kernel_server(work_dir.parent / "kernel-server")
+    launch = install_kernel_server(work_dir.parent / "kernel-server", owner=owner)
     if launch == "forked":
         import fork_provisioner
 
@@ -298,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         import fork_provisioner
 
         launch = fork_provisioner.last_launch
-    print(f"[run_chapter] {name}: done in {elapsed:.1f} s ({launch} kernel) -> {args.output}", flush=True)
+    runner = " (runner forked from the page server)" if in_server else ""
+    print(f"[run_chapter] {name}: done in {elapsed:.1f} s ({launch} kernel) -> {args.output}{runner}", flush=True)
     return 0
 
 
