@@ -283,6 +283,7 @@ def main(argv: list[str] | None = None) -> tuple[dict, int] | None:
         os.close(lock_fd)
         return None   # another server of this key runs, or is starting
     seconds = preload()
+    kernel_forkserver.freeze_heap()
     server = PageServer(args.socket, args.key, args.owner, args.idle)
     kernel_forkserver._log(f"serving {args.socket} (key {args.key}, owner {args.owner}, idle {args.idle:g} s); "
                            f"preloaded {len(sys.modules)} modules in {seconds:.2f} CPU s")
