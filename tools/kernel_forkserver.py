@@ -476,23 +476,33 @@ def _die_with_parent() -> None:
         pass
 
 
+def leave_server(request: dict, *, server_pid: int, also_close: tuple[int, ...] = ()) -> None:
+    """In a forked child: leave the server's session, signals and descriptors behind.
+
+    The child leads a new session, dies with the server, has a fresh interpreter's signal dispositions,
+    and closes the server's descriptors (its socket, wake-up pipe, other children's connections, and
+    ``also_close``).
+    """
+    os.setsid()   # its own process group, which the server kills when the requester goes away
+    _die_with_parent()
+    if os.getppid() != server_pid:
+        os._exit(1)  # the server ended before the child knew
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.set_wakeup_fd(-1)
+    for fd in [*request.pop("_server_fds"), *also_close]:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def become_kernel(request: dict, *, server_pid: int, kernel_path: list[str], env_added: dict[str, str]) -> None:
     """In the forked child: turn into the kernel the request describes, then run it (returns when it ends)."""
     conn_fd = request.pop("_conn")
     try:
-        os.setsid()
-        _die_with_parent()
-        if os.getppid() != server_pid:
-            os._exit(1)  # the server ended before the kernel knew
-        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.set_wakeup_fd(-1)
-        for fd in request.pop("_server_fds"):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        leave_server(request, server_pid=server_pid)
         out, err = request.pop("_fds")
         stdin, stdin_w = os.pipe()  # launch_kernel's stdin: a pipe whose other end is closed
         os.close(stdin_w)

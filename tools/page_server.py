@@ -34,7 +34,6 @@ import argparse
 import fcntl
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -227,19 +226,7 @@ def become_runner(request: dict, *, server_pid: int, lock_fd: int) -> int:
     """In the forked child: take the request's streams, environment and directory, run the page; its status."""
     conn_fd = request.pop("_conn")
     try:
-        os.setsid()   # its own process group, which the server kills when the requester goes away
-        kernel_forkserver._die_with_parent()
-        if os.getppid() != server_pid:
-            os._exit(1)
-        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.set_wakeup_fd(-1)
-        for fd in [*request.pop("_server_fds"), lock_fd]:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        kernel_forkserver.leave_server(request, server_pid=server_pid, also_close=(lock_fd,))
         fds = request.pop("_fds")
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
