@@ -32,6 +32,12 @@ What a chapter pays besides its own cells is kept small, since the book runs 17 
 - papermill runs in this process (its own command line, :func:`papermill.cli.papermill`, so
   ``PAPERMILL_ARGS`` mean what they meant), not in a second interpreter that imports
   jupytext's and papermill's dependencies again;
+- and this process is itself, when a page server runs for its environment (``tools/page_server.py``),
+  a child forked from that server, which imported jupytext, papermill and jupyter_client once for every
+  page (about 0.45 CPU s a page): the process ``make`` started only hands its arguments, environment and
+  standard streams over and waits for the child's exit status. When none answers it starts one in the
+  background and runs its page itself; ``IRTBOOK_PAGE_SERVER=0`` turns it off, as does coverage's
+  subprocess hook. A page run so ends its line with "(runner forked from the page server)";
 - papermill's remote-storage handlers are not imported (:data:`REMOTE_IO_MODULES`: S3, Azure,
   GCS, HDFS through pyarrow, GitHub; about 0.7 CPU s): chapters read and write local files only,
   and the kernel is another process, which imports what the chapter asks for;
