@@ -79,7 +79,7 @@ def server_key(env: dict[str, str], cwd: str) -> str:
 
 def socket_path(state_dir: Path, key: str) -> str:
     """The server's socket, ``<state_dir>/pages-<key>.sock`` (a private temporary folder when too long)."""
-    return kernel_forkserver.socket_path(state_dir, f"pages-{key}")
+    return kernel_forkserver.socket_path(Path(state_dir).resolve(), f"pages-{key}")
 
 
 # -- the requester's side -----------------------------------------------------------------------------
