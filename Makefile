@@ -247,9 +247,10 @@ STAGE_STAMP := $(if $(wildcard bookkit/irtbook/split_stage.py),$(STAGE_CACHE)/.s
 # When this make goes on to run the pages (`make book`, `executed`, `html`, `pdf`), the pages' kernel
 # server (tools/kernel_forkserver.py) and page server (tools/page_server.py) start beside the stage, owned by this make ($$PPID of the recipe's
 # shell): its imports, about 3 CPU s on one core, then overlap the stage instead of holding up the first
-# two pages with both job slots idle (3.8 s in a QUICK build in CI). It waits up to 10 minutes for its
-# first page (IRTBOOK_FORK_KERNEL_IDLE, left out of its environment key); `make stage` alone starts none.
-EARLY_KERNEL_SERVER := $(if $(filter executed html pdf,$(MAKECMDGOALS)),IRTBOOK_FORK_KERNEL_IDLE=600 \
+# two pages with both job slots idle (3.8 s in a QUICK build in CI). They wait up to 10 minutes for their
+# first page (IRTBOOK_FORK_KERNEL_IDLE, IRTBOOK_PAGE_SERVER_IDLE, left out of their environment keys);
+# `make stage` alone starts none.
+EARLY_KERNEL_SERVER := $(if $(filter executed html pdf,$(MAKECMDGOALS)),IRTBOOK_FORK_KERNEL_IDLE=600 IRTBOOK_PAGE_SERVER_IDLE=600 \
 	$(VPY) tools/run_chapter.py --start-kernel-server --owner $$PPID --work-dir $(EXEC_DIR)/../executing \
 	--cwd $(CURDIR) > /dev/null &)
 ifneq ($(STAGE_STAMP),)

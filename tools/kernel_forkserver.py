@@ -75,7 +75,8 @@ from pathlib import Path
 #: left out of the environment key; the child gets them from its request.
 PER_KERNEL_VARIABLES = frozenset({"JPY_PARENT_PID", "JPY_SESSION_NAME", "JPY_INTERRUPT_EVENT",
                                   "IPY_INTERRUPT_EVENT"})
-SWITCH_PREFIX = "IRTBOOK_FORK_KERNEL"
+#: The switches of this server and of the page server (``tools/page_server.py``): left out of the key too.
+SWITCH_PREFIXES = ("IRTBOOK_FORK_KERNEL", "IRTBOOK_PAGE_SERVER")
 
 #: The inline back end, as ipykernel sets it (``IPKernelApp.init_gui_pylab``) before the first cell.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -109,10 +110,10 @@ def environment_key(executable: str, cwd: str, env: dict[str, str]) -> str:
     Two kernels with equal keys would import the same modules the same way (matplotlib reads its
     ``matplotlibrc`` from the working directory and ``MPLBACKEND``, OpenBLAS its thread count, Python
     its ``PYTHON*`` flags, at import). Every variable counts but :data:`PER_KERNEL_VARIABLES` and
-    this server's switches (``IRTBOOK_FORK_KERNEL*``).
+    the servers' switches (:data:`SWITCH_PREFIXES`: ``IRTBOOK_FORK_KERNEL*``, ``IRTBOOK_PAGE_SERVER*``).
     """
     kept = sorted((k, v) for k, v in env.items()
-                  if k not in PER_KERNEL_VARIABLES and not k.startswith(SWITCH_PREFIX))
+                  if k not in PER_KERNEL_VARIABLES and not k.startswith(SWITCH_PREFIXES))
     blob = json.dumps([os.path.abspath(executable), os.path.abspath(cwd), kept], separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -22,6 +22,8 @@ its page runner (and so the runner's kernel) along.
 
 Switches: ``IRTBOOK_PAGE_SERVER=0`` runs every page in its own process, as before; so do coverage's
 subprocess hook (each runner must start coverage itself) and platforms without ``fork``.
+``IRTBOOK_PAGE_SERVER_IDLE``: seconds a server without a page waits for the next (default
+:data:`IDLE_SECONDS`). Neither counts in the environment key.
 
 Usage (started by :func:`start_in_background`, not by hand)::
 
@@ -43,8 +45,11 @@ from pathlib import Path
 import kernel_forkserver
 
 SWITCH = "IRTBOOK_PAGE_SERVER"
-COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+#: Seconds a server without a page waits for the next one (the Makefile's early start: longer, as the
+#: calibration stage runs before the first page).
+IDLE_VARIABLE = "IRTBOOK_PAGE_SERVER_IDLE"
 IDLE_SECONDS = 30.0
+COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 #: papermill's optional remote-storage back ends, marked absent as ``run_chapter.REMOTE_IO_MODULES``
 #: marks them (papermill.iorw tries each at import).
@@ -146,7 +151,7 @@ def start_in_background(state_dir: Path, *, owner: int, env: dict[str, str] | No
     key = server_key(env, os.getcwd())
     with open(state_dir / f"pages-{key}.log", "ab") as log:
         subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--socket", socket_path(state_dir, key),
-                          "--key", key, "--owner", str(owner), "--idle", str(IDLE_SECONDS)],
+                          "--key", key, "--owner", str(owner), "--idle", env.get(IDLE_VARIABLE, str(IDLE_SECONDS))],
                          env=env, cwd=os.getcwd(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=log, start_new_session=True, close_fds=True)
 

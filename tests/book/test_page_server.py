@@ -74,12 +74,8 @@ def _run_here(source: Path, build: Path, *, env: dict[str, str], check: bool = T
     return done, (json.loads(output.read_text()) if output.exists() else None)
 
 
-@pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    """A build folder whose servers are stopped when the module's tests are done."""
-    build = tmp_path_factory.mktemp("pagebuild")
-    (build / "pages").mkdir()
-    yield build
+def _stop_servers(build: Path) -> None:
+    """Ask the page and kernel servers of ``build`` to stop (they exit once their children have)."""
     for state in ("page-server", "kernel-server"):
         for sock in (build / state).glob("*.sock"):
             try:
@@ -88,6 +84,15 @@ def build(tmp_path_factory):
                     conn.sendall(b'{"op": "stop"}\n')
             except OSError:
                 pass
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """A build folder whose servers are stopped when the module's tests are done."""
+    build = tmp_path_factory.mktemp("pagebuild")
+    (build / "pages").mkdir()
+    yield build
+    _stop_servers(build)
 
 
 @needs_fork
@@ -179,3 +184,26 @@ def test_the_server_is_not_used_when_switched_off_or_under_coverage(monkeypatch,
         assert page_server.enabled() is not None
         assert page_server.delegate(["a.md", "b.ipynb"], state_dir=tmp_path, owner=os.getpid()) is None
     assert not list(tmp_path.iterdir())      # nothing started
+
+
+@needs_fork
+def test_the_early_start_serves_the_first_page_of_a_make(tmp_path):
+    build = tmp_path / "build"
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    source = _page(pages, "print('first')", name="first")
+    env = _page_env()
+    try:
+        # as the Makefile's EARLY_KERNEL_SERVER starts both servers beside the stage, with longer idle times
+        subprocess.run([sys.executable, str(TOOLS / "run_chapter.py"), "--start-kernel-server", "--owner",
+                        str(os.getpid()), "--work-dir", str(build / "executed" / ".." / "executing"),
+                        "--cwd", str(pages)], check=True, cwd=pages, timeout=300,
+                       env={**env, "IRTBOOK_FORK_KERNEL_IDLE": "600", "IRTBOOK_PAGE_SERVER_IDLE": "600"})
+        _wait_for_server(build, env, pages)
+        done, notebook = _run_here(source, build, env=env)
+        assert SUFFIX in done.stdout and _launch(done) == "forked"
+        assert "first" in _outputs(notebook)[0][0]["text"]
+        assert len(list((build / "page-server").glob("*.log"))) == 1   # one server: the idle time is not in its key
+        assert "idle 600 s" in next((build / "page-server").glob("*.log")).read_text()
+    finally:
+        _stop_servers(build)
