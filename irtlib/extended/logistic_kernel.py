@@ -3,7 +3,8 @@
 Each evaluation of :func:`irtlib.extended.mirt.fit_mirt`'s objective takes ``log_expit(z)``,
 ``log_expit(-z)`` and ``expit(z)`` of a nodes x items table (729 x 395 for HarmBench's three
 dimensions), and :func:`irtlib.extended.grm.fit_grm`'s those of the cumulative logits and ``expit(-z)``
-(the GRM's category log-probabilities, the paper's appendix on graded responses). scipy evaluates each
+(the GRM's category log-probabilities). Both models go beyond the paper's 2PL (its section "Model: 2PL"),
+in the book's chapter "Beyond the paper". scipy evaluates each
 with its own calls of the C library's ``exp`` and ``log1p``, about 22 ns a cell for a ``log_expit``:
 most of an M2PL evaluation. ``_logistic_kernel.c`` (beside this module) computes them in one pass,
 from one ``log1p`` and one or two ``exp`` a cell, each value by scipy's operation on the same operands
