@@ -7,7 +7,10 @@ the same training models with our engines and compares, split by split:
 
 * ``"pyirt-authors"``: one py-irt fit per split with the authors' settings
   (:func:`irtlib.fit_2pl`, ``engine="pyirt-authors"``; about 10 s a split);
-* ``"batched"``: all splits in one batched fit (:func:`irtlib.calibration.pyirt_batch.fit_2pl_splits`);
+* ``"batched"``: all splits in one batched fit (:func:`irtlib.calibration.pyirt_batch.fit_2pl_splits`),
+  or read from a split cache where an earlier fit of the same training block with the same settings
+  left its result (:func:`irtlib.calibration.split_cache.fit_2pl_splits_cached`: the same numbers, since
+  a split's fit does not depend on the rest of its batch);
 * ``"map"``: the fast posterior-mode engine with the paper's fixed priors (``engine="map"``), a
   different estimator of a different model, so close but not equal.
 
@@ -118,7 +121,8 @@ def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def compare_with_authors_fits(matrix: ResponseMatrix, fits: pd.DataFrame | str | Path, *,
                               engines: Sequence[str] = ("batched", "map"), splits: Sequence[int] | None = None,
                               n_test: int = 10, seed: int = 0, epochs: int = 1000,
-                              variance_threshold: float = 0.01) -> pd.DataFrame:
+                              variance_threshold: float = 0.01, split_cache_dir: str | Path | None = None
+                              ) -> pd.DataFrame:
     """Per split, our calibrations of the authors' training models against the authors' own fit.
 
     Parameters
@@ -139,6 +143,11 @@ def compare_with_authors_fits(matrix: ResponseMatrix, fits: pd.DataFrame | str |
     variance_threshold : float
         Items with ``p (1 - p)`` below it over all models are dropped before any split, as the
         authors do; the kept items must be exactly the fits' items.
+    split_cache_dir : path-like, optional
+        A split cache (:func:`irtlib.calibration.split_cache.fit_2pl_splits_cached`): the ``"batched"``
+        engine reads each split's fit from it where one is there (the book's calibration stage fits
+        these very splits for the authors' protocol) and fits, and stores, the others. The numbers are
+        those of one batched fit; ``seconds`` is then the time of the read (and of any fit) per split.
 
     Returns
     -------
@@ -146,7 +155,9 @@ def compare_with_authors_fits(matrix: ResponseMatrix, fits: pd.DataFrame | str |
         One row per (split, engine): ``split, engine, r_a, rmse_a, max_abs_a, r_b, rmse_b, max_abs_b,
         matched_split`` (the authors' fold closest to our fit, by the RMSE over a and b together),
         ``matched_own`` (``matched_split == split``), ``seconds`` (the engine's wall time for the
-        split; for ``"batched"``, the batch's time divided by the number of splits).
+        split; for ``"batched"``, the batch's time divided by the number of splits). With ``"batched"``,
+        ``attrs["batched_fitted"]`` is how many of the splits were fitted by this call (the others were
+        read from ``split_cache_dir``).
 
     Notes
     -----
@@ -171,10 +182,13 @@ def compare_with_authors_fits(matrix: ResponseMatrix, fits: pd.DataFrame | str |
         b = np.empty_like(a)
         seconds = np.empty(len(splits))
         if engine == "batched":
-            from irtlib.calibration.pyirt_batch import fit_2pl_splits
+            from irtlib.calibration.split_cache import fit_2pl_splits_cached, missing_splits
 
+            train = [rows[s] for s in splits]
+            fitted_here = len(splits) if split_cache_dir is None else \
+                missing_splits(values, train, cache_dir=split_cache_dir, epochs=epochs, seed=seed)
             start = time.perf_counter()
-            fitted = fit_2pl_splits(values, [rows[s] for s in splits], epochs=epochs, seed=seed)
+            fitted = fit_2pl_splits_cached(values, train, cache_dir=split_cache_dir, epochs=epochs, seed=seed)
             seconds[:] = (time.perf_counter() - start) / len(splits)
             for k, (a_k, b_k) in enumerate(fitted):
                 a[k], b[k] = a_k, b_k
@@ -203,7 +217,10 @@ def compare_with_authors_fits(matrix: ResponseMatrix, fits: pd.DataFrame | str |
             "matched_split": matched.astype(int), "matched_own": matched == np.array(splits), "seconds": seconds,
         })
         records.append(frame)
-    return pd.concat(records, ignore_index=True)
+    out = pd.concat(records, ignore_index=True)
+    if "batched" in ours:
+        out.attrs["batched_fitted"] = int(fitted_here)
+    return out
 
 
 def summarise_authors_comparison(comparison: pd.DataFrame) -> pd.DataFrame:

@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
-from scipy.special import expit, log_expit
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
 from irtlib.core.eap import EAP_POINTS, eap_from_log_likelihood
 from irtlib.core.quadrature import normal_grid, posterior_weights, uniform_grid
 from irtlib.errors import InputError
+
+from .logistic_kernel import tables as logistic_tables
 
 __all__ = [
     "category_log_probabilities", "category_probabilities", "information", "log_likelihood", "to_categories",
@@ -58,18 +59,19 @@ def _z(theta, a, thresholds):
     return a[..., None] * (np.asarray(theta, dtype=float)[..., None] - thresholds)
 
 
-def _log_cat(z):
+def _log_cat(z, tables=None):
     """Log category probabilities from the cumulative logits ``z`` (..., K-1) -> (..., K).
 
     ``P_k = sigmoid(z_k) - sigmoid(z_k+1) = sigmoid(z_k) sigmoid(-z_k+1) (1 - exp(z_k+1 - z_k))``,
-    accurate in both tails (``z_0 = +inf``, ``z_K = -inf``).
+    accurate in both tails (``z_0 = +inf``, ``z_K = -inf``). ``tables``: ``(log_expit(z), log_expit(-z))``
+    when the caller has them (:func:`_cat_tables`).
     """
     # Evaluated column by column where z_0 or z_K is infinite: there log_expit(+inf) is -0.0 and the
     # gap log(1) is 0.0, so the edge categories are (-0.0 + log_expit(-z_1)) + 0.0 and
     # (log_expit(z_(K-1)) + -0.0) + 0.0, the same additions as on the padded table (the same bits),
     # without the transcendental functions of its infinite entries.
-    upper = log_expit(z)                            # log sigmoid(z_k), k = 1..K-1
-    lower = log_expit(-z)                           # log sigmoid(-z_k)
+    # upper: log sigmoid(z_k), k = 1..K-1; lower: log sigmoid(-z_k) (scipy's log_expit, in one pass)
+    upper, lower = logistic_tables(z) if tables is None else tables
     out = np.empty(z.shape[:-1] + (z.shape[-1] + 1,))
     out[..., 0] = (-0.0 + lower[..., 0]) + 0.0
     out[..., -1] = (upper[..., -1] + -0.0) + 0.0
@@ -78,6 +80,16 @@ def _log_cat(z):
             gap = np.log(-np.expm1(np.minimum(z[..., 1:] - z[..., :-1], -1e-300)))
         out[..., 1:-1] = upper[..., :-1] + lower[..., 1:] + gap
     return out
+
+
+def _cat_tables(z):
+    """:func:`_log_cat` of ``z`` and ``expit(z) * expit(-z)`` (each threshold's ``s (1 - s)``), from one pass.
+
+    scipy's ``log_expit`` and ``expit`` of ``z`` and ``-z``, bit for bit, by
+    :func:`irtlib.extended.logistic_kernel.tables`.
+    """
+    upper, lower, s, s_neg = logistic_tables(z, sigmoid=True, sigmoid_neg=True)
+    return _log_cat(z, (upper, lower)), s * s_neg
 
 
 def category_log_probabilities(theta: ArrayLike, a: ArrayLike, thresholds: ArrayLike) -> np.ndarray:
@@ -117,10 +129,10 @@ def information(theta: ArrayLike, a: ArrayLike, thresholds: ArrayLike) -> np.nda
     """
     a = np.asarray(a, dtype=float)
     z = _z(theta, a, np.asarray(thresholds, dtype=float))
-    d = expit(z) * expit(-z)                                    # s (1 - s) at each threshold
+    log_p, d = _cat_tables(z)                                   # d: s (1 - s) at each threshold
     zero = np.zeros(z.shape[:-1] + (1,))
     dp = np.concatenate([zero, d], axis=-1) - np.concatenate([d, zero], axis=-1)   # (dP_k/dtheta) / a
-    p = np.exp(_log_cat(z))
+    p = np.exp(log_p)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, dp * dp / p, 0.0)
     return a * a * terms.sum(axis=-1)
@@ -296,20 +308,22 @@ def _pack(a, thresholds):
     return np.concatenate([np.log(a), c.ravel()])
 
 
-def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None):
+def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None, ds=None):
     """``sum r_jqk log P_jk(theta_q)`` and its gradient in (log a, c) (and in the nodes).
 
-    ``counts`` has shape (n_items, n_nodes, K); ``nodes`` shape (n_nodes,); ``z`` and ``lp``, when
-    the caller has them, are the cumulative logits and log category probabilities at the nodes.
+    ``counts`` has shape (n_items, n_nodes, K); ``nodes`` shape (n_nodes,); ``z``, ``lp`` and ``ds``,
+    when the caller has them, are the cumulative logits, the log category probabilities at the nodes
+    and ``expit(z) * expit(-z)`` (:func:`_cat_tables`).
     """
     a = np.exp(alpha)
     if z is None:
         z = a[:, None, None] * (nodes[None, :, None] - b[:, None, :])    # (J, Q, K-1)
-        lp = _log_cat(z)                                                # (J, Q, K)
+        lp, ds = _cat_tables(z)                                         # (J, Q, K), (J, Q, K-1)
+    elif ds is None:
+        ds = _cat_tables(z)[1]
     ll = float((counts * lp).sum())
     with np.errstate(over="ignore"):
         ratio = np.where(counts > 0, counts * np.exp(-lp), 0.0)         # r_k / P_k (0 where r = 0)
-    ds = expit(z) * expit(-z)
     g_z = ds * (ratio[..., 1:] - ratio[..., :-1])                       # d ll / d z_k, (J, Q, K-1)
     g_alpha = a * (g_z * (nodes[None, :, None] - b[:, None, :])).sum(axis=(1, 2))
     g_b = -a[:, None] * g_z.sum(axis=1)                                 # (J, K-1)
@@ -402,11 +416,11 @@ def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, 
             alpha, c, b = _unpack(p, n_items, n_cat)
             a = np.exp(alpha)
             z = a[:, None, None] * (nodes[None, :, None] - b[:, None, :])
-            lp = _log_cat(z)                                                                 # (J, Q, K)
+            lp, ds = _cat_tables(z)                                                          # (J, Q, K)
             ll_mq = flat @ lp.transpose(0, 2, 1).reshape(-1, nodes.size)                    # (M, Q)
             post, marg = posterior_weights(ll_mq, logw)
             counts = (post.T @ flat).reshape(nodes.size, n_items, n_cat).transpose(1, 0, 2)
-            _, g_alpha, g_c, _, _, _ = _expected_loglik(alpha, c, b, nodes, counts, z=z, lp=lp)
+            _, g_alpha, g_c, _, _, _ = _expected_loglik(alpha, c, b, nodes, counts, z=z, lp=lp, ds=ds)
             lp_prior, pa, pc = _item_prior(alpha, b, c, prior_log_a, prior_b)
             value = marg.sum() + lp_prior
             return -value, -np.concatenate([g_alpha + pa, (g_c + pc).ravel()])

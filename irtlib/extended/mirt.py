@@ -35,12 +35,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
-from scipy.special import expit, log_expit
+from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
 from irtlib.core.quadrature import normal_grid, posterior_weights
 from irtlib.errors import InputError
+
+from .logistic_kernel import tables as logistic_tables
 
 __all__ = ["DEFAULT_TOL", "probability", "MirtFit", "fit_mirt", "marginal_log_likelihood", "mirt_scores",
            "structure_from_labels", "MirtItems", "mirt_cat", "MirtCatResult"]
@@ -145,11 +147,17 @@ def _cholesky(u, d):
     return raw / norm[:, None], norm
 
 
-def _marginal(x1, x0, obs, loadings, intercepts, nodes, logw):
+def _marginal(x1, x0, obs, loadings, intercepts, nodes, logw, *, sigmoid=False):
+    """Logits ``z`` (Q, J), posterior weights (M, Q), marginal log-likelihoods (M,); and ``expit(z)`` if ``sigmoid``.
+
+    ``log_expit(z)``, ``log_expit(-z)`` and ``expit(z)`` are scipy's, from one pass of
+    :func:`irtlib.extended.logistic_kernel.tables`.
+    """
     z = nodes @ loadings.T + intercepts                           # (Q, J)
-    ll = x1 @ log_expit(z).T + x0 @ log_expit(-z).T               # (M, Q)
+    log_p, log_q, *p = logistic_tables(z, sigmoid=sigmoid)
+    ll = x1 @ log_p.T + x0 @ log_q.T                              # (M, Q)
     post, marg = posterior_weights(ll, logw)
-    return z, post, marg
+    return (z, post, marg, p[0]) if sigmoid else (z, post, marg)
 
 
 def marginal_log_likelihood(values: ArrayLike, loadings: ArrayLike, intercepts: ArrayLike, corr: ArrayLike, *,
@@ -266,10 +274,10 @@ def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_i
         a, icpt, u = unpack(p)
         chol, norm = _cholesky(u, d) if confirm else (np.eye(d), np.ones(d))
         nodes = z_std @ chol.T
-        z, post, marg = _marginal(x1, x0, obs, a, icpt, nodes, logw)
+        z, post, marg, p_z = _marginal(x1, x0, obs, a, icpt, nodes, logw, sigmoid=True)
         r1 = post.T @ x1
         n = post.T @ obs
-        g_z = r1 - n * expit(z)                                   # (Q, J)
+        g_z = r1 - n * p_z                                        # (Q, J)
         g_a = (g_z.T @ nodes)[mask] - p[:n_a] / prior_loading_sd ** 2
         g_d = g_z.sum(axis=0) - icpt / prior_intercept_sd ** 2
         value = marg.sum() - 0.5 * (p[:n_a] ** 2).sum() / prior_loading_sd ** 2 \
@@ -313,8 +321,8 @@ def mirt_scores(values: ArrayLike, fit: MirtFit, *, n_per_dim: int | None = None
     if x1.shape[1] != fit.loadings.shape[0]:
         raise InputError(f"responses must have shape (n_models, {fit.loadings.shape[0]}), got {x1.shape}")
     nodes, logw = normal_grid(fit.corr, n_per_dim=_nodes_per_dim(n_per_dim, fit.n_dims, _default_nodes(fit.n_dims)))
-    z, post, _ = _marginal(x1, x0, obs, fit.loadings, fit.intercepts, nodes, logw)
-    return post @ nodes, post @ expit(z).mean(axis=1)
+    _, post, _, p_z = _marginal(x1, x0, obs, fit.loadings, fit.intercepts, nodes, logw, sigmoid=True)
+    return post @ nodes, post @ p_z.mean(axis=1)
 
 
 @dataclass(frozen=True)
@@ -378,7 +386,8 @@ class MirtItems:
                             rows: np.ndarray | None = None) -> np.ndarray:
         """Bernoulli log-likelihood of each model's response to its item ``j`` at every node, (n_models, n_nodes)."""
         z = points @ self.loadings[j].T + self.intercepts[j]            # (Q, n_models)
-        return np.where(np.asarray(x)[None, :] == 1, log_expit(z), log_expit(-z)).T
+        log_p, log_q = logistic_tables(z)
+        return np.where(np.asarray(x)[None, :] == 1, log_p, log_q).T
 
     def trace_information(self, theta: np.ndarray, cov: np.ndarray) -> np.ndarray:
         """``tr(S I_j) = P_j (1 - P_j) a_j' S a_j`` at each model's posterior mean, (n_models, n_items)."""

@@ -60,6 +60,30 @@ def test_two_splits_batched_and_map(sst_matrix):
 
 
 @needs_data
+def test_batched_fits_read_from_a_split_cache_are_the_fitted_ones(tmp_path, sst_matrix):
+    """The stage fits these splits in batches of its own (other splits, another order): read, they are the same."""
+    from irtbook.authors_fits import authors_train_rows
+    from irtlib.calibration.split_cache import fit_2pl_splits_cached
+
+    plain = compare_with_authors_fits(sst_matrix, FITS, engines=("batched",), splits=[0, 42])
+    assert plain.attrs["batched_fitted"] == 2
+    p = np.nanmean(sst_matrix.values, axis=0)
+    values = sst_matrix.values[:, p * (1 - p) >= 0.01]
+    rows = authors_train_rows(sst_matrix.shape[0], 43)
+    blocks = [values[rows[s]] for s in (42, 7, 0)]
+    starts = np.cumsum([0] + [len(b) for b in blocks])
+    fit_2pl_splits_cached(np.vstack(blocks), [np.arange(starts[i], starts[i + 1]) for i in range(3)],
+                          cache_dir=tmp_path, epochs=1000, seed=0)
+    read = compare_with_authors_fits(sst_matrix, FITS, engines=("batched",), splits=[0, 42], split_cache_dir=tmp_path)
+    assert read.attrs["batched_fitted"] == 0
+    assert read.drop(columns="seconds").equals(plain.drop(columns="seconds"))
+    assert len(list(tmp_path.glob("*.npz"))) == 3          # nothing refitted, nothing added
+    fresh = compare_with_authors_fits(sst_matrix, FITS, engines=("batched",), splits=[0, 5],
+                                      split_cache_dir=tmp_path)
+    assert fresh.attrs["batched_fitted"] == 1 and len(list(tmp_path.glob("*.npz"))) == 4
+
+
+@needs_data
 @pytest.mark.slow
 def test_all_100_splits(sst_matrix):
     out = compare_with_authors_fits(sst_matrix, FITS, engines=("batched", "map"))

@@ -1,0 +1,55 @@
+"""irtlib.core.quadrature: the posterior weights' log-sum-exp is scipy's, bit for bit."""
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from irtlib.core.quadrature import logsumexp_rows, posterior_weights, uniform_grid
+
+
+def _same_bits(x, y):
+    nan = np.isnan(x)
+    return np.array_equal(nan, np.isnan(y)) and np.array_equal(x[~nan].view(np.int64), y[~nan].view(np.int64))
+
+
+def _arrays():
+    rng = np.random.default_rng(11)
+    inf, nan = np.inf, np.nan
+    yield rng.normal(0.0, 30.0, (77, 729))                   # an M2PL posterior grid
+    yield rng.normal(-300.0, 100.0, (40, 801))
+    yield np.round(rng.normal(0.0, 2.0, (200, 60)))          # ties at the maximum
+    yield rng.normal(0.0, 1e-300, (10, 10))
+    yield np.full((3, 5), -inf)                              # no mass at all
+    yield np.array([[inf, 1.0, 2.0], [nan, 1.0, 2.0], [1.0, 1.0, 1.0], [-inf, 0.0, -inf], [1e308, 1e308, 0.0],
+                    [709.0, 710.0, -inf], [-0.0, 0.0, -745.0], [inf, inf, 0.0], [-inf, inf, 1.0]])
+    yield rng.normal(0.0, 5.0, (1, 1))
+    yield np.asfortranarray(rng.normal(0.0, 5.0, (300, 2000)))   # other layouts: they order numpy's sums
+    yield rng.normal(0.0, 5.0, (2000, 300)).T
+    yield rng.normal(0.0, 5.0, (300, 4000))[:, ::2]
+    yield rng.normal(0.0, 5.0, (300, 2000))[::-1, ::-1]
+
+
+@pytest.mark.parametrize("index", range(11))
+def test_logsumexp_rows_is_scipys_bit_for_bit(index):
+    a = list(_arrays())[index]
+    with np.errstate(all="ignore"):
+        assert _same_bits(logsumexp_rows(a), logsumexp(a, axis=1))
+
+
+def test_other_inputs_go_to_scipy():
+    rows = [[0.0, 1.0], [2.0, 3.0]]
+    assert _same_bits(logsumexp_rows(rows), logsumexp(rows, axis=1))
+    ints = np.arange(6).reshape(2, 3)
+    assert _same_bits(logsumexp_rows(ints), logsumexp(ints, axis=1))
+    assert logsumexp_rows(np.zeros((0, 3))).shape == (0,)
+
+
+def test_posterior_weights_are_the_scipy_formula():
+    points, log_prior = uniform_grid(n_points=201)
+    rng = np.random.default_rng(2)
+    log_lik = -0.5 * ((points[None, :] - rng.normal(0, 2, (25, 1))) / rng.uniform(0.05, 1.0, (25, 1))) ** 2
+    weights, norm = posterior_weights(log_lik, log_prior)
+    joint = log_lik + log_prior
+    assert _same_bits(norm, logsumexp(joint, axis=1))
+    assert np.array_equal(weights, np.exp(joint - logsumexp(joint, axis=1)[:, None]))
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-12)
