@@ -9,6 +9,8 @@ the expected (Fisher) information in place of the observed one; for the 2PL the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from irtlib._typing import ArrayLike
@@ -55,6 +57,32 @@ def _score_and_information(theta, x, observed, a, b, prior_mean, prior_var, c=No
     score, info = score_and_information(x, theta[:, None], a, b, c)
     grad = np.where(observed, score, 0.0).sum(axis=1) - (theta - prior_mean) / prior_var
     return grad, np.where(observed, info, 0.0).sum(axis=1)
+
+
+def _posterior_sums(x, observed, a, b, c, prior_mean, prior_var, row_sums):
+    """``posterior(rows, theta)``: :func:`_score_and_information` of ``rows`` (an index array, or None for all).
+
+    Each model's sums read only its own row; with ``row_sums`` (the 2PL) they come from that function,
+    the prior's term added as :func:`_score_and_information` adds it.
+    """
+    if row_sums is not None and c is None:
+        sums = row_sums(x, observed, a, b)
+
+        def posterior(rows, theta):
+            score, info = sums(rows, theta)
+            return score - (theta - prior_mean) / prior_var, info
+
+        return posterior
+
+    def posterior(rows, theta):
+        if rows is None:
+            return _score_and_information(theta, x, observed, a, b, prior_mean, prior_var, c)
+        aa = a if a.ndim == 1 or a.shape[0] == 1 else a[rows]
+        bb = b if b.ndim == 1 or b.shape[0] == 1 else b[rows]
+        cc = c if c is None or c.ndim == 1 or c.shape[0] == 1 else c[rows]
+        return _score_and_information(theta, x[rows], observed[rows], aa, bb, prior_mean, prior_var, cc)
+
+    return posterior
 
 
 def finite_number(value: object, name: str) -> float:
@@ -106,7 +134,8 @@ PARAMETER_LIMIT = 1e6
 def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLike | None = None,
                 prior_mean: float = 0.0, prior_sd: float = 1.0,
                 theta0: ArrayLike = 0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
-                max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS) -> AbilityEstimate:
+                max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS,
+                row_sums: Callable | None = None) -> AbilityEstimate:
     """Posterior-mode abilities of many models at once.
 
     Parameters
@@ -133,6 +162,12 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
         stops at the first one that leaves every bracket as it was, since every later one would too).
     bounds : (float, float)
         Every iterate is clipped to this bracket (the paper's [-8, 8]).
+    row_sums : callable, optional
+        Another computation of every model's summed score and information (the 2PL only; ignored
+        with ``c``): ``row_sums(x, observed, a, b)`` (``x`` with 0 where not observed) returns
+        ``sums(rows, theta)``, the sums of ``rows`` (an index array, or None for all) at ``theta``,
+        which must equal this function's own, bit for bit
+        (:func:`irtlib.selection.ability_kernel.row_sums`: one C pass). None: numpy.
 
     Returns
     -------
@@ -192,14 +227,11 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
     prior_var = prior_sd ** 2
 
     theta = np.clip(np.broadcast_to(np.asarray(theta0, dtype=float), x.shape[:1]).copy(), lo, hi)
+    posterior = _posterior_sums(x, observed, a, b, c, prior_mean, prior_var, row_sums)
     converged = np.zeros(x.shape[0], dtype=bool)
     active = np.arange(x.shape[0])
     for _ in range(max_newton):
-        aa = a if a.ndim == 1 or a.shape[0] == 1 else a[active]
-        bb = b if b.ndim == 1 or b.shape[0] == 1 else b[active]
-        cc = c if c is None or c.ndim == 1 or c.shape[0] == 1 else c[active]
-        grad, info = _score_and_information(theta[active], x[active], observed[active], aa, bb,
-                                            prior_mean, prior_var, cc)
+        grad, info = posterior(active, theta[active])
         step = np.clip(grad / (info + 1.0 / prior_var), -max_step, max_step)
         new = np.clip(theta[active] + step, lo, hi)
         moved = np.abs(new - theta[active])
@@ -213,28 +245,22 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
     used_bisection = ~converged
     if used_bisection.any():
         idx = np.flatnonzero(used_bisection)
-        aa = a if a.ndim == 1 or a.shape[0] == 1 else a[idx]
-        bb = b if b.ndim == 1 or b.shape[0] == 1 else b[idx]
-        cc = c if c is None or c.ndim == 1 or c.shape[0] == 1 else c[idx]
         left = np.full(idx.size, lo)
         right = np.full(idx.size, hi)
-        xi, oi = x[idx], observed[idx]
         for _ in range(max_bisection):
             mid = 0.5 * (left + right)
-            g, _ = _score_and_information(mid, xi, oi, aa, bb, prior_mean, prior_var, cc)
+            g, _ = posterior(idx, mid)
             new_left = np.where(g > 0, mid, left)
             new_right = np.where(g > 0, right, mid)
             if np.array_equal(new_left, left) and np.array_equal(new_right, right):
                 break        # a step that changed nothing changes nothing after it: the bracket is final
             left, right = new_left, new_right
         theta[idx] = 0.5 * (left + right)
-        g_lo, _ = _score_and_information(np.full(idx.size, lo), x[idx], observed[idx], aa, bb, prior_mean, prior_var,
-                                         cc)
-        g_hi, _ = _score_and_information(np.full(idx.size, hi), x[idx], observed[idx], aa, bb, prior_mean, prior_var,
-                                         cc)
+        g_lo, _ = posterior(idx, np.full(idx.size, lo))
+        g_hi, _ = posterior(idx, np.full(idx.size, hi))
         theta[idx] = np.where(g_hi > 0, hi, np.where(g_lo < 0, lo, theta[idx]))
 
-    grad, info = _score_and_information(theta, x, observed, a, b, prior_mean, prior_var, c)
+    grad, info = posterior(None, theta)
     se = 1.0 / np.sqrt(info + 1.0 / prior_var)
     at_bound = ((theta >= hi) & (grad > 0)) | ((theta <= lo) & (grad < 0))
     if one_model:

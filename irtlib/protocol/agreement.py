@@ -75,6 +75,7 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.core.stats import spearman
 from irtlib.errors import InputError, InputTypeError
 from irtlib.selection import methods as _methods
+from irtlib.selection.ability_kernel import map_row_sums
 from irtlib.selection.adaptive import MleEstimator, run_adaptive
 from irtlib.selection.methods import Training
 from irtlib.selection.static import Subset, score_blocks_map, score_subset
@@ -489,7 +490,7 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     a, b = a[pool], b[pool]
     x_train = values[train][:, pool]      # (built as before: the memory layout sets BLAS's summation order)
     ks = [k for k in ks if k <= pool.size]
-    theta_train = np.asarray(map_ability(x_train, a, b).theta)
+    theta_train = np.asarray(map_ability(x_train, a, b, row_sums=map_row_sums()).theta)   # C sums: the same bits
     t = time.perf_counter()
     clock["calibration"] += t - t0
     static = static_selections(x_train, a, b, theta_train, ks, methods=methods,

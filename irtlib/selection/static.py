@@ -38,7 +38,7 @@ from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
-from . import fasterpam, greedy_kernel
+from . import ability_kernel, fasterpam, greedy_kernel
 from .greedy_kernel import numpy_gains
 
 __all__ = [
@@ -801,6 +801,7 @@ def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_
     """
     out: list[np.ndarray | None] = [None] * len(blocks)
     sizes = [len(block[1]) for block in blocks]
+    sums = ability_kernel.map_row_sums() if blocks else None     # the C sums where they load: the same bits
     for size in dict.fromkeys(sizes):
         group = [i for i, z in enumerate(sizes) if z == size]
         xs, rows_a, rows_b, start, counts = [], [], [], [], []
@@ -815,7 +816,8 @@ def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_
             start.append(np.broadcast_to(np.asarray(prior_mean if theta0 is None else theta0, float), (n,)))
             counts.append(n)
         theta = np.asarray(map_ability(np.concatenate(xs), np.concatenate(rows_a), np.concatenate(rows_b),
-                                       prior_mean=prior_mean, prior_sd=prior_sd, theta0=np.concatenate(start)).theta)
+                                       prior_mean=prior_mean, prior_sd=prior_sd, theta0=np.concatenate(start),
+                                       row_sums=sums).theta)
         at = 0
         for i, n in zip(group, counts, strict=True):
             out[i] = theta[at:at + n]

@@ -1,0 +1,135 @@
+"""The MAP ability's Newton sums in C: the static subsets' MAP scores without numpy's twenty passes per iteration.
+
+The protocol scores every MAP-scored static subset (Total Fisher, Marginal Fisher and its b-quartile
+form) of every split and budget by :func:`irtlib.core.ability.map_ability` (paper, section "Evaluation":
+"ability by MAP ... damped Newton-Raphson"). Each Newton iteration computes every cell's score and
+information (:func:`irtlib.core.kernels.score_and_information`: two expits and about twenty numpy
+passes over the rows' cells, with the gathers of the rows still moving) and sums them per model.
+``_ability_kernel.c`` (beside this module) computes those sums in one pass per row, with the same
+operations in the same order (the C library's ``exp``, which scipy's ``expit`` calls; no contraction
+into fused multiply-adds) and numpy's pairwise summation of each row, so the sums, and so every
+estimate, are numpy's bit for bit. :func:`row_sums` gives ``map_ability`` its ``row_sums`` argument.
+
+The first :func:`load` of a process compares the kernel's sums with the numpy path's on random rows
+(every length up to 140 and longer ones, missing cells, large ``|z|``, shared and per-model item
+parameters, a chosen subset of rows) and returns it only if every number is equal; otherwise, or
+without a compiler, or with ``IRTLIB_ABILITY_KERNEL=0``, callers keep numpy (no warning: the
+numbers are the same, only slower).
+
+Layer rule: part of ``selection``; imports ``core`` and ``calibration`` (the compiler driver).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from irtlib.core.kernels import score_and_information
+
+__all__ = ["SOURCE", "load", "row_sums", "map_row_sums"]
+
+SOURCE = Path(__file__).with_name("_ability_kernel.c")
+
+_LOADED: dict = {}
+
+#: What :func:`row_sums` returns for one ``map_ability`` call: ``sums(rows, theta)`` -> (score sums, information
+#: sums) of ``rows`` (an index array, or None for every row) at abilities ``theta`` (one per row asked).
+RowSums = Callable[[np.ndarray | None, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _bind(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.ability_row_sums.argtypes = [i64, ptr, i64, ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr]
+    lib.ability_row_sums.restype = None
+    return lib
+
+
+def _layout(arr: np.ndarray) -> tuple[np.ndarray, int]:
+    """``arr`` (shape ``(n_items,)``, ``(1, n_items)`` or ``(n_rows, n_items)``) as C doubles, and its row stride."""
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    return arr, 0 if arr.ndim == 1 or arr.shape[0] == 1 else arr.shape[1]
+
+
+def row_sums(lib: ctypes.CDLL) -> Callable[..., RowSums]:
+    """``map_ability``'s ``row_sums``: given ``(x, observed, a, b)`` of one call, the kernel's sums of its rows.
+
+    ``x`` holds 0 where ``observed`` is False (as ``map_ability`` prepares it); ``a`` and ``b`` are one row
+    for every model or one per model. The sums equal ``_score_and_information``'s (before the prior's term)
+    bit for bit.
+    """
+
+    def prepare(x: np.ndarray, observed: np.ndarray, a: np.ndarray, b: np.ndarray) -> RowSums:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        obs = np.ascontiguousarray(observed, dtype=np.bool_)
+        n_rows, n_items = x.shape
+        a, lda = _layout(a)
+        b, ldb = _layout(b)
+        g, h = np.empty(n_items), np.empty(n_items)
+        ptr = ctypes.c_void_p
+
+        def sums(rows: np.ndarray | None, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            theta = np.ascontiguousarray(theta, dtype=np.float64)
+            idx = None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+            n = n_rows if idx is None else idx.size
+            out_s, out_i = np.empty(n), np.empty(n)
+            lib.ability_row_sums(n, None if idx is None else ptr(idx.ctypes.data), n_items, ptr(theta.ctypes.data),
+                                 ptr(x.ctypes.data), ptr(obs.ctypes.data), ptr(a.ctypes.data), lda,
+                                 ptr(b.ctypes.data), ldb, ptr(g.ctypes.data), ptr(h.ctypes.data),
+                                 ptr(out_s.ctypes.data), ptr(out_i.ctypes.data))
+            return out_s, out_i
+
+        return sums
+
+    return prepare
+
+
+def _numpy_sums(x, observed, a, b, rows, theta):
+    """The numpy path's sums: ``map_ability``'s (``_score_and_information``'s before the prior's term)."""
+    xs, obs = (x, observed) if rows is None else (x[rows], observed[rows])
+    aa = a if a.ndim == 1 or a.shape[0] == 1 or rows is None else a[rows]
+    bb = b if b.ndim == 1 or b.shape[0] == 1 or rows is None else b[rows]
+    score, info = score_and_information(xs, theta[:, None], aa, bb)
+    return np.where(obs, score, 0.0).sum(axis=1), np.where(obs, info, 0.0).sum(axis=1)
+
+
+def _matches_numpy(lib: ctypes.CDLL) -> bool:
+    """The kernel's sums equal the numpy path's on random cases (every number, bit for bit)."""
+    rng = np.random.default_rng(20261204)
+    prepare = row_sums(lib)
+    lengths = [*range(0, 141), 255, 256, 257, 1000, 3419, 9000]
+    for n_items in lengths:
+        n_rows = int(rng.integers(1, 6))
+        x = (rng.random((n_rows, n_items)) < 0.6).astype(float)
+        observed = rng.random((n_rows, n_items)) < (0.8 if n_items % 3 else 1.0)
+        x[~observed] = 0.0
+        per_model = n_items % 2 == 0
+        shape = (n_rows, n_items) if per_model else (n_items,)
+        a = rng.lognormal(0.0, 1.0, shape) * np.where(rng.random(shape) < 0.05, 50.0, 1.0)
+        b = rng.normal(0.0, 2.0, shape)
+        theta = rng.normal(0.0, 3.0, n_rows)
+        theta[rng.random(n_rows) < 0.2] = 8.0
+        sums = prepare(x, observed, a, b)
+        for rows in (None, np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False))):
+            th = theta if rows is None else theta[rows]
+            got, want = sums(rows, th), _numpy_sums(x, observed, a, b, rows, th)
+            if not all(np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
+                       for g, w in zip(got, want, strict=True)):
+                return False
+    return True
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (no compiler, ``IRTLIB_ABILITY_KERNEL=0``, or unlike numpy); once a process."""
+    from irtlib.calibration.fused_kernel import verified
+
+    return verified(SOURCE, _bind, switch="IRTLIB_ABILITY_KERNEL", cache=_LOADED, matches=_matches_numpy)
+
+
+def map_row_sums() -> Callable[..., RowSums] | None:
+    """``map_ability``'s ``row_sums`` from the kernel where it loads, else None (numpy: the same numbers)."""
+    lib = load()
+    return None if lib is None else row_sums(lib)

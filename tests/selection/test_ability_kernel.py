@@ -1,0 +1,136 @@
+"""The MAP ability's Newton sums in C: map_ability's estimates, standard errors and flags, bit for bit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from irtlib.core.ability import map_ability
+from irtlib.selection import ability_kernel
+from irtlib.selection.static import Subset, score_blocks_map, score_subset
+
+
+@pytest.fixture(scope="module")
+def lib():
+    from irtlib.calibration.fused_kernel import compiled
+
+    built = compiled(ability_kernel.SOURCE, ability_kernel._bind, switch="IRTLIB_ABILITY_KERNEL")
+    if built is None:
+        pytest.skip("the ability kernel cannot be built here")
+    return built
+
+
+def _same(x, y):
+    return np.array_equal(x, y) and np.array_equal(np.signbit(x), np.signbit(y))
+
+
+def _patterns(rng, n_models, n_items, *, per_model, missing, spread=1.0):
+    shape = (n_models, n_items) if per_model else (n_items,)
+    a = rng.lognormal(0.0, 0.6 * spread, shape)
+    b = rng.normal(0.0, 1.5 * spread, shape)
+    theta = rng.normal(0.0, 2.0, n_models)
+    x = (rng.random((n_models, n_items)) < expit(a * (theta[:, None] - b))).astype(float)
+    x[rng.random(x.shape) < missing] = np.nan
+    return x, a, b
+
+
+CASES = [(1, 1, False, 0.0), (3, 7, True, 0.0), (5, 8, False, 0.3), (9, 129, True, 0.1), (40, 300, False, 0.05),
+         (25, 1000, True, 0.0), (4, 9000, False, 0.02)]
+
+
+@pytest.mark.parametrize(("n_models", "n_items", "per_model", "missing"), CASES)
+def test_map_ability_with_the_kernels_sums_gives_numpys_estimates_bit_for_bit(lib, n_models, n_items, per_model,
+                                                                                missing):
+    rng = np.random.default_rng([n_models, n_items, int(per_model)])
+    x, a, b = _patterns(rng, n_models, n_items, per_model=per_model, missing=missing)
+    x[0] = 1.0                                     # an all-safe pattern: the estimate runs to the bracket
+    theta0 = rng.normal(0.0, 3.0, n_models)
+    for kw in ({}, {"theta0": theta0}, {"prior_mean": 0.5, "prior_sd": 0.3}, {"max_newton": 2}, {"max_step": 0.01},
+               {"bounds": (-1.0, 1.5), "tol": 1e-12}):
+        want = map_ability(x, a, b, **kw)
+        got = map_ability(x, a, b, row_sums=ability_kernel.row_sums(lib), **kw)
+        assert _same(got.theta, want.theta) and _same(got.se, want.se)
+        assert np.array_equal(got.at_bound, want.at_bound)
+        assert np.array_equal(got.used_bisection, want.used_bisection)
+
+
+def test_the_bisection_fallback_and_the_bracket_are_the_numpy_paths(lib):
+    rng = np.random.default_rng(7)
+    x, a, b = _patterns(rng, 30, 200, per_model=True, missing=0.1, spread=3.0)
+    x[:5] = 1.0
+    x[5:10] = 0.0
+    for max_newton in (1, 3, 100):
+        want = map_ability(x, a * 20.0, b, max_newton=max_newton, max_step=5.0)
+        got = map_ability(x, a * 20.0, b, max_newton=max_newton, max_step=5.0, row_sums=ability_kernel.row_sums(lib))
+        assert want.used_bisection.any() or max_newton == 100
+        assert _same(got.theta, want.theta) and _same(got.se, want.se)
+        assert np.array_equal(got.at_bound, want.at_bound)
+
+
+def test_the_kernels_sums_are_numpys_on_every_row_length_and_subset_of_rows(lib):
+    rng = np.random.default_rng(11)
+    prepare = ability_kernel.row_sums(lib)
+    for n_items in [0, 1, 2, 7, 8, 9, 15, 16, 17, 127, 128, 129, 130, 255, 256, 1023, 1024, 1025, 11395]:
+        x, a, b = _patterns(rng, 6, n_items, per_model=n_items % 2 == 1, missing=0.2)
+        observed = ~np.isnan(x)
+        x = np.where(observed, x, 0.0)
+        theta = rng.normal(0.0, 3.0, 6)
+        sums = prepare(x, observed, a, b)
+        for rows in (None, np.array([4, 1]), np.array([5])):
+            th = theta if rows is None else theta[rows]
+            got = sums(rows, th)
+            want = ability_kernel._numpy_sums(x, observed, a, b, rows, th)
+            assert all(_same(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_a_kernel_with_other_sums_is_refused(lib, monkeypatch):
+    """The loader's check catches sums one unit in the last place away from numpy's."""
+    real = ability_kernel.row_sums
+
+    def off(lib_):
+        prepare = real(lib_)
+
+        def wrapped(*args):
+            sums = prepare(*args)
+            return lambda rows, theta: tuple(np.nextafter(s, np.inf) for s in sums(rows, theta))
+
+        return wrapped
+
+    assert ability_kernel._matches_numpy(lib)
+    monkeypatch.setattr(ability_kernel, "row_sums", off)
+    assert not ability_kernel._matches_numpy(lib)
+
+
+def test_score_blocks_map_equals_score_subset_with_and_without_the_kernel():
+    rng = np.random.default_rng(3)
+    blocks, want = [], []
+    for size in (5, 5, 40, 300):
+        x, a, b = _patterns(rng, 10, 400, per_model=False, missing=0.05)
+        subset = Subset(np.sort(rng.choice(400, size=size, replace=False)))
+        start = rng.normal(0.0, 1.0, 10) if size == 40 else None
+        blocks.append((x, subset, a, b, start))
+        want.append(score_subset(x, subset, how="map", a=a, b=b, theta0=start))
+    got = score_blocks_map(blocks)
+    assert all(_same(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_without_the_kernel_the_protocols_scores_are_the_same_bytes(tmp_path):
+    """A process with the kernel switched off (``IRTLIB_ABILITY_KERNEL=0``) gives the kernel's scores, byte for byte."""
+    code = ("import numpy as np, sys\n"
+            "from irtlib.selection.static import Subset, score_blocks_map\n"
+            "rng = np.random.default_rng(5)\n"
+            "x = (rng.random((30, 500)) < 0.6).astype(float); x[rng.random(x.shape) < 0.05] = np.nan\n"
+            "a, b = rng.lognormal(0, 0.6, 500), rng.normal(0, 1.5, 500)\n"
+            "blocks = [(x, Subset(np.arange(k)), a, b, None) for k in (3, 50, 500)]\n"
+            "sys.stdout.write(np.concatenate(score_blocks_map(blocks)).tobytes().hex())\n")
+    out = {}
+    for switch in ("0", "1"):
+        env = dict(os.environ, IRTLIB_ABILITY_KERNEL=switch)
+        out[switch] = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                     check=True).stdout
+    assert out["0"] == out["1"] and len(out["0"]) == 90 * 16
