@@ -546,6 +546,7 @@ def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed
         diss = 1.0 - u @ u.T
         np.clip(diss, 0.0, 2.0, out=diss)
         np.fill_diagonal(diss, 0.0)
+        diss = np.asfortranarray(diss)          # columns contiguous, as anchor_points_fresh (the same values)
         for k in ks:
             init = _grow(u, med, k, best, rng)
             _, med, lab = fasterpam.fasterpam_from(diss, init, max_iter=max_iter)
@@ -704,7 +705,9 @@ def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int
     -------
     dict mapping k to Subset (medoids in increasing position, weights = cluster sizes)
     """
-    diss = correlation_distances(train_values)
+    # column-major: FasterPAM's passes read the distances of every item to one candidate (a column), which
+    # the extension then reads contiguously (the same matrix, so the same medoids; about 0.75x the time)
+    diss = np.asfortranarray(correlation_distances(train_values))
     n_items = diss.shape[0]
     out = {}
     for k in sorted({_check_k(k, n_items) for k in np.atleast_1d(ks)}):
