@@ -154,7 +154,8 @@ def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
 
 
 def verified(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
-             matches: Callable[[ctypes.CDLL], bool], cache: dict, extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
+             matches: Callable[[ctypes.CDLL], bool], cache: dict,
+             extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
     """:func:`compiled`'s library if ``matches(library)`` (its numbers equal numpy's), else None.
 
     Decided once per process: the answer is kept in ``cache["lib"]`` (the calling module's own dict).
