@@ -299,7 +299,7 @@ def load() -> ctypes.CDLL | None:
 
     if "lib" not in _LOADED and "avx512f" in cpu_flags() and os.environ.get("IRTLIB_SCORE_KERNEL_AVX512", "1") != "0":
         # eight cells per instruction instead of four (the MLE's terms in about 0.73 of the time): the
-        # same operations lane by lane, so the same numbers, which the check below confirms before use
+        # same operations lane by lane, so the same numbers, which the loader's check confirms before use
         wide = verified(SOURCE, _bind, switch="IRTLIB_SCORE_KERNEL", matches=_matches_numpy, cache={},
                         extra_flags=AVX512_FLAGS)
         if wide is not None:
