@@ -79,7 +79,8 @@ def _kernel_directory() -> Path:
     return Path(base) / "irtlib" / "kernels"
 
 
-def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, source: Path = SOURCE) -> Path:
+def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, source: Path = SOURCE,
+                   extra_flags: tuple[str, ...] = ()) -> Path:
     """Compile ``source`` (``_batch_kernels.c``) into a shared library (unless there) and return its path.
 
     Parameters
@@ -90,6 +91,9 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
         Where the library goes; None: the per-user kernel directory.
     source : Path
         The C file (:data:`SOURCE`, or :mod:`irtlib.calibration.stream_kernel`'s).
+    extra_flags : tuple of str
+        More compiler flags (e.g. ``-mavx512f`` for a kernel that checks its numbers after loading);
+        part of the library's name.
 
     Raises
     ------
@@ -99,7 +103,7 @@ def compile_kernel(*, avx2: bool | None = None, directory: Path | None = None, s
     compiler = os.environ.get("CC") or "cc"
     if shutil.which(compiler) is None:
         raise OSError(f"no C compiler {compiler!r} on PATH")
-    flags = [*BASE_FLAGS, *(["-mavx2"] if (_has_avx2() if avx2 is None else avx2) else [])]
+    flags = [*BASE_FLAGS, *(["-mavx2"] if (_has_avx2() if avx2 is None else avx2) else []), *extra_flags]
     source = Path(source)
     digest = hashlib.sha256(_source_bytes(source) + repr((compiler, flags)).encode()).hexdigest()[:20]
     directory = _kernel_directory() if directory is None else Path(directory)
@@ -134,7 +138,8 @@ def _source_bytes(source: Path, *, seen: frozenset = frozenset()) -> bytes:
     return text + b"".join(_source_bytes(f, seen=seen) for f in included if f.resolve() not in seen)
 
 
-def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str) -> ctypes.CDLL | None:
+def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
+             extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
     """``bind(compile_kernel(source=source))``, or None where it cannot be built or ``$switch`` is ``"0"``.
 
     For the kernels that check their own numbers after loading (:mod:`irtlib.calibration.stream_kernel`,
@@ -143,20 +148,22 @@ def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str) 
     if os.environ.get(switch, "1") == "0":
         return None
     try:
-        return bind(compile_kernel(source=source))
+        return bind(compile_kernel(source=source, extra_flags=extra_flags))
     except OSError:
         return None
 
 
 def verified(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
-             matches: Callable[[ctypes.CDLL], bool], cache: dict) -> ctypes.CDLL | None:
+             matches: Callable[[ctypes.CDLL], bool], cache: dict,
+             extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL | None:
     """:func:`compiled`'s library if ``matches(library)`` (its numbers equal numpy's), else None.
 
     Decided once per process: the answer is kept in ``cache["lib"]`` (the calling module's own dict).
-    For :mod:`irtlib.selection.score_kernel` and :mod:`irtlib.bank.interval_kernel`.
+    For :mod:`irtlib.selection.score_kernel` and :mod:`irtlib.bank.interval_kernel`. ``extra_flags``: see
+    :func:`compile_kernel`.
     """
     if "lib" not in cache:
-        lib = compiled(source, bind, switch=switch)
+        lib = compiled(source, bind, switch=switch, extra_flags=extra_flags)
         cache["lib"] = lib if lib is not None and matches(lib) else None
     return cache["lib"]
 

@@ -14,6 +14,11 @@ function, the same inputs: the same medoids, labels and loss, bit for bit; a tes
 
 Where the extension cannot be loaded alone (another layout of the package), the package's own
 ``fasterpam`` runs instead.
+
+The extension reads the matrix through its strides, element by element; FasterPAM's passes read the
+distances of every item to one candidate, a column, so a column-major (Fortran-ordered) matrix is read
+contiguously and runs in about 0.75 of the time, with the same elements and so the same result
+(:func:`irtlib.selection.static.anchor_points_fresh` passes one).
 """
 
 from __future__ import annotations

@@ -415,7 +415,8 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
     unit vectors), the medoid of a cluster -- the member with the smallest summed distance to
     the others -- is the member with the largest dot product with the cluster's sum, so the
     update step costs O(n d). After an update only points that belonged to a moved medoid are
-    reassigned against every medoid; the others only need comparing with the moved medoids.
+    reassigned against every medoid; the others only need comparing with the moved medoids, and only
+    the clusters that gained or lost a point are summed again (:func:`_update_sums`: the same sums).
     ``weight`` gives each point a multiplicity (collapsed duplicate items).
     """
     wu = u if weight is None else u * weight[:, None]
@@ -434,12 +435,16 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
             lab[better], best[better] = l2[better] + old, b2[better]
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
+    sums = score = before = None         # before: the labels the sums were last taken over
     for _ in range(max_iter):
         order = _stable_order(lab, k)                   # by cluster, then position
         sorted_lab = lab[order]
         starts = np.searchsorted(sorted_lab, np.arange(k))
-        sums = np.add.reduceat(wu[order], starts, axis=0)
-        score = np.einsum("ij,ij->i", u, sums[lab])
+        if sums is None:
+            sums = np.add.reduceat(wu[order], starts, axis=0)
+            score = np.einsum("ij,ij->i", u, sums[lab])
+        else:
+            _update_sums(u, wu, lab, k, before, sums, score)
         # best member of every cluster: largest score; ties keep the current medoid, else the
         # lowest position
         top = np.maximum.reduceat(score[order], starts)
@@ -452,6 +457,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
         if moved.size == 0:
             break
         med = new
+        before = lab.copy()
         # points whose medoid moved: full reassignment; others: compare with the moved medoids
         lost = np.zeros(k, dtype=bool)
         lost[moved] = True
@@ -470,6 +476,28 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None):
         lab[med] = np.arange(k)
         best[med] = 1.0
     return med, lab
+
+
+def _update_sums(u, wu, lab, k, before, sums, score):
+    """:func:`_alternate`'s cluster sums and scores after a reassignment, recomputed where a cluster changed.
+
+    A cluster whose members did not change (labels ``before`` and ``lab`` agree on every point) keeps its
+    sum, and its points their scores: the sum of the same rows in the same order (``add.reduceat`` over
+    one cluster's rows does not depend on the other clusters'), and each score a dot product of one row.
+    The clusters that gained or lost a point are summed again, their rows in position order as in the
+    full pass, so ``sums`` and ``score`` are updated in place to what the full pass gives, bit for bit.
+    """
+    diff = np.flatnonzero(lab != before)
+    if not diff.size:
+        return
+    touched = np.zeros(k, dtype=bool)
+    touched[before[diff]] = True
+    touched[lab[diff]] = True
+    changed = np.flatnonzero(touched)                   # every cluster holds its medoid: none is empty
+    idx = np.flatnonzero(touched[lab])                  # their points, by position
+    sub = idx[_stable_order(lab[idx], k)]               # by cluster, then position
+    sums[changed] = np.add.reduceat(wu[sub], np.searchsorted(lab[sub], changed), axis=0)
+    score[idx] = np.einsum("ij,ij->i", u[idx], sums[lab[idx]])
 
 
 def _grow(u, med, k, best, rng, weight=None):
@@ -546,6 +574,7 @@ def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed
         diss = 1.0 - u @ u.T
         np.clip(diss, 0.0, 2.0, out=diss)
         np.fill_diagonal(diss, 0.0)
+        diss = np.asfortranarray(diss)          # columns contiguous, as anchor_points_fresh (the same values)
         for k in ks:
             init = _grow(u, med, k, best, rng)
             _, med, lab = fasterpam.fasterpam_from(diss, init, max_iter=max_iter)
@@ -704,7 +733,9 @@ def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int
     -------
     dict mapping k to Subset (medoids in increasing position, weights = cluster sizes)
     """
-    diss = correlation_distances(train_values)
+    # column-major: FasterPAM's passes read the distances of every item to one candidate (a column), which
+    # the extension then reads contiguously (the same matrix, so the same medoids; about 0.75x the time)
+    diss = np.asfortranarray(correlation_distances(train_values))
     n_items = diss.shape[0]
     out = {}
     for k in sorted({_check_k(k, n_items) for k in np.atleast_1d(ks)}):

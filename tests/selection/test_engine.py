@@ -422,6 +422,36 @@ def test_mle_estimate_in_c_is_the_numpy_iteration_bit_for_bit(monkeypatch, setti
     assert (np_value[:3] == 8.0).all() and (np_value[3:5] == -8.0).all()
 
 
+def test_mle_kernel_built_for_avx512_gives_the_default_builds_estimates_at_every_step(monkeypatch):
+    """Where the processor has AVX-512 the loader keeps the eight-lane build: the same estimates, bit for bit."""
+    from irtlib.calibration.fused_kernel import compiled, cpu_flags
+    from irtlib.selection import score_kernel
+
+    if "avx512f" not in cpu_flags() or score_kernel.load() is None:
+        pytest.skip("no AVX-512 or no MLE score kernel here")
+    wide = compiled(score_kernel.SOURCE, score_kernel._bind, switch="IRTLIB_SCORE_KERNEL",
+                    extra_flags=score_kernel.AVX512_FLAGS)
+    narrow = compiled(score_kernel.SOURCE, score_kernel._bind, switch="IRTLIB_SCORE_KERNEL")
+    assert score_kernel.load()._name == wide._name != narrow._name
+    rng = np.random.default_rng(11)
+    n_models, n_items = 23, 700                     # not a multiple of the eight lanes
+    a = np.exp(rng.normal(0, 1, (n_models, n_items)))
+    b = rng.normal(0, 3, (n_models, n_items))
+    x = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-a * (rng.normal(0, 2, n_models)[:, None] - b))))
+    x = x.astype(float)
+    x[:2] = 1.0
+    x[rng.random(x.shape) < 0.03] = np.nan
+    runs = []
+    for lib in (wide, narrow):
+        monkeypatch.setitem(score_kernel._LOADED, "lib", lib)
+        runs.append(run_adaptive(x, a, b, budget=300, estimator=MleEstimator(), theta0=0.5))
+    np.testing.assert_array_equal(runs[0].items, runs[1].items)
+    np.testing.assert_array_equal(runs[0].estimate, runs[1].estimate)
+    monkeypatch.setattr(score_kernel, "_LOADED", {})
+    monkeypatch.setenv("IRTLIB_SCORE_KERNEL_AVX512", "0")
+    assert score_kernel.load()._name == narrow._name
+
+
 def test_mle_score_kernel_is_off_when_turned_off(monkeypatch):
     from irtlib.selection import score_kernel
 

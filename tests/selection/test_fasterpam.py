@@ -100,3 +100,35 @@ def test_anchor_points_run_without_scikit_learn_and_the_package_still_imports_af
     x = (np.random.default_rng(5).random((25, 120)) < 0.6).astype(float)
     assert got["path"] == anchor_points_path(x, [4, 12], seed=0, solver="fasterpam")[12].items.tolist()
     assert anchor_points_fresh(x, [12])[12].items.size == 12
+
+
+@pytest.mark.parametrize("k", [1, 2, 9, 40, 119])
+def test_a_column_major_matrix_gives_the_same_medoids_as_a_row_major_one(k):
+    """The extension reads elements by index whatever the layout: an asymmetric matrix (as numpy's
+    corrcoef can be in its last bit) gives the same loss, medoids and labels in either order."""
+    rng = np.random.default_rng(k)
+    diss = correlation_distances(_responses(10, 120, k))          # few models: many tied distances
+    diss = diss * (1.0 + 1e-3 * rng.random(diss.shape))          # not symmetric
+    np.fill_diagonal(diss, 0.0)
+    assert not np.array_equal(diss, diss.T)
+    column_major = np.asfortranarray(diss)
+    for got, ref in [(fasterpam.random_fasterpam(column_major, k, seed=42),
+                      fasterpam.random_fasterpam(np.ascontiguousarray(diss), k, seed=42)),
+                     (fasterpam.fasterpam_from(column_major, np.arange(0, 120, 120 // k)[:k]),
+                      fasterpam.fasterpam_from(np.ascontiguousarray(diss), np.arange(0, 120, 120 // k)[:k]))]:
+        assert got[0] == ref[0]
+        np.testing.assert_array_equal(got[1], ref[1])
+        np.testing.assert_array_equal(got[2], ref[2])
+
+
+def test_the_authors_anchor_points_equal_the_packages_fasterpam_on_the_row_major_distances():
+    x = _responses(23, 300, 11)
+    got = anchor_points_fresh(x, [1, 3, 17, 120, 300])
+    diss = correlation_distances(x)
+    assert diss.flags.c_contiguous
+    for k, subset in got.items():
+        ref = kmedoids.fasterpam(diss, k, max_iter=100, init="random", random_state=42, n_cpu=1)
+        order = np.argsort(np.asarray(ref.medoids, dtype=np.intp))
+        np.testing.assert_array_equal(subset.items, np.asarray(ref.medoids, dtype=np.intp)[order])
+        sizes = np.bincount(np.asarray(ref.labels, dtype=np.intp), minlength=k).astype(float)
+        np.testing.assert_array_equal(subset.weights, sizes[order])

@@ -245,3 +245,107 @@ def test_stable_order_of_labels_equals_numpy_stable_argsort():
     for k in (1, 2, 300, 65536, 70000):
         lab = rng.integers(0, k, 5000)
         assert np.array_equal(_stable_order(lab, k), np.argsort(lab, kind="stable"))
+
+
+def _alternate_recomputing_every_sum(u, med, *, max_iter, lab=None, best=None, weight=None):
+    """Alternating k-medoids as it was before the incremental sums: every cluster summed at every iteration."""
+    from irtlib.selection.static import _assign, _stable_order
+
+    wu = u if weight is None else u * weight[:, None]
+    med = np.array(med, dtype=np.intp)
+    k = med.size
+    if lab is None:
+        lab, best = _assign(u, u[med])
+    else:
+        old = int(lab.max()) + 1 if lab.size else 0
+        lab, best = lab.copy(), best.copy()
+        if old < k:
+            l2, b2 = _assign(u, u[med[old:]])
+            better = b2 > best
+            lab[better], best[better] = l2[better] + old, b2[better]
+    lab[med] = np.arange(k)
+    best[med] = 1.0
+    for _ in range(max_iter):
+        order = _stable_order(lab, k)
+        sorted_lab = lab[order]
+        starts = np.searchsorted(sorted_lab, np.arange(k))
+        sums = np.add.reduceat(wu[order], starts, axis=0)
+        score = np.einsum("ij,ij->i", u, sums[lab])
+        top = np.maximum.reduceat(score[order], starts)
+        at_top = order[score[order] >= top[sorted_lab]]
+        new = med.copy()
+        new[lab[at_top[::-1]]] = at_top[::-1]
+        keep_current = score[med] >= top
+        new[keep_current] = med[keep_current]
+        moved = np.flatnonzero(new != med)
+        if moved.size == 0:
+            break
+        med = new
+        lost = np.zeros(k, dtype=bool)
+        lost[moved] = True
+        lost = lost[lab]
+        if lost.any():
+            idx = np.flatnonzero(lost)
+            l2, b2 = _assign(u[idx], u[med])
+            lab[idx], best[idx] = l2, b2
+        keep = np.flatnonzero(~lost)
+        if keep.size:
+            sim = u[keep] @ u[med[moved]].T
+            j = sim.argmax(axis=1)
+            s = sim[np.arange(keep.size), j]
+            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]))
+            lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
+        lab[med] = np.arange(k)
+        best[med] = 1.0
+    return med, lab
+
+
+@pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2)])
+def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(shape, seed, monkeypatch):
+    """The warm-started path (SafetyBench's and AIR-Bench's anchor points): the same medoids and weights."""
+    from irtlib.selection import static
+
+    rng = np.random.default_rng(seed)
+    n_models, n_items = shape
+    ability = rng.normal(size=(n_models, 1))
+    x = (rng.random(shape) < 1.0 / (1.0 + np.exp(rng.normal(size=(1, n_items)) - ability))).astype(float)
+    x[rng.random(shape) < 0.01] = np.nan
+    ks = [1, 2, 5, 13, 40, 111, 300, 800, min(2000, n_items)]
+    got = anchor_points_path(x, ks, seed=seed, solver="alternate")
+    monkeypatch.setattr(static, "_alternate", _alternate_recomputing_every_sum)
+    ref = anchor_points_path(x, ks, seed=seed, solver="alternate")
+    for k in ks:
+        np.testing.assert_array_equal(got[k].items, ref[k].items)
+        np.testing.assert_array_equal(got[k].weights, ref[k].weights)
+
+
+def _full_sums(u, wu, labels, k):
+    """Every cluster's sum and every point's score, as the full pass of ``_alternate`` computes them."""
+    from irtlib.selection.static import _stable_order
+
+    order = _stable_order(labels, k)
+    sums = np.add.reduceat(wu[order], np.searchsorted(labels[order], np.arange(k)), axis=0)
+    return sums, np.einsum("ij,ij->i", u, sums[labels])
+
+
+def test_incremental_cluster_sums_equal_the_full_pass():
+    from irtlib.selection.static import _update_sums
+
+    rng = np.random.default_rng(9)
+    for _ in range(50):
+        k = int(rng.integers(1, 80))
+        n = int(rng.integers(k, 6000))
+        u = rng.normal(size=(n, 25)) * np.exp(rng.normal(0.0, 3.0, (n, 1)))
+        wu = u * rng.integers(1, 5, n)[:, None]
+        before = rng.choice(k, n, p=rng.dirichlet(np.full(k, 0.3)))
+        before[:k] = np.arange(k)                      # every cluster keeps a member (its medoid)
+        lab = before.copy()
+        moving = rng.random(n) < rng.choice([0.0, 0.001, 0.05, 0.5])
+        moving[:k] = False
+        lab[moving] = rng.integers(0, k, int(moving.sum()))
+
+        sums, score = _full_sums(u, wu, before, k)
+        _update_sums(u, wu, lab, k, before, sums, score)
+        want_sums, want_score = _full_sums(u, wu, lab, k)
+        np.testing.assert_array_equal(sums, want_sums)
+        np.testing.assert_array_equal(score, want_score)
