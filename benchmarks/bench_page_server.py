@@ -1,13 +1,13 @@
 """Benchmark: a page run by a runner forked from the page server against a runner process of its own.
 
-Runs a one-cell page (``print(1)``) ``--pages`` times in a row through ``tools/run_chapter.py``, with
-the page server (``tools/page_server.py``) and without it (``IRTBOOK_PAGE_SERVER=0``), alternating the
-two in ``--rounds`` rounds, each round in a fresh build folder whose servers end with the round. It
-prints, per side, the median over rounds of the wall seconds per page and of the CPU seconds per page
-(the runners', the kernels' and the servers', as ``benchmarks/bench_book.py`` counts them), and their
-ratios. Both sides fork their kernels from the kernel server, as the book does; the first page of a
-round starts the servers (the page server's side runs that page itself), as the first pages of a build
-do. Run from the repository root::
+Runs a one-cell page (``1``, the page server's own warm-up page) ``--pages`` times in a row through
+``tools/run_chapter.py``, with the page server (``tools/page_server.py``) and without it
+(``IRTBOOK_PAGE_SERVER=0``), alternating the two in ``--rounds`` rounds, each round in a fresh build
+folder whose servers end with the round. It prints, per side, the median over rounds of the wall
+seconds per page and of the CPU seconds per page (the runners', the kernels' and the servers', as
+``benchmarks/bench_book.py`` counts them), and their ratios. Both sides fork their kernels from the
+kernel server, as the book does; the first page of a round starts the servers (the page server's
+side runs that page itself), as the first pages of a build do. Run from the repository root::
 
     .venv/bin/python benchmarks/bench_page_server.py [--pages 8] [--rounds 3]
 """
@@ -28,22 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_book import COVERAGE_HOOKS, kernel_server_cpu  # noqa: E402
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-# Page
-
-```{code-cell} ipython3
-print(1)
-```
-"""
+sys.path.insert(0, str(ROOT / "tools"))
+from page_server import WARM_UP_PAGE as PAGE  # noqa: E402  (a one-cell page: the cell is `1`)
 
 
 def _children_cpu() -> float:

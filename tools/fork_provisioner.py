@@ -36,7 +36,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -47,7 +46,7 @@ NAME = "irtbook-forked-kernel"
 SWITCH = "IRTBOOK_FORK_KERNEL"
 IDLE_VARIABLE = "IRTBOOK_FORK_KERNEL_IDLE"
 IDLE_SECONDS = 30.0
-COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+COVERAGE_HOOKS = kernel_forkserver.COVERAGE_HOOKS
 SERVER_SCRIPT = Path(kernel_forkserver.__file__).resolve()
 START_TIMEOUT = 120.0  #: seconds a new server may take to import its modules (a loaded machine)
 
@@ -59,15 +58,11 @@ last_launch = "ordinary (not installed)"
 
 
 def enabled(env: dict[str, str] | None = None) -> str | None:
-    """Why kernels cannot be forked here (a reason), or None when they can."""
-    env = os.environ if env is None else env
-    if env.get(SWITCH, "1").strip().lower() in {"0", "false", "no", "off"}:
-        return f"{SWITCH}={env[SWITCH]}"
-    if any(env.get(var) for var in COVERAGE_HOOKS):
-        return "coverage's subprocess hook is set"
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        return f"no fork server on {sys.platform}"
-    return None
+    """Why kernels cannot be forked here (a reason), or None when they can.
+
+    :func:`kernel_forkserver.why_not_forked` with this module's :data:`SWITCH`.
+    """
+    return kernel_forkserver.why_not_forked(os.environ if env is None else env, SWITCH)
 
 
 def install(state_dir: Path, *, owner: int) -> str | None:

@@ -104,6 +104,26 @@ NOT_BEFORE_SHELL = ("matplotlib_inline.backend_inline",)
 KERNEL_MODULE = "ipykernel_launcher"
 
 
+#: Environment variables that start coverage in every Python process: each must start it itself.
+COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+
+
+def why_not_forked(env: dict[str, str], switch: str) -> str | None:
+    """Why a fork server cannot be used here (a reason), or None when it can.
+
+    The switch ``switch`` set to 0 (or ``false``, ``no``, ``off``), coverage's subprocess hook
+    (:data:`COVERAGE_HOOKS`), and platforms other than Linux (macOS' system libraries are not safe to
+    use after ``fork`` without ``exec``) or without ``fork`` and descriptor passing.
+    """
+    if env.get(switch, "1").strip().lower() in {"0", "false", "no", "off"}:
+        return f"{switch}={env[switch]}"
+    if any(env.get(var) for var in COVERAGE_HOOKS):
+        return "coverage's subprocess hook is set"
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return f"no fork server on {sys.platform}"
+    return None
+
+
 def environment_key(executable: str, cwd: str, env: dict[str, str]) -> str:
     """The key of a kernel environment: interpreter, working directory and the variables that matter.
 

@@ -49,7 +49,6 @@ SWITCH = "IRTBOOK_PAGE_SERVER"
 #: calibration stage runs before the first page).
 IDLE_VARIABLE = "IRTBOOK_PAGE_SERVER_IDLE"
 IDLE_SECONDS = 30.0
-COVERAGE_HOOKS = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
 
 #: papermill's optional remote-storage back ends, marked absent as ``run_chapter.REMOTE_IO_MODULES``
 #: marks them (papermill.iorw tries each at import).
@@ -66,15 +65,11 @@ PRELOAD = (
 
 
 def enabled(env: dict[str, str] | None = None) -> str | None:
-    """Why pages cannot be run by the server here (a reason), or None when they can."""
-    env = os.environ if env is None else env
-    if env.get(SWITCH, "1").strip().lower() in {"0", "false", "no", "off"}:
-        return f"{SWITCH}={env[SWITCH]}"
-    if any(env.get(var) for var in COVERAGE_HOOKS):
-        return "coverage's subprocess hook is set"
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        return f"no fork server on {sys.platform}"
-    return None
+    """Why pages cannot be run by the server here (a reason), or None when they can.
+
+    :func:`kernel_forkserver.why_not_forked` with this module's :data:`SWITCH`.
+    """
+    return kernel_forkserver.why_not_forked(os.environ if env is None else env, SWITCH)
 
 
 def server_key(env: dict[str, str], cwd: str) -> str:
