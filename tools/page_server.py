@@ -50,10 +50,6 @@ SWITCH = "IRTBOOK_PAGE_SERVER"
 IDLE_VARIABLE = "IRTBOOK_PAGE_SERVER_IDLE"
 IDLE_SECONDS = 30.0
 
-#: papermill's optional remote-storage back ends, marked absent as ``run_chapter.REMOTE_IO_MODULES``
-#: marks them (papermill.iorw tries each at import).
-REMOTE_IO_MODULES = ("boto3", "botocore", "azure", "gcsfs", "pyarrow", "github")
-
 #: What every page runner imports before its page: jupytext (the page's source), papermill's command line
 #: and engines, nbclient, jupyter_client's kernel manager, provisioners and kernel specs, and the runner's
 #: own modules. Not the project's library, nor anything a kernel imports.
@@ -183,7 +179,9 @@ def preload() -> float:
     import threading
 
     start = time.process_time()
-    for module in REMOTE_IO_MODULES:
+    import run_chapter
+
+    for module in run_chapter.REMOTE_IO_MODULES:    # papermill's remote storage: absent, as in a runner
         sys.modules.setdefault(module, None)  # type: ignore[assignment]
     for name in PRELOAD:
         importlib.import_module(name)

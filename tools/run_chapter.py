@@ -223,6 +223,11 @@ def run_papermill(argv: list[str]) -> int:
     return 0
 
 
+def _work_dir(args: argparse.Namespace) -> Path:
+    """Where partial notebooks go: ``--work-dir``, else ``<output dir>/../executing``."""
+    return args.work_dir or args.output.parent.parent / "executing"
+
+
 def main(argv: list[str] | None = None, *, owner: int | None = None, in_server: bool = False) -> int:
     """Run the page ``argv`` names (or start the servers); the exit status.
 
@@ -259,8 +264,7 @@ def main(argv: list[str] | None = None, *, owner: int | None = None, in_server: 
         # (jupytext, papermill, jupyter_client) once for every page; None: it runs here.
         import page_server
 
-        state_dir = (args.work_dir or args.output.parent.parent / "executing").parent / "page-server"
-        status = page_server.delegate(given, state_dir=state_dir, owner=os.getppid())
+        status = page_server.delegate(given, state_dir=_work_dir(args).parent / "page-server", owner=os.getppid())
         if status is not None:
             return status
     # The kernel is started by jupyter_client with this interpreter, so the
@@ -272,7 +276,7 @@ def main(argv: list[str] | None = None, *, owner: int | None = None, in_server: 
     if args.source is None or args.output is None:
         parser.error("SOURCE and OUTPUT are required (unless --start-kernel-server)")
     name = args.source.stem
-    work_dir = args.work_dir or args.output.parent.parent / "executing"
+    work_dir = _work_dir(args)
     work_dir.mkdir(parents=True, exist_ok=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     # The kernel server, when one is needed, starts while this process reads the page and imports papermill
