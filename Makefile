@@ -261,6 +261,22 @@ $(STAGE_STAMP): $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_ST
 endif
 stage: $(STAGE_STAMP)
 
+# Chapter 06's own protocol runs (the paper's text's protocol and the other engine's: most of its work) do not
+# read chapter 05's, which 06 waits for. A full build computes them as a job of its own that starts with chapter
+# 05 (bookkit/irtbook/comparison_runs.py: chapter 06's default parameters, read from its source, one process),
+# and chapter 06 reads them from the cache; otherwise both cores idled while 06 ran them alone at the end.
+# Not with PARAMS (the chapter's own parameters may differ: it computes its runs itself) nor in a QUICK build,
+# whose two splits a run cost less than the job's start.
+COMPARISON_STAMP := $(if $(and $(STAGE_STAMP),$(filter book/06_table2,$(CHAPTERS))),$(if $(strip $(PARAMS)),,$(if \
+	$(filter True,$(QUICK_VALUE)),,$(STAGE_CACHE)/.comparison-$(QUICK_VALUE))))
+ifneq ($(COMPARISON_STAMP),)
+$(COMPARISON_STAMP): book/06_table2.md $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) $(STAGE_STAMP) \
+		| $(VENV_STAMP) $(PYC_STAMP)
+	$(VPY) -m irtbook.comparison_runs --cache-dir $(STAGE_CACHE)
+	@touch $@
+$(EXEC_DIR)/06_table2.ipynb: $(COMPARISON_STAMP)
+endif
+
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
 $(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) $(STAGE_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
@@ -285,11 +301,13 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # 04b (listed right after 10, while 02 still ran) started last, 32 s after 02 had ended, and ran alone
 # for 11.5 of its 12 s. So each chapter that reuses another's cache is listed where that one has certainly
 # ended: after two more of the long chapters (02 and 05 start first and end before 10 and 08 have both
-# started; then 04b and, after it, 06). The short pages come last, to fill the end of both slots.
+# started; then 04b and, after it, 06). Chapter 06's comparison runs (COMPARISON_STAMP), which need only the
+# stage, start right after 05. The short pages come last, to fill the end of both slots.
 FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/08_simulation_study book/04b_model_fit \
 	book/07_own_benchmark book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \
 	book/03_ceiling book/intro
-EXECUTED_FIRST := $(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS))))
+EXECUTED_FIRST := $(foreach p,$(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS)))),$(p) \
+	$(if $(filter $(EXEC_DIR)/05_selection.ipynb,$(p)),$(COMPARISON_STAMP)))
 executed: $(EXECUTED_FIRST) $(EXECUTED)
 	@test -n "$(EXECUTED)" || { echo "no notebook chapters found in _toc.yml" >&2; exit 1; }
 
