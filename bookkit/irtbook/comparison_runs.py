@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     other = comparison_runs(**kw["comparison"])
     alt = engine_runs(**kw["engine"])
     print(f"[comparison runs] {path.stem}: {len(other)} benchmarks under the {kw['comparison']['protocol']} protocol, "
-          f"{len(alt)} recalibrated with {kw['engine']['engine']}; {time.perf_counter() - start:.1f} s", file=sys.stderr)
+          f"{len(alt)} recalibrated with {kw['engine']['engine']}; {time.perf_counter() - start:.1f} s",
+          file=sys.stderr)
     return 0
 
 

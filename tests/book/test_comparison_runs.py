@@ -1,4 +1,4 @@
-"""Chapter 06's comparison runs as a build job (irtbook.comparison_runs): the job fills the entries the chapter reads."""
+"""Chapter 06's comparison runs as a build job (irtbook.comparison_runs): it fills the entries the chapter reads."""
 
 from __future__ import annotations
 
