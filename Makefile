@@ -287,6 +287,14 @@ $(EXECUTED_SCORECARD): $(EXECUTED_CHAPTERS)
 $(EXECUTED_LAST): $(EXECUTED_CHAPTERS) $(EXECUTED_SCORECARD)
 $(EXECUTED_COLLECTORS): private CHAPTER_ARGS = -p EXECUTED_DIR $(EXEC_DIR)
 
+# With two chapters at once (JOBS > 1) both cores are busy already, so the chapters that start worker processes
+# (an N_JOBS parameter) run in one process each: every worker is a fresh interpreter that imports numpy, scipy and
+# irtlib before its first task (09_pandaguard: 13.8 CPU s in one process, 16.7 with two workers; the results do not
+# depend on it). `make book JOBS=1` leaves them their own default.
+WORKER_CHAPTERS := $(if $(filter-out 1,$(JOBS)),$(call executed_path,$(basename $(shell grep -l '^N_JOBS = ' \
+	$(addsuffix .md,$(CHAPTERS)) 2>/dev/null))))
+$(WORKER_CHAPTERS): private CHAPTER_ARGS = -p N_JOBS 1
+
 # Chapters run in parallel.  Chapters that reuse another's cached results (irtlib.cache in
 # _build/cache) run after it, so the expensive work is done once: the py-irt fits of 02_fit
 # serve 03 and 04; the agreement protocol of 05_selection serves 06_table2.
