@@ -20,7 +20,8 @@
 #                    the same with `-p QUICK True` for every chapter (reduced settings: preview, CI)
 #   make stage [QUICK=1]
 #                    the calibrations the chapters share, fitted once into _build/cache (every chapter
-#                    target depends on it): bookkit/irtbook/split_stage.py
+#                    target depends on it): bookkit/irtbook/split_stage.py; a full build then also computes
+#                    chapter 06's own protocol runs as a job beside chapter 05 (bookkit/irtbook/comparison_runs.py)
 #   make chapter CH=03_fluid [QUICK=1] [PARAMS="-p N_SPLITS 20"]
 #                    re-execute one chapter (book/03_fluid.md) into _build/executed/03_fluid.ipynb
 #   make html        render the HTML again from the executed notebooks (executes what is out of date)
