@@ -272,6 +272,20 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
     laid_out, positions = [], []
     fig.canvas.mpl_connect("draw_event", lambda event: laid_out.append(True))
 
+    # The artists every frame shares (the bank's curves, the prior, limits and labels) are drawn once; each
+    # frame removes the previous frame's own artists and adds its own in the same order, so the axes' children
+    # keep the order a cleared axes would give them (and so the pixels), without rebuilding ticks and labels.
+    for j in background:
+        top.plot(grid, fisher_information(grid, a[j], b[j]), color="#bbbbbb", lw=0.8)
+    top.set_ylim(0, info_max * 1.15)
+    top.set_ylabel(r"item information $I_j(\theta)$")
+    bottom.plot(grid, prior, color="#999999", ls=":", lw=1.2, label="prior N(0, 1)")
+    bottom.set_ylim(0, max(p.max() for p in posts) * 1.1)
+    bottom.set_xlim(grid[0], grid[-1])
+    bottom.set_xlabel(r"ability $\theta$")
+    bottom.set_ylabel("posterior density")
+    shown = []                      # this frame's own artists
+
     def draw(t):
         if laid_out and fig.get_layout_engine() is not None:
             now = [tuple(ax.get_position().bounds) for ax in (top, bottom)]
@@ -280,31 +294,23 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
                     fig.set_layout_engine(None)
             positions.append(now)
         row = trace.iloc[t]
-        top.clear()
-        bottom.clear()
-        for j in background:
-            top.plot(grid, fisher_information(grid, a[j], b[j]), color="#bbbbbb", lw=0.8)
-        top.plot(grid, fisher_information(grid, row["a"], row["b"]), color="#D55E00", lw=2.6,
-                 label=f"chosen item {int(row['item'])} (a = {row['a']:.2f}, b = {row['b']:.2f})")
-        top.axvline(row["theta_before"], color="#0072B2", ls="--", lw=1.2,
-                    label=rf"estimate it was chosen at, $\hat\theta$ = {row['theta_before']:.2f}")
-        top.set_ylim(0, info_max * 1.15)
-        top.set_ylabel(r"item information $I_j(\theta)$")
+        for artist in shown:
+            artist.remove()
+        shown.clear()
+        shown.extend(top.plot(grid, fisher_information(grid, row["a"], row["b"]), color="#D55E00", lw=2.6,
+                              label=f"chosen item {int(row['item'])} (a = {row['a']:.2f}, b = {row['b']:.2f})"))
+        shown.append(top.axvline(row["theta_before"], color="#0072B2", ls="--", lw=1.2,
+                                 label=rf"estimate it was chosen at, $\hat\theta$ = {row['theta_before']:.2f}"))
         top.legend(loc="upper left", fontsize=8, frameon=False)
         top.set_title(f"{title} step {t + 1} of {len(trace)}: response "
                       f"{'safe (1)' if row['response'] == 1 else 'unsafe (0)'}".strip(), fontsize=10)
-        bottom.plot(grid, prior, color="#999999", ls=":", lw=1.2, label="prior N(0, 1)")
         for s in range(t):
-            bottom.plot(grid, posts[s], color="#0072B2", alpha=0.12, lw=1)
-        bottom.plot(grid, posts[t], color="#0072B2", lw=2.2, label=rf"posterior after {t + 1} items")
-        bottom.axvspan(row["theta"] - 1.96 * row["se"], row["theta"] + 1.96 * row["se"], color="#0072B2", alpha=0.12,
-                       label=rf"$\hat\theta$ = {row['theta']:.2f} $\pm$ 1.96 SE")
+            shown.extend(bottom.plot(grid, posts[s], color="#0072B2", alpha=0.12, lw=1))
+        shown.extend(bottom.plot(grid, posts[t], color="#0072B2", lw=2.2, label=rf"posterior after {t + 1} items"))
+        shown.append(bottom.axvspan(row["theta"] - 1.96 * row["se"], row["theta"] + 1.96 * row["se"],
+                                    color="#0072B2", alpha=0.12, label=rf"$\hat\theta$ = {row['theta']:.2f} $\pm$ 1.96 SE"))
         if full_theta is not None:
-            bottom.axvline(full_theta, color="#000000", lw=1.2, label=f"full-benchmark ability {full_theta:.2f}")
-        bottom.set_ylim(0, max(p.max() for p in posts) * 1.1)
-        bottom.set_xlim(grid[0], grid[-1])
-        bottom.set_xlabel(r"ability $\theta$")
-        bottom.set_ylabel("posterior density")
+            shown.append(bottom.axvline(full_theta, color="#000000", lw=1.2, label=f"full-benchmark ability {full_theta:.2f}"))
         bottom.legend(loc="upper left", fontsize=8, frameon=False)
         return []
 
