@@ -307,10 +307,11 @@ def trace_animation(trace: pd.DataFrame, responses, a, b, *, full_theta: float |
         for s in range(t):
             shown.extend(bottom.plot(grid, posts[s], color="#0072B2", alpha=0.12, lw=1))
         shown.extend(bottom.plot(grid, posts[t], color="#0072B2", lw=2.2, label=rf"posterior after {t + 1} items"))
-        shown.append(bottom.axvspan(row["theta"] - 1.96 * row["se"], row["theta"] + 1.96 * row["se"],
-                                    color="#0072B2", alpha=0.12, label=rf"$\hat\theta$ = {row['theta']:.2f} $\pm$ 1.96 SE"))
+        shown.append(bottom.axvspan(row["theta"] - 1.96 * row["se"], row["theta"] + 1.96 * row["se"], color="#0072B2",
+                                    alpha=0.12, label=rf"$\hat\theta$ = {row['theta']:.2f} $\pm$ 1.96 SE"))
         if full_theta is not None:
-            shown.append(bottom.axvline(full_theta, color="#000000", lw=1.2, label=f"full-benchmark ability {full_theta:.2f}"))
+            shown.append(bottom.axvline(full_theta, color="#000000", lw=1.2,
+                                        label=f"full-benchmark ability {full_theta:.2f}"))
         bottom.legend(loc="upper left", fontsize=8, frameon=False)
         return []
 
