@@ -31,7 +31,7 @@ from irtlib.calibration.joint_map import fit_map
 from irtlib.core.kernels import probability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.selection.adaptive import Trajectory, run_adaptive
-from irtlib.selection.certify import ConfidenceRule, Cut, SprtRule
+from irtlib.selection.certify import ConfidenceRule, Cut, SprtRule, grid_terms
 from irtlib.selection.engine import AdaptiveTest
 from irtlib.selection.estimators import MeanScoreEstimator
 from irtlib.selection.items import TwoPLItems
@@ -84,7 +84,9 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
     ended it; each rule sees a model's responses up to the step at which it ends the model's test,
     and its decision, ``p_above`` and length are those of :func:`run_adaptive` with that rule alone
     (``StoppingRule(max_items=budget, decision=rule)``; the tests check it), for one item
-    selection and one ability estimate per step in place of one per rule.
+    selection and one ability estimate per step in place of one per rule. The rules' posteriors on one
+    grid also share each step's grid log-likelihoods (:func:`irtlib.selection.certify.grid_terms`,
+    computed once for every model that answered), each adding the terms of the models it still tests.
 
     Parameters
     ----------
@@ -105,6 +107,7 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
     rows = np.arange(n)
     test = AdaptiveTest(items, n_models=n, available=~np.isnan(x), capacity=budget)
     runs = [rule.begin(items, n) for rule in rules]
+    points = _shared_grid(runs)
     given = [np.zeros(n, dtype=int) for _ in rules]
     live = [np.ones(n, dtype=bool) for _ in rules]
     for t in range(budget + 1):
@@ -120,16 +123,25 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
         j = np.where(anyone, test.propose(active=anyone), -1)
         answer = x[rows, np.maximum(j, 0)]
         test.record(j, answer)
+        terms = None if points is None else grid_terms(items, j, answer, points)   # once for every rule
         for run, n_given, alive in zip(runs, given, live, strict=True):
             jr = np.where(alive, j, -1)
             xr = np.where(jr >= 0, answer, np.nan)
-            run.push(jr, xr)
+            run.push(jr, xr, terms=terms)
             n_given += (jr >= 0) & ~np.isnan(xr)
     out = []
     for run, n_given in zip(runs, given, strict=True):
         decision, p_above = run.evaluate(n_given)
         out.append(RuleOutcome(decision=decision, p_above=p_above, n_items=n_given))
     return out
+
+
+def _shared_grid(runs) -> np.ndarray | None:
+    """The grid every rule's posterior is on, when they share one (else None: each computes its own terms)."""
+    grids = [getattr(getattr(run, "posterior", None), "points", None) for run in runs]
+    if grids and all(g is not None and np.array_equal(g, grids[0]) for g in grids):
+        return grids[0]
+    return None
 
 
 # ---------------------------------------------------------------------------- leave one model out
