@@ -47,15 +47,17 @@ def fluid_first_reach(matrix: ResponseMatrix, *, drop=(), n_splits: int = 5, see
     m = matrix.subset(items=keep)
     # a drop that removes nothing (no item flagged) asks for the run on all items again: made once
     key = (array_checksum(m.values), tuple(m.models), tuple(m.items), int(n_splits), seed, float(threshold))
-    if key not in _REACHED:
+    found = _REACHED.get(key)
+    if found is None:
         results = run_protocol(m, methods=["fluid"], n_splits=n_splits, seed=seed, engine="map", progress=False)
         curve = agreement_curves(results)
         curve = curve[curve["method"] == "fluid"].sort_values("k")
         reach = first_reach(curve["k"].tolist(), curve["mean"].tolist(), threshold=threshold)
-        while len(_REACHED) >= _REACHED_KEPT:
+        found = {**reach, "curve": curve[["k", "mean"]].reset_index(drop=True), "n_items": len(keep)}
+        while _REACHED and len(_REACHED) >= _REACHED_KEPT:
             _REACHED.pop(next(iter(_REACHED)))
-        _REACHED[key] = {**reach, "curve": curve[["k", "mean"]].reset_index(drop=True), "n_items": len(keep)}
-    found = _REACHED[key]
+        if _REACHED_KEPT > 0:
+            _REACHED[key] = found
     return {**found, "curve": found["curve"].copy()}
 
 
