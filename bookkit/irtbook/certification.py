@@ -28,10 +28,11 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from irtlib.calibration.joint_map import fit_map
-from irtlib.core.kernels import probability
+from irtlib.core.kernels import logit_z, probability
 from irtlib.core.responses import ResponseMatrix
+from irtlib.extended.logistic_kernel import tables as logistic_tables
 from irtlib.selection.adaptive import Trajectory, run_adaptive
-from irtlib.selection.certify import ConfidenceRule, Cut, SprtRule, grid_terms
+from irtlib.selection.certify import ConfidenceRule, Cut, GridTerms, SprtRule, grid_terms
 from irtlib.selection.engine import AdaptiveTest
 from irtlib.selection.estimators import MeanScoreEstimator
 from irtlib.selection.items import TwoPLItems
@@ -123,7 +124,7 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
         j = np.where(anyone, test.propose(active=anyone), -1)
         answer = x[rows, np.maximum(j, 0)]
         test.record(j, answer)
-        terms = None if points is None else grid_terms(items, j, answer, points)   # once for every rule
+        terms = None if points is None else _step_terms(items, j, answer, points)   # once for every rule
         for run, n_given, alive in zip(runs, given, live, strict=True):
             jr = np.where(alive, j, -1)
             xr = np.where(jr >= 0, answer, np.nan)
@@ -134,6 +135,23 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
         decision, p_above = run.evaluate(n_given)
         out.append(RuleOutcome(decision=decision, p_above=p_above, n_items=n_given))
     return out
+
+
+def _step_terms(items, j: np.ndarray, x: np.ndarray, points: np.ndarray) -> GridTerms:
+    """:func:`irtlib.selection.certify.grid_terms`, the 2PL's from one pass of the logistic kernel.
+
+    ``TwoPLItems.grid_log_likelihood`` is :func:`irtlib.core.kernels.log_likelihood`, ``x log_expit(z) +
+    (1 - x) log_expit(-z)`` with ``z = a (theta - b)``, two scipy passes over the grid; the same
+    arithmetic on :func:`irtlib.extended.logistic_kernel.tables` (scipy's bits of both logarithms, from
+    one ``exp`` and one ``log1p`` a cell) gives the same numbers. Other item models (the 3PL): ``grid_terms``.
+    """
+    if not isinstance(items, TwoPLItems) or items.c is not None:
+        return grid_terms(items, j, x, points)
+    rows = np.flatnonzero((j >= 0) & ~np.isnan(x))
+    a, b, _ = items.at(j[rows], rows)
+    log_p, log_q = logistic_tables(logit_z(points[None, :], a[:, None], b[:, None]))
+    xr = np.asarray(x[rows], dtype=float)[:, None]
+    return GridTerms(rows=rows, values=xr * log_p + (1.0 - xr) * log_q, points=points)
 
 
 def _shared_grid(runs) -> np.ndarray | None:
