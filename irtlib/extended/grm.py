@@ -308,15 +308,12 @@ def _pack(a, thresholds):
     return np.concatenate([np.log(a), c.ravel()])
 
 
-def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None, ds=None, live=None):
+def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None, ds=None):
     """``sum r_jqk log P_jk(theta_q)`` and its gradient in (log a, c) (and in the nodes).
 
     ``counts`` has shape (n_items, n_nodes, K); ``nodes`` shape (n_nodes,); ``z``, ``lp`` and ``ds``,
     when the caller has them, are the cumulative logits, the log category probabilities at the nodes
-    and ``expit(z) * expit(-z)`` (:func:`_cat_tables`). ``live``: the flat (C-order) positions where
-    ``counts > 0`` (the joint mode's one-hot counts: one category in K per cell), so that ``r_k / P_k``
-    takes ``exp(-log P_k)`` there only; numpy's ``exp`` of a value does not depend on its neighbours,
-    and every other cell is 0 either way (the same array, the same layout).
+    and ``expit(z) * expit(-z)`` (:func:`_cat_tables`).
     """
     a = np.exp(alpha)
     if z is None:
@@ -326,12 +323,7 @@ def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp
         ds = _cat_tables(z)[1]
     ll = float((counts * lp).sum())
     with np.errstate(over="ignore"):
-        if live is None:
-            inverse = np.exp(-lp)
-        else:
-            inverse = np.zeros_like(lp)
-            inverse.reshape(-1)[live] = np.exp(-lp.reshape(-1)[live])
-        ratio = np.where(counts > 0, counts * inverse, 0.0)             # r_k / P_k (0 where r = 0)
+        ratio = np.where(counts > 0, counts * np.exp(-lp), 0.0)         # r_k / P_k (0 where r = 0)
     g_z = ds * (ratio[..., 1:] - ratio[..., :-1])                       # d ll / d z_k, (J, Q, K-1)
     g_alpha = a * (g_z * (nodes[None, :, None] - b[:, None, :])).sum(axis=(1, 2))
     g_b = -a[:, None] * g_z.sum(axis=1)                                 # (J, K-1)
@@ -442,7 +434,6 @@ def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, 
         ll = float(posterior_weights(flat @ lp.transpose(0, 2, 1).reshape(-1, nodes.size), logw)[1].sum())
     else:
         counts = onehot.transpose(1, 0, 2)                              # (J, M, K)
-        live = np.flatnonzero(counts > 0)                               # the observed category of each cell
         rate = np.nanmean(x / (n_cat - 1), axis=1)
         t0 = np.log((rate + 0.02) / (1.02 - rate))
         t0 = (t0 - t0.mean()) / (t0.std() + 1e-12)
@@ -450,7 +441,7 @@ def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, 
         def objective(p):
             alpha, c, b = _unpack(p[:n_item_par], n_items, n_cat)
             th = p[n_item_par:]
-            ll, g_alpha, g_c, _, g_t, _ = _expected_loglik(alpha, c, b, th, counts, want_theta=True, live=live)
+            ll, g_alpha, g_c, _, g_t, _ = _expected_loglik(alpha, c, b, th, counts, want_theta=True)
             lp_prior, pa, pc = _item_prior(alpha, b, c, prior_log_a, prior_b)
             value = ll + lp_prior - 0.5 * (th ** 2).sum()
             return -value, -np.concatenate([g_alpha + pa, (g_c + pc).ravel(), g_t - th])
