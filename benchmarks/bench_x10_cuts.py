@@ -10,18 +10,16 @@ path, put back for the run:
   log-likelihoods and the cut's normal tail at every step (``_shared_grid`` off, ``beyond`` uncached).
 - ``tables``: chapter 10's M2PL question (``bench_beyond_tables.mirt_question``). Before: the logistic
   kernel without the copy of a cell whose ``z`` repeats the row above.
-- ``grm``: chapter 10's GRM question (``bench_beyond_tables.grm_question``). Before: the joint mode's
-  ``r / P`` with the exponential of every category.
 - ``fluid``: chapter 04b's Fluid runs with 2PL and 3PL banks on WMDP-Bio (20 splits of 10 test models,
   15 budgets to 200). Before: one calibration and one Fluid run per split, as ``split_agreements``'
   loop ran them.
 - ``reach``: the bank audit's Fluid runs on SimpleSafetyTests (nothing flagged): all items, then the
   flagged items dropped. Before: both runs made.
 
-Needs the real data (``../shared/realdata``; PandaGuard through ``$IRTLIB_PANDAGUARD_DATA``). Run from
+Needs the real data (``../shared/realdata``). Run from
 the repository root::
 
-    .venv/bin/python benchmarks/bench_x10_cuts.py [cert tables grm fluid reach]
+    .venv/bin/python benchmarks/bench_x10_cuts.py [cert tables fluid reach]
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-PARTS = ("cert", "tables", "grm", "fluid", "reach")
+PARTS = ("cert", "tables", "fluid", "reach")
 
 
 # ---------------------------------------------------------------------------- the computations
@@ -55,12 +53,6 @@ def tables_part():
     from bench_beyond_tables import mirt_question
 
     return mirt_question()
-
-
-def grm_part():
-    from bench_beyond_tables import grm_question
-
-    return grm_question()
 
 
 def fluid_part():
@@ -112,11 +104,6 @@ def before(part):
         lib = logistic_kernel.load()
         patch(mirt, "logistic_tables", lambda z, sigmoid=False, sigmoid_neg=False: logistic_kernel._kernel_tables(
             lib, z, sigmoid, sigmoid_neg, reuse=False))
-    elif part == "grm":
-        from irtlib.extended import grm
-
-        dense = grm._expected_loglik
-        patch(grm, "_expected_loglik", lambda *args, live=None, **kw: dense(*args, **kw))
     elif part == "fluid":
         from irtlib.calibration.models import fit_irt_values
         from irtlib.protocol import model_agreement
@@ -163,7 +150,7 @@ def main(argv=None) -> int:
     parts = args.parts or list(PARTS)
     if set(parts) - set(PARTS):
         parser.error(f"parts must be among {PARTS}, got {parts}")
-    compute = {"cert": cert_part, "tables": tables_part, "grm": grm_part, "fluid": fluid_part, "reach": reach_part}
+    compute = {"cert": cert_part, "tables": tables_part, "fluid": fluid_part, "reach": reach_part}
     total = [0.0, 0.0]
     for part in parts:
         times, results = {True: [], False: []}, {}
