@@ -19,6 +19,7 @@ from irtlib.bank.build import calibrate_bank
 from irtlib.core.responses import ResponseMatrix
 from irtlib.protocol.agreement import agreement_curves, run_protocol
 
+from .cache import array_checksum
 from .table2 import first_reach
 
 __all__ = ["audit_benchmark", "fluid_first_reach", "dated_groups", "model_date"]
@@ -44,11 +45,26 @@ def fluid_first_reach(matrix: ResponseMatrix, *, drop=(), n_splits: int = 5, see
     """
     keep = [item for item in matrix.items if item not in set(drop)]
     m = matrix.subset(items=keep)
-    results = run_protocol(m, methods=["fluid"], n_splits=n_splits, seed=seed, engine="map", progress=False)
-    curve = agreement_curves(results)
-    curve = curve[curve["method"] == "fluid"].sort_values("k")
-    reach = first_reach(curve["k"].tolist(), curve["mean"].tolist(), threshold=threshold)
-    return {**reach, "curve": curve[["k", "mean"]].reset_index(drop=True), "n_items": len(keep)}
+    # a drop that removes nothing (no item flagged) asks for the run on all items again: made once
+    key = (array_checksum(m.values), tuple(m.models), tuple(m.items), int(n_splits), seed, float(threshold))
+    found = _REACHED.get(key)
+    if found is None:
+        results = run_protocol(m, methods=["fluid"], n_splits=n_splits, seed=seed, engine="map", progress=False)
+        curve = agreement_curves(results)
+        curve = curve[curve["method"] == "fluid"].sort_values("k")
+        reach = first_reach(curve["k"].tolist(), curve["mean"].tolist(), threshold=threshold)
+        found = {**reach, "curve": curve[["k", "mean"]].reset_index(drop=True), "n_items": len(keep)}
+        while _REACHED and len(_REACHED) >= _REACHED_KEPT:
+            _REACHED.pop(next(iter(_REACHED)))
+        if _REACHED_KEPT > 0:
+            _REACHED[key] = found
+    return {**found, "curve": found["curve"].copy()}
+
+
+#: :func:`fluid_first_reach`'s latest results in this process, by data and settings (a run asked for twice,
+#: with and without a drop that removes nothing, is made once).
+_REACHED: dict = {}
+_REACHED_KEPT = 16
 
 
 def model_date(model_id: str) -> pd.Timestamp | None:

@@ -28,10 +28,11 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from irtlib.calibration.joint_map import fit_map
-from irtlib.core.kernels import probability
+from irtlib.core.kernels import logit_z, probability
 from irtlib.core.responses import ResponseMatrix
+from irtlib.extended.logistic_kernel import tables as logistic_tables
 from irtlib.selection.adaptive import Trajectory, run_adaptive
-from irtlib.selection.certify import ConfidenceRule, Cut, SprtRule
+from irtlib.selection.certify import ConfidenceRule, Cut, GridTerms, SprtRule, grid_terms
 from irtlib.selection.engine import AdaptiveTest
 from irtlib.selection.estimators import MeanScoreEstimator
 from irtlib.selection.items import TwoPLItems
@@ -84,7 +85,9 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
     ended it; each rule sees a model's responses up to the step at which it ends the model's test,
     and its decision, ``p_above`` and length are those of :func:`run_adaptive` with that rule alone
     (``StoppingRule(max_items=budget, decision=rule)``; the tests check it), for one item
-    selection and one ability estimate per step in place of one per rule.
+    selection and one ability estimate per step in place of one per rule. The rules' posteriors on one
+    grid also share each step's grid log-likelihoods (:func:`irtlib.selection.certify.grid_terms`,
+    computed once for every model that answered), each adding the terms of the models it still tests.
 
     Parameters
     ----------
@@ -105,6 +108,7 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
     rows = np.arange(n)
     test = AdaptiveTest(items, n_models=n, available=~np.isnan(x), capacity=budget)
     runs = [rule.begin(items, n) for rule in rules]
+    points = _shared_grid(runs)
     given = [np.zeros(n, dtype=int) for _ in rules]
     live = [np.ones(n, dtype=bool) for _ in rules]
     for t in range(budget + 1):
@@ -120,16 +124,42 @@ def run_rules(responses: np.ndarray, items: TwoPLItems, *, budget: int, rules: l
         j = np.where(anyone, test.propose(active=anyone), -1)
         answer = x[rows, np.maximum(j, 0)]
         test.record(j, answer)
+        terms = None if points is None else _step_terms(items, j, answer, points)   # once for every rule
         for run, n_given, alive in zip(runs, given, live, strict=True):
             jr = np.where(alive, j, -1)
             xr = np.where(jr >= 0, answer, np.nan)
-            run.push(jr, xr)
+            run.push(jr, xr, terms=terms)
             n_given += (jr >= 0) & ~np.isnan(xr)
     out = []
     for run, n_given in zip(runs, given, strict=True):
         decision, p_above = run.evaluate(n_given)
         out.append(RuleOutcome(decision=decision, p_above=p_above, n_items=n_given))
     return out
+
+
+def _step_terms(items, j: np.ndarray, x: np.ndarray, points: np.ndarray) -> GridTerms:
+    """:func:`irtlib.selection.certify.grid_terms`, the 2PL's from one pass of the logistic kernel.
+
+    ``TwoPLItems.grid_log_likelihood`` is :func:`irtlib.core.kernels.log_likelihood`, ``x log_expit(z) +
+    (1 - x) log_expit(-z)`` with ``z = a (theta - b)``, two scipy passes over the grid; the same
+    arithmetic on :func:`irtlib.extended.logistic_kernel.tables` (scipy's bits of both logarithms, from
+    one ``exp`` and one ``log1p`` a cell) gives the same numbers. Other item models (the 3PL): ``grid_terms``.
+    """
+    if not isinstance(items, TwoPLItems) or items.c is not None:
+        return grid_terms(items, j, x, points)
+    rows = np.flatnonzero((j >= 0) & ~np.isnan(x))
+    a, b, _ = items.at(j[rows], rows)
+    log_p, log_q = logistic_tables(logit_z(points[None, :], a[:, None], b[:, None]))
+    xr = np.asarray(x[rows], dtype=float)[:, None]
+    return GridTerms(rows=rows, values=xr * log_p + (1.0 - xr) * log_q, points=points)
+
+
+def _shared_grid(runs) -> np.ndarray | None:
+    """The grid every rule's posterior is on, when they share one (else None: each computes its own terms)."""
+    grids = [getattr(getattr(run, "posterior", None), "points", None) for run in runs]
+    if grids and all(g is not None and np.array_equal(g, grids[0]) for g in grids):
+        return grids[0]
+    return None
 
 
 # ---------------------------------------------------------------------------- leave one model out

@@ -16,7 +16,7 @@ from irtlib.calibration.models import check_model, fit_irt_values
 from irtlib.core.responses import ResponseMatrix
 from irtlib.selection.adaptive import run_adaptive
 
-from .agreement import split_agreements
+from .agreement import split_agreements, split_models
 
 __all__ = ["fluid_irt", "fluid_agreement"]
 
@@ -42,6 +42,38 @@ def fluid_irt(responses: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | N
     ndarray, shape (n_models, budget)
     """
     return run_adaptive(responses, a, b, budget=budget, c=c).estimate
+
+
+def _fluid_splits(values: np.ndarray, splits, *, model: str, n_test: int, seed: int, budget: int,
+                  prior_c: tuple[float, float]) -> dict:
+    """Every split's Fluid run on its own bank, all splits' test models in one :func:`fluid_irt`.
+
+    Each split's bank is calibrated on its training rows (the rows :func:`split_agreements` draws);
+    its test models then run with that bank's parameters as theirs (per-model parameters). The
+    engine selects items and estimates abilities model by model (a model's path depends on its own
+    responses and parameters only), so each split's estimates are those of a run of its own test
+    models alone (``tests/protocol`` checks it), with one loop over the budget in place of one per split.
+
+    Returns
+    -------
+    dict
+        Split -> estimates of its test models, shape (n_test, budget).
+    """
+    rows, a, b, c = [], [], [], []
+    for split in splits:
+        train, test = split_models(values.shape[0], n_test, seed, split)
+        fit = fit_irt_values(values[train], model=model, prior_c=prior_c)
+        rows.append(test)
+        shape = (test.size, values.shape[1])
+        a.append(np.broadcast_to(fit["a"], shape))
+        b.append(np.broadcast_to(fit["b"], shape))
+        c.append(None if fit["c"] is None else np.broadcast_to(fit["c"], shape))
+    if not rows:
+        return {}
+    guess = None if any(v is None for v in c) else np.concatenate(c)
+    est = fluid_irt(values[np.concatenate(rows)], np.concatenate(a), np.concatenate(b), guess, budget=budget)
+    ends = np.cumsum([r.size for r in rows])
+    return {split: part for split, part in zip(splits, np.split(est, ends[:-1]), strict=True)}
 
 
 def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks: Sequence[int], n_splits: int = 20,
@@ -76,11 +108,12 @@ def fluid_agreement(matrix: ResponseMatrix, *, model: str = "2pl", ks: Sequence[
     values = filtered.values
     ks = sorted({int(k) for k in ks})
 
-    def score(split, train, test):        # calibrate on the training rows; test rows only for scoring
-        fit = fit_irt_values(values[train], model=model, prior_c=prior_c)
-        return fluid_irt(values[test], fit["a"], fit["b"], fit["c"], budget=ks[-1])[:, [k - 1 for k in ks]].T
-
     splits = range(int(n_splits))
+    estimates = _fluid_splits(values, splits, model=model, n_test=n_test, seed=seed, budget=ks[-1], prior_c=prior_c)
+
+    def score(split, train, test):        # the split's test models' estimates after each budget
+        return estimates[split][:, [k - 1 for k in ks]].T
+
     rhos = split_agreements(values, reference, splits, score, n_test=n_test, seed=seed)
     rows = [(split, "fluid", k, float(r), model) for split, rho in zip(splits, rhos, strict=True)
             for k, r in zip(ks, rho, strict=True)]

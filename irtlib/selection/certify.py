@@ -54,7 +54,7 @@ from irtlib.errors import InputError
 
 from .items import ItemModel, TwoPLItems
 
-__all__ = ["Cut", "ConfidenceRule", "SprtRule", "DECISIONS", "check_confidence"]
+__all__ = ["Cut", "ConfidenceRule", "SprtRule", "DECISIONS", "check_confidence", "GridTerms", "grid_terms"]
 
 #: Grid points of the rules' posteriors over [-8, 8] (spacing 0.05).
 RULE_POINTS = 321
@@ -241,11 +241,36 @@ class _Posterior:
         sd = np.broadcast_to(np.asarray(prior_sd, float), (n_models,))[:, None]
         self.log_prior = -0.5 * ((self.points[None, :] - mean) / sd) ** 2
         self.log_lik = np.zeros_like(self.log_prior)
+        self._beyond = None
 
-    def push(self, j, x):
+    def push(self, j, x, *, terms: GridTerms | None = None):
+        """Add each model's response ``x`` to its item ``j`` (-1 or NaN: none) to its log-likelihood.
+
+        ``terms``: the grid log-likelihoods of a superset of these responses, computed once for
+        several posteriors on the same grid (:func:`grid_terms`); each row's terms are the ones
+        :meth:`TwoPLItems.grid_log_likelihood` gives it alone (they are computed cell by cell), so
+        the sums are the same bits.
+        """
         rows = np.flatnonzero((j >= 0) & ~np.isnan(x))
         if rows.size:
-            self.log_lik[rows] += self.items.grid_log_likelihood(j[rows], x[rows], self.points, rows=rows)
+            if terms is None:
+                self.log_lik[rows] += self.items.grid_log_likelihood(j[rows], x[rows], self.points, rows=rows)
+            else:
+                self.log_lik[rows] += terms.values[np.searchsorted(terms.rows, rows)]
+
+    def beyond(self, cut: Cut) -> np.ndarray:
+        """``P(theta_q > theta_c + e)`` at each grid point, shape (1 or n_models, n_points): the same every step.
+
+        Computed once per cut (the last cut asked for is kept) and read by row in :meth:`p_above`.
+        """
+        if self._beyond is None or self._beyond[0] is not cut:
+            theta_c = np.asarray(cut.theta, float).reshape(-1, 1)
+            sd = np.asarray(cut.sd, float).reshape(-1, 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                table = np.where(sd > 0, ndtr((self.points[None, :] - theta_c) / np.where(sd > 0, sd, 1.0)),
+                                 (self.points[None, :] > theta_c) + 0.5 * (self.points[None, :] == theta_c))
+            self._beyond = (cut, table)
+        return self._beyond[1]
 
     def p_above(self, cut: Cut, widen: np.ndarray | None = None, rows: np.ndarray | None = None) -> np.ndarray:
         """``P(theta > theta_c + e)`` per model (of ``rows``), ``e ~ Normal(0, sigma_c^2)`` the cut's spread."""
@@ -254,14 +279,42 @@ class _Posterior:
         if widen is not None:
             log_lik = log_lik / np.asarray(widen, float)[:, None] ** 2
         w, _ = posterior_weights(log_lik + self.log_prior[rows], np.zeros(self.points.size))
-        theta_c = np.asarray(cut.theta, float).reshape(-1, 1)
-        sd = np.asarray(cut.sd, float).reshape(-1, 1)
-        if theta_c.size > 1:
-            theta_c, sd = theta_c[rows], sd[rows]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            beyond = np.where(sd > 0, ndtr((self.points[None, :] - theta_c) / np.where(sd > 0, sd, 1.0)),
-                              (self.points[None, :] > theta_c) + 0.5 * (self.points[None, :] == theta_c))
+        beyond = self.beyond(cut)
+        if beyond.shape[0] > 1:
+            beyond = beyond[rows]
         return np.clip((w * beyond).sum(axis=1), 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class GridTerms:
+    """Grid log-likelihoods of one step's responses, shared by the posteriors of several rules.
+
+    Attributes
+    ----------
+    rows : ndarray of int, increasing
+        The models that answered an item this step.
+    values : ndarray, shape (rows.size, n_points)
+        Each one's log-likelihood of its response at every grid point.
+    points : ndarray
+        The grid.
+    """
+
+    rows: np.ndarray
+    values: np.ndarray
+    points: np.ndarray
+
+
+def grid_terms(items: ItemModel, j: np.ndarray, x: np.ndarray, points: np.ndarray) -> GridTerms:
+    """Each model's log-likelihood of its response ``x`` to item ``j`` (-1 or NaN: none) on ``points``, once.
+
+    The rules' posteriors (:class:`ConfidenceRule`, :class:`SprtRule`) on the same grid add these
+    terms for the models they are still testing (their ``push(..., terms=...)``) instead of each
+    evaluating the likelihood again.
+    """
+    rows = np.flatnonzero((j >= 0) & ~np.isnan(x))
+    values = items.grid_log_likelihood(j[rows], x[rows], points, rows=rows) if rows.size else \
+        np.zeros((0, np.asarray(points).shape[0]))
+    return GridTerms(rows=rows, values=values, points=points)
 
 
 class ConfidenceRule:
@@ -310,9 +363,9 @@ class _ConfidenceRun:
     def __init__(self, rule, posterior):
         self.rule, self.posterior = rule, posterior
 
-    def push(self, j, x):
-        """Add each model's response to its posterior."""
-        self.posterior.push(j, x)
+    def push(self, j, x, *, terms: GridTerms | None = None):
+        """Add each model's response to its posterior (``terms``: its grid log-likelihoods, :func:`grid_terms`)."""
+        self.posterior.push(j, x, terms=terms)
 
     def evaluate(self, n_items, rows=None):
         """``(decision, p_above)`` per model (of ``rows``): +1 pass, -1 fail, 0 undecided (none before an item)."""
@@ -372,11 +425,14 @@ class _SprtRun:
                                     n_points=rule.n_points)
         self.llr = np.zeros(n_models)
 
-    def push(self, j, x):
-        """Add each model's response to its item ``j`` (-1: none) to its log-likelihood ratio."""
+    def push(self, j, x, *, terms: GridTerms | None = None):
+        """Add each model's response to its item ``j`` (-1: none) to its log-likelihood ratio and posterior.
+
+        ``terms``: the responses' grid log-likelihoods for the posterior (:func:`grid_terms`).
+        """
         cut = self.rule.cut
         self.llr += self.items.log_likelihood(j, x, cut.high) - self.items.log_likelihood(j, x, cut.low)
-        self.posterior.push(j, x)
+        self.posterior.push(j, x, terms=terms)
 
     def decisions(self, n_items, rows=None):
         """+1 pass, -1 fail, 0 undecided per model (of ``rows``): the ratio against Wald's bounds."""
