@@ -156,3 +156,272 @@ int64_t maxinfo_vector_width(void)
     return 1;
 #endif
 }
+
+/* ---------------------------------------------------------------------------------------------------
+ * maxinfo_full: maximum information's full pass over the bank for some models, fused (selectors.py,
+ * _MaxInfoRun._full). For row i (model m = rows[i], ability theta[i], items j < N with a[m * ld + j],
+ * b[m * ld + j], unused[m * N + j]):
+ *
+ * 1. every unused item's first-pass value w_j = a^2 e / (1 + e)^2, e = exp_rough(-|z|) (relative
+ *    error below 2e-12 of the exact information, as in best_candidates4); blocked items -inf;
+ * 2. the pick: the exact information (exact_information, numpy's operations) of the unused items
+ *    within a relative 1e-9 of the largest w, in column order (a twin of the best so far skipped):
+ *    numpy's argmax of fisher_information over the unused items, bit for bit (the argument of
+ *    best_candidates4);
+ * 3. with cache > 0, the candidates: the cache largest w among the unused items, ties at the cut
+ *    lowest column first, listed by column (fewer unused items: all of them, then blocked columns
+ *    marked used), written to the model's rows of items, ca, cb, used, ctwin, theta_c;
+ * 4. twins (twin labels given and twinned[m]): an unused non-candidate whose label's last candidate
+ *    has a lower column is left out of the bound (it cannot be the argmax while that label has an
+ *    unused candidate), and the candidates of such labels are marked in guard (selectors.py voids
+ *    the bounds when the last of them is used);
+ * 5. the bounds: for radius r_l, bound[m, l] >= the exact information, anywhere within r_l of theta,
+ *    of every unused non-candidate not left out: log P (1 - P) is 1-Lipschitz in z, so item j gives at
+ *    most min(I_j(theta) exp(|a_j| r), a_j^2 / 4); here min(w_j exp(|a_j| r), a_j^2 / 4), each factor
+ *    inflated by 1e-9 (w's error, libm's exp, the products' rounding: all below 1e-11), w_j below
+ *    1e-280 replaced by a_j^2 / 4 (its relative error is not bounded there). An item whose
+ *    w_j exp(amax r_l) (amax the row's largest unused |a|) cannot exceed the running maximum at any
+ *    radius is skipped: the bound is then the same maximum. No non-candidate: 0.
+ *
+ * The bounds only decide when the next full pass comes (the pick at every step is the exact argmax
+ * whatever they are, as long as they are not below the truth). A row whose unused items include a
+ * NaN value, |a| above 1e100 or -|z| below -700, or whose largest w is not in (1e-280, inf), is left
+ * to the caller (wild[i] = 1, nothing written).
+ */
+
+static void swap_d(double *x, int64_t i, int64_t j)
+{
+    const double t = x[i];
+    x[i] = x[j];
+    x[j] = t;
+}
+
+/* The value of rank k (0-based, ascending) of x[0..n), x reordered (no NaN). */
+static double select_rank(double *x, int64_t n, int64_t k)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (hi > lo) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (x[mid] < x[lo])
+            swap_d(x, mid, lo);
+        if (x[hi] < x[lo])
+            swap_d(x, hi, lo);
+        if (x[hi] < x[mid])
+            swap_d(x, hi, mid);
+        const double pivot = x[mid];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] < pivot)
+                i++;
+            while (x[j] > pivot)
+                j--;
+            if (i <= j) {
+                swap_d(x, i, j);
+                i++;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return x[k];
+    }
+    return x[k];
+}
+
+#define BOUND_MARGIN (1.0 + 1e-9)
+#define MAX_FULL_RADII 64
+
+void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
+                  const double *a, const double *b, int64_t ld, const int32_t *twin, int64_t ldt,
+                  const uint8_t *twinned, const uint8_t *unused, const double *radii, int64_t *pick, uint8_t *wild,
+                  int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin, uint8_t *guard,
+                  double *theta_c, double *bound, double *work, double *work2, int64_t *lastc, uint8_t *has)
+{
+    /* lastc (N, -1) and has (N, 0) on entry and on return: per twin label */
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t m = rows[i];
+        const double th = theta[i];
+        const double *pa = a + m * ld, *pb = b + m * ld;
+        const uint8_t *pu = unused + m * N;
+        const int32_t *tw = twin ? twin + m * ldt : NULL;
+        double rough = -INFINITY;
+        int64_t any = 0, bad = 0, j = 0;
+        vl live_acc = {0}, wild_acc = {0};
+        vd rough_acc = splat(-INFINITY), amax_acc = splat(0.0);
+        for (; j + LANES <= N; j += LANES) {
+            vd av, bv;
+            memcpy(&av, pa + j, sizeof av);
+            memcpy(&bv, pb + j, sizeof bv);
+            typedef uint8_t vu8 __attribute__((vector_size(LANES)));
+            vu8 u8;
+            memcpy(&u8, pu + j, sizeof u8);
+            const vl live = __builtin_convertvector(u8, vl) != 0;      /* all ones where unused */
+            const vd z = av * (splat(th) - bv);
+            const vd xv = (vd)((vl)z | (vl)splat(-0.0));
+            const vl inside = xv >= splat(-700.0);
+            const vd xs = (vd)(((vl)xv & inside) | ((vl)splat(-700.0) & ~inside));
+            const vd e = exp_rough(xs);
+            const vd d = splat(1.0) + e;
+            const vd w = (av * av) * e / (d * d);
+            const vd absa = (vd)((vl)av & ~(vl)splat(-0.0));
+            const vl big = absa <= splat(1e100);
+            const vd wq = (vd)(((vl)w & live) | ((vl)splat(-INFINITY) & ~live));
+            live_acc |= live;
+            wild_acc |= live & (~inside | ~big | (w != w));
+            memcpy(work + j, &wq, sizeof wq);
+            rough_acc = (vd)(((vl)wq & (wq > rough_acc)) | ((vl)rough_acc & ~(wq > rough_acc)));
+            const vd aq = (vd)((vl)absa & live);
+            amax_acc = (vd)(((vl)aq & (aq > amax_acc)) | ((vl)amax_acc & ~(aq > amax_acc)));
+        }
+        double amax = 0.0;
+        for (int q = 0; q < LANES; q++) {
+            any |= live_acc[q] != 0;
+            bad |= wild_acc[q] != 0;
+            rough = rough_acc[q] > rough ? rough_acc[q] : rough;
+            amax = amax_acc[q] > amax ? amax_acc[q] : amax;
+        }
+        for (; j < N; j++) {
+            if (!pu[j]) {
+                work[j] = -INFINITY;
+                continue;
+            }
+            any = 1;
+            const double aj = pa[j];
+            const double z = aj * (th - pb[j]);
+            const double x = -fabs(z);
+            const double e = exp(x);
+            const double d = 1.0 + e;
+            const double w = (aj * aj) * e / (d * d);
+            bad |= !(fabs(aj) <= 1e100) | isnan(w) | !(x >= -700.0);
+            work[j] = w;
+            rough = w > rough ? w : rough;
+            amax = fabs(aj) > amax ? fabs(aj) : amax;
+        }
+        if (!any || bad || !(rough > 1e-280 && rough < INFINITY)) {
+            wild[i] = 1;
+            continue;
+        }
+        wild[i] = 0;
+        /* 2. the exact argmax */
+        {
+            const double cut = rough * (1.0 - 1e-9);
+            double top = -INFINITY;
+            int64_t at = 0;
+            for (int64_t jj = 0; jj < N; jj++) {
+                if (work[jj] >= cut && !(pa[jj] == pa[at] && pb[jj] == pb[at] && top != -INFINITY)) {
+                    const double w = exact_information(pa[jj], pb[jj], th);
+                    if (better(w, top)) {
+                        top = w;
+                        at = jj;
+                    }
+                }
+            }
+            pick[i] = at;
+        }
+        if (cache <= 0)
+            continue;
+        /* 3. the candidates */
+        int64_t *it = items + m * cache;
+        double *pca = ca + m * cache, *pcb = cb + m * cache;
+        uint8_t *pus = used + m * cache, *pg = guard + m * cache;
+        int32_t *pct = ctwin ? ctwin + m * cache : NULL;
+        double *pbound = bound + m * (n_radii + 1);
+        int64_t nu = 0;
+        for (int64_t jj = 0; jj < N; jj++)
+            if (pu[jj])
+                work2[nu++] = work[jj];
+        int64_t s = 0;
+        if (nu <= cache) {
+            for (int64_t jj = 0; jj < N && s < cache; jj++)
+                if (pu[jj]) {
+                    it[s] = jj;
+                    pus[s++] = 0;
+                }
+            for (int64_t jj = 0; jj < N && s < cache; jj++)
+                if (!pu[jj]) {
+                    it[s] = jj;
+                    pus[s++] = 1;
+                }
+        }
+        else {
+            const double thr = select_rank(work2, nu, nu - cache);
+            int64_t above = 0;
+            for (int64_t jj = 0; jj < N; jj++)
+                above += work[jj] > thr;
+            int64_t ties = cache - above;
+            for (int64_t jj = 0; jj < N; jj++) {
+                const double w = work[jj];
+                if (w > thr || (w == thr && ties > 0)) {
+                    if (w == thr)
+                        ties--;
+                    it[s] = jj;
+                    pus[s++] = 0;
+                    work[jj] = NAN;          /* a candidate: not in the bound */
+                }
+            }
+        }
+        for (int64_t t = 0; t < cache; t++) {
+            const int64_t jj = it[t];
+            pca[t] = pa[jj];
+            pcb[t] = pb[jj];
+            if (pct)
+                pct[t] = tw[jj];
+            pg[t] = 0;
+        }
+        theta_c[m] = th;
+        for (int64_t l = 0; l < n_radii; l++)
+            pbound[l] = 0.0;
+        if (nu <= cache)
+            continue;
+        /* 4. twins: non-candidates after their label's last candidate are left out of the bound */
+        const int use_twins = tw != NULL && twinned != NULL && twinned[m];
+        if (use_twins) {
+            for (int64_t t = 0; t < cache; t++)
+                lastc[tw[it[t]]] = it[t];           /* listed by column: the last write is the last */
+            for (int64_t jj = 0; jj < N; jj++) {
+                if (pu[jj] && !isnan(work[jj])) {
+                    const int64_t last = lastc[tw[jj]];
+                    if (last >= 0 && jj > last) {
+                        work[jj] = NAN;
+                        has[tw[jj]] = 1;
+                    }
+                }
+            }
+            for (int64_t t = 0; t < cache; t++)
+                pg[t] = has[tw[it[t]]];
+            for (int64_t t = 0; t < cache; t++) {
+                lastc[tw[it[t]]] = -1;
+                has[tw[it[t]]] = 0;
+            }
+        }
+        /* 5. the bounds over the unused non-candidates left (work not NaN, not -inf) */
+        double fmax[MAX_FULL_RADII];
+        for (int64_t l = 0; l < n_radii; l++)
+            fmax[l] = exp(amax * radii[l]) * BOUND_MARGIN * BOUND_MARGIN * (1.0 + 1e-12);
+        double *B = pbound;
+        double skip = -INFINITY;            /* w_j <= skip: below the running maximum at every radius */
+        for (int64_t jj = 0; jj < N; jj++) {
+            const double w = work[jj];
+            if (!(w > -INFINITY) || (w >= 1e-280 && w <= skip))   /* left out (NaN), blocked, or too small */
+                continue;
+            const double aj = fabs(pa[jj]);
+            const double q = (aj * aj) * 0.25 * BOUND_MARGIN;
+            double lim = INFINITY;
+            for (int64_t l = 0; l < n_radii; l++) {
+                double u = q;
+                if (w >= 1e-280) {
+                    const double v = w * BOUND_MARGIN * exp(aj * radii[l]) * BOUND_MARGIN;
+                    u = v <= q ? v : q;
+                }
+                if (u > B[l])
+                    B[l] = u;
+                const double ratio = B[l] / fmax[l];
+                lim = ratio < lim ? ratio : lim;
+            }
+            skip = lim;
+        }
+    }
+}

@@ -31,11 +31,14 @@ import numpy as np
 
 from irtlib.core.kernels import fisher_information
 
-__all__ = ["SOURCE", "load", "best_candidates", "numpy_best", "random_case"]
+__all__ = ["SOURCE", "MAX_RADII", "load", "best_candidates", "numpy_best", "random_case", "FullPass"]
 
 SOURCE = Path(__file__).with_name("_maxinfo_kernel.c")
 
 _LOADED: dict = {}
+
+#: The most radii :class:`FullPass` takes (the kernel's stack array).
+MAX_RADII = 64
 
 
 def _bind(path: Path) -> ctypes.CDLL:
@@ -43,6 +46,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.best_candidates4.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.best_candidates4.restype = None
+    lib.maxinfo_full.argtypes = [i64, i64, i64, i64, *[ptr] * 4, i64, ptr, i64, *[ptr] * 17]
+    lib.maxinfo_full.restype = None
     lib.maxinfo_vector_width.argtypes = []
     lib.maxinfo_vector_width.restype = i64
     return lib
@@ -81,6 +86,95 @@ def best_candidates(lib: ctypes.CDLL, theta: np.ndarray, ca: np.ndarray, cb: np.
     lib.best_candidates4(n, c, theta.ctypes.data, ca.ctypes.data, cb.ctypes.data, used.ctypes.data, k.ctypes.data,
                          best.ctypes.data, work.ctypes.data)
     return k, best
+
+
+class FullPass:
+    """Maximum information's full pass over the bank in one C call per step (``maxinfo_full``).
+
+    For each of some models: numpy's argmax of :func:`~irtlib.core.kernels.fisher_information` over
+    its unused items (the pick, bit for bit), and, with ``cache > 0``, its new candidates (the
+    ``cache`` items of largest information, ties lowest column first), their parameters and twin
+    labels, and upper bounds, for each radius ``r``, on the information any other unused item can give
+    within ``r`` of the ability (twins left out and their candidates guarded as
+    :class:`~irtlib.selection.selectors.MaxInformation` describes), written in place into the
+    selector's state arrays. ``_maxinfo_kernel.c`` gives the argument for each.
+
+    Parameters
+    ----------
+    lib : the loaded kernel (:func:`load`)
+    a, b : ndarray, shape (n_items,) or (n_models, n_items)
+        The bank, shared or per model.
+    unused : ndarray of bool, shape (n_models, n_items)
+        The selector's state, read at every call (C-contiguous, kept by reference).
+    radii : ndarray, shape (n_radii,)
+    cache : int
+    twin : ndarray of int32 or None
+        Twin labels (``a``'s shape), in ``[0, n_items)``.
+    twinned : ndarray of bool, shape (n_models,), or None
+        The models whose bounds leave twins out.
+    state : dict or None
+        ``items, ca, cb, used, ctwin, guard, theta_c, bound``: the selector's candidate arrays
+        (C-contiguous, ``bound`` with ``n_radii + 1`` columns); None when ``cache`` is 0.
+    """
+
+    def __init__(self, lib, a, b, unused, radii, *, cache=0, twin=None, twinned=None, state=None):
+        self.lib = lib
+        self.a = np.ascontiguousarray(a, dtype=np.float64)
+        self.b = np.ascontiguousarray(b, dtype=np.float64)
+        self.unused = unused
+        n_items = unused.shape[1]
+        self.ld = n_items if self.a.ndim == 2 else 0
+        self.radii = np.ascontiguousarray(radii, dtype=np.float64)
+        if self.radii.size > MAX_RADII:
+            raise ValueError(f"at most {MAX_RADII} radii, got {self.radii.size}")
+        if not (unused.flags.c_contiguous and unused.dtype == np.bool_):
+            raise ValueError("unused must be a C-contiguous bool array")
+        self.cache = int(cache)
+        self.twin = None if twin is None else np.ascontiguousarray(twin, dtype=np.int32)
+        self.ldt = n_items if self.twin is not None and self.twin.ndim == 2 else 0
+        self.twinned = None if twinned is None else np.ascontiguousarray(twinned, dtype=np.bool_)
+        self.state = state
+        if self.cache:
+            shapes = {"items": np.intp, "ca": np.float64, "cb": np.float64, "used": np.bool_, "guard": np.bool_,
+                      "theta_c": np.float64, "bound": np.float64}
+            if self.twin is not None:
+                shapes["ctwin"] = np.int32
+            for key, dtype in shapes.items():
+                arr = state[key]
+                if arr.dtype != dtype or not arr.flags.c_contiguous:
+                    raise ValueError(f"state[{key!r}] must be C-contiguous {np.dtype(dtype)}")
+            if np.dtype(np.intp).itemsize != 8:
+                raise ValueError("the candidates' item array must hold 64-bit integers")
+        self.work = np.empty(max(n_items, 1))
+        self.work2 = np.empty(max(n_items, 1))
+        self.lastc = np.full(max(n_items, 1), -1, dtype=np.int64)
+        self.has = np.zeros(max(n_items, 1), dtype=np.bool_)
+
+    def __call__(self, rows: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The picks of models ``rows`` at abilities ``theta`` (one per row), and which rows the kernel left.
+
+        Returns ``(pick, wild)``: ``wild[i]`` marks a row with a value that is not a number, an ``|a|``
+        above 1e100, a ``|z|`` beyond 700 or a largest information outside (1e-280, inf); nothing was
+        written for it and its ``pick`` is meaningless (the caller decides it in numpy).
+        """
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        n = rows.size
+        pick, wild = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
+        st = self.state
+        null = None
+
+        def ptr(x):
+            return null if x is None else x.ctypes.data
+
+        self.lib.maxinfo_full(
+            n, self.unused.shape[1], self.cache, self.radii.size, rows.ctypes.data, theta.ctypes.data,
+            self.a.ctypes.data, self.b.ctypes.data, self.ld, ptr(self.twin), self.ldt, ptr(self.twinned),
+            self.unused.ctypes.data, self.radii.ctypes.data, pick.ctypes.data, wild.ctypes.data,
+            *(ptr(st[k]) if st is not None and k in st else null
+              for k in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound")),
+            self.work.ctypes.data, self.work2.ctypes.data, self.lastc.ctypes.data, self.has.ctypes.data)
+        return pick, wild
 
 
 def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

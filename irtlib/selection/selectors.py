@@ -31,6 +31,7 @@ replayed session proposes the same items, and a test is reproduced by its seed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -266,6 +267,7 @@ class _MaxInfoRun:
         self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
+        self.kernel = self.vector = self.fused = None
         if self.cache:
             c = self.cache
             # the C kernel evaluates the candidates exactly in one pass (no screen needed there)
@@ -283,6 +285,17 @@ class _MaxInfoRun:
             # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
             # the extra last column (+inf) is what a theta outside every radius looks up.
             self.bound = np.full((n_models, radii.size + 1), np.inf)
+        if self.c is None and radii.size <= maxinfo_kernel.MAX_RADII and os.environ.get("IRTLIB_MAXINFO_FULL", "1") != "0":
+            lib = maxinfo_kernel.load() if score_kernel.load() is not None else None
+            if lib is not None:            # the full passes in one C call: the same picks (maxinfo_kernel.FullPass)
+                state = None
+                if self.cache:
+                    state = {"items": self.items, "ca": self.ca, "cb": self.cb, "used": self.used,
+                             "guard": self.guard, "theta_c": self.theta_c, "bound": self.bound}
+                    if self.twin is not None:
+                        state["ctwin"] = self.ctwin
+                self.fused = maxinfo_kernel.FullPass(lib, a, b, self.unused, radii, cache=self.cache, twin=self.twin,
+                                                     twinned=self.twinned, state=state)
 
     def _rows(self, arr, rows):
         return arr[rows] if self.per_model else arr
@@ -300,10 +313,24 @@ class _MaxInfoRun:
         return _information(theta[:, None], self._cols(self.a, rows, cols), self._cols(self.b, rows, cols))
 
     def _full(self, rows, theta):
-        """Exact argmax over all items for ``rows``; rebuilds their candidate lists."""
-        th = theta[rows]
-        blocked = ~self.unused[rows]
+        """Exact argmax over all items for ``rows``; rebuilds their candidate lists.
+
+        In C where the kernel loads (:class:`~irtlib.selection.maxinfo_kernel.FullPass`: the pick,
+        the candidates and the bounds in one pass per model); rows it leaves (values that are not
+        numbers, parameters beyond its range) and runs without it take :meth:`_full_numpy`.
+        """
         self.full_passes += rows.size
+        if self.fused is None:
+            return self._full_numpy(rows, theta[rows])
+        pick, wild = self.fused(rows, theta[rows])
+        if wild.any():
+            w = np.flatnonzero(wild)
+            pick[w] = self._full_numpy(rows[w], theta[rows[w]])
+        return pick
+
+    def _full_numpy(self, rows, th):
+        """:meth:`_full` in numpy (single-precision screen, exact refinement, :meth:`_build`)."""
+        blocked = ~self.unused[rows]
         if not self.screen:
             info = self._exact(rows, th)
             info[blocked] = -np.inf
