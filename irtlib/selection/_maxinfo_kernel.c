@@ -177,11 +177,13 @@ int64_t maxinfo_vector_width(void)
  *    the bounds when the last of them is used);
  * 5. the bounds: for radius r_l, bound[m, l] >= the exact information, anywhere within r_l of theta,
  *    of every unused non-candidate not left out: log P (1 - P) is 1-Lipschitz in z, so item j gives at
- *    most min(I_j(theta) exp(|a_j| r), a_j^2 / 4); here min(w_j exp(|a_j| r), a_j^2 / 4), each factor
- *    inflated by 1e-9 (w's error, libm's exp, the products' rounding: all below 1e-11), w_j below
- *    1e-280 replaced by a_j^2 / 4 (its relative error is not bounded there). An item whose
- *    w_j exp(amax r_l) (amax the row's largest unused |a|) cannot exceed the running maximum at any
- *    radius is skipped: the bound is then the same maximum. No non-candidate: 0.
+ *    most min(I_j(theta) exp(|a_j| r), a_j^2 / 4). In logs, log I_j(theta) = 2 log|a_j| - |z_j|
+ *    - 2 log(1 + e_j), e_j = exp(-|z_j|), and log(1 + e) = 2 atanh(e / (2 + e)) is bounded below by its
+ *    series to the ninth power less 1e-11 (the series' terms are all positive; e's relative error,
+ *    2e-12, moves the logarithm by less than that), so the value used is above log I_j(theta); the
+ *    maximum over items is raised by 1e-9 before exp and the result by a relative 1e-9 (the
+ *    rounding of these few operations, of 2 log|a| (loga2, numpy's) and of the exact information's
+ *    own evaluation are all below 1e-11). No non-candidate: 0.
  *
  * The bounds only decide when the next full pass comes (the pick at every step is the exact argmax
  * whatever they are, as long as they are not below the truth). A row whose unused items include a
@@ -232,10 +234,12 @@ static double select_rank(double *x, int64_t n, int64_t k)
 }
 
 #define BOUND_MARGIN (1.0 + 1e-9)
+#define LOG4 1.3862943611198906
 #define MAX_FULL_RADII 64
+#define HIST_BUCKETS 256
 
 void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
-                  const double *a, const double *b, int64_t ld, const int32_t *twin, int64_t ldt,
+                  const double *a, const double *b, const double *loga2, int64_t ld, const int32_t *twin, int64_t ldt,
                   const uint8_t *twinned, const uint8_t *unused, const double *radii, int64_t *pick, uint8_t *wild,
                   int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin, uint8_t *guard,
                   double *theta_c, double *bound, double *work, double *work2, int64_t *lastc, uint8_t *has)
@@ -244,13 +248,14 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
     for (int64_t i = 0; i < n; i++) {
         const int64_t m = rows[i];
         const double th = theta[i];
-        const double *pa = a + m * ld, *pb = b + m * ld;
+        const double *pa = a + m * ld, *pb = b + m * ld, *pl = loga2 + m * ld;
+        double *ework = work + N;                /* exp(-|z|) of every item */
         const uint8_t *pu = unused + m * N;
         const int32_t *tw = twin ? twin + m * ldt : NULL;
         double rough = -INFINITY;
         int64_t any = 0, bad = 0, j = 0;
         vl live_acc = {0}, wild_acc = {0};
-        vd rough_acc = splat(-INFINITY), amax_acc = splat(0.0);
+        vd rough_acc = splat(-INFINITY);
         for (; j + LANES <= N; j += LANES) {
             vd av, bv;
             memcpy(&av, pa + j, sizeof av);
@@ -266,22 +271,18 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
             const vd e = exp_rough(xs);
             const vd d = splat(1.0) + e;
             const vd w = (av * av) * e / (d * d);
-            const vd absa = (vd)((vl)av & ~(vl)splat(-0.0));
-            const vl big = absa <= splat(1e100);
+            const vl big = (vd)((vl)av & ~(vl)splat(-0.0)) <= splat(1e100);
             const vd wq = (vd)(((vl)w & live) | ((vl)splat(-INFINITY) & ~live));
             live_acc |= live;
             wild_acc |= live & (~inside | ~big | (w != w));
             memcpy(work + j, &wq, sizeof wq);
+            memcpy(ework + j, &e, sizeof e);
             rough_acc = (vd)(((vl)wq & (wq > rough_acc)) | ((vl)rough_acc & ~(wq > rough_acc)));
-            const vd aq = (vd)((vl)absa & live);
-            amax_acc = (vd)(((vl)aq & (aq > amax_acc)) | ((vl)amax_acc & ~(aq > amax_acc)));
         }
-        double amax = 0.0;
         for (int q = 0; q < LANES; q++) {
             any |= live_acc[q] != 0;
             bad |= wild_acc[q] != 0;
             rough = rough_acc[q] > rough ? rough_acc[q] : rough;
-            amax = amax_acc[q] > amax ? amax_acc[q] : amax;
         }
         for (; j < N; j++) {
             if (!pu[j]) {
@@ -297,8 +298,8 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
             const double w = (aj * aj) * e / (d * d);
             bad |= !(fabs(aj) <= 1e100) | isnan(w) | !(x >= -700.0);
             work[j] = w;
+            ework[j] = e;
             rough = w > rough ? w : rough;
-            amax = fabs(aj) > amax ? fabs(aj) : amax;
         }
         if (!any || bad || !(rough > 1e-280 && rough < INFINITY)) {
             wild[i] = 1;
@@ -329,10 +330,22 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
         uint8_t *pus = used + m * cache, *pg = guard + m * cache;
         int32_t *pct = ctwin ? ctwin + m * cache : NULL;
         double *pbound = bound + m * (n_radii + 1);
+        /* the cut: a histogram of the unused values by their distance below the largest, in sixteenths
+         * of an octave (the bits of positive doubles order like their values), then the rank among the
+         * items of the buckets down to the one holding the cache-th largest */
+        int64_t hist[HIST_BUCKETS] = {0};
+        uint64_t top_bits;
+        memcpy(&top_bits, &rough, sizeof top_bits);
         int64_t nu = 0;
-        for (int64_t jj = 0; jj < N; jj++)
-            if (pu[jj])
-                work2[nu++] = work[jj];
+        for (int64_t jj = 0; jj < N; jj++) {
+            if (pu[jj]) {
+                uint64_t wb;
+                memcpy(&wb, work + jj, sizeof wb);
+                const uint64_t d = (top_bits - wb) >> 48;
+                hist[d < HIST_BUCKETS - 1 ? d : HIST_BUCKETS - 1]++;
+                nu++;
+            }
+        }
         int64_t s = 0;
         if (nu <= cache) {
             for (int64_t jj = 0; jj < N && s < cache; jj++)
@@ -347,12 +360,30 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
                 }
         }
         else {
-            const double thr = select_rank(work2, nu, nu - cache);
-            int64_t above = 0;
-            for (int64_t jj = 0; jj < N; jj++)
-                above += work[jj] > thr;
-            int64_t ties = cache - above;
+            uint64_t last = 0;
+            for (int64_t cum = 0; last < HIST_BUCKETS; last++) {
+                cum += hist[last];
+                if (cum >= cache)
+                    break;
+            }
+            int64_t *idx = lastc + N, cnt = 0;
             for (int64_t jj = 0; jj < N; jj++) {
+                if (pu[jj]) {
+                    uint64_t wb;
+                    memcpy(&wb, work + jj, sizeof wb);
+                    if (((top_bits - wb) >> 48) <= last || last >= HIST_BUCKETS - 1) {
+                        idx[cnt] = jj;
+                        work2[cnt++] = work[jj];
+                    }
+                }
+            }
+            const double thr = select_rank(work2, cnt, cnt - cache);
+            int64_t above = 0;
+            for (int64_t t = 0; t < cnt; t++)
+                above += work[idx[t]] > thr;
+            int64_t ties = cache - above;
+            for (int64_t t = 0; t < cnt; t++) {
+                const int64_t jj = idx[t];
                 const double w = work[jj];
                 if (w > thr || (w == thr && ties > 0)) {
                     if (w == thr)
@@ -397,31 +428,58 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
                 has[tw[it[t]]] = 0;
             }
         }
-        /* 5. the bounds over the unused non-candidates left (work not NaN, not -inf) */
-        double fmax[MAX_FULL_RADII];
+        /* 5. the bounds over the unused non-candidates left (work neither NaN nor -inf), in logs:
+         * log w_j <= 2 log|a_j| - |z_j| - 2 log(1 + e_j), log(1 + e) = 2 atanh(s), s = e / (2 + e) <= 1/3, bounded
+         * below by its series to s^9 (every term positive); + |a_j| r, capped by 2 log|a_j| - log 4. */
+        vd top[MAX_FULL_RADII];
         for (int64_t l = 0; l < n_radii; l++)
-            fmax[l] = exp(amax * radii[l]) * BOUND_MARGIN * BOUND_MARGIN * (1.0 + 1e-12);
-        double *B = pbound;
-        double skip = -INFINITY;            /* w_j <= skip: below the running maximum at every radius */
-        for (int64_t jj = 0; jj < N; jj++) {
-            const double w = work[jj];
-            if (!(w > -INFINITY) || (w >= 1e-280 && w <= skip))   /* left out (NaN), blocked, or too small */
-                continue;
-            const double aj = fabs(pa[jj]);
-            const double q = (aj * aj) * 0.25 * BOUND_MARGIN;
-            double lim = INFINITY;
+            top[l] = splat(-INFINITY);
+        int64_t jj = 0;
+        for (; jj + LANES <= N; jj += LANES) {
+            vd w, e, av, lv, bv;
+            memcpy(&w, work + jj, sizeof w);
+            memcpy(&e, ework + jj, sizeof e);
+            memcpy(&av, pa + jj, sizeof av);
+            memcpy(&bv, pb + jj, sizeof bv);
+            memcpy(&lv, pl + jj, sizeof lv);
+            const vl live = w > splat(-INFINITY);                      /* false for NaN */
+            const vd z = av * (splat(th) - bv);
+            const vd absa = (vd)((vl)av & ~(vl)splat(-0.0));
+            const vd absz = (vd)((vl)z & ~(vl)splat(-0.0));
+            const vd sv = e / (splat(2.0) + e), s2 = sv * sv;
+            const vd series = splat(2.0) * sv * (splat(1.0) + s2 * (splat(1.0 / 3) + s2 * (splat(1.0 / 5)
+                              + s2 * (splat(1.0 / 7) + s2 * splat(1.0 / 9)))));
+            const vd logw = lv - absz - splat(2.0) * (series - splat(1e-11));
+            const vd cap = lv - splat(LOG4);
             for (int64_t l = 0; l < n_radii; l++) {
-                double u = q;
-                if (w >= 1e-280) {
-                    const double v = w * BOUND_MARGIN * exp(aj * radii[l]) * BOUND_MARGIN;
-                    u = v <= q ? v : q;
-                }
-                if (u > B[l])
-                    B[l] = u;
-                const double ratio = B[l] / fmax[l];
-                lim = ratio < lim ? ratio : lim;
+                vd u = logw + absa * splat(radii[l]);
+                u = (vd)(((vl)u & (u < cap)) | ((vl)cap & ~(u < cap)));
+                u = (vd)(((vl)u & live) | ((vl)splat(-INFINITY) & ~live));
+                top[l] = (vd)(((vl)u & (u > top[l])) | ((vl)top[l] & ~(u > top[l])));
             }
-            skip = lim;
         }
+        for (int64_t l = 0; l < n_radii; l++) {
+            double t = -INFINITY;
+            for (int q = 0; q < LANES; q++)
+                t = top[l][q] > t ? top[l][q] : t;
+            pbound[l] = t;
+        }
+        for (; jj < N; jj++) {
+            if (!(work[jj] > -INFINITY))
+                continue;
+            const double aj = fabs(pa[jj]), e = ework[jj];
+            const double z = fabs(pa[jj] * (th - pb[jj]));
+            const double sv = e / (2.0 + e), s2 = sv * sv;
+            const double series = 2.0 * sv * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9)))));
+            const double logw = pl[jj] - z - 2.0 * (series - 1e-11);
+            const double cap = pl[jj] - LOG4;
+            for (int64_t l = 0; l < n_radii; l++) {
+                double u = logw + aj * radii[l];
+                u = u < cap ? u : cap;
+                pbound[l] = u > pbound[l] ? u : pbound[l];
+            }
+        }
+        for (int64_t l = 0; l < n_radii; l++)
+            pbound[l] = exp(pbound[l] + 1e-9) * BOUND_MARGIN;
     }
 }

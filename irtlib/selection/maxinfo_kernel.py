@@ -46,7 +46,7 @@ def _bind(path: Path) -> ctypes.CDLL:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.best_candidates4.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.best_candidates4.restype = None
-    lib.maxinfo_full.argtypes = [i64, i64, i64, i64, *[ptr] * 4, i64, ptr, i64, *[ptr] * 17]
+    lib.maxinfo_full.argtypes = [i64, i64, i64, i64, *[ptr] * 5, i64, ptr, i64, *[ptr] * 17]
     lib.maxinfo_full.restype = None
     lib.maxinfo_vector_width.argtypes = []
     lib.maxinfo_vector_width.restype = i64
@@ -121,6 +121,8 @@ class FullPass:
         self.lib = lib
         self.a = np.ascontiguousarray(a, dtype=np.float64)
         self.b = np.ascontiguousarray(b, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.loga2 = 2.0 * np.log(np.abs(self.a))          # the bounds' logarithms
         self.unused = unused
         n_items = unused.shape[1]
         self.ld = n_items if self.a.ndim == 2 else 0
@@ -145,9 +147,9 @@ class FullPass:
                     raise ValueError(f"state[{key!r}] must be C-contiguous {np.dtype(dtype)}")
             if np.dtype(np.intp).itemsize != 8:
                 raise ValueError("the candidates' item array must hold 64-bit integers")
-        self.work = np.empty(max(n_items, 1))
+        self.work = np.empty(2 * max(n_items, 1))
         self.work2 = np.empty(max(n_items, 1))
-        self.lastc = np.full(max(n_items, 1), -1, dtype=np.int64)
+        self.lastc = np.full(2 * max(n_items, 1), -1, dtype=np.int64)    # labels' last candidates, then columns
         self.has = np.zeros(max(n_items, 1), dtype=np.bool_)
 
     def __call__(self, rows: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,7 +171,7 @@ class FullPass:
 
         self.lib.maxinfo_full(
             n, self.unused.shape[1], self.cache, self.radii.size, rows.ctypes.data, theta.ctypes.data,
-            self.a.ctypes.data, self.b.ctypes.data, self.ld, ptr(self.twin), self.ldt, ptr(self.twinned),
+            self.a.ctypes.data, self.b.ctypes.data, self.loga2.ctypes.data, self.ld, ptr(self.twin), self.ldt, ptr(self.twinned),
             self.unused.ctypes.data, self.radii.ctypes.data, pick.ctypes.data, wild.ctypes.data,
             *(ptr(st[k]) if st is not None and k in st else null
               for k in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound")),
