@@ -238,14 +238,14 @@ static double select_rank(double *x, int64_t n, int64_t k)
 #define MAX_FULL_RADII 64
 #define HIST_BUCKETS 256
 
-void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
-                  const double *a, const double *b, const double *loga2, int64_t ld, const int32_t *twin, int64_t ldt,
-                  const uint8_t *twinned, const uint8_t *unused, const double *radii, int64_t *pick, uint8_t *wild,
-                  int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin, uint8_t *guard,
-                  double *theta_c, double *bound, double *work, double *work2, int64_t *lastc, uint8_t *has)
+static void full_row(int64_t i, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
+                     const double *a, const double *b, const double *loga2, int64_t ld, const int32_t *twin,
+                     int64_t ldt, const uint8_t *twinned, const uint8_t *unused, const double *radii, int64_t *pick,
+                     uint8_t *wild, int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin,
+                     uint8_t *guard, double *theta_c, double *bound, double *work, double *work2, int64_t *lastc,
+                     uint8_t *has)
 {
-    /* lastc (N, -1) and has (N, 0) on entry and on return: per twin label */
-    for (int64_t i = 0; i < n; i++) {
+    {
         const int64_t m = rows[i];
         const double th = theta[i];
         const double *pa = a + m * ld, *pb = b + m * ld, *pl = loga2 + m * ld;
@@ -303,7 +303,7 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
         }
         if (!any || bad || !(rough > 1e-280 && rough < INFINITY)) {
             wild[i] = 1;
-            continue;
+            return;
         }
         wild[i] = 0;
         /* 2. the exact argmax */
@@ -323,7 +323,7 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
             pick[i] = at;
         }
         if (cache <= 0)
-            continue;
+            return;
         /* 3. the candidates */
         int64_t *it = items + m * cache;
         double *pca = ca + m * cache, *pcb = cb + m * cache;
@@ -406,7 +406,7 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
         for (int64_t l = 0; l < n_radii; l++)
             pbound[l] = 0.0;
         if (nu <= cache)
-            continue;
+            return;
         /* 4. twins: non-candidates after their label's last candidate are left out of the bound */
         const int use_twins = tw != NULL && twinned != NULL && twinned[m];
         if (use_twins) {
@@ -482,4 +482,83 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
         for (int64_t l = 0; l < n_radii; l++)
             pbound[l] = exp(pbound[l] + 1e-9) * BOUND_MARGIN;
     }
+}
+
+/* A used candidate whose label's non-candidates were left out of the bound (guard) and which was the label's
+ * last unused candidate: the row's bounds are voided (selectors.py, _MaxInfoRun._unguard). */
+static void unguard(int64_t m, int64_t slot, int64_t cache, int64_t n_radii, const uint8_t *used, const int32_t *ctwin,
+                    const uint8_t *guard, double *bound)
+{
+    if (ctwin == NULL || !guard[m * cache + slot])
+        return;
+    const int32_t lab = ctwin[m * cache + slot];
+    for (int64_t t = 0; t < cache; t++)
+        if (ctwin[m * cache + t] == lab && !used[m * cache + t])
+            return;
+    for (int64_t l = 0; l <= n_radii; l++)
+        bound[m * (n_radii + 1) + l] = INFINITY;
+}
+
+/* full_row for rows[0..n); with left given, each row's pick (wild rows excepted) is then marked as given:
+ * unused[m, pick] = 0, left[m] - 1, its candidate slot used (and unguard). */
+void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
+                  const double *a, const double *b, const double *loga2, int64_t ld, const int32_t *twin, int64_t ldt,
+                  const uint8_t *twinned, uint8_t *unused, const double *radii, int64_t *pick, uint8_t *wild,
+                  int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin, uint8_t *guard,
+                  double *theta_c, double *bound, double *work, double *work2, int64_t *lastc, uint8_t *has,
+                  int64_t *left)
+{
+    /* lastc (N, -1) and has (N, 0) on entry and on return: per twin label */
+    for (int64_t i = 0; i < n; i++) {
+        full_row(i, N, cache, n_radii, rows, theta, a, b, loga2, ld, twin, ldt, twinned, unused, radii, pick, wild,
+                 items, ca, cb, used, ctwin, guard, theta_c, bound, work, work2, lastc, has);
+        if (left == NULL || wild[i])
+            continue;
+        const int64_t m = rows[i], at = pick[i];
+        unused[m * N + at] = 0;
+        left[m]--;
+        for (int64_t t = 0; t < cache; t++) {
+            if (items[m * cache + t] == at) {
+                used[m * cache + t] = 1;
+                unguard(m, t, cache, n_radii, used, ctwin, guard, bound);
+                break;
+            }
+        }
+    }
+}
+
+/* One step of maximum information for the rows with live[m]: the best unused candidate (best_candidates4: numpy's
+ * argmax of the exact information, and its value), the bound of the radius searchsorted(radii, |theta -
+ * theta_c|) (numpy's side "left"; past the last radius, or not a number, the +inf column); where the candidate's
+ * value is above it, it is the pick: out[m], marked as given as in maxinfo_full. Other live rows are listed in
+ * pending (their count returned), out -1 everywhere else. */
+int64_t maxinfo_step(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const double *theta, const uint8_t *live,
+                     const double *radii, const int64_t *items, const double *ca, const double *cb, uint8_t *used,
+                     const int32_t *ctwin, const uint8_t *guard, const double *theta_c, double *bound,
+                     uint8_t *unused, int64_t *left, int64_t *out, int64_t *pending, double *work)
+{
+    int64_t n_pending = 0;
+    for (int64_t m = 0; m < n; m++) {
+        out[m] = -1;
+        if (!live[m])
+            continue;
+        const double th = theta[m], d = fabs(th - theta_c[m]);
+        int64_t level = 0;
+        while (level < n_radii && !(radii[level] >= d))
+            level++;
+        int64_t k;
+        double low;
+        best_candidates4(1, cache, theta + m, ca + m * cache, cb + m * cache, used + m * cache, &k, &low, work);
+        if (low > bound[m * (n_radii + 1) + level]) {
+            const int64_t at = items[m * cache + k];
+            out[m] = at;
+            used[m * cache + k] = 1;
+            unused[m * N + at] = 0;
+            left[m]--;
+            unguard(m, k, cache, n_radii, used, ctwin, guard, bound);
+        }
+        else
+            pending[n_pending++] = m;
+    }
+    return n_pending;
 }

@@ -46,7 +46,9 @@ def _bind(path: Path) -> ctypes.CDLL:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.best_candidates4.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.best_candidates4.restype = None
-    lib.maxinfo_full.argtypes = [i64, i64, i64, i64, *[ptr] * 5, i64, ptr, i64, *[ptr] * 17]
+    lib.maxinfo_full.argtypes = [i64, i64, i64, i64, *[ptr] * 5, i64, ptr, i64, *[ptr] * 18]
+    lib.maxinfo_step.argtypes = [i64, i64, i64, i64, *[ptr] * 16]
+    lib.maxinfo_step.restype = i64
     lib.maxinfo_full.restype = None
     lib.maxinfo_vector_width.argtypes = []
     lib.maxinfo_vector_width.restype = i64
@@ -152,12 +154,15 @@ class FullPass:
         self.lastc = np.full(2 * max(n_items, 1), -1, dtype=np.int64)    # labels' last candidates, then columns
         self.has = np.zeros(max(n_items, 1), dtype=np.bool_)
 
-    def __call__(self, rows: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, rows: np.ndarray, theta: np.ndarray, left: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
         """The picks of models ``rows`` at abilities ``theta`` (one per row), and which rows the kernel left.
 
         Returns ``(pick, wild)``: ``wild[i]`` marks a row with a value that is not a number, an ``|a|``
         above 1e100, a ``|z|`` beyond 700 or a largest information outside (1e-280, inf); nothing was
-        written for it and its ``pick`` is meaningless (the caller decides it in numpy).
+        written for it and its ``pick`` is meaningless (the caller decides it in numpy). With ``left``
+        (int64, per model) every other row's pick is marked as given: not ``unused``, ``left`` one less,
+        its candidate slot ``used`` (and the row's bounds voided where that was a guarded label's last).
         """
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         theta = np.ascontiguousarray(theta, dtype=np.float64)
@@ -175,8 +180,31 @@ class FullPass:
             self.unused.ctypes.data, self.radii.ctypes.data, pick.ctypes.data, wild.ctypes.data,
             *(ptr(st[k]) if st is not None and k in st else null
               for k in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound")),
-            self.work.ctypes.data, self.work2.ctypes.data, self.lastc.ctypes.data, self.has.ctypes.data)
+            self.work.ctypes.data, self.work2.ctypes.data, self.lastc.ctypes.data, self.has.ctypes.data,
+            ptr(left))
         return pick, wild
+
+    def step(self, theta: np.ndarray, live: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One step's cached picks (``cache > 0``): ``(out, pending)``.
+
+        For each ``live`` model, its best unused candidate (as :func:`best_candidates`) where its exact
+        information is above the bound of the radius reaching ``theta`` from the candidates' centre
+        (``numpy.searchsorted(radii, |theta - theta_c|)``): that item in ``out``, marked as given as
+        :meth:`__call__` marks; the other live models in ``pending`` (they need a full pass); -1 elsewhere.
+        """
+        st = self.state
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        live = np.ascontiguousarray(live, dtype=np.bool_)
+        n = live.size
+        out, pending = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        ctwin = st.get("ctwin")
+        n_pending = self.lib.maxinfo_step(
+            n, self.unused.shape[1], self.cache, self.radii.size, theta.ctypes.data, live.ctypes.data,
+            self.radii.ctypes.data, st["items"].ctypes.data, st["ca"].ctypes.data, st["cb"].ctypes.data,
+            st["used"].ctypes.data, None if ctwin is None else ctwin.ctypes.data, st["guard"].ctypes.data,
+            st["theta_c"].ctypes.data, st["bound"].ctypes.data, self.unused.ctypes.data, left.ctypes.data,
+            out.ctypes.data, pending.ctypes.data, self.work.ctypes.data)
+        return out, pending[:n_pending]
 
 
 def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

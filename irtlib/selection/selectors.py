@@ -503,6 +503,8 @@ class _MaxInfoRun:
 
     def select(self, theta, est=None, active=None):
         theta = np.asarray(theta, dtype=float)
+        if self.fused is not None:
+            return self._select_c(theta, active)
         out = np.full(self.rows.size, -1, dtype=np.intp)
         live = self.left > 0
         if active is not None:
@@ -531,6 +533,38 @@ class _MaxInfoRun:
                               np.concatenate((k_hit, np.argmax(mine[inside], axis=1))))
         self.left[got] -= 1
         return out
+
+    def _select_c(self, theta, active):
+        """:meth:`select` in C (:meth:`~irtlib.selection.maxinfo_kernel.FullPass.step` and the full pass).
+
+        The same picks and the same state after them: the kernel marks every pick as given; rows its
+        full pass leaves (``wild``) are decided and marked here as :meth:`select` does.
+        """
+        live = self.left > 0
+        if active is not None:
+            live &= active
+        if self.cache:
+            out, pending = self.fused.step(theta, live, self.left)
+        else:
+            out, pending = np.full(self.rows.size, -1, dtype=np.int64), np.flatnonzero(live)
+        if pending.size:
+            self.full_passes += pending.size
+            pick, wild = self.fused(pending, theta[pending], self.left)
+            out[pending] = pick
+            if wild.any():
+                rows = pending[wild]
+                j = self._full_numpy(rows, theta[rows])
+                out[rows] = j
+                self.unused[rows, j] = False
+                self.left[rows] -= 1
+                if self.cache:
+                    mine = self.items[rows] == j[:, None]
+                    self.used[rows] |= mine
+                    if self.twin is not None:
+                        inside = mine.any(axis=1)
+                        self._unguard(rows[inside], np.argmax(mine[inside], axis=1))
+        return out
+
 
 
 
