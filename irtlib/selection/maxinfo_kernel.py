@@ -114,12 +114,13 @@ class FullPass:
         Twin labels (``a``'s shape), in ``[0, n_items)``.
     twinned : ndarray of bool, shape (n_models,), or None
         The models whose bounds leave twins out.
-    state : dict or None
-        ``items, ca, cb, used, ctwin, guard, theta_c, bound``: the selector's candidate arrays
-        (C-contiguous, ``bound`` with ``n_radii + 1`` columns); None when ``cache`` is 0.
+    state : dict
+        ``left`` (int64, the items each model has left) and, when ``cache > 0``, ``items, ca, cb, used,
+        ctwin, guard, theta_c, bound``: the selector's arrays (C-contiguous, a row per model, ``bound``
+        with ``n_radii + 1`` columns, ``ctwin`` only with ``twin``), updated in place.
     """
 
-    def __init__(self, lib, a, b, unused, radii, *, cache=0, twin=None, twinned=None, state=None):
+    def __init__(self, lib, a, b, unused, radii, *, state, cache=0, twin=None, twinned=None):
         self.lib = lib
         self.a = np.ascontiguousarray(a, dtype=np.float64)
         self.b = np.ascontiguousarray(b, dtype=np.float64)
@@ -138,53 +139,50 @@ class FullPass:
         self.ldt = n_items if self.twin is not None and self.twin.ndim == 2 else 0
         self.twinned = None if twinned is None else np.ascontiguousarray(twinned, dtype=np.bool_)
         self.state = state
+        shapes = {"left": np.int64}
         if self.cache:
-            shapes = {"items": np.intp, "ca": np.float64, "cb": np.float64, "used": np.bool_, "guard": np.bool_,
-                      "theta_c": np.float64, "bound": np.float64}
+            shapes |= {"items": np.int64, "ca": np.float64, "cb": np.float64, "used": np.bool_, "guard": np.bool_,
+                       "theta_c": np.float64, "bound": np.float64}
             if self.twin is not None:
                 shapes["ctwin"] = np.int32
-            for key, dtype in shapes.items():
-                arr = state[key]
-                if arr.dtype != dtype or not arr.flags.c_contiguous:
-                    raise ValueError(f"state[{key!r}] must be C-contiguous {np.dtype(dtype)}")
-            if np.dtype(np.intp).itemsize != 8:
-                raise ValueError("the candidates' item array must hold 64-bit integers")
+        for key, dtype in shapes.items():
+            arr = state[key]
+            if arr.dtype != dtype or not arr.flags.c_contiguous or arr.shape[0] != unused.shape[0]:
+                raise ValueError(f"state[{key!r}] must be C-contiguous {np.dtype(dtype)}, a row per model")
         self.work = np.empty(2 * max(n_items, 1))
         self.work2 = np.empty(max(n_items, 1))
         self.lastc = np.full(2 * max(n_items, 1), -1, dtype=np.int64)    # labels' last candidates, then columns
         self.has = np.zeros(max(n_items, 1), dtype=np.bool_)
+        # every array the kernel reads or writes is kept and fixed: their addresses once (None: NULL)
+        self._ptr = {k: None if v is None else v.ctypes.data for k, v in {
+            "a": self.a, "b": self.b, "loga2": self.loga2, "twin": self.twin, "twinned": self.twinned,
+            "unused": unused, "radii": self.radii, "work": self.work, "work2": self.work2, "lastc": self.lastc,
+            "has": self.has}.items()}
+        for key in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound", "left"):
+            self._ptr[key] = state[key].ctypes.data if key in state else None
 
-    def __call__(self, rows: np.ndarray, theta: np.ndarray, left: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, rows: np.ndarray, theta: np.ndarray, *, mark: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The picks of models ``rows`` at abilities ``theta`` (one per row), and which rows the kernel left.
 
         Returns ``(pick, wild)``: ``wild[i]`` marks a row with a value that is not a number, an ``|a|``
         above 1e100, a ``|z|`` beyond 700 or a largest information outside (1e-280, inf); nothing was
-        written for it and its ``pick`` is meaningless (the caller decides it in numpy). With ``left``
-        (int64, per model) every other row's pick is marked as given: not ``unused``, ``left`` one less,
-        its candidate slot ``used`` (and the row's bounds voided where that was a guarded label's last).
+        written for it and its ``pick`` is meaningless (the caller decides it in numpy). With ``mark``
+        every other row's pick is marked as given: not ``unused``, ``state["left"]`` one less, its
+        candidate slot ``used`` (and the row's bounds voided where that was a guarded label's last).
         """
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         n = rows.size
         pick, wild = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
-        st = self.state
-        null = None
-
-        def ptr(x):
-            return null if x is None else x.ctypes.data
-
+        p = self._ptr
         self.lib.maxinfo_full(
-            n, self.unused.shape[1], self.cache, self.radii.size, rows.ctypes.data, theta.ctypes.data,
-            self.a.ctypes.data, self.b.ctypes.data, self.loga2.ctypes.data, self.ld, ptr(self.twin), self.ldt, ptr(self.twinned),
-            self.unused.ctypes.data, self.radii.ctypes.data, pick.ctypes.data, wild.ctypes.data,
-            *(ptr(st[k]) if st is not None and k in st else null
-              for k in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound")),
-            self.work.ctypes.data, self.work2.ctypes.data, self.lastc.ctypes.data, self.has.ctypes.data,
-            ptr(left))
+            n, self.unused.shape[1], self.cache, self.radii.size, rows.ctypes.data, theta.ctypes.data, p["a"], p["b"],
+            p["loga2"], self.ld, p["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], pick.ctypes.data,
+            wild.ctypes.data, p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
+            p["bound"], p["work"], p["work2"], p["lastc"], p["has"], p["left"] if mark else None)
         return pick, wild
 
-    def step(self, theta: np.ndarray, live: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def step(self, theta: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One step's cached picks (``cache > 0``): ``(out, pending)``.
 
         For each ``live`` model, its best unused candidate (as :func:`best_candidates`) where its exact
@@ -192,18 +190,17 @@ class FullPass:
         (``numpy.searchsorted(radii, |theta - theta_c|)``): that item in ``out``, marked as given as
         :meth:`__call__` marks; the other live models in ``pending`` (they need a full pass); -1 elsewhere.
         """
-        st = self.state
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         live = np.ascontiguousarray(live, dtype=np.bool_)
         n = live.size
+        if theta.shape != (n,) or n != self.unused.shape[0]:
+            raise ValueError(f"theta and live must have one value per model ({self.unused.shape[0]})")
         out, pending = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        ctwin = st.get("ctwin")
+        p = self._ptr
         n_pending = self.lib.maxinfo_step(
-            n, self.unused.shape[1], self.cache, self.radii.size, theta.ctypes.data, live.ctypes.data,
-            self.radii.ctypes.data, st["items"].ctypes.data, st["ca"].ctypes.data, st["cb"].ctypes.data,
-            st["used"].ctypes.data, None if ctwin is None else ctwin.ctypes.data, st["guard"].ctypes.data,
-            st["theta_c"].ctypes.data, st["bound"].ctypes.data, self.unused.ctypes.data, left.ctypes.data,
-            out.ctypes.data, pending.ctypes.data, self.work.ctypes.data)
+            n, self.unused.shape[1], self.cache, self.radii.size, theta.ctypes.data, live.ctypes.data, p["radii"],
+            p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["unused"],
+            p["left"], out.ctypes.data, pending.ctypes.data, p["work"])
         return out, pending[:n_pending]
 
 
@@ -276,10 +273,10 @@ def _full_matches_numpy(lib: ctypes.CDLL) -> bool:
         unused[0, 0] = True
         for shared in (True, False):
             aa, bb = (a[1], b[1]) if shared else (a, b)
-            state = None
             cache = 4 if n_items > 4 else 0
+            state = {"left": np.zeros(16, dtype=np.int64)}
             if cache:
-                state = {"items": np.zeros((16, cache), dtype=np.intp), "ca": np.zeros((16, cache)),
+                state |= {"items": np.zeros((16, cache), dtype=np.intp), "ca": np.zeros((16, cache)),
                          "cb": np.zeros((16, cache)), "used": np.zeros((16, cache), dtype=bool),
                          "guard": np.zeros((16, cache), dtype=bool), "theta_c": np.zeros(16),
                          "bound": np.full((16, 3), np.inf)}

@@ -288,9 +288,9 @@ class _MaxInfoRun:
         if self.c is None and radii.size <= maxinfo_kernel.MAX_RADII and os.environ.get("IRTLIB_MAXINFO_FULL", "1") != "0":
             lib = maxinfo_kernel.load() if score_kernel.load() is not None else None
             if lib is not None:            # the full passes in one C call: the same picks (maxinfo_kernel.FullPass)
-                state = None
+                state = {"left": self.left}
                 if self.cache:
-                    state = {"items": self.items, "ca": self.ca, "cb": self.cb, "used": self.used,
+                    state |= {"items": self.items, "ca": self.ca, "cb": self.cb, "used": self.used,
                              "guard": self.guard, "theta_c": self.theta_c, "bound": self.bound}
                     if self.twin is not None:
                         state["ctwin"] = self.ctwin
@@ -544,12 +544,12 @@ class _MaxInfoRun:
         if active is not None:
             live &= active
         if self.cache:
-            out, pending = self.fused.step(theta, live, self.left)
+            out, pending = self.fused.step(theta, live)
         else:
             out, pending = np.full(self.rows.size, -1, dtype=np.int64), np.flatnonzero(live)
         if pending.size:
             self.full_passes += pending.size
-            pick, wild = self.fused(pending, theta[pending], self.left)
+            pick, wild = self.fused(pending, theta[pending], mark=True)
             out[pending] = pick
             if wild.any():
                 rows = pending[wild]
