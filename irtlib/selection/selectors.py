@@ -924,17 +924,20 @@ class SympsonHetterCandidates:
             self.bound = np.full(n_cells, -np.inf)
         self.candidates = np.sort(top, axis=1)          # by item index: a stable sort then breaks ties by index
 
-    def choose(self, theta, avail, u, v, k_exposure, k):
+    def choose(self, theta, avail, u, v, k_exposure, k, *, sparse=False):
         """:func:`_sympson_hetter`'s ``(item, rejected)`` for abilities ``theta`` (n_models,).
 
-        ``u`` is a :class:`RowDraws` of ``avail``'s shape (or the uniform draws themselves).
+        ``u`` is a :class:`RowDraws` of ``avail``'s shape (or the uniform draws themselves). With
+        ``sparse``, ``rejected`` is ``(rows, columns)`` of its True cells instead (a few per row:
+        no (models x items) array to fill and read back).
         """
         if isinstance(u, np.ndarray):
             u = RowDraws.of(u)
         theta = np.asarray(theta, dtype=float)
         n_models, n_items = avail.shape
         item = np.full(n_models, -1)
-        rejected = np.zeros((n_models, n_items), dtype=bool)
+        rejected = None if sparse else np.zeros((n_models, n_items), dtype=bool)
+        cells = []                       # sparse: (rows, columns) of the items set aside
         with np.errstate(invalid="ignore"):
             cell = np.floor((theta - self.lo) / self.width)
         inside = np.isfinite(cell) & (cell >= 0) & (cell < self.bound.size)
@@ -954,14 +957,25 @@ class SympsonHetterCandidates:
                                                          k_exposure, k)
             done = rows[enough]
             item[done] = chosen[enough]
-            rejected[done[:, None], order[enough]] = tried[enough]
+            if sparse:
+                rr, cc = np.nonzero(tried[enough])
+                cells.append((done[rr], order[enough][rr, cc]))
+            else:
+                rejected[done[:, None], order[enough]] = tried[enough]
             todo = np.sort(np.concatenate([todo, rows[~enough]]))
         if todo.size:
             masked = np.where(avail[todo], fisher_information(theta[todo, None], self.a, self.b), -np.inf)
             got, set_aside = _sympson_hetter(masked, avail[todo], u.rows(todo, n_items), None if v is None else v[todo],
                                              k_exposure, k)
             item[todo] = got
-            rejected[todo] = set_aside
+            if sparse:
+                rr, cc = np.nonzero(set_aside)
+                cells.append((todo[rr], cc))
+            else:
+                rejected[todo] = set_aside
+        if sparse:
+            empty = np.zeros(0, dtype=np.intp)
+            rejected = (np.concatenate([c[0] for c in cells] + [empty]), np.concatenate([c[1] for c in cells] + [empty]))
         return item, rejected
 
 
@@ -1054,7 +1068,7 @@ class _RankedRun:
 
     def select(self, theta, est=None, active=None):
         rows = np.arange(self.unused.shape[0])
-        pool = self.unused if active is None else self.unused & active[:, None]
+        pool = self.unused if active is None or active.all() else self.unused & active[:, None]
         if self.content is not None:
             has = (pool @ self.onehot) > 0
             cat = kingsbury_zara_category(self.counts, self.content.share, has)
@@ -1065,13 +1079,16 @@ class _RankedRun:
             n_models, n_items = pool.shape
             u = RowDraws(rng, (n_models, n_items))
             v = rng.random(n_models) if self.exposure.randomesque > 1 else None
-            j, rejected = self.candidates.choose(theta, pool, u, v, self.exposure.sympson_hetter,
-                                                 self.exposure.randomesque)
+            j, (rr, cc) = self.candidates.choose(theta, pool, u, v, self.exposure.sympson_hetter,
+                                                 self.exposure.randomesque, sparse=True)
+            if rr.size:                      # the items set aside: as below, from their cells
+                self.set_aside += np.bincount(cc, minlength=n_items)
+                self.unused[rr, cc] = False
         else:
             j, rejected = choose_items(self._criterion(theta, est), pool, rng, self.exposure)
-        if rejected.any():
-            self.set_aside += rejected.sum(axis=0)
-            self.unused &= ~rejected
+            if rejected.any():
+                self.set_aside += rejected.sum(axis=0)
+                self.unused &= ~rejected
         got = j >= 0
         self.unused[rows[got], j[got]] = False
         if self.content is not None:
