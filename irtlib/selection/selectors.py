@@ -285,9 +285,10 @@ class _MaxInfoRun:
             # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
             # the extra last column (+inf) is what a theta outside every radius looks up.
             self.bound = np.full((n_models, radii.size + 1), np.inf)
-        if self.c is None and radii.size <= maxinfo_kernel.MAX_RADII and os.environ.get("IRTLIB_MAXINFO_FULL", "1") != "0":
+        fused = os.environ.get("IRTLIB_MAXINFO_FULL", "1") != "0"       # 0: the numpy full pass and step
+        if self.c is None and radii.size <= maxinfo_kernel.MAX_RADII and fused:
             lib = maxinfo_kernel.load() if score_kernel.load() is not None else None
-            if lib is not None:            # the full passes in one C call: the same picks (maxinfo_kernel.FullPass)
+            if lib is not None:            # full passes and steps in C, the same picks (maxinfo_kernel.FullPass)
                 state = {"left": self.left}
                 if self.cache:
                     state |= {"items": self.items, "ca": self.ca, "cb": self.cb, "used": self.used,
@@ -975,7 +976,7 @@ class SympsonHetterCandidates:
                 rejected[todo] = set_aside
         if sparse:
             empty = np.zeros(0, dtype=np.intp)
-            rejected = (np.concatenate([c[0] for c in cells] + [empty]), np.concatenate([c[1] for c in cells] + [empty]))
+            rejected = tuple(np.concatenate([c[i] for c in cells] + [empty]) for i in (0, 1))
         return item, rejected
 
 
