@@ -11,10 +11,18 @@ exactly, with the C library's ``exp`` and :func:`irtlib.core.kernels.fisher_info
 operations, every candidate within that margin of the largest: the argmax and its value are
 numpy's, bit for bit (``_maxinfo_kernel.c`` beside this module says why).
 
+:class:`FullPass` does the rest of the selector's work in the same library: the full pass over the bank
+(``maxinfo_full``: the first-pass values of every unused item, the exact argmax among those within 1e-9 of
+the largest, the ``cache`` largest as the new candidates, and upper bounds on every other item's information
+within each radius, computed in logs with a margin far above their rounding, which only decide when the next
+full pass comes) and each step (``maxinfo_step``: the best candidate, its bound, the marks of the pick), so a
+step of the adaptive test is one or two calls instead of some thirty numpy operations.
+
 Compiled like :mod:`irtlib.selection.score_kernel` (the same compiler driver and flags). The first
 :func:`load` of a process compares the kernel with :func:`numpy_best` on random candidates (twins,
 used ones, NaN and infinite parameters, abilities far from every item, row lengths 1 to 13 and
-long ones) and returns it only if every pick and value is equal; otherwise, or without a
+long ones), and :class:`FullPass`'s picks with numpy's argmax on random banks, and returns it only if
+every pick and value is equal; otherwise, or without a
 compiler, or on a processor without AVX2 (the vectors four lanes wide, without which this pass is
 slower than the scalar one), or with ``IRTLIB_MAXINFO_KERNEL=0``, the selector keeps
 :func:`~irtlib.selection.score_kernel.best_candidates` (no warning: the choices are the same).

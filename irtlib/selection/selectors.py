@@ -138,7 +138,13 @@ class MaxInformation:
         lower index wins among them), the 8 best screened items are evaluated exactly, and if
         even those are within the margin, all of them. Bounds built from screened values are
         inflated by the margin. The choice is therefore the exact one, as with ``screen=False``
-        (which is also used when ``delta`` would exceed 2.5e-3).
+        (which is also used when ``delta`` would exceed 2.5e-3). Where the four-lane kernel loads
+        (:mod:`irtlib.selection.maxinfo_kernel`; ``IRTLIB_MAXINFO_FULL=0`` keeps numpy), each step is
+        one C call (the candidates, their bound, the marks) and each full pass another
+        (:class:`~irtlib.selection.maxinfo_kernel.FullPass`: the exact argmax over the bank, the new
+        candidates and bounds computed in logs with their own margin); the screen then serves only the
+        rows that kernel leaves (values that are not numbers, ``|a (theta - b)|`` beyond 700). The
+        picks are the same.
     """
 
     adaptive = True
