@@ -170,3 +170,27 @@ def test_the_switch_keeps_the_numpy_full_pass(monkeypatch):
     assert isinstance(run, selectors._MaxInfoRun) and run.fused is None
     theta = np.array([0.0, 0.7])
     np.testing.assert_array_equal(run.select(theta), _brute(a, b, np.ones((2, 300), dtype=bool), theta))
+
+
+def test_inactive_models_keep_their_state_and_the_c_step_matches_numpy(lib):
+    import os
+
+    rng = np.random.default_rng(23)
+    n_models, n_items = 9, 800
+    a, b = _bank(rng, n_models, n_items, per_model=True, twins=0.2)
+    available = np.ones((n_models, n_items), dtype=bool)
+    thetas = _walk(rng, n_models, 100, 0.05)
+    actives = rng.random((100, n_models)) < 0.7
+    runs = {}
+    for fused in (True, False):
+        os.environ["IRTLIB_MAXINFO_FULL"] = "1" if fused else "0"
+        try:
+            runs[fused] = MaxInformation(cache_size=64).begin(TwoPLItems(a, b), available)
+        finally:
+            os.environ.pop("IRTLIB_MAXINFO_FULL")
+    for theta, active in zip(thetas, actives, strict=True):
+        want = np.where(active, _brute(a, b, runs[True].unused, theta), -1)
+        for run in runs.values():
+            np.testing.assert_array_equal(run.select(theta, active=active), want)
+        np.testing.assert_array_equal(runs[True].unused, runs[False].unused)
+        np.testing.assert_array_equal(runs[True].left, runs[False].left)
