@@ -244,7 +244,7 @@ class _MaxInfoRun:
     def __init__(self, a, b, available, cache_size, radii, screen, c=None):
         self.a, self.b, self.c = a, b, c                          # (n_items,) or (n_models, n_items)
         self.per_model = a.ndim == 2
-        self.unused = np.array(available, dtype=bool, copy=True)
+        self.unused = np.array(available, dtype=bool, copy=True, order="C")   # row-major: the C kernel's
         n_models, n_items = self.unused.shape
         self.rows = np.arange(n_models)
         self.left = self.unused.sum(axis=1)

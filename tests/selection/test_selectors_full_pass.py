@@ -194,3 +194,16 @@ def test_inactive_models_keep_their_state_and_the_c_step_matches_numpy(lib):
             np.testing.assert_array_equal(run.select(theta, active=active), want)
         np.testing.assert_array_equal(runs[True].unused, runs[False].unused)
         np.testing.assert_array_equal(runs[True].left, runs[False].left)
+
+
+def test_column_major_inputs_take_the_c_path_with_the_same_picks(lib):
+    """A DataFrame's values are often column-major: the run keeps a row-major copy for the kernel."""
+    rng = np.random.default_rng(29)
+    n_models, n_items = 7, 600
+    a, b = _bank(rng, n_models, n_items, per_model=True)
+    available = np.asfortranarray(rng.random((n_models, n_items)) > 0.2)
+    a, b = np.asfortranarray(a), np.asfortranarray(b)
+    thetas = _walk(rng, n_models, 60, 0.1)
+    new, run = _run(a, b, available, thetas, fused=True, cache_size=64)
+    old, _ = _run(a, b, available, thetas, fused=False, cache_size=64)
+    np.testing.assert_array_equal(new, old)
