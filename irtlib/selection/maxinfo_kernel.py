@@ -11,10 +11,18 @@ exactly, with the C library's ``exp`` and :func:`irtlib.core.kernels.fisher_info
 operations, every candidate within that margin of the largest: the argmax and its value are
 numpy's, bit for bit (``_maxinfo_kernel.c`` beside this module says why).
 
+:class:`FullPass` does the rest of the selector's work in the same library: the full pass over the bank
+(``maxinfo_full``: the first-pass values of every unused item, the exact argmax among those within 1e-9 of
+the largest, the ``cache`` largest as the new candidates, and upper bounds on every other item's information
+within each radius, computed in logs with a margin far above their rounding, which only decide when the next
+full pass comes) and each step (``maxinfo_step``: the best candidate, its bound, the marks of the pick), so a
+step of the adaptive test is one or two calls instead of some thirty numpy operations.
+
 Compiled like :mod:`irtlib.selection.score_kernel` (the same compiler driver and flags). The first
 :func:`load` of a process compares the kernel with :func:`numpy_best` on random candidates (twins,
 used ones, NaN and infinite parameters, abilities far from every item, row lengths 1 to 13 and
-long ones) and returns it only if every pick and value is equal; otherwise, or without a
+long ones), and :class:`FullPass`'s picks with numpy's argmax on random banks, and returns it only if
+every pick and value is equal; otherwise, or without a
 compiler, or on a processor without AVX2 (the vectors four lanes wide, without which this pass is
 slower than the scalar one), or with ``IRTLIB_MAXINFO_KERNEL=0``, the selector keeps
 :func:`~irtlib.selection.score_kernel.best_candidates` (no warning: the choices are the same).
@@ -31,11 +39,14 @@ import numpy as np
 
 from irtlib.core.kernels import fisher_information
 
-__all__ = ["SOURCE", "load", "best_candidates", "numpy_best", "random_case"]
+__all__ = ["SOURCE", "MAX_RADII", "load", "best_candidates", "numpy_best", "random_case", "FullPass"]
 
 SOURCE = Path(__file__).with_name("_maxinfo_kernel.c")
 
 _LOADED: dict = {}
+
+#: The most radii :class:`FullPass` takes (the kernel's stack array).
+MAX_RADII = 64
 
 
 def _bind(path: Path) -> ctypes.CDLL:
@@ -43,6 +54,10 @@ def _bind(path: Path) -> ctypes.CDLL:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.best_candidates4.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.best_candidates4.restype = None
+    lib.maxinfo_full.argtypes = [i64, i64, i64, i64, *[ptr] * 5, i64, ptr, i64, *[ptr] * 18]
+    lib.maxinfo_step.argtypes = [i64, i64, i64, i64, *[ptr] * 16]
+    lib.maxinfo_step.restype = i64
+    lib.maxinfo_full.restype = None
     lib.maxinfo_vector_width.argtypes = []
     lib.maxinfo_vector_width.restype = i64
     return lib
@@ -81,6 +96,120 @@ def best_candidates(lib: ctypes.CDLL, theta: np.ndarray, ca: np.ndarray, cb: np.
     lib.best_candidates4(n, c, theta.ctypes.data, ca.ctypes.data, cb.ctypes.data, used.ctypes.data, k.ctypes.data,
                          best.ctypes.data, work.ctypes.data)
     return k, best
+
+
+class FullPass:
+    """Maximum information's full pass over the bank in one C call per step (``maxinfo_full``).
+
+    For each of some models: numpy's argmax of :func:`~irtlib.core.kernels.fisher_information` over
+    its unused items (the pick, bit for bit), and, with ``cache > 0``, its new candidates (the
+    ``cache`` items of largest information, ties lowest column first), their parameters and twin
+    labels, and upper bounds, for each radius ``r``, on the information any other unused item can give
+    within ``r`` of the ability (twins left out and their candidates guarded as
+    :class:`~irtlib.selection.selectors.MaxInformation` describes), written in place into the
+    selector's state arrays. ``_maxinfo_kernel.c`` gives the argument for each.
+
+    Parameters
+    ----------
+    lib : the loaded kernel (:func:`load`)
+    a, b : ndarray, shape (n_items,) or (n_models, n_items)
+        The bank, shared or per model.
+    unused : ndarray of bool, shape (n_models, n_items)
+        The selector's state, read at every call (C-contiguous, kept by reference).
+    radii : ndarray, shape (n_radii,)
+    cache : int
+    twin : ndarray of int32 or None
+        Twin labels (``a``'s shape), in ``[0, n_items)``.
+    twinned : ndarray of bool, shape (n_models,), or None
+        The models whose bounds leave twins out.
+    state : dict
+        ``left`` (int64, the items each model has left) and, when ``cache > 0``, ``items, ca, cb, used,
+        ctwin, guard, theta_c, bound``: the selector's arrays (C-contiguous, a row per model, ``bound``
+        with ``n_radii + 1`` columns, ``ctwin`` only with ``twin``), updated in place.
+    """
+
+    def __init__(self, lib, a, b, unused, radii, *, state, cache=0, twin=None, twinned=None):
+        self.lib = lib
+        self.a = np.ascontiguousarray(a, dtype=np.float64)
+        self.b = np.ascontiguousarray(b, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.loga2 = 2.0 * np.log(np.abs(self.a))          # the bounds' logarithms
+        self.unused = unused
+        n_items = unused.shape[1]
+        self.ld = n_items if self.a.ndim == 2 else 0
+        self.radii = np.ascontiguousarray(radii, dtype=np.float64)
+        if self.radii.size > MAX_RADII:
+            raise ValueError(f"at most {MAX_RADII} radii, got {self.radii.size}")
+        if not (unused.flags.c_contiguous and unused.dtype == np.bool_):
+            raise ValueError("unused must be a C-contiguous bool array")
+        self.cache = int(cache)
+        self.twin = None if twin is None else np.ascontiguousarray(twin, dtype=np.int32)
+        self.ldt = n_items if self.twin is not None and self.twin.ndim == 2 else 0
+        self.twinned = None if twinned is None else np.ascontiguousarray(twinned, dtype=np.bool_)
+        self.state = state
+        shapes = {"left": np.int64}
+        if self.cache:
+            shapes |= {"items": np.int64, "ca": np.float64, "cb": np.float64, "used": np.bool_, "guard": np.bool_,
+                       "theta_c": np.float64, "bound": np.float64}
+            if self.twin is not None:
+                shapes["ctwin"] = np.int32
+        for key, dtype in shapes.items():
+            arr = state[key]
+            if arr.dtype != dtype or not arr.flags.c_contiguous or arr.shape[0] != unused.shape[0]:
+                raise ValueError(f"state[{key!r}] must be C-contiguous {np.dtype(dtype)}, a row per model")
+        self.work = np.empty(2 * max(n_items, 1))
+        self.work2 = np.empty(max(n_items, 1))
+        self.lastc = np.full(2 * max(n_items, 1), -1, dtype=np.int64)    # labels' last candidates, then columns
+        self.has = np.zeros(max(n_items, 1), dtype=np.bool_)
+        # every array the kernel reads or writes is kept and fixed: their addresses once (None: NULL)
+        self._ptr = {k: None if v is None else v.ctypes.data for k, v in {
+            "a": self.a, "b": self.b, "loga2": self.loga2, "twin": self.twin, "twinned": self.twinned,
+            "unused": unused, "radii": self.radii, "work": self.work, "work2": self.work2, "lastc": self.lastc,
+            "has": self.has}.items()}
+        for key in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound", "left"):
+            self._ptr[key] = state[key].ctypes.data if key in state else None
+
+    def __call__(self, rows: np.ndarray, theta: np.ndarray, *, mark: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The picks of models ``rows`` at abilities ``theta`` (one per row), and which rows the kernel left.
+
+        Returns ``(pick, wild)``: ``wild[i]`` marks a row with a value that is not a number, an ``|a|``
+        above 1e100, a ``|z|`` beyond 700 or a largest information outside (1e-280, inf); nothing was
+        written for it and its ``pick`` is meaningless (the caller decides it in numpy). With ``mark``
+        every other row's pick is marked as given: not ``unused``, ``state["left"]`` one less, its
+        candidate slot ``used`` (and the row's bounds voided where that was a guarded label's last).
+        """
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        n = rows.size
+        pick, wild = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
+        p = self._ptr
+        self.lib.maxinfo_full(
+            n, self.unused.shape[1], self.cache, self.radii.size, rows.ctypes.data, theta.ctypes.data, p["a"], p["b"],
+            p["loga2"], self.ld, p["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], pick.ctypes.data,
+            wild.ctypes.data, p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
+            p["bound"], p["work"], p["work2"], p["lastc"], p["has"], p["left"] if mark else None)
+        return pick, wild
+
+    def step(self, theta: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One step's cached picks (``cache > 0``): ``(out, pending)``.
+
+        For each ``live`` model, its best unused candidate (as :func:`best_candidates`) where its exact
+        information is above the bound of the radius reaching ``theta`` from the candidates' centre
+        (``numpy.searchsorted(radii, |theta - theta_c|)``): that item in ``out``, marked as given as
+        :meth:`__call__` marks; the other live models in ``pending`` (they need a full pass); -1 elsewhere.
+        """
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        live = np.ascontiguousarray(live, dtype=np.bool_)
+        n = live.size
+        if theta.shape != (n,) or n != self.unused.shape[0]:
+            raise ValueError(f"theta and live must have one value per model ({self.unused.shape[0]})")
+        out, pending = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        p = self._ptr
+        n_pending = self.lib.maxinfo_step(
+            n, self.unused.shape[1], self.cache, self.radii.size, theta.ctypes.data, live.ctypes.data, p["radii"],
+            p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["unused"],
+            p["left"], out.ctypes.data, pending.ctypes.data, p["work"])
+        return out, pending[:n_pending]
 
 
 def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,6 +268,37 @@ def load() -> ctypes.CDLL | None:
     return verified(SOURCE, _bind, switch="IRTLIB_MAXINFO_KERNEL", matches=_matches_vector, cache=_LOADED)
 
 
+def _full_matches_numpy(lib: ctypes.CDLL) -> bool:
+    """Whether :class:`FullPass`'s picks are numpy's argmax of the exact information on :func:`random_case` banks.
+
+    Shared and per-model banks, every 17th item a twin, 30% used, row lengths 1 to 9 and 300, with and
+    without candidates; rows the kernel leaves to numpy (``wild``) are not compared.
+    """
+    rng = np.random.default_rng(20261204)
+    for n_items in (*range(1, 10), 300):
+        theta, a, b, used = random_case(rng, 16, n_items, wild=False)
+        unused = ~used
+        unused[0, 0] = True
+        for shared in (True, False):
+            aa, bb = (a[1], b[1]) if shared else (a, b)
+            cache = 4 if n_items > 4 else 0
+            state = {"left": np.zeros(16, dtype=np.int64)}
+            if cache:
+                state |= {"items": np.zeros((16, cache), dtype=np.intp), "ca": np.zeros((16, cache)),
+                         "cb": np.zeros((16, cache)), "used": np.zeros((16, cache), dtype=bool),
+                         "guard": np.zeros((16, cache), dtype=bool), "theta_c": np.zeros(16),
+                         "bound": np.full((16, 3), np.inf)}
+            full = FullPass(lib, aa, bb, unused, np.array([0.01, 0.1]), cache=cache, state=state)
+            rows = np.flatnonzero(unused.any(axis=1))
+            pick, wild = full(rows, theta[rows])
+            with np.errstate(over="ignore", invalid="ignore"):
+                info = fisher_information(theta[rows, None], aa if shared else aa[rows], bb if shared else bb[rows])
+            want = np.argmax(np.where(unused[rows], info, -np.inf), axis=1)
+            if not np.array_equal(pick[~wild], want[~wild]):
+                return False
+    return True
+
+
 def _matches_vector(lib: ctypes.CDLL) -> bool:
     """Compiled four lanes wide (AVX2: narrower, it is slower than the scalar kernel) and equal to numpy."""
-    return lib.maxinfo_vector_width() == 4 and _matches_numpy(lib)
+    return lib.maxinfo_vector_width() == 4 and _matches_numpy(lib) and _full_matches_numpy(lib)

@@ -31,6 +31,7 @@ replayed session proposes the same items, and a test is reproduced by its seed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -137,7 +138,13 @@ class MaxInformation:
         lower index wins among them), the 8 best screened items are evaluated exactly, and if
         even those are within the margin, all of them. Bounds built from screened values are
         inflated by the margin. The choice is therefore the exact one, as with ``screen=False``
-        (which is also used when ``delta`` would exceed 2.5e-3).
+        (which is also used when ``delta`` would exceed 2.5e-3). Where the four-lane kernel loads
+        (:mod:`irtlib.selection.maxinfo_kernel`; ``IRTLIB_MAXINFO_FULL=0`` keeps numpy), each step is
+        one C call (the candidates, their bound, the marks) and each full pass another
+        (:class:`~irtlib.selection.maxinfo_kernel.FullPass`: the exact argmax over the bank, the new
+        candidates and bounds computed in logs with their own margin); the screen then serves only the
+        rows that kernel leaves (values that are not numbers, ``|a (theta - b)|`` beyond 700). The
+        picks are the same.
     """
 
     adaptive = True
@@ -237,7 +244,7 @@ class _MaxInfoRun:
     def __init__(self, a, b, available, cache_size, radii, screen, c=None):
         self.a, self.b, self.c = a, b, c                          # (n_items,) or (n_models, n_items)
         self.per_model = a.ndim == 2
-        self.unused = np.array(available, dtype=bool, copy=True)
+        self.unused = np.array(available, dtype=bool, copy=True, order="C")   # row-major: the C kernel's
         n_models, n_items = self.unused.shape
         self.rows = np.arange(n_models)
         self.left = self.unused.sum(axis=1)
@@ -266,6 +273,7 @@ class _MaxInfoRun:
         self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
+        self.kernel = self.vector = self.fused = None
         if self.cache:
             c = self.cache
             # the C kernel evaluates the candidates exactly in one pass (no screen needed there)
@@ -283,6 +291,18 @@ class _MaxInfoRun:
             # bound[m, i]: at least what any non-candidate can give within radii[i] of theta_c;
             # the extra last column (+inf) is what a theta outside every radius looks up.
             self.bound = np.full((n_models, radii.size + 1), np.inf)
+        fused = os.environ.get("IRTLIB_MAXINFO_FULL", "1") != "0"       # 0: the numpy full pass and step
+        if self.c is None and radii.size <= maxinfo_kernel.MAX_RADII and fused:
+            lib = maxinfo_kernel.load() if score_kernel.load() is not None else None
+            if lib is not None:            # full passes and steps in C, the same picks (maxinfo_kernel.FullPass)
+                state = {"left": self.left}
+                if self.cache:
+                    state |= {"items": self.items, "ca": self.ca, "cb": self.cb, "used": self.used,
+                             "guard": self.guard, "theta_c": self.theta_c, "bound": self.bound}
+                    if self.twin is not None:
+                        state["ctwin"] = self.ctwin
+                self.fused = maxinfo_kernel.FullPass(lib, a, b, self.unused, radii, cache=self.cache, twin=self.twin,
+                                                     twinned=self.twinned, state=state)
 
     def _rows(self, arr, rows):
         return arr[rows] if self.per_model else arr
@@ -300,10 +320,24 @@ class _MaxInfoRun:
         return _information(theta[:, None], self._cols(self.a, rows, cols), self._cols(self.b, rows, cols))
 
     def _full(self, rows, theta):
-        """Exact argmax over all items for ``rows``; rebuilds their candidate lists."""
-        th = theta[rows]
-        blocked = ~self.unused[rows]
+        """Exact argmax over all items for ``rows``; rebuilds their candidate lists.
+
+        In C where the kernel loads (:class:`~irtlib.selection.maxinfo_kernel.FullPass`: the pick,
+        the candidates and the bounds in one pass per model); rows it leaves (values that are not
+        numbers, parameters beyond its range) and runs without it take :meth:`_full_numpy`.
+        """
         self.full_passes += rows.size
+        if self.fused is None:
+            return self._full_numpy(rows, theta[rows])
+        pick, wild = self.fused(rows, theta[rows])
+        if wild.any():
+            w = np.flatnonzero(wild)
+            pick[w] = self._full_numpy(rows[w], theta[rows[w]])
+        return pick
+
+    def _full_numpy(self, rows, th):
+        """:meth:`_full` in numpy (single-precision screen, exact refinement, :meth:`_build`)."""
+        blocked = ~self.unused[rows]
         if not self.screen:
             info = self._exact(rows, th)
             info[blocked] = -np.inf
@@ -476,6 +510,8 @@ class _MaxInfoRun:
 
     def select(self, theta, est=None, active=None):
         theta = np.asarray(theta, dtype=float)
+        if self.fused is not None:
+            return self._select_c(theta, active)
         out = np.full(self.rows.size, -1, dtype=np.intp)
         live = self.left > 0
         if active is not None:
@@ -504,6 +540,38 @@ class _MaxInfoRun:
                               np.concatenate((k_hit, np.argmax(mine[inside], axis=1))))
         self.left[got] -= 1
         return out
+
+    def _select_c(self, theta, active):
+        """:meth:`select` in C (:meth:`~irtlib.selection.maxinfo_kernel.FullPass.step` and the full pass).
+
+        The same picks and the same state after them: the kernel marks every pick as given; rows its
+        full pass leaves (``wild``) are decided and marked here as :meth:`select` does.
+        """
+        live = self.left > 0
+        if active is not None:
+            live &= active
+        if self.cache:
+            out, pending = self.fused.step(theta, live)
+        else:
+            out, pending = np.full(self.rows.size, -1, dtype=np.int64), np.flatnonzero(live)
+        if pending.size:
+            self.full_passes += pending.size
+            pick, wild = self.fused(pending, theta[pending], mark=True)
+            out[pending] = pick
+            if wild.any():
+                rows = pending[wild]
+                j = self._full_numpy(rows, theta[rows])
+                out[rows] = j
+                self.unused[rows, j] = False
+                self.left[rows] -= 1
+                if self.cache:
+                    mine = self.items[rows] == j[:, None]
+                    self.used[rows] |= mine
+                    if self.twin is not None:
+                        inside = mine.any(axis=1)
+                        self._unguard(rows[inside], np.argmax(mine[inside], axis=1))
+        return out
+
 
 
 
@@ -863,17 +931,20 @@ class SympsonHetterCandidates:
             self.bound = np.full(n_cells, -np.inf)
         self.candidates = np.sort(top, axis=1)          # by item index: a stable sort then breaks ties by index
 
-    def choose(self, theta, avail, u, v, k_exposure, k):
+    def choose(self, theta, avail, u, v, k_exposure, k, *, sparse=False):
         """:func:`_sympson_hetter`'s ``(item, rejected)`` for abilities ``theta`` (n_models,).
 
-        ``u`` is a :class:`RowDraws` of ``avail``'s shape (or the uniform draws themselves).
+        ``u`` is a :class:`RowDraws` of ``avail``'s shape (or the uniform draws themselves). With
+        ``sparse``, ``rejected`` is ``(rows, columns)`` of its True cells instead (a few per row:
+        no (models x items) array to fill and read back).
         """
         if isinstance(u, np.ndarray):
             u = RowDraws.of(u)
         theta = np.asarray(theta, dtype=float)
         n_models, n_items = avail.shape
         item = np.full(n_models, -1)
-        rejected = np.zeros((n_models, n_items), dtype=bool)
+        rejected = None if sparse else np.zeros((n_models, n_items), dtype=bool)
+        cells = []                       # sparse: (rows, columns) of the items set aside
         with np.errstate(invalid="ignore"):
             cell = np.floor((theta - self.lo) / self.width)
         inside = np.isfinite(cell) & (cell >= 0) & (cell < self.bound.size)
@@ -893,14 +964,25 @@ class SympsonHetterCandidates:
                                                          k_exposure, k)
             done = rows[enough]
             item[done] = chosen[enough]
-            rejected[done[:, None], order[enough]] = tried[enough]
+            if sparse:
+                rr, cc = np.nonzero(tried[enough])
+                cells.append((done[rr], order[enough][rr, cc]))
+            else:
+                rejected[done[:, None], order[enough]] = tried[enough]
             todo = np.sort(np.concatenate([todo, rows[~enough]]))
         if todo.size:
             masked = np.where(avail[todo], fisher_information(theta[todo, None], self.a, self.b), -np.inf)
             got, set_aside = _sympson_hetter(masked, avail[todo], u.rows(todo, n_items), None if v is None else v[todo],
                                              k_exposure, k)
             item[todo] = got
-            rejected[todo] = set_aside
+            if sparse:
+                rr, cc = np.nonzero(set_aside)
+                cells.append((todo[rr], cc))
+            else:
+                rejected[todo] = set_aside
+        if sparse:
+            empty = np.zeros(0, dtype=np.intp)
+            rejected = tuple(np.concatenate([c[i] for c in cells] + [empty]) for i in (0, 1))
         return item, rejected
 
 
@@ -993,7 +1075,7 @@ class _RankedRun:
 
     def select(self, theta, est=None, active=None):
         rows = np.arange(self.unused.shape[0])
-        pool = self.unused if active is None else self.unused & active[:, None]
+        pool = self.unused if active is None or active.all() else self.unused & active[:, None]
         if self.content is not None:
             has = (pool @ self.onehot) > 0
             cat = kingsbury_zara_category(self.counts, self.content.share, has)
@@ -1004,13 +1086,16 @@ class _RankedRun:
             n_models, n_items = pool.shape
             u = RowDraws(rng, (n_models, n_items))
             v = rng.random(n_models) if self.exposure.randomesque > 1 else None
-            j, rejected = self.candidates.choose(theta, pool, u, v, self.exposure.sympson_hetter,
-                                                 self.exposure.randomesque)
+            j, (rr, cc) = self.candidates.choose(theta, pool, u, v, self.exposure.sympson_hetter,
+                                                 self.exposure.randomesque, sparse=True)
+            if rr.size:                      # the items set aside: as below, from their cells
+                self.set_aside += np.bincount(cc, minlength=n_items)
+                self.unused[rr, cc] = False
         else:
             j, rejected = choose_items(self._criterion(theta, est), pool, rng, self.exposure)
-        if rejected.any():
-            self.set_aside += rejected.sum(axis=0)
-            self.unused &= ~rejected
+            if rejected.any():
+                self.set_aside += rejected.sum(axis=0)
+                self.unused &= ~rejected
         got = j >= 0
         self.unused[rows[got], j[got]] = False
         if self.content is not None:
