@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def base_module(rev: str):
-    """The base revision's ``static.py``, imported as ``irtlib.selection._static_base`` (relative imports: this tree)."""
+    """The base revision's ``static.py``, imported as ``irtlib.selection._static_base`` (relative imports: here)."""
     text = subprocess.run(["git", "show", f"{rev}:irtlib/selection/static.py"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp()) / "_static_base.py"
