@@ -395,8 +395,8 @@ def test_similarity_to_the_medoid_recomputed_where_it_moved_equals_every_point()
         assert kept is new
 
 
-def test_path_with_too_few_iterations_carries_the_right_sums(monkeypatch):
-    """Budgets that stop at ``max_iter`` before settling: the sums carried on are those of the last labels summed."""
+def test_path_with_too_few_iterations_per_budget_equals_the_old_path(monkeypatch):
+    """Budgets that stop at ``max_iter`` before settling: the warm start from an unsettled assignment."""
     from irtlib.selection import static
 
     rng = np.random.default_rng(14)
