@@ -132,3 +132,24 @@ def test_the_authors_anchor_points_equal_the_packages_fasterpam_on_the_row_major
         np.testing.assert_array_equal(subset.items, np.asarray(ref.medoids, dtype=np.intp)[order])
         sizes = np.bincount(np.asarray(ref.labels, dtype=np.intp), minlength=k).astype(float)
         np.testing.assert_array_equal(subset.weights, sizes[order])
+
+
+def _distances_as_before(x):
+    """The authors' distances as ``correlation_distances`` computed them before (out of place, then a copy)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.corrcoef(np.asarray(x, float).T)
+    diss = np.clip(1.0 - np.nan_to_num(np.atleast_2d(corr), nan=0.0), 0.0, 2.0)
+    np.fill_diagonal(diss, 0.0)
+    return diss
+
+
+@pytest.mark.parametrize("shape, seed", [((23, 300), 0), ((6, 1), 1), ((5, 400), 2), ((40, 7), 3)])
+def test_distances_in_place_and_column_major_equal_the_old_steps(shape, seed):
+    x = _responses(*shape, seed)
+    x[:, ::5] = 1.0                                   # constant items: undefined r, taken as 0
+    want = _distances_as_before(x)
+    for order in ("C", "F"):
+        got = correlation_distances(x, order=order)
+        assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

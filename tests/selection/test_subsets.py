@@ -247,8 +247,11 @@ def test_stable_order_of_labels_equals_numpy_stable_argsort():
         assert np.array_equal(_stable_order(lab, k), np.argsort(lab, kind="stable"))
 
 
-def _alternate_recomputing_every_sum(u, med, *, max_iter, lab=None, best=None, weight=None):
-    """Alternating k-medoids as it was before the incremental sums: every cluster summed at every iteration."""
+def _alternate_recomputing_every_sum(u, med, *, max_iter, lab=None, best=None, weight=None, state=None):
+    """Alternating k-medoids as it was before the incremental sums: every cluster summed at every iteration.
+
+    ``state`` (the sums carried across budgets) is ignored: every budget starts from a full pass.
+    """
     from irtlib.selection.static import _assign, _stable_order
 
     wu = u if weight is None else u * weight[:, None]
@@ -300,7 +303,18 @@ def _alternate_recomputing_every_sum(u, med, *, max_iter, lab=None, best=None, w
     return med, lab
 
 
-@pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2)])
+def _numpy_unique_rows(u):
+    """The path's distinct rows as it took them before: ``np.unique`` over rows."""
+    uniq, first, inverse, count = np.unique(u, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    return uniq, first, inverse.reshape(-1), count
+
+
+def _every_similarity(u, target, best=None, before=None):
+    """Every point's similarity to its medoid, computed for every point at every budget (as before)."""
+    return np.einsum("ij,ij->i", u, u[target]), target
+
+
+@pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2), ((5, 3000), 3)])
 def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(shape, seed, monkeypatch):
     """The warm-started path (SafetyBench's and AIR-Bench's anchor points): the same medoids and weights."""
     from irtlib.selection import static
@@ -313,6 +327,8 @@ def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(sha
     ks = [1, 2, 5, 13, 40, 111, 300, 800, min(2000, n_items)]
     got = anchor_points_path(x, ks, seed=seed, solver="alternate")
     monkeypatch.setattr(static, "_alternate", _alternate_recomputing_every_sum)
+    monkeypatch.setattr(static, "_unique_rows", _numpy_unique_rows)
+    monkeypatch.setattr(static, "_nearest_similarity", _every_similarity)
     ref = anchor_points_path(x, ks, seed=seed, solver="alternate")
     for k in ks:
         np.testing.assert_array_equal(got[k].items, ref[k].items)
@@ -349,3 +365,48 @@ def test_incremental_cluster_sums_equal_the_full_pass():
         want_sums, want_score = _full_sums(u, wu, lab, k)
         np.testing.assert_array_equal(sums, want_sums)
         np.testing.assert_array_equal(score, want_score)
+
+
+def test_unique_rows_equal_numpy_unique_over_rows():
+    from irtlib.selection.static import _unique_rows
+
+    rng = np.random.default_rng(12)
+    for n, d, levels in ((1, 3, 2), (2, 1, 1), (500, 4, 2), (3000, 6, 3), (2000, 25, 50)):
+        u = rng.integers(0, levels, (n, d)).astype(float) - (levels - 1) / 2
+        u[rng.random((n, d)) < 0.1] *= -1.0                  # signed zeros among the values
+        got = _unique_rows(u)
+        want = _numpy_unique_rows(u)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(want[0]))
+
+
+def test_similarity_to_the_medoid_recomputed_where_it_moved_equals_every_point():
+    from irtlib.selection.static import _nearest_similarity
+
+    rng = np.random.default_rng(13)
+    u = rng.normal(size=(3000, 25))
+    target = rng.integers(0, 3000, 3000)
+    best, _ = _nearest_similarity(u, target)
+    for share in (0.0, 0.001, 0.3, 1.0):
+        new = np.where(rng.random(3000) < share, rng.integers(0, 3000, 3000), target)
+        got, kept = _nearest_similarity(u, new, best, target)
+        np.testing.assert_array_equal(got, np.einsum("ij,ij->i", u, u[new]))
+        assert kept is new
+
+
+def test_path_with_too_few_iterations_per_budget_equals_the_old_path(monkeypatch):
+    """Budgets that stop at ``max_iter`` before settling: the warm start from an unsettled assignment."""
+    from irtlib.selection import static
+
+    rng = np.random.default_rng(14)
+    x = (rng.random((15, 2500)) < rng.random((1, 2500))).astype(float)
+    ks = [3, 10, 50, 200, 700]
+    got = anchor_points_path(x, ks, seed=1, solver="alternate", max_iter=2)
+    monkeypatch.setattr(static, "_alternate", _alternate_recomputing_every_sum)
+    monkeypatch.setattr(static, "_unique_rows", _numpy_unique_rows)
+    monkeypatch.setattr(static, "_nearest_similarity", _every_similarity)
+    ref = anchor_points_path(x, ks, seed=1, solver="alternate", max_iter=2)
+    for k in ks:
+        np.testing.assert_array_equal(got[k].items, ref[k].items)
+        np.testing.assert_array_equal(got[k].weights, ref[k].weights)
