@@ -19,14 +19,14 @@ from __future__ import annotations
 import threading
 from contextlib import AbstractContextManager
 
-__all__ = ["single_threaded_blas"]
+__all__ = ["single_threaded_blas", "blas_libraries"]
 
 _CONTROLLER: dict = {}
 _LOCK = threading.Lock()
 
 
-def single_threaded_blas() -> AbstractContextManager:
-    """``threadpool_limits(limits=1, user_api="blas")`` over the BLAS libraries found on the first call."""
+def _controller():
+    """The controller of the BLAS libraries loaded by the first call (numpy's and scipy's)."""
     controller = _CONTROLLER.get("blas")
     if controller is None:
         with _LOCK:
@@ -36,4 +36,15 @@ def single_threaded_blas() -> AbstractContextManager:
                 from threadpoolctl import ThreadpoolController
 
                 controller = _CONTROLLER["blas"] = ThreadpoolController().select(user_api="blas")
-    return controller.limit(limits=1, user_api="blas")
+    return controller
+
+
+def single_threaded_blas() -> AbstractContextManager:
+    """``threadpool_limits(limits=1, user_api="blas")`` over the BLAS libraries found on the first call."""
+    return _controller().limit(limits=1, user_api="blas")
+
+
+def blas_libraries() -> list[list]:
+    """``[implementation, version, processor core]`` of each of those libraries (a product's bits depend on them)."""
+    return sorted([str(lib.get("internal_api")), str(lib.get("version")), str(lib.get("architecture"))]
+                  for lib in _controller().info())
