@@ -232,8 +232,8 @@ def fit_map_splits_cached(blocks: Sequence[ArrayLike], *, cache_dir: PathLike | 
     Per block, the protocol's per-split calibration with ``engine="map"``
     (:func:`irtlib.protocol.agreement.calibrate_splits`): :func:`~irtlib.calibration.joint_map.fit_2pl`
     with its defaults on the items some row of the block saw, NaN for the others; the same arrays bit for
-    bit, read from ``<key>.npz`` where an earlier call (another chapter's) fitted the same block with the
-    same code (:func:`map_split_keys`). Blocks equal to each other in one call are fitted once.
+    bit, read from ``map-<key>.npz`` where an earlier call (another chapter's) fitted the same block with
+    the same code (:func:`map_split_keys`). Blocks equal to each other in one call are fitted once.
 
     Parameters
     ----------
@@ -272,18 +272,19 @@ def fit_map_splits_cached(blocks: Sequence[ArrayLike], *, cache_dir: PathLike | 
 
 
 def _map_block(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``fit_2pl(..., engine="map")`` on the block's seen items, NaN elsewhere (the protocol's per-split fit)."""
-    from irtlib.core.responses import ResponseMatrix
+    """``fit_2pl(..., engine="map")`` on the block's seen items, NaN elsewhere (the protocol's per-split fit).
 
-    from .joint_map import fit_2pl
+    :func:`~irtlib.calibration.joint_map.fit_2pl` with the MAP engine hands its matrix's values to
+    :func:`~irtlib.calibration.joint_map.fit_map` with that function's defaults and wraps ``a`` and ``b``
+    in Series: the same arrays as :func:`fit_map` on the block itself, here without a
+    :class:`~irtlib.core.responses.ResponseMatrix` and its labels (a fifth of a small fit's time).
+    """
+    from .joint_map import fit_map
 
     pool = np.flatnonzero((~np.isnan(x)).any(axis=0))
-    block = x[:, pool]
-    matrix = ResponseMatrix(block, [f"m{i}" for i in range(block.shape[0])], [f"i{j}" for j in range(block.shape[1])],
-                            source="training split")
-    cal = fit_2pl(matrix, engine="map")
+    _, a_pool, b_pool, _ = fit_map(x[:, pool])
     a, b = np.full(x.shape[1], np.nan), np.full(x.shape[1], np.nan)
-    a[pool], b[pool] = cal.a.to_numpy(), cal.b.to_numpy()
+    a[pool], b[pool] = a_pool, b_pool
     return a, b
 
 

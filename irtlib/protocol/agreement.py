@@ -390,8 +390,8 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
         raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
     blocks = [x[r] for r in rows]          # only training rows reach an engine
     fn = CALIBRATION_ENGINES.get(engine)
-    if fn is None:       # the MAP engine's fits kept by content where a cache is given (the same numbers)
-        out = _calibrate_each(blocks, seeds, engine) if engine != "map" or cache_dir is None else \
+    if fn is None:       # the MAP engine: the same numbers, kept by content where a cache is given
+        out = _calibrate_each(blocks, seeds, engine) if engine != "map" else \
             _split_cache().fit_map_splits_cached(blocks, cache_dir=cache_dir)
     else:
         out = fn(blocks, seeds) if cache_dir is None else fn(blocks, seeds, cache_dir=cache_dir)
