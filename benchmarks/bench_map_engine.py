@@ -99,7 +99,6 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     from irtbook.pipeline import load_benchmark
-
     from irtlib.calibration import joint_map as new_map
 
     old_map, _ = old_modules()

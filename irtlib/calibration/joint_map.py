@@ -21,9 +21,9 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 
 from . import cell_kernel
+from .blas import single_threaded_blas
 from .cells import ThreadRunner, cell_arrays, make_runner, workspace
 from .newton import arrow_cg
-from .blas import single_threaded_blas
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "fit_map_after_items", "ENGINES", "PYIRT_EXTRA",
            "load_pyirt_engine"]

@@ -226,7 +226,8 @@ def _write_entry(path: Path, key: str, a: np.ndarray, b: np.ndarray) -> None:
     atomic_write(path, buffer.getvalue(), force=True)
 
 
-def fit_map_splits_cached(blocks: Sequence[ArrayLike], *, cache_dir: PathLike | None) -> list[tuple[np.ndarray, np.ndarray]]:
+def fit_map_splits_cached(blocks: Sequence[ArrayLike], *,
+                          cache_dir: PathLike | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """The MAP engine's fit of every training block, reusing each block's fit kept under ``cache_dir``.
 
     Per block, the protocol's per-split calibration with ``engine="map"``
