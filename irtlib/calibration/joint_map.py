@@ -26,7 +26,7 @@ from .cells import ThreadRunner, cell_arrays, make_runner, workspace
 from .newton import arrow_cg
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "fit_map_after_items", "ENGINES", "PYIRT_EXTRA",
-           "load_pyirt_engine"]
+           "load_pyirt_engine", "cell_kernel_in_use"]
 
 #: Calibration engines of :func:`fit_2pl`: the paper's text ("pyirt"), the fast posterior mode ("map"),
 #: and py-irt as the paper's released code runs it ("pyirt-authors").
@@ -90,6 +90,15 @@ def _cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
         return _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells)
     return cell_kernel.cell_pass(lib, block, theta, a, b, derive, dtype, keep_cells,
                                  reuse=state if derive and keep_cells else None)
+
+
+def cell_kernel_in_use() -> bool:
+    """Whether the cell passes run in the C kernel (:mod:`irtlib.calibration.cell_kernel`), else in numpy.
+
+    The two differ in the last bits, so a fit kept on disk records which one made it
+    (:func:`irtlib.calibration.split_cache.map_code_fingerprint`).
+    """
+    return cell_kernel.load(_numpy_cell_pass) is not None
 
 
 def _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):

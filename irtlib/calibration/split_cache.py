@@ -309,10 +309,9 @@ def map_code_fingerprint() -> dict:
     The C cell kernel and the numpy cell pass differ in the last bits (:mod:`irtlib.calibration.cell_kernel`),
     as may BLAS's products on another processor core, so each is part of the key.
     """
-    from . import cell_kernel, joint_map
+    from .joint_map import cell_kernel_in_use
 
-    kernel = cell_kernel.load(joint_map._numpy_cell_pass) is not None     # the switch is read at every call
-    return {**_map_environment(), "cell_kernel": kernel}
+    return {**_map_environment(), "cell_kernel": cell_kernel_in_use()}    # its switch is read at every call
 
 
 @functools.lru_cache(maxsize=1)
