@@ -1,8 +1,9 @@
-"""The MAP engine as ``main`` has it, loaded beside the working tree's for old-versus-new comparisons.
+"""The MAP engine as it was before this branch, loaded beside the working tree's for old-versus-new comparisons.
 
-:func:`old_modules` reads ``irtlib/calibration/{newton,joint_map}.py`` at a git revision (default
-``main``) and imports them as private modules of :mod:`irtlib.calibration`, the old ``joint_map``
-bound to the old ``newton``, so one process can run both engines on the same inputs.
+:func:`old_modules` reads ``irtlib/calibration/{newton,joint_map}.py`` at a git revision (default: where
+this branch left ``main``, ``git merge-base HEAD main``) and imports them as private modules of
+:mod:`irtlib.calibration`, the old ``joint_map`` bound to the old ``newton``, so one process can run both
+engines on the same inputs.
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ def _load(name: str, source: str) -> types.ModuleType:
     return module
 
 
-def old_modules(rev: str = "main") -> tuple[types.ModuleType, types.ModuleType]:
-    """``(joint_map, newton)`` as at ``rev``."""
+def old_modules(rev: str | None = None) -> tuple[types.ModuleType, types.ModuleType]:
+    """``(joint_map, newton)`` as at ``rev`` (default: the merge base of ``HEAD`` and ``main``)."""
+    if rev is None:
+        rev = subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, check=True, capture_output=True,
+                             text=True).stdout.strip()
+
     def show(path):
         return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True,
                               text=True).stdout

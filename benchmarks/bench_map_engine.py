@@ -1,9 +1,9 @@
-"""The MAP engine's per-split fits, ``main``'s code against this tree's, in one process, on the chapters' inputs.
+"""The MAP engine's per-split fits, the code before this branch against this tree's, in one process, on real inputs.
 
 The inputs are the training blocks the chapters calibrate with ``engine="map"``: chapter 6's paper's-text
 protocol (every benchmark; chapter 8's comparison with the real data and chapter 4b's engine comparison
 run its first 20 splits) and its ``alt_runs`` (the authors' protocol recalibrated by the MAP engine),
-the first ``--splits`` splits of each. Old: ``main``'s ``joint_map`` and ``newton``
+the first ``--splits`` splits of each. Old: ``joint_map`` and ``newton`` where this branch left ``main``
 (:mod:`_old_engine`) through the protocol's per-split path (a ResponseMatrix, ``fit_2pl``). New:
 :func:`irtlib.protocol.agreement.calibrate_splits` as this tree runs it. Prints, per benchmark, whether
 every parameter is equal bit for bit and the CPU seconds of both (alternating, best of ``--repeat``),
@@ -61,7 +61,7 @@ def training_blocks(protocol: str, bench, n_splits: int) -> list[np.ndarray]:
 
 
 def old_per_split(old_map, blocks: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``main``'s per-split MAP calibration (``agreement._calibrate_each`` with ``main``'s engine)."""
+    """The old per-split MAP calibration (``agreement._calibrate_each`` with the old engine)."""
     out = []
     for x in blocks:
         pool = np.flatnonzero((~np.isnan(x)).any(axis=0))
