@@ -143,3 +143,9 @@ def test_map_keys_follow_the_block_and_not_the_nan_payload():
     moved[0, 0] = 1.0 - np.nan_to_num(moved[0, 0], nan=0.0)
     keys = map_split_keys([block, other_nan, moved, block[:-1]])
     assert keys[0] == keys[1] and len(set(keys)) == 3
+    graded = block.copy()
+    graded[1, 1] = 0.5                                        # not a binary block: keyed by its float64 bytes
+    graded_nan = graded.copy()
+    graded_nan[np.isnan(graded_nan)] = -np.nan
+    more = map_split_keys([graded, graded_nan, block])
+    assert more[0] == more[1] and len(set(more)) == 2 and more[2] == keys[0]
