@@ -20,6 +20,7 @@ from irtlib.fit.summaries import coefficient_of_variation, item_rmse
 from irtlib.protocol.agreement import agreement_curves, paired_difference, run_protocol, spearman
 
 from .cache import cached
+from .pipeline import split_cache
 from .scorecard import nearest_swept
 
 __all__ = ["QUANTITIES", "benchmark_profile", "release_vs_real", "agreement_summary"]
@@ -74,7 +75,7 @@ def benchmark_profile(bench, *, n_splits: int = 20, n_test: int = 10, seed: int 
         scores = full.safety_scores()
         kw = {} if protocol is None else {"protocol": protocol}
         res = run_protocol(full, methods=["fluid", "random"], n_splits=n_splits, n_test=n_test, seed=seed,
-                           engine=engine, n_jobs=n_jobs, progress=False, **kw)
+                           engine=engine, n_jobs=n_jobs, progress=False, calibration_cache=split_cache(cache_dir), **kw)
         curves = agreement_curves(res).pivot(index="k", columns="method", values="mean")
         kk = nearest_swept(res, k)
         lead = paired_difference(res, k=kk, method="fluid", baseline="random")["mean"]

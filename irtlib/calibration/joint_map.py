@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import probability, response_terms
@@ -22,11 +21,12 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 
 from . import cell_kernel
-from .cells import cell_arrays, make_runner, workspace
+from .blas import single_threaded_blas
+from .cells import ThreadRunner, cell_arrays, make_runner, workspace
 from .newton import arrow_cg
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "fit_map_after_items", "ENGINES", "PYIRT_EXTRA",
-           "load_pyirt_engine"]
+           "load_pyirt_engine", "cell_kernel_in_use"]
 
 #: Calibration engines of :func:`fit_2pl`: the paper's text ("pyirt"), the fast posterior mode ("map"),
 #: and py-irt as the paper's released code runs it ("pyirt-authors").
@@ -90,6 +90,15 @@ def _cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
         return _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells)
     return cell_kernel.cell_pass(lib, block, theta, a, b, derive, dtype, keep_cells,
                                  reuse=state if derive and keep_cells else None)
+
+
+def cell_kernel_in_use() -> bool:
+    """Whether the cell passes run in the C kernel (:mod:`irtlib.calibration.cell_kernel`), else in numpy.
+
+    The two differ in the last bits, so a fit kept on disk records which one made it
+    (:func:`irtlib.calibration.split_cache.map_code_fingerprint`).
+    """
+    return cell_kernel.load(_numpy_cell_pass) is not None
 
 
 def _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
@@ -257,14 +266,27 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
         runner.run(_combine_pass, minus_g.astype(np.float32), keep=True)
         runner.owner = None                          # g is now h: another try at this point redoes its pass
 
-    def cross_t(v):                   # C^T v: information between theta and (log a_j, b_j)
-        parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)
-        c_w, c_h = (_block_sum(p[k] for p in parts) for k in range(2))
-        return [a * c_h, -a * a * c_w]
+    neg_a2 = -a * a                   # the b cross weight's factor (-a^2 w), formed once a step
+    if _one_local_block(runner):      # the passes below on the block itself: the same products, less Python
+        block, (c_wt, c_ht) = runner.blocks[0], _cross_weights(runner.states[0], combined)
 
-    def cross(ys):                    # C y
-        args = ((-a * a * ys[1]).T, (a * ys[0]).T)
-        return np.concatenate(runner.run(_cross_pass, *(y.astype(np.float32) for y in args), combined)).astype(float)
+        def cross_t(v):
+            u = v.astype(np.float32)[block.rows]
+            return [a * block.col_dot(c_ht, u), neg_a2 * block.col_dot(c_wt, u)]
+
+        def cross(ys):
+            y_w, y_h = (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
+            return (block.row_dot(c_wt, y_w) + block.row_dot(c_ht, y_h)).astype(float)
+    else:
+        def cross_t(v):               # C^T v: information between theta and (log a_j, b_j)
+            parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)
+            c_w, c_h = (_block_sum(p[k] for p in parts) for k in range(2))
+            return [a * c_h, neg_a2 * c_w]
+
+        def cross(ys):                # C y
+            args = ((neg_a2 * ys[1]).T, (a * ys[0]).T)
+            return np.concatenate(runner.run(_cross_pass, *(y.astype(np.float32) for y in args),
+                                             combined)).astype(float)
 
     coarse = _coarse(pt.theta)
     step = arrow_cg(j_tt, g_t, cross_t, cross, [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]], coarse=coarse,
@@ -273,6 +295,11 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
         return None
     d_t, (d_al, d_b), iterations = step
     return d_t, d_al, d_b, iterations
+
+
+def _one_local_block(runner) -> bool:
+    """Whether ``runner`` holds its matrix in one block in this process (most per-split fits: a few models)."""
+    return isinstance(runner, ThreadRunner) and len(runner.blocks) == 1
 
 
 def _coarse(theta: np.ndarray) -> np.ndarray:
@@ -375,7 +402,7 @@ def fit_map(values: ArrayLike, *, prior_theta: tuple[float, float] = (0.0, 1.0),
     products, and on a shared 2-core machine threaded BLAS spinning against other work made a fit
     two to six times slower).
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_threaded_blas():
         return _fit_map(values, priors=(prior_theta, prior_log_a, prior_b), max_iter=max_iter, tol=tol,
                         max_step=max_step, start=start, n_threads=n_threads, client=client, progress=progress,
                         forcing=forcing)
@@ -548,7 +575,7 @@ def fit_items(values: ArrayLike, theta: ArrayLike, *, start: dict | None = None,
         _, alpha, b = _given_start({"theta": theta, **start}, x.shape)
     # the abilities are fixed: their prior (SD inf) adds nothing
     priors = ((0.0, np.inf), prior_log_a, prior_b)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_threaded_blas():
         runner = make_runner(x, n_threads=n_threads)
         try:
             return _fit_items(runner, theta, alpha, b, priors, max_iter=max_iter, tol=tol, sd_tol=sd_tol,
@@ -586,7 +613,7 @@ def fit_map_after_items(values: ArrayLike, theta: ArrayLike, a: ArrayLike, b: Ar
     _, alpha, b = _given_start({"theta": theta, "a": a, "b": b}, x.shape)
     priors = ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0))                 # fit_map's defaults (the paper's priors)
     item_priors = ((0.0, np.inf),) + priors[1:]                    # the abilities held: no prior on them
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_threaded_blas():
         runner = make_runner(x, n_threads=n_threads)
         try:
             a_items, b_items, _ = _fit_items(runner, theta, alpha, b, item_priors, max_iter=item_steps, tol=1e-6,

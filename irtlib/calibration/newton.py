@@ -19,12 +19,31 @@ response matrix, so a step costs a small multiple of the number of responses (th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
 
 __all__ = ["arrow_step", "arrow_cg"]
+
+
+def _norm(x: np.ndarray) -> float:
+    """``numpy.linalg.norm`` of a 1-D float64 vector, as it computes it (``sqrt(x @ x)``), without its dispatch."""
+    return math.sqrt(x.dot(x))
+
+
+def _row_sum(coefficients: list, us: list) -> np.ndarray:
+    """``sum(c * u for c, u in zip(coefficients, us))`` (Python's ``sum``: ``0 + t0 + t1 + ...``), in place.
+
+    The same numbers as the generator (``0 + t0`` turns a -0.0 into 0.0, as ``sum`` does), in one
+    array instead of one per term.
+    """
+    total = np.multiply(coefficients[0], us[0])
+    np.add(0, total, out=total)
+    for c, u in zip(coefficients[1:], us[1:], strict=True):
+        total += c * u
+    return total
 
 
 def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: list,
@@ -117,7 +136,7 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     k = len(g_items)
 
     def binv(us):
-        return [sum(item_inverse[u][v] * us[v] for v in range(k)) for u in range(k)]
+        return [_row_sum(item_inverse[u], us) for u in range(k)]
 
     def schur(v):
         scale = diag if v.ndim == 1 else diag[:, None]
@@ -127,21 +146,23 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     basis = np.linalg.qr(coarse)[0]
     small = basis.T @ schur(basis)
     try:
-        small_chol = scipy.linalg.cho_factor((small + small.T) / 2)
+        small_chol, lower = scipy.linalg.cho_factor((small + small.T) / 2)
     except np.linalg.LinAlgError:
         return None
+    potrs, = scipy.linalg.get_lapack_funcs(("potrs",), (small_chol,))
 
     def precondition(r):
-        return r / diag + basis @ scipy.linalg.cho_solve(small_chol, basis.T @ r)
+        # scipy.linalg.cho_solve's own LAPACK call, without its checks (the same numbers)
+        return r / diag + basis @ potrs(small_chol, basis.T @ r, lower=lower)[0]
 
     d = np.zeros_like(rhs)
     res = rhs.copy()
     z = precondition(res)
     p = z.copy()
     rz = res @ z
-    target = rtol * np.linalg.norm(rhs)
+    target = rtol * _norm(rhs)
     it = 0
-    while np.linalg.norm(res) > target and it < max_iter:
+    while _norm(res) > target and it < max_iter:
         sp = schur(p)
         curvature = p @ sp
         if curvature <= 0:          # truncated Newton: the iterate so far, if any, is still an ascent direction

@@ -18,10 +18,19 @@ another version of the code misses. A split's fit does not depend on the other s
 (the module :mod:`~irtlib.calibration.pyirt_batch`), so a cached result is the one a fresh call gives.
 An entry that cannot be read, or that does not hold what its name promises, is refitted and
 rewritten, with a warning.
+
+:func:`fit_map_splits_cached` does the same for the fast MAP engine's per-split fits (``engine="map"``,
+:func:`irtlib.calibration.joint_map.fit_2pl`), which the paper's-text protocol runs in several chapters
+on the same training blocks (chapter 6's 100 splits of every benchmark; chapter 8's comparison of the
+simulated release with the real data and chapter 4b's engine comparison run their first 20). The MAP
+fit is deterministic and takes no seed, so its key is the training block and the code only
+(:func:`map_code_fingerprint`: the engine's sources, whether its C cell kernel runs, numpy's and scipy's
+versions and the BLAS core the products run on), with every setting at :func:`fit_2pl`'s defaults.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -38,7 +47,14 @@ from irtlib.io.atomic import atomic_write
 
 from . import fused_kernel, pyirt_batch
 
-__all__ = ["fit_2pl_splits_cached", "missing_splits", "split_keys"]
+#: The engine sources a MAP split fit's key holds (relative to :mod:`irtlib`).
+MAP_SOURCES = ("calibration/joint_map.py", "calibration/newton.py", "calibration/cells.py",
+               "calibration/cell_kernel.py", "calibration/_cell_kernel.c", "calibration/blas.py",
+               "calibration/split_cache.py", "calibration/fused_kernel.py", "core/kernels.py",
+               "core/responses.py")
+
+__all__ = ["fit_2pl_splits_cached", "missing_splits", "split_keys", "fit_map_splits_cached",
+           "map_split_keys", "map_code_fingerprint"]
 
 #: Bump when the layout of an entry changes.
 ENTRY_FORMAT = 1
@@ -179,15 +195,21 @@ def code_fingerprint() -> dict:
             "likelihood": kernel}
 
 
-def _read_entry(path: Path, key: str, n_items: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The (a, b) stored at ``path``, or None when there is none or it cannot be trusted."""
+def _read_entry(path: Path, key: str, n_items: int, *,
+                allow_nan: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (a, b) stored at ``path``, or None when there is none or it cannot be trusted.
+
+    ``allow_nan``: NaN marks items the block never saw (the MAP entries), the same ones in ``a`` and ``b``.
+    """
     if not path.exists():
         return None
     try:
         with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as entry:
             stored_key, a, b = str(entry["key"]), entry["a"], entry["b"]
+        seen = ~np.isnan(a) if allow_nan else np.ones(a.shape, dtype=bool)
         ok = (stored_key == key and a.shape == b.shape == (n_items,) and a.dtype == b.dtype == np.float64
-              and np.isfinite(a).all() and np.isfinite(b).all() and (a > 0).all())
+              and np.array_equal(seen, ~np.isnan(b)) and np.isfinite(a[seen]).all() and np.isfinite(b[seen]).all()
+              and (a[seen] > 0).all())
     except (OSError, ValueError, KeyError, EOFError) as exc:
         ok, why = False, f"{type(exc).__name__}: {exc}"
     else:
@@ -202,3 +224,113 @@ def _write_entry(path: Path, key: str, a: np.ndarray, b: np.ndarray) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, key=np.array(key), a=np.asarray(a, dtype=np.float64), b=np.asarray(b, dtype=np.float64))
     atomic_write(path, buffer.getvalue(), force=True)
+
+
+def fit_map_splits_cached(blocks: Sequence[ArrayLike], *,
+                          cache_dir: PathLike | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The MAP engine's fit of every training block, reusing each block's fit kept under ``cache_dir``.
+
+    Per block, the protocol's per-split calibration with ``engine="map"``
+    (:func:`irtlib.protocol.agreement.calibrate_splits`): :func:`~irtlib.calibration.joint_map.fit_2pl`
+    with its defaults on the items some row of the block saw, NaN for the others; the same arrays bit for
+    bit, read from ``map-<key>.npz`` where an earlier call (another chapter's) fitted the same block with
+    the same code (:func:`map_split_keys`). Blocks equal to each other in one call are fitted once.
+
+    Parameters
+    ----------
+    blocks : sequence of array_like, shape (n_train, n_items)
+        The training rows of each split (1 safe, 0 unsafe, NaN missing).
+    cache_dir : path-like or None
+        Directory of the entries (created if missing); None: no cache, every block is fitted.
+
+    Returns
+    -------
+    list of (a, b)
+        Per block, arrays of shape (n_items,), float64.
+
+    Warns
+    -----
+    UserWarning
+        An entry could not be read or did not match its key; the block is refitted and the entry rewritten.
+    """
+    xs = [np.asarray(x, dtype=np.float64) for x in blocks]
+    if cache_dir is None:
+        return [_map_block(x) for x in xs]
+    directory = Path(cache_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    keys = map_split_keys(xs)
+    found: dict = {}
+    for x, key in zip(xs, keys, strict=True):
+        if key in found:
+            continue
+        path = directory / f"map-{key}.npz"
+        entry = _read_entry(path, key, x.shape[1], allow_nan=True)
+        if entry is None:
+            entry = _map_block(x)
+            _write_entry(path, key, *entry)
+        found[key] = entry
+    return [(found[key][0].copy(), found[key][1].copy()) for key in keys]
+
+
+def _map_block(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``fit_2pl(..., engine="map")`` on the block's seen items, NaN elsewhere (the protocol's per-split fit).
+
+    :func:`~irtlib.calibration.joint_map.fit_2pl` with the MAP engine hands its matrix's values to
+    :func:`~irtlib.calibration.joint_map.fit_map` with that function's defaults and wraps ``a`` and ``b``
+    in Series: the same arrays as :func:`fit_map` on the block itself, here without a
+    :class:`~irtlib.core.responses.ResponseMatrix` and its labels (a fifth of a small fit's time).
+    """
+    from .joint_map import fit_map
+
+    pool = np.flatnonzero((~np.isnan(x)).any(axis=0))
+    _, a_pool, b_pool, _ = fit_map(x[:, pool])
+    a, b = np.full(x.shape[1], np.nan), np.full(x.shape[1], np.nan)
+    a[pool], b[pool] = a_pool, b_pool
+    return a, b
+
+
+def map_split_keys(blocks: Sequence[np.ndarray]) -> list[str]:
+    """The cache key of each block's MAP fit: hex SHA-256 of the block (shape and cells) and the code.
+
+    A block of 0, 1 and NaN only (every training block) is hashed as one byte a cell (0, 1, 2 for NaN, whatever
+    its bit pattern): the same block, an eighth of the bytes to hash. Any other block is hashed as its float64
+    bytes (NaNs made one pattern), under another tag, so no two different blocks share a key.
+    """
+    common = hashlib.sha256(json.dumps({"format": ENTRY_FORMAT, "engine": "map", "code": map_code_fingerprint()},
+                                       sort_keys=True).encode())
+    keys = []
+    for x in blocks:
+        missing = np.isnan(x)
+        binary = bool(((x == 0.0) | (x == 1.0) | missing).all())
+        if binary:
+            cells = (x == 1.0).view(np.int8)                                 # 0 or 1 (a bool's byte)
+            cells[missing] = 2
+        else:
+            cells = np.where(missing, np.nan, x)                             # one NaN bit pattern
+        digest = common.copy()
+        digest.update(f"{'binary' if binary else 'float64'} {x.shape}".encode() + b"\0")
+        digest.update(np.ascontiguousarray(cells).tobytes())
+        keys.append(digest.hexdigest())
+    return keys
+
+
+def map_code_fingerprint() -> dict:
+    """What identifies the MAP engine's numbers: its sources, its cell kernel, numpy, scipy and the BLAS core.
+
+    The C cell kernel and the numpy cell pass differ in the last bits (:mod:`irtlib.calibration.cell_kernel`),
+    as may BLAS's products on another processor core, so each is part of the key.
+    """
+    from .joint_map import cell_kernel_in_use
+
+    return {**_map_environment(), "cell_kernel": cell_kernel_in_use()}    # its switch is read at every call
+
+
+@functools.lru_cache(maxsize=1)
+def _map_environment() -> dict:
+    """The part of :func:`map_code_fingerprint` fixed for a process: sources, versions, BLAS."""
+    from .blas import blas_libraries
+
+    root = Path(__file__).resolve().parents[1]
+    sources = {name: hashlib.sha256((root / name).read_bytes()).hexdigest() for name in MAP_SOURCES}
+    return {"irtlib": __version__, "sources": sources, "numpy": np.__version__, "scipy": metadata.version("scipy"),
+            "blas": blas_libraries()}

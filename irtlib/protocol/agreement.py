@@ -287,6 +287,13 @@ def _calibrate_each(blocks: list, seeds: list, engine: str) -> list:
     return out
 
 
+def _split_cache():
+    """:mod:`irtlib.calibration.split_cache`, imported when first needed."""
+    from irtlib.calibration import split_cache
+
+    return split_cache
+
+
 def _authors_batched(blocks: list, seeds: list, *, cache_dir=None, epochs: int | None = None) -> list:
     """The authors' calibration (py-irt's hierarchical 2PL) of every split in one batched fit per seed.
 
@@ -365,8 +372,9 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
     cache_dir : path-like, optional
         A directory where a batched engine that supports it keeps each split's fit, keyed by
         the split's training block, the settings and the code (``"pyirt-authors"``:
-        :mod:`irtlib.calibration.split_cache`), so runs that calibrate the same training
-        models (the protocol and its ceiling, two chapters) fit them once. Other engines ignore it.
+        :mod:`irtlib.calibration.split_cache`; ``"map"``: its
+        :func:`~irtlib.calibration.split_cache.fit_map_splits_cached`), so runs that calibrate the same
+        training models (the protocol and its ceiling, two chapters) fit them once. Other engines ignore it.
 
     Returns
     -------
@@ -382,8 +390,9 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
         raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
     blocks = [x[r] for r in rows]          # only training rows reach an engine
     fn = CALIBRATION_ENGINES.get(engine)
-    if fn is None:
-        out = _calibrate_each(blocks, seeds, engine)
+    if fn is None:       # the MAP engine: the same numbers, kept by content where a cache is given
+        out = _calibrate_each(blocks, seeds, engine) if engine != "map" else \
+            _split_cache().fit_map_splits_cached(blocks, cache_dir=cache_dir)
     else:
         out = fn(blocks, seeds) if cache_dir is None else fn(blocks, seeds, cache_dir=cache_dir)
     if len(out) != len(rows):
