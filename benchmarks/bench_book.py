@@ -154,6 +154,8 @@ def main(argv=None) -> int:
                         help="ordinary kernels, none forked from the kernel server (IRTBOOK_FORK_KERNEL=0)")
     parser.add_argument("--no-page-server", action="store_true",
                         help="every page in its own runner process, none forked (IRTBOOK_PAGE_SERVER=0)")
+    parser.add_argument("--keep-executed", metavar="DIR",
+                        help="copy the cold run's executed notebooks to DIR (to compare their glued values)")
     args = parser.parse_args(argv)
     venv = ROOT / ".venv"
 
@@ -188,6 +190,8 @@ def main(argv=None) -> int:
                 step("chapters (cold)", "executed")
                 stage_wall = steps["stage (cold)"][0]
             cold = _durations(executed)
+            if args.keep_executed:
+                shutil.copytree(executed, args.keep_executed, dirs_exist_ok=True)
             print("cold:", ", ".join(f"{name} {s:.1f} s" for name, s in cold.items()), flush=True)
             warm = {}
             if not args.no_warm:
