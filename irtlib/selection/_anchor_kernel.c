@@ -14,8 +14,14 @@
  */
 #include <stdint.h>
 
-/* four doubles, element by element (GCC's and clang's vector extension): each lane is one medoid's sum */
-typedef double v4d __attribute__((vector_size(32)));
+/* LANES doubles, element by element (GCC's and clang's vector extension): each lane is one medoid's sum.
+ * Eight in an AVX-512 build, four otherwise; the lanes are independent, so the width changes no number. */
+#if defined(__AVX512F__)
+#define LANES 8
+#else
+#define LANES 4
+#endif
+typedef double v4d __attribute__((vector_size(8 * LANES)));
 
 static inline v4d load4(const double *p)
 {
@@ -24,48 +30,58 @@ static inline v4d load4(const double *p)
     return v;
 }
 
-static inline void store4(double *p, v4d v) { __builtin_memcpy(p, &v, sizeof v); }
+typedef int64_t v4i __attribute__((vector_size(8 * LANES)));
 
-/* NEAREST(name, NV): the kernel summing 4 NV medoids side by side, NV vectors kept in registers (ldv a multiple
- * of 4 NV). In each lane: acc = x0 * v0, then acc = acc + xt * vt for t = 1 .. d - 1, as described above. */
-#define NEAREST(name, NV)                                                                                   \
+/* NEAREST(name, NV): the kernel summing LANES NV medoids side by side, NV vectors kept in registers (ldv a
+ * multiple of LANES NV). In each lane: acc = x0 * v0, then acc = acc + xt * vt for t = 1 .. d - 1, as above.
+ * The argmax runs in the lanes too: each lane keeps the largest similarity of the medoids it saw (in
+ * increasing order, a strictly larger one replacing it: the first of equals) and that medoid; the lanes'
+ * winners are then compared, ties to the lowest medoid, which is numpy's first argmax over all medoids. */
+#define NEAREST(name, NV)                                                                                 \
 void name(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, int64_t m,                     \
           const double *VT, int64_t ldv, int64_t *lab, double *best)                                     \
 {                                                                                                         \
-    double out[4 * NV];                                                                                   \
+    v4i lane;                                                                                             \
+    for (int l = 0; l < LANES; l++)                                                                       \
+        lane[l] = l;                                                                                      \
     for (int64_t i = 0; i < n_rows; i++) {                                                                \
         const double *x = U + (rows ? rows[i] : i) * d;                                                   \
-        double bv = 0.0;                                                                                  \
-        int64_t bl = -1;                                                                                  \
-        for (int64_t j0 = 0; j0 < m; j0 += 4 * NV) {                                                      \
+        v4d bv = (v4d){0} - __builtin_inf();                                                              \
+        v4i bi = (v4i){0} - 1;                                                                            \
+        for (int64_t j0 = 0; j0 < m; j0 += LANES * NV) {                                                  \
             v4d acc[NV];                                                                                  \
-            const v4d x0 = {x[0], x[0], x[0], x[0]};                                                      \
+            const v4d x0 = x[0] - (v4d){0};                                                               \
             _Pragma("GCC unroll 8")                                                                       \
             for (int q = 0; q < NV; q++)                                                                  \
-                acc[q] = x0 * load4(VT + j0 + 4 * q);                                                     \
+                acc[q] = x0 * load4(VT + j0 + LANES * q);                                                 \
             for (int64_t t = 1; t < d; t++) {                                                             \
-                const v4d xt = {x[t], x[t], x[t], x[t]};                                                  \
+                const v4d xt = x[t] - (v4d){0};                                                           \
                 const double *vt = VT + t * ldv + j0;                                                     \
                 _Pragma("GCC unroll 8")                                                                   \
                 for (int q = 0; q < NV; q++) {                                                            \
-                    const v4d p = xt * load4(vt + 4 * q);                                                 \
+                    const v4d p = xt * load4(vt + LANES * q);                                             \
                     acc[q] = acc[q] + p;                                                                  \
                 }                                                                                         \
             }                                                                                             \
             _Pragma("GCC unroll 8")                                                                       \
-            for (int q = 0; q < NV; q++)                                                                  \
-                store4(out + 4 * q, acc[q]);                                                              \
-            const int64_t nb = m - j0 < 4 * NV ? m - j0 : 4 * NV;                                         \
-            for (int64_t jj = 0; jj < nb; jj++)                                                           \
-                if (bl < 0 || out[jj] > bv) {                                                             \
-                    bv = out[jj];                                                                         \
-                    bl = j0 + jj;                                                                         \
-                }                                                                                         \
+            for (int q = 0; q < NV; q++) {                                                                \
+                const v4i idx = lane + (j0 + LANES * q);                                                  \
+                const v4i win = (acc[q] > bv) & (idx < m);                                                \
+                bv = (v4d)(((v4i)acc[q] & win) | ((v4i)bv & ~win));                                      \
+                bi = (idx & win) | (bi & ~win);                                                           \
+            }                                                                                             \
         }                                                                                                 \
-        lab[i] = bl;                                                                                      \
-        best[i] = bv;                                                                                     \
+        double v = bv[0];                                                                                 \
+        int64_t at = bi[0];                                                                               \
+        for (int l = 1; l < LANES; l++)                                                                   \
+            if (bi[l] >= 0 && (at < 0 || bv[l] > v || (bv[l] == v && bi[l] < at))) {                     \
+                v = bv[l];                                                                                \
+                at = bi[l];                                                                               \
+            }                                                                                             \
+        lab[i] = at;                                                                                      \
+        best[i] = v;                                                                                      \
     }                                                                                                     \
 }
 
-NEAREST(nearest_medoid, 8)      /* many medoids: 32 side by side */
-NEAREST(nearest_medoid_8, 2)    /* a few medoids (the moved ones): 8, less padding */
+NEAREST(nearest_medoid, 32 / LANES)    /* many medoids: 32 side by side */
+NEAREST(nearest_medoid_8, 8 / LANES)   /* a few medoids (the moved ones): 8, less padding */

@@ -23,17 +23,21 @@ Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver)
 from __future__ import annotations
 
 import ctypes
+import os
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "BLOCK", "load", "nearest", "numpy_nearest"]
+__all__ = ["SOURCE", "BLOCK", "AVX512_FLAGS", "load", "nearest", "numpy_nearest"]
 
 SOURCE = Path(__file__).with_name("_anchor_kernel.c")
 
 #: Medoids summed side by side in the kernel's two forms (the medoids' matrix is padded to a multiple), and the
 #: most medoids the narrow form takes: the numbers do not depend on it, only the time.
 BLOCK, NARROW_BLOCK, NARROW_MAX = 32, 8, 16
+
+#: Added where the processor has AVX-512: eight lanes a vector (the same numbers: the lanes are independent).
+AVX512_FLAGS = ("-mavx512f",)
 
 _LOADED: dict = {}
 
@@ -123,9 +127,18 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
 
 
 def load() -> ctypes.CDLL | None:
-    """The compiled kernel, or None (no compiler, ``IRTLIB_ANCHOR_KERNEL=0``, or unlike the twin); once a process."""
-    from irtlib.calibration.fused_kernel import verified
+    """The compiled kernel, or None (no compiler, ``IRTLIB_ANCHOR_KERNEL=0``, or unlike the twin); once a process.
 
+    Where the processor has AVX-512, a build with :data:`AVX512_FLAGS` (eight lanes a vector instead of four) is
+    tried first and kept if it passes the same check (``IRTLIB_ANCHOR_KERNEL_AVX512=0``: not tried).
+    """
+    from irtlib.calibration.fused_kernel import cpu_flags, verified
+
+    if "lib" not in _LOADED and "avx512f" in cpu_flags() and os.environ.get("IRTLIB_ANCHOR_KERNEL_AVX512", "1") != "0":
+        wide = verified(SOURCE, _bind, switch="IRTLIB_ANCHOR_KERNEL", cache={}, matches=_matches_numpy,
+                        extra_flags=AVX512_FLAGS)
+        if wide is not None:
+            _LOADED["lib"] = wide
     return verified(SOURCE, _bind, switch="IRTLIB_ANCHOR_KERNEL", cache=_LOADED, matches=_matches_numpy)
 
 
