@@ -88,3 +88,35 @@ def test_loader_refuses_a_kernel_one_ulp_away(monkeypatch):
 
     monkeypatch.setattr(anchor_kernel, "_kernel_nearest", off)
     assert not anchor_kernel._matches_numpy(lib)
+
+
+_PATH_DIGEST = """
+import hashlib, json, numpy as np, threadpoolctl
+from irtlib.selection.static import anchor_points_path
+rng = np.random.default_rng(5)
+x = (rng.random((23, 3000)) < rng.random((1, 3000))).astype(float)
+res = anchor_points_path(x, [1, 3, 9, 27, 81, 243, 729], seed=2, solver="alternate")
+h = hashlib.sha256()
+for k in sorted(res):
+    h.update(res[k].items.tobytes()); h.update(res[k].weights.tobytes())
+arch = [i.get("architecture") for i in threadpoolctl.threadpool_info() if i.get("internal_api") == "openblas"]
+print(json.dumps([h.hexdigest(), arch]))
+"""
+
+
+def test_the_path_gives_the_same_subsets_under_another_blas_kernel():
+    """OpenBLAS picks its kernel by processor (``OPENBLAS_CORETYPE`` forces one): the path does not depend on it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = {}
+    for core in ("Haswell", "SkylakeX"):
+        env = {**os.environ, "OPENBLAS_CORETYPE": core, "OPENBLAS_NUM_THREADS": "1"}
+        run = subprocess.run([sys.executable, "-c", _PATH_DIGEST], env=env, capture_output=True, text=True, check=True)
+        out[core] = json.loads(run.stdout.strip().splitlines()[-1])
+    archs = {core: arch for core, (_, arch) in out.items()}
+    if not all(archs.values()) or archs["Haswell"] == archs["SkylakeX"]:
+        pytest.skip(f"OpenBLAS's kernel cannot be chosen here ({archs})")
+    assert out["Haswell"][0] == out["SkylakeX"][0]
