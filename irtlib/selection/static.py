@@ -38,7 +38,7 @@ from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
-from . import ability_kernel, fasterpam, greedy_kernel
+from . import ability_kernel, anchor_kernel, fasterpam, greedy_kernel
 from .greedy_kernel import numpy_gains
 
 __all__ = [
@@ -381,22 +381,6 @@ def kmedoids_loss(u: ArrayLike, medoids: ArrayLike) -> float:
     return float((1.0 - sim.max(axis=1)).sum())
 
 
-def _assign(u, um, chunk=4096):
-    """Nearest of the medoid vectors ``um`` (rows) for every row of ``u``, and that similarity.
-
-    Nearest: the largest dot product; ties go to the first medoid.
-    """
-    n = u.shape[0]
-    lab = np.empty(n, dtype=np.intp)
-    best = np.empty(n)
-    um = um.T
-    for lo in range(0, n, chunk):
-        sim = u[lo:lo + chunk] @ um
-        lab[lo:lo + chunk] = sim.argmax(axis=1)
-        best[lo:lo + chunk] = sim[np.arange(sim.shape[0]), lab[lo:lo + chunk]]
-    return lab, best
-
-
 def _stable_order(lab, k):
     """``np.argsort(lab, kind="stable")`` for labels in ``[0, k)``: the one stable order, by radix sort where it fits.
 
@@ -419,10 +403,16 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     the clusters that gained or lost a point are summed again (:func:`_update_sums`: the same sums).
     ``weight`` gives each point a multiplicity (collapsed duplicate items).
 
+    Every similarity comes from :func:`irtlib.selection.anchor_kernel.nearest`: one summation order
+    whatever points or medoids a call holds (not a BLAS product, whose bits depend on its shape and on the
+    machine's BLAS kernel), so these restrictions give exactly the labels of the full iteration (every
+    point against every medoid, ties to the first; a test checks it), and the same medoids on every machine.
+
     ``state`` (a dict, optional) keeps what one budget of a path (:func:`anchor_points_path`) can pass to
-    the next: the weighted points ``wu``, computed once. (Not the cluster sums: after a warm start 84% to
-    100% of the clusters have lost points to the new medoids, and summing those again costs more than the
-    full pass.) It is updated in place.
+    the next: the weighted points ``wu``, computed once, and ``"best"``, every point's similarity to its
+    medoid at the end (1 at the medoids), which the next budget starts from. (Not the cluster sums: after a
+    warm start 84% to 100% of the clusters have lost points to the new medoids, and summing those again
+    costs more than the full pass.) It is updated in place.
     """
     if state is not None and "wu" in state:
         wu = state["wu"]
@@ -431,14 +421,14 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     med = np.array(med, dtype=np.intp)
     k = med.size
     if lab is None:
-        lab, best = _assign(u, u[med])
+        lab, best = anchor_kernel.nearest(u, med)
     else:
         # warm start: ``lab``/``best`` hold the assignment to the first len(...) medoids, which are
         # unchanged; only the new medoids need comparing with every point
         old = int(lab.max()) + 1 if lab.size else 0
         lab, best = lab.copy(), best.copy()
         if old < k:
-            l2, b2 = _assign(u, u[med[old:]])
+            l2, b2 = anchor_kernel.nearest(u, med[old:])
             better = b2 > best
             lab[better], best[better] = l2[better] + old, b2[better]
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
@@ -472,19 +462,17 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         lost = lost[lab]                                # np.isin(lab, moved), by lookup
         if lost.any():
             idx = np.flatnonzero(lost)
-            l2, b2 = _assign(u[idx], u[med])
-            lab[idx], best[idx] = l2, b2
+            lab[idx], best[idx] = anchor_kernel.nearest(u, med, idx)
         keep = np.flatnonzero(~lost)
         if keep.size:
-            sim = u[keep] @ u[med[moved]].T
-            j = sim.argmax(axis=1)
-            s = sim[np.arange(keep.size), j]
+            j, s = anchor_kernel.nearest(u, med[moved], keep)
             better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]))
             lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
         lab[med] = np.arange(k)
         best[med] = 1.0
     if state is not None:
         state["wu"] = wu
+        state["best"] = best            # every point's similarity to its medoid (1 at the medoids)
     return med, lab
 
 
@@ -534,21 +522,6 @@ def _unique_rows(u):
     inverse = np.empty(n, dtype=np.intp)
     inverse[order] = np.cumsum(head) - 1
     return rows[starts], order[starts], inverse, np.diff(np.r_[starts, n])
-
-
-def _nearest_similarity(u, target, best=None, before=None):
-    """Every point's dot product with its medoid's vector, ``einsum("ij,ij->i", u, u[target])``, and ``target``.
-
-    Given the last budget's ``best`` and ``target`` (``before``), only the points whose medoid changed are
-    computed again: each row's dot product is the same whatever other rows the call holds (as in
-    :func:`_update_sums`'s scores), so the result is the full call's, bit for bit.
-    """
-    if best is None or before is None:
-        return np.einsum("ij,ij->i", u, u[target]), target
-    best = best.copy()
-    moved = np.flatnonzero(target != before)
-    best[moved] = np.einsum("ij,ij->i", u[moved], u[target[moved]])
-    return best, target
 
 
 def _grow(u, med, k, best, rng, weight=None):
@@ -638,13 +611,12 @@ def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed
         uniq, first, inverse, count = _unique_rows(u)
         lab = None
         state = {}                      # the weighted points, computed once for every budget
-        target = None                   # every point's medoid at the last budget
         weight = count.astype(float)
         for k in ks:
             kk = min(k, uniq.shape[0])
             init = _grow(uniq, med, kk, best, rng, weight=count)
             med, lab = _alternate(uniq, init, max_iter=max_iter, lab=lab, best=best, weight=weight, state=state)
-            best, target = _nearest_similarity(uniq, med[lab], best, target)
+            best = state["best"]
             items, labels = first[med], lab[inverse]
             if k > kk:     # more medoids than distinct items: split duplicates off as their own
                 spare = np.setdiff1d(np.arange(n_items), items)[:k - kk]

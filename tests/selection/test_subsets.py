@@ -248,26 +248,28 @@ def test_stable_order_of_labels_equals_numpy_stable_argsort():
 
 
 def _alternate_recomputing_every_sum(u, med, *, max_iter, lab=None, best=None, weight=None, state=None):
-    """Alternating k-medoids as it was before the incremental sums: every cluster summed at every iteration.
+    """Alternating k-medoids without any shortcut: every point against every medoid and every cluster summed.
 
-    ``state`` (the sums carried across budgets) is ignored: every budget starts from a full pass.
+    At every iteration (and at the warm start) each point's nearest medoid is taken over all the medoids
+    with the twin of the nearest-medoid kernel (the similarities do not depend on which points or medoids a
+    call holds), ties to the first; the medoids own their clusters. The path's restrictions (only the new
+    medoids at a warm start, only the moved medoids' points against every medoid, the others against the
+    moved medoids, only the changed clusters summed) must give the same medoids and labels. ``lab``,
+    ``best`` and ``state``'s carried sums are ignored; ``state["best"]`` is set as the path reads it.
     """
-    from irtlib.selection.static import _assign, _stable_order
+    from irtlib.selection.anchor_kernel import numpy_nearest
+    from irtlib.selection.static import _stable_order
 
     wu = u if weight is None else u * weight[:, None]
     med = np.array(med, dtype=np.intp)
     k = med.size
-    if lab is None:
-        lab, best = _assign(u, u[med])
-    else:
-        old = int(lab.max()) + 1 if lab.size else 0
-        lab, best = lab.copy(), best.copy()
-        if old < k:
-            l2, b2 = _assign(u, u[med[old:]])
-            better = b2 > best
-            lab[better], best[better] = l2[better] + old, b2[better]
-    lab[med] = np.arange(k)
-    best[med] = 1.0
+
+    def assign(med):
+        lab, best = numpy_nearest(u, med)
+        lab[med], best[med] = np.arange(k), 1.0
+        return lab, best
+
+    lab, best = assign(med)
     for _ in range(max_iter):
         order = _stable_order(lab, k)
         sorted_lab = lab[order]
@@ -280,26 +282,12 @@ def _alternate_recomputing_every_sum(u, med, *, max_iter, lab=None, best=None, w
         new[lab[at_top[::-1]]] = at_top[::-1]
         keep_current = score[med] >= top
         new[keep_current] = med[keep_current]
-        moved = np.flatnonzero(new != med)
-        if moved.size == 0:
+        if np.array_equal(new, med):
             break
         med = new
-        lost = np.zeros(k, dtype=bool)
-        lost[moved] = True
-        lost = lost[lab]
-        if lost.any():
-            idx = np.flatnonzero(lost)
-            l2, b2 = _assign(u[idx], u[med])
-            lab[idx], best[idx] = l2, b2
-        keep = np.flatnonzero(~lost)
-        if keep.size:
-            sim = u[keep] @ u[med[moved]].T
-            j = sim.argmax(axis=1)
-            s = sim[np.arange(keep.size), j]
-            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]))
-            lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
-        lab[med] = np.arange(k)
-        best[med] = 1.0
+        lab, best = assign(med)
+    if state is not None:
+        state["best"] = best
     return med, lab
 
 
@@ -309,14 +297,9 @@ def _numpy_unique_rows(u):
     return uniq, first, inverse.reshape(-1), count
 
 
-def _every_similarity(u, target, best=None, before=None):
-    """Every point's similarity to its medoid, computed for every point at every budget (as before)."""
-    return np.einsum("ij,ij->i", u, u[target]), target
-
-
 @pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2), ((5, 3000), 3)])
 def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(shape, seed, monkeypatch):
-    """The warm-started path (SafetyBench's and AIR-Bench's anchor points): the same medoids and weights."""
+    """The warm-started path (SafetyBench's and AIR-Bench's anchor points) against the full Voronoi iteration."""
     from irtlib.selection import static
 
     rng = np.random.default_rng(seed)
@@ -328,7 +311,6 @@ def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(sha
     got = anchor_points_path(x, ks, seed=seed, solver="alternate")
     monkeypatch.setattr(static, "_alternate", _alternate_recomputing_every_sum)
     monkeypatch.setattr(static, "_unique_rows", _numpy_unique_rows)
-    monkeypatch.setattr(static, "_nearest_similarity", _every_similarity)
     ref = anchor_points_path(x, ks, seed=seed, solver="alternate")
     for k in ks:
         np.testing.assert_array_equal(got[k].items, ref[k].items)
@@ -381,21 +363,7 @@ def test_unique_rows_equal_numpy_unique_over_rows():
         np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(want[0]))
 
 
-def test_similarity_to_the_medoid_recomputed_where_it_moved_equals_every_point():
-    from irtlib.selection.static import _nearest_similarity
-
-    rng = np.random.default_rng(13)
-    u = rng.normal(size=(3000, 25))
-    target = rng.integers(0, 3000, 3000)
-    best, _ = _nearest_similarity(u, target)
-    for share in (0.0, 0.001, 0.3, 1.0):
-        new = np.where(rng.random(3000) < share, rng.integers(0, 3000, 3000), target)
-        got, kept = _nearest_similarity(u, new, best, target)
-        np.testing.assert_array_equal(got, np.einsum("ij,ij->i", u, u[new]))
-        assert kept is new
-
-
-def test_path_with_too_few_iterations_per_budget_equals_the_old_path(monkeypatch):
+def test_path_with_too_few_iterations_per_budget_equals_the_full_iteration(monkeypatch):
     """Budgets that stop at ``max_iter`` before settling: the warm start from an unsettled assignment."""
     from irtlib.selection import static
 
@@ -405,7 +373,6 @@ def test_path_with_too_few_iterations_per_budget_equals_the_old_path(monkeypatch
     got = anchor_points_path(x, ks, seed=1, solver="alternate", max_iter=2)
     monkeypatch.setattr(static, "_alternate", _alternate_recomputing_every_sum)
     monkeypatch.setattr(static, "_unique_rows", _numpy_unique_rows)
-    monkeypatch.setattr(static, "_nearest_similarity", _every_similarity)
     ref = anchor_points_path(x, ks, seed=1, solver="alternate", max_iter=2)
     for k in ks:
         np.testing.assert_array_equal(got[k].items, ref[k].items)

@@ -1,0 +1,150 @@
+"""Anchor Points' nearest medoid in one fixed summation order: the same bits for any shape, on every machine.
+
+The warm-started K-medoids path (:func:`irtlib.selection.static.anchor_points_path`, paper appendix D's
+Anchor Points on the correlation distance ``1 - u_i . u_j``) assigns every point to the medoid of largest
+dot product, again and again: the new medoids of each budget against every point, the points of a moved
+medoid against every medoid, the others against the moved medoids. As BLAS products these similarities
+depend on the product's shape (a one-column product goes to ``gemv``, remainder columns to other
+kernels) and on the processor's BLAS kernel, so the work could not be restricted exactly to what moved,
+and the results differed between machines. Here each similarity is ``u_r0 v_j0 + u_r1 v_j1 + ...``,
+coordinates in increasing order, every product rounded before its sum: a function of the two vectors
+alone. ``_anchor_kernel.c`` (beside this module) computes it fused with the argmax (no similarity matrix),
+compiled without contraction into fused multiply-adds (``-ffp-contract=off``); :func:`numpy_nearest` is its
+twin (one rounded product and one rounded sum per coordinate, the same bits).
+
+The first :func:`load` of a process compares the kernel with the twin on random cases (every number of
+medoids around the kernel's block, row subsets, ties, one to forty coordinates) and returns it only if every
+label and similarity is equal; otherwise, without a compiler, or with ``IRTLIB_ANCHOR_KERNEL=0``, the twin
+runs (the same numbers, slower).
+
+Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SOURCE", "BLOCK", "AVX512_FLAGS", "load", "nearest", "numpy_nearest"]
+
+SOURCE = Path(__file__).with_name("_anchor_kernel.c")
+
+#: Medoids summed side by side in the kernel's two forms (the medoids' matrix is padded to a multiple), and the
+#: most medoids the narrow form takes: the numbers do not depend on it, only the time.
+BLOCK, NARROW_BLOCK, NARROW_MAX = 32, 8, 16
+
+#: Added where the processor has AVX-512: eight lanes a vector (the same numbers: the lanes are independent).
+AVX512_FLAGS = ("-mavx512f",)
+
+_LOADED: dict = {}
+
+
+def _bind(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    for name in ("nearest_medoid", "nearest_medoid_8"):
+        getattr(lib, name).argtypes = [i64, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
+        getattr(lib, name).restype = None
+    return lib
+
+
+def numpy_nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None,
+                  *, chunk_cells: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's numbers in numpy: for every row of ``u`` asked, the nearest medoid and that similarity.
+
+    Parameters
+    ----------
+    u : ndarray, shape (n, d)
+        Points (unit rows).
+    medoids : ndarray of int, shape (m,)
+        Positions of the medoids among the rows of ``u`` (m >= 1).
+    rows : ndarray of int, optional
+        The points asked (default: every row).
+
+    Returns
+    -------
+    lab : ndarray of intp
+        Index into ``medoids`` of the largest similarity (the first of equals).
+    best : ndarray of float
+        That similarity, ``sum_t u[r, t] * u[medoids[j], t]`` summed in increasing ``t``.
+    """
+    v = u[np.asarray(medoids, dtype=np.intp)]
+    x = u if rows is None else u[np.asarray(rows, dtype=np.intp)]
+    n, m = x.shape[0], v.shape[0]
+    lab = np.empty(n, dtype=np.intp)
+    best = np.empty(n)
+    step = max(1, chunk_cells // max(m, 1))
+    for lo in range(0, n, step):
+        xs = x[lo:lo + step]
+        acc = xs[:, 0:1] * v[:, 0]
+        for t in range(1, u.shape[1]):
+            acc += xs[:, t:t + 1] * v[:, t]           # a rounded product, then a rounded sum
+        j = acc.argmax(axis=1)
+        lab[lo:lo + step] = j
+        best[lo:lo + step] = np.take_along_axis(acc, j[:, None], axis=1)[:, 0]
+    return lab, best
+
+
+def _kernel_nearest(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray,
+                    rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    medoids = np.asarray(medoids, dtype=np.intp)
+    m, d = medoids.size, u.shape[1]
+    block, fn = (NARROW_BLOCK, lib.nearest_medoid_8) if m <= NARROW_MAX else (BLOCK, lib.nearest_medoid)
+    ldv = -(-m // block) * block
+    vt = np.zeros((d, ldv))
+    vt[:, :m] = u[medoids].T
+    idx = None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    n = u.shape[0] if idx is None else idx.size
+    lab = np.empty(n, dtype=np.int64)
+    best = np.empty(n)
+    ptr = ctypes.c_void_p
+    fn(n, None if idx is None else ptr(idx.ctypes.data), d, ptr(u.ctypes.data), m,
+                       ptr(vt.ctypes.data), ldv, ptr(lab.ctypes.data), ptr(best.ctypes.data))
+    return lab.astype(np.intp, copy=False), best
+
+
+def _matches_numpy(lib: ctypes.CDLL) -> bool:
+    """The kernel's labels and similarities equal the twin's on random cases (every bit)."""
+    rng = np.random.default_rng(20261205)
+    for m in [*range(1, 70), 95, 96, 97, 255, 257, 1000]:
+        d = int(rng.integers(1, 41))
+        n = int(rng.integers(max(m, 2), m + 300))
+        u = rng.normal(size=(n, d)) * np.exp(rng.normal(0.0, 2.0, (n, 1)))
+        u[rng.random(n) < 0.1] = 0.0
+        u[rng.random((n, d)) < 0.05] *= -0.0
+        medoids = rng.choice(n, m, replace=bool(m % 5 == 0))      # repeated medoids: ties go to the first
+        u[rng.integers(0, n, 5)] = u[medoids[0]]
+        for rows in (None, np.sort(rng.choice(n, max(1, n // 3), replace=False)), np.array([n - 1])):
+            got, want = _kernel_nearest(lib, u, medoids, rows), numpy_nearest(u, medoids, rows)
+            if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+                    and np.array_equal(np.signbit(got[1]), np.signbit(want[1]))):
+                return False
+    return True
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (no compiler, ``IRTLIB_ANCHOR_KERNEL=0``, or unlike the twin); once a process.
+
+    Where the processor has AVX-512, a build with :data:`AVX512_FLAGS` (eight lanes a vector instead of four) is
+    tried first and kept if it passes the same check (``IRTLIB_ANCHOR_KERNEL_AVX512=0``: not tried).
+    """
+    from irtlib.calibration.fused_kernel import cpu_flags, verified
+
+    if "lib" not in _LOADED and "avx512f" in cpu_flags() and os.environ.get("IRTLIB_ANCHOR_KERNEL_AVX512", "1") != "0":
+        wide = verified(SOURCE, _bind, switch="IRTLIB_ANCHOR_KERNEL", cache={}, matches=_matches_numpy,
+                        extra_flags=AVX512_FLAGS)
+        if wide is not None:
+            _LOADED["lib"] = wide
+    return verified(SOURCE, _bind, switch="IRTLIB_ANCHOR_KERNEL", cache=_LOADED, matches=_matches_numpy)
+
+
+def nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numpy_nearest`'s numbers, from the kernel where it loads (the same bits)."""
+    lib = load()
+    if lib is None:
+        return numpy_nearest(u, medoids, rows)
+    return _kernel_nearest(lib, u, medoids, rows)
