@@ -23,6 +23,7 @@ has the same bits. ``IRTLIB_THREEPL_KERNEL=0`` (read at every call) turns it off
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 from pathlib import Path
 
@@ -38,6 +39,9 @@ SWITCH = "IRTLIB_THREEPL_KERNEL"
 #: The tables :func:`step_tables` returns, in order.
 STEP_TABLES = ("g_z", "w_zz", "g_g", "w_zg", "w_gg", "wa", "wz", "g_z_z", "wz_z", "w_zg_z", "cross_a", "cross_b",
                "cross_g")
+
+#: The probability bounds the load-time check clips to (``irtlib.calibration.models.P_FLOOR`` is 1e-12).
+CHECK_BOUNDS = ((1e-12, 1.0 - 1e-12), (0.0, 1.0), (0.1, 0.9))
 
 _LOADED: dict = {}       # "lib": the library or None once load() has decided
 
@@ -185,12 +189,12 @@ def check_cases() -> list[tuple]:
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """Whether the kernel's point and step tables have the reference's bits on :func:`check_cases`."""
-    from .models import P_FLOOR
+    """Whether the kernel's point and step tables have the reference's bits on :func:`check_cases`.
 
-    lo, hi = P_FLOOR, 1.0 - P_FLOOR
+    Clipped to :data:`CHECK_BOUNDS` in turn (the models' ``P_FLOOR`` of 1e-12 among them).
+    """
     with np.errstate(all="ignore"):
-        for theta, a, b, c, x, mask in check_cases():
+        for (theta, a, b, c, x, mask), (lo, hi) in itertools.product(check_cases(), CHECK_BOUNDS):
             want = numpy_point_tables(theta, a, b, c, lo, hi)
             got = _kernel_point(lib, theta, a, b, c, lo, hi)
             if not all(_same_bits(w, g) for w, g in zip(want, got, strict=True)):

@@ -105,3 +105,7 @@ def test_compare_models_equals_the_numpy_path(lib, monkeypatch):
     monkeypatch.setenv(threepl_kernel.SWITCH, "0")
     slow = compare_models(m, models=("1pl", "3pl"), folds=3).drop(columns="seconds")
     assert fast.equals(slow)
+
+
+def test_the_load_check_clips_at_the_models_floor():
+    assert (P_FLOOR, 1.0 - P_FLOOR) in threepl_kernel.CHECK_BOUNDS
