@@ -77,7 +77,7 @@ class _Point:
     the step's derivatives.
     """
 
-    def __init__(self, x, mask, theta, alpha, b, gamma, priors):
+    def __init__(self, x, mask, theta, alpha, b, gamma, priors, *, safe_cells=None):
         self.theta, self.alpha, self.b, self.gamma = theta, alpha, b, gamma
         self.a = np.exp(alpha)
         (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
@@ -98,9 +98,14 @@ class _Point:
             self.z, self.s, self.p = threepl_kernel.point_tables(theta, self.a, b, self.c, P_FLOOR, 1.0 - P_FLOOR)
             # x log P + (1 - x) log(1 - P), each cell's one term evaluated: the other is a zero times a
             # finite number (P is clipped), which adds nothing, so the values are the same
+            # (``safe_cells``: the flat indices of x == 1 in C order, those of the boolean mask's selection,
+            # computed once per fit: the same cells gathered and written in the same order)
             ll = np.log1p(-self.p)
-            safe = x == 1.0
-            ll[safe] = np.log(self.p[safe])
+            if safe_cells is None:
+                safe = x == 1.0
+                ll[safe] = np.log(self.p[safe])
+            else:
+                np.put(ll, safe_cells, np.log(np.take(self.p, safe_cells)))
             # Beta(pc, qc) density of c (the mode is taken on the c scale)
             lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
         if mask is not None:
@@ -203,7 +208,8 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         pc, qc = priors[3]
         c0 = np.full(x.shape[1], (pc - 1.0) / (pc + qc - 2.0)) if c0 is None else np.clip(c0, 1e-6, 1 - 1e-6)
         alpha, gamma = np.log(a2), logit(c0)
-    pt = _Point(x, mask, theta, alpha, b, gamma, priors)
+    safe_cells = np.flatnonzero(x == 1.0) if gamma is not None else None     # the 3PL's cells with log P
+    pt = _Point(x, mask, theta, alpha, b, gamma, priors, safe_cells=safe_cells)
     converged, it, small = False, 0, 0
     for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
         step = _step(x, mask, pt, priors)
@@ -214,7 +220,8 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         accepted = None
         for _ in range(40):
             cand = _Point(x, mask, pt.theta + scale * step[0], pt.alpha + scale * step[1],
-                          pt.b + scale * step[2], None if step[3] is None else pt.gamma + scale * step[3], priors)
+                          pt.b + scale * step[2], None if step[3] is None else pt.gamma + scale * step[3], priors,
+                          safe_cells=safe_cells)
             if cand.log_posterior >= pt.log_posterior:
                 accepted = cand
                 break

@@ -109,3 +109,18 @@ def test_compare_models_equals_the_numpy_path(lib, monkeypatch):
 
 def test_the_load_check_clips_at_the_models_floor():
     assert (P_FLOOR, 1.0 - P_FLOOR) in threepl_kernel.CHECK_BOUNDS
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_the_points_safe_cells_give_the_boolean_selections_numbers(order):
+    from irtlib.calibration.models import _Point
+
+    x = np.asarray(_simulated(np.random.default_rng(8), 13, 17, 0.2), order=order)
+    mask = (~np.isnan(x)).astype(float)
+    x = np.where(mask == 1.0, x, 0.0)
+    rng = np.random.default_rng(9)
+    args = (x, mask, rng.normal(size=13), rng.normal(0, 0.3, 17), rng.normal(size=17), rng.normal(-1.5, 1, 17),
+            ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0), (5.0, 17.0)))
+    plain, indexed = _Point(*args), _Point(*args, safe_cells=np.flatnonzero(x == 1.0))
+    assert _same_bits(plain.log_likelihood, indexed.log_likelihood)
+    assert _same_bits(plain.log_posterior, indexed.log_posterior)
