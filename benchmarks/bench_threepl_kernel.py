@@ -2,9 +2,10 @@
 
 Runs :func:`irtlib.calibration.models.compare_models` as the chapter "Does the 2PL fit?" does for its
 multiple-choice benchmarks (the 3PL on the responses and on the reversed responses, five folds, seed 0,
-every item), once with ``IRTLIB_THREEPL_KERNEL=0`` (numpy's tables: the code before the kernel) and once
-with the kernel, alternating, in one process; prints the CPU seconds of each, their ratio and whether the
-result frames are equal (``DataFrame.equals``, the measured ``seconds`` column left out).
+every item), once with ``IRTLIB_THREEPL_KERNEL=0`` (numpy's tables: the code before the kernel, but for the
+safe cells' flat indices, which both sides take) and once with the kernel, alternating, in one process;
+prints the CPU seconds of each, their ratio and whether the result frames are equal (``DataFrame.equals``,
+the measured ``seconds`` column left out).
 
 Run from the repository root with the real data (``IRTLIB_REAL_DATA``)::
 
