@@ -39,6 +39,7 @@ from irtlib.core.kernels import log_likelihood
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError
 
+from . import threepl_kernel
 from .joint_map import Calibration, fit_2pl, fit_map
 from .newton import arrow_step
 
@@ -76,29 +77,35 @@ class _Point:
     the step's derivatives.
     """
 
-    def __init__(self, x, mask, theta, alpha, b, gamma, priors):
+    def __init__(self, x, mask, theta, alpha, b, gamma, priors, *, safe_cells=None):
         self.theta, self.alpha, self.b, self.gamma = theta, alpha, b, gamma
         self.a = np.exp(alpha)
-        self.z = self.a * (theta[:, None] - b)
         (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
         # the 1PL's shared slope carries the 2PL's prior of every item's slope (weight n_items):
         # the 1PL is the 2PL constrained to a_j = a, on the same posterior
         weight = x.shape[1] if alpha.size == 1 else 1.0
         lp = -0.5 * (((theta - mt) / st) ** 2).sum() - 0.5 * weight * (((alpha - ma) / sa) ** 2).sum() \
             - 0.5 * (((b - mb) / sb) ** 2).sum()
-        self.s = expit(self.z)
         if gamma is None:
+            self.z = self.a * (theta[:, None] - b)
+            self.s = expit(self.z)
             self.c = None
             ll = log_expit(self.z) - (1.0 - x) * self.z
             self.p = self.s
         else:
             self.c = expit(gamma)
-            self.p = np.clip(self.c + (1.0 - self.c) * self.s, P_FLOOR, 1.0 - P_FLOOR)
+            # z = a (theta - b), s = expit(z), P = clip(c + (1 - c) s): numpy's tables, from one C pass
+            self.z, self.s, self.p = threepl_kernel.point_tables(theta, self.a, b, self.c, P_FLOOR, 1.0 - P_FLOOR)
             # x log P + (1 - x) log(1 - P), each cell's one term evaluated: the other is a zero times a
             # finite number (P is clipped), which adds nothing, so the values are the same
+            # (``safe_cells``: the flat indices of x == 1 in C order, those of the boolean mask's selection,
+            # computed once per fit: the same cells gathered and written in the same order)
             ll = np.log1p(-self.p)
-            safe = x == 1.0
-            ll[safe] = np.log(self.p[safe])
+            if safe_cells is None:
+                safe = x == 1.0
+                ll[safe] = np.log(self.p[safe])
+            else:
+                np.put(ll, safe_cells, np.log(np.take(self.p, safe_cells)))
             # Beta(pc, qc) density of c (the mode is taken on the c scale)
             lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
         if mask is not None:
@@ -108,22 +115,17 @@ class _Point:
 
 
 def _z_derivatives(x, pt: _Point):
-    """:func:`irtlib.core.kernels.z_derivatives` at ``pt``, the same expressions, plus ``q = 1 - s``.
+    """:func:`irtlib.core.kernels.z_derivatives` of the 1PL at ``pt``, the same expressions, plus ``q = 1 - s``.
 
-    ``s = sigmoid(z)`` is the point's, ``q = sigmoid(-z)`` is computed once and returned for the
-    3PL's other derivatives (the kernel computes both again). Every expression is the kernel's,
-    operand for operand, so the arrays have its values and its memory layout (numpy reuses a
-    temporary's buffer, and the layout decides the order of a later sum's terms).
+    ``s = sigmoid(z)`` is the point's, ``q = sigmoid(-z)`` is computed once. Every expression is the
+    kernel's, operand for operand, so the arrays have its values and its memory layout (numpy reuses a
+    temporary's buffer, and the layout decides the order of a later sum's terms). The 3PL's are
+    :func:`irtlib.calibration.threepl_kernel.step_tables`' (the same expressions, in C where it loads).
     Returns ``(g_z, w_zz, q)``.
     """
     s, z = pt.s, pt.z
-    q = expit(-z)
-    if pt.c is None:   # x - P as x (1 - P) - (1 - x) P
-        return x * q - (1.0 - x) * s, s * q, q
-    c = pt.c
-    with np.errstate(divide="ignore"):
-        ratio = expit(z - np.log(c))                # s / P
-    return (x - 1.0 + (1.0 - c) * q) * ratio, (1.0 - c) * s * q * ratio, q
+    q = expit(-z)   # x - P as x (1 - P) - (1 - x) P
+    return x * q - (1.0 - x) * s, s * q, q
 
 
 def _step(x, mask, pt: _Point, priors):
@@ -136,24 +138,25 @@ def _step(x, mask, pt: _Point, priors):
     """
     (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
     a, z, s, p = pt.a, pt.z, pt.s, pt.p
-    g_z, w_zz, q = _z_derivatives(x, pt)   # score and information in z (the kernel's)
-    if pt.c is not None:                    # 3PL: dP/dgamma = c (1 - c)(1 - s)
-        c = pt.c
-        g_g = (x - p) * c / p
-        dc = c * (1.0 - c)                  # d c / d gamma, the logit transform's Jacobian
-        w_zg = dc * s * q / p
-        w_gg = c * dc * q / p
-        if mask is not None:
-            g_g, w_zg, w_gg = g_g * mask, w_zg * mask, w_gg * mask
-    if mask is not None:
-        g_z, w_zz = g_z * mask, w_zz * mask
     shared = pt.c is None
+    if shared:
+        g_z, w_zz, q = _z_derivatives(x, pt)   # score and information in z (the kernel's)
+        if mask is not None:
+            g_z, w_zz = g_z * mask, w_zz * mask
+    else:                                   # 3PL: dP/dgamma = c (1 - c)(1 - s)
+        c = pt.c
+        dc = c * (1.0 - c)                  # d c / d gamma, the logit transform's Jacobian
+        # g_z, w_zz (the kernel's z derivatives), g_g = (x - P) c / P, w_zg = dc s q / P, w_gg = c dc q / P
+        # (each masked), w_zz a, w_zz z and the products below: numpy's tables, from one C pass
+        (g_z, w_zz, g_g, w_zg, w_gg, wa, wz, g_z_z, wz_z, w_zg_z, *cross3) = threepl_kernel.step_tables(
+            x, mask, z, s, p, a, c)
     n_models = x.shape[0]
     # d z / d(theta_m) = a_j, d z / d(log a_j) = z, d z / d b_j = -a_j
     g_theta = g_z @ a if not shared else a[0] * g_z.sum(axis=1)
     g_theta = g_theta - (pt.theta - mt) / st**2
     a_row = a if not shared else np.full(x.shape[1], a[0])
-    wa = w_zz * a_row
+    if shared:
+        wa = w_zz * a_row
     g_b = -a_row * g_z.sum(axis=0) - (pt.b - mb) / sb**2
     j_tt = wa @ a_row + 1.0 / st**2
     if shared:
@@ -171,18 +174,17 @@ def _step(x, mask, pt: _Point, priors):
         cross = [np.vstack([cross[0], -(wz * a_row).sum(axis=0)[None, :]])]        # (M + 1, J)
         g_dense = np.append(g_theta, g_al)
     else:
-        g_al = (g_z * z).sum(axis=0) - (pt.alpha - ma) / sa**2
+        g_al = g_z_z.sum(axis=0) - (pt.alpha - ma) / sa**2
         g_ga = g_g.sum(axis=0) + (pc - 1.0) * (1.0 - c) - (qc - 1.0) * c
         grads = [g_al, g_b, g_ga]
-        wz = w_zz * z
-        j_aa = (wz * z).sum(axis=0) + 1.0 / sa**2
+        j_aa = wz_z.sum(axis=0) + 1.0 / sa**2
         j_bb = a * a * w_zz.sum(axis=0) + 1.0 / sb**2
         j_ab = -a * wz.sum(axis=0)
         j_gg = w_gg.sum(axis=0) + (pc + qc - 2.0) * dc
-        j_ag = (w_zg * z).sum(axis=0)
+        j_ag = w_zg_z.sum(axis=0)
         j_bg = -a * w_zg.sum(axis=0)
         blocks = np.array([[j_aa, j_ab, j_ag], [j_ab, j_bb, j_bg], [j_ag, j_bg, j_gg]])   # (3, 3, J)
-        cross = [wz * a, -wa * a, w_zg * a]                                                # (M, J) each
+        cross = cross3                      # wz a, -wa a, w_zg a: (M, J) each
         dense = np.diag(j_tt)
         g_dense = g_theta
     try:
@@ -206,7 +208,8 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         pc, qc = priors[3]
         c0 = np.full(x.shape[1], (pc - 1.0) / (pc + qc - 2.0)) if c0 is None else np.clip(c0, 1e-6, 1 - 1e-6)
         alpha, gamma = np.log(a2), logit(c0)
-    pt = _Point(x, mask, theta, alpha, b, gamma, priors)
+    safe_cells = np.flatnonzero(x == 1.0) if gamma is not None else None     # the 3PL's cells with log P
+    pt = _Point(x, mask, theta, alpha, b, gamma, priors, safe_cells=safe_cells)
     converged, it, small = False, 0, 0
     for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
         step = _step(x, mask, pt, priors)
@@ -217,7 +220,8 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         accepted = None
         for _ in range(40):
             cand = _Point(x, mask, pt.theta + scale * step[0], pt.alpha + scale * step[1],
-                          pt.b + scale * step[2], None if step[3] is None else pt.gamma + scale * step[3], priors)
+                          pt.b + scale * step[2], None if step[3] is None else pt.gamma + scale * step[3], priors,
+                          safe_cells=safe_cells)
             if cand.log_posterior >= pt.log_posterior:
                 accepted = cand
                 break
