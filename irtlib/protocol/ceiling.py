@@ -14,6 +14,7 @@ from irtlib._typing import ArrayLike, PathLike
 from irtlib.core.ability import map_ability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputTypeError
+from irtlib.selection.ability_kernel import map_row_sums
 
 from . import presets as _protocols
 from .agreement import calibrate_splits, calibration_seed, check_engine, protocol_data, split_agreements, split_models
@@ -33,8 +34,9 @@ def _ceiling_splits(values, reference, splits, *, n_test, seed, engine, groups, 
     def score(split, train, test):
         a, b = fits[split]
         pool = np.flatnonzero(np.isfinite(a))                         # as the protocol: seen in training
-        # only now are the test rows touched, for scoring
-        return np.asarray(map_ability(values[np.ix_(test, pool)], a[pool], b[pool]).theta)
+        # only now are the test rows touched, for scoring (the Newton sums in C where the kernel loads:
+        # numpy's sums bit for bit, as the protocol's training abilities)
+        return np.asarray(map_ability(values[np.ix_(test, pool)], a[pool], b[pool], row_sums=map_row_sums()).theta)
 
     return split_agreements(values, reference, splits, score, n_test=n_test, seed=seed, groups=groups,
                             n_test_groups=n_test_groups, rule=split_rule)

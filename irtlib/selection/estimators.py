@@ -646,12 +646,19 @@ class _MleRun:
         self.t = 0
         self.theta = np.clip(np.broadcast_to(np.asarray(theta0, float), (n_models,)).astype(float), *est.bounds)
         self._work = None
+        self._rows = np.arange(n_models)
         lib = score_kernel.load()
         self._terms = None if lib is None else score_kernel.RowTerms(lib)
 
     def push(self, j, x):
-        a, b, _ = self.items.at(j)
-        obs = (j >= 0) & ~np.isnan(x)
+        given = j >= 0
+        jj = np.where(given, j, 0)                 # items.at's lookup: -1 reads item 0's, masked below
+        items = self.items
+        if items.per_model:
+            a, b = items.a[self._rows, jj], items.b[self._rows, jj]
+        else:
+            a, b = items.a[jj], items.b[jj]
+        obs = given & ~np.isnan(x)
         if self.t + 1 > self.A.shape[1]:
             self.A, self.B, self.X = _grow((self.A, self.B, self.X), self.t + 1)
         t = self.t

@@ -31,10 +31,14 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["random_fasterpam", "fasterpam_from", "core"]
+__all__ = ["random_fasterpam", "fasterpam_from", "random_medoids", "core"]
 
 _CORE = "kmedoids.kmedoids"
 _LOADED: dict = {}
+#: ``RandomState(seed).permutation(n)`` by ``(seed, n)``: the authors' fresh FasterPAM draws its initial
+#: medoids with the same seed from the same number of items for every budget of a split.
+_ORDERS: dict = {}
+_MAX_ORDERS = 64
 
 
 def _load_core() -> ModuleType:
@@ -69,6 +73,25 @@ def core() -> ModuleType | None:
     return _LOADED["core"]
 
 
+def random_medoids(n: int, k: int, seed: int) -> np.ndarray:
+    """``RandomState(seed).choice(n, k, replace=False)`` as ``uintp``: the package's random initial medoids.
+
+    numpy's legacy ``choice`` without replacement and without weights returns the first ``k`` of
+    ``RandomState(seed).permutation(n)``; that permutation is kept by ``(seed, n)``, so the budgets
+    of one split (the same items, the same seed) draw it once. The same medoids, in the same order
+    (a test compares them with ``choice`` for every ``k``).
+    """
+    n, k, seed = int(n), int(k), int(seed)
+    if not 0 <= k <= n:                       # choice's own error
+        return np.random.RandomState(seed).choice(n, k, False).astype(np.uintp)
+    order = _ORDERS.get((seed, n))
+    if order is None:
+        if len(_ORDERS) >= _MAX_ORDERS:
+            _ORDERS.clear()
+        order = _ORDERS[seed, n] = np.random.RandomState(seed).permutation(n).astype(np.uintp)
+    return order[:k].copy()
+
+
 def _result(loss, medoids, labels) -> tuple[float, np.ndarray, np.ndarray]:
     return float(loss), np.asarray(medoids, dtype=np.intp), np.asarray(labels, dtype=np.intp)
 
@@ -98,7 +121,7 @@ def random_fasterpam(diss: np.ndarray, k: int, *, seed: int,
 
         res = kmedoids.fasterpam(diss, int(k), max_iter=max_iter, init="random", random_state=int(seed), n_cpu=1)
         return _result(res.loss, res.medoids, res.labels)
-    init = np.random.RandomState(int(seed)).choice(diss.shape[0], int(k), False).astype(np.uintp)
+    init = random_medoids(diss.shape[0], int(k), int(seed))
     loss, labels, medoids = lib._rand_fasterpam_f64(diss, init, int(max_iter), int(seed))[:3]
     return _result(loss, medoids, labels)
 

@@ -94,11 +94,25 @@ class RowTerms:
         self.lib = lib
         self.g = self.h = self.at = self.upto = None
         self.evaluated = 0        # diagnostics: cells whose terms :meth:`estimate` computed
+        self._inputs = self._addresses = None
 
     def _fit(self, shape):
         if self.g is None or self.g.shape != shape:
             self.g, self.h = np.zeros(shape), np.zeros(shape)
             self.at, self.upto = np.full(shape[0], np.nan), np.zeros(shape[0], dtype=np.int64)
+            self._inputs = None
+
+    def _pointers(self, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
+        """The addresses of ``x``, ``a``, ``b`` and the kept terms, taken again only when an array changes.
+
+        An adaptive run passes the same arrays at every step until it grows them; the arrays are held
+        here with their addresses, so an address cannot outlive its array.
+        """
+        held = self._inputs
+        if held is None or held[0] is not x or held[1] is not a or held[2] is not b:
+            self._inputs = (x, a, b)
+            self._addresses = tuple(arr.ctypes.data for arr in (x, a, b, self.g, self.h, self.at, self.upto))
+        return self._addresses
 
     def sums(self, rows: np.ndarray, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray,
              t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -144,9 +158,9 @@ class RowTerms:
         """
         self._fit(a.shape)
         lo, hi = bounds
+        px, pa, pb, pg, ph, pat, pupto = self._pointers(x, a, b)
         self.evaluated += self.lib.mle_estimate(
-            theta.size, int(t), a.shape[1], x.ctypes.data, a.ctypes.data, b.ctypes.data, theta.ctypes.data,
-            self.g.ctypes.data, self.h.ctypes.data, self.at.ctypes.data, self.upto.ctypes.data, float(tol),
+            theta.size, int(t), a.shape[1], px, pa, pb, theta.ctypes.data, pg, ph, pat, pupto, float(tol),
             float(lo), float(hi), int(max_newton), int(max_halvings), int(max_bisection))
 
 

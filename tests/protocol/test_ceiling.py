@@ -151,3 +151,17 @@ def test_ceiling_benchmark_and_table(tmp_path):
     assert t.loc["with_nan", "mean"] == pytest.approx(0.5) and t.loc["with_nan", "n_undefined"] == 1
     table = ceiling_table({"x": pd.Series([1.0, np.nan, 0.5])}, nan_policy="omit")
     assert table.loc["x", "mean"] == pytest.approx(0.75)
+
+
+def test_ceiling_with_the_c_ability_sums_equals_numpys_bit_for_bit(monkeypatch):
+    from irtlib.selection import ability_kernel
+
+    if ability_kernel.load() is None:
+        pytest.skip("the ability kernel cannot be built here")
+    values, *_ = simulate_2pl(45, 300, seed=13, missing=0.05)
+    m = _matrix(values)
+    with_kernel = agreement_ceiling(m, n_splits=6, n_test=9, seed=4, variance_threshold=None)
+    monkeypatch.setitem(ability_kernel._LOADED, "lib", None)
+    assert ability_kernel.map_row_sums() is None
+    with_numpy = agreement_ceiling(m, n_splits=6, n_test=9, seed=4, variance_threshold=None)
+    assert with_kernel.equals(with_numpy)

@@ -153,3 +153,22 @@ def test_distances_in_place_and_column_major_equal_the_old_steps(shape, seed):
         assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("seed", [42, 0, 7])
+def test_random_medoids_are_numpys_choice_for_every_budget_and_survive_the_call(seed):
+    fasterpam._ORDERS.clear()
+    for n in (1, 2, 9, 79, 395, 1090):
+        for k in sorted({0, 1, n // 3, n - 1, n}):
+            got = fasterpam.random_medoids(n, k, seed)
+            assert got.dtype == np.uintp
+            np.testing.assert_array_equal(got, np.random.RandomState(seed).choice(n, k, replace=False))
+            got[:] = 0                       # a caller changing its copy does not change the next draw
+    with pytest.raises(ValueError):
+        fasterpam.random_medoids(5, 6, seed)
+    diss = correlation_distances(_responses(12, 90, 5))
+    for k in (3, 30, 3):                     # the kept permutation, then again: the package's result
+        loss, med, lab = fasterpam.random_fasterpam(diss, k, seed=seed)
+        ref = kmedoids.fasterpam(diss, k, max_iter=100, init="random", random_state=seed, n_cpu=1)
+        assert loss == ref.loss
+        np.testing.assert_array_equal(med, np.asarray(ref.medoids, dtype=np.intp))
