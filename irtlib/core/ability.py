@@ -72,6 +72,7 @@ def _posterior_sums(x, observed, a, b, c, prior_mean, prior_var, row_sums):
             score, info = sums(rows, theta)
             return score - (theta - prior_mean) / prior_var, info
 
+        posterior.solve = getattr(sums, "solve", None)
         return posterior
 
     def posterior(rows, theta):
@@ -167,7 +168,10 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
         with ``c``): ``row_sums(x, observed, a, b)`` (``x`` with 0 where not observed) returns
         ``sums(rows, theta)``, the sums of ``rows`` (an index array, or None for all) at ``theta``,
         which must equal this function's own, bit for bit
-        (:func:`irtlib.selection.ability_kernel.row_sums`: one C pass). None: numpy.
+        (:func:`irtlib.selection.ability_kernel.row_sums`: one C pass). None: numpy. A ``sums`` with a
+        ``solve`` attribute runs the Newton steps and the bisection of every row itself
+        (``solve(theta, prior_mean=, prior_var=, max_newton=, max_step=, tol=, max_bisection=, lo=, hi=)``
+        -> estimates and Newton's convergence per row), which must equal this function's loop, bit for bit.
 
     Returns
     -------
@@ -228,37 +232,43 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
 
     theta = np.clip(np.broadcast_to(np.asarray(theta0, dtype=float), x.shape[:1]).copy(), lo, hi)
     posterior = _posterior_sums(x, observed, a, b, c, prior_mean, prior_var, row_sums)
-    converged = np.zeros(x.shape[0], dtype=bool)
-    active = np.arange(x.shape[0])
-    for _ in range(max_newton):
-        grad, info = posterior(active, theta[active])
-        step = np.clip(grad / (info + 1.0 / prior_var), -max_step, max_step)
-        new = np.clip(theta[active] + step, lo, hi)
-        moved = np.abs(new - theta[active])
-        theta[active] = new
-        done = moved < tol
-        converged[active[done]] = True
-        active = active[~done]
-        if active.size == 0:
-            break
+    solve = getattr(posterior, "solve", None)
+    if solve is not None:         # every row's steps in one call (the row sums' own loop): the same values
+        theta, converged = solve(theta, prior_mean=prior_mean, prior_var=prior_var, max_newton=max_newton,
+                                 max_step=max_step, tol=tol, max_bisection=max_bisection, lo=lo, hi=hi)
+        used_bisection = ~converged
+    else:
+        converged = np.zeros(x.shape[0], dtype=bool)
+        active = np.arange(x.shape[0])
+        for _ in range(max_newton):
+            grad, info = posterior(active, theta[active])
+            step = np.clip(grad / (info + 1.0 / prior_var), -max_step, max_step)
+            new = np.clip(theta[active] + step, lo, hi)
+            moved = np.abs(new - theta[active])
+            theta[active] = new
+            done = moved < tol
+            converged[active[done]] = True
+            active = active[~done]
+            if active.size == 0:
+                break
 
-    used_bisection = ~converged
-    if used_bisection.any():
-        idx = np.flatnonzero(used_bisection)
-        left = np.full(idx.size, lo)
-        right = np.full(idx.size, hi)
-        for _ in range(max_bisection):
-            mid = 0.5 * (left + right)
-            g, _ = posterior(idx, mid)
-            new_left = np.where(g > 0, mid, left)
-            new_right = np.where(g > 0, right, mid)
-            if np.array_equal(new_left, left) and np.array_equal(new_right, right):
-                break        # a step that changed nothing changes nothing after it: the bracket is final
-            left, right = new_left, new_right
-        theta[idx] = 0.5 * (left + right)
-        g_lo, _ = posterior(idx, np.full(idx.size, lo))
-        g_hi, _ = posterior(idx, np.full(idx.size, hi))
-        theta[idx] = np.where(g_hi > 0, hi, np.where(g_lo < 0, lo, theta[idx]))
+        used_bisection = ~converged
+        if used_bisection.any():
+            idx = np.flatnonzero(used_bisection)
+            left = np.full(idx.size, lo)
+            right = np.full(idx.size, hi)
+            for _ in range(max_bisection):
+                mid = 0.5 * (left + right)
+                g, _ = posterior(idx, mid)
+                new_left = np.where(g > 0, mid, left)
+                new_right = np.where(g > 0, right, mid)
+                if np.array_equal(new_left, left) and np.array_equal(new_right, right):
+                    break        # a step that changed nothing changes nothing after it: the bracket is final
+                left, right = new_left, new_right
+            theta[idx] = 0.5 * (left + right)
+            g_lo, _ = posterior(idx, np.full(idx.size, lo))
+            g_hi, _ = posterior(idx, np.full(idx.size, hi))
+            theta[idx] = np.where(g_hi > 0, hi, np.where(g_lo < 0, lo, theta[idx]))
 
     grad, info = posterior(None, theta)
     se = 1.0 / np.sqrt(info + 1.0 / prior_var)

@@ -14,8 +14,31 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "_pairwise_sum.h"
+
+/* One row's sums (the loop body of ability_row_sums): score and information summed as numpy sums them. */
+static void row_sum(int64_t n_items, double th, const double *x, const uint8_t *o, const double *a,
+                    const double *b, double *g, double *h, double *score_sum, double *info_sum)
+{
+    for (int64_t j = 0; j < n_items; j++) {
+        double z = th - b[j];
+        z = a[j] * z;
+        const double s = 1.0 / (1.0 + exp(-z));
+        const double q = 1.0 / (1.0 + exp(z));
+        double w = a[j] * a[j];
+        w = w * s;
+        const double info = w * q;
+        const double xq = x[j] * q;
+        const double ys = (1.0 - x[j]) * s;
+        const double score = a[j] * (xq - ys);
+        g[j] = o[j] ? score : 0.0;
+        h[j] = o[j] ? info : 0.0;
+    }
+    *score_sum = 0.0 + pairwise_sum(g, n_items);
+    *info_sum = 0.0 + pairwise_sum(h, n_items);
+}
 
 void ability_row_sums(int64_t n_rows, const int64_t *rows, int64_t n_items, const double *theta,
                       const double *X, const uint8_t *observed, const double *A, int64_t lda,
@@ -23,24 +46,86 @@ void ability_row_sums(int64_t n_rows, const int64_t *rows, int64_t n_items, cons
 {
     for (int64_t i = 0; i < n_rows; i++) {
         const int64_t r = rows ? rows[i] : i;
-        const double th = theta[i];
+        row_sum(n_items, theta[i], X + r * n_items, observed + r * n_items, A + r * lda, B + r * ldb, g, h,
+                score_sum + i, info_sum + i);
+    }
+}
+
+/* numpy's clip of a double (numpy/_core/src/umath/clip.cpp: _NPY_MIN(_NPY_MAX(x, lo), hi), NaN kept) */
+static inline double clip(double x, double lo, double hi)
+{
+    double v = isnan(x) ? x : (x > lo ? x : lo);
+    return isnan(v) ? v : (v < hi ? v : hi);
+}
+
+/* the gradient of the log posterior as irtlib.core.ability's posterior forms it: score - (theta - mean) / var */
+static inline double gradient(int64_t n_items, double th, const double *x, const uint8_t *o, const double *a,
+                              const double *b, double *g, double *h, double mean, double var, double *info)
+{
+    double score;
+    row_sum(n_items, th, x, o, a, b, g, h, &score, info);
+    return score - (th - mean) / var;
+}
+
+/* map_ability's damped Newton and bisection fallback (irtlib.core.ability.map_ability), row by row.
+ *
+ * The numpy loop moves every active row one step at a time; a row's steps read only its own row and
+ * its own theta, so running each row's steps to the end gives the same values: Newton steps
+ * clip(grad / (info + 1 / var), -max_step, max_step), theta clipped to [lo, hi], converged once a
+ * step moved it by less than tol (at most max_newton steps); a row that did not converge bisects the
+ * score's sign on [lo, hi] for at most max_bisection steps, stopping at the first step that left its
+ * bracket as it was (every later step would too, as the joint loop's stop does), then takes the bound
+ * whose gradient points out of the bracket, else the bracket's midpoint. theta (in: the clipped
+ * starts, out: the estimates) and converged (out, 0 or 1) have n_rows entries. */
+void ability_map_rows(int64_t n_rows, int64_t n_items, double *theta, const double *X, const uint8_t *observed,
+                      const double *A, int64_t lda, const double *B, int64_t ldb, double *g, double *h,
+                      double mean, double var, int64_t max_newton, double max_step, double tol,
+                      int64_t max_bisection, double lo, double hi, uint8_t *converged)
+{
+    const double inv_var = 1.0 / var;
+    for (int64_t r = 0; r < n_rows; r++) {
         const double *x = X + r * n_items, *a = A + r * lda, *b = B + r * ldb;
         const uint8_t *o = observed + r * n_items;
-        for (int64_t j = 0; j < n_items; j++) {
-            double z = th - b[j];
-            z = a[j] * z;
-            const double s = 1.0 / (1.0 + exp(-z));
-            const double q = 1.0 / (1.0 + exp(z));
-            double w = a[j] * a[j];
-            w = w * s;
-            const double info = w * q;
-            const double xq = x[j] * q;
-            const double ys = (1.0 - x[j]) * s;
-            const double score = a[j] * (xq - ys);
-            g[j] = o[j] ? score : 0.0;
-            h[j] = o[j] ? info : 0.0;
+        double th = theta[r], info, saved = th;
+        uint8_t done = 0;
+        int64_t power = 1, length = 0;
+        for (int64_t it = 0; it < max_newton && !done; it++) {
+            const double grad = gradient(n_items, th, x, o, a, b, g, h, mean, var, &info);
+            const double step = clip(grad / (info + inv_var), -max_step, max_step);
+            const double next = clip(th + step, lo, hi);
+            done = fabs(next - th) < tol;
+            th = next;
+            /* A step depends on theta alone: a theta met before (the same 64 bits) starts a cycle of steps
+             * none of which converged, so Newton never converges and the bisection below decides the row
+             * (its Newton iterate is not kept). Found by Brent's cycle search. */
+            if (!done && memcmp(&th, &saved, sizeof th) == 0) {
+                break;
+            }
+            if (++length == power) {
+                saved = th;
+                power *= 2;
+                length = 0;
+            }
         }
-        score_sum[i] = 0.0 + pairwise_sum(g, n_items);
-        info_sum[i] = 0.0 + pairwise_sum(h, n_items);
+        if (!done) {
+            double left = lo, right = hi;
+            for (int64_t it = 0; it < max_bisection; it++) {
+                const double mid = 0.5 * (left + right);
+                const double gm = gradient(n_items, mid, x, o, a, b, g, h, mean, var, &info);
+                const double new_left = gm > 0 ? mid : left;
+                const double new_right = gm > 0 ? right : mid;
+                if (new_left == left && new_right == right) {
+                    break;
+                }
+                left = new_left;
+                right = new_right;
+            }
+            th = 0.5 * (left + right);
+            const double g_lo = gradient(n_items, lo, x, o, a, b, g, h, mean, var, &info);
+            const double g_hi = gradient(n_items, hi, x, o, a, b, g, h, mean, var, &info);
+            th = g_hi > 0 ? hi : (g_lo < 0 ? lo : th);
+        }
+        theta[r] = th;
+        converged[r] = done;
     }
 }

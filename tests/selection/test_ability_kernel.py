@@ -134,3 +134,49 @@ def test_without_the_kernel_the_protocols_scores_are_the_same_bytes(tmp_path):
         out[switch] = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                                      check=True).stdout
     assert out["0"] == out["1"] and len(out["0"]) == 90 * 16
+
+
+def _newton_iterates(x, a, b, theta, steps):
+    """The numpy loop's Newton iterates of one model (prior Normal(0, 1), steps capped at 1, bracket [-8, 8])."""
+    from irtlib.core.kernels import score_and_information
+
+    out = [theta]
+    for _ in range(steps):
+        score, info = score_and_information(x, theta, a, b)
+        grad = score.sum() - theta
+        theta = float(np.clip(theta + np.clip(grad / (info.sum() + 1.0), -1.0, 1.0), -8.0, 8.0))
+        out.append(theta)
+    return out
+
+
+@pytest.mark.parametrize("scale", [30.0, 100.0])
+def test_rows_whose_newton_steps_cycle_go_to_the_bisection_as_in_numpy(lib, scale):
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, np.nan]])
+    a, b = np.array([scale, scale]), np.array([0.3, -0.2])
+    iterates = _newton_iterates(x[2], a, b, 0.0, 100)
+    assert len({t.hex() for t in iterates}) < len(iterates)        # the third model's steps repeat a theta
+    for kw in ({}, {"max_newton": 7}, {"max_newton": 0}, {"theta0": np.array([8.0, -8.0, 3.0, 0.5])}):
+        want = map_ability(x, a, b, **kw)
+        got = map_ability(x, a, b, row_sums=ability_kernel.row_sums(lib), **kw)
+        assert want.used_bisection[2]
+        assert _same(got.theta, want.theta) and _same(got.se, want.se)
+        assert np.array_equal(got.at_bound, want.at_bound)
+        assert np.array_equal(got.used_bisection, want.used_bisection)
+
+
+def test_the_kernels_row_steps_are_checked_against_the_numpy_loop_when_loaded(lib):
+    prepare = ability_kernel.row_sums(lib)
+    assert ability_kernel._solves_like_numpy(prepare, np.random.default_rng(1))
+
+    def wrong(*args):
+        sums = prepare(*args)
+        solve = sums.solve
+
+        def off(theta, **kw):
+            est, converged = solve(theta, **kw)
+            return np.nextafter(est, np.inf), converged
+
+        sums.solve = off
+        return sums
+
+    assert not ability_kernel._solves_like_numpy(wrong, np.random.default_rng(1))
