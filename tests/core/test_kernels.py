@@ -55,8 +55,12 @@ ALLOWED = {
     "book/scorecard.py": "binomial standard error of a safety score",
     "calibration/models.py::_step": "c (1 - c): the Jacobian of c = sigmoid(gamma), the 3PL's asymptote",
     # the 1PL/3PL engine's point keeps sigmoid(z) for its step, and forms P from it with probability()'s
-    # own expression rather than evaluate the logistic again (tests/fit/test_previous_forms.py: same bits)
-    "calibration/models.py::_Point": "the 3PL probability c + (1 - c) s from the point's own s = sigmoid(z)",
+    # own expression rather than evaluate the logistic again (tests/fit/test_previous_forms.py: same bits);
+    # its tables come from one C pass whose numpy reference (the fallback, and the load check) is here
+    "calibration/threepl_kernel.py::numpy_point_tables": "the 3PL probability c + (1 - c) s from the point's own "
+                                                         "s = sigmoid(z)",
+    "calibration/threepl_kernel.py::numpy_step_tables": "c (1 - c): the Jacobian of c = sigmoid(gamma), the 3PL's "
+                                                        "asymptote",
 }
 
 
