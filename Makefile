@@ -279,8 +279,15 @@ $(EXEC_DIR)/06_table2.ipynb: $(COMPARISON_STAMP)
 endif
 
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
-$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) $(STAGE_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
+$(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
+
+# A page reads the stage's cache through its CACHE_DIR parameter; the pages without one (01_data, the
+# introduction, the teachers' page) do not wait for the stage, so that make runs them in the job slot the
+# stage leaves free (its own workers start only after it has loaded every benchmark).
+STAGE_USERS := $(if $(STAGE_STAMP),$(call executed_path,$(basename $(shell grep -l '^CACHE_DIR = ' \
+	$(addsuffix .md,$(CHAPTERS)) 2>/dev/null))))
+$(STAGE_USERS) $(EXECUTED_COLLECTORS): $(STAGE_STAMP)
 
 # The results page and the scorecard run after all chapters and collect their claims; the
 # reproducibility page runs after them and reads every page's metadata.
