@@ -321,7 +321,7 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # stage, start right after 05. The short pages come last, to fill the end of both slots.
 FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/08_simulation_study book/04b_model_fit \
 	book/07_own_benchmark book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \
-	book/03_ceiling book/intro
+	book/03_ceiling book/intro book/teaching
 EXECUTED_FIRST := $(foreach p,$(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS)))),$(p) \
 	$(if $(filter $(EXEC_DIR)/05_selection.ipynb,$(p)),$(COMPARISON_STAMP)))
 executed: $(EXECUTED_FIRST) $(EXECUTED)
