@@ -282,12 +282,12 @@ endif
 $(EXEC_DIR)/%.ipynb: book/%.md $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PARAMS_STAMP) | $(VENV_STAMP) $(PYC_STAMP)
 	$(VPY) tools/run_chapter.py $< $@ --cwd $(CURDIR) -- $(PAPERMILL_ARGS) $(CHAPTER_ARGS)
 
-# A page reads the stage's cache through its CACHE_DIR parameter; the pages without one (01_data, the
-# introduction, the teachers' page) do not wait for the stage, so that make runs them in the job slot the
-# stage leaves free (its own workers start only after it has loaded every benchmark).
+# A page reads the stage's cache through its CACHE_DIR parameter; the pages without one (01_data and the
+# introduction; the collectors wait for every chapter anyway) do not wait for the stage, so that make runs
+# them in the job slot the stage leaves free (its own workers start only after it has loaded every benchmark).
 STAGE_USERS := $(if $(STAGE_STAMP),$(call executed_path,$(basename $(shell grep -l '^CACHE_DIR = ' \
 	$(addsuffix .md,$(CHAPTERS)) 2>/dev/null))))
-$(STAGE_USERS) $(EXECUTED_COLLECTORS): $(STAGE_STAMP)
+$(STAGE_USERS): $(STAGE_STAMP)
 
 # The results page and the scorecard run after all chapters and collect their claims; the
 # reproducibility page runs after them and reads every page's metadata.
@@ -321,7 +321,7 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # stage, start right after 05. The short pages come last, to fill the end of both slots.
 FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/08_simulation_study book/04b_model_fit \
 	book/07_own_benchmark book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \
-	book/03_ceiling book/intro book/teaching
+	book/03_ceiling book/intro
 EXECUTED_FIRST := $(foreach p,$(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS)))),$(p) \
 	$(if $(filter $(EXEC_DIR)/05_selection.ipynb,$(p)),$(COMPARISON_STAMP)))
 executed: $(EXECUTED_FIRST) $(EXECUTED)
