@@ -318,7 +318,8 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # for 11.5 of its 12 s. So each chapter that reuses another's cache is listed where that one has certainly
 # ended: after two more of the long chapters (02 and 05 start first and end before 10 and 08 have both
 # started; then 04b and, after it, 06). Chapter 06's comparison runs (COMPARISON_STAMP), which need only the
-# stage, start right after 05. The short pages come last, to fill the end of both slots.
+# stage, start right after 05. The short pages come last, to fill the end of both slots; 01_data and intro, which
+# do not wait for the stage (STAGE_USERS), run beside it, in the slot it leaves free.
 FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/08_simulation_study book/04b_model_fit \
 	book/07_own_benchmark book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \
 	book/03_ceiling book/intro
