@@ -226,18 +226,52 @@ def _screen(info32, twin, gap):
 def _twin_labels(a, b):
     """Labels (int32, same shape as ``a``) shared exactly by items with equal ``a`` and ``b``.
 
-    Per row for per-model parameters; identical rows are labelled once.
+    Per row for per-model parameters; identical rows are labelled once. The label is the rank of the
+    item's ``(a, b)`` among the distinct pairs in lexicographic order (``numpy.unique(..., axis=0)``'s
+    inverse: a sort by ``b`` within ``a`` and a new label wherever ``a`` or ``b`` changes, without
+    ``unique``'s structured view). Only which items share a label matters to the selector.
+    """
+    return _twin_groups(a, b)[0]
+
+
+def _twin_groups(a, b):
+    """:func:`_twin_labels` and the size of each row's largest group of twins (all items, used or not).
+
+    Returns ``(labels, biggest)``: ``biggest`` an int for a shared bank, one per model otherwise. A row's
+    rows equal to the previous one bit for bit (a split's test models share its parameters) take its labels.
     """
     if a.ndim == 1:
-        return np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int32)
+        order = np.lexsort((b, a))
+        sa, sb = a[order], b[order]
+        new = np.ones(a.size, dtype=bool)
+        new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+        labels = np.empty(a.size, dtype=np.int32)
+        labels[order] = np.cumsum(new) - 1
+        starts = np.flatnonzero(new)
+        return labels, int(np.diff(starts, append=a.size).max()) if a.size else 0
     out = np.empty(a.shape, dtype=np.int32)
-    seen = {}
+    biggest = np.zeros(a.shape[0], dtype=np.int64)
+    ai, bi = a.view(np.int64) if a.dtype == np.float64 else a, b.view(np.int64) if b.dtype == np.float64 else b
     for i in range(a.shape[0]):
-        key = (a[i].tobytes(), b[i].tobytes())
-        if key not in seen:
-            seen[key] = _twin_labels(a[i], b[i])
-        out[i] = seen[key]
-    return out
+        if i and np.array_equal(ai[i], ai[i - 1]) and np.array_equal(bi[i], bi[i - 1]):
+            out[i], biggest[i] = out[i - 1], biggest[i - 1]
+        else:
+            out[i], biggest[i] = _twin_groups(a[i], b[i])
+    return out, biggest
+
+
+def _largest_group(twin, unused):
+    """Per row of ``unused`` (models x items), the most unused items that share one twin label (0: none unused).
+
+    One ``bincount`` over (row, label) pairs: the length of the longest run of equal labels in the row's
+    sorted labels, without sorting.
+    """
+    n_models, n_items = unused.shape
+    labels = np.broadcast_to(twin, unused.shape)
+    keys = (np.arange(n_models, dtype=np.int64)[:, None] * n_items + labels)[unused]
+    if keys.size == 0:
+        return np.zeros(n_models, dtype=np.int64)
+    return np.bincount(keys, minlength=n_models * n_items).reshape(n_models, n_items).max(axis=1)
 
 
 class _MaxInfoRun:
@@ -259,17 +293,17 @@ class _MaxInfoRun:
         self.screen = screen and self.gap < 1e-2
         self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
         self.q32 = self.a32 * self.a32
-        self.twin = _twin_labels(a, b) if self.screen else None
+        self.twin, biggest = _twin_groups(a, b) if self.screen else (None, 0)
         # rows whose available items include a group of twins (equal a and b) larger than a quarter of the
         # cache: only there is it worth leaving twins out of the bounds (small groups rarely straddle the cut)
         self.twinned = None
         if self.twin is not None:
-            lab = np.sort(np.where(self.unused, self.twin, -1), axis=1)
-            pos = np.arange(lab.shape[1])
-            new = np.ones(lab.shape, dtype=bool)
-            new[:, 1:] = lab[:, 1:] != lab[:, :-1]
-            run = pos - np.maximum.accumulate(np.where(new, pos, 0), axis=1) + 1     # length of each item's run
-            self.twinned = (np.where(lab >= 0, run, 0) > cache_size // _TWIN_SHARE).any(axis=1)
+            # only rows with a large enough group among all their items can have one among the unused
+            self.twinned = np.broadcast_to(biggest > cache_size // _TWIN_SHARE, n_models).copy()
+            if self.twinned.any():
+                big = np.flatnonzero(self.twinned)
+                twin = self.twin[big] if self.twin.ndim == 2 else self.twin
+                self.twinned[big] = _largest_group(twin, self.unused[big]) > cache_size // _TWIN_SHARE
         self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
@@ -594,13 +628,52 @@ class RandomSelection:
 
 
 class _RandomRun:
+    """Each model's order: its items by a uniform random key (unavailable ones last), ties by column.
+
+    The order is ``numpy.argsort(keys, axis=1, kind="stable")``; only the positions a test reaches are
+    computed (:meth:`prefix`), so a test of ``K`` items out of ``N`` does not sort all ``N`` keys.
+    """
+
     def __init__(self, available, rng):
         keys = rng.random(available.shape)
         keys[~available] = np.inf
-        self.order = np.argsort(keys, axis=1, kind="stable")
+        self.keys = keys
+        self._order = np.empty((available.shape[0], 0), dtype=np.intp)
         self.n_available = available.sum(axis=1)
         self.unused = available.copy()
         self.pos = np.zeros(available.shape[0], dtype=np.intp)     # next position in each model's order
+
+    @property
+    def order(self) -> np.ndarray:
+        """Every model's whole order, shape (n_models, n_items)."""
+        return self.prefix(self.keys.shape[1])
+
+    def prefix(self, m: int) -> np.ndarray:
+        """At least the first ``m`` positions of every model's order (the columns of the stable argsort).
+
+        The ``m`` smallest keys (``argpartition``), sorted by column and then stably by key, are the
+        first ``m`` of the stable argsort of the whole row wherever no key equal to the ``m``-th smallest
+        is left out; rows where one is (ties at the cut, or fewer than ``m`` available items: their
+        infinite keys) are sorted whole.
+        """
+        n_items = self.keys.shape[1]
+        m = min(max(int(m), 0), n_items)
+        if m <= self._order.shape[1]:
+            return self._order
+        m = min(max(m, 2 * self._order.shape[1], 64), n_items)
+        keys = self.keys
+        if 2 * m >= n_items:
+            self._order = np.argsort(keys, axis=1, kind="stable")
+            return self._order
+        part = np.sort(np.argpartition(keys, m - 1, axis=1)[:, :m], axis=1)
+        kp = np.take_along_axis(keys, part, 1)
+        order = np.take_along_axis(part, np.argsort(kp, axis=1, kind="stable"), 1)
+        cut = np.take_along_axis(kp, np.argmax(kp, axis=1)[:, None], 1)
+        tied = np.flatnonzero((keys <= cut).sum(axis=1) != m)
+        if tied.size:
+            order[tied] = np.argsort(keys[tied], axis=1, kind="stable")[:, :m]
+        self._order = order
+        return order
 
     def select(self, theta=None, est=None, active=None):
         rows = np.arange(self.pos.size)
@@ -608,7 +681,9 @@ class _RandomRun:
         if active is not None:
             live &= active
         out = np.full(rows.size, -1, dtype=np.intp)
-        out[live] = self.order[rows[live], self.pos[live]]
+        if live.any():
+            order = self.prefix(int(self.pos[live].max()) + 1)
+            out[live] = order[rows[live], self.pos[live]]
         self.unused[rows[live], out[live]] = False
         self.pos += live
         return out
@@ -620,7 +695,10 @@ class _RandomRun:
         """
         step = self.pos[:, None] + np.arange(m)[None, :]
         live = step < self.n_available[:, None]
-        out = np.where(live, np.take_along_axis(self.order, np.minimum(step, self.order.shape[1] - 1), axis=1), -1)
+        order = self.prefix(int(step[live].max()) + 1 if live.any() else 0)
+        if order.shape[1] == 0:
+            return np.full(step.shape, -1, dtype=np.intp)
+        out = np.where(live, np.take_along_axis(order, np.minimum(step, order.shape[1] - 1), axis=1), -1)
         rows, cols = np.nonzero(live)
         self.unused[rows, out[rows, cols]] = False
         self.pos += live.sum(axis=1)
