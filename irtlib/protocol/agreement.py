@@ -514,6 +514,7 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     t = time.perf_counter()
     random_seed = _stream(seed, split, _STREAM_RANDOM)
     shared = _protocols.shared_random_order(pool.size, split) if protocol.random_order == "shared" else None
+    drawn = {}                            # selector factory -> the items it drew from the split's stream
     for method in methods:                # random items: every such method shares the split's stream
         entry = _methods.REGISTRY[method]
         if entry.kind == "adaptive" and entry.random_items:
@@ -522,8 +523,12 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
                 scores[method] = ([] if entry.scorer == "map" else
                                   [score_subset(x_test, Subset(shared[:k]), how=entry.scorer, a=a, b=b) for k in ks])
                 continue
-            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector(), estimator=entry.estimator(),
-                                seed=random_seed, record=ks)
+            # Random and Random IRT draw the same items (one selector, one seed, items that do not depend on
+            # the estimates): the second replays the first's instead of drawing the same orders again
+            given = drawn.get(entry.selector)
+            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector() if given is None else
+                                _GivenItems(given), estimator=entry.estimator(), seed=random_seed, record=ks)
+            drawn.setdefault(entry.selector, traj.items)
             scores[method] = [traj.estimate[:, k - 1] for k in ks]
     t2 = time.perf_counter()
     clock["random"] += t2 - t
@@ -536,6 +541,45 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     return {"split": split, "test": test, "pool": pool, "a": a, "b": b, "ks": ks, "scores": scores,
             "reference": reference[test], "theta_start": float(theta_train.mean()), "x_test": x_test,
             "static": static, "shared": shared}
+
+
+class _GivenItems:
+    """A non-adaptive selector that gives every model the items another run of the same stream drew.
+
+    :func:`_prepare_split` runs Random and Random IRT on one random stream of the split: their selector
+    (:class:`irtlib.selection.adaptive.RandomSelection`) draws every model's order once from the run's
+    seed and never reads the estimates, so both runs give the same items. The second run replays the
+    first's items (``items``, shape ``(n_models, budget)``, -1 once a model's items are spent) with its
+    own estimator: the same items, so the same estimates bit for bit, without drawing and sorting the
+    orders again.
+    """
+
+    adaptive = False
+
+    def __init__(self, items: np.ndarray):
+        self.items = items
+
+    def begin(self, items, available, random=None):     # noqa: ARG002  (the selector protocol's signature)
+        """Start replaying from the first item."""
+        return _GivenRun(self.items)
+
+
+class _GivenRun:
+    def __init__(self, items):
+        self.items, self.pos = items, 0
+
+    def select_block(self, m):
+        """The next ``m`` items of every model, shape (n_models, m)."""
+        out = self.items[:, self.pos:self.pos + m]
+        self.pos += m
+        return out
+
+    def select(self, theta=None, est=None, active=None):     # noqa: ARG002  (the selector protocol's signature)
+        """The next item of every model (-1 once spent)."""
+        return self.select_block(1)[:, 0]
+
+    def skipped(self, rows, items):
+        """Nothing to undo: the order moves on."""
 
 
 def _score_shared_map(preps, methods):

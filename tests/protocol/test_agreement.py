@@ -310,3 +310,19 @@ def test_table2_over_several_benchmarks_at_once():
     assert second.loc[("left", "fluid"), "status"] == "not reached" and second.loc[("left", "fluid"), "k"] == 32
     assert second.loc[("right", "fluid"), "status"] == "not caught up within the sweep"
     assert second.loc[("left", "fluid"), "censored"] and second.loc[("left", "fluid"), "k_over_n"] == 32 / 200
+
+
+def test_random_and_random_irt_together_equal_each_run_alone():
+    """Random IRT replays Random's items in one run (one draw of the split's stream): the rows of each alone."""
+    full = simulate(40, 120, cv=0.6, seed=11)
+    x = full.values.copy()
+    x[np.random.default_rng(2).random(x.shape) < 0.05] = np.nan               # models without some items
+    m = ResponseMatrix(x, list(full.models), list(full.items), source="sim with gaps")
+    kw = dict(ks=[3, 10, 30], n_splits=4, seed=5)
+    both = run_protocol(m, methods=["random", "random-irt"], **kw)
+    alone = pd.concat([run_protocol(m, methods=[method], **kw) for method in ("random", "random-irt")])
+    order = {"random": 0, "random-irt": 1}
+    alone = alone.sort_values(["split", "method", "k"], key=lambda s: s.map(order) if s.name == "method" else s,
+                              kind="stable").reset_index(drop=True)
+    assert both.equals(alone)
+    assert both["agreement"].notna().all()
