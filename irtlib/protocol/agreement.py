@@ -499,7 +499,8 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     a, b = a[pool], b[pool]
     x_train = values[train][:, pool]      # (built as before: the memory layout sets BLAS's summation order)
     ks = [k for k in ks if k <= pool.size]
-    theta_train = np.asarray(map_ability(x_train, a, b, row_sums=map_row_sums()).theta)   # C sums: the same bits
+    theta_train = np.asarray(map_ability(x_train, a, b, row_sums=map_row_sums(),       # C sums: the same bits
+                                         standard_errors=False).theta)
     t = time.perf_counter()
     clock["calibration"] += t - t0
     static = static_selections(x_train, a, b, theta_train, ks, methods=methods,

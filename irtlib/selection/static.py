@@ -879,7 +879,7 @@ def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_
             start[at:at + n] = np.asarray(prior_mean if theta0 is None else theta0, float)
             at += n
         theta = np.asarray(map_ability(x, rows_a, rows_b, prior_mean=prior_mean, prior_sd=prior_sd, theta0=start,
-                                       row_sums=sums).theta)
+                                       row_sums=sums, standard_errors=False).theta)
         at = 0
         for i, n in zip(group, counts, strict=True):
             out[i] = theta[at:at + n]
