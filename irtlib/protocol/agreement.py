@@ -303,11 +303,21 @@ def _authors_batched(blocks: list, seeds: list, *, cache_dir=None, epochs: int |
     ``cache_dir`` where an earlier call fitted the same training block with the same settings.
     ``epochs`` (default: the split cache's, the paper's 1,000) is part of each split's key.
     """
+    starts = np.cumsum([0] + [blk.shape[0] for blk in blocks])
+    return _authors_stacked(np.vstack(blocks), starts, seeds, cache_dir=cache_dir, epochs=epochs)
+
+
+def _authors_stacked(stacked: np.ndarray, starts: np.ndarray, seeds: list, *, cache_dir=None,
+                     epochs: int | None = None) -> list:
+    """:func:`_authors_batched` of the blocks ``stacked[starts[i]:starts[i + 1]]``, already stacked.
+
+    :func:`calibrate_splits` gathers the training rows of every split into one array at once for this
+    engine, rather than one copy per split that :func:`_authors_batched` then stacks into another (on a
+    SafetyBench-sized bank, tens of megabytes per batch of splits): the same rows in the same order.
+    """
     from irtlib.calibration.split_cache import fit_2pl_splits_cached
 
-    starts = np.cumsum([0] + [blk.shape[0] for blk in blocks])
-    stacked = np.vstack(blocks)
-    out: list = [None] * len(blocks)
+    out: list = [None] * (len(starts) - 1)
     for seed in sorted(set(seeds)):
         which = [i for i, s in enumerate(seeds) if s == seed]
         rows = [np.arange(starts[i], starts[i + 1]) for i in which]
@@ -388,12 +398,18 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
     seeds = [int(seed)] * len(rows) if np.ndim(seed) == 0 else [int(s) for s in seed]
     if len(seeds) != len(rows):
         raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
-    blocks = [x[r] for r in rows]          # only training rows reach an engine
     fn = CALIBRATION_ENGINES.get(engine)
+    if fn is _authors_batched:             # every split's training rows gathered once, stacked as it stacks them
+        starts = np.cumsum([0] + [r.size for r in rows])
+        stacked = x[np.concatenate(rows)] if rows else np.empty((0, x.shape[1]))
+        blocks = [stacked[starts[i]:starts[i + 1]] for i in range(len(rows))]   # only training rows
+        out = _authors_stacked(stacked, starts, seeds, cache_dir=cache_dir)
+    else:
+        blocks = [x[r] for r in rows]      # only training rows reach an engine
     if fn is None:       # the MAP engine: the same numbers, kept by content where a cache is given
         out = _calibrate_each(blocks, seeds, engine) if engine != "map" else \
             _split_cache().fit_map_splits_cached(blocks, cache_dir=cache_dir)
-    else:
+    elif fn is not _authors_batched:
         out = fn(blocks, seeds) if cache_dir is None else fn(blocks, seeds, cache_dir=cache_dir)
     if len(out) != len(rows):
         raise InputError(f"calibration engine {engine!r} returned {len(out)} fits for {len(rows)} splits")

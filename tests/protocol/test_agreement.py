@@ -326,3 +326,31 @@ def test_random_and_random_irt_together_equal_each_run_alone():
                               kind="stable").reset_index(drop=True)
     assert both.equals(alone)
     assert both["agreement"].notna().all()
+
+
+def test_authors_engine_gets_the_training_rows_stacked_as_its_batched_form_stacks_them(small, monkeypatch):
+    """calibrate_splits gathers every split's training rows once for the authors' engine: the same stacked
+    array, rows and seeds as _authors_batched on one block per split, so the same fits."""
+    from irtlib.calibration import split_cache
+
+    calls = []
+
+    def fake(stacked, rows, *, seed, cache_dir):
+        calls.append((np.array(stacked), [np.array(r) for r in rows], seed, cache_dir))
+        return [(np.nanmean(stacked[r], axis=0) + 1.0 + seed, np.nansum(stacked[r], axis=0)) for r in rows]
+
+    monkeypatch.setattr(split_cache, "fit_2pl_splits_cached", fake)
+    x = small.values.copy()
+    x[np.random.default_rng(1).random(x.shape) < 0.1] = np.nan
+    rows = [split_models(x.shape[0], 5, 3, split)[0] for split in range(4)]
+    seeds = [0, 7, 0, 7]
+    got = agreement.calibrate_splits(x, rows, engine="pyirt-authors", seed=seeds, cache_dir="somewhere")
+    new_calls, calls[:] = list(calls), []
+    old = agreement._authors_batched([x[r] for r in rows], seeds, cache_dir="somewhere")
+    for (sa, ra, da, ca), (sb, rb, db, cb) in zip(new_calls, calls, strict=True):
+        assert np.array_equal(sa, sb, equal_nan=True) and sa.flags.c_contiguous and da == db and ca == cb
+        assert all(np.array_equal(p, q) for p, q in zip(ra, rb, strict=True))
+    for (a, b), (a0, b0), r in zip(got, old, rows, strict=True):
+        seen = (~np.isnan(x[r])).any(axis=0)
+        assert np.array_equal(a[seen], a0[seen]) and np.array_equal(b[seen], b0[seen])
+        assert np.isnan(a[~seen]).all() and np.isnan(b[~seen]).all()
