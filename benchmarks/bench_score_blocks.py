@@ -2,13 +2,13 @@
 
 Each budget of a protocol task scores the three MAP methods' subsets of every split in one
 :func:`irtlib.core.ability.map_ability` call with per-row item parameters. The rows used to be stacked by
-concatenating gathers (a column gather of the test responses, a broadcast row of ``a`` and ``b``), which
-numpy lays out in Fortran order; the C sums (:mod:`irtlib.selection.ability_kernel`) then copied every one
-into C order, every call (2.6 CPU s of chapter 06's comparison job in ``_layout``). They are now written
-into C-ordered arrays at once, and the scores skip the standard errors they never read
-(``map_ability(standard_errors=False)``: one pass of the sums fewer). This times the old stacking (kept here) against the library's on one
-task's blocks of a SafetyBench-sized bank (10 splits, 10 test models, the three MAP methods, the
-protocol's budget grid) and checks that every estimate is the same bit for bit::
+concatenating gathers (a column gather of the test responses, a broadcast row of ``a`` and ``b``), which numpy lays
+out in Fortran order; the C sums (:mod:`irtlib.selection.ability_kernel`) then copied every one into C order, every
+call (2.6 CPU s of chapter 06's comparison job in ``_layout``). They are now written into C-ordered arrays at once,
+and the scores skip the standard errors they never read (``map_ability(standard_errors=False)``: one pass of the sums
+fewer). This times the old stacking (kept here) against the library's on one task's blocks of a SafetyBench-sized bank
+(10 splits, 10 test models, the three MAP methods, the protocol's budget grid) and checks that every estimate is the
+same bit for bit::
 
     .venv/bin/python benchmarks/bench_score_blocks.py
 """
