@@ -33,10 +33,11 @@ class AbilityEstimate(tuple):
         Posterior modes.
     se : ndarray, shape (n_models,)
         Posterior standard errors ``1 / sqrt(I(theta) + 1 / prior_sd**2)`` at the mode (observed
-        = expected information for the 2PL).
+        = expected information for the 2PL); None when ``map_ability(standard_errors=False)``.
     at_bound : ndarray of bool, shape (n_models,)
         True where the estimate ended on -8 or +8: the unbounded mode lies outside the bracket
-        (e.g. an all-safe pattern over thousands of items), so the value is a bound, not a mode.
+        (e.g. an all-safe pattern over thousands of items), so the value is a bound, not a mode;
+        None when ``map_ability(standard_errors=False)``.
     used_bisection : ndarray of bool, shape (n_models,)
         True where Newton did not converge in ``max_newton`` iterations.
     """
@@ -136,7 +137,7 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
                 prior_mean: float = 0.0, prior_sd: float = 1.0,
                 theta0: ArrayLike = 0.0, max_newton: int = 100, max_step: float = 1.0, tol: float = 1e-8,
                 max_bisection: int = 200, bounds: tuple[float, float] = THETA_BOUNDS,
-                row_sums: Callable | None = None) -> AbilityEstimate:
+                row_sums: Callable | None = None, standard_errors: bool = True) -> AbilityEstimate:
     """Posterior-mode abilities of many models at once.
 
     Parameters
@@ -172,6 +173,9 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
         ``solve`` attribute runs the Newton steps and the bisection of every row itself
         (``solve(theta, prior_mean=, prior_var=, max_newton=, max_step=, tol=, max_bisection=, lo=, hi=)``
         -> estimates and Newton's convergence per row), which must equal this function's loop, bit for bit.
+    standard_errors : bool
+        Compute ``se`` and ``at_bound`` (one more pass of the sums at the estimates). False: they are
+        None and the estimates the same; for callers that only read ``theta`` (the protocol's scores).
 
     Returns
     -------
@@ -270,6 +274,10 @@ def map_ability(responses: ArrayLike, a: ArrayLike, b: ArrayLike, *, c: ArrayLik
             g_hi, _ = posterior(idx, np.full(idx.size, hi))
             theta[idx] = np.where(g_hi > 0, hi, np.where(g_lo < 0, lo, theta[idx]))
 
+    if not standard_errors:
+        if one_model:
+            return AbilityEstimate(theta[0], None, None, bool(used_bisection[0]))
+        return AbilityEstimate(theta, None, None, used_bisection)
     grad, info = posterior(None, theta)
     se = 1.0 / np.sqrt(info + 1.0 / prior_var)
     at_bound = ((theta >= hi) & (grad > 0)) | ((theta <= lo) & (grad < 0))

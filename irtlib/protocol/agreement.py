@@ -303,11 +303,21 @@ def _authors_batched(blocks: list, seeds: list, *, cache_dir=None, epochs: int |
     ``cache_dir`` where an earlier call fitted the same training block with the same settings.
     ``epochs`` (default: the split cache's, the paper's 1,000) is part of each split's key.
     """
+    starts = np.cumsum([0] + [blk.shape[0] for blk in blocks])
+    return _authors_stacked(np.vstack(blocks), starts, seeds, cache_dir=cache_dir, epochs=epochs)
+
+
+def _authors_stacked(stacked: np.ndarray, starts: np.ndarray, seeds: list, *, cache_dir=None,
+                     epochs: int | None = None) -> list:
+    """:func:`_authors_batched` of the blocks ``stacked[starts[i]:starts[i + 1]]``, already stacked.
+
+    :func:`calibrate_splits` gathers the training rows of every split into one array at once for this
+    engine, rather than one copy per split that :func:`_authors_batched` then stacks into another (on a
+    SafetyBench-sized bank, tens of megabytes per batch of splits): the same rows in the same order.
+    """
     from irtlib.calibration.split_cache import fit_2pl_splits_cached
 
-    starts = np.cumsum([0] + [blk.shape[0] for blk in blocks])
-    stacked = np.vstack(blocks)
-    out: list = [None] * len(blocks)
+    out: list = [None] * (len(starts) - 1)
     for seed in sorted(set(seeds)):
         which = [i for i, s in enumerate(seeds) if s == seed]
         rows = [np.arange(starts[i], starts[i + 1]) for i in which]
@@ -388,12 +398,18 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
     seeds = [int(seed)] * len(rows) if np.ndim(seed) == 0 else [int(s) for s in seed]
     if len(seeds) != len(rows):
         raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
-    blocks = [x[r] for r in rows]          # only training rows reach an engine
     fn = CALIBRATION_ENGINES.get(engine)
+    if fn is _authors_batched:             # every split's training rows gathered once, stacked as it stacks them
+        starts = np.cumsum([0] + [r.size for r in rows])
+        stacked = x[np.concatenate(rows)] if rows else np.empty((0, x.shape[1]))
+        blocks = [stacked[starts[i]:starts[i + 1]] for i in range(len(rows))]   # only training rows
+        out = _authors_stacked(stacked, starts, seeds, cache_dir=cache_dir)
+    else:
+        blocks = [x[r] for r in rows]      # only training rows reach an engine
     if fn is None:       # the MAP engine: the same numbers, kept by content where a cache is given
         out = _calibrate_each(blocks, seeds, engine) if engine != "map" else \
             _split_cache().fit_map_splits_cached(blocks, cache_dir=cache_dir)
-    else:
+    elif fn is not _authors_batched:
         out = fn(blocks, seeds) if cache_dir is None else fn(blocks, seeds, cache_dir=cache_dir)
     if len(out) != len(rows):
         raise InputError(f"calibration engine {engine!r} returned {len(out)} fits for {len(rows)} splits")
@@ -499,7 +515,8 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     a, b = a[pool], b[pool]
     x_train = values[train][:, pool]      # (built as before: the memory layout sets BLAS's summation order)
     ks = [k for k in ks if k <= pool.size]
-    theta_train = np.asarray(map_ability(x_train, a, b, row_sums=map_row_sums()).theta)   # C sums: the same bits
+    theta_train = np.asarray(map_ability(x_train, a, b, row_sums=map_row_sums(),       # C sums: the same bits
+                                         standard_errors=False).theta)
     t = time.perf_counter()
     clock["calibration"] += t - t0
     static = static_selections(x_train, a, b, theta_train, ks, methods=methods,
@@ -514,6 +531,7 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     t = time.perf_counter()
     random_seed = _stream(seed, split, _STREAM_RANDOM)
     shared = _protocols.shared_random_order(pool.size, split) if protocol.random_order == "shared" else None
+    drawn = {}                            # selector factory -> the items it drew from the split's stream
     for method in methods:                # random items: every such method shares the split's stream
         entry = _methods.REGISTRY[method]
         if entry.kind == "adaptive" and entry.random_items:
@@ -522,8 +540,12 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
                 scores[method] = ([] if entry.scorer == "map" else
                                   [score_subset(x_test, Subset(shared[:k]), how=entry.scorer, a=a, b=b) for k in ks])
                 continue
-            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector(), estimator=entry.estimator(),
-                                seed=random_seed, record=ks)
+            # Random and Random IRT draw the same items (one selector, one seed, items that do not depend on
+            # the estimates): the second replays the first's instead of drawing the same orders again
+            given = drawn.get(entry.selector)
+            traj = run_adaptive(x_test, a, b, budget=ks[-1], selector=entry.selector() if given is None else
+                                _GivenItems(given), estimator=entry.estimator(), seed=random_seed, record=ks)
+            drawn.setdefault(entry.selector, traj.items)
             scores[method] = [traj.estimate[:, k - 1] for k in ks]
     t2 = time.perf_counter()
     clock["random"] += t2 - t
@@ -536,6 +558,45 @@ def _prepare_split(values, reference, split, train, test, a, b, *, ks, methods, 
     return {"split": split, "test": test, "pool": pool, "a": a, "b": b, "ks": ks, "scores": scores,
             "reference": reference[test], "theta_start": float(theta_train.mean()), "x_test": x_test,
             "static": static, "shared": shared}
+
+
+class _GivenItems:
+    """A non-adaptive selector that gives every model the items another run of the same stream drew.
+
+    :func:`_prepare_split` runs Random and Random IRT on one random stream of the split: their selector
+    (:class:`irtlib.selection.adaptive.RandomSelection`) draws every model's order once from the run's
+    seed and never reads the estimates, so both runs give the same items. The second run replays the
+    first's items (``items``, shape ``(n_models, budget)``, -1 once a model's items are spent) with its
+    own estimator: the same items, so the same estimates bit for bit, without drawing and sorting the
+    orders again.
+    """
+
+    adaptive = False
+
+    def __init__(self, items: np.ndarray):
+        self.items = items
+
+    def begin(self, items, available, random=None):     # noqa: ARG002  (the selector protocol's signature)
+        """Start replaying from the first item."""
+        return _GivenRun(self.items)
+
+
+class _GivenRun:
+    def __init__(self, items):
+        self.items, self.pos = items, 0
+
+    def select_block(self, m):
+        """The next ``m`` items of every model, shape (n_models, m)."""
+        out = self.items[:, self.pos:self.pos + m]
+        self.pos += m
+        return out
+
+    def select(self, theta=None, est=None, active=None):     # noqa: ARG002  (the selector protocol's signature)
+        """The next item of every model (-1 once spent)."""
+        return self.select_block(1)[:, 0]
+
+    def skipped(self, rows, items):
+        """Nothing to undo: the order moves on."""
 
 
 def _score_shared_map(preps, methods):

@@ -864,20 +864,22 @@ def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_
     sums = ability_kernel.map_row_sums() if blocks else None     # the C sums where they load: the same bits
     for size in dict.fromkeys(sizes):
         group = [i for i, z in enumerate(sizes) if z == size]
-        xs, rows_a, rows_b, start, counts = [], [], [], [], []
-        for i in group:
+        counts = [np.shape(blocks[i][0])[0] for i in group]
+        # The stacked rows are written in C order at once: concatenating the gathers (a column gather, a
+        # broadcast row) gave Fortran-ordered arrays that the C sums then copied into C order, every call.
+        x, rows_a, rows_b = (np.empty((sum(counts), size)) for _ in range(3))
+        start = np.empty(sum(counts))
+        at = 0
+        for i, n in zip(group, counts, strict=True):
             values, subset, a, b, theta0 = blocks[i]
             items = subset.items
-            x = np.asarray(values, float)[:, items]
-            n = x.shape[0]
-            xs.append(x)
-            rows_a.append(np.broadcast_to(np.asarray(a, float)[items], (n, size)))
-            rows_b.append(np.broadcast_to(np.asarray(b, float)[items], (n, size)))
-            start.append(np.broadcast_to(np.asarray(prior_mean if theta0 is None else theta0, float), (n,)))
-            counts.append(n)
-        theta = np.asarray(map_ability(np.concatenate(xs), np.concatenate(rows_a), np.concatenate(rows_b),
-                                       prior_mean=prior_mean, prior_sd=prior_sd, theta0=np.concatenate(start),
-                                       row_sums=sums).theta)
+            x[at:at + n] = np.asarray(values, float)[:, items]
+            rows_a[at:at + n] = np.asarray(a, float)[items]
+            rows_b[at:at + n] = np.asarray(b, float)[items]
+            start[at:at + n] = np.asarray(prior_mean if theta0 is None else theta0, float)
+            at += n
+        theta = np.asarray(map_ability(x, rows_a, rows_b, prior_mean=prior_mean, prior_sd=prior_sd, theta0=start,
+                                       row_sums=sums, standard_errors=False).theta)
         at = 0
         for i, n in zip(group, counts, strict=True):
             out[i] = theta[at:at + n]

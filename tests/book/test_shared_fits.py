@@ -104,3 +104,14 @@ def test_pandaguard_run_equals_the_protocols_and_ceilings_calibrated_apart(n_job
         assert result[name]["results"].equals(res) and result[name]["ceiling"].equals(ceiling)
         assert drop(result[name]["results"].attrs) == drop(res.attrs)
         assert result[name]["ceiling"].attrs == ceiling.attrs
+
+
+def test_splits_training_on_the_same_models_share_one_map_fit_whatever_their_seeds():
+    values = _values(missing=True)
+    rows, _ = split_training(values.shape[0], range(2), n_test=10, seed=0, protocol=presets.PAPER)
+    rows, seeds = [rows[0], rows[1], rows[0], rows[0]], [3, 4, 5, 3]    # a block again under other seeds
+    old = calibrate_splits(values, rows, engine="map", seed=seeds)
+    with shared_calibrations("map") as kept:
+        new = calibrate_splits(values, rows, engine="map", seed=seeds)
+        assert len(kept) == 2
+    assert _same(old, new)

@@ -141,3 +141,19 @@ def test_bisection_that_stops_once_settled_gives_the_full_run_bit_for_bit():
     np.testing.assert_array_equal(est.theta[which], _bisection_to_the_end(x[which], a, b))
     every = map_ability(x, a, b, max_newton=0)          # every model by bisection
     np.testing.assert_array_equal(every.theta, _bisection_to_the_end(x, a, b))
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_without_standard_errors_the_estimates_are_the_same(items, kernel):
+    from irtlib.selection.ability_kernel import map_row_sums
+
+    a, b = items
+    x = patterns(a.size, np.random.default_rng(6))
+    sums = map_row_sums() if kernel else None
+    for kw in ({}, {"max_newton": 1}, {"theta0": 3.0}):
+        full = map_ability(x, a, b, row_sums=sums, **kw)
+        bare = map_ability(x, a, b, row_sums=sums, standard_errors=False, **kw)
+        assert np.array_equal(bare.theta, full.theta) and np.array_equal(bare.used_bisection, full.used_bisection)
+        assert bare.se is None and bare.at_bound is None
+        one = map_ability(x[2], a, b, row_sums=sums, standard_errors=False, **kw)
+        assert one.theta == full.theta[2] and one.se is None

@@ -310,3 +310,47 @@ def test_table2_over_several_benchmarks_at_once():
     assert second.loc[("left", "fluid"), "status"] == "not reached" and second.loc[("left", "fluid"), "k"] == 32
     assert second.loc[("right", "fluid"), "status"] == "not caught up within the sweep"
     assert second.loc[("left", "fluid"), "censored"] and second.loc[("left", "fluid"), "k_over_n"] == 32 / 200
+
+
+def test_random_and_random_irt_together_equal_each_run_alone():
+    """Random IRT replays Random's items in one run (one draw of the split's stream): the rows of each alone."""
+    full = simulate(40, 120, cv=0.6, seed=11)
+    x = full.values.copy()
+    x[np.random.default_rng(2).random(x.shape) < 0.05] = np.nan               # models without some items
+    m = ResponseMatrix(x, list(full.models), list(full.items), source="sim with gaps")
+    kw = dict(ks=[3, 10, 30], n_splits=4, seed=5)
+    both = run_protocol(m, methods=["random", "random-irt"], **kw)
+    alone = pd.concat([run_protocol(m, methods=[method], **kw) for method in ("random", "random-irt")])
+    order = {"random": 0, "random-irt": 1}
+    alone = alone.sort_values(["split", "method", "k"], key=lambda s: s.map(order) if s.name == "method" else s,
+                              kind="stable").reset_index(drop=True)
+    assert both.equals(alone)
+    assert both["agreement"].notna().all()
+
+
+def test_authors_engine_gets_the_training_rows_stacked_as_its_batched_form_stacks_them(small, monkeypatch):
+    """calibrate_splits gathers every split's training rows once for the authors' engine: the same stacked
+    array, rows and seeds as _authors_batched on one block per split, so the same fits."""
+    from irtlib.calibration import split_cache
+
+    calls = []
+
+    def fake(stacked, rows, *, seed, cache_dir):
+        calls.append((np.array(stacked), [np.array(r) for r in rows], seed, cache_dir))
+        return [(np.nanmean(stacked[r], axis=0) + 1.0 + seed, np.nansum(stacked[r], axis=0)) for r in rows]
+
+    monkeypatch.setattr(split_cache, "fit_2pl_splits_cached", fake)
+    x = small.values.copy()
+    x[np.random.default_rng(1).random(x.shape) < 0.1] = np.nan
+    rows = [split_models(x.shape[0], 5, 3, split)[0] for split in range(4)]
+    seeds = [0, 7, 0, 7]
+    got = agreement.calibrate_splits(x, rows, engine="pyirt-authors", seed=seeds, cache_dir="somewhere")
+    new_calls, calls[:] = list(calls), []
+    old = agreement._authors_batched([x[r] for r in rows], seeds, cache_dir="somewhere")
+    for (sa, ra, da, ca), (sb, rb, db, cb) in zip(new_calls, calls, strict=True):
+        assert np.array_equal(sa, sb, equal_nan=True) and sa.flags.c_contiguous and da == db and ca == cb
+        assert all(np.array_equal(p, q) for p, q in zip(ra, rb, strict=True))
+    for (a, b), (a0, b0), r in zip(got, old, rows, strict=True):
+        seen = (~np.isnan(x[r])).any(axis=0)
+        assert np.array_equal(a[seen], a0[seen]) and np.array_equal(b[seen], b0[seen])
+        assert np.isnan(a[~seen]).all() and np.isnan(b[~seen]).all()
