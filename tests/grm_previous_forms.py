@@ -1,4 +1,4 @@
-"""The previous form of the GRM's expected log-likelihood and gradients, kept to show that the current one gives the same bits.
+"""The previous form of the GRM's expected log-likelihood and gradients, to show the current one gives the same bits.
 
 :func:`expected_loglik` is ``irtlib.extended.grm._expected_loglik`` as it was before its sums over the
 models (or nodes) and over the thresholds were written as reductions of a transposed copy and as two
