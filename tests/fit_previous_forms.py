@@ -5,6 +5,8 @@
   exactly 0 or both exactly 1 (``_normal_pmf_live``);
 - :func:`leave_one_out_exact`: the leave-one-item-out score distributions, both directions over every
   (item, node) and every rest score, as before each ran in its one direction and range;
+- :func:`sx2_expected_exact`: S-X2's exact expected rates with the leave-one-out table always gathered by
+  score (a copy even when every rest score is distinct) and cleaned by ``nan_to_num`` and ``clip``;
 - :class:`Point` and :func:`step`: the 1PL / 3PL engine's point and Fisher-scoring step of
   :mod:`irtlib.calibration.models` as they were, computing ``sigmoid(z)`` through
   :func:`irtlib.core.kernels.probability` and :func:`irtlib.core.kernels.z_derivatives` (three more
@@ -51,6 +53,22 @@ def leave_one_out_exact(f, p, rest_scores):
                 bwd[:, where[r]] = g
     out = np.where((pt <= 0.5)[:, None, :], fwd, bwd)
     return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
+
+
+def sx2_expected_exact(p_nodes, weights, scores):
+    """``irtlib.fit.checks.sx2_expected(..., exact=True)`` as it was: gather always, clean by nan_to_num and clip."""
+    from irtlib.fit.checks import lord_wingersky
+
+    p, w, scores = np.asarray(p_nodes, float), np.asarray(weights, float), np.asarray(scores, int)
+    f = lord_wingersky(p)
+    den = f[:, scores].T @ w
+    rest = np.clip(scores - 1, 0, None)
+    g = leave_one_out_exact(f, p, np.unique(rest))
+    g = g[:, np.searchsorted(np.unique(rest), rest)]
+    num = np.einsum("jsq,qj,q->js", g, p, w)
+    num[:, scores == 0] = 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(num / den[None, :], 0.0, 1.0)
 
 
 class Point:

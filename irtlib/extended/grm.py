@@ -316,8 +316,9 @@ def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp
     and ``expit(z) * expit(-z)`` (:func:`_cat_tables`).
     """
     a = np.exp(alpha)
+    offset = nodes[None, :, None] - b[:, None, :]                       # theta_q - b_jk, (J, Q, K-1)
     if z is None:
-        z = a[:, None, None] * (nodes[None, :, None] - b[:, None, :])    # (J, Q, K-1)
+        z = a[:, None, None] * offset                                   # (J, Q, K-1)
         lp, ds = _cat_tables(z)                                         # (J, Q, K), (J, Q, K-1)
     elif ds is None:
         ds = _cat_tables(z)[1]
@@ -325,12 +326,38 @@ def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp
     with np.errstate(over="ignore"):
         ratio = np.where(counts > 0, counts * np.exp(-lp), 0.0)         # r_k / P_k (0 where r = 0)
     g_z = ds * (ratio[..., 1:] - ratio[..., :-1])                       # d ll / d z_k, (J, Q, K-1)
-    g_alpha = a * (g_z * (nodes[None, :, None] - b[:, None, :])).sum(axis=(1, 2))
-    g_b = -a[:, None] * g_z.sum(axis=1)                                 # (J, K-1)
+    g_alpha = a * (g_z * offset).sum(axis=(1, 2))
+    g_b = -a[:, None] * _sum_middle(g_z)                                # (J, K-1)
     tail = np.cumsum(g_b[:, ::-1], axis=1)[:, ::-1]                     # sum over k >= i
     g_c = np.concatenate([tail[:, :1], tail[:, 1:] * np.exp(c[:, 1:])], axis=1)
-    g_theta = (a[:, None] * g_z.sum(axis=2)).sum(axis=0) if want_theta else None
+    g_theta = (a[:, None] * _sum_last(g_z)).sum(axis=0) if want_theta else None
     return ll, g_alpha, g_c, g_b, g_theta, lp
+
+
+def _sum_middle(g):
+    """``g.sum(axis=1)`` of a C-ordered (J, Q, K-1) table, the same bits, sooner.
+
+    With ``K-1 >= 2`` numpy reduces the middle axis row after row (``out = g[:, 0]``, then
+    ``out += g[:, q]`` for each q in turn), its inner loop running over the ``K-1`` thresholds
+    only; the reduction of the outer axis of the (Q, J, K-1) copy makes the same additions in the
+    same order over long contiguous rows. Otherwise (one threshold: numpy then sums each row
+    pairwise; eight or more, where numpy's vector loop can order a NaN's operands otherwise, so
+    that only the sign of a NaN differs) or for another layout, numpy's own sum.
+    """
+    if g.ndim != 3 or not 2 <= g.shape[2] < 8 or not g.flags.c_contiguous:
+        return g.sum(axis=1)
+    return np.add.reduce(np.ascontiguousarray(g.transpose(1, 0, 2)), axis=0)
+
+
+def _sum_last(g):
+    """``g.sum(axis=-1)``, the same bits; with two thresholds (three categories) from two additions.
+
+    numpy's sum of two values along the last axis is ``g_0 + (0.0 + g_1)`` (its pairwise sum starts
+    from +0.0, which only turns a -0.0 into +0.0); written out, without the reduction's per-row setup.
+    """
+    if g.shape[-1] != 2:
+        return g.sum(axis=-1)
+    return g[..., 0] + (0.0 + g[..., 1])
 
 
 def _item_prior(alpha, b, c, prior_log_a, prior_b):

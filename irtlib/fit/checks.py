@@ -172,7 +172,22 @@ def _leave_one_out_exact(f, p, rest_scores):
                     g = (ft[r + 1][node] - (1.0 - pj) * g) / pj
                     if r in where:
                         out[item, where[r], node] = g
-    return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
+    return _positive_finite(out)
+
+
+def _positive_finite(out):
+    """``np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)``, bit for bit, in place.
+
+    A value is kept where ``0 < value < inf``; every other cell (NaN, an infinity, a negative number,
+    zero of either sign) becomes ``+0.0``, as ``nan_to_num`` followed by ``clip`` at zero makes it
+    (``clip`` turns ``-0.0`` into ``+0.0``). Two comparisons and one masked write instead of
+    ``nan_to_num``'s four passes and copy and ``clip``'s copy.
+    """
+    with np.errstate(invalid="ignore"):
+        keep = out > 0.0
+        keep &= out < np.inf
+    np.copyto(out, 0.0, where=~keep)
+    return out
 
 
 def _normal_pmf(s, mean, var):
@@ -265,8 +280,10 @@ def sx2_expected(p_nodes: ArrayLike, weights: ArrayLike, scores: ArrayLike, *, e
         f = lord_wingersky(p)
         den = f[:, scores].T @ w                                      # (S,)
         rest = np.clip(scores - 1, 0, None)
-        g = _leave_one_out_exact(f, p, np.unique(rest))
-        g = g[:, np.searchsorted(np.unique(rest), rest)]              # (J, S, Q)
+        distinct = np.unique(rest)
+        g = _leave_one_out_exact(f, p, distinct)
+        if distinct.size != rest.size:                                # a repeated rest score (scores 0 and 1)
+            g = g[:, np.searchsorted(distinct, rest)]                 # (J, S, Q)
         num = np.einsum("jsq,qj,q->js", g, p, w)
         num[:, scores == 0] = 0.0
     else:

@@ -85,6 +85,26 @@ def test_leave_one_out_equals_its_previous_form(n_items, n_nodes, seed):
         assert same_bits(checks._leave_one_out_exact(f, p, rest), previous.leave_one_out_exact(f, p, rest))
 
 
+def test_positive_finite_equals_nan_to_num_then_clip():
+    edge = np.array([-0.0, 0.0, -1e-300, 5e-324, -5e-324, np.nan, -np.nan, np.inf, -np.inf, 1.0, -2.0, 1e308,
+                     np.finfo(float).max, np.finfo(float).tiny])
+    values = np.concatenate([edge, np.random.default_rng(3).standard_normal(10_000) * 1e3])
+    for x in (values, values.reshape(2, -1), values.reshape(2, -1).T):
+        old = np.clip(np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
+        assert same_bits(checks._positive_finite(x.copy()), old)
+
+
+@pytest.mark.parametrize(("n_items", "n_nodes", "seed", "scores"),
+                         [(120, 41, 11, None), (60, 21, 12, [0, 1, 2, 30, 59, 60]), (9, 7, 13, [1, 2, 3, 9]),
+                          (80, 31, 14, [0, 1]), (40, 11, 15, [0, 5, 40])])
+def test_sx2_expected_exact_equals_its_previous_form(n_items, n_nodes, seed, scores):
+    p, w = _item_curves(n_nodes, n_items, seed)
+    p[0, :3] = [0.0, 1.0, 1e-300]
+    rng = np.random.default_rng(seed)
+    scores = np.unique(rng.integers(0, n_items + 1, size=25)) if scores is None else np.asarray(scores)
+    assert same_bits(sx2_expected(p, w, scores, exact=True), previous.sx2_expected_exact(p, w, scores))
+
+
 def _calibration(matrix, seed):
     rng = np.random.default_rng(seed)
     return Calibration(a=pd.Series(np.exp(rng.normal(0, 0.5, matrix.shape[1])), index=matrix.items),
