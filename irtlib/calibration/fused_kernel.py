@@ -161,11 +161,84 @@ def verified(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
     Decided once per process: the answer is kept in ``cache["lib"]`` (the calling module's own dict).
     For :mod:`irtlib.selection.score_kernel` and :mod:`irtlib.bank.interval_kernel`. ``extra_flags``: see
     :func:`compile_kernel`.
+
+    The check's answer is also kept on disk, beside the library, under a key made of the library's bytes,
+    the check's module and name, irtlib's sources, numpy's version and the processor features numpy
+    dispatches on, and Python's version (:func:`_check_key`): a later process with all of these equal
+    reads the answer instead of running the check again (each chapter of the book is its own process and
+    loads about ten kernels). ``IRTLIB_KERNEL_RECHECK=1`` runs every check again.
     """
     if "lib" not in cache:
-        lib = compiled(source, bind, switch=switch, extra_flags=extra_flags)
-        cache["lib"] = lib if lib is not None and matches(lib) else None
+        cache["lib"] = _checked_library(source, bind, switch=switch, matches=matches, extra_flags=extra_flags)
     return cache["lib"]
+
+
+def _checked_library(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
+                     matches: Callable[[ctypes.CDLL], bool], extra_flags: tuple[str, ...]) -> ctypes.CDLL | None:
+    """:func:`verified`'s answer, from the answer kept beside the library or from ``matches``."""
+    if os.environ.get(switch, "1") == "0":
+        return None
+    try:
+        path = compile_kernel(source=source, extra_flags=extra_flags)
+        lib = bind(path)
+    except OSError:
+        return None
+    key = _check_key(path, matches)
+    answer = path.with_name(f"{path.name}.check-{key}") if key is not None else None
+    if answer is not None and os.environ.get("IRTLIB_KERNEL_RECHECK", "0") != "1":
+        try:
+            kept = answer.read_text()
+        except OSError:
+            kept = None
+        if kept in ("equal", "differs"):
+            return lib if kept == "equal" else None
+    ok = bool(matches(lib))
+    if answer is not None:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{answer.name}-", dir=answer.parent)
+            with os.fdopen(fd, "w") as f:
+                f.write("equal" if ok else "differs")
+            os.replace(tmp, answer)
+        except OSError:
+            pass                                  # a read-only kernel directory: the check runs every time
+    return lib if ok else None
+
+
+_IRTLIB_SOURCES: dict[str, str] = {}
+
+
+def _irtlib_sources_digest() -> str:
+    """SHA-256 of every ``.py`` and ``.c`` file of the installed irtlib, by relative path (once per process)."""
+    if "digest" not in _IRTLIB_SOURCES:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".c", ".h") and p.is_file()):
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+        _IRTLIB_SOURCES["digest"] = h.hexdigest()
+    return _IRTLIB_SOURCES["digest"]
+
+
+def _check_key(path: Path, matches: Callable) -> str | None:
+    """The key under which a load check's answer is kept (None: not kept, the check runs every time).
+
+    Everything the answer could depend on: the library's bytes, the check (its module and name, and
+    irtlib's sources, which hold it and the numpy forms it compares with), numpy's version and the
+    processor features its loops dispatch on (numpy's own rounding), and Python's version.
+    """
+    import sys
+
+    import numpy as np
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:                           # pragma: no cover - numpy < 2 or another layout
+        return None
+    h = hashlib.sha256()
+    for part in (path.read_bytes(), f"{matches.__module__}.{matches.__qualname__}".encode(),
+                 _irtlib_sources_digest().encode(), np.__version__.encode(),
+                 repr(sorted(k for k, on in features.items() if on)).encode(), sys.version.encode()):
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:24]
 
 
 def bind_library(path: Path) -> ctypes.CDLL:
