@@ -156,8 +156,8 @@ def training_rows(run: StageRun) -> tuple[np.ndarray, list[np.ndarray], list[int
 
     ``values[rows[s]]`` is split ``s``'s training block (the same cells, in the same order), without a copy
     of the matrix per split: the stage hands its jobs the matrix and the rows (a batched fit and the split
-    cache take exactly these), so SafetyBench's 70 splits of 26 of its 29 models move 29 rows between the
-    processes, not 70 x 26.
+    cache take exactly these), so SafetyBench's 70 splits of 23 of its 29 models move 29 rows between the
+    processes, not 70 x 23.
 
     Returns
     -------
