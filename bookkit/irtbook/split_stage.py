@@ -31,8 +31,8 @@ import numpy as np
 
 from irtlib.protocol import presets as protocols
 
-__all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "split_jobs", "whole_fit_jobs", "run_jobs",
-           "stage_pool", "run_stage", "benchmark_fits", "load_benchmarks", "main", "BOOK_BENCHMARKS",
+__all__ = ["StageRun", "StageJob", "stage_runs", "training_blocks", "training_rows", "split_jobs", "whole_fit_jobs",
+           "run_jobs", "stage_pool", "run_stage", "benchmark_fits", "load_benchmarks", "main", "BOOK_BENCHMARKS",
            "QUICK_MAX_SPLITS", "QUICK_N_JOBS", "FRESH_ANCHOR_MAX_ITEMS"]
 
 #: The six benchmarks of the paper's Table 1, as the protocol chapters (05, 06) run them.
@@ -147,6 +147,25 @@ def training_blocks(run: StageRun) -> tuple[list[np.ndarray], list[int]]:
     blocks : list of ndarray, each shape (n_train, n_items)
     seeds : list of int
     """
+    values, rows, seeds = training_rows(run)
+    return [values[r] for r in rows], seeds
+
+
+def training_rows(run: StageRun) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
+    """:func:`training_blocks` as the run's filtered matrix and each split's training rows into it.
+
+    ``values[rows[s]]`` is split ``s``'s training block (the same cells, in the same order), without a copy
+    of the matrix per split: the stage hands its jobs the matrix and the rows (a batched fit and the split
+    cache take exactly these), so SafetyBench's 70 splits of 23 of its 29 models move 29 rows between the
+    processes, not 70 x 23.
+
+    Returns
+    -------
+    values : ndarray, shape (n_models, n_items)
+        The run's filtered responses (C order).
+    rows : list of ndarray of int
+    seeds : list of int
+    """
     from irtlib.protocol.agreement import protocol_data, split_training
 
     proto = run.protocol
@@ -156,7 +175,27 @@ def training_blocks(run: StageRun) -> tuple[list[np.ndarray], list[int]]:
     values = np.ascontiguousarray(filtered.values)
     rows, seeds = split_training(values.shape[0], range(run.n_splits), n_test=run.n_test, seed=run.seed,
                                  protocol=proto)
-    return [values[r] for r in rows], seeds
+    return values, [np.asarray(r, dtype=np.int64) for r in rows], [int(s) for s in seeds]
+
+
+def _shared_matrix(entries: list) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct matrices of ``entries`` (label, matrix, rows, seed) stacked, and each entry's rows into the stack.
+
+    Runs on the same matrix (chapter 05/06's and 04b's HarmBench) share its rows; equal matrices are kept once.
+    """
+    distinct: list = []                   # (matrix, first row in the stack)
+    rows = []
+    start = 0
+    for _, values, r, _ in entries:
+        offset = next((first for kept, first in distinct if kept is values or (
+            kept.shape == values.shape and np.array_equal(kept, values, equal_nan=True))), None)
+        if offset is None:
+            offset = start
+            distinct.append((values, offset))
+            start += values.shape[0]
+        rows.append(r + offset)
+    matrix = distinct[0][0] if len(distinct) == 1 else np.vstack([m for m, _ in distinct])
+    return matrix, rows
 
 
 def run_stage(runs: list[StageRun], *, cache_dir, workers: int = 2, log=None) -> dict:
@@ -235,37 +274,33 @@ def split_jobs(runs: list[StageRun], *, cache_dir, workers: int) -> tuple[list[S
     from .pipeline import split_cache
 
     directory = split_cache(cache_dir)
-    groups: dict = {}                     # (n_items, epochs) -> [(label, block, seed)]
+    groups: dict = {}                     # (n_items, epochs) -> [(label, matrix, rows, seed)]
     for run in runs:
-        blocks, seeds = training_blocks(run)
+        values, rows, seeds = training_rows(run)
         epochs = authors_epochs() if run.epochs is None else int(run.epochs)
-        for block, seed in zip(blocks, seeds, strict=True):
-            groups.setdefault((block.shape[1], epochs), []).append((run.label, block, int(seed)))
+        for r, seed in zip(rows, seeds, strict=True):
+            groups.setdefault((values.shape[1], epochs), []).append((run.label, values, r, int(seed)))
     asked = fitted = 0
     pending = []
     for (_, epochs), entries in groups.items():
-        starts = np.cumsum([0] + [blk.shape[0] for _, blk, _ in entries])
-        stacked = np.vstack([blk for _, blk, _ in entries])
-        rows = [np.arange(starts[i], starts[i + 1]) for i in range(len(entries))]
+        matrix, rows = _shared_matrix(entries)
         seeds = [seed for *_, seed in entries]
-        todo = missing_splits(stacked, rows, seed=seeds, cache_dir=directory, epochs=epochs)
+        todo = missing_splits(matrix, rows, seed=seeds, cache_dir=directory, epochs=epochs)
         asked, fitted = asked + len(rows), fitted + todo
         if todo:
-            pending.append((entries, starts, stacked, seeds, todo, epochs))
-    total = sum(_fit_cost(todo, int(np.diff(starts).max()), stacked.shape[1], epochs)
-                for _, starts, stacked, _, todo, epochs in pending)
+            pending.append((entries, matrix, rows, seeds, todo, epochs))
+    total = sum(_fit_cost(todo, max(r.size for r in rows), matrix.shape[1], epochs)
+                for _, matrix, rows, _, todo, epochs in pending)
     jobs = []
-    for entries, starts, stacked, seeds, todo, epochs in pending:
-        n_rows, n_items = int(np.diff(starts).max()), stacked.shape[1]
+    for entries, matrix, rows, seeds, todo, epochs in pending:
+        n_rows, n_items = max(r.size for r in rows), matrix.shape[1]
         cost = _fit_cost(todo, n_rows, n_items, epochs)
         n_parts = workers if workers > 1 and cost > max(SPLIT_SHARE * total, CUT_MIN_COST) else 1
         labels = ", ".join(dict.fromkeys(label for label, *_ in entries))
         for k, part in enumerate(np.array_split(np.arange(len(entries)), n_parts)):
-            lo, hi = int(starts[part[0]]), int(starts[part[-1] + 1])
-            rows = [np.arange(starts[i], starts[i + 1]) - lo for i in part]
             name = labels if n_parts == 1 else f"{labels} (part {k + 1} of {n_parts})"
             jobs.append(StageJob(cost / n_parts, _fit_splits,
-                                 (name, stacked[lo:hi], rows, [seeds[i] for i in part], directory, epochs)))
+                                 (name, matrix, [rows[i] for i in part], [seeds[i] for i in part], directory, epochs)))
     return jobs, asked, fitted
 
 
@@ -352,7 +387,10 @@ def stage_pool(workers: int) -> Iterator[object | None]:
 
 
 def _warm_up() -> None:
-    """A stage worker's first task: torch and the batched fit's kernels loaded (each checked against torch once)."""
+    """Torch and the batched fit's kernels loaded (each checked against torch once).
+
+    A stage worker's start and first task: the first loads them, the second finds them loaded.
+    """
     from irtlib.calibration import adam_kernel, fused_kernel, stream_kernel
 
     fused_kernel.load()
@@ -361,10 +399,29 @@ def _warm_up() -> None:
 
 
 def _one_blas_thread() -> None:
-    """A stage worker's start: BLAS and OpenMP thread pools at one thread (two workers share two cores)."""
+    """A stage worker's start: one BLAS thread, then torch and the kernels loaded with the cyclic collector off.
+
+    BLAS and OpenMP thread pools at one thread (two workers share two cores); then :func:`_warm_up` with Python's
+    cyclic collector off, and every object it made frozen (:func:`gc.freeze`) before the collector is on again.
+
+    The imports make a few hundred thousand objects that live as long as the process; the collector would walk
+    them in each of its full collections, during the imports and during the jobs (its passes took about 1 CPU s
+    of the two workers in a ``perf`` profile of the stage, ``benchmarks/RESULTS.md``, issue 26 ``stg``; the
+    imports alone about 0.3 CPU s a process). No number depends on it.
+    """
+    import gc
+
     from threadpoolctl import threadpool_limits
 
     globals()["_THREAD_LIMIT"] = threadpool_limits(1)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _warm_up()
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def _log(log, line) -> None:

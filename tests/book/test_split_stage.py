@@ -126,3 +126,21 @@ def test_jobs_cut_only_the_costliest_width_and_cover_every_split_once(tmp_path, 
             np.testing.assert_array_equal(block, want)
             assert seed == want_seed
     assert [job.args[0] for job in split_stage.split_jobs(runs, cache_dir=tmp_path, workers=1)[0]] == ["wide", "narrow"]
+
+
+def test_jobs_carry_each_matrix_once_with_every_split_as_its_rows(tmp_path):
+    """Two runs on one matrix (one width): the job holds the matrix's rows once, each split's block as rows into it."""
+    bench = _bench(n_models=20, n_items=12)
+    runs = [split_stage.StageRun(name, bench, protocols.resolve(name, benchmark="simplesafetytests"), 3, 5,
+                                 protocols.resolve(name, benchmark="simplesafetytests").seed)
+            for name in ("authors", "paper")]
+    (job,), asked, fitted = split_stage.split_jobs(runs, cache_dir=tmp_path, workers=1)
+    assert asked == fitted == 6
+    _, matrix, rows, seeds, *_ = job.args
+    values, _, _ = split_stage.training_rows(runs[0])
+    np.testing.assert_array_equal(matrix, values)               # the same filtered matrix, once
+    want = [(blk, s) for run in runs for blk, s in zip(*split_stage.training_blocks(run), strict=True)]
+    assert len(rows) == len(want)
+    for r, seed, (block, want_seed) in zip(rows, seeds, want, strict=True):
+        np.testing.assert_array_equal(matrix[r], block)
+        assert seed == want_seed
