@@ -113,3 +113,171 @@ void name(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, int64
 
 NEAREST(nearest_medoid, 32 / LANES)    /* many medoids: 32 side by side */
 NEAREST(nearest_medoid_8, 8 / LANES)   /* a few medoids (the moved ones): 8, less padding */
+
+/* nearest_medoid_above: nearest_medoid's lab and best for the rows whose best is at least a threshold, found with
+ * a single-precision filter; lab = -1 and best = -inf for the others.
+ *
+ * Row i's threshold is thr[i], or, with hint, the similarity (summed as above) of the row with medoid hint[i]
+ * (which then always passes). Every similarity s (summed as above) is within M of the exact real dot product,
+ * and so is its single-precision value g (the vectors rounded to float, products and sums in float, in any order:
+ * |g - exact| <= gamma_(d+2) |x| |v|, |s - exact| <= gamma_d |x| |v|), so a medoid with s >= thr has
+ * g >= thr - M: only the medoids with g >= thr - M (the candidates, a few in a thousand on Anchor Points' warm
+ * starts) have s summed, in increasing medoid order, the first largest kept. Since every medoid with s >= thr is a
+ * candidate, where the row's largest s is at least thr it is found with its first medoid: nearest_medoid's answer.
+ * M = (d + 3) 2^-23 |x| max|v| + (d + 2) 2^-140 (1 + |x|)(1 + max|v|): twice the bound, plus a term for numbers
+ * rounded to float's subnormals. A row or a tile whose norm is not below 2^60 (or not finite: unorm[r] or norms[T],
+ * where float could overflow) has every medoid of the tile summed in double.
+ *
+ * U32 holds U's rows in float, unorm their Euclidean norms (a little above; inf for a row with a coordinate not
+ * finite); VT32 the medoids' vectors in float, in tiles of w as VT above; MED the medoids' rows of U (s is summed
+ * from the row, the same numbers); norms[T] the largest norm in tile T, as unorm. */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+#define FLANES 16
+
+static inline v16f load16(const float *p)
+{
+    v16f v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* acc + a b with one rounding (the filter's bound holds for any rounding of its products and sums) */
+static inline v16f fmadd16(v16f a, v16f b, v16f acc) { return (v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)acc); }
+/* the lanes where acc >= lim or acc is NaN, as bits */
+static inline unsigned cand_bits(v16f acc, v16f lim)
+{
+    return (unsigned)(_mm512_cmp_ps_mask((__m512)acc, (__m512)lim, _CMP_GE_OQ)
+                      | _mm512_cmp_ps_mask((__m512)acc, (__m512)acc, _CMP_UNORD_Q));
+}
+#else
+static inline v16f fmadd16(v16f a, v16f b, v16f acc) { return acc + a * b; }
+static inline unsigned cand_bits(v16f acc, v16f lim)
+{
+    const v16i c = (v16i)(acc >= lim) | (v16i)(acc != acc);
+    unsigned bits = 0;
+    for (int l = 0; l < FLANES; l++)
+        bits |= (unsigned)(c[l] & 1) << l;
+    return bits;
+}
+#endif
+
+static inline double row_sim(const double *x, const double *v, int64_t d)
+{
+    double s = x[0] * v[0];
+    for (int64_t t = 1; t < d; t++)
+        s = s + x[t] * v[t];
+    return s;
+}
+
+/* The filter over nq 16-lane vectors of a tile (rows stride w) from v0: the bits of the candidates, vector by vector. */
+#define FBLOCK(NQ)                                                                                        \
+static inline unsigned fblock_##NQ(const float *x32, int64_t d, const float *v0, int64_t w, v16f limv,    \
+                                   unsigned *bits)                                                        \
+{                                                                                                         \
+    v16f acc[NQ];                                                                                         \
+    const v16f x0 = x32[0] - (v16f){0};                                                                   \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++)                                                                          \
+        acc[q] = x0 * load16(v0 + FLANES * q);                                                            \
+    for (int64_t t = 1; t < d; t++) {                                                                     \
+        const v16f xt = x32[t] - (v16f){0};                                                               \
+        const float *vt = v0 + t * w;                                                                     \
+        _Pragma("GCC unroll 8")                                                                           \
+        for (int q = 0; q < NQ; q++)                                                                      \
+            acc[q] = fmadd16(xt, load16(vt + FLANES * q), acc[q]);                                        \
+    }                                                                                                     \
+    unsigned hit = 0;                                                                                     \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++) {                                                                        \
+        bits[q] = cand_bits(acc[q], limv);                                                                \
+        hit |= bits[q];                                                                                   \
+    }                                                                                                     \
+    return hit;                                                                                           \
+}
+FBLOCK(8)
+FBLOCK(4)
+FBLOCK(2)
+FBLOCK(1)
+
+void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, const float *U32,
+                          const double *unorm, int64_t m, const int64_t *med, const float *VT32, int64_t w,
+                          const double *norms, const double *thr, const int64_t *hint, int64_t *lab, double *best)
+{
+    const double big = 0x1p60;
+    double th[CHUNK], bv[CHUNK];
+    int64_t bi[CHUNK];
+    for (int64_t i0 = 0; i0 < n_rows; i0 += CHUNK) {          /* a chunk of rows through every tile in turn */
+        const int64_t i1 = i0 + CHUNK < n_rows ? i0 + CHUNK : n_rows;
+        for (int64_t i = i0; i < i1; i++) {
+            const double *x = U + (rows ? rows[i] : i) * d;
+            th[i - i0] = hint ? row_sim(x, U + med[hint[i]] * d, d) : thr ? thr[i] : -__builtin_inf();
+            bv[i - i0] = -__builtin_inf();
+            bi[i - i0] = -1;
+        }
+        for (int64_t T0 = 0, tile_no = 0; T0 < m; T0 += w, tile_no++) {
+            const int64_t T1 = T0 + w < m ? T0 + w : m;
+            const double cn = norms[tile_no];
+            const float *tile = VT32 + T0 * d;
+            for (int64_t i = i0; i < i1; i++) {
+                const int64_t r = rows ? rows[i] : i;
+                const double *x = U + r * d;
+                const double nx = unorm[r], t_i = th[i - i0];
+                double b_v = bv[i - i0];
+                int64_t b_i = bi[i - i0];
+                if (!(nx < big && cn < big)) {     /* this tile in double, every medoid */
+                    for (int64_t j = T0; j < T1; j++) {
+                        const double s = row_sim(x, U + med[j] * d, d);
+                        if (s >= t_i && s > b_v) {
+                            b_v = s;
+                            b_i = j;
+                        }
+                    }
+                } else {
+                    const double margin = (double)(d + 3) * 0x1p-23 * nx * cn
+                                          + (double)(d + 2) * 0x1p-140 * (1.0 + nx) * (1.0 + cn);
+                    const double lim = t_i - margin;
+                    /* a float at most lim (float's rounding moves it by at most 2^-24 of it, or 2^-150) */
+                    float limf = (float)(lim - (lim < 0 ? -lim : lim) * 0x1p-22 - 0x1p-140);
+                    if (lim != lim)
+                        limf = -__builtin_inff();
+                    const v16f limv = limf - (v16f){0};
+                    const float *x32 = U32 + r * d;
+                    for (int64_t j0 = T0; j0 < T1;) {
+                        const int64_t rem = T1 - j0;
+                        const int nq = rem > 4 * FLANES ? 8 : rem > 2 * FLANES ? 4 : rem > FLANES ? 2 : 1;
+                        const float *v0 = tile + (j0 - T0);
+                        unsigned bits[8], hit;
+                        switch (nq) {
+                        case 8: hit = fblock_8(x32, d, v0, w, limv, bits); break;
+                        case 4: hit = fblock_4(x32, d, v0, w, limv, bits); break;
+                        case 2: hit = fblock_2(x32, d, v0, w, limv, bits); break;
+                        default: hit = fblock_1(x32, d, v0, w, limv, bits); break;
+                        }
+                        if (hit)
+                            for (int q = 0; q < nq; q++)
+                                for (unsigned b = bits[q]; b; b &= b - 1) {
+                                    const int64_t j = j0 + FLANES * q + __builtin_ctz(b);
+                                    if (j >= T1)
+                                        break;
+                                    const double s = row_sim(x, U + med[j] * d, d);
+                                    if (s >= t_i && s > b_v) {
+                                        b_v = s;
+                                        b_i = j;
+                                    }
+                                }
+                        j0 += nq * FLANES;
+                    }
+                }
+                bv[i - i0] = b_v;
+                bi[i - i0] = b_i;
+            }
+        }
+        for (int64_t i = i0; i < i1; i++) {
+            lab[i] = bi[i - i0];
+            best[i] = bv[i - i0];
+        }
+    }
+}

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "BLOCK", "TILE", "AVX512_FLAGS", "load", "nearest", "numpy_nearest"]
+__all__ = ["SOURCE", "BLOCK", "TILE", "AVX512_FLAGS", "load", "nearest", "numpy_nearest", "pair_similarities", "prepare",
+           "norms_above"]
 
 SOURCE = Path(__file__).with_name("_anchor_kernel.c")
 
@@ -49,7 +50,33 @@ def _bind(path: Path) -> ctypes.CDLL:
     for name in ("nearest_medoid", "nearest_medoid_8"):
         getattr(lib, name).argtypes = [i64, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
         getattr(lib, name).restype = None
+    lib.nearest_medoid_above.argtypes = [i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.nearest_medoid_above.restype = None
     return lib
+
+
+def pair_similarities(u: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``u[rows[i]] . u[cols[i]]`` for every ``i``, summed in the kernel's order (the same bits as its similarities)."""
+    x, v = u[np.asarray(rows, dtype=np.intp)], u[np.asarray(cols, dtype=np.intp)]
+    acc = x[:, 0] * v[:, 0]
+    for t in range(1, u.shape[1]):
+        acc += x[:, t] * v[:, t]                      # a rounded product, then a rounded sum
+    return acc
+
+
+def _threshold(u, medoids, rows, above, hint):
+    """Every asked row's threshold: ``above``, or its similarity with the medoid ``hint`` points at."""
+    if hint is None:
+        return np.asarray(above, dtype=float)
+    asked = np.arange(u.shape[0]) if rows is None else np.asarray(rows, dtype=np.intp)
+    return pair_similarities(u, asked, np.asarray(medoids, dtype=np.intp)[np.asarray(hint, dtype=np.intp)])
+
+
+def _above(lab, best, thr):
+    """``lab``, ``best`` where ``best >= thr``; -1 and -inf elsewhere."""
+    low = ~(best >= thr)
+    lab[low], best[low] = -1, -np.inf
+    return lab, best
 
 
 def numpy_nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None,
@@ -113,6 +140,62 @@ def _kernel_nearest(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray,
     return lab.astype(np.intp, copy=False), best
 
 
+def norms_above(v: np.ndarray) -> np.ndarray:
+    """Every row's Euclidean norm, made a little larger (``1 + 2^-40``: a bound on it), ``inf`` where not finite."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm = np.sqrt(np.einsum("ij,ij->i", v, v)) * (1.0 + 2.0 ** -40)
+    return np.where(np.isfinite(v).all(axis=1) & np.isfinite(norm), norm, np.inf)
+
+
+def prepare(u: np.ndarray) -> dict:
+    """What the threshold form of the kernel reads of ``u``, computed once for several calls with the same ``u``.
+
+    Returns
+    -------
+    dict
+        ``u`` (float64, C order), ``u32`` (its rows in float32) and ``norm`` (:func:`norms_above` of its rows).
+    """
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        u32 = u.astype(np.float32)
+    return {"u": u, "u32": u32, "norm": norms_above(u)}
+
+
+def _kernel_nearest_above(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None,
+                          above: np.ndarray | None, hint: np.ndarray | None,
+                          prepared: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    medoids = np.ascontiguousarray(medoids, dtype=np.int64)
+    m = medoids.size
+    if m <= NARROW_MAX:                 # a few medoids: the whole argmax, then the threshold
+        lab, best = _kernel_nearest(lib, u, medoids, rows)
+        return _above(lab, best, _threshold(u, medoids, rows, above, hint))
+    if prepared is None or prepared["u"] is not u:
+        prepared = prepare(u)
+    u, d, w = prepared["u"], u.shape[1], TILE
+    n_tiles = -(-m // w)
+    cols = np.zeros((n_tiles * w, d), dtype=np.float32)
+    cols[:m] = prepared["u32"][medoids]
+    vt = np.ascontiguousarray(cols.reshape(n_tiles, w, d).transpose(0, 2, 1))
+    norms = np.zeros(n_tiles * w)
+    norms[:m] = prepared["norm"][medoids]
+    norms = norms.reshape(n_tiles, w).max(axis=1)
+    idx = None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    n = u.shape[0] if idx is None else idx.size
+    thr = None if above is None else np.ascontiguousarray(above, dtype=np.float64)
+    hin = None if hint is None else np.ascontiguousarray(hint, dtype=np.int64)
+    lab = np.empty(n, dtype=np.int64)
+    best = np.empty(n)
+    ptr = ctypes.c_void_p
+
+    def addr(a):
+        return None if a is None else ptr(a.ctypes.data)
+
+    lib.nearest_medoid_above(n, addr(idx), d, ptr(u.ctypes.data), ptr(prepared["u32"].ctypes.data),
+                             ptr(prepared["norm"].ctypes.data), m, ptr(medoids.ctypes.data), ptr(vt.ctypes.data), w,
+                             ptr(norms.ctypes.data), addr(thr), addr(hin), ptr(lab.ctypes.data), ptr(best.ctypes.data))
+    return lab.astype(np.intp, copy=False), best
+
+
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
     """The kernel's labels and similarities equal the twin's on random cases (every bit)."""
     rng = np.random.default_rng(20261205)
@@ -126,10 +209,23 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
         u[rng.integers(0, n, 5)] = u[medoids[0]]
         for rows in (None, np.sort(rng.choice(n, max(1, n // 3), replace=False)), np.array([n - 1])):
             got, want = _kernel_nearest(lib, u, medoids, rows), numpy_nearest(u, medoids, rows)
-            if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-                    and np.array_equal(np.signbit(got[1]), np.signbit(want[1]))):
+            if not _same(got, want):
                 return False
+            # thresholds at the best similarity (ties), an ulp either side, far below and above, and hints
+            with np.errstate(invalid="ignore"):           # -inf times 0: NaN thresholds, which nothing reaches
+                above = want[1] + rng.choice([0.0, 1.0, -1.0, 0.3, -np.inf, 2.0], want[1].size) * np.where(
+                    rng.random(want[1].size) < 0.5, np.spacing(want[1]), np.abs(want[1]))
+            hint = rng.integers(0, m, want[1].size)
+            for thr, hin in ((above, None), (None, hint)):
+                got = _kernel_nearest_above(lib, u, medoids, rows, thr, hin, None)
+                if not _same(got, _above(*numpy_nearest(u, medoids, rows), _threshold(u, medoids, rows, thr, hin))):
+                    return False
     return True
+
+
+def _same(got, want) -> bool:
+    return (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+            and np.array_equal(np.signbit(got[1]), np.signbit(want[1])))
 
 
 def load() -> ctypes.CDLL | None:
@@ -148,9 +244,20 @@ def load() -> ctypes.CDLL | None:
     return verified(SOURCE, _bind, switch="IRTLIB_ANCHOR_KERNEL", cache=_LOADED, matches=_matches_numpy)
 
 
-def nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`numpy_nearest`'s numbers, from the kernel where it loads (the same bits)."""
+def nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None, *, above: np.ndarray | None = None,
+            hint: np.ndarray | None = None, prepared: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numpy_nearest`'s numbers, from the kernel where it loads (the same bits).
+
+    With ``above`` (a threshold for every row asked) or ``hint`` (for every row asked, an index into ``medoids``: the
+    threshold is the row's similarity with that medoid), only the rows whose largest similarity reaches their
+    threshold get their label and similarity; the others get -1 and ``-inf``. The kernel then finds them with a
+    single-precision filter: only the medoids within a rounding bound of the threshold are summed (see
+    ``_anchor_kernel.c``), the same numbers. ``prepared``: :func:`prepare` of this ``u`` (the same ``u`` object),
+    kept by a caller that asks about the same points again and again.
+    """
     lib = load()
+    if above is None and hint is None:
+        return numpy_nearest(u, medoids, rows) if lib is None else _kernel_nearest(lib, u, medoids, rows)
     if lib is None:
-        return numpy_nearest(u, medoids, rows)
-    return _kernel_nearest(lib, u, medoids, rows)
+        return _above(*numpy_nearest(u, medoids, rows), _threshold(u, medoids, rows, above, hint))
+    return _kernel_nearest_above(lib, u, medoids, rows, above, hint, prepared)

@@ -418,6 +418,11 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         wu = state["wu"]
     else:
         wu = u if weight is None else u * weight[:, None]
+    if state is not None and "prepared" in state:
+        prepared = state["prepared"]
+    else:
+        prepared = anchor_kernel.prepare(u)             # the points in float, for the kernel's filter
+        u = prepared["u"]
     med = np.array(med, dtype=np.intp)
     k = med.size
     if lab is None:
@@ -428,7 +433,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         old = int(lab.max()) + 1 if lab.size else 0
         lab, best = lab.copy(), best.copy()
         if old < k:
-            l2, b2 = anchor_kernel.nearest(u, med[old:])
+            l2, b2 = anchor_kernel.nearest(u, med[old:], above=best, prepared=prepared)  # -1, -inf: below
             better = b2 > best
             lab[better], best[better] = l2[better] + old, b2[better]
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
@@ -462,16 +467,18 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         lost = lost[lab]                                # np.isin(lab, moved), by lookup
         if lost.any():
             idx = np.flatnonzero(lost)
-            lab[idx], best[idx] = anchor_kernel.nearest(u, med, idx)
+            # at least the similarity with the medoid that replaced theirs: every label found
+            lab[idx], best[idx] = anchor_kernel.nearest(u, med, idx, hint=before[idx], prepared=prepared)
         keep = np.flatnonzero(~lost)
         if keep.size:
-            j, s = anchor_kernel.nearest(u, med[moved], keep)
-            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]))
+            j, s = anchor_kernel.nearest(u, med[moved], keep, above=best[keep], prepared=prepared)
+            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]) & (j >= 0))
             lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
         lab[med] = np.arange(k)
         best[med] = 1.0
     if state is not None:
         state["wu"] = wu
+        state["prepared"] = prepared
         state["best"] = best            # every point's similarity to its medoid (1 at the medoids)
     return med, lab
 
