@@ -297,7 +297,8 @@ def _numpy_unique_rows(u):
     return uniq, first, inverse.reshape(-1), count
 
 
-@pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2), ((5, 3000), 3)])
+@pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2), ((5, 3000), 3),
+                                         ((9, 3000), 4)])
 def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(shape, seed, monkeypatch):
     """The warm-started path (SafetyBench's and AIR-Bench's anchor points) against the full Voronoi iteration."""
     from irtlib.selection import static
