@@ -38,6 +38,10 @@ SOURCE = Path(__file__).with_name("_anchor_kernel.c")
 #: cache by a chunk of rows in turn): the numbers do not depend on them, only the time.
 BLOCK, NARROW_BLOCK, NARROW_MAX, TILE = 32, 8, 16, 128
 
+#: Fewer (row, medoid) pairs than this: the threshold form sums every pair in double, the filter's preparation
+#: costing more than it saves (the same numbers either way).
+FILTER_MIN_PAIRS = 1 << 16
+
 #: Added where the processor has AVX-512: eight lanes a vector (the same numbers: the lanes are independent).
 AVX512_FLAGS = ("-mavx512f",)
 
@@ -162,13 +166,15 @@ def prepare(u: np.ndarray) -> dict:
 
 
 def _kernel_nearest_above(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None,
-                          above: np.ndarray | None, hint: np.ndarray | None,
-                          prepared: dict | None) -> tuple[np.ndarray, np.ndarray]:
+                          above: np.ndarray | None, hint: np.ndarray | None, prepared: dict | None,
+                          min_pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     medoids = np.ascontiguousarray(medoids, dtype=np.int64)
     m = medoids.size
-    if m <= NARROW_MAX:                 # a few medoids: the whole argmax, then the threshold
+    n = u.shape[0] if rows is None else len(rows)
+    if m <= NARROW_MAX or n * m < (FILTER_MIN_PAIRS if min_pairs is None else min_pairs):  # all, then the threshold
         lab, best = _kernel_nearest(lib, u, medoids, rows)
-        return _above(lab, best, _threshold(u, medoids, rows, above, hint))
+        # a hint's medoid reaches its own threshold: every row has its label
+        return (lab, best) if hint is not None else _above(lab, best, np.asarray(above, dtype=float))
     if prepared is None or prepared["u"] is not u:
         prepared = prepare(u)
     u, d, w = prepared["u"], u.shape[1], TILE
@@ -180,7 +186,6 @@ def _kernel_nearest_above(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray, 
     norms[:m] = prepared["norm"][medoids]
     norms = norms.reshape(n_tiles, w).max(axis=1)
     idx = None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
-    n = u.shape[0] if idx is None else idx.size
     thr = None if above is None else np.ascontiguousarray(above, dtype=np.float64)
     hin = None if hint is None else np.ascontiguousarray(hint, dtype=np.int64)
     lab = np.empty(n, dtype=np.int64)
@@ -217,8 +222,8 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
                     rng.random(want[1].size) < 0.5, np.spacing(want[1]), np.abs(want[1]))
             hint = rng.integers(0, m, want[1].size)
             for thr, hin in ((above, None), (None, hint)):
-                got = _kernel_nearest_above(lib, u, medoids, rows, thr, hin, None)
-                if not _same(got, _above(*numpy_nearest(u, medoids, rows), _threshold(u, medoids, rows, thr, hin))):
+                got = _kernel_nearest_above(lib, u, medoids, rows, thr, hin, None, 0)
+                if not _same(got, _above(want[0].copy(), want[1].copy(), _threshold(u, medoids, rows, thr, hin))):
                     return False
     return True
 

@@ -132,8 +132,9 @@ def _thresholded(u, medoids, rows, thr):
 
 @pytest.mark.parametrize("m", [3, 17, 64, 100, 129, 300])
 @pytest.mark.parametrize("kind", ["random", "binary"])
-def test_threshold_form_equals_the_full_argmax_above_the_threshold(m, kind):
+def test_threshold_form_equals_the_full_argmax_above_the_threshold(m, kind, monkeypatch):
     """``above`` and ``hint``: the single-precision filter drops no medoid that reaches the threshold, ties included."""
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)      # the filter at every size
     rng = np.random.default_rng(m)
     if kind == "random":
         u = rng.normal(size=(900, 21)) * np.exp(rng.normal(0.0, 2.0, (900, 1)))
@@ -163,8 +164,9 @@ def test_threshold_form_equals_the_full_argmax_above_the_threshold(m, kind):
     np.testing.assert_array_equal(anchor_kernel.pair_similarities(u, rows, medoids[hint]) <= got[1], True)
 
 
-def test_threshold_form_sums_in_double_where_single_precision_could_overflow():
+def test_threshold_form_sums_in_double_where_single_precision_could_overflow(monkeypatch):
     """Rows or medoids of norm 2^60 and more, or not finite: those tiles summed in double, the same numbers."""
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)
     rng = np.random.default_rng(21)
     u = rng.normal(size=(500, 8))
     u[7] *= 2.0 ** 100
@@ -182,7 +184,8 @@ def test_threshold_form_sums_in_double_where_single_precision_could_overflow():
         np.testing.assert_array_equal(got[1], want[1])
 
 
-def test_prepared_points_give_the_same_numbers(points):
+def test_prepared_points_give_the_same_numbers(points, monkeypatch):
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)
     medoids = np.arange(0, 700, 4)
     thr = anchor_kernel.numpy_nearest(points, medoids)[1]
     got = anchor_kernel.nearest(points, medoids, above=thr, prepared=anchor_kernel.prepare(points))

@@ -301,8 +301,9 @@ def _numpy_unique_rows(u):
                                          ((9, 3000), 4)])
 def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(shape, seed, monkeypatch):
     """The warm-started path (SafetyBench's and AIR-Bench's anchor points) against the full Voronoi iteration."""
-    from irtlib.selection import static
+    from irtlib.selection import anchor_kernel, static
 
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)      # the kernel's filter at every size
     rng = np.random.default_rng(seed)
     n_models, n_items = shape
     ability = rng.normal(size=(n_models, 1))
