@@ -12,9 +12,19 @@ alone. ``_anchor_kernel.c`` (beside this module) computes it fused with the argm
 compiled without contraction into fused multiply-adds (``-ffp-contract=off``); :func:`numpy_nearest` is its
 twin (one rounded product and one rounded sum per coordinate, the same bits).
 
+The medoids are cut into tiles of :data:`TILE` read by a chunk of rows in turn (from the first-level cache), each
+row meeting the medoids in the same order as in one pass. Where only a medoid that beats a threshold matters (the
+path's warm start: a new medoid must beat the point's current one; the points kept after an update against the moved
+medoids; the points of a moved medoid, which reach at least the medoid that replaced theirs), :func:`nearest`'s
+``above`` / ``hint`` form first sums every pair in single precision (sixteen lanes, fused multiply-adds), whose
+distance from the exact dot product has a proven bound; only the medoids within that bound of the threshold (a few in
+a thousand on the chapters' warm starts) are summed in double as above, so every label and similarity is the plain
+kernel's, bit for bit.
+
 The first :func:`load` of a process compares the kernel with the twin on random cases (every number of
-medoids around the kernel's block, row subsets, ties, one to forty coordinates) and returns it only if every
-label and similarity is equal; otherwise, without a compiler, or with ``IRTLIB_ANCHOR_KERNEL=0``, the twin
+medoids around the kernel's block and tile, row subsets, ties, one to forty coordinates; the threshold form with
+thresholds at, an ulp around and far from the best similarity, and with hints) and returns it only if every label and
+similarity is equal; otherwise, without a compiler, or with ``IRTLIB_ANCHOR_KERNEL=0``, the twin
 runs (the same numbers, slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver).
@@ -28,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "BLOCK", "TILE", "AVX512_FLAGS", "load", "nearest", "numpy_nearest", "pair_similarities", "prepare",
-           "norms_above"]
+__all__ = ["SOURCE", "BLOCK", "TILE", "FILTER_MIN_PAIRS", "AVX512_FLAGS", "load", "nearest", "numpy_nearest",
+           "pair_similarities", "prepare", "norms_above"]
 
 SOURCE = Path(__file__).with_name("_anchor_kernel.c")
 

@@ -407,6 +407,9 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     whatever points or medoids a call holds (not a BLAS product, whose bits depend on its shape and on the
     machine's BLAS kernel), so these restrictions give exactly the labels of the full iteration (every
     point against every medoid, ties to the first; a test checks it), and the same medoids on every machine.
+    The warm start and the reassignments ask it only for what can change a label (its threshold form: a new or
+    moved medoid at least as similar as the point's current one; for a point of a moved medoid, at least the medoid
+    that replaced its own), which it answers from a single-precision filter with the same numbers.
 
     ``state`` (a dict, optional) keeps what one budget of a path (:func:`anchor_points_path`) can pass to
     the next: the weighted points ``wu``, computed once, and ``"best"``, every point's similarity to its
