@@ -281,3 +281,107 @@ void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const 
         }
     }
 }
+
+/* The alternation's cluster sums, as numpy's add.reduceat of the rows sorted by cluster (stably) computes them:
+ * for a cluster whose members (in increasing position) are p0, p1, ..., each column is A[p0] + S, S numpy's pairwise
+ * sum of the column over p1, p2, ... (DOUBLE_pairwise_sum: fewer than 8 values one after the other from -0.0; up
+ * to 128 in eight interleaved accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the
+ * remainder; more: split at half the length rounded down to a multiple of 8), A[p0] alone for a single member.
+ * Here the columns run side by side (each column's operations are its own, in that order). */
+static void pairwise_rows(const double *A, int64_t d, const int64_t *idx, int64_t n, double *out)
+{
+    if (n < 8) {
+        for (int64_t j = 0; j < d; j++)
+            out[j] = -0.0;
+        for (int64_t i = 0; i < n; i++) {
+            const double *a = A + idx[i] * d;
+            for (int64_t j = 0; j < d; j++)
+                out[j] += a[j];
+        }
+    }
+    else if (n <= 128) {
+        double r[8 * d];
+        int64_t i;
+        for (int q = 0; q < 8; q++)
+            for (int64_t j = 0; j < d; j++)
+                r[q * d + j] = A[idx[q] * d + j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int q = 0; q < 8; q++) {
+                const double *a = A + idx[i + q] * d;
+                for (int64_t j = 0; j < d; j++)
+                    r[q * d + j] += a[j];
+            }
+        for (int64_t j = 0; j < d; j++)
+            out[j] = ((r[j] + r[d + j]) + (r[2 * d + j] + r[3 * d + j]))
+                     + ((r[4 * d + j] + r[5 * d + j]) + (r[6 * d + j] + r[7 * d + j]));
+        for (; i < n; i++) {
+            const double *a = A + idx[i] * d;
+            for (int64_t j = 0; j < d; j++)
+                out[j] += a[j];
+        }
+    }
+    else {
+        int64_t n2 = n / 2;
+        n2 -= n2 % 8;
+        double right[d];
+        pairwise_rows(A, d, idx, n2, out);
+        pairwise_rows(A, d, idx + n2, n - n2, right);
+        for (int64_t j = 0; j < d; j++)
+            out[j] = out[j] + right[j];
+    }
+}
+
+/* sums[c] for every cluster c in [0, k) of the labels lab (each in [0, k), every cluster non-empty), rows of A
+ * (n x d); order (n) and start (k + 1) are scratch: the positions by cluster, then position (a counting sort, the
+ * stable order), and where each cluster's begin. */
+void cluster_sums(int64_t n, int64_t d, int64_t k, const int64_t *lab, const double *A, double *sums,
+                  int64_t *order, int64_t *start)
+{
+    for (int64_t c = 0; c <= k; c++)
+        start[c] = 0;
+    for (int64_t i = 0; i < n; i++)
+        start[lab[i] + 1]++;
+    for (int64_t c = 0; c < k; c++)
+        start[c + 1] += start[c];
+    for (int64_t i = 0; i < n; i++)
+        order[start[lab[i]]++] = i;
+    for (int64_t c = k; c > 0; c--)
+        start[c] = start[c - 1];
+    start[0] = 0;
+    double rest[d];
+    for (int64_t c = 0; c < k; c++) {
+        const int64_t b = start[c], e = start[c + 1];
+        double *s = sums + c * d;
+        const double *a0 = A + order[b] * d;
+        if (e - b == 1) {
+            for (int64_t j = 0; j < d; j++)
+                s[j] = a0[j];
+            continue;
+        }
+        pairwise_rows(A, d, order + b + 1, e - b - 1, rest);
+        for (int64_t j = 0; j < d; j++)
+            s[j] = a0[j] + rest[j];
+    }
+}
+
+/* The update step's new medoids, as _alternate's numpy computes them: top[c] the largest score of cluster c
+ * (numpy's maximum: NaN if any is NaN); new[c] the lowest position of c whose score >= top[c], unless the
+ * current medoid med[c] has score >= top[c] (it stays); a cluster with no such position keeps med[c]. */
+void cluster_top(int64_t n, int64_t k, const int64_t *lab, const double *score, const int64_t *med, int64_t *new_med,
+                 double *top)
+{
+    for (int64_t c = 0; c < k; c++) {
+        top[c] = -__builtin_inf();
+        new_med[c] = -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double s = score[i], t = top[lab[i]];
+        top[lab[i]] = (s != s || t != t) ? (s != s ? s : t) : (s > t ? s : t);
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (new_med[lab[i]] < 0 && score[i] >= top[lab[i]])
+            new_med[lab[i]] = i;
+    for (int64_t c = 0; c < k; c++)
+        if (score[med[c]] >= top[c] || new_med[c] < 0)
+            new_med[c] = med[c];
+}

@@ -66,7 +66,66 @@ def _bind(path: Path) -> ctypes.CDLL:
         getattr(lib, name).restype = None
     lib.nearest_medoid_above.argtypes = [i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
     lib.nearest_medoid_above.restype = None
+    lib.cluster_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.cluster_top.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.cluster_sums.restype = lib.cluster_top.restype = None
     return lib
+
+
+def numpy_cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
+    """Every cluster's sum of the rows of ``wu``: ``add.reduceat`` over the rows sorted stably by label.
+
+    The labels are in ``[0, k)`` and every cluster has a member. The alternation's update step
+    (:func:`irtlib.selection.static._alternate`) reads these sums; :func:`cluster_sums` gives the same bits.
+    """
+    order = np.argsort(lab, kind="stable")
+    return np.add.reduceat(wu[order], np.searchsorted(lab[order], np.arange(k)), axis=0)
+
+
+def numpy_cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np.ndarray:
+    """The update step's new medoids: in every cluster the member of largest score, the current medoid if it has it,
+    else the lowest position (a cluster whose largest score is NaN keeps its medoid)."""
+    k = med.size
+    order = np.argsort(lab, kind="stable")
+    sorted_lab = lab[order]
+    top = np.maximum.reduceat(score[order], np.searchsorted(sorted_lab, np.arange(k)))
+    at_top = order[score[order] >= top[sorted_lab]]
+    new = med.copy()
+    new[lab[at_top[::-1]]] = at_top[::-1]           # the lowest position is written last
+    keep_current = score[med] >= top
+    new[keep_current] = med[keep_current]
+    return new
+
+
+def cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
+    """:func:`numpy_cluster_sums`' numbers from the kernel (a counting sort and numpy's pairwise order), bit for bit."""
+    lib = load()
+    if lib is None:
+        return numpy_cluster_sums(wu, lab, k)
+    wu = np.ascontiguousarray(wu, dtype=np.float64)
+    lab = np.ascontiguousarray(lab, dtype=np.int64)
+    n, d = wu.shape
+    sums = np.empty((k, d))
+    order, start = np.empty(n, dtype=np.int64), np.empty(k + 1, dtype=np.int64)
+    ptr = ctypes.c_void_p
+    lib.cluster_sums(n, d, k, ptr(lab.ctypes.data), ptr(wu.ctypes.data), ptr(sums.ctypes.data),
+                     ptr(order.ctypes.data), ptr(start.ctypes.data))
+    return sums
+
+
+def cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np.ndarray:
+    """:func:`numpy_cluster_top`'s new medoids from the kernel (one pass for the maxima, one for the first)."""
+    lib = load()
+    if lib is None:
+        return numpy_cluster_top(lab, score, med)
+    lab = np.ascontiguousarray(lab, dtype=np.int64)
+    score = np.ascontiguousarray(score, dtype=np.float64)
+    med = np.ascontiguousarray(med, dtype=np.int64)
+    new, top = np.empty(med.size, dtype=np.int64), np.empty(med.size)
+    ptr = ctypes.c_void_p
+    lib.cluster_top(lab.size, med.size, ptr(lab.ctypes.data), ptr(score.ctypes.data), ptr(med.ctypes.data),
+                    ptr(new.ctypes.data), ptr(top.ctypes.data))
+    return new.astype(np.intp, copy=False)
 
 
 def pair_similarities(u: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
