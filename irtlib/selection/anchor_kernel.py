@@ -83,8 +83,11 @@ def numpy_cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
 
 
 def numpy_cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np.ndarray:
-    """The update step's new medoids: in every cluster the member of largest score, the current medoid if it has it,
-    else the lowest position (a cluster whose largest score is NaN keeps its medoid)."""
+    """The update step's new medoids: in every cluster the member of largest score.
+
+    The current medoid if it has that score, else the lowest position; a cluster whose largest score is NaN keeps
+    its medoid.
+    """
     k = med.size
     order = np.argsort(lab, kind="stable")
     sorted_lab = lab[order]
