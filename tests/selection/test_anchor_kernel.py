@@ -193,3 +193,19 @@ def test_prepared_points_give_the_same_numbers(points, monkeypatch):
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got[0], anchor_kernel.numpy_nearest(points, medoids)[0])
+
+
+def test_the_path_without_the_kernel_gives_the_same_subsets(monkeypatch):
+    """The warm-started path on the numpy forms (no compiler): every subset the kernel's, bit for bit."""
+    from irtlib.selection.static import anchor_points_path
+
+    rng = np.random.default_rng(8)
+    x = (rng.random((11, 1500)) < rng.random((1, 1500))).astype(float)
+    ks = [2, 9, 40, 150, 400]
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)
+    got = anchor_points_path(x, ks, seed=3, solver="alternate")
+    monkeypatch.setitem(anchor_kernel._LOADED, "lib", None)
+    want = anchor_points_path(x, ks, seed=3, solver="alternate")
+    for k in ks:
+        np.testing.assert_array_equal(got[k].items, want[k].items)
+        np.testing.assert_array_equal(got[k].weights, want[k].weights)
