@@ -5,7 +5,8 @@ paper-text protocol: every call of :func:`irtlib.selection.static.anchor_points_
 :func:`~irtlib.selection.static.anchor_points_fresh` of a run with Anchor Points alone, the split
 calibrations read from ``--cache-dir``), stored in ``--inputs`` and replayed. The base revision's
 ``static.py`` (``git show REV:irtlib/selection/static.py``) is loaded beside this tree's as
-``irtlib.selection._static_base`` (the rest of the library is this tree's); the two forms run in turn
+``irtlib.selection._static_base``, with the revision's nearest-medoid kernel (``anchor_kernel.py`` and its C
+source) where it has one (the rest of the library is this tree's); the two forms run in turn
 (``--rounds`` times, ABBA), one BLAS thread as the protocol runs them. Printed per benchmark: each form's
 CPU seconds, the ratio of the sums, a digest of every subset's items and weights, and how many subsets
 differ (medoid sets, weights)::
@@ -32,16 +33,35 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def base_module(rev: str):
-    """The base revision's ``static.py``, imported as ``irtlib.selection._static_base`` (relative imports: here)."""
-    text = subprocess.run(["git", "show", f"{rev}:irtlib/selection/static.py"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "_static_base.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("irtlib.selection._static_base", path)
+def _show(rev: str, path: str) -> str | None:
+    """``git show REV:PATH``, or None where the revision has no such file."""
+    done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def _import(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def base_module(rev: str):
+    """The base revision's ``static.py``, imported as ``irtlib.selection._static_base`` (relative imports: here).
+
+    Where the revision has the nearest-medoid kernel (``anchor_kernel.py`` and ``_anchor_kernel.c``), its own
+    kernel too (``irtlib.selection._anchor_kernel_base``, compiled from the revision's C source), so a change of
+    the kernel is measured as well.
+    """
+    folder = Path(tempfile.mkdtemp())
+    (folder / "_static_base.py").write_text(_show(rev, "irtlib/selection/static.py"))
+    kernel_py, kernel_c = (_show(rev, f"irtlib/selection/{f}") for f in ("anchor_kernel.py", "_anchor_kernel.c"))
+    module = _import("irtlib.selection._static_base", folder / "_static_base.py")
+    if kernel_py is not None and kernel_c is not None:
+        (folder / "_anchor_kernel.c").write_text(kernel_c)
+        (folder / "_anchor_kernel_base.py").write_text(kernel_py)
+        module.anchor_kernel = _import("irtlib.selection._anchor_kernel_base", folder / "_anchor_kernel_base.py")
     return module
 
 

@@ -8,8 +8,8 @@
  * multiply-adds), coordinates in increasing order: the same bits whatever the number of points or medoids
  * asked and on every machine, unlike a BLAS product (whose summation depends on the product's shape and
  * on the processor's kernel). lab[i] is the first j with the largest s (numpy's argmax), best[i] that s.
- * VT holds the medoids' vectors transposed, d rows of ldv >= m doubles (padded to a multiple of the block):
- * a block of medoids (32, or 8 for a few) is summed side by side, each in its own lane, so the order of every sum is the one above.
+ * VT holds the medoids' vectors transposed, in tiles of w medoids (d rows of w doubles each, padded): a block of
+ * medoids (32, or 8 for a few) is summed side by side, each in its own lane, so the order of every sum is the one above.
  * irtlib/selection/anchor_kernel.py's numpy twin computes the same numbers.
  */
 #include <stdint.h>
@@ -32,56 +32,356 @@ static inline v4d load4(const double *p)
 
 typedef int64_t v4i __attribute__((vector_size(8 * LANES)));
 
-/* NEAREST(name, NV): the kernel summing LANES NV medoids side by side, NV vectors kept in registers (ldv a
- * multiple of LANES NV). In each lane: acc = x0 * v0, then acc = acc + xt * vt for t = 1 .. d - 1, as above.
- * The argmax runs in the lanes too: each lane keeps the largest similarity of the medoids it saw (in
- * increasing order, a strictly larger one replacing it: the first of equals) and that medoid; the lanes'
- * winners are then compared, ties to the lowest medoid, which is numpy's first argmax over all medoids. */
+/* NEAREST(name, NV): the kernel summing LANES NV medoids side by side, NV vectors kept in registers. In each lane:
+ * acc = x0 * v0, then acc = acc + xt * vt for t = 1 .. d - 1, as above. The argmax runs in the lanes too: each lane
+ * keeps the largest similarity of the medoids it saw (in increasing order, a strictly larger one replacing it: the
+ * first of equals) and that medoid; the lanes' winners are then compared, ties to the lowest medoid, which is
+ * numpy's first argmax over all medoids.
+ *
+ * VT is cut into tiles of w medoids (w a multiple of LANES NV): tile T holds medoids T w .. T w + w - 1, d rows of
+ * w doubles, VT + T d w + t w + j; the medoids past m are padding (never winners). The rows are taken CHUNK at a
+ * time, and each tile runs over the chunk's rows before the next tile, so a tile is read from the first-level
+ * cache (a tile of 128 medoids and 25 coordinates is 25 KB) instead of every medoid's vector from further away for
+ * every row. Every row still meets the medoids' blocks in increasing order with its lanes' state carried from one
+ * tile to the next (kept beside the chunk), so the numbers are those of one pass over all medoids. */
+#define CHUNK 64
 #define NEAREST(name, NV)                                                                                 \
 void name(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, int64_t m,                     \
-          const double *VT, int64_t ldv, int64_t *lab, double *best)                                     \
+          const double *VT, int64_t w, int64_t *lab, double *best)                                       \
 {                                                                                                         \
     v4i lane;                                                                                             \
     for (int l = 0; l < LANES; l++)                                                                       \
         lane[l] = l;                                                                                      \
-    for (int64_t i = 0; i < n_rows; i++) {                                                                \
-        const double *x = U + (rows ? rows[i] : i) * d;                                                   \
-        v4d bv = (v4d){0} - __builtin_inf();                                                              \
-        v4i bi = (v4i){0} - 1;                                                                            \
-        for (int64_t j0 = 0; j0 < m; j0 += LANES * NV) {                                                  \
-            v4d acc[NV];                                                                                  \
-            const v4d x0 = x[0] - (v4d){0};                                                               \
-            _Pragma("GCC unroll 8")                                                                       \
-            for (int q = 0; q < NV; q++)                                                                  \
-                acc[q] = x0 * load4(VT + j0 + LANES * q);                                                 \
-            for (int64_t t = 1; t < d; t++) {                                                             \
-                const v4d xt = x[t] - (v4d){0};                                                           \
-                const double *vt = VT + t * ldv + j0;                                                     \
-                _Pragma("GCC unroll 8")                                                                   \
-                for (int q = 0; q < NV; q++) {                                                            \
-                    const v4d p = xt * load4(vt + LANES * q);                                             \
-                    acc[q] = acc[q] + p;                                                                  \
+    v4d keep_v[CHUNK];                                                                                    \
+    v4i keep_i[CHUNK];                                                                                    \
+    for (int64_t i0 = 0; i0 < n_rows; i0 += CHUNK) {                                                      \
+        const int64_t i1 = i0 + CHUNK < n_rows ? i0 + CHUNK : n_rows;                                     \
+        for (int64_t i = i0; i < i1; i++) {                                                               \
+            keep_v[i - i0] = (v4d){0} - __builtin_inf();                                                  \
+            keep_i[i - i0] = (v4i){0} - 1;                                                                \
+        }                                                                                                 \
+        for (int64_t T0 = 0; T0 < m; T0 += w) {                                                           \
+            const double *tile = VT + T0 * d;                                                             \
+            const int64_t T1 = T0 + w < m ? T0 + w : m;                                                   \
+            for (int64_t i = i0; i < i1; i++) {                                                           \
+                const double *x = U + (rows ? rows[i] : i) * d;                                           \
+                v4d bv = keep_v[i - i0];                                                                  \
+                v4i bi = keep_i[i - i0];                                                                  \
+                for (int64_t j0 = T0; j0 < T1; j0 += LANES * NV) {                                        \
+                    const double *v0 = tile + (j0 - T0);                                                  \
+                    v4d acc[NV];                                                                          \
+                    const v4d x0 = x[0] - (v4d){0};                                                       \
+                    _Pragma("GCC unroll 8")                                                               \
+                    for (int q = 0; q < NV; q++)                                                          \
+                        acc[q] = x0 * load4(v0 + LANES * q);                                              \
+                    for (int64_t t = 1; t < d; t++) {                                                     \
+                        const v4d xt = x[t] - (v4d){0};                                                   \
+                        const double *vt = v0 + t * w;                                                    \
+                        _Pragma("GCC unroll 8")                                                           \
+                        for (int q = 0; q < NV; q++) {                                                    \
+                            const v4d p = xt * load4(vt + LANES * q);                                     \
+                            acc[q] = acc[q] + p;                                                          \
+                        }                                                                                 \
+                    }                                                                                     \
+                    _Pragma("GCC unroll 8")                                                               \
+                    for (int q = 0; q < NV; q++) {                                                        \
+                        const v4i idx = lane + (j0 + LANES * q);                                          \
+                        const v4i win = (acc[q] > bv) & (idx < m);                                        \
+                        bv = (v4d)(((v4i)acc[q] & win) | ((v4i)bv & ~win));                              \
+                        bi = (idx & win) | (bi & ~win);                                                   \
+                    }                                                                                     \
                 }                                                                                         \
-            }                                                                                             \
-            _Pragma("GCC unroll 8")                                                                       \
-            for (int q = 0; q < NV; q++) {                                                                \
-                const v4i idx = lane + (j0 + LANES * q);                                                  \
-                const v4i win = (acc[q] > bv) & (idx < m);                                                \
-                bv = (v4d)(((v4i)acc[q] & win) | ((v4i)bv & ~win));                                      \
-                bi = (idx & win) | (bi & ~win);                                                           \
+                keep_v[i - i0] = bv;                                                                      \
+                keep_i[i - i0] = bi;                                                                      \
             }                                                                                             \
         }                                                                                                 \
-        double v = bv[0];                                                                                 \
-        int64_t at = bi[0];                                                                               \
-        for (int l = 1; l < LANES; l++)                                                                   \
-            if (bi[l] >= 0 && (at < 0 || bv[l] > v || (bv[l] == v && bi[l] < at))) {                     \
-                v = bv[l];                                                                                \
-                at = bi[l];                                                                               \
-            }                                                                                             \
-        lab[i] = at;                                                                                      \
-        best[i] = v;                                                                                      \
+        for (int64_t i = i0; i < i1; i++) {                                                               \
+            const v4d bv = keep_v[i - i0];                                                                \
+            const v4i bi = keep_i[i - i0];                                                                \
+            double v = bv[0];                                                                             \
+            int64_t at = bi[0];                                                                           \
+            for (int l = 1; l < LANES; l++)                                                               \
+                if (bi[l] >= 0 && (at < 0 || bv[l] > v || (bv[l] == v && bi[l] < at))) {                 \
+                    v = bv[l];                                                                            \
+                    at = bi[l];                                                                           \
+                }                                                                                         \
+            lab[i] = at;                                                                                  \
+            best[i] = v;                                                                                  \
+        }                                                                                                 \
     }                                                                                                     \
 }
 
 NEAREST(nearest_medoid, 32 / LANES)    /* many medoids: 32 side by side */
 NEAREST(nearest_medoid_8, 8 / LANES)   /* a few medoids (the moved ones): 8, less padding */
+
+/* nearest_medoid_above: nearest_medoid's lab and best for the rows whose best is at least a threshold, found with
+ * a single-precision filter; lab = -1 and best = -inf for the others.
+ *
+ * Row i's threshold is thr[i], or, with hint, the similarity (summed as above) of the row with medoid hint[i]
+ * (which then always passes). Every similarity s (summed as above) is within M of the exact real dot product,
+ * and so is its single-precision value g (the vectors rounded to float, products and sums in float, in any order:
+ * |g - exact| <= gamma_(d+2) |x| |v|, |s - exact| <= gamma_d |x| |v|), so a medoid with s >= thr has
+ * g >= thr - M: only the medoids with g >= thr - M (the candidates, a few in a thousand on Anchor Points' warm
+ * starts) have s summed, in increasing medoid order, the first largest kept. Since every medoid with s >= thr is a
+ * candidate, where the row's largest s is at least thr it is found with its first medoid: nearest_medoid's answer.
+ * M = (d + 3) 2^-23 |x| max|v| + (d + 2) 2^-140 (1 + |x|)(1 + max|v|): twice the bound, plus a term for numbers
+ * rounded to float's subnormals. A row or a tile whose norm is not below 2^60 (or not finite: unorm[r] or norms[T],
+ * where float could overflow) has every medoid of the tile summed in double.
+ *
+ * U32 holds U's rows in float, unorm their Euclidean norms (a little above; inf for a row with a coordinate not
+ * finite); VT32 the medoids' vectors in float, in tiles of w as VT above; MED the medoids' rows of U (s is summed
+ * from the row, the same numbers); norms[T] the largest norm in tile T, as unorm. */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+#define FLANES 16
+
+static inline v16f load16(const float *p)
+{
+    v16f v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* acc + a b with one rounding (the filter's bound holds for any rounding of its products and sums) */
+static inline v16f fmadd16(v16f a, v16f b, v16f acc) { return (v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)acc); }
+/* the lanes where acc >= lim or acc is NaN, as bits */
+static inline unsigned cand_bits(v16f acc, v16f lim)
+{
+    return (unsigned)(_mm512_cmp_ps_mask((__m512)acc, (__m512)lim, _CMP_GE_OQ)
+                      | _mm512_cmp_ps_mask((__m512)acc, (__m512)acc, _CMP_UNORD_Q));
+}
+#else
+static inline v16f fmadd16(v16f a, v16f b, v16f acc) { return acc + a * b; }
+static inline unsigned cand_bits(v16f acc, v16f lim)
+{
+    const v16i c = (v16i)(acc >= lim) | (v16i)(acc != acc);
+    unsigned bits = 0;
+    for (int l = 0; l < FLANES; l++)
+        bits |= (unsigned)(c[l] & 1) << l;
+    return bits;
+}
+#endif
+
+static inline double row_sim(const double *x, const double *v, int64_t d)
+{
+    double s = x[0] * v[0];
+    for (int64_t t = 1; t < d; t++)
+        s = s + x[t] * v[t];
+    return s;
+}
+
+/* The filter over nq 16-lane vectors of a tile (rows stride w) from v0: the bits of the candidates, vector by vector. */
+#define FBLOCK(NQ)                                                                                        \
+static inline unsigned fblock_##NQ(const float *x32, int64_t d, const float *v0, int64_t w, v16f limv,    \
+                                   unsigned *bits)                                                        \
+{                                                                                                         \
+    v16f acc[NQ];                                                                                         \
+    const v16f x0 = x32[0] - (v16f){0};                                                                   \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++)                                                                          \
+        acc[q] = x0 * load16(v0 + FLANES * q);                                                            \
+    for (int64_t t = 1; t < d; t++) {                                                                     \
+        const v16f xt = x32[t] - (v16f){0};                                                               \
+        const float *vt = v0 + t * w;                                                                     \
+        _Pragma("GCC unroll 8")                                                                           \
+        for (int q = 0; q < NQ; q++)                                                                      \
+            acc[q] = fmadd16(xt, load16(vt + FLANES * q), acc[q]);                                        \
+    }                                                                                                     \
+    unsigned hit = 0;                                                                                     \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++) {                                                                        \
+        bits[q] = cand_bits(acc[q], limv);                                                                \
+        hit |= bits[q];                                                                                   \
+    }                                                                                                     \
+    return hit;                                                                                           \
+}
+FBLOCK(8)
+FBLOCK(4)
+FBLOCK(2)
+FBLOCK(1)
+
+void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, const float *U32,
+                          const double *unorm, int64_t m, const int64_t *med, const float *VT32, int64_t w,
+                          const double *norms, const double *thr, const int64_t *hint, int64_t *lab, double *best)
+{
+    const double big = 0x1p60;
+    double th[CHUNK], bv[CHUNK];
+    int64_t bi[CHUNK];
+    for (int64_t i0 = 0; i0 < n_rows; i0 += CHUNK) {          /* a chunk of rows through every tile in turn */
+        const int64_t i1 = i0 + CHUNK < n_rows ? i0 + CHUNK : n_rows;
+        for (int64_t i = i0; i < i1; i++) {
+            const double *x = U + (rows ? rows[i] : i) * d;
+            th[i - i0] = hint ? row_sim(x, U + med[hint[i]] * d, d) : thr ? thr[i] : -__builtin_inf();
+            bv[i - i0] = -__builtin_inf();
+            bi[i - i0] = -1;
+        }
+        for (int64_t T0 = 0, tile_no = 0; T0 < m; T0 += w, tile_no++) {
+            const int64_t T1 = T0 + w < m ? T0 + w : m;
+            const double cn = norms[tile_no];
+            const float *tile = VT32 + T0 * d;
+            for (int64_t i = i0; i < i1; i++) {
+                const int64_t r = rows ? rows[i] : i;
+                const double *x = U + r * d;
+                const double nx = unorm[r], t_i = th[i - i0];
+                double b_v = bv[i - i0];
+                int64_t b_i = bi[i - i0];
+                if (!(nx < big && cn < big)) {     /* this tile in double, every medoid */
+                    for (int64_t j = T0; j < T1; j++) {
+                        const double s = row_sim(x, U + med[j] * d, d);
+                        if (s >= t_i && s > b_v) {
+                            b_v = s;
+                            b_i = j;
+                        }
+                    }
+                } else {
+                    const double margin = (double)(d + 3) * 0x1p-23 * nx * cn
+                                          + (double)(d + 2) * 0x1p-140 * (1.0 + nx) * (1.0 + cn);
+                    const double lim = t_i - margin;
+                    /* a float at most lim (float's rounding moves it by at most 2^-24 of it, or 2^-150) */
+                    float limf = (float)(lim - (lim < 0 ? -lim : lim) * 0x1p-22 - 0x1p-140);
+                    if (lim != lim)
+                        limf = -__builtin_inff();
+                    const v16f limv = limf - (v16f){0};
+                    const float *x32 = U32 + r * d;
+                    for (int64_t j0 = T0; j0 < T1;) {
+                        const int64_t rem = T1 - j0;
+                        const int nq = rem > 4 * FLANES ? 8 : rem > 2 * FLANES ? 4 : rem > FLANES ? 2 : 1;
+                        const float *v0 = tile + (j0 - T0);
+                        unsigned bits[8], hit;
+                        switch (nq) {
+                        case 8: hit = fblock_8(x32, d, v0, w, limv, bits); break;
+                        case 4: hit = fblock_4(x32, d, v0, w, limv, bits); break;
+                        case 2: hit = fblock_2(x32, d, v0, w, limv, bits); break;
+                        default: hit = fblock_1(x32, d, v0, w, limv, bits); break;
+                        }
+                        if (hit)
+                            for (int q = 0; q < nq; q++)
+                                for (unsigned b = bits[q]; b; b &= b - 1) {
+                                    const int64_t j = j0 + FLANES * q + __builtin_ctz(b);
+                                    if (j >= T1)
+                                        break;
+                                    const double s = row_sim(x, U + med[j] * d, d);
+                                    if (s >= t_i && s > b_v) {
+                                        b_v = s;
+                                        b_i = j;
+                                    }
+                                }
+                        j0 += nq * FLANES;
+                    }
+                }
+                bv[i - i0] = b_v;
+                bi[i - i0] = b_i;
+            }
+        }
+        for (int64_t i = i0; i < i1; i++) {
+            lab[i] = bi[i - i0];
+            best[i] = bv[i - i0];
+        }
+    }
+}
+
+/* The alternation's cluster sums, as numpy's add.reduceat of the rows sorted by cluster (stably) computes them:
+ * for a cluster whose members (in increasing position) are p0, p1, ..., each column is A[p0] + S, S numpy's pairwise
+ * sum of the column over p1, p2, ... (DOUBLE_pairwise_sum: fewer than 8 values one after the other from -0.0; up
+ * to 128 in eight interleaved accumulators combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the
+ * remainder; more: split at half the length rounded down to a multiple of 8), A[p0] alone for a single member.
+ * Here the columns run side by side (each column's operations are its own, in that order). */
+static void pairwise_rows(const double *A, int64_t d, const int64_t *idx, int64_t n, double *out)
+{
+    if (n < 8) {
+        for (int64_t j = 0; j < d; j++)
+            out[j] = -0.0;
+        for (int64_t i = 0; i < n; i++) {
+            const double *a = A + idx[i] * d;
+            for (int64_t j = 0; j < d; j++)
+                out[j] += a[j];
+        }
+    }
+    else if (n <= 128) {
+        double r[8 * d];
+        int64_t i;
+        for (int q = 0; q < 8; q++)
+            for (int64_t j = 0; j < d; j++)
+                r[q * d + j] = A[idx[q] * d + j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int q = 0; q < 8; q++) {
+                const double *a = A + idx[i + q] * d;
+                for (int64_t j = 0; j < d; j++)
+                    r[q * d + j] += a[j];
+            }
+        for (int64_t j = 0; j < d; j++)
+            out[j] = ((r[j] + r[d + j]) + (r[2 * d + j] + r[3 * d + j]))
+                     + ((r[4 * d + j] + r[5 * d + j]) + (r[6 * d + j] + r[7 * d + j]));
+        for (; i < n; i++) {
+            const double *a = A + idx[i] * d;
+            for (int64_t j = 0; j < d; j++)
+                out[j] += a[j];
+        }
+    }
+    else {
+        int64_t n2 = n / 2;
+        n2 -= n2 % 8;
+        double right[d];
+        pairwise_rows(A, d, idx, n2, out);
+        pairwise_rows(A, d, idx + n2, n - n2, right);
+        for (int64_t j = 0; j < d; j++)
+            out[j] = out[j] + right[j];
+    }
+}
+
+/* sums[c] for every cluster c in [0, k) of the labels lab (each in [0, k), every cluster non-empty), rows of A
+ * (n x d); order (n) and start (k + 1) are scratch: the positions by cluster, then position (a counting sort, the
+ * stable order), and where each cluster's begin. */
+void cluster_sums(int64_t n, int64_t d, int64_t k, const int64_t *lab, const double *A, double *sums,
+                  int64_t *order, int64_t *start)
+{
+    for (int64_t c = 0; c <= k; c++)
+        start[c] = 0;
+    for (int64_t i = 0; i < n; i++)
+        start[lab[i] + 1]++;
+    for (int64_t c = 0; c < k; c++)
+        start[c + 1] += start[c];
+    for (int64_t i = 0; i < n; i++)
+        order[start[lab[i]]++] = i;
+    for (int64_t c = k; c > 0; c--)
+        start[c] = start[c - 1];
+    start[0] = 0;
+    double rest[d];
+    for (int64_t c = 0; c < k; c++) {
+        const int64_t b = start[c], e = start[c + 1];
+        double *s = sums + c * d;
+        const double *a0 = A + order[b] * d;
+        if (e - b == 1) {
+            for (int64_t j = 0; j < d; j++)
+                s[j] = a0[j];
+            continue;
+        }
+        pairwise_rows(A, d, order + b + 1, e - b - 1, rest);
+        for (int64_t j = 0; j < d; j++)
+            s[j] = a0[j] + rest[j];
+    }
+}
+
+/* The update step's new medoids, as _alternate's numpy computes them: top[c] the largest score of cluster c
+ * (numpy's maximum: NaN if any is NaN); new[c] the lowest position of c whose score >= top[c], unless the
+ * current medoid med[c] has score >= top[c] (it stays); a cluster with no such position keeps med[c]. */
+void cluster_top(int64_t n, int64_t k, const int64_t *lab, const double *score, const int64_t *med, int64_t *new_med,
+                 double *top)
+{
+    for (int64_t c = 0; c < k; c++) {
+        top[c] = -__builtin_inf();
+        new_med[c] = -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double s = score[i], t = top[lab[i]];
+        top[lab[i]] = (s != s || t != t) ? (s != s ? s : t) : (s > t ? s : t);
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (new_med[lab[i]] < 0 && score[i] >= top[lab[i]])
+            new_med[lab[i]] = i;
+    for (int64_t c = 0; c < k; c++)
+        if (score[med[c]] >= top[c] || new_med[c] < 0)
+            new_med[c] = med[c];
+}

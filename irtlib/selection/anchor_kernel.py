@@ -12,9 +12,19 @@ alone. ``_anchor_kernel.c`` (beside this module) computes it fused with the argm
 compiled without contraction into fused multiply-adds (``-ffp-contract=off``); :func:`numpy_nearest` is its
 twin (one rounded product and one rounded sum per coordinate, the same bits).
 
+The medoids are cut into tiles of :data:`TILE` read by a chunk of rows in turn (from the first-level cache), each
+row meeting the medoids in the same order as in one pass. Where only a medoid that beats a threshold matters (the
+path's warm start: a new medoid must beat the point's current one; the points kept after an update against the moved
+medoids; the points of a moved medoid, which reach at least the medoid that replaced theirs), :func:`nearest`'s
+``above`` / ``hint`` form first sums every pair in single precision (sixteen lanes, fused multiply-adds), whose
+distance from the exact dot product has a proven bound; only the medoids within that bound of the threshold (a few in
+a thousand on the chapters' warm starts) are summed in double as above, so every label and similarity is the plain
+kernel's, bit for bit.
+
 The first :func:`load` of a process compares the kernel with the twin on random cases (every number of
-medoids around the kernel's block, row subsets, ties, one to forty coordinates) and returns it only if every
-label and similarity is equal; otherwise, without a compiler, or with ``IRTLIB_ANCHOR_KERNEL=0``, the twin
+medoids around the kernel's block and tile, row subsets, ties, one to forty coordinates; the threshold form with
+thresholds at, an ulp around and far from the best similarity, and with hints) and returns it only if every label and
+similarity is equal; otherwise, without a compiler, or with ``IRTLIB_ANCHOR_KERNEL=0``, the twin
 runs (the same numbers, slower).
 
 Layer rule: part of ``selection``; imports ``calibration`` (the compiler driver).
@@ -28,13 +38,19 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "BLOCK", "AVX512_FLAGS", "load", "nearest", "numpy_nearest"]
+__all__ = ["SOURCE", "BLOCK", "TILE", "FILTER_MIN_PAIRS", "AVX512_FLAGS", "load", "nearest", "numpy_nearest",
+           "pair_similarities", "prepare", "norms_above"]
 
 SOURCE = Path(__file__).with_name("_anchor_kernel.c")
 
-#: Medoids summed side by side in the kernel's two forms (the medoids' matrix is padded to a multiple), and the
-#: most medoids the narrow form takes: the numbers do not depend on it, only the time.
-BLOCK, NARROW_BLOCK, NARROW_MAX = 32, 8, 16
+#: Medoids summed side by side in the kernel's two forms (the medoids' matrix is padded to a multiple), the
+#: most medoids the narrow form takes, and the medoids of one tile of the wide form (read from the first-level
+#: cache by a chunk of rows in turn): the numbers do not depend on them, only the time.
+BLOCK, NARROW_BLOCK, NARROW_MAX, TILE = 32, 8, 16, 128
+
+#: Fewer (row, medoid) pairs than this: the threshold form sums every pair in double, the filter's preparation
+#: costing more than it saves (the same numbers either way).
+FILTER_MIN_PAIRS = 1 << 16
 
 #: Added where the processor has AVX-512: eight lanes a vector (the same numbers: the lanes are independent).
 AVX512_FLAGS = ("-mavx512f",)
@@ -48,7 +64,95 @@ def _bind(path: Path) -> ctypes.CDLL:
     for name in ("nearest_medoid", "nearest_medoid_8"):
         getattr(lib, name).argtypes = [i64, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
         getattr(lib, name).restype = None
+    lib.nearest_medoid_above.argtypes = [i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.nearest_medoid_above.restype = None
+    lib.cluster_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.cluster_top.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.cluster_sums.restype = lib.cluster_top.restype = None
     return lib
+
+
+def numpy_cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
+    """Every cluster's sum of the rows of ``wu``: ``add.reduceat`` over the rows sorted stably by label.
+
+    The labels are in ``[0, k)`` and every cluster has a member. The alternation's update step
+    (:func:`irtlib.selection.static._alternate`) reads these sums; :func:`cluster_sums` gives the same bits.
+    """
+    order = np.argsort(lab, kind="stable")
+    return np.add.reduceat(wu[order], np.searchsorted(lab[order], np.arange(k)), axis=0)
+
+
+def numpy_cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np.ndarray:
+    """The update step's new medoids: in every cluster the member of largest score.
+
+    The current medoid if it has that score, else the lowest position; a cluster whose largest score is NaN keeps
+    its medoid.
+    """
+    k = med.size
+    order = np.argsort(lab, kind="stable")
+    sorted_lab = lab[order]
+    top = np.maximum.reduceat(score[order], np.searchsorted(sorted_lab, np.arange(k)))
+    at_top = order[score[order] >= top[sorted_lab]]
+    new = med.copy()
+    new[lab[at_top[::-1]]] = at_top[::-1]           # the lowest position is written last
+    keep_current = score[med] >= top
+    new[keep_current] = med[keep_current]
+    return new
+
+
+def cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
+    """:func:`numpy_cluster_sums`' numbers from the kernel (a counting sort and numpy's pairwise order), bit for bit."""
+    lib = load()
+    if lib is None:
+        return numpy_cluster_sums(wu, lab, k)
+    wu = np.ascontiguousarray(wu, dtype=np.float64)
+    lab = np.ascontiguousarray(lab, dtype=np.int64)
+    n, d = wu.shape
+    sums = np.empty((k, d))
+    order, start = np.empty(n, dtype=np.int64), np.empty(k + 1, dtype=np.int64)
+    ptr = ctypes.c_void_p
+    lib.cluster_sums(n, d, k, ptr(lab.ctypes.data), ptr(wu.ctypes.data), ptr(sums.ctypes.data),
+                     ptr(order.ctypes.data), ptr(start.ctypes.data))
+    return sums
+
+
+def cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np.ndarray:
+    """:func:`numpy_cluster_top`'s new medoids from the kernel (one pass for the maxima, one for the first)."""
+    lib = load()
+    if lib is None:
+        return numpy_cluster_top(lab, score, med)
+    lab = np.ascontiguousarray(lab, dtype=np.int64)
+    score = np.ascontiguousarray(score, dtype=np.float64)
+    med = np.ascontiguousarray(med, dtype=np.int64)
+    new, top = np.empty(med.size, dtype=np.int64), np.empty(med.size)
+    ptr = ctypes.c_void_p
+    lib.cluster_top(lab.size, med.size, ptr(lab.ctypes.data), ptr(score.ctypes.data), ptr(med.ctypes.data),
+                    ptr(new.ctypes.data), ptr(top.ctypes.data))
+    return new.astype(np.intp, copy=False)
+
+
+def pair_similarities(u: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``u[rows[i]] . u[cols[i]]`` for every ``i``, summed in the kernel's order (the same bits as its similarities)."""
+    x, v = u[np.asarray(rows, dtype=np.intp)], u[np.asarray(cols, dtype=np.intp)]
+    acc = x[:, 0] * v[:, 0]
+    for t in range(1, u.shape[1]):
+        acc += x[:, t] * v[:, t]                      # a rounded product, then a rounded sum
+    return acc
+
+
+def _threshold(u, medoids, rows, above, hint):
+    """Every asked row's threshold: ``above``, or its similarity with the medoid ``hint`` points at."""
+    if hint is None:
+        return np.asarray(above, dtype=float)
+    asked = np.arange(u.shape[0]) if rows is None else np.asarray(rows, dtype=np.intp)
+    return pair_similarities(u, asked, np.asarray(medoids, dtype=np.intp)[np.asarray(hint, dtype=np.intp)])
+
+
+def _above(lab, best, thr):
+    """``lab``, ``best`` where ``best >= thr``; -1 and -inf elsewhere."""
+    low = ~(best >= thr)
+    lab[low], best[low] = -1, -np.inf
+    return lab, best
 
 
 def numpy_nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None,
@@ -93,24 +197,86 @@ def _kernel_nearest(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray,
     u = np.ascontiguousarray(u, dtype=np.float64)
     medoids = np.asarray(medoids, dtype=np.intp)
     m, d = medoids.size, u.shape[1]
-    block, fn = (NARROW_BLOCK, lib.nearest_medoid_8) if m <= NARROW_MAX else (BLOCK, lib.nearest_medoid)
-    ldv = -(-m // block) * block
-    vt = np.zeros((d, ldv))
-    vt[:, :m] = u[medoids].T
+    if m <= NARROW_MAX:
+        fn, w = lib.nearest_medoid_8, -(-m // NARROW_BLOCK) * NARROW_BLOCK
+    else:
+        fn, w = lib.nearest_medoid, TILE
+    n_tiles = -(-m // w)
+    cols = np.zeros((n_tiles * w, d))
+    cols[:m] = u[medoids]
+    # tile T: medoids T w .. T w + w - 1 (padding past m), d rows of w
+    vt = np.ascontiguousarray(cols.reshape(n_tiles, w, d).transpose(0, 2, 1))
     idx = None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     n = u.shape[0] if idx is None else idx.size
     lab = np.empty(n, dtype=np.int64)
     best = np.empty(n)
     ptr = ctypes.c_void_p
     fn(n, None if idx is None else ptr(idx.ctypes.data), d, ptr(u.ctypes.data), m,
-                       ptr(vt.ctypes.data), ldv, ptr(lab.ctypes.data), ptr(best.ctypes.data))
+       ptr(vt.ctypes.data), w, ptr(lab.ctypes.data), ptr(best.ctypes.data))
+    return lab.astype(np.intp, copy=False), best
+
+
+def norms_above(v: np.ndarray) -> np.ndarray:
+    """Every row's Euclidean norm, made a little larger (``1 + 2^-40``: a bound on it), ``inf`` where not finite."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm = np.sqrt(np.einsum("ij,ij->i", v, v)) * (1.0 + 2.0 ** -40)
+    return np.where(np.isfinite(v).all(axis=1) & np.isfinite(norm), norm, np.inf)
+
+
+def prepare(u: np.ndarray) -> dict:
+    """What the threshold form of the kernel reads of ``u``, computed once for several calls with the same ``u``.
+
+    Returns
+    -------
+    dict
+        ``u`` (float64, C order), ``u32`` (its rows in float32) and ``norm`` (:func:`norms_above` of its rows).
+    """
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        u32 = u.astype(np.float32)
+    return {"u": u, "u32": u32, "norm": norms_above(u)}
+
+
+def _kernel_nearest_above(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None,
+                          above: np.ndarray | None, hint: np.ndarray | None, prepared: dict | None,
+                          min_pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    medoids = np.ascontiguousarray(medoids, dtype=np.int64)
+    m = medoids.size
+    n = u.shape[0] if rows is None else len(rows)
+    if m <= NARROW_MAX or n * m < (FILTER_MIN_PAIRS if min_pairs is None else min_pairs):  # all, then the threshold
+        lab, best = _kernel_nearest(lib, u, medoids, rows)
+        # a hint's medoid reaches its own threshold: every row has its label
+        return (lab, best) if hint is not None else _above(lab, best, np.asarray(above, dtype=float))
+    if prepared is None or prepared["u"] is not u:
+        prepared = prepare(u)
+    u, d, w = prepared["u"], u.shape[1], TILE
+    n_tiles = -(-m // w)
+    cols = np.zeros((n_tiles * w, d), dtype=np.float32)
+    cols[:m] = prepared["u32"][medoids]
+    vt = np.ascontiguousarray(cols.reshape(n_tiles, w, d).transpose(0, 2, 1))
+    norms = np.zeros(n_tiles * w)
+    norms[:m] = prepared["norm"][medoids]
+    norms = norms.reshape(n_tiles, w).max(axis=1)
+    idx = None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    thr = None if above is None else np.ascontiguousarray(above, dtype=np.float64)
+    hin = None if hint is None else np.ascontiguousarray(hint, dtype=np.int64)
+    lab = np.empty(n, dtype=np.int64)
+    best = np.empty(n)
+    ptr = ctypes.c_void_p
+
+    def addr(a):
+        return None if a is None else ptr(a.ctypes.data)
+
+    lib.nearest_medoid_above(n, addr(idx), d, ptr(u.ctypes.data), ptr(prepared["u32"].ctypes.data),
+                             ptr(prepared["norm"].ctypes.data), m, ptr(medoids.ctypes.data), ptr(vt.ctypes.data), w,
+                             ptr(norms.ctypes.data), addr(thr), addr(hin), ptr(lab.ctypes.data), ptr(best.ctypes.data))
     return lab.astype(np.intp, copy=False), best
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
     """The kernel's labels and similarities equal the twin's on random cases (every bit)."""
     rng = np.random.default_rng(20261205)
-    for m in [*range(1, 70), 95, 96, 97, 255, 257, 1000]:
+    for m in [*range(1, 70), 95, 96, 97, 127, 128, 129, 255, 257, 300, 1000]:
         d = int(rng.integers(1, 41))
         n = int(rng.integers(max(m, 2), m + 300))
         u = rng.normal(size=(n, d)) * np.exp(rng.normal(0.0, 2.0, (n, 1)))
@@ -120,10 +286,23 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
         u[rng.integers(0, n, 5)] = u[medoids[0]]
         for rows in (None, np.sort(rng.choice(n, max(1, n // 3), replace=False)), np.array([n - 1])):
             got, want = _kernel_nearest(lib, u, medoids, rows), numpy_nearest(u, medoids, rows)
-            if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-                    and np.array_equal(np.signbit(got[1]), np.signbit(want[1]))):
+            if not _same(got, want):
                 return False
+            # thresholds at the best similarity (ties), an ulp either side, far below and above, and hints
+            with np.errstate(invalid="ignore"):           # -inf times 0: NaN thresholds, which nothing reaches
+                above = want[1] + rng.choice([0.0, 1.0, -1.0, 0.3, -np.inf, 2.0], want[1].size) * np.where(
+                    rng.random(want[1].size) < 0.5, np.spacing(want[1]), np.abs(want[1]))
+            hint = rng.integers(0, m, want[1].size)
+            for thr, hin in ((above, None), (None, hint)):
+                got = _kernel_nearest_above(lib, u, medoids, rows, thr, hin, None, 0)
+                if not _same(got, _above(want[0].copy(), want[1].copy(), _threshold(u, medoids, rows, thr, hin))):
+                    return False
     return True
+
+
+def _same(got, want) -> bool:
+    return (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+            and np.array_equal(np.signbit(got[1]), np.signbit(want[1])))
 
 
 def load() -> ctypes.CDLL | None:
@@ -142,9 +321,20 @@ def load() -> ctypes.CDLL | None:
     return verified(SOURCE, _bind, switch="IRTLIB_ANCHOR_KERNEL", cache=_LOADED, matches=_matches_numpy)
 
 
-def nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`numpy_nearest`'s numbers, from the kernel where it loads (the same bits)."""
+def nearest(u: np.ndarray, medoids: np.ndarray, rows: np.ndarray | None = None, *, above: np.ndarray | None = None,
+            hint: np.ndarray | None = None, prepared: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numpy_nearest`'s numbers, from the kernel where it loads (the same bits).
+
+    With ``above`` (a threshold for every row asked) or ``hint`` (for every row asked, an index into ``medoids``: the
+    threshold is the row's similarity with that medoid), only the rows whose largest similarity reaches their
+    threshold get their label and similarity; the others get -1 and ``-inf``. The kernel then finds them with a
+    single-precision filter: only the medoids within a rounding bound of the threshold are summed (see
+    ``_anchor_kernel.c``), the same numbers. ``prepared``: :func:`prepare` of this ``u`` (the same ``u`` object),
+    kept by a caller that asks about the same points again and again.
+    """
     lib = load()
+    if above is None and hint is None:
+        return numpy_nearest(u, medoids, rows) if lib is None else _kernel_nearest(lib, u, medoids, rows)
     if lib is None:
-        return numpy_nearest(u, medoids, rows)
-    return _kernel_nearest(lib, u, medoids, rows)
+        return _above(*numpy_nearest(u, medoids, rows), _threshold(u, medoids, rows, above, hint))
+    return _kernel_nearest_above(lib, u, medoids, rows, above, hint, prepared)

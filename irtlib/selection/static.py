@@ -400,13 +400,19 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     the others -- is the member with the largest dot product with the cluster's sum, so the
     update step costs O(n d). After an update only points that belonged to a moved medoid are
     reassigned against every medoid; the others only need comparing with the moved medoids, and only
-    the clusters that gained or lost a point are summed again (:func:`_update_sums`: the same sums).
+    the points of the clusters that gained or lost a point are scored again (:func:`_update_scores`: the same
+    scores). The cluster sums and the update step's choice come from the kernel
+    (:func:`irtlib.selection.anchor_kernel.cluster_sums` and ``cluster_top``: numpy's ``add.reduceat`` and the
+    step's argmax, bit for bit, without sorting the points).
     ``weight`` gives each point a multiplicity (collapsed duplicate items).
 
     Every similarity comes from :func:`irtlib.selection.anchor_kernel.nearest`: one summation order
     whatever points or medoids a call holds (not a BLAS product, whose bits depend on its shape and on the
     machine's BLAS kernel), so these restrictions give exactly the labels of the full iteration (every
     point against every medoid, ties to the first; a test checks it), and the same medoids on every machine.
+    The warm start and the reassignments ask it only for what can change a label (its threshold form: a new or
+    moved medoid at least as similar as the point's current one; for a point of a moved medoid, at least the medoid
+    that replaced its own), which it answers from a single-precision filter with the same numbers.
 
     ``state`` (a dict, optional) keeps what one budget of a path (:func:`anchor_points_path`) can pass to
     the next: the weighted points ``wu``, computed once, and ``"best"``, every point's similarity to its
@@ -418,6 +424,11 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         wu = state["wu"]
     else:
         wu = u if weight is None else u * weight[:, None]
+    if state is not None and "prepared" in state:
+        prepared = state["prepared"]
+    else:
+        prepared = anchor_kernel.prepare(u)             # the points in float, for the kernel's filter
+        u = prepared["u"]
     med = np.array(med, dtype=np.intp)
     k = med.size
     if lab is None:
@@ -428,29 +439,21 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         old = int(lab.max()) + 1 if lab.size else 0
         lab, best = lab.copy(), best.copy()
         if old < k:
-            l2, b2 = anchor_kernel.nearest(u, med[old:])
+            l2, b2 = anchor_kernel.nearest(u, med[old:], above=best, prepared=prepared)  # -1, -inf: below
             better = b2 > best
             lab[better], best[better] = l2[better] + old, b2[better]
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
-    sums = score = before = None         # before: the labels the sums were last taken over
+    score = before = None               # before: the labels the scores were last taken over
     for _ in range(max_iter):
-        order = _stable_order(lab, k)                   # by cluster, then position
-        sorted_lab = lab[order]
-        starts = np.searchsorted(sorted_lab, np.arange(k))
-        if sums is None:
-            sums = np.add.reduceat(wu[order], starts, axis=0)
+        # every cluster's sum (numpy's add.reduceat over the rows by cluster, then position: the kernel's bits)
+        sums = anchor_kernel.cluster_sums(wu, lab, k)
+        if score is None:
             score = np.einsum("ij,ij->i", u, sums[lab])
         else:
-            _update_sums(u, wu, lab, k, before, sums, score)
-        # best member of every cluster: largest score; ties keep the current medoid, else the
-        # lowest position
-        top = np.maximum.reduceat(score[order], starts)
-        at_top = order[score[order] >= top[sorted_lab]]
-        new = med.copy()
-        new[lab[at_top[::-1]]] = at_top[::-1]           # the lowest position is written last
-        keep_current = score[med] >= top
-        new[keep_current] = med[keep_current]
+            _update_scores(u, lab, k, before, sums, score)
+        # best member of every cluster: largest score; ties keep the current medoid, else the lowest position
+        new = anchor_kernel.cluster_top(lab, score, med)
         moved = np.flatnonzero(new != med)
         if moved.size == 0:
             break
@@ -462,28 +465,29 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         lost = lost[lab]                                # np.isin(lab, moved), by lookup
         if lost.any():
             idx = np.flatnonzero(lost)
-            lab[idx], best[idx] = anchor_kernel.nearest(u, med, idx)
+            # at least the similarity with the medoid that replaced theirs: every label found
+            lab[idx], best[idx] = anchor_kernel.nearest(u, med, idx, hint=before[idx], prepared=prepared)
         keep = np.flatnonzero(~lost)
         if keep.size:
-            j, s = anchor_kernel.nearest(u, med[moved], keep)
-            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]))
+            j, s = anchor_kernel.nearest(u, med[moved], keep, above=best[keep], prepared=prepared)
+            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]) & (j >= 0))
             lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
         lab[med] = np.arange(k)
         best[med] = 1.0
     if state is not None:
         state["wu"] = wu
+        state["prepared"] = prepared
         state["best"] = best            # every point's similarity to its medoid (1 at the medoids)
     return med, lab
 
 
-def _update_sums(u, wu, lab, k, before, sums, score):
-    """:func:`_alternate`'s cluster sums and scores after a reassignment, recomputed where a cluster changed.
+def _update_scores(u, lab, k, before, sums, score):
+    """:func:`_alternate`'s scores after a reassignment, recomputed where a cluster changed.
 
-    A cluster whose members did not change (labels ``before`` and ``lab`` agree on every point) keeps its
-    sum, and its points their scores: the sum of the same rows in the same order (``add.reduceat`` over
-    one cluster's rows does not depend on the other clusters'), and each score a dot product of one row.
-    The clusters that gained or lost a point are summed again, their rows in position order as in the
-    full pass, so ``sums`` and ``score`` are updated in place to what the full pass gives, bit for bit.
+    A cluster whose members did not change (labels ``before`` and ``lab`` agree on every point) has the same sum
+    (the sum of the same rows in the same order), so its points keep their scores, each the dot product of one row
+    with it (``einsum`` over one row does not depend on the other rows). The points of the clusters that gained or
+    lost a point are scored again, so ``score`` is updated in place to what the full pass gives, bit for bit.
     """
     diff = np.flatnonzero(lab != before)
     if not diff.size:
@@ -491,17 +495,11 @@ def _update_sums(u, wu, lab, k, before, sums, score):
     touched = np.zeros(k, dtype=bool)
     touched[before[diff]] = True
     touched[lab[diff]] = True
-    changed = np.flatnonzero(touched)                   # every cluster holds its medoid: none is empty
     idx = np.flatnonzero(touched[lab])                  # their points, by position
-    if 2 * idx.size > lab.size:
-        # most points' clusters changed: the full pass is cheaper than gathering them (the same sums)
-        order = _stable_order(lab, k)
-        sums[:] = np.add.reduceat(wu[order], np.searchsorted(lab[order], np.arange(k)), axis=0)
+    if 2 * idx.size > lab.size:                         # most points: the full pass (the same scores)
         score[:] = np.einsum("ij,ij->i", u, sums[lab])
-        return
-    sub = idx[_stable_order(lab[idx], k)]               # by cluster, then position
-    sums[changed] = np.add.reduceat(wu[sub], np.searchsorted(lab[sub], changed), axis=0)
-    score[idx] = np.einsum("ij,ij->i", u[idx], sums[lab[idx]])
+    else:
+        score[idx] = np.einsum("ij,ij->i", u[idx], sums[lab[idx]])
 
 
 def _unique_rows(u):

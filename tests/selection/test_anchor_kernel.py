@@ -120,3 +120,92 @@ def test_the_path_gives_the_same_subsets_under_another_blas_kernel():
     if not all(archs.values()) or archs["Haswell"] == archs["SkylakeX"]:
         pytest.skip(f"OpenBLAS's kernel cannot be chosen here ({archs})")
     assert out["Haswell"][0] == out["SkylakeX"][0]
+
+
+def _thresholded(u, medoids, rows, thr):
+    """The plain kernel's label and similarity where the similarity reaches ``thr``, else -1 and -inf."""
+    lab, best = anchor_kernel.numpy_nearest(u, medoids, rows)
+    low = ~(best >= thr)
+    lab[low], best[low] = -1, -np.inf
+    return lab, best
+
+
+@pytest.mark.parametrize("m", [3, 17, 64, 100, 129, 300])
+@pytest.mark.parametrize("kind", ["random", "binary"])
+def test_threshold_form_equals_the_full_argmax_above_the_threshold(m, kind, monkeypatch):
+    """``above`` and ``hint``: the single-precision filter drops no medoid that reaches the threshold, ties included."""
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)      # the filter at every size
+    rng = np.random.default_rng(m)
+    if kind == "random":
+        u = rng.normal(size=(900, 21)) * np.exp(rng.normal(0.0, 2.0, (900, 1)))
+    else:       # correlation features of binary responses of 9 models: many equal rows and equal similarities
+        from irtlib.selection.static import correlation_features
+
+        u = correlation_features((rng.random((9, 900)) < rng.random((1, 900))).astype(float))
+    medoids = rng.choice(900, m, replace=False)
+    medoids[m // 2:] = medoids[:m - m // 2][::-1] if kind == "binary" else medoids[m // 2:]   # repeated medoids
+    rows = np.sort(rng.choice(900, 400, replace=False))
+    exact = anchor_kernel.numpy_nearest(u, medoids, rows)[1]
+    # thresholds at the best similarity (ties with the first), an ulp either side, below, above, -inf and NaN
+    shift = rng.choice([0.0, 1.0, -1.0, -0.5, 0.5], rows.size) * np.where(rng.random(rows.size) < 0.6,
+                                                                           np.spacing(exact), np.abs(exact))
+    above = exact + shift
+    above[:5], above[5:10] = -np.inf, np.nan
+    for r in (rows, None):
+        thr = above if r is not None else np.resize(above, 900)
+        got = anchor_kernel.nearest(u, medoids, r, above=thr)
+        want = _thresholded(u, medoids, r, thr)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    hint = rng.integers(0, m, rows.size)
+    got = anchor_kernel.nearest(u, medoids, rows, hint=hint)
+    np.testing.assert_array_equal(got[0], anchor_kernel.numpy_nearest(u, medoids, rows)[0])     # always reached
+    np.testing.assert_array_equal(got[1], exact)
+    np.testing.assert_array_equal(anchor_kernel.pair_similarities(u, rows, medoids[hint]) <= got[1], True)
+
+
+def test_threshold_form_sums_in_double_where_single_precision_could_overflow(monkeypatch):
+    """Rows or medoids of norm 2^60 and more, or not finite: those tiles summed in double, the same numbers."""
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)
+    rng = np.random.default_rng(21)
+    u = rng.normal(size=(500, 8))
+    u[7] *= 2.0 ** 100
+    u[300:310] *= 2.0 ** 70
+    u[11] = [np.inf, 0, 0, 0, 0, 0, 0, 1.0]
+    u[12] = 1e-300                                   # below float's subnormals
+    medoids = np.r_[np.arange(300, 340), 7, 12, np.arange(0, 200, 3)]
+    exact = anchor_kernel.numpy_nearest(u, medoids)[1]
+    with np.errstate(invalid="ignore"):
+        below = exact - np.abs(exact) * 1e-3
+    for thr in (exact, below, np.full(500, -np.inf)):
+        got = anchor_kernel.nearest(u, medoids, above=thr)
+        want = _thresholded(u, medoids, None, thr)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_prepared_points_give_the_same_numbers(points, monkeypatch):
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)
+    medoids = np.arange(0, 700, 4)
+    thr = anchor_kernel.numpy_nearest(points, medoids)[1]
+    got = anchor_kernel.nearest(points, medoids, above=thr, prepared=anchor_kernel.prepare(points))
+    want = anchor_kernel.nearest(points, medoids, above=thr)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[0], anchor_kernel.numpy_nearest(points, medoids)[0])
+
+
+def test_the_path_without_the_kernel_gives_the_same_subsets(monkeypatch):
+    """The warm-started path on the numpy forms (no compiler): every subset the kernel's, bit for bit."""
+    from irtlib.selection.static import anchor_points_path
+
+    rng = np.random.default_rng(8)
+    x = (rng.random((11, 1500)) < rng.random((1, 1500))).astype(float)
+    ks = [2, 9, 40, 150, 400]
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)
+    got = anchor_points_path(x, ks, seed=3, solver="alternate")
+    monkeypatch.setitem(anchor_kernel._LOADED, "lib", None)
+    want = anchor_points_path(x, ks, seed=3, solver="alternate")
+    for k in ks:
+        np.testing.assert_array_equal(got[k].items, want[k].items)
+        np.testing.assert_array_equal(got[k].weights, want[k].weights)

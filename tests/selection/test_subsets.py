@@ -297,11 +297,13 @@ def _numpy_unique_rows(u):
     return uniq, first, inverse.reshape(-1), count
 
 
-@pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2), ((5, 3000), 3)])
+@pytest.mark.parametrize("shape, seed", [((23, 2500), 0), ((12, 4000), 1), ((40, 1500), 2), ((5, 3000), 3),
+                                         ((9, 3000), 4)])
 def test_alternating_path_with_incremental_sums_equals_recomputing_every_sum(shape, seed, monkeypatch):
     """The warm-started path (SafetyBench's and AIR-Bench's anchor points) against the full Voronoi iteration."""
-    from irtlib.selection import static
+    from irtlib.selection import anchor_kernel, static
 
+    monkeypatch.setattr(anchor_kernel, "FILTER_MIN_PAIRS", 0)      # the kernel's filter at every size
     rng = np.random.default_rng(seed)
     n_models, n_items = shape
     ability = rng.normal(size=(n_models, 1))
@@ -326,8 +328,8 @@ def _full_sums(u, wu, labels, k):
     return sums, np.einsum("ij,ij->i", u, sums[labels])
 
 
-def test_incremental_cluster_sums_equal_the_full_pass():
-    from irtlib.selection.static import _update_sums
+def test_incremental_scores_equal_the_full_pass():
+    from irtlib.selection.static import _update_scores
 
     rng = np.random.default_rng(9)
     for _ in range(50):
@@ -342,11 +344,33 @@ def test_incremental_cluster_sums_equal_the_full_pass():
         moving[:k] = False
         lab[moving] = rng.integers(0, k, int(moving.sum()))
 
-        sums, score = _full_sums(u, wu, before, k)
-        _update_sums(u, wu, lab, k, before, sums, score)
+        _, score = _full_sums(u, wu, before, k)
         want_sums, want_score = _full_sums(u, wu, lab, k)
-        np.testing.assert_array_equal(sums, want_sums)
+        _update_scores(u, lab, k, before, want_sums, score)
         np.testing.assert_array_equal(score, want_score)
+
+
+def test_cluster_sums_and_update_step_equal_numpys():
+    """The kernel's cluster sums (numpy's add.reduceat order, by counting sort) and new medoids, bit for bit."""
+    from irtlib.selection import anchor_kernel
+
+    rng = np.random.default_rng(10)
+    for trial in range(60):
+        k = int(rng.integers(1, 150))
+        n = int(rng.integers(k, 4000))
+        d = int(rng.integers(1, 30))
+        wu = rng.normal(size=(n, d)) * np.exp(rng.normal(0.0, 4.0, (n, 1)))
+        wu[rng.random((n, d)) < 0.05] = -0.0
+        lab = rng.choice(k, n, p=rng.dirichlet(np.full(k, rng.choice([0.05, 0.5, 5.0]))))   # clusters up to thousands
+        lab[:k] = rng.permutation(k)
+        got, want = anchor_kernel.cluster_sums(wu, lab, k), _full_sums(wu, wu, lab, k)[0]
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        score = rng.integers(0, 4, n).astype(float) if trial % 2 else rng.normal(size=n)       # ties, or none
+        score[rng.random(n) < 0.002] = np.nan
+        med = np.array([rng.choice(np.flatnonzero(lab == c)) for c in range(k)])
+        np.testing.assert_array_equal(anchor_kernel.cluster_top(lab, score, med),
+                                      anchor_kernel.numpy_cluster_top(lab, score, med))
 
 
 def test_unique_rows_equal_numpy_unique_over_rows():
