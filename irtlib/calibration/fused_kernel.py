@@ -32,6 +32,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -145,10 +146,18 @@ def compiled(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
     For the kernels that check their own numbers after loading (:mod:`irtlib.calibration.stream_kernel`,
     :mod:`irtlib.selection.score_kernel`) and fall back silently.
     """
+    built = _built(source, bind, switch=switch, extra_flags=extra_flags)
+    return None if built is None else built[1]
+
+
+def _built(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
+           extra_flags: tuple[str, ...]) -> tuple[Path, ctypes.CDLL] | None:
+    """The compiled library's path and ``bind(path)``, or None (``$switch`` is ``"0"``, or it cannot be built)."""
     if os.environ.get(switch, "1") == "0":
         return None
     try:
-        return bind(compile_kernel(source=source, extra_flags=extra_flags))
+        path = compile_kernel(source=source, extra_flags=extra_flags)
+        return path, bind(path)
     except OSError:
         return None
 
@@ -176,13 +185,10 @@ def verified(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
 def _checked_library(source: Path, bind: Callable[[Path], ctypes.CDLL], *, switch: str,
                      matches: Callable[[ctypes.CDLL], bool], extra_flags: tuple[str, ...]) -> ctypes.CDLL | None:
     """:func:`verified`'s answer, from the answer kept beside the library or from ``matches``."""
-    if os.environ.get(switch, "1") == "0":
+    built = _built(source, bind, switch=switch, extra_flags=extra_flags)
+    if built is None:
         return None
-    try:
-        path = compile_kernel(source=source, extra_flags=extra_flags)
-        lib = bind(path)
-    except OSError:
-        return None
+    path, lib = built
     key = _check_key(path, matches)
     answer = path.with_name(f"{path.name}.check-{key}") if key is not None else None
     if answer is not None and os.environ.get("IRTLIB_KERNEL_RECHECK", "0") != "1":
@@ -225,8 +231,6 @@ def _check_key(path: Path, matches: Callable) -> str | None:
     irtlib's sources, which hold it and the numpy forms it compares with), numpy's version and the
     processor features its loops dispatch on (numpy's own rounding), and Python's version.
     """
-    import sys
-
     import numpy as np
 
     try:
