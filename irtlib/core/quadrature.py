@@ -23,7 +23,7 @@ from scipy.special import logsumexp
 from irtlib._typing import ArrayLike
 from irtlib.errors import InputError
 
-__all__ = ["uniform_grid", "normal_grid", "posterior_weights", "logsumexp_rows"]
+__all__ = ["uniform_grid", "normal_grid", "posterior_weights", "logsumexp_rows", "posterior_counts"]
 
 
 def uniform_grid(*, n_points: int = 801, bounds: tuple[float, float] = (-8.0, 8.0), prior_mean: float = 0.0,
@@ -133,3 +133,49 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
         if direct.any():                            # scipy's direct sum, where the shifted one is not finite
             out[direct] = np.log(np.exp(a[direct]).sum(axis=1, keepdims=True))
     return out[:, 0]
+
+
+#: :func:`posterior_counts` lifts the weights by this power of two (and scales the counts back by its inverse).
+LIFT_EXPONENT = 64
+#: Weights at most this large in magnitude are lifted: the lifted sums of up to 2^64 rows stay far from overflow.
+LIFT_LIMIT = 2.0 ** 800
+
+
+def posterior_counts(weights: np.ndarray, indicator: np.ndarray) -> np.ndarray:
+    """``weights.T @ indicator`` for a 0/1 ``indicator``, the same bits, without subnormal operands.
+
+    The expected counts of an EM or marginal-likelihood gradient (Bock and Aitkin 1981): posterior
+    weights (models x nodes) summed over the models that gave each response. Far from every model
+    the weights underflow into the subnormal range, where each multiply-add of the matrix product
+    costs a microcode assist (on HarmBench's M2PL grid, 77 x 729, about 2% of the weights made the
+    product five to six times slower). Here the weights are multiplied by ``2^64`` first and the
+    product by ``2^-64`` after. Both scalings are exact (a power of two times a double, no overflow,
+    and the result is the double the product would have given), and so is every operation of the
+    product in between: with a 0/1 indicator each term is a weight or zero, exactly, and each sum
+    of such terms either has an exact result (below ``2^-1022`` in the original, a multiple of
+    ``2^-1074``, so representable in both) or rounds, in the normal range, at the same relative
+    position in both (rounding to nearest commutes with a power-of-two scaling that neither
+    overflows nor leaves the normal range), whatever order the BLAS adds the terms in. So the
+    product of the lifted weights is ``2^64`` times the original's, bit for bit.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (n_models, n_nodes), float64
+        Posterior weights (:func:`posterior_weights`).
+    indicator : ndarray, shape (n_models, n_cells), float64
+        Every entry 0.0 or 1.0 (which responses each model gave); the caller guarantees it.
+
+    Returns
+    -------
+    ndarray, shape (n_nodes, n_cells)
+        ``weights.T @ indicator``'s values. Weights that are not finite or exceed :data:`LIFT_LIMIT`
+        in magnitude take the plain product.
+    """
+    w = np.asarray(weights)
+    if not (w.dtype == np.float64 and w.ndim == 2 and w.size and np.isfinite(w).all()
+            and np.abs(w).max() <= LIFT_LIMIT):
+        return w.T @ indicator
+    lifted = w * 2.0 ** LIFT_EXPONENT                # the same layout as the weights: the same BLAS call
+    out = lifted.T @ indicator
+    out *= 2.0 ** -LIFT_EXPONENT
+    return out

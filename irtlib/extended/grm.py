@@ -40,7 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
 from irtlib.core.eap import EAP_POINTS, eap_from_log_likelihood
-from irtlib.core.quadrature import normal_grid, posterior_weights, uniform_grid
+from irtlib.core.quadrature import normal_grid, posterior_counts, posterior_weights, uniform_grid
 from irtlib.errors import InputError
 
 from .logistic_kernel import tables as logistic_tables
@@ -446,7 +446,7 @@ def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, 
             lp, ds = _cat_tables(z)                                                          # (J, Q, K)
             ll_mq = flat @ lp.transpose(0, 2, 1).reshape(-1, nodes.size)                    # (M, Q)
             post, marg = posterior_weights(ll_mq, logw)
-            counts = (post.T @ flat).reshape(nodes.size, n_items, n_cat).transpose(1, 0, 2)
+            counts = posterior_counts(post, flat).reshape(nodes.size, n_items, n_cat).transpose(1, 0, 2)
             _, g_alpha, g_c, _, _, _ = _expected_loglik(alpha, c, b, nodes, counts, z=z, lp=lp, ds=ds)
             lp_prior, pa, pc = _item_prior(alpha, b, c, prior_log_a, prior_b)
             value = marg.sum() + lp_prior

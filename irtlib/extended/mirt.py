@@ -39,7 +39,7 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
-from irtlib.core.quadrature import normal_grid, posterior_weights
+from irtlib.core.quadrature import normal_grid, posterior_counts, posterior_weights
 from irtlib.errors import InputError
 
 from .logistic_kernel import tables as logistic_tables
@@ -275,8 +275,8 @@ def _fit_mirt(values, *, n_dims, structure, n_per_dim, prior_loading_sd, prior_i
         chol, norm = _cholesky(u, d) if confirm else (np.eye(d), np.ones(d))
         nodes = z_std @ chol.T
         z, post, marg, p_z = _marginal(x1, x0, obs, a, icpt, nodes, logw, sigmoid=True)
-        r1 = post.T @ x1
-        n = post.T @ obs
+        r1 = posterior_counts(post, x1)                          # post.T @ x1 and post.T @ obs (0/1), the same bits
+        n = posterior_counts(post, obs)
         g_z = r1 - n * p_z                                        # (Q, J)
         g_a = (g_z.T @ nodes)[mask] - p[:n_a] / prior_loading_sd ** 2
         g_d = g_z.sum(axis=0) - icpt / prior_intercept_sd ** 2
