@@ -46,6 +46,23 @@ def _row_sum(coefficients: list, us: list) -> np.ndarray:
     return total
 
 
+def _cross_sum(cross: list, coefficients: list) -> np.ndarray:
+    """``sum(cross[v] * coefficients[v] for v in ...)`` (Python's ``sum``), the same array, in one buffer.
+
+    The terms are the generator's, operand for operand (``cross[v] * coefficients[v]``), added in its order
+    to the first one (``0 + t0``, which turns a -0.0 into 0.0, as ``sum`` does). The layout of the result
+    orders the products it enters, so the in-place sum is taken only when every ``cross[v]`` has the same
+    contiguous layout (then the generator's sums have it too); otherwise the generator itself runs.
+    """
+    if not (all(c.flags.c_contiguous for c in cross) or all(c.flags.f_contiguous for c in cross)):
+        return sum(c * w for c, w in zip(cross, coefficients, strict=True))
+    total = cross[0] * coefficients[0]
+    np.add(0, total, out=total)
+    for c, w in zip(cross[1:], coefficients[1:], strict=True):
+        total += c * w
+    return total
+
+
 def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: list,
                item_inverse: list) -> tuple[np.ndarray, list] | None:
     """Solve ``J d = g`` for an arrow-shaped information matrix ``J``.
@@ -77,7 +94,7 @@ def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: lis
     schur = dense.copy()
     rhs = g_dense.copy()
     for u in range(k):
-        cu = sum(cross[v] * binv[v][u] for v in range(k))                           # (C B^-1)_u
+        cu = _cross_sum(cross, [binv[v][u] for v in range(k)])                   # (C B^-1)_u
         schur -= cu @ cross[u].T
     for u in range(k):
         rhs -= cross[u] @ e[u]
