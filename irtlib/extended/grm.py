@@ -73,8 +73,10 @@ def _log_cat(z, tables=None):
     # upper: log sigmoid(z_k), k = 1..K-1; lower: log sigmoid(-z_k) (scipy's log_expit, in one pass)
     upper, lower = logistic_tables(z) if tables is None else tables
     out = np.empty(z.shape[:-1] + (z.shape[-1] + 1,))
-    out[..., 0] = (-0.0 + lower[..., 0]) + 0.0
-    out[..., -1] = (upper[..., -1] + -0.0) + 0.0
+    # (-0.0 + v) + 0.0 and (v + -0.0) + 0.0 are v + 0.0 for every double v (adding -0.0 changes nothing,
+    # a NaN included): one addition each
+    np.add(lower[..., 0], 0.0, out=out[..., 0])
+    np.add(upper[..., -1], 0.0, out=out[..., -1])
     if z.shape[-1] > 1:
         with np.errstate(divide="ignore", invalid="ignore"):
             gap = np.log(-np.expm1(np.minimum(z[..., 1:] - z[..., :-1], -1e-300)))

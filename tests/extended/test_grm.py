@@ -144,3 +144,21 @@ def test_category_log_probabilities_are_the_padded_formula_bit_for_bit(n_cat):
     z[2, 2] = z[2, 2, 0]                                 # equal thresholds: an empty category (-inf)
     got, want = grm._log_cat(z), _log_cat_padded(z)
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_edge_categories_are_the_previous_additions_bit_for_bit():
+    """The edge categories as ``v + 0.0``: the previous ``(-0.0 + v) + 0.0`` and ``(v + -0.0) + 0.0`` on every edge."""
+    from irtlib.extended.logistic_kernel import tables
+
+    tiny = np.nextafter(0.0, 1.0)
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, tiny, -tiny, 1e-300, -1e-300, 36.0, -37.0, 709.8, -745.1,
+                      1e308, -1e308])
+    z = np.stack(np.meshgrid(edges, edges, indexing="ij"), axis=-1).reshape(-1, 1, 2)
+    with np.errstate(all="ignore"):
+        upper, lower = tables(z)
+        got = grm._log_cat(z)
+        for v, col in ((lower[..., 0], 0), (upper[..., -1], -1)):
+            want = (-0.0 + v) + 0.0 if col == 0 else (v + -0.0) + 0.0
+            assert np.array_equal(np.isnan(got[..., col]), np.isnan(want))
+            ok = ~np.isnan(want)
+            assert np.array_equal(got[..., col][ok].view(np.int64), want[ok].view(np.int64))
