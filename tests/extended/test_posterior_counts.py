@@ -1,4 +1,4 @@
-"""The M2PL's and the GRM's expected counts from lifted weights: every fit the same, bit for bit, as the plain product."""
+"""The M2PL's and the GRM's expected counts from lifted weights: every fit the same as with the plain product."""
 
 import numpy as np
 import pytest
