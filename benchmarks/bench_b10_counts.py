@@ -9,7 +9,11 @@ the BLAS product's multiply-adds. "plain" swaps the plain product ``post.T @ ind
   dimensions from the functional categories): the held-out fit and the three splits' agreement runs
   (``irtbook.beyond.dimension_heldout`` and ``dimension_agreement``, full settings), and the exploratory 2-D
   held-out fit of the solution cell;
-- ``grm``: the marginal-ML GRM of chapter 10's severity question on PandaGuard (held-out fit and three splits).
+- ``grm``: the marginal-ML GRM of chapter 10's severity question on PandaGuard (held-out fit and three splits);
+- ``posterior``: :func:`irtlib.core.quadrature.posterior_weights` and ``logsumexp_rows`` with the shift and the
+  exponential written into their own tables' buffers, against the previous expressions (new arrays; kept here and
+  swapped in as "plain"), on chapter 10's certification study of HarmBench (``irtbook.certification.study``, full
+  settings), whose rules' posteriors call them at every step.
 
 Each computation runs plain, lifted, lifted, plain; the CPU seconds (``process_time``) of the faster of each
 pair, their ratio, the 1-minute load and whether every result is equal (arrays bit for bit, frames with
@@ -45,6 +49,55 @@ def plain_counts():
     finally:
         for module, value in saved:
             module.posterior_counts = value
+
+
+def _previous_logsumexp_rows(a):
+    """``logsumexp_rows`` before this branch: the maxima set by a boolean index, ``exp(rest - max)`` a new array."""
+    from irtlib.core.quadrature import logsumexp
+
+    if not (isinstance(a, np.ndarray) and a.ndim == 2 and a.dtype == np.float64 and a.size):
+        return logsumexp(a, axis=1)
+    a_max = a.max(axis=1, keepdims=True)
+    at_max = a == a_max
+    rest = np.array(a, copy=True)
+    rest[at_max] = -np.inf
+    m = at_max.sum(axis=1, keepdims=True, dtype=a.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = np.exp(rest - a_max).sum(axis=1, keepdims=True, dtype=a.dtype)
+        s = np.where(s == 0, s, s / m)
+        sign = np.sign(s + 1) * np.sign(m)
+        s = np.where(s < -1, -s - 2, s)
+        out = np.log1p(s) + np.log(np.abs(m)) + a_max
+        out[sign < 0] = np.nan
+        direct = ~np.isfinite(out[:, 0])
+        if direct.any():
+            out[direct] = np.log(np.exp(a[direct]).sum(axis=1, keepdims=True))
+    return out[:, 0]
+
+
+def _previous_posterior_weights(log_lik, log_prior):
+    joint = np.asarray(log_lik, dtype=float) + np.asarray(log_prior, dtype=float)
+    norm = _previous_logsumexp_rows(joint)
+    return np.exp(joint - norm[:, None]), norm
+
+
+@contextlib.contextmanager
+def previous_posterior():
+    """The previous ``posterior_weights`` (and its ``logsumexp_rows``) wherever the chapter's code calls them."""
+    from irtlib.core import quadrature
+    from irtlib.extended import grm, mirt
+    from irtlib.selection import certify
+
+    swaps = [(m, "posterior_weights", _previous_posterior_weights) for m in (quadrature, certify, grm, mirt)]
+    swaps.append((quadrature, "logsumexp_rows", _previous_logsumexp_rows))
+    saved = [(m, name, getattr(m, name)) for m, name, _ in swaps]
+    try:
+        for m, name, value in swaps:
+            setattr(m, name, value)
+        yield
+    finally:
+        for m, name, value in saved:
+            setattr(m, name, value)
 
 
 def _equal(x, y) -> bool:
@@ -106,8 +159,20 @@ def grm_question():
     return run
 
 
-def _timed(run, plain):
-    with plain_counts() if plain else contextlib.nullcontext():
+def certification_study():
+    from irtbook import certification as cert
+    from irtlib import datasets
+
+    m = datasets.load("harmbench")
+
+    def run():
+        return cert.study(m, confidence=0.95, budget=100, indifference=0.01, n_simulees=4000, loo_every=1, seed=0)
+
+    return run
+
+
+def _timed(run, plain, swap=plain_counts):
+    with swap() if plain else contextlib.nullcontext():
         start = time.process_time()
         out = run()
         return time.process_time() - start, out
@@ -115,13 +180,14 @@ def _timed(run, plain):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", choices=["mirt", "grm"], default=["mirt", "grm"])
+    parser.add_argument("--only", nargs="*", choices=["mirt", "grm", "posterior"], default=["mirt", "grm", "posterior"])
     args = parser.parse_args()
     for name in args.only:
-        run = {"mirt": mirt_question, "grm": grm_question}[name]()
+        run = {"mirt": mirt_question, "grm": grm_question, "posterior": certification_study}[name]()
+        swap = previous_posterior if name == "posterior" else plain_counts
         times, outs = {"plain": [], "lifted": []}, {}
         for side in ("plain", "lifted", "lifted", "plain"):
-            seconds, out = _timed(run, side == "plain")
+            seconds, out = _timed(run, side == "plain", swap)
             times[side].append(seconds)
             outs.setdefault(side, out)
         same = _equal(outs["plain"], outs["lifted"])

@@ -93,6 +93,9 @@ def posterior_weights(log_lik: ArrayLike, log_prior: ArrayLike) -> tuple[np.ndar
     """
     joint = np.asarray(log_lik, dtype=float) + np.asarray(log_prior, dtype=float)
     norm = logsumexp_rows(joint)
+    if joint.ndim == 2 and joint.flags.c_contiguous:    # a new C-ordered array: np.exp(joint - norm) in its buffer
+        np.subtract(joint, norm[:, None], out=joint)
+        return np.exp(joint, out=joint), norm
     return np.exp(joint - norm[:, None]), norm
 
 
@@ -105,7 +108,8 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
     run on the same arrays in the same order (so every sum adds the same terms the same way), the
     fallback only for the rows that need it, and without scipy's array-API dispatch: about twice as
     fast on a posterior grid (77 x 729), which the EAP estimates and the GRM's and M2PL's marginal
-    likelihoods evaluate at every step. Any other input goes to scipy.
+    likelihoods evaluate at every step. On a C-ordered copy the shift and the exponential are written into
+    the copy's buffer (the same values in the same layout, so the same sum). Any other input goes to scipy.
 
     Parameters
     ----------
@@ -120,10 +124,15 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
     a_max = a.max(axis=1, keepdims=True)
     at_max = a == a_max
     rest = np.array(a, copy=True)                   # order "K", as scipy's copy: the layout orders the sums
-    rest[at_max] = -np.inf                          # the maxima, separated out of the main sum
+    np.copyto(rest, -np.inf, where=at_max)          # the maxima, separated out of the main sum
     m = at_max.sum(axis=1, keepdims=True, dtype=a.dtype)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        s = np.exp(rest - a_max).sum(axis=1, keepdims=True, dtype=a.dtype)
+        if rest.flags.c_contiguous:                 # exp(rest - max) in rest's buffer: the same C-ordered table
+            np.subtract(rest, a_max, out=rest)
+            shifted = np.exp(rest, out=rest)
+        else:
+            shifted = np.exp(rest - a_max)
+        s = shifted.sum(axis=1, keepdims=True, dtype=a.dtype)
         s = np.where(s == 0, s, s / m)
         sign = np.sign(s + 1) * np.sign(m)
         s = np.where(s < -1, -s - 2, s)

@@ -104,3 +104,17 @@ def test_subnormal_sums_keep_their_bits():
                                                                                              1.0 + 2.0 ** -52]])
     indicator = np.ones((3, 2))
     assert np.array_equal(posterior_counts(weights, indicator).view(np.int64), (weights.T @ indicator).view(np.int64))
+
+
+@pytest.mark.parametrize("index", range(11))
+def test_posterior_weights_are_the_previous_expression_bit_for_bit(index):
+    """The weights written into the joint table's buffer: ``np.exp(joint - norm)`` as a new array gave them."""
+    a = list(_arrays())[index]
+    prior = np.linspace(-3.0, 0.0, a.shape[1])
+    with np.errstate(all="ignore"):
+        joint = a + prior
+        want_norm = logsumexp(joint, axis=1)
+        want = np.exp(joint - want_norm[:, None])
+        got, norm = posterior_weights(a, prior)
+    assert _same_bits(norm, want_norm) and _same_bits(got, want)
+    assert got.flags.c_contiguous == want.flags.c_contiguous
