@@ -312,6 +312,5 @@ def _full_matches_numpy(lib: ctypes.CDLL) -> bool:
 
 
 def _matches_vector(lib: ctypes.CDLL) -> bool:
-    """Compiled four lanes wide or more (AVX2 or AVX-512: narrower, it is slower than the scalar kernel) and
-    equal to numpy."""
+    """Compiled four or eight lanes wide (AVX2, AVX-512: narrower is slower than the scalar kernel), equal to numpy."""
     return lib.maxinfo_vector_width() in (4, 8) and _matches_numpy(lib) and _full_matches_numpy(lib)
