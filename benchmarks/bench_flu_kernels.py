@@ -8,7 +8,9 @@ seconds (``time.process_time``) of each build are printed with their ratio.
 - ``mle``: Fluid's MLE (``score_kernel.RowTerms.estimate``, the whole Newton iteration) along an adaptive
   path: ``--models`` models, ``--steps`` steps, a new item each step, abilities and every estimate compared.
 - ``maxinfo``: maximum information's full pass and steps (``maxinfo_kernel.FullPass``) over a bank, the
-  picks compared.
+  picks compared (the base's build, this tree's AVX2 build and, where the processor has it, its AVX-512 build).
+- ``random-irt``: Random IRT's exact-pass MAP estimate (``MapEstimator(order=0)``) with numpy's pass (the base's
+  path, ``estimators.map_row_sums`` set to None) and with the C row sums; every estimate compared.
 
 Run from the repository root::
 
@@ -167,6 +169,37 @@ def bench_maxinfo(base: str, tmp: Path, *, models: int, items: int, steps: int, 
             f"every pick equal ({models * steps} per build and round)")
 
 
+def bench_random_irt(*, rounds: int) -> None:
+    """Random IRT's exact-pass MAP (``MapEstimator(order=0)``): numpy's pass (old) against the C row sums (new)."""
+    from irtlib.protocol.agreement import budget_grid
+    from irtlib.selection import estimators
+    from irtlib.selection.adaptive import MapEstimator, RandomSelection, run_adaptive
+
+    rng = np.random.default_rng(10)
+    n, m = 10, 4906
+    a, b = np.exp(rng.normal(0.0, 0.5, m)), rng.normal(0.0, 1.5, m)
+    x = (rng.random((n, m)) < 1.0 / (1.0 + np.exp(-a * (rng.normal(0.0, 1.0, n)[:, None] - b)))).astype(float)
+    ks = budget_grid(m)
+    real = estimators.map_row_sums
+    times = {"old": [], "new": []}
+    ref = None
+    for _ in range(rounds):
+        for label, sums in (("old", lambda: None), ("new", real)):
+            estimators.map_row_sums = sums
+            c0 = time.process_time()
+            for seed in range(10):
+                traj = run_adaptive(x, a, b, budget=ks[-1], selector=RandomSelection(), estimator=MapEstimator(order=0),
+                                    seed=seed, record=ks)
+            times[label].append(time.process_time() - c0)
+            if ref is None:
+                ref = traj.estimate
+            elif not np.array_equal(traj.estimate.view(np.int64), ref.view(np.int64), equal_nan=False):
+                raise SystemExit(f"Random IRT's estimates differ ({label})")
+    estimators.map_row_sums = real
+    _report("Random IRT's MAP", f"10 splits x {n} models, {m} items, {len(ks)} budgets to {ks[-1]}", times,
+            "every estimate equal")
+
+
 def _report(what: str, size: str, times: dict, same: str) -> None:
     old = min(times["old"])
     print(f"{what} ({size}); load {os.getloadavg()[0]:.1f}")
@@ -179,7 +212,8 @@ def _report(what: str, size: str, times: dict, same: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="main", help="the commit whose kernels are 'old' (default main)")
-    parser.add_argument("--only", nargs="*", default=["mle", "maxinfo"], choices=["mle", "maxinfo"])
+    parser.add_argument("--only", nargs="*", default=["mle", "maxinfo", "random-irt"],
+                        choices=["mle", "maxinfo", "random-irt"])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--models", type=int, default=60)
     parser.add_argument("--steps", type=int, default=1500)
@@ -192,6 +226,8 @@ def main(argv=None) -> int:
             bench_mle(args.base, tmp, models=args.models, steps=args.steps, rounds=args.rounds)
         if "maxinfo" in args.only:
             bench_maxinfo(args.base, tmp, models=100, items=4906, steps=1000, rounds=args.rounds)
+        if "random-irt" in args.only:
+            bench_random_irt(rounds=args.rounds)
     return 0
 
 
