@@ -386,8 +386,10 @@ class _MapRun:
         return self.sax - (M[:, :-1] * terms).sum(axis=1) - prior, (M[:, 1:] * terms).sum(axis=1)
 
     def _exact_sums(self):
-        """The C row sums of the exact pass (:func:`irtlib.selection.ability_kernel.map_row_sums`) over the
-        administered cells, or None (the Taylor model, or no kernel: :meth:`_grad_info`'s numpy)."""
+        """The exact pass's C row sums over the administered cells, or None (Taylor model, or no kernel).
+
+        :func:`irtlib.selection.ability_kernel.map_row_sums`; None leaves :meth:`_grad_info`'s numpy pass.
+        """
         if self.taylor or self.t == 0:
             return None
         prepare = map_row_sums()
@@ -399,8 +401,10 @@ class _MapRun:
         return prepare(self.X[:, :t], np.ones((self.X.shape[0], t), dtype=bool), self.A[:, :t], self.B[:, :t])
 
     def _kernel_grad_info(self, sums, theta, done):
-        """:meth:`_grad_info`'s exact pass by the C row sums (numpy's sums bit for bit), for the models not
-        ``done`` only (the Newton loop reads no other: elsewhere 0)."""
+        """:meth:`_grad_info`'s exact pass by the C row sums (numpy's sums bit for bit).
+
+        Only for the models not ``done`` (the Newton loop reads no other's: 0 there).
+        """
         e = self.e
         prior = (theta - e.prior_mean) / e.prior_sd ** 2
         if not done.any():
