@@ -122,8 +122,10 @@ void mle_terms(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const doub
 void row_sums(int64_t n_rows, int64_t n, int64_t ld, const double *g, const double *h, double *sg, double *sh)
 {
     for (int64_t i = 0; i < n_rows; i++) {
-        sg[i] = 0.0 + pairwise_sum(g + i * ld, n);
-        sh[i] = 0.0 + pairwise_sum(h + i * ld, n);
+        double a, b;
+        pairwise_sum2(g + i * ld, h + i * ld, n, &a, &b);
+        sg[i] = 0.0 + a;
+        sh[i] = 0.0 + b;
     }
 }
 
@@ -145,8 +147,10 @@ static void score_at(Rows *R, int64_t r, double th, double *T, double *dT)
     R->evaluated += t - from;
     R->at[r] = th;
     R->upto[r] = t;
-    *T = 0.0 + pairwise_sum(R->g + off, t);
-    *dT = -(0.0 + pairwise_sum(R->h + off, t));
+    double sg, sh;
+    pairwise_sum2(R->g + off, R->h + off, t, &sg, &sh);
+    *T = 0.0 + sg;
+    *dT = -(0.0 + sh);
 }
 
 /* numpy's clip: NaN stays NaN, then max with lo, then min with hi. */
