@@ -414,8 +414,9 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
     if len(out) != len(rows):
         raise InputError(f"calibration engine {engine!r} returned {len(out)} fits for {len(rows)} splits")
     fits = []
+    complete = not np.isnan(x).any()       # no missing cell: every item of a block with a row is seen
     for block, (a, b) in zip(blocks, out, strict=True):
-        seen = (~np.isnan(block)).any(axis=0)
+        seen = np.full(x.shape[1], block.shape[0] > 0) if complete else (~np.isnan(block)).any(axis=0)
         a, b = np.asarray(a, float).copy(), np.asarray(b, float).copy()
         if a.shape != (x.shape[1],) or b.shape != (x.shape[1],):
             raise InputError(f"calibration engine {engine!r} returned parameters of shape {a.shape}, {b.shape} "

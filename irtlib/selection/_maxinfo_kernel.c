@@ -30,7 +30,11 @@
 /* exp(x) for -700 <= x <= 0 (lanes outside give garbage; the caller never uses them): x = n ln2 + r,
  * |r| <= ln2 / 2 (ln2 in two parts, Cody and Waite), the Taylor polynomial of degree 11 in r by
  * Estrin's scheme (short dependency chains), times 2^n. */
+#if defined(__AVX512F__)
+#define LANES 8                 /* maxinfo_kernel.AVX512_FLAGS' build: eight lanes a vector */
+#else
 #define LANES 4
+#endif
 typedef double vd __attribute__((vector_size(8 * LANES)));
 typedef int64_t vl __attribute__((vector_size(8 * LANES)));
 
@@ -147,11 +151,12 @@ void best_candidates4(int64_t n, int64_t c, const double *theta, const double *c
     }
 }
 
-/* 1 where compiled for AVX2 (four lanes in one instruction): only then is best_candidates4 the faster. */
+/* The lanes of a vector where compiled for AVX2 (four in one instruction; eight with AVX-512): only then is
+ * best_candidates4 the faster. 1 otherwise. */
 int64_t maxinfo_vector_width(void)
 {
 #ifdef __AVX2__
-    return 4;
+    return LANES;
 #else
     return 1;
 #endif

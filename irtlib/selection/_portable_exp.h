@@ -137,4 +137,35 @@ PEXP_INLINE void portable_exp_pair(double x, double *ex, double *enx)
     *enx = pexp_finish(-kd, -hi, -lo, -r, r2, e, o);
 }
 
+/* The largest |x| portable_exp_pair_normal takes: |k| <= 1010, so exp(r) 2^k and exp(-r) 2^-k are normal
+ * numbers (exp(r) is within [0.7, 1.42]: 2^-1022 < 0.7 2^-1010, 1.42 2^1010 < 2^1024). */
+#define PEXP_NORMAL_RANGE 700.0
+
+/* portable_exp_pair(x) bit for bit where |x| <= PEXP_NORMAL_RANGE (elsewhere wrong: the caller checks), with
+ * fewer operations. There the clamp leaves x as it is, and a product by a power of two whose result is a
+ * normal number is exact, so pexp_finish's (y 2^k1) 2^k2 is y 2^k: one product by 2^k (and one by 2^-k),
+ * each built from k's bits (those of x log2(e) + 1.5 2^52 less those of 1.5 2^52) instead of two halves
+ * of k and two products. The reduction and y are pexp_reduce's and pexp_finish's operations, in their order. */
+PEXP_INLINE void portable_exp_pair_normal(double x, double *ex, double *enx)
+{
+    double k = x * PEXP_LOG2E;
+    const double shifted = k + PEXP_SHIFT;
+    k = shifted - PEXP_SHIFT;
+    const double hi = x - k * PEXP_LN2_HI;
+    const double lo = k * PEXP_LN2_LO;
+    const double r = hi - lo;
+    const double r2 = r * r;
+    const double e = pexp_even_half(r2), o = pexp_odd_half(r2);
+    const double mr = -r;
+    const double p = e + r * o;
+    const double c = lo - r2 * p;
+    const double y = 1.0 + (hi - c);
+    const double pn = e + mr * o;
+    const double cn = -lo - r2 * pn;
+    const double yn = 1.0 + (-hi - cn);
+    const uint64_t ki = pexp_bits(shifted) - pexp_bits(PEXP_SHIFT);     /* k modulo 2^64 */
+    *ex = y * pexp_from_bits((ki + 1023u) << 52);
+    *enx = yn * pexp_from_bits((1023u - ki) << 52);
+}
+
 #endif

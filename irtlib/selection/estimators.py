@@ -37,6 +37,7 @@ from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
 from . import map_kernel, score_kernel
+from .ability_kernel import map_row_sums
 from .items import ItemModel, TwoPLItems
 from .portable_exp import portable_expit_pair
 
@@ -384,6 +385,37 @@ class _MapRun:
         M = self.M
         return self.sax - (M[:, :-1] * terms).sum(axis=1) - prior, (M[:, 1:] * terms).sum(axis=1)
 
+    def _exact_sums(self):
+        """The exact pass's C row sums over the administered cells, or None (Taylor model, or no kernel).
+
+        :func:`irtlib.selection.ability_kernel.map_row_sums`; None leaves :meth:`_grad_info`'s numpy pass.
+        """
+        if self.taylor or self.t == 0:
+            return None
+        prepare = map_row_sums()
+        if prepare is None:
+            return None
+        t = self.t
+        # every cell counted: a cell without a response has a = 0 and x = 0, whose terms (-0.0 and 0.0) are the
+        # numpy pass's, which sums them too
+        return prepare(self.X[:, :t], np.ones((self.X.shape[0], t), dtype=bool), self.A[:, :t], self.B[:, :t])
+
+    def _kernel_grad_info(self, sums, theta, done):
+        """:meth:`_grad_info`'s exact pass by the C row sums (numpy's sums bit for bit).
+
+        Only for the models not ``done`` (the Newton loop reads no other's: 0 there).
+        """
+        e = self.e
+        prior = (theta - e.prior_mean) / e.prior_sd ** 2
+        if not done.any():
+            score, info = sums(None, theta)
+            return score - prior, info
+        rows = np.flatnonzero(~done)
+        g, h = np.zeros(theta.size), np.zeros(theta.size)
+        score, info = sums(rows, theta[rows])
+        g[rows], h[rows] = score - prior[rows], info
+        return g, h
+
     def _terms(self, theta):
         """``d^n / n!`` with ``d = theta - theta_r``, re-centring first the models ``radius`` away."""
         d = theta - self.theta_r
@@ -402,8 +434,9 @@ class _MapRun:
         inv_var = 1.0 / e.prior_sd ** 2
         theta = self.theta
         done = np.zeros(theta.size, dtype=bool)
+        sums = self._exact_sums()
         for _ in range(e.max_newton):
-            g, h = self._grad_info(theta)
+            g, h = self._grad_info(theta) if sums is None else self._kernel_grad_info(sums, theta, done)
             new = np.clip(theta + np.clip(g / (h + inv_var), -e.max_step, e.max_step), lo, hi)
             moved = np.abs(new - theta)
             theta = np.where(done, theta, new)                     # converged models stay put

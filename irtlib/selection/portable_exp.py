@@ -152,6 +152,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.portable_exp_array.restype = None
     lib.portable_exp_pair_array.argtypes = [i64, ptr, ptr, ptr]
     lib.portable_exp_pair_array.restype = None
+    lib.portable_exp_pair_normal_array.argtypes = [i64, ptr, ptr, ptr]
+    lib.portable_exp_pair_normal_array.restype = None
     return lib
 
 
@@ -165,13 +167,19 @@ def load_c(*, path: Path | None = None) -> ctypes.CDLL:
     return _bind(path if path is not None else compile_kernel(source=C_SOURCE))
 
 
-def c_exp(lib: ctypes.CDLL, x: ArrayLike, *, pair: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """``portable_exp`` of every element by the C library ``lib`` (:func:`load_c`); with ``pair``, also of ``-x``."""
+def c_exp(lib: ctypes.CDLL, x: ArrayLike, *, pair: bool = False,
+          normal: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """``portable_exp`` of every element by the C library ``lib`` (:func:`load_c`); with ``pair``, also of ``-x``.
+
+    ``normal`` (with ``pair``): by ``portable_exp_pair_normal``, the MLE kernel's pair where ``|x| <= 700``
+    (elsewhere its results are not exp's).
+    """
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.empty_like(x)
     if not pair:
         lib.portable_exp_array(x.size, x.ctypes.data, out.ctypes.data)
         return out
     neg = np.empty_like(x)
-    lib.portable_exp_pair_array(x.size, x.ctypes.data, out.ctypes.data, neg.ctypes.data)
+    fn = lib.portable_exp_pair_normal_array if normal else lib.portable_exp_pair_array
+    fn(x.size, x.ctypes.data, out.ctypes.data, neg.ctypes.data)
     return out, neg

@@ -317,6 +317,24 @@ def test_average_ranks_are_scipys_rankdata_exactly_with_and_without_ties():
     np.testing.assert_array_equal(average_ranks(np.array([[3.0, 1.0, 3.0, 2.0, 3.0]])), [[4.0, 1.0, 4.0, 2.0, 4.0]])
 
 
+def test_short_rows_are_ranked_by_counting_as_by_the_sort_bit_for_bit(monkeypatch):
+    # rows up to _COUNTED long are ranked by counting pairs; the sort's ranks, float for float (ties, signed
+    # zeros, infinities), and rows with NaN or longer ones still take the sort
+    from irtlib.core import stats
+
+    rng = np.random.default_rng(6)
+    cases = [rng.integers(0, int(rng.integers(1, 6)), (int(rng.integers(1, 30)), n)).astype(float)
+             for n in (0, 1, 2, 7, 8, 33, 64, 65, 90)]
+    cases += [rng.normal(size=(24, 20)), np.array([[0.0, -0.0, np.inf, -np.inf, 1.0, -0.0, np.inf]]),
+              np.array([[1.0, np.nan, 0.0, 1.0]])]
+    counted = [stats.average_ranks(v) for v in cases]
+    monkeypatch.setattr(stats, "_COUNTED", -1)
+    for v, got in zip(cases, counted, strict=True):
+        want = stats.average_ranks(v)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want, equal_nan=True)
+
+
 def test_spearman_is_scipys():
     from scipy.stats import spearmanr
 

@@ -12,13 +12,20 @@ from irtlib.selection.estimators import MapEstimator, MleEstimator
 from irtlib.selection.selectors import MaxInformation
 
 
-@pytest.fixture(scope="module")
-def lib():
-    from irtlib.calibration.fused_kernel import compiled
+@pytest.fixture(scope="module", params=["avx2", "avx512"])
+def lib(request):
+    """The kernel built four lanes wide (AVX2) and, where the processor has AVX-512F and DQ, eight lanes wide."""
+    from irtlib.calibration.fused_kernel import compiled, cpu_flags
 
-    built = compiled(maxinfo_kernel.SOURCE, maxinfo_kernel._bind, switch="IRTLIB_MAXINFO_KERNEL")
+    flags = ()
+    if request.param == "avx512":
+        if not {"avx512f", "avx512dq"} <= cpu_flags():
+            pytest.skip("no AVX-512F and DQ here")
+        flags = maxinfo_kernel.AVX512_FLAGS
+    built = compiled(maxinfo_kernel.SOURCE, maxinfo_kernel._bind, switch="IRTLIB_MAXINFO_KERNEL", extra_flags=flags)
     if built is None:
         pytest.skip("the four-lane candidate kernel cannot be built here")
+    assert built.maxinfo_vector_width() == (8 if flags else 4)
     return built
 
 
@@ -140,3 +147,33 @@ def test_twins_of_lower_index_candidates_are_left_out_of_the_bound_until_their_l
     picks = [int(run.select(theta)[0]) for _ in range(6)]
     assert picks == [0, 1, 2, 3, 6, 7]                          # twins in index order, then the next label
     assert run.full_passes < 6                                  # the twins beyond the cache did not force passes
+
+
+def test_the_eight_lane_build_gives_the_four_lane_builds_items_and_estimates(monkeypatch):
+    """Where the processor has AVX-512 the loader keeps the eight-lane build: the same picks at every step."""
+    from irtlib.calibration.fused_kernel import compiled, cpu_flags
+
+    if not {"avx512f", "avx512dq"} <= cpu_flags() or maxinfo_kernel.load() is None or score_kernel.load() is None:
+        pytest.skip("no AVX-512 or no candidate kernel here")
+    wide = compiled(maxinfo_kernel.SOURCE, maxinfo_kernel._bind, switch="IRTLIB_MAXINFO_KERNEL",
+                    extra_flags=maxinfo_kernel.AVX512_FLAGS)
+    narrow = compiled(maxinfo_kernel.SOURCE, maxinfo_kernel._bind, switch="IRTLIB_MAXINFO_KERNEL")
+    assert maxinfo_kernel.load()._name == wide._name != narrow._name
+    rng = np.random.default_rng(12)
+    n, m = 37, 1203                                 # neither a multiple of the eight lanes
+    a = np.exp(rng.normal(0.0, 0.5, m))
+    b = rng.normal(0.0, 1.5, m)
+    a[1::9], b[1::9] = a[0::9][:a[1::9].size], b[0::9][:b[1::9].size]      # twins
+    theta = rng.normal(0.0, 1.0, n)
+    x = (rng.random((n, m)) < 1.0 / (1.0 + np.exp(-a * (theta[:, None] - b)))).astype(float)
+    x[rng.random((n, m)) < 0.05] = np.nan
+    for bank in ((a, b), (np.tile(a, (n, 1)) * rng.uniform(0.9, 1.1, (n, m)), np.tile(b, (n, 1)))):
+        runs = []
+        for built in (wide, narrow):
+            monkeypatch.setitem(maxinfo_kernel._LOADED, "lib", built)
+            runs.append(run_adaptive(x, *bank, budget=500, selector=MaxInformation(), estimator=MleEstimator()))
+        np.testing.assert_array_equal(runs[0].items, runs[1].items)
+        np.testing.assert_array_equal(runs[0].estimate, runs[1].estimate)
+    monkeypatch.setattr(maxinfo_kernel, "_LOADED", {})
+    monkeypatch.setenv("IRTLIB_MAXINFO_KERNEL_AVX512", "0")
+    assert maxinfo_kernel.load()._name == narrow._name

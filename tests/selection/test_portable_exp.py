@@ -81,6 +81,23 @@ def test_the_c_builds_and_the_numpy_twin_give_the_same_bits(c_builds):
         np.testing.assert_array_equal(_bits(enx), _bits(pe.portable_exp(-x)), err_msg=name)
 
 
+def test_the_normal_range_pair_is_the_pair_bit_for_bit_within_its_range(c_builds):
+    # portable_exp_pair_normal (the MLE kernel's pair where |z| <= 700): one product by 2^k instead of two
+    # halves, the same bits wherever the results are normal numbers; the range's edges, both signed zeros,
+    # tiny arguments and the reduction's edges k ln 2 and halfway included
+    x = _grid()
+    x = np.concatenate([x[np.abs(x) <= 700.0], [700.0, -700.0, 0.0, -0.0, 5e-324, -5e-324, 699.9999999999999]])
+    for name, lib in c_builds.items():
+        ex, enx = pe.c_exp(lib, x, pair=True)
+        fx, fnx = pe.c_exp(lib, x, pair=True, normal=True)
+        np.testing.assert_array_equal(_bits(fx), _bits(ex), err_msg=name)
+        np.testing.assert_array_equal(_bits(fnx), _bits(enx), err_msg=name)
+        for n in range(0, 20):                                 # the vector blocks' remainders
+            fx, fnx = pe.c_exp(lib, x[-n - 7:], pair=True, normal=True)
+            np.testing.assert_array_equal(_bits(fx), _bits(ex[-n - 7:]), err_msg=f"{name}, {n}")
+            np.testing.assert_array_equal(_bits(fnx), _bits(enx[-n - 7:]), err_msg=f"{name}, {n}")
+
+
 def test_the_pair_is_exp_of_x_and_of_minus_x_bit_for_bit():
     x = np.concatenate([_grid(), SPECIAL, -SPECIAL])
     ex, enx = pe.portable_exp_pair(x)
@@ -168,6 +185,8 @@ def test_the_mle_kernels_terms_are_the_numpy_twins_on_every_block_remainder():
     x = (rng.random((n, t)) < 0.5).astype(float)
     theta = rng.normal(0.0, 3.0, n)
     theta[:3] = (700.0, -700.0, 8.0)
+    b[3:6, ::5] = theta[3:6, None] - 700.0 / a[3:6, ::5]      # |z| at the fast pair's edge (700), and past it
+    b[6, ::3] = theta[6] - np.nextafter(700.0, np.inf) / a[6, ::3]
     g0, h0 = pe.score_and_information(x, theta[:, None], a, b)
     for stop in range(0, t + 1, 3):
         start = rng.integers(0, stop + 1, n)
