@@ -215,6 +215,71 @@ def test_some_methods_are_read_from_a_stored_run_of_every_method(complete, proto
     assert whole.attrs["methods"] == list(irtlib.protocol.agreement.METHODS)    # the stored run is left as it was
 
 
+def small_protocol(name: str, bench, n_splits: int = 4, **rules):
+    """The named protocol with fewer splits of its own (and other ``rules``), so that its whole run is quick."""
+    from dataclasses import replace
+
+    from irtlib.protocol import presets as protocols
+
+    return replace(protocols.get(name, benchmark=bench.name), n_splits=n_splits, **rules)
+
+
+@pytest.mark.parametrize("protocol", ["paper", "authors"])
+def test_the_first_splits_of_some_methods_are_read_from_the_protocols_stored_run(complete, protocol, tmp_path,
+                                                                                 monkeypatch):
+    """Fewer splits (and, for the path methods, fewer budgets) equal the rows of the protocol's stored run."""
+    import irtlib.protocol.agreement
+
+    proto = small_protocol(protocol, complete, engine="map")      # the authors' split and order rules, a quick fit
+    grid = pipeline.default_budgets(complete, protocol=proto)
+    assert set(grid) < set(pipeline.protocol_budgets(complete, protocol=proto))    # the stored run has more budgets
+    cases = [dict(methods=["fluid", "random"], n_splits=2, ks=grid),
+             dict(methods=["random-irt"], n_splits=3, ks=grid[:5]),
+             dict(methods=["fluid", "random"], n_splits=4, ks=grid[3:]),
+             dict(methods=None, n_splits=2, ks=pipeline.protocol_budgets(complete, protocol=proto))]
+    alone = [pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=None, **case) for case in cases]
+    run = Counter(irtlib.protocol.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.protocol.agreement, "run_protocol", run)
+    pipeline.protocol_benchmark(complete, protocol=proto, n_jobs=2, cache_dir=tmp_path)    # the protocol's own run
+    assert run.calls == 1
+    for case, expected in zip(cases, alone, strict=True):
+        read = pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=tmp_path, **case)
+        assert run.calls == 1                                           # read, not run
+        assert read.equals(expected)
+        assert {k: v for k, v in read.attrs.items() if k not in ("seconds", "split_batch")} == \
+            {k: v for k, v in expected.attrs.items() if k not in ("seconds", "split_batch")}
+    # a static method's rows at other budgets are computed (its subsets may follow the budgets), as is a larger run
+    pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=tmp_path, methods=["anchor-points"], n_splits=2,
+                                ks=grid)
+    pipeline.protocol_benchmark(complete, protocol=small_protocol(protocol, complete, 5, engine="map"),
+                                cache_dir=tmp_path,
+                                methods=["fluid"], n_splits=5, ks=grid)
+    assert run.calls == 3
+
+
+def test_a_benchmark_profile_reads_the_protocols_stored_run_and_equals_one_computed(complete, tmp_path, monkeypatch):
+    """Chapter 8's profile of a benchmark is the same whether its Fluid and Random runs are read or computed."""
+    import irtlib.protocol.agreement
+    from irtbook import release_check
+
+    proto = small_protocol("paper", complete)
+    settings = dict(n_splits=3, n_test=10, seed=0, k=20, engine="map", protocol=proto)
+    computed = release_check.benchmark_profile(complete, cache_dir=None, **settings)
+    pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=tmp_path)
+    run = Counter(irtlib.protocol.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.protocol.agreement, "run_protocol", run)
+    read = release_check.benchmark_profile(complete, cache_dir=tmp_path, **settings)
+    assert run.calls == 0
+    assert read.keys() == computed.keys()
+    assert all(np.array_equal(read[q], computed[q], equal_nan=True) for q in computed)
+    # and the profile computed through the pipeline is the one run_protocol's own budgets give
+    res = irtlib.protocol.agreement.run_protocol(complete.full, methods=["fluid", "random"], n_splits=3, n_test=10,
+                                                 seed=0, engine="map", protocol=proto)
+    direct = pipeline.protocol_benchmark(complete, methods=["fluid", "random"], n_splits=3, n_test=10, seed=0,
+                                         ks=pipeline.default_budgets(complete, protocol=proto), protocol=proto)
+    assert res.attrs["ks"] == direct.attrs["ks"] and res.drop(columns=[]).equals(direct.drop(columns=["benchmark"]))
+
+
 @pytest.mark.parametrize("protocol", ["paper", "authors"])
 def test_the_ceiling_is_random_irt_with_every_item_on_the_same_splits(complete, protocol, tmp_path):
     """With every kept item, Random IRT scores the test models by MAP on all items: the ceiling."""
