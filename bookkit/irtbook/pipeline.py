@@ -19,15 +19,14 @@ from irtlib.datasets import paper
 from .cache import array_checksum, cache_path, cached
 from irtlib.calibration.joint_map import Calibration, fit_2pl
 from irtlib.core.responses import ResponseMatrix
-from irtlib.datasets.sources import DataSource
+from irtlib.datasets.sources import DataSource, source_setting
 from irtlib.protocol.presets import Protocol
 
-__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
-           "chapter_engine", "chapter_protocol", "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "QUICK_AUTHORS_EPOCHS",
-           "paper_budgets", "protocol_budgets", "default_budgets", "kept_items", "book_protocol", "protocol_sizes",
-           "protocol_benchmark",
-           "method_rows", "split_rows", "PREFIX_METHODS", "harmbench_variants", "split_batch",
-           "anchor_path_reason"]
+__all__ = ["Benchmark", "load_benchmark", "data_files", "calibrate_benchmark", "calibrate_matrix", "split_cache",
+           "chapter_epochs", "chapter_engine", "chapter_protocol", "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS",
+           "QUICK_AUTHORS_EPOCHS", "paper_budgets", "protocol_budgets", "default_budgets", "kept_items",
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "method_rows", "split_rows", "PREFIX_METHODS",
+           "harmbench_variants", "split_batch", "anchor_path_reason"]
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,8 @@ class Benchmark:
 
 
 def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, data_dir=None,
-                   source: str | None = None) -> Benchmark:
-    """Load a benchmark, binarize it with ``rule`` and apply the variance filter.
+                   source: str | None = None, cache_dir=None) -> Benchmark:
+    """Load a benchmark, binarize it with ``rule`` and apply the variance filter (paper, section "Binarization").
 
     Parameters
     ----------
@@ -83,8 +82,22 @@ def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, 
         As in :func:`irtlib.datasets.load`.
     source : {"auto", "real", "simulated"} or None
         Which data ``name`` stands for (:func:`irtlib.datasets.resolve`); None: ``$IRTLIB_DATA`` or ``"auto"``.
+    cache_dir : path-like, optional
+        Keep the loaded benchmark there (the chapters' ``CACHE_DIR``), so that the next chapter reads it
+        instead of parsing and binarizing the files again: keyed by the options above as given, the data they
+        resolve to (:class:`irtlib.datasets.sources.DataSource`) and the SHA-256 of every file those data are
+        read from (:func:`data_files`), so a changed file loads again. None (or data of another kind): always load.
     """
     data = datasets.resolve(name, source=source, data_dir=data_dir)
+    files = data_files(data) if cache_dir is not None else None
+    if files is not None:
+        import hashlib
+
+        digests = tuple((str(f), hashlib.sha256(f.read_bytes()).hexdigest()) for f in files)
+        key = ("load_benchmark", name, rule, threshold, None if data_dir is None else str(data_dir), source,
+               source_setting(source), data, digests)
+        return cached(lambda: load_benchmark(name, rule=rule, threshold=threshold, data_dir=data_dir, source=source),
+                      key=key, cache_dir=cache_dir)
     if data.binary:
         rule = "binary"
     elif data.kind == "simulated" and datasets.load_items(
@@ -94,6 +107,30 @@ def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, 
     shown_name = (datasets.display_name("airbench2024-real") if data.kind == "real-subset"
                   else datasets.display_name(name, source="simulated" if data.kind == "simulated" else source))
     return Benchmark(name, shown_name, full, full.filter_variance(threshold), rule, data)
+
+
+def data_files(data: DataSource) -> list[Path] | None:
+    """Every file :func:`load_benchmark` reads for ``data`` (sorted), or None for data it does not know.
+
+    The paper's data: the authors' file and the checksum recorded beside it at download, if any; the real
+    AIR-Bench subset: every file of its directory; the simulated release: its manifest and every file of
+    the benchmark's directory.
+    """
+    from irtlib.datasets.release import MANIFEST
+    from irtlib.io.checksums import RECORD_SUFFIX
+
+    path = data.path
+    if path is None:
+        return None
+    if data.kind == "paper":
+        found = [path, path.with_name(path.name + RECORD_SUFFIX)]
+    elif data.kind == "real-subset":
+        found = list(path.iterdir())
+    elif data.kind == "simulated":
+        found = [path / MANIFEST, *(path / data.benchmark).rglob("*")]
+    else:
+        return None
+    return sorted(f for f in found if f.is_file())
 
 
 def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt-authors", seed: int = 0, epochs: int = 1000,

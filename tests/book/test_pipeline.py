@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,6 +40,91 @@ class Counter:
     def __call__(self, *args, **kwargs):
         self.calls += 1
         return self.func(*args, **kwargs)
+
+
+def _release_copy(tmp_path, name: str) -> Path:
+    """A copy of the simulated release's manifest and one benchmark's directory."""
+    import shutil
+
+    from irtlib.datasets.release import MANIFEST
+    from irtlib.datasets.sources import default_data_dir
+
+    src, dest = default_data_dir(), tmp_path / "release"
+    shutil.copytree(src / name, dest / name)
+    shutil.copy(src / MANIFEST, dest / MANIFEST)
+    return dest
+
+
+def test_a_loaded_benchmark_is_kept_by_its_options_and_the_digests_of_its_files(tmp_path, monkeypatch):
+    """The cache serves the same benchmark for the same options and files, and loads again when either changes."""
+    import gzip
+    import hashlib
+    import json
+
+    from irtlib import datasets
+
+    data = _release_copy(tmp_path, "simplesafetytests")
+    opts = dict(source="simulated", data_dir=data)
+    fresh = pipeline.load_benchmark("simplesafetytests", **opts)
+    load = Counter(datasets.load)
+    monkeypatch.setattr(datasets, "load", load)
+    cache_dir = tmp_path / "cache"
+    first = pipeline.load_benchmark("simplesafetytests", cache_dir=cache_dir, **opts)
+    again = pipeline.load_benchmark("simplesafetytests", cache_dir=cache_dir, **opts)
+    assert load.calls == 1                                                   # read the second time
+    for bench in (first, again):
+        assert bench == fresh and bench.checksum == fresh.checksum and bench.display_name == fresh.display_name
+        assert bench.data == fresh.data and bench.rule == fresh.rule and not bench.full.values.flags.writeable
+    pipeline.load_benchmark("simplesafetytests", threshold=0.02, cache_dir=cache_dir, **opts)
+    pipeline.load_benchmark("simplesafetytests", rule="lenient", cache_dir=cache_dir, **opts)
+    assert load.calls == 3                                                   # other options: loaded
+    # one response changed (and the manifest with it, so that the release still verifies): loaded again
+    rel = "simplesafetytests/responses.csv.gz"
+    lines = gzip.decompress((data / rel).read_bytes()).decode().splitlines()
+    row = next(i for i, line in enumerate(lines) if line.split(",")[2] == "1")
+    model, item, *_ = lines[row].split(",")
+    lines[row] = f"{model},{item},0,0,0"
+    blob = gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
+    (data / rel).write_bytes(blob)
+    manifest = json.loads((data / "manifest.json").read_text())
+    manifest["files"][rel].update(sha256=hashlib.sha256(blob).hexdigest(), bytes=len(blob))
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    changed = pipeline.load_benchmark("simplesafetytests", cache_dir=cache_dir, **opts)
+    assert load.calls == 4 and changed.checksum != fresh.checksum
+    assert changed.full.to_long().set_index(["model", "item"]).loc[(model, item), "score"] == 0 == \
+        1 - fresh.full.to_long().set_index(["model", "item"]).loc[(model, item), "score"]
+
+
+def test_the_files_a_benchmark_is_keyed_by_are_every_file_its_load_opens():
+    """Every file :func:`load_benchmark` opens for the data of each kind found here is among :func:`data_files`."""
+    import sys
+
+    from irtlib import datasets
+
+    opened: list[str] = []
+    recording = [False]
+
+    def hook(event, args):
+        if recording[0] and event == "open" and isinstance(args[0], (str, Path)):
+            opened.append(str(args[0]))
+
+    sys.addaudithook(hook)                               # a hook cannot be removed: it records only when asked
+    kinds = set()
+    for name in paper.BENCHMARKS:
+        for source in ("auto", "simulated"):
+            data = datasets.resolve(name, source=source)
+            opened.clear()
+            recording[0] = True
+            try:
+                pipeline.load_benchmark(name, source=source)
+            finally:
+                recording[0] = False
+            files = {str(f) for f in pipeline.data_files(data)}
+            read = {f for f in opened if not f.endswith((".py", ".pyc", ".so")) and not f.startswith("/proc/")}
+            assert read <= files, (name, source, read - files)
+            assert read or data.kind == "paper", (name, source)     # (the authors' files are parsed once a process)
+            kinds.add(data.kind)
+    assert "simulated" in kinds
 
 
 def test_calibration_is_cached_by_data_settings_and_library(sst, tmp_path, monkeypatch):
