@@ -20,7 +20,7 @@ from irtlib.fit.summaries import coefficient_of_variation, item_rmse
 from irtlib.protocol.agreement import agreement_curves, paired_difference, spearman
 
 from .cache import cached
-from .pipeline import default_budgets, protocol_benchmark
+from .pipeline import calibrate_benchmark, default_budgets, protocol_benchmark
 from .scorecard import nearest_swept
 
 __all__ = ["QUANTITIES", "benchmark_profile", "release_vs_real", "agreement_summary"]
@@ -73,7 +73,9 @@ def benchmark_profile(bench, *, n_splits: int = 20, n_test: int = 10, seed: int 
 
     def compute():
         full, filtered = bench.full, bench.filtered
-        cal = fit_2pl(filtered, engine=engine)
+        # the MAP engine's whole fit is the build's stage's (calibrate_benchmark: the same fit_2pl, cached)
+        cal = (calibrate_benchmark(bench, engine="map", cache_dir=cache_dir) if engine == "map"
+               else fit_2pl(filtered, engine=engine))
         scores = full.safety_scores()
         # run_protocol's own budgets, through the cached pipeline: a stored run of the protocol's every split
         # (chapter 6's runs under the paper's text, on the same data) holds these splits' rows already

@@ -359,6 +359,11 @@ def test_a_benchmark_profile_reads_the_protocols_stored_run_and_equals_one_compu
     assert run.calls == 0
     assert read.keys() == computed.keys()
     assert all(np.array_equal(read[q], computed[q], equal_nan=True) for q in computed)
+    # the whole fit it reads (the stage's calibrate_benchmark with the MAP engine) is fit_2pl's
+    from irtlib import fit_2pl
+
+    whole, direct_fit = pipeline.calibrate_benchmark(complete, engine="map"), fit_2pl(complete.filtered, engine="map")
+    assert whole.theta.equals(direct_fit.theta) and whole.a.equals(direct_fit.a) and whole.b.equals(direct_fit.b)
     # and the profile computed through the pipeline is the one run_protocol's own budgets give
     res = irtlib.protocol.agreement.run_protocol(complete.full, methods=["fluid", "random"], n_splits=3, n_test=10,
                                                  seed=0, engine="map", protocol=proto)
