@@ -267,7 +267,9 @@ stage: $(STAGE_STAMP)
 # 05 (bookkit/irtbook/comparison_runs.py: chapter 06's default parameters, read from its source, one process),
 # and chapter 06 reads them from the cache; otherwise both cores idled while 06 ran them alone at the end.
 # Not with PARAMS (the chapter's own parameters may differ: it computes its runs itself) nor in a QUICK build,
-# whose two splits a run cost less than the job's start.
+# whose two splits a run cost less than the job's start. Chapter 08's profiles of the real data are the first 20
+# splits of those runs under the paper's text (Fluid and Random; irtbook.pipeline.split_rows), so 08 waits for the
+# job and reads them; without the job (QUICK, PARAMS, `make chapter`) it computes them itself.
 COMPARISON_STAMP := $(if $(and $(STAGE_STAMP),$(filter book/06_table2,$(CHAPTERS))),$(if $(strip $(PARAMS)),,$(if \
 	$(filter True,$(QUICK_VALUE)),,$(STAGE_CACHE)/.comparison-$(QUICK_VALUE))))
 ifneq ($(COMPARISON_STAMP),)
@@ -275,7 +277,7 @@ $(COMPARISON_STAMP): book/06_table2.md $(LIB_SRC) $(KERNEL_SRC) $(DATA_SRC) $(PA
 		| $(VENV_STAMP) $(PYC_STAMP)
 	$(VPY) -m irtbook.comparison_runs --cache-dir $(STAGE_CACHE)
 	@touch $@
-$(EXEC_DIR)/06_table2.ipynb: $(COMPARISON_STAMP)
+$(EXEC_DIR)/06_table2.ipynb $(EXEC_DIR)/08_simulation_study.ipynb: $(COMPARISON_STAMP)
 endif
 
 # One executed notebook per chapter; the recursive `make -j$(JOBS) executed` runs them in parallel.
@@ -318,7 +320,8 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # for 11.5 of its 12 s. So each chapter that reuses another's cache is listed where that one has certainly
 # ended: after two more of the long chapters (02 and 05 start first and end before 10 and 08 have both
 # started; then 04b and, after it, 06). Chapter 06's comparison runs (COMPARISON_STAMP), which need only the
-# stage, start right after 05. The short pages come last, to fill the end of both slots; 01_data and intro, which
+# stage, start right after 05 (in 02's slot) and end while 10 (in 05's slot) still runs, so 08, which reads them,
+# comes after 10 and starts in their slot. The short pages come last, to fill the end of both slots; 01_data and intro, which
 # do not wait for the stage (STAGE_USERS), run beside it, in the slot it leaves free.
 FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/08_simulation_study book/04b_model_fit \
 	book/07_own_benchmark book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \

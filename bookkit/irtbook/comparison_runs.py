@@ -110,7 +110,8 @@ def chapter_arguments(params: dict, *, quick: bool, cache_dir, n_jobs: int = 1) 
     from .split_stage import QUICK_MAX_SPLITS
 
     max_splits = QUICK_MAX_SPLITS if quick else None
-    benches = {b: load_benchmark(b, rule=params["RULE"], source=params["DATA"]) for b in params["BENCHMARKS"]}
+    benches = {b: load_benchmark(b, rule=params["RULE"], source=params["DATA"], cache_dir=str(cache_dir))
+               for b in params["BENCHMARKS"]}
     run_kw = dict(seed=params["SEED"], engine=params["ENGINE"], n_jobs=n_jobs, cache_dir=str(cache_dir),
                   max_splits=max_splits)
     proto = {b: chapter_protocol(book_protocol(benches[b], params["PROTOCOL"],

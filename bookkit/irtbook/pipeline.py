@@ -19,14 +19,14 @@ from irtlib.datasets import paper
 from .cache import array_checksum, cache_path, cached
 from irtlib.calibration.joint_map import Calibration, fit_2pl
 from irtlib.core.responses import ResponseMatrix
-from irtlib.datasets.sources import DataSource
+from irtlib.datasets.sources import DataSource, source_setting
 from irtlib.protocol.presets import Protocol
 
-__all__ = ["Benchmark", "load_benchmark", "calibrate_benchmark", "calibrate_matrix", "split_cache", "chapter_epochs",
-           "chapter_engine", "chapter_protocol", "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS", "QUICK_AUTHORS_EPOCHS",
-           "paper_budgets", "protocol_budgets", "kept_items", "book_protocol", "protocol_sizes", "protocol_benchmark",
-           "method_rows", "harmbench_variants", "split_batch",
-           "anchor_path_reason"]
+__all__ = ["Benchmark", "load_benchmark", "data_files", "calibrate_benchmark", "calibrate_matrix", "split_cache",
+           "chapter_epochs", "chapter_engine", "chapter_protocol", "CHAPTER_ENGINES", "QUICK_PYIRT_EPOCHS",
+           "QUICK_AUTHORS_EPOCHS", "paper_budgets", "protocol_budgets", "default_budgets", "kept_items",
+           "book_protocol", "protocol_sizes", "protocol_benchmark", "method_rows", "split_rows", "PREFIX_METHODS",
+           "harmbench_variants", "split_batch", "anchor_path_reason"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ class Benchmark:
 
 
 def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, data_dir=None,
-                   source: str | None = None) -> Benchmark:
-    """Load a benchmark, binarize it with ``rule`` and apply the variance filter.
+                   source: str | None = None, cache_dir=None) -> Benchmark:
+    """Load a benchmark, binarize it with ``rule`` and apply the variance filter (paper, section "Binarization").
 
     Parameters
     ----------
@@ -82,8 +82,22 @@ def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, 
         As in :func:`irtlib.datasets.load`.
     source : {"auto", "real", "simulated"} or None
         Which data ``name`` stands for (:func:`irtlib.datasets.resolve`); None: ``$IRTLIB_DATA`` or ``"auto"``.
+    cache_dir : path-like, optional
+        Keep the loaded benchmark there (the chapters' ``CACHE_DIR``), so that the next chapter reads it
+        instead of parsing and binarizing the files again: keyed by the options above as given, the data they
+        resolve to (:class:`irtlib.datasets.sources.DataSource`) and the SHA-256 of every file those data are
+        read from (:func:`data_files`), so a changed file loads again. None (or data of another kind): always load.
     """
     data = datasets.resolve(name, source=source, data_dir=data_dir)
+    files = data_files(data) if cache_dir is not None else None
+    if files is not None:
+        import hashlib
+
+        digests = tuple((str(f), hashlib.sha256(f.read_bytes()).hexdigest()) for f in files)
+        key = ("load_benchmark", name, rule, threshold, None if data_dir is None else str(data_dir), source,
+               source_setting(source), data, digests)
+        return cached(lambda: load_benchmark(name, rule=rule, threshold=threshold, data_dir=data_dir, source=source),
+                      key=key, cache_dir=cache_dir)
     if data.binary:
         rule = "binary"
     elif data.kind == "simulated" and datasets.load_items(
@@ -93,6 +107,30 @@ def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, 
     shown_name = (datasets.display_name("airbench2024-real") if data.kind == "real-subset"
                   else datasets.display_name(name, source="simulated" if data.kind == "simulated" else source))
     return Benchmark(name, shown_name, full, full.filter_variance(threshold), rule, data)
+
+
+def data_files(data: DataSource) -> list[Path] | None:
+    """Every file :func:`load_benchmark` reads for ``data`` (sorted), or None for data it does not know.
+
+    The paper's data: the authors' file and the checksum recorded beside it at download, if any; the real
+    AIR-Bench subset: every file of its directory; the simulated release: its manifest and every file of
+    the benchmark's directory.
+    """
+    from irtlib.datasets.release import MANIFEST
+    from irtlib.io.checksums import RECORD_SUFFIX
+
+    path = data.path
+    if path is None:
+        return None
+    if data.kind == "paper":
+        found = [path, path.with_name(path.name + RECORD_SUFFIX)]
+    elif data.kind == "real-subset":
+        found = list(path.iterdir())
+    elif data.kind == "simulated":
+        found = [path / MANIFEST, *(path / data.benchmark).rglob("*")]
+    else:
+        return None
+    return sorted(f for f in found if f.is_file())
 
 
 def calibrate_benchmark(bench: Benchmark, *, engine: str = "pyirt-authors", seed: int = 0, epochs: int = 1000,
@@ -258,6 +296,22 @@ def protocol_budgets(bench: Benchmark, *, n_points: int = 25, protocol: str | Pr
     return sorted(grid | {k for k in paper_budgets(bench.name) if k <= max(grid)})
 
 
+def default_budgets(bench: Benchmark, *, protocol: str | Protocol | None = None) -> list[int]:
+    """The budgets :func:`irtlib.run_protocol` sweeps on ``bench`` when given none (no paper's budgets added).
+
+    The protocol's grid over the items its variance filter keeps: :func:`irtlib.protocol.agreement.budget_grid`,
+    or the authors' grid under ``"authors"`` (:func:`irtlib.protocol.presets.authors_budget_grid`).
+    """
+    from irtlib.protocol import presets as protocols
+    from irtlib.protocol.agreement import budget_grid
+
+    proto = protocols.resolve(protocol, benchmark=bench.name)
+    n = kept_items(bench, protocol=proto)
+    if proto.budget_rule == "authors":
+        return list(protocols.authors_budget_grid(n, max_budget=proto.max_budget))
+    return list(budget_grid(n))
+
+
 def kept_items(bench: Benchmark, *, protocol: str | Protocol | None = None, threshold: float | None = None) -> int:
     """How many items the protocol's variance filter keeps (the text drops ``p(1-p) <= t``, the code ``< t``)."""
     from irtlib.protocol import presets as protocols
@@ -394,7 +448,10 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
         Method ids (default all eight); part of the cache key. Where ``cache_dir`` already holds the
         run of every method with the same settings, these methods' rows are read from it
         (:func:`method_rows`: the same rows as a run of these methods alone) instead of being run again
-        (chapter 5's HarmBench with all its behaviours is its run of every method).
+        (chapter 5's HarmBench with all its behaviours is its run of every method). Likewise a run of fewer
+        splits than the protocol's, or (for :data:`PREFIX_METHODS` alone) of fewer budgets, is read from the
+        protocol's own stored run of every method when there is one (:func:`split_rows`: chapter 8's profiles of
+        the real data are the first 20 splits of chapter 6's runs under the paper's text).
 
     Returns
     -------
@@ -413,11 +470,11 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
     key = ("protocol_benchmark", bench.name, bench.rule, bench.checksum, n_splits, n_test, seed, tuple(ks),
            engine, threshold, tuple(sorted(proto.settings().items())), None if methods is None else tuple(methods))
 
-    def compute(chosen=methods):
-        df = run_protocol(bench.full, methods=chosen, ks=ks, n_splits=n_splits, n_test=n_test, seed=seed,
+    def compute(chosen=methods, splits=n_splits, budgets=ks):
+        df = run_protocol(bench.full, methods=chosen, ks=budgets, n_splits=splits, n_test=n_test, seed=seed,
                           engine=engine, n_jobs=n_jobs, variance_threshold=threshold, progress=progress, protocol=proto,
                           benchmark=bench.name, calibration_cache=split_cache(cache_dir),
-                          split_batch=split_batch(n_splits, n_jobs))
+                          split_batch=split_batch(splits, n_jobs))
         attrs = dict(df.attrs)
         df = df.assign(benchmark=bench.name)
         df.attrs.update(attrs)
@@ -431,7 +488,66 @@ def protocol_benchmark(bench: Benchmark, *, n_splits: int | None = None, n_test:
             return method_rows(cached(lambda: compute(None), key=whole_key, cache_dir=cache_dir), methods)
 
         return cached(read, key=key, cache_dir=cache_dir)
+    if cache_dir is not None and not cache_path(key, cache_dir).exists():
+        full_splits, _ = protocol_sizes(bench, protocol=proto, n_test=n_test)
+        full_ks = protocol_budgets(bench, protocol=proto)
+        stored_key = key[:4] + (full_splits, n_test, seed, tuple(full_ks)) + key[8:-1] + (None,)
+        budgets_read = list(ks) == list(full_ks) or (methods is not None and set(methods) <= set(PREFIX_METHODS))
+        if (stored_key != whole_key and full_splits >= n_splits and set(ks) <= set(full_ks) and budgets_read
+                and cache_path(stored_key, cache_dir).exists()):
+            # the protocol's own run of every method (chapter 6's comparison runs) holds these rows in its first
+            # n_splits splits: each split's rows depend on its own streams, calibration and test models only
+            def first_splits():
+                stored = cached(lambda: compute(None, full_splits, full_ks), key=stored_key, cache_dir=cache_dir)
+                return split_rows(stored, n_splits=n_splits, ks=ks, methods=methods)
+
+            return cached(first_splits, key=key, cache_dir=cache_dir)
     return cached(compute, key=key, cache_dir=cache_dir)
+
+
+#: The methods whose agreement at budget ``k`` is read off the first ``k`` steps of one path per test model (the
+#: adaptive test and the random orders), whatever other budgets a run records: :func:`split_rows` may drop budgets
+#: of a run of these alone. The static subsets of the other methods may be chosen along the budgets (Anchor Points'
+#: warm-started path), so their rows are read only at the run's own budgets.
+PREFIX_METHODS = ("fluid", "random", "random-irt")
+
+
+def split_rows(results: pd.DataFrame, *, n_splits: int, ks, methods=None) -> pd.DataFrame:
+    """The rows of a protocol run of fewer splits, budgets or methods, read from a larger run of the same protocol.
+
+    :func:`irtlib.run_protocol` draws split ``s``'s test models, random orders and calibration from streams of
+    ``(seed, s)`` alone, computes each method's rows by the same per-split rules whichever other methods run
+    beside it (:func:`method_rows`), and records an adaptive or random method's agreement at budget ``k`` from
+    its first ``k`` steps, whatever larger budgets it goes on to (the paper, section "Evaluation": every
+    budget is a prefix of one path). So the first ``n_splits`` splits of a run with more, at budgets ``ks``
+    among its own (of :data:`PREFIX_METHODS` only, unless ``ks`` are the run's), are, bit for bit, the rows of a
+    run of ``n_splits`` splits at ``ks`` (a test compares them).
+
+    Parameters
+    ----------
+    results : DataFrame
+        A :func:`protocol_benchmark` (or :func:`irtlib.run_protocol`) result with at least ``n_splits``
+        splits, every budget of ``ks`` and every method of ``methods``.
+    n_splits : int
+        Splits kept: ``0 .. n_splits - 1``.
+    ks : sequence of int
+        Budgets kept.
+    methods : sequence of str, optional
+        Methods kept (None: the run's).
+
+    Returns
+    -------
+    DataFrame
+        The kept rows in the run's order (split, method, k) with a fresh index; ``attrs`` are the run's with
+        ``n_splits``, ``ks`` and ``methods`` those kept (``seconds`` stays the larger run's).
+    """
+    if methods is not None:
+        results = method_rows(results, methods)
+    ks = sorted({int(k) for k in ks})
+    keep = (results["split"].to_numpy() < int(n_splits)) & results["k"].isin(ks).to_numpy()
+    out = results[keep].reset_index(drop=True)
+    out.attrs = {**results.attrs, "n_splits": int(n_splits), "ks": ks}
+    return out
 
 
 def method_rows(results: pd.DataFrame, methods) -> pd.DataFrame:

@@ -17,10 +17,10 @@ import pandas as pd
 from irtlib.calibration.joint_map import fit_2pl
 from irtlib.datasets import paper
 from irtlib.fit.summaries import coefficient_of_variation, item_rmse
-from irtlib.protocol.agreement import agreement_curves, paired_difference, run_protocol, spearman
+from irtlib.protocol.agreement import agreement_curves, paired_difference, spearman
 
 from .cache import cached
-from .pipeline import split_cache
+from .pipeline import calibrate_benchmark, default_budgets, protocol_benchmark
 from .scorecard import nearest_swept
 
 __all__ = ["QUANTITIES", "benchmark_profile", "release_vs_real", "agreement_summary"]
@@ -54,13 +54,15 @@ def benchmark_profile(bench, *, n_splits: int = 20, n_test: int = 10, seed: int 
     ----------
     bench : irtbook.pipeline.Benchmark
     n_splits, n_test, seed, engine, n_jobs
-        The agreement protocol's settings (:func:`irtlib.run_protocol`), Fluid and Random only.
+        The agreement protocol's settings (:func:`irtlib.run_protocol` at its own budgets), Fluid and Random
+        only, run through :func:`irtbook.pipeline.protocol_benchmark`: the rows are read from a stored run of
+        the protocol's every split on the same data when ``cache_dir`` holds one (chapter 6's).
     k : int
         The small budget of Fluid's lead over Random (nearest swept budget).
     threshold : float
         Agreement that Fluid's mean curve must reach ("first k at 0.90", Table 2).
     protocol : str or None
-        Passed to :func:`irtlib.run_protocol` when given (``"paper"`` or ``"authors"``).
+        The protocol (``"paper"`` or ``"authors"``; None: ``"paper"``).
 
     Returns
     -------
@@ -71,11 +73,15 @@ def benchmark_profile(bench, *, n_splits: int = 20, n_test: int = 10, seed: int 
 
     def compute():
         full, filtered = bench.full, bench.filtered
-        cal = fit_2pl(filtered, engine=engine)
+        # the MAP engine's whole fit is the build's stage's (calibrate_benchmark: the same fit_2pl, cached)
+        cal = (calibrate_benchmark(bench, engine="map", cache_dir=cache_dir) if engine == "map"
+               else fit_2pl(filtered, engine=engine))
         scores = full.safety_scores()
-        kw = {} if protocol is None else {"protocol": protocol}
-        res = run_protocol(full, methods=["fluid", "random"], n_splits=n_splits, n_test=n_test, seed=seed,
-                           engine=engine, n_jobs=n_jobs, progress=False, calibration_cache=split_cache(cache_dir), **kw)
+        # run_protocol's own budgets, through the cached pipeline: a stored run of the protocol's every split
+        # (chapter 6's runs under the paper's text, on the same data) holds these splits' rows already
+        res = protocol_benchmark(bench, methods=["fluid", "random"], n_splits=n_splits, n_test=n_test, seed=seed,
+                                 ks=default_budgets(bench, protocol=protocol), engine=engine, n_jobs=n_jobs,
+                                 protocol=protocol, cache_dir=cache_dir)
         curves = agreement_curves(res).pivot(index="k", columns="method", values="mean")
         kk = nearest_swept(res, k)
         lead = paired_difference(res, k=kk, method="fluid", baseline="random")["mean"]

@@ -53,7 +53,7 @@ MAP_SOURCES = ("calibration/joint_map.py", "calibration/newton.py", "calibration
                "calibration/split_cache.py", "calibration/fused_kernel.py", "core/kernels.py",
                "core/responses.py")
 
-__all__ = ["fit_2pl_splits_cached", "missing_splits", "split_keys", "fit_map_splits_cached",
+__all__ = ["fit_2pl_splits_cached", "read_splits_cached", "missing_splits", "split_keys", "fit_map_splits_cached",
            "map_split_keys", "map_code_fingerprint"]
 
 #: Bump when the layout of an entry changes.
@@ -123,6 +123,41 @@ def fit_2pl_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *,
     return [(found[key][0].copy(), found[key][1].copy()) for key in keys]
 
 
+def read_splits_cached(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike,
+                       epochs: int = 1000, lr: float = 0.1, lr_decay: float = 0.9999, seed: int | Sequence[int] = 0,
+                       best: bool = True, threads: int | None = 1) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Every split's fit as :func:`fit_2pl_splits_cached` reads it, or None when some split has no readable entry.
+
+    The same keys and entries, nothing fitted and nothing written: for a caller that holds the whole matrix and
+    each split's rows of it (the protocol, paper section "Evaluation"), and that would otherwise stack every
+    split's training rows into one array only to hand it to :func:`fit_2pl_splits_cached` (about 150 MB for
+    70 splits of a SafetyBench-sized bank) when the build's calibration stage has already fitted them all.
+    On None the caller fits through :func:`fit_2pl_splits_cached`, which refits (and warns about) any entry
+    that could not be read.
+
+    Parameters
+    ----------
+    values, train_rows, cache_dir, epochs, lr, lr_decay, seed, best, threads
+        As in :func:`fit_2pl_splits_cached` (``cache_dir`` required).
+
+    Returns
+    -------
+    list of (a, b) or None
+    """
+    settings = {"epochs": epochs, "lr": lr, "lr_decay": lr_decay, "seed": seed, "best": best, "threads": threads}
+    x, rows = pyirt_batch.check_splits(values, train_rows, epochs=epochs, lr=lr, lr_decay=lr_decay, seed=seed)
+    keys = _keys(x, rows, _seeds(seed, len(rows)), settings)
+    paths = {key: Path(cache_dir) / f"{key}.npz" for key in dict.fromkeys(keys)}
+    if not all(path.exists() for path in paths.values()):
+        return None
+    with warnings.catch_warnings():             # the fit's own read warns, once, about an entry it replaces
+        warnings.simplefilter("ignore")
+        found = {key: _read_entry(path, key, x.shape[1]) for key, path in paths.items()}
+    if any(entry is None for entry in found.values()):
+        return None
+    return [(found[key][0].copy(), found[key][1].copy()) for key in keys]
+
+
 def missing_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, cache_dir: PathLike, epochs: int = 1000,
                    lr: float = 0.1, lr_decay: float = 0.9999, seed: int | Sequence[int] = 0, best: bool = True,
                    threads: int | None = 1) -> int:
@@ -172,10 +207,11 @@ def split_keys(values: ArrayLike, train_rows: Sequence[ArrayLike], **settings: f
     keys = []
     for r in train_rows:
         block = x[np.asarray(r, dtype=np.int64)]
-        block = np.where(np.isnan(block), np.nan, block)                    # one NaN bit pattern
+        if np.isnan(block).any():
+            block = np.where(np.isnan(block), np.nan, block)                # one NaN bit pattern
         digest = common.copy()
         digest.update(repr(block.shape).encode() + b"\0")
-        digest.update(np.ascontiguousarray(block).tobytes())
+        digest.update(np.ascontiguousarray(block))                          # its bytes, without a copy
         keys.append(digest.hexdigest())
     return keys
 

@@ -307,6 +307,20 @@ def _authors_batched(blocks: list, seeds: list, *, cache_dir=None, epochs: int |
     return _authors_stacked(np.vstack(blocks), starts, seeds, cache_dir=cache_dir, epochs=epochs)
 
 
+def _authors_read(x: np.ndarray, rows: list, seeds: list, cache_dir) -> list | None:
+    """:func:`_authors_stacked`'s fits read from ``cache_dir`` without stacking the rows, or None if one is missing.
+
+    A split's entry is keyed by its training block's content (:mod:`irtlib.calibration.split_cache`), the same
+    block whether it is hashed out of the stacked array or out of ``x``, so where every split has its entry the
+    fits are those :func:`_authors_stacked` would read (nothing is fitted here).
+    """
+    from irtlib.calibration.split_cache import read_splits_cached
+
+    if len(rows) != len(seeds) or not rows:
+        return None
+    return read_splits_cached(x, rows, seed=seeds, cache_dir=cache_dir)
+
+
 def _authors_stacked(stacked: np.ndarray, starts: np.ndarray, seeds: list, *, cache_dir=None,
                      epochs: int | None = None) -> list:
     """:func:`_authors_batched` of the blocks ``stacked[starts[i]:starts[i + 1]]``, already stacked.
@@ -399,24 +413,29 @@ def calibrate_splits(values: ArrayLike, train_rows: Sequence[ArrayLike], *, engi
     if len(seeds) != len(rows):
         raise InputError(f"seed has {len(seeds)} values for {len(rows)} splits")
     fn = CALIBRATION_ENGINES.get(engine)
-    if fn is _authors_batched:             # every split's training rows gathered once, stacked as it stacks them
-        starts = np.cumsum([0] + [r.size for r in rows])
-        stacked = x[np.concatenate(rows)] if rows else np.empty((0, x.shape[1]))
-        blocks = [stacked[starts[i]:starts[i + 1]] for i in range(len(rows))]   # only training rows
-        out = _authors_stacked(stacked, starts, seeds, cache_dir=cache_dir)
-    else:
-        blocks = [x[r] for r in rows]      # only training rows reach an engine
-    if fn is None:       # the MAP engine: the same numbers, kept by content where a cache is given
-        out = _calibrate_each(blocks, seeds, engine) if engine != "map" else \
-            _split_cache().fit_map_splits_cached(blocks, cache_dir=cache_dir)
-    elif fn is not _authors_batched:
-        out = fn(blocks, seeds) if cache_dir is None else fn(blocks, seeds, cache_dir=cache_dir)
+    out = _authors_read(x, rows, seeds, cache_dir) if fn is _authors_batched and cache_dir is not None else None
+    # out is not None: every split fitted before (the build's stage), read with nothing stacked
+    if out is None:
+        if fn is _authors_batched:         # every split's training rows gathered once, stacked as it stacks them
+            starts = np.cumsum([0] + [r.size for r in rows])
+            stacked = x[np.concatenate(rows)] if rows else np.empty((0, x.shape[1]))
+            blocks = [stacked[starts[i]:starts[i + 1]] for i in range(len(rows))]   # only training rows
+            out = _authors_stacked(stacked, starts, seeds, cache_dir=cache_dir)
+        else:
+            blocks = [x[r] for r in rows]  # only training rows reach an engine
+        if fn is None:   # the MAP engine: the same numbers, kept by content where a cache is given
+            out = _calibrate_each(blocks, seeds, engine) if engine != "map" else \
+                _split_cache().fit_map_splits_cached(blocks, cache_dir=cache_dir)
+        elif fn is not _authors_batched:
+            out = fn(blocks, seeds) if cache_dir is None else fn(blocks, seeds, cache_dir=cache_dir)
     if len(out) != len(rows):
         raise InputError(f"calibration engine {engine!r} returned {len(out)} fits for {len(rows)} splits")
+    # the items each split's training rows saw; a matrix without missing cells: every item, where a split has rows
+    complete = not np.isnan(x).any()
+    observed = None if complete else ~np.isnan(x)
+    seen_by = [np.full(x.shape[1], r.size > 0) if complete else observed[r].any(axis=0) for r in rows]
     fits = []
-    complete = not np.isnan(x).any()       # no missing cell: every item of a block with a row is seen
-    for block, (a, b) in zip(blocks, out, strict=True):
-        seen = np.full(x.shape[1], block.shape[0] > 0) if complete else (~np.isnan(block)).any(axis=0)
+    for seen, (a, b) in zip(seen_by, out, strict=True):
         a, b = np.asarray(a, float).copy(), np.asarray(b, float).copy()
         if a.shape != (x.shape[1],) or b.shape != (x.shape[1],):
             raise InputError(f"calibration engine {engine!r} returned parameters of shape {a.shape}, {b.shape} "

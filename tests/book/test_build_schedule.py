@@ -16,11 +16,11 @@ EXEC = "_build/executed"
 STAGE = "_build/cache/.stage-False"
 
 
-def _make_database() -> dict[str, set[str]]:
-    """Every target's prerequisites from ``make -p`` (make's own database; nothing is run)."""
+def _make_database(*settings: str) -> dict[str, set[str]]:
+    """Every target's prerequisites from ``make -p`` (make's own database; nothing is run), with make ``settings``."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     venv = Path(sys.executable).parent.parent
-    done = subprocess.run(["make", "-p", "-q", "-n", "lint", "MANAGE_VENV=0", f"VENV={venv}"], cwd=ROOT,
+    done = subprocess.run(["make", "-p", "-q", "-n", "lint", "MANAGE_VENV=0", f"VENV={venv}", *settings], cwd=ROOT,
                           capture_output=True, text=True, env=env, timeout=120)
     deps: dict[str, set[str]] = {}
     for line in done.stdout.splitlines():
@@ -69,3 +69,16 @@ def test_the_pages_without_the_cache_run_beside_the_stage(database):
         assert not _reads_cache(ROOT / "book" / f"{page}.md"), page
         assert not _waits_for(database, f"{EXEC}/{page}.ipynb", STAGE), page
     assert _waits_for(database, f"{EXEC}/02_fit.ipynb", STAGE)
+
+
+COMPARISON = "_build/cache/.comparison-False"
+
+
+def test_the_simulation_study_reads_the_comparison_runs_of_a_full_build_and_runs_alone_otherwise(database):
+    """08 waits for chapter 06's comparison job, whose first splits are its profiles; without the job, for the stage."""
+    chapter = f"{EXEC}/08_simulation_study.ipynb"
+    assert _waits_for(database, chapter, COMPARISON) and _waits_for(database, f"{EXEC}/06_table2.ipynb", COMPARISON)
+    for settings in (("QUICK=1",), ("PARAMS=-p SEED 0",)):          # no job: the chapter computes what it needs
+        deps = _make_database(*settings)
+        assert not any(t.startswith("_build/cache/.comparison-") for t in deps), settings
+        assert _waits_for(deps, chapter, "_build/cache/.stage-" + ("True" if settings == ("QUICK=1",) else "False"))

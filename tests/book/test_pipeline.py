@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,6 +40,91 @@ class Counter:
     def __call__(self, *args, **kwargs):
         self.calls += 1
         return self.func(*args, **kwargs)
+
+
+def _release_copy(tmp_path, name: str) -> Path:
+    """A copy of the simulated release's manifest and one benchmark's directory."""
+    import shutil
+
+    from irtlib.datasets.release import MANIFEST
+    from irtlib.datasets.sources import default_data_dir
+
+    src, dest = default_data_dir(), tmp_path / "release"
+    shutil.copytree(src / name, dest / name)
+    shutil.copy(src / MANIFEST, dest / MANIFEST)
+    return dest
+
+
+def test_a_loaded_benchmark_is_kept_by_its_options_and_the_digests_of_its_files(tmp_path, monkeypatch):
+    """The cache serves the same benchmark for the same options and files, and loads again when either changes."""
+    import gzip
+    import hashlib
+    import json
+
+    from irtlib import datasets
+
+    data = _release_copy(tmp_path, "simplesafetytests")
+    opts = dict(source="simulated", data_dir=data)
+    fresh = pipeline.load_benchmark("simplesafetytests", **opts)
+    load = Counter(datasets.load)
+    monkeypatch.setattr(datasets, "load", load)
+    cache_dir = tmp_path / "cache"
+    first = pipeline.load_benchmark("simplesafetytests", cache_dir=cache_dir, **opts)
+    again = pipeline.load_benchmark("simplesafetytests", cache_dir=cache_dir, **opts)
+    assert load.calls == 1                                                   # read the second time
+    for bench in (first, again):
+        assert bench == fresh and bench.checksum == fresh.checksum and bench.display_name == fresh.display_name
+        assert bench.data == fresh.data and bench.rule == fresh.rule and not bench.full.values.flags.writeable
+    pipeline.load_benchmark("simplesafetytests", threshold=0.02, cache_dir=cache_dir, **opts)
+    pipeline.load_benchmark("simplesafetytests", rule="lenient", cache_dir=cache_dir, **opts)
+    assert load.calls == 3                                                   # other options: loaded
+    # one response changed (and the manifest with it, so that the release still verifies): loaded again
+    rel = "simplesafetytests/responses.csv.gz"
+    lines = gzip.decompress((data / rel).read_bytes()).decode().splitlines()
+    row = next(i for i, line in enumerate(lines) if line.split(",")[2] == "1")
+    model, item, *_ = lines[row].split(",")
+    lines[row] = f"{model},{item},0,0,0"
+    blob = gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
+    (data / rel).write_bytes(blob)
+    manifest = json.loads((data / "manifest.json").read_text())
+    manifest["files"][rel].update(sha256=hashlib.sha256(blob).hexdigest(), bytes=len(blob))
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    changed = pipeline.load_benchmark("simplesafetytests", cache_dir=cache_dir, **opts)
+    assert load.calls == 4 and changed.checksum != fresh.checksum
+    assert changed.full.to_long().set_index(["model", "item"]).loc[(model, item), "score"] == 0 == \
+        1 - fresh.full.to_long().set_index(["model", "item"]).loc[(model, item), "score"]
+
+
+def test_the_files_a_benchmark_is_keyed_by_are_every_file_its_load_opens():
+    """Every file :func:`load_benchmark` opens for the data of each kind found here is among :func:`data_files`."""
+    import sys
+
+    from irtlib import datasets
+
+    opened: list[str] = []
+    recording = [False]
+
+    def hook(event, args):
+        if recording[0] and event == "open" and isinstance(args[0], (str, Path)):
+            opened.append(str(args[0]))
+
+    sys.addaudithook(hook)                               # a hook cannot be removed: it records only when asked
+    kinds = set()
+    for name in paper.BENCHMARKS:
+        for source in ("auto", "simulated"):
+            data = datasets.resolve(name, source=source)
+            opened.clear()
+            recording[0] = True
+            try:
+                pipeline.load_benchmark(name, source=source)
+            finally:
+                recording[0] = False
+            files = {str(f) for f in pipeline.data_files(data)}
+            read = {f for f in opened if not f.endswith((".py", ".pyc", ".so")) and not f.startswith("/proc/")}
+            assert read <= files, (name, source, read - files)
+            assert read or data.kind == "paper", (name, source)     # (the authors' files are parsed once a process)
+            kinds.add(data.kind)
+    assert "simulated" in kinds
 
 
 def test_calibration_is_cached_by_data_settings_and_library(sst, tmp_path, monkeypatch):
@@ -213,6 +300,76 @@ def test_some_methods_are_read_from_a_stored_run_of_every_method(complete, proto
         assert {k: v for k, v in read.attrs.items() if k not in ("methods", "seconds", "split_batch")} == \
             {k: v for k, v in expected.attrs.items() if k not in ("methods", "seconds", "split_batch")}
     assert whole.attrs["methods"] == list(irtlib.protocol.agreement.METHODS)    # the stored run is left as it was
+
+
+def small_protocol(name: str, bench, n_splits: int = 4, **rules):
+    """The named protocol with fewer splits of its own (and other ``rules``), so that its whole run is quick."""
+    from dataclasses import replace
+
+    from irtlib.protocol import presets as protocols
+
+    return replace(protocols.get(name, benchmark=bench.name), n_splits=n_splits, **rules)
+
+
+@pytest.mark.parametrize("protocol", ["paper", "authors"])
+def test_the_first_splits_of_some_methods_are_read_from_the_protocols_stored_run(complete, protocol, tmp_path,
+                                                                                 monkeypatch):
+    """Fewer splits (and, for the path methods, fewer budgets) equal the rows of the protocol's stored run."""
+    import irtlib.protocol.agreement
+
+    proto = small_protocol(protocol, complete, engine="map")      # the authors' split and order rules, a quick fit
+    grid = pipeline.default_budgets(complete, protocol=proto)
+    assert set(grid) < set(pipeline.protocol_budgets(complete, protocol=proto))    # the stored run has more budgets
+    cases = [dict(methods=["fluid", "random"], n_splits=2, ks=grid),
+             dict(methods=["random-irt"], n_splits=3, ks=grid[:5]),
+             dict(methods=["fluid", "random"], n_splits=4, ks=grid[3:]),
+             dict(methods=None, n_splits=2, ks=pipeline.protocol_budgets(complete, protocol=proto))]
+    alone = [pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=None, **case) for case in cases]
+    run = Counter(irtlib.protocol.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.protocol.agreement, "run_protocol", run)
+    pipeline.protocol_benchmark(complete, protocol=proto, n_jobs=2, cache_dir=tmp_path)    # the protocol's own run
+    assert run.calls == 1
+    for case, expected in zip(cases, alone, strict=True):
+        read = pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=tmp_path, **case)
+        assert run.calls == 1                                           # read, not run
+        assert read.equals(expected)
+        assert {k: v for k, v in read.attrs.items() if k not in ("seconds", "split_batch")} == \
+            {k: v for k, v in expected.attrs.items() if k not in ("seconds", "split_batch")}
+    # a static method's rows at other budgets are computed (its subsets may follow the budgets), as is a larger run
+    pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=tmp_path, methods=["anchor-points"], n_splits=2,
+                                ks=grid)
+    pipeline.protocol_benchmark(complete, protocol=small_protocol(protocol, complete, 5, engine="map"),
+                                cache_dir=tmp_path,
+                                methods=["fluid"], n_splits=5, ks=grid)
+    assert run.calls == 3
+
+
+def test_a_benchmark_profile_reads_the_protocols_stored_run_and_equals_one_computed(complete, tmp_path, monkeypatch):
+    """Chapter 8's profile of a benchmark is the same whether its Fluid and Random runs are read or computed."""
+    import irtlib.protocol.agreement
+    from irtbook import release_check
+
+    proto = small_protocol("paper", complete)
+    settings = dict(n_splits=3, n_test=10, seed=0, k=20, engine="map", protocol=proto)
+    computed = release_check.benchmark_profile(complete, cache_dir=None, **settings)
+    pipeline.protocol_benchmark(complete, protocol=proto, cache_dir=tmp_path)
+    run = Counter(irtlib.protocol.agreement.run_protocol)
+    monkeypatch.setattr(irtlib.protocol.agreement, "run_protocol", run)
+    read = release_check.benchmark_profile(complete, cache_dir=tmp_path, **settings)
+    assert run.calls == 0
+    assert read.keys() == computed.keys()
+    assert all(np.array_equal(read[q], computed[q], equal_nan=True) for q in computed)
+    # the whole fit it reads (the stage's calibrate_benchmark with the MAP engine) is fit_2pl's
+    from irtlib import fit_2pl
+
+    whole, direct_fit = pipeline.calibrate_benchmark(complete, engine="map"), fit_2pl(complete.filtered, engine="map")
+    assert whole.theta.equals(direct_fit.theta) and whole.a.equals(direct_fit.a) and whole.b.equals(direct_fit.b)
+    # and the profile computed through the pipeline is the one run_protocol's own budgets give
+    res = irtlib.protocol.agreement.run_protocol(complete.full, methods=["fluid", "random"], n_splits=3, n_test=10,
+                                                 seed=0, engine="map", protocol=proto)
+    direct = pipeline.protocol_benchmark(complete, methods=["fluid", "random"], n_splits=3, n_test=10, seed=0,
+                                         ks=pipeline.default_budgets(complete, protocol=proto), protocol=proto)
+    assert res.attrs["ks"] == direct.attrs["ks"] and res.drop(columns=[]).equals(direct.drop(columns=["benchmark"]))
 
 
 @pytest.mark.parametrize("protocol", ["paper", "authors"])

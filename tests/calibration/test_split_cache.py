@@ -141,3 +141,40 @@ def test_the_fingerprint_names_the_code(monkeypatch):
     assert fingerprint["likelihood"] == fused_kernel.kernel_fingerprint()       # this machine compiles the kernel
     monkeypatch.setattr(fused_kernel, "_LOADED", {"lib": None})               # where it cannot: another key
     assert split_cache.code_fingerprint()["likelihood"] == "torch"
+
+
+def test_the_keys_are_the_blocks_float64_bytes_with_one_nan_pattern(data):
+    """split_keys hashes each block as before: its float64 bytes, every NaN as numpy's, whether it has NaN or not."""
+    import hashlib
+    import json
+
+    x, rows = data
+    x = x.copy()
+    x[7, 3] = np.frombuffer(np.array([0x7FF8000000000001], dtype=np.uint64).tobytes())[0]   # another NaN's bits
+    settings = {"epochs": EPOCHS, "seed": 0}
+    common = hashlib.sha256(json.dumps({"format": split_cache.ENTRY_FORMAT, "code": split_cache.code_fingerprint(),
+                                        "settings": settings}, sort_keys=True).encode())
+    expected = []
+    for r in rows + [np.arange(10, 20)]:                             # the last block has no NaN
+        block = np.where(np.isnan(x[r]), np.nan, x[r])
+        digest = common.copy()
+        digest.update(repr(block.shape).encode() + b"\0" + np.ascontiguousarray(block).tobytes())
+        expected.append(digest.hexdigest())
+    assert split_keys(x, rows + [np.arange(10, 20)], **settings) == expected
+
+
+def test_reading_every_split_of_the_whole_matrix_gives_the_stacked_fits_or_none(tmp_path, data, fits):
+    """read_splits_cached reads, from the matrix and each split's rows, the entries a fit of the stacked rows wrote."""
+    x, rows = data
+    assert split_cache.read_splits_cached(x, rows, cache_dir=tmp_path, epochs=EPOCHS) is None     # nothing yet
+    stacked = x[np.concatenate(rows)]
+    starts = np.cumsum([0] + [r.size for r in rows])
+    blocks = [np.arange(starts[i], starts[i + 1]) for i in range(len(rows))]
+    first = fit_2pl_splits_cached(stacked, blocks[:3], cache_dir=tmp_path, epochs=EPOCHS)
+    assert split_cache.read_splits_cached(x, rows, cache_dir=tmp_path, epochs=EPOCHS) is None     # one missing
+    assert split_cache.read_splits_cached(x, rows[:3], cache_dir=tmp_path, epochs=EPOCHS, seed=1) is None
+    read = split_cache.read_splits_cached(x, rows[:3], cache_dir=tmp_path, epochs=EPOCHS)
+    assert fits == [3] and same(read, first)
+    bad = next(tmp_path.glob("*.npz"))
+    bad.write_bytes(b"not an entry")
+    assert split_cache.read_splits_cached(x, rows[:3], cache_dir=tmp_path, epochs=EPOCHS) is None  # left to the fit

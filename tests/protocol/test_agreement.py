@@ -354,3 +354,22 @@ def test_authors_engine_gets_the_training_rows_stacked_as_its_batched_form_stack
         seen = (~np.isnan(x[r])).any(axis=0)
         assert np.array_equal(a[seen], a0[seen]) and np.array_equal(b[seen], b0[seen])
         assert np.isnan(a[~seen]).all() and np.isnan(b[~seen]).all()
+
+
+def test_the_authors_stored_fits_are_read_without_stacking_the_training_rows(small, tmp_path, monkeypatch):
+    """Where every split's fit is in the cache, calibrate_splits reads the same fits without gathering the rows."""
+    pytest.importorskip("torch")
+    x = small.values[:, :15].copy()
+    x[np.random.default_rng(2).random(x.shape) < 0.1] = np.nan
+    rows = [split_models(x.shape[0], 5, 3, split)[0] for split in range(3)]
+    first = agreement.calibrate_splits(x, rows, engine="pyirt-authors", seed=[0, 7, 0], cache_dir=tmp_path)
+
+    def no_stack(*args, **kwargs):
+        raise AssertionError("stacked and fitted although every split was stored")
+
+    monkeypatch.setattr(agreement, "_authors_stacked", no_stack)
+    again = agreement.calibrate_splits(x, rows, engine="pyirt-authors", seed=[0, 7, 0], cache_dir=tmp_path)
+    for (a, b), (a0, b0) in zip(again, first, strict=True):
+        assert np.array_equal(a, a0, equal_nan=True) and np.array_equal(b, b0, equal_nan=True)
+    with pytest.raises(AssertionError, match="stacked"):           # another seed has no entries: fitted
+        agreement.calibrate_splits(x, rows, engine="pyirt-authors", seed=1, cache_dir=tmp_path)
