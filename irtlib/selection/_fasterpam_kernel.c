@@ -1,0 +1,382 @@
+/* FasterPAM (Schubert and Rousseeuw), step for step as the kmedoids package (0.5.5) runs it on float64 distances.
+ *
+ * The same medoids, labels, loss, iterations and swaps as the package's rand_fasterpam / fasterpam, bit for
+ * bit: every comparison is the package's (strict <, the first of equals), every sum is accumulated in the
+ * package's order (one rounded subtraction, then one rounded addition), the element read is the one the
+ * package reads (D[o, j] is the distance at row o, column j, here at D + o * so + j * sj: the matrix need not
+ * be symmetric). irtlib/selection/fasterpam.py compares it with the package's extension before using it.
+ *
+ * Per point o: its nearest medoid (index c into med, distance nd) and its second nearest (sd), and
+ * lim[o], the larger of nd and sd (ignoring a NaN): the swap search's pass over the points only acts on o
+ * where D[o, j] < nd or D[o, j] < sd, that is D[o, j] < lim[o]. That test runs LANES points at a time; the
+ * points that pass it are then taken in increasing o exactly as the package takes every point, so the sums
+ * see the same terms in the same order (a point failing it adds nothing in the package either).
+ *
+ * Compiled with -ffp-contract=off (no fused multiply-add) and without -ffast-math.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#define LANES 8
+#else
+#define LANES 4
+#endif
+typedef double vd __attribute__((vector_size(8 * LANES)));
+typedef int64_t vi __attribute__((vector_size(8 * LANES)));
+
+typedef struct {
+    int64_t n, k, so, sj;
+    const double *D;
+    int64_t *med;
+    int32_t *near_i, *seco_i;
+    double *near_d, *seco_d, *lim, *removal, *ploss;
+} pam_t;
+
+#define AT(P, o, j) ((P)->D[(o) * (P)->so + (j) * (P)->sj])
+
+static inline double larger(double nd, double sd)
+{
+    /* d < result  <=>  d < nd || d < sd, for every d (NaN included) */
+    return (sd != sd || nd > sd) ? nd : sd;
+}
+
+static inline vd loadv(const double *p)
+{
+    vd v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* the package's initial_assignment; returns the loss (its reduce: the first term, then each added) */
+static double initial_assignment(pam_t *P)
+{
+    const int64_t n = P->n, k = P->k;
+    const int64_t first = P->med[0];
+    for (int64_t i = 0; i < n; i++) {
+        P->near_i[i] = 0;
+        P->near_d[i] = AT(P, i, first);
+        P->seco_i[i] = -1;                          /* u32::MAX in the package: no second yet */
+        P->seco_d[i] = 0.0;
+    }
+    /* medoid by medoid (column by column); each point's state sees the medoids in the package's order */
+    for (int64_t m = 1; m < k; m++) {
+        const int64_t me = P->med[m];
+        for (int64_t i = 0; i < n; i++) {
+            const double d = AT(P, i, me);
+            if (d < P->near_d[i] || i == me) {
+                P->seco_i[i] = P->near_i[i];
+                P->seco_d[i] = P->near_d[i];
+                P->near_i[i] = (int32_t)m;
+                P->near_d[i] = d;
+            } else if (P->seco_i[i] == -1 || d < P->seco_d[i]) {
+                P->seco_i[i] = (int32_t)m;
+                P->seco_d[i] = d;
+            }
+        }
+    }
+    double loss = P->near_d[0];
+    for (int64_t i = 1; i < n; i++)
+        loss = loss + P->near_d[i];
+    for (int64_t i = 0; i < n; i++)
+        P->lim[i] = larger(P->near_d[i], P->seco_d[i]);
+    return loss;
+}
+
+static void update_removal_loss(pam_t *P)
+{
+    for (int64_t m = 0; m < P->k; m++)
+        P->removal[m] = 0.0;
+    for (int64_t o = 0; o < P->n; o++)
+        P->removal[P->near_i[o]] += P->seco_d[o] - P->near_d[o];
+}
+
+/* the package's find_best_swap for candidate j: the change of loss and the medoid it replaces */
+static inline __attribute__((always_inline)) double find_best_swap(pam_t *P, int64_t j, int64_t *b_out,
+                                                                   const int64_t so)
+{
+    const int64_t n = P->n, k = P->k;
+    const double *col = P->D + j * P->sj;
+    const double *lim = P->lim;
+    const double *nd = P->near_d, *sd = P->seco_d;
+    const int32_t *ni = P->near_i;
+    double *ploss = P->ploss;
+    memcpy(ploss, P->removal, (size_t)k * sizeof(double));
+    double acc = 0.0;
+    int64_t o = 0;
+#define VISIT(o)                                                                  \
+    do {                                                                          \
+        const double doj = col[(o) * so];                                         \
+        if (doj < nd[o]) {                                                        \
+            acc += doj - nd[o];                                                   \
+            ploss[ni[o]] += nd[o] - sd[o];                                        \
+        } else if (doj < sd[o]) {                                                 \
+            ploss[ni[o]] += doj - sd[o];                                          \
+        }                                                                         \
+    } while (0)
+    if (so == 1) {
+        for (; o + LANES <= n; o += LANES) {
+            const vi hit = loadv(col + o) < loadv(lim + o);
+            int64_t any = 0;
+            for (int l = 0; l < LANES; l++)
+                any |= hit[l];
+            if (__builtin_expect(any != 0, 0)) {
+                for (int l = 0; l < LANES; l++)
+                    if (hit[l])
+                        VISIT(o + l);
+            }
+        }
+    }
+    for (; o < n; o++)
+        if (col[o * so] < lim[o])
+            VISIT(o);
+#undef VISIT
+    int64_t b = 0;
+    double best = ploss[0];
+    for (int64_t m = 1; m < k; m++)
+        if (ploss[m] < best) {
+            best = ploss[m];
+            b = m;
+        }
+    *b_out = b;
+    return best + acc;
+}
+
+/* the package's update_second_nearest: the nearest of the medoids other than c and b, b (at doj) first */
+static inline void second_nearest(pam_t *P, int64_t c, int64_t b, int64_t o, double doj)
+{
+    int32_t si = (int32_t)b;
+    double sd = doj;
+    for (int64_t m = 0; m < P->k; m++) {
+        if (m == c || m == b)
+            continue;
+        const double d = AT(P, o, P->med[m]);
+        if (d < sd) {
+            sd = d;
+            si = (int32_t)m;
+        }
+    }
+    P->seco_i[o] = si;
+    P->seco_d[o] = sd;
+}
+
+/* the package's do_swap: medoid b becomes point j; returns the new loss (the package's reduce) */
+static double do_swap(pam_t *P, int64_t b, int64_t j)
+{
+    const int64_t n = P->n;
+    const int32_t b32 = (int32_t)b;
+    P->med[b] = j;
+    const double *col = P->D + j * P->sj;
+    double loss = 0.0;
+    for (int64_t o = 0; o < n; o++) {
+        double term;
+        if (o == j) {
+            if (P->near_i[o] != b32) {
+                P->seco_i[o] = P->near_i[o];
+                P->seco_d[o] = P->near_d[o];
+            }
+            P->near_i[o] = b32;
+            P->near_d[o] = 0.0;
+            term = 0.0;
+        } else {
+            const double doj = col[o * P->so];
+            if (P->near_i[o] == b32) {
+                if (doj < P->seco_d[o]) {
+                    P->near_d[o] = doj;
+                } else {
+                    P->near_i[o] = P->seco_i[o];
+                    P->near_d[o] = P->seco_d[o];
+                    second_nearest(P, P->near_i[o], b, o, doj);
+                }
+            } else if (doj < P->near_d[o]) {
+                P->seco_i[o] = P->near_i[o];
+                P->seco_d[o] = P->near_d[o];
+                P->near_i[o] = b32;
+                P->near_d[o] = doj;
+            } else if (doj < P->seco_d[o]) {
+                P->seco_i[o] = b32;
+                P->seco_d[o] = doj;
+            } else if (P->seco_i[o] == b32) {
+                second_nearest(P, P->near_i[o], b, o, doj);
+            }
+            term = P->near_d[o];
+        }
+        P->lim[o] = larger(P->near_d[o], P->seco_d[o]);
+        loss = o == 0 ? term : loss + term;
+    }
+    return loss;
+}
+
+/* The package's find_best_swap for the NB candidates js[0 .. NB-1] at once (NB = LANES * NV, each lane of each of
+ * the NV vectors one candidate): change[t] and bs[t] are candidate t's change of loss and the medoid it replaces,
+ * each the package's numbers for that candidate alone against the current state. Where the package skips a
+ * point (D[o, j] < nd and D[o, j] < sd both false; or, for ploss, the first false and the second false) the lane
+ * adds +0.0 instead, which changes no sum: acc starts at +0.0 and ploss[c] at removal[c], itself a sum from +0.0,
+ * and a sum from +0.0 is never -0.0 (a + b is -0.0 only for two -0.0 terms), so adding +0.0 leaves it as it
+ * is (NaN and infinities included). Every sum thus sees the package's terms in the package's order. */
+#define NV 4
+#define NB (LANES * NV)
+static inline __attribute__((always_inline)) void find_best_swaps(pam_t *P, const int64_t *js, int64_t nj,
+                                                                  double *change, int64_t *bs, const int64_t so)
+{
+    const int64_t n = P->n, k = P->k;
+    const double *nd = P->near_d, *sd = P->seco_d;
+    const int32_t *ni = P->near_i;
+    vd *ploss = (vd *)P->ploss;                     /* ploss[m * NV + q]: medoid m, candidates q LANES .. */
+    const double *col[NB];
+    for (int t = 0; t < NB; t++)
+        col[t] = P->D + js[t < nj ? t : 0] * P->sj;
+    for (int64_t m = 0; m < k; m++)
+        for (int q = 0; q < NV; q++)
+            ploss[m * NV + q] = P->removal[m] - (vd){0};
+    vd acc[NV];
+    for (int q = 0; q < NV; q++)
+        acc[q] = (vd){0};
+    for (int64_t o = 0; o < n; o++) {
+        const vd ndv = nd[o] - (vd){0}, sdv = sd[o] - (vd){0};
+        const vd gone = ndv - sdv;
+        vd *pl = ploss + (int64_t)ni[o] * NV;
+#pragma GCC unroll 4
+        for (int q = 0; q < NV; q++) {
+            vd doj;
+            for (int l = 0; l < LANES; l++)
+                doj[l] = col[q * LANES + l][o * so];
+            const vi t1 = doj < ndv, t2 = doj < sdv;
+            acc[q] += (vd)((vi)(doj - ndv) & t1);
+            const vd other = (vd)((vi)(doj - sdv) & t2);
+            pl[q] += (vd)(((vi)gone & t1) | ((vi)other & ~t1));
+        }
+    }
+    for (int t = 0; t < nj; t++) {
+        const int q = t / LANES, l = t % LANES;
+        int64_t b = 0;
+        double best = ploss[q][l];
+        for (int64_t m = 1; m < k; m++)
+            if (ploss[m * NV + q][l] < best) {
+                best = ploss[m * NV + q][l];
+                b = m;
+            }
+        bs[t] = b;
+        change[t] = best + acc[q][l];
+    }
+}
+
+static inline __attribute__((always_inline)) void swap_loop(pam_t *P, const int64_t *seq, int64_t max_iter,
+                                                            double *loss, int64_t *n_iter, int64_t *n_swaps,
+                                                            const int64_t so)
+{
+    const int64_t n = P->n;
+    int64_t lastswap = n, swaps = 0, iter = 0;
+    int64_t js[NB], pos[NB], bs[NB];
+    double change[NB];
+    while (iter < max_iter) {
+        iter++;
+        const int64_t swaps_before = swaps;
+        const double lastloss = *loss;
+        int64_t t = 0;
+        int done = 0;
+        while (!done) {
+            /* the next candidates in the package's order, up to NB: the pass ends at the last swap's point */
+            int64_t nj = 0;
+            for (; t < n && nj < NB; t++) {
+                const int64_t j = seq ? seq[t] : t;
+                if (j == lastswap) {
+                    done = 1;
+                    break;
+                }
+                if (j == P->med[P->near_i[j]])
+                    continue;                               /* already a medoid */
+                js[nj] = j;
+                pos[nj++] = t;
+            }
+            if (t >= n)
+                done = 1;
+            if (nj == 0)
+                break;
+            find_best_swaps(P, js, nj, change, bs, so);
+            for (int64_t u = 0; u < nj; u++) {
+                if (change[u] >= 0.0)
+                    continue;
+                /* the first improving candidate: the package swaps here; the later ones are looked at again */
+                swaps++;
+                lastswap = js[u];
+                *loss = do_swap(P, bs[u], js[u]);
+                update_removal_loss(P);
+                t = pos[u] + 1;
+                done = 0;
+                break;
+            }
+        }
+        if (swaps == swaps_before || *loss >= lastloss)
+            break;
+    }
+    *n_iter = iter;
+    *n_swaps = swaps;
+}
+
+/* k == 1: the package's choose_medoid_within_partition (every point in the one cluster) */
+static void one_medoid(int64_t n, const double *D, int64_t so, int64_t sj, int64_t *med, double *sums,
+                       double *loss, int64_t *n_swaps)
+{
+    /* sums[r] = D[r, 0] + D[r, 1] + ... (i != r), from 0.0 in increasing i: every row's sum at once */
+    for (int64_t r = 0; r < n; r++)
+        sums[r] = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double *c = D + i * sj;
+        for (int64_t r = 0; r < n; r++)
+            if (r != i)
+                sums[r] += c[r * so];
+    }
+    const int64_t first = med[0];
+    int64_t best = first;
+    double sumb = sums[first];
+    for (int64_t r = 0; r < n; r++)
+        if (r != first && sums[r] < sumb) {
+            best = r;
+            sumb = sums[r];
+        }
+    med[0] = best;
+    *loss = sumb;
+    *n_swaps = best != first;
+}
+
+/* FasterPAM from the k medoids in med (changed in place), visiting the candidates in the order seq (NULL: 0 .. n-1).
+ * out: labels[n], and res[0] = loss; stats[0] = iterations, stats[1] = swaps. Returns 0, or -1 (no memory). */
+int fasterpam(int64_t n, const double *D, int64_t so, int64_t sj, int64_t k, int64_t *med, const int64_t *seq,
+              int64_t max_iter, int64_t *labels, double *res, int64_t *stats)
+{
+    if (k == 1) {
+        double *sums = malloc((size_t)n * sizeof(double));
+        if (!sums)
+            return -1;
+        one_medoid(n, D, so, sj, med, sums, res, &stats[1]);
+        free(sums);
+        for (int64_t i = 0; i < n; i++)
+            labels[i] = 0;
+        stats[0] = 1;
+        return 0;
+    }
+    pam_t P = {.n = n, .k = k, .so = so, .sj = sj, .D = D, .med = med};
+    char *mem = aligned_alloc(64, ((size_t)n * (2 * sizeof(int32_t) + 3 * sizeof(double)) + (size_t)k * (NB + 1) * sizeof(double) + 63) / 64 * 64);
+    if (!mem)
+        return -1;
+    P.ploss = (double *)mem;                        /* k NB, aligned for the vectors */
+    P.near_d = P.ploss + k * NB;
+    P.seco_d = P.near_d + n;
+    P.lim = P.seco_d + n;
+    P.removal = P.lim + n;
+    P.near_i = (int32_t *)(P.removal + k);
+    P.seco_i = P.near_i + n;
+    double loss = initial_assignment(&P);
+    update_removal_loss(&P);
+    if (so == 1)
+        swap_loop(&P, seq, max_iter, &loss, &stats[0], &stats[1], 1);
+    else
+        swap_loop(&P, seq, max_iter, &loss, &stats[0], &stats[1], so);
+    for (int64_t i = 0; i < n; i++)
+        labels[i] = P.near_i[i];
+    res[0] = loss;
+    free(mem);
+    return 0;
+}
