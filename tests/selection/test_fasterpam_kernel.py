@@ -130,7 +130,7 @@ def test_the_public_functions_use_the_kernel_and_give_the_packages_results(lib, 
     monkeypatch.setitem(fasterpam._KERNEL, "lib", None)            # the extension alone
     want = [fasterpam.random_fasterpam(diss, k, seed=42) for k in (1, 4, 50)]
     want += [fasterpam.fasterpam_from(diss, np.arange(0, 300, 30))]
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert np.float64(g[0]).tobytes() == np.float64(w[0]).tobytes()
         np.testing.assert_array_equal(g[1], w[1])
         np.testing.assert_array_equal(g[2], w[2])
