@@ -208,37 +208,38 @@ static double do_swap(pam_t *P, int64_t b, int64_t j)
     return loss;
 }
 
-/* The package's find_best_swap for the NB candidates js[0 .. NB-1] at once (NB = LANES * NV, each lane of each of
- * the NV vectors one candidate): change[t] and bs[t] are candidate t's change of loss and the medoid it replaces,
+/* The package's find_best_swap for the nj <= LANES nv candidates js[0 .. nj-1] at once (each lane of each of the
+ * nv vectors one candidate): change[t] and bs[t] are candidate t's change of loss and the medoid it replaces,
  * each the package's numbers for that candidate alone against the current state. Where the package skips a
  * point (D[o, j] < nd and D[o, j] < sd both false; or, for ploss, the first false and the second false) the lane
  * adds +0.0 instead, which changes no sum: acc starts at +0.0 and ploss[c] at removal[c], itself a sum from +0.0,
  * and a sum from +0.0 is never -0.0 (a + b is -0.0 only for two -0.0 terms), so adding +0.0 leaves it as it
  * is (NaN and infinities included). Every sum thus sees the package's terms in the package's order. */
-#define NV 4
-#define NB (LANES * NV)
+#define NV_MAX 4
+#define NB (LANES * NV_MAX)
 static inline __attribute__((always_inline)) void find_best_swaps(pam_t *P, const int64_t *js, int64_t nj,
-                                                                  double *change, int64_t *bs, const int64_t so)
+                                                                  double *change, int64_t *bs, const int64_t so,
+                                                                  const int nv)
 {
     const int64_t n = P->n, k = P->k;
     const double *nd = P->near_d, *sd = P->seco_d;
     const int32_t *ni = P->near_i;
-    vd *ploss = (vd *)P->ploss;                     /* ploss[m * NV + q]: medoid m, candidates q LANES .. */
+    vd *ploss = (vd *)P->ploss;                     /* ploss[m * nv + q]: medoid m, candidates q LANES .. */
     const double *col[NB];
-    for (int t = 0; t < NB; t++)
+    for (int t = 0; t < LANES * nv; t++)
         col[t] = P->D + js[t < nj ? t : 0] * P->sj;
     for (int64_t m = 0; m < k; m++)
-        for (int q = 0; q < NV; q++)
-            ploss[m * NV + q] = P->removal[m] - (vd){0};
-    vd acc[NV];
-    for (int q = 0; q < NV; q++)
+        for (int q = 0; q < nv; q++)
+            ploss[m * nv + q] = P->removal[m] - (vd){0};
+    vd acc[NV_MAX];
+    for (int q = 0; q < nv; q++)
         acc[q] = (vd){0};
     for (int64_t o = 0; o < n; o++) {
         const vd ndv = nd[o] - (vd){0}, sdv = sd[o] - (vd){0};
         const vd gone = ndv - sdv;
-        vd *pl = ploss + (int64_t)ni[o] * NV;
+        vd *pl = ploss + (int64_t)ni[o] * nv;
 #pragma GCC unroll 4
-        for (int q = 0; q < NV; q++) {
+        for (int q = 0; q < nv; q++) {
             vd doj;
             for (int l = 0; l < LANES; l++)
                 doj[l] = col[q * LANES + l][o * so];
@@ -253,8 +254,8 @@ static inline __attribute__((always_inline)) void find_best_swaps(pam_t *P, cons
         int64_t b = 0;
         double best = ploss[q][l];
         for (int64_t m = 1; m < k; m++)
-            if (ploss[m * NV + q][l] < best) {
-                best = ploss[m * NV + q][l];
+            if (ploss[m * nv + q][l] < best) {
+                best = ploss[m * nv + q][l];
                 b = m;
             }
         bs[t] = b;
@@ -262,6 +263,20 @@ static inline __attribute__((always_inline)) void find_best_swaps(pam_t *P, cons
     }
 }
 
+static inline __attribute__((always_inline)) void find_best_swaps_nv(pam_t *P, const int64_t *js, int64_t nj,
+                                                                     double *change, int64_t *bs, const int64_t so)
+{
+    if (nj <= LANES)
+        find_best_swaps(P, js, nj, change, bs, so, 1);
+    else if (nj <= 2 * LANES)
+        find_best_swaps(P, js, nj, change, bs, so, 2);
+    else
+        find_best_swaps(P, js, nj, change, bs, so, 4);
+}
+
+/* The package's passes over the candidates. The candidates are looked at in batches (the batch's width follows how
+ * far apart the swaps have been lately: few candidates where swaps come often, as the ones after a swap in the
+ * batch are looked at again, up to NB); the numbers are the package's whatever the widths. */
 static inline __attribute__((always_inline)) void swap_loop(pam_t *P, const int64_t *seq, int64_t max_iter,
                                                             double *loss, int64_t *n_iter, int64_t *n_swaps,
                                                             const int64_t so)
@@ -270,6 +285,8 @@ static inline __attribute__((always_inline)) void swap_loop(pam_t *P, const int6
     int64_t lastswap = n, swaps = 0, iter = 0;
     int64_t js[NB], pos[NB], bs[NB];
     double change[NB];
+    double gap = 2.0 * NB;                          /* candidates between swaps, a moving average */
+    int64_t since = 0;                              /* candidates looked at since the last swap */
     while (iter < max_iter) {
         iter++;
         const int64_t swaps_before = swaps;
@@ -277,9 +294,11 @@ static inline __attribute__((always_inline)) void swap_loop(pam_t *P, const int6
         int64_t t = 0;
         int done = 0;
         while (!done) {
-            /* the next candidates in the package's order, up to NB: the pass ends at the last swap's point */
+            const double expect = gap > (double)since ? gap : (double)since;
+            const int64_t width = expect >= 2.0 * NB ? NB : expect >= 1.0 * NB ? 2 * LANES : LANES;
+            /* the next candidates in the package's order: the pass ends at the last swap's point */
             int64_t nj = 0;
-            for (; t < n && nj < NB; t++) {
+            for (; t < n && nj < width; t++) {
                 const int64_t j = seq ? seq[t] : t;
                 if (j == lastswap) {
                     done = 1;
@@ -294,19 +313,24 @@ static inline __attribute__((always_inline)) void swap_loop(pam_t *P, const int6
                 done = 1;
             if (nj == 0)
                 break;
-            find_best_swaps(P, js, nj, change, bs, so);
-            for (int64_t u = 0; u < nj; u++) {
-                if (change[u] >= 0.0)
-                    continue;
-                /* the first improving candidate: the package swaps here; the later ones are looked at again */
-                swaps++;
-                lastswap = js[u];
-                *loss = do_swap(P, bs[u], js[u]);
-                update_removal_loss(P);
-                t = pos[u] + 1;
-                done = 0;
-                break;
+            find_best_swaps_nv(P, js, nj, change, bs, so);
+            int64_t u = 0;
+            while (u < nj && change[u] >= 0.0)
+                u++;
+            if (u == nj) {
+                since += nj;
+                continue;
             }
+            /* the first improving candidate: the package swaps here; the later ones are looked at again */
+            since += u + 1;
+            gap = 0.5 * gap + 0.5 * (double)since;
+            since = 0;
+            swaps++;
+            lastswap = js[u];
+            *loss = do_swap(P, bs[u], js[u]);
+            update_removal_loss(P);
+            t = pos[u] + 1;
+            done = 0;
         }
         if (swaps == swaps_before || *loss >= lastloss)
             break;
