@@ -29,6 +29,7 @@ typedef int64_t vi __attribute__((vector_size(8 * LANES)));
 typedef struct {
     int64_t n, k, so, sj;
     const double *D;
+    double *dm;                                     /* NULL, or dm[o * k + m] = D[o, med[m]] (kept up to date) */
     int64_t *med;
     int32_t *near_i, *seco_i;
     double *near_d, *seco_d, *lim, *removal, *ploss;
@@ -143,22 +144,85 @@ static inline __attribute__((always_inline)) double find_best_swap(pam_t *P, int
     return best + acc;
 }
 
-/* the package's update_second_nearest: the nearest of the medoids other than c and b, b (at doj) first */
+/* the package's update_second_nearest: the nearest of the medoids other than c and b, b (at doj) first.
+ * The package keeps the first medoid strictly nearer than the best so far, from (b, doj): the medoid of least
+ * distance below doj, the lowest index among equals, or b where none is below doj. Four lanes (medoids m = l mod 4)
+ * keep their own first least, then the least of the lanes' (the lowest index among equals): the same medoid and
+ * distance (a NaN distance is never below anything, as in the package), without one long chain of comparisons. */
+static inline void least_of_lanes(pam_t *P, int64_t o, int64_t b, double doj, const double *ld, const int64_t *li)
+{
+    int64_t si = -1;
+    double sd = 0.0;
+    for (int l = 0; l < 4; l++)
+        if (li[l] >= 0 && (si < 0 || ld[l] < sd || (ld[l] == sd && li[l] < si))) {
+            sd = ld[l];
+            si = li[l];
+        }
+    if (si >= 0 && sd < doj) {
+        P->seco_i[o] = (int32_t)si;
+        P->seco_d[o] = sd;
+    } else {
+        P->seco_i[o] = (int32_t)b;
+        P->seco_d[o] = doj;
+    }
+}
+
 static inline void second_nearest(pam_t *P, int64_t c, int64_t b, int64_t o, double doj)
 {
-    int32_t si = (int32_t)b;
-    double sd = doj;
-    for (int64_t m = 0; m < P->k; m++) {
-        if (m == c || m == b)
-            continue;
-        const double d = AT(P, o, P->med[m]);
-        if (d < sd) {
-            sd = d;
-            si = (int32_t)m;
+    const int64_t k = P->k;
+    if (P->dm) {                                    /* the row of the medoids' distances, contiguous */
+        const double *row = P->dm + o * k;
+        typedef double v4 __attribute__((vector_size(32)));
+        typedef int64_t v4l __attribute__((vector_size(32)));
+        v4 lv = (v4){0} + __builtin_inf();
+        v4l iv = (v4l){0} - 1, mv = {0, 1, 2, 3};
+        const v4l cv = (v4l){0} + c, bv = (v4l){0} + b;
+        int64_t m = 0;
+        for (; m + 4 <= k; m += 4, mv += 4) {
+            v4 d;
+            __builtin_memcpy(&d, row + m, sizeof d);
+            const v4l take = (d < lv) & ~((mv == cv) | (mv == bv));
+            lv = (v4)(((v4l)d & take) | ((v4l)lv & ~take));
+            iv = (mv & take) | (iv & ~take);
+        }
+        double ld[4];
+        int64_t li[4];
+        for (int l = 0; l < 4; l++) {
+            ld[l] = lv[l];
+            li[l] = iv[l];
+        }
+        for (; m < k; m++)
+            if (m != c && m != b && row[m] < ld[0]) {
+                ld[0] = row[m];
+                li[0] = m;
+            }
+        least_of_lanes(P, o, b, doj, ld, li);
+        return;
+    }
+    const double *row = P->D + o * P->so;
+    const int64_t sj = P->sj;
+    const int64_t *med = P->med;
+    double ld[4] = {__builtin_inf(), __builtin_inf(), __builtin_inf(), __builtin_inf()};
+    int64_t li[4] = {-1, -1, -1, -1};
+    int64_t m = 0;
+    for (; m + 4 <= k; m += 4) {
+        for (int l = 0; l < 4; l++) {
+            const double d = row[med[m + l] * sj];
+            const int skip = (m + l == c) | (m + l == b);
+            if (!skip && d < ld[l]) {
+                ld[l] = d;
+                li[l] = m + l;
+            }
         }
     }
-    P->seco_i[o] = si;
-    P->seco_d[o] = sd;
+    for (; m < k; m++) {
+        const double d = row[med[m] * sj];
+        if (m != c && m != b && d < ld[0]) {
+            ld[0] = d;
+            li[0] = m;
+        }
+    }
+    least_of_lanes(P, o, b, doj, ld, li);
 }
 
 /* the package's do_swap: medoid b becomes point j; returns the new loss (the package's reduce) */
@@ -168,6 +232,12 @@ static double do_swap(pam_t *P, int64_t b, int64_t j)
     const int32_t b32 = (int32_t)b;
     P->med[b] = j;
     const double *col = P->D + j * P->sj;
+    if (P->dm) {
+        double *dmb = P->dm + b;
+        const int64_t k = P->k, so = P->so;
+        for (int64_t o = 0; o < n; o++)
+            dmb[o * k] = col[o * so];
+    }
     double loss = 0.0;
     for (int64_t o = 0; o < n; o++) {
         double term;
@@ -365,6 +435,25 @@ static void one_medoid(int64_t n, const double *D, int64_t so, int64_t sj, int64
     *n_swaps = best != first;
 }
 
+/* From this many medoids on, every point's distances to the medoids are also kept row by row (a point's
+ * second nearest medoid, looked for again after a swap, is then read from one contiguous row instead of k
+ * columns); the buffer is kept for the thread's next call. */
+#ifndef DM_MIN_K
+#define DM_MIN_K 8
+#endif
+static __thread double *dm_buf;
+static __thread size_t dm_size;
+
+static double *dm_buffer(size_t need)
+{
+    if (need > dm_size) {
+        free(dm_buf);
+        dm_buf = malloc(need * sizeof(double));
+        dm_size = dm_buf ? need : 0;
+    }
+    return dm_buf;
+}
+
 /* FasterPAM from the k medoids in med (changed in place), visiting the candidates in the order seq (NULL: 0 .. n-1).
  * out: labels[n], and res[0] = loss; stats[0] = iterations, stats[1] = swaps. Returns 0, or -1 (no memory). */
 int fasterpam(int64_t n, const double *D, int64_t so, int64_t sj, int64_t k, int64_t *med, const int64_t *seq,
@@ -392,6 +481,21 @@ int fasterpam(int64_t n, const double *D, int64_t so, int64_t sj, int64_t k, int
     P.removal = P.lim + n;
     P.near_i = (int32_t *)(P.removal + k);
     P.seco_i = P.near_i + n;
+    double *dm = NULL;
+    if (k >= DM_MIN_K) {
+        dm = dm_buffer((size_t)n * (size_t)k);
+        if (dm) {
+            for (int64_t o0 = 0; o0 < n; o0 += 128) {   /* in chunks of rows: the chunk's rows stay in cache */
+                const int64_t o1 = o0 + 128 < n ? o0 + 128 : n;
+                for (int64_t m = 0; m < k; m++) {
+                    const double *c = D + med[m] * sj;
+                    for (int64_t o = o0; o < o1; o++)
+                        dm[o * k + m] = c[o * so];
+                }
+            }
+        }
+    }
+    P.dm = dm;
     double loss = initial_assignment(&P);
     update_removal_loss(&P);
     if (so == 1)
