@@ -136,7 +136,8 @@ def main(argv=None) -> int:
             for form in cpu:
                 total[form] += cpu[form]
             print(f"{args.run} {name}: {n_jobs} FasterPAM calls (n = {sorted(sizes)}), "
-                  f"extension {cpu['ext']:.2f} CPU s, kernel {cpu['kernel']:.2f} CPU s, ratio {cpu['kernel'] / max(cpu['ext'], 1e-9):.3f}; "
+                  f"extension {cpu['ext']:.2f} CPU s, kernel {cpu['kernel']:.2f} CPU s, "
+                  f"ratio {cpu['kernel'] / max(cpu['ext'], 1e-9):.3f}; "
                   f"calls differing {differ}", flush=True)
     fasterpam._KERNEL["lib"] = lib
     print(f"all: extension {total['ext']:.2f} CPU s, kernel {total['kernel']:.2f} CPU s, "
