@@ -6,11 +6,10 @@
  * package reads (D[o, j] is the distance at row o, column j, here at D + o * so + j * sj: the matrix need not
  * be symmetric). irtlib/selection/fasterpam.py compares it with the package's extension before using it.
  *
- * Per point o: its nearest medoid (index c into med, distance nd) and its second nearest (sd), and
- * lim[o], the larger of nd and sd (ignoring a NaN): the swap search's pass over the points only acts on o
- * where D[o, j] < nd or D[o, j] < sd, that is D[o, j] < lim[o]. That test runs LANES points at a time; the
- * points that pass it are then taken in increasing o exactly as the package takes every point, so the sums
- * see the same terms in the same order (a point failing it adds nothing in the package either).
+ * Per point o: its nearest medoid (index c into med, distance nd) and its second nearest (sd). The swap search
+ * (find_best_swaps) takes a few candidates at once, one in each lane of a vector, each against the same state as
+ * in the package; after a swap, the batch's later candidates are looked at again (swap_loop). For k of 8 or more,
+ * every point's distances to the medoids are also kept row by row (dm), for the second-nearest search after a swap.
  *
  * Compiled with -ffp-contract=off (no fused multiply-add) and without -ffast-math.
  */
@@ -32,23 +31,10 @@ typedef struct {
     double *dm;                                     /* NULL, or dm[o * k + m] = D[o, med[m]] (kept up to date) */
     int64_t *med;
     int32_t *near_i, *seco_i;
-    double *near_d, *seco_d, *lim, *removal, *ploss;
+    double *near_d, *seco_d, *removal, *ploss;
 } pam_t;
 
 #define AT(P, o, j) ((P)->D[(o) * (P)->so + (j) * (P)->sj])
-
-static inline double larger(double nd, double sd)
-{
-    /* d < result  <=>  d < nd || d < sd, for every d (NaN included) */
-    return (sd != sd || nd > sd) ? nd : sd;
-}
-
-static inline vd loadv(const double *p)
-{
-    vd v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-}
 
 /* the package's initial_assignment; returns the loss (its reduce: the first term, then each added) */
 static double initial_assignment(pam_t *P)
@@ -80,8 +66,6 @@ static double initial_assignment(pam_t *P)
     double loss = P->near_d[0];
     for (int64_t i = 1; i < n; i++)
         loss = loss + P->near_d[i];
-    for (int64_t i = 0; i < n; i++)
-        P->lim[i] = larger(P->near_d[i], P->seco_d[i]);
     return loss;
 }
 
@@ -91,57 +75,6 @@ static void update_removal_loss(pam_t *P)
         P->removal[m] = 0.0;
     for (int64_t o = 0; o < P->n; o++)
         P->removal[P->near_i[o]] += P->seco_d[o] - P->near_d[o];
-}
-
-/* the package's find_best_swap for candidate j: the change of loss and the medoid it replaces */
-static inline __attribute__((always_inline)) double find_best_swap(pam_t *P, int64_t j, int64_t *b_out,
-                                                                   const int64_t so)
-{
-    const int64_t n = P->n, k = P->k;
-    const double *col = P->D + j * P->sj;
-    const double *lim = P->lim;
-    const double *nd = P->near_d, *sd = P->seco_d;
-    const int32_t *ni = P->near_i;
-    double *ploss = P->ploss;
-    memcpy(ploss, P->removal, (size_t)k * sizeof(double));
-    double acc = 0.0;
-    int64_t o = 0;
-#define VISIT(o)                                                                  \
-    do {                                                                          \
-        const double doj = col[(o) * so];                                         \
-        if (doj < nd[o]) {                                                        \
-            acc += doj - nd[o];                                                   \
-            ploss[ni[o]] += nd[o] - sd[o];                                        \
-        } else if (doj < sd[o]) {                                                 \
-            ploss[ni[o]] += doj - sd[o];                                          \
-        }                                                                         \
-    } while (0)
-    if (so == 1) {
-        for (; o + LANES <= n; o += LANES) {
-            const vi hit = loadv(col + o) < loadv(lim + o);
-            int64_t any = 0;
-            for (int l = 0; l < LANES; l++)
-                any |= hit[l];
-            if (__builtin_expect(any != 0, 0)) {
-                for (int l = 0; l < LANES; l++)
-                    if (hit[l])
-                        VISIT(o + l);
-            }
-        }
-    }
-    for (; o < n; o++)
-        if (col[o * so] < lim[o])
-            VISIT(o);
-#undef VISIT
-    int64_t b = 0;
-    double best = ploss[0];
-    for (int64_t m = 1; m < k; m++)
-        if (ploss[m] < best) {
-            best = ploss[m];
-            b = m;
-        }
-    *b_out = b;
-    return best + acc;
 }
 
 /* the package's update_second_nearest: the nearest of the medoids other than c and b, b (at doj) first.
@@ -272,7 +205,6 @@ static double do_swap(pam_t *P, int64_t b, int64_t j)
             }
             term = P->near_d[o];
         }
-        P->lim[o] = larger(P->near_d[o], P->seco_d[o]);
         loss = o == 0 ? term : loss + term;
     }
     return loss;
@@ -471,14 +403,14 @@ int fasterpam(int64_t n, const double *D, int64_t so, int64_t sj, int64_t k, int
         return 0;
     }
     pam_t P = {.n = n, .k = k, .so = so, .sj = sj, .D = D, .med = med};
-    char *mem = aligned_alloc(64, ((size_t)n * (2 * sizeof(int32_t) + 3 * sizeof(double)) + (size_t)k * (NB + 1) * sizeof(double) + 63) / 64 * 64);
+    const size_t bytes = (size_t)n * (2 * sizeof(int32_t) + 2 * sizeof(double)) + (size_t)k * (NB + 1) * sizeof(double);
+    char *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!mem)
         return -1;
     P.ploss = (double *)mem;                        /* k NB, aligned for the vectors */
     P.near_d = P.ploss + k * NB;
     P.seco_d = P.near_d + n;
-    P.lim = P.seco_d + n;
-    P.removal = P.lim + n;
+    P.removal = P.seco_d + n;
     P.near_i = (int32_t *)(P.removal + k);
     P.seco_i = P.near_i + n;
     double *dm = NULL;

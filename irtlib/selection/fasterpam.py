@@ -22,9 +22,10 @@ contiguously and runs in about 0.75 of the time, with the same elements and so t
 
 Both run in a C kernel where it loads, ``_fasterpam_kernel.c`` beside this module: FasterPAM step for
 step as the package's Rust core runs it (the same comparisons, every sum in the same order), the random
-order computed by :func:`irtlib.selection.rust_order.shuffled_order`, and the swap search run for sixteen
-candidates at once (each against the same state as in the package; after a swap the later ones are looked
-at again). The first :func:`kernel` of a process compares it with the package's extension on random and
+order computed by :func:`irtlib.selection.rust_order.shuffled_order`. Its swap search takes four to sixteen
+candidates at once, one in each lane of a vector, each against the same state as in the package (after a swap
+the batch's later candidates are looked at again), and for eight or more medoids it keeps every point's
+distances to the medoids row by row, for the second-nearest search after a swap. The first :func:`kernel` of a process compares it with the package's extension on random and
 structured cases (:func:`_matches_package`: ties, duplicate and constant items, ``k`` from 1 to ``n``,
 either memory order, an asymmetric matrix) and uses it only if every medoid, label, loss, iteration and
 swap count is equal; otherwise, without a compiler or the extension, or with ``IRTLIB_FASTERPAM_KERNEL=0``,
