@@ -26,10 +26,11 @@ order computed by :func:`irtlib.selection.rust_order.shuffled_order`. Its swap s
 candidates at once, one in each lane of a vector, each against the same state as in the package (after a swap
 the batch's later candidates are looked at again), and for eight or more medoids it keeps every point's
 distances to the medoids row by row, for the second-nearest search after a swap. The first :func:`kernel`
-of a process compares it with the package's extension on random and structured cases (:func:`_matches_package`: ties, duplicate and constant items, ``k`` from 1 to ``n``,
-either memory order, an asymmetric matrix) and uses it only if every medoid, label, loss, iteration and
-swap count is equal; otherwise, without a compiler or the extension, or with ``IRTLIB_FASTERPAM_KERNEL=0``,
-the extension runs (the same numbers, slower).
+of a process compares it with the package's extension on random and structured cases
+(:func:`_matches_package`: ties, duplicate and constant items, ``k`` from 1 to ``n``, either memory order,
+an asymmetric matrix) and uses it only if every medoid, label, loss, iteration and swap count is equal;
+otherwise, without a compiler or the extension, or with ``IRTLIB_FASTERPAM_KERNEL=0``, the extension runs
+(the same numbers, slower).
 """
 
 from __future__ import annotations
