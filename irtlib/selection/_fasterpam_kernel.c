@@ -251,17 +251,21 @@ static inline __attribute__((always_inline)) void find_best_swaps(pam_t *P, cons
             pl[q] += (vd)(((vi)gone & t1) | ((vi)other & ~t1));
         }
     }
-    for (int t = 0; t < nj; t++) {
-        const int q = t / LANES, l = t % LANES;
-        int64_t b = 0;
-        double best = ploss[q][l];
-        for (int64_t m = 1; m < k; m++)
-            if (ploss[m * nv + q][l] < best) {
-                best = ploss[m * nv + q][l];
-                b = m;
-            }
-        bs[t] = b;
-        change[t] = best + acc[q][l];
+    /* find_min for every lane: the first least of its ploss over the medoids, lane by lane in one vector */
+    for (int q = 0; q < nv; q++) {
+        vd best = ploss[q];
+        vi b = (vi){0}, mv = (vi){0};
+        for (int64_t m = 1; m < k; m++) {
+            mv += 1;
+            const vd v = ploss[m * nv + q];
+            const vi take = v < best;
+            best = (vd)(((vi)v & take) | ((vi)best & ~take));
+            b = (mv & take) | (b & ~take);
+        }
+        for (int l = 0; l < LANES && q * LANES + l < nj; l++) {
+            bs[q * LANES + l] = b[l];
+            change[q * LANES + l] = best[l] + acc[q][l];
+        }
     }
 }
 

@@ -153,10 +153,10 @@ def test_the_load_check_rejects_a_kernel_that_breaks_ties_otherwise(tmp_path):
     from irtlib.calibration.fused_kernel import compile_kernel
 
     src = fasterpam.KERNEL_SOURCE.read_text()
-    rule = "if (ploss[m * nv + q][l] < best)"
+    rule = "const vi take = v < best;"
     assert rule in src
     bad = tmp_path / "_fasterpam_kernel_bad.c"
-    bad.write_text(src.replace(rule, "if (ploss[m * nv + q][l] <= best)"))
+    bad.write_text(src.replace(rule, "const vi take = v <= best;"))
     try:
         built = fasterpam._bind(compile_kernel(source=bad, directory=tmp_path))
     except OSError:
