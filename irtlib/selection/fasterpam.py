@@ -120,13 +120,13 @@ def _bind(path: Path) -> ctypes.CDLL:
 
 
 def _kernel_takes(diss: np.ndarray, medoids: np.ndarray, max_iter: int) -> bool:
-    """Whether the kernel runs this call: a square float64 matrix with whole-element strides, valid medoids.
+    """Whether the kernel runs this call: a square, aligned float64 matrix with whole-element strides, valid medoids.
 
     Elsewhere (no medoids, too many, out of range) the extension runs and raises its own error.
     """
     n = diss.shape[0] if diss.ndim == 2 else -1
     return (diss.ndim == 2 and diss.shape[1] == n and n >= 1 and 1 <= medoids.size <= n
-            and diss.dtype == np.float64 and all(s % 8 == 0 for s in diss.strides)
+            and diss.dtype == np.float64 and diss.flags.aligned and all(s % 8 == 0 for s in diss.strides)
             and int(medoids.max()) < n and 0 <= int(max_iter) < 2 ** 63)
 
 

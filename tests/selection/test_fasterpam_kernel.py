@@ -181,3 +181,18 @@ def test_the_order_is_the_packages_for_every_seed_tried():
     order = rust_order.shuffled_order(42, 300)
     np.testing.assert_array_equal(np.sort(order), np.arange(300))
     assert not order.flags.writeable
+
+
+def test_the_kernel_takes_only_what_it_reads_as_the_package_does():
+    diss = correlation_distances(_responses(10, 30, 2))
+    init = fasterpam.random_medoids(30, 4, 42)
+    assert fasterpam._kernel_takes(diss, init, 100)
+    raw = np.zeros(30 * 30 * 8 + 1, dtype=np.uint8)
+    unaligned = np.frombuffer(raw.data, dtype=np.float64, count=900, offset=1).reshape(30, 30)
+    assert not unaligned.flags.aligned
+    assert not fasterpam._kernel_takes(unaligned, init, 100)
+    assert not fasterpam._kernel_takes(diss.astype(np.float32), init, 100)
+    assert not fasterpam._kernel_takes(diss[:, :29], init, 100)
+    assert not fasterpam._kernel_takes(diss, np.array([0, 30], dtype=np.uintp), 100)
+    assert not fasterpam._kernel_takes(diss, np.array([], dtype=np.uintp), 100)
+    assert not fasterpam._kernel_takes(diss, init, -1)
