@@ -165,15 +165,13 @@ static double do_swap(pam_t *P, int64_t b, int64_t j)
     const int32_t b32 = (int32_t)b;
     P->med[b] = j;
     const double *col = P->D + j * P->sj;
-    if (P->dm) {
-        double *dmb = P->dm + b;
-        const int64_t k = P->k, so = P->so;
-        for (int64_t o = 0; o < n; o++)
-            dmb[o * k] = col[o * so];
-    }
+    double *dmb = P->dm ? P->dm + b : NULL;         /* the row store's column b becomes D[., j] */
+    const int64_t k = P->k;
     double loss = 0.0;
     for (int64_t o = 0; o < n; o++) {
         double term;
+        if (dmb)
+            dmb[o * k] = col[o * P->so];
         if (o == j) {
             if (P->near_i[o] != b32) {
                 P->seco_i[o] = P->near_i[o];
