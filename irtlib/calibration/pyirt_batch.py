@@ -1188,8 +1188,8 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
                 if better.any():
                     best_loss[better] = loss64[better]
                     best_epoch[better] = epoch
-                    improved = np.flatnonzero(better)
-                    kept_rows[improved] = loc_rows[improved]       # those splits' rows only
+                    for s in np.flatnonzero(better):              # those splits' rows only, no temporary
+                        kept_rows[s] = loc_rows[s]
     losses = losses.T.copy()
     if not best:
         kept = loc
