@@ -34,10 +34,12 @@ own state and cannot be drawn for all splits at once), made for every split in o
 torch's numbers bit for bit (:mod:`irtlib.calibration.stream_kernel`, checked against torch when it
 loads; otherwise a Python loop of torch calls, about a fifth of the fit's time); the guide's sample
 and the priors' and guides' terms, one C pass over the (n_splits, n_models + 2 n_items) columns
-each; a few dozen tiny torch operations for the hyper-parameters (their gradient written out
-rather than taken by autograd); and Adam on one flat parameter tensor, in one C pass that gives
-torch's numbers bit for bit (:mod:`irtlib.calibration.adam_kernel`, checked against torch when it
-loads; otherwise torch's seven operations). ``workers=2`` fits half of the cells in a second process.
+each; a few dozen (n_splits, 3) operations for the hyper-parameters (their gradient written out
+rather than taken by autograd), numpy's float32 arithmetic with torch's own transcendental functions
+(:class:`_HyperTerms`: torch's numbers without its dispatch cost per operation); and Adam on one
+flat parameter tensor, in one C pass that gives torch's numbers bit for bit
+(:mod:`irtlib.calibration.adam_kernel`, checked against torch when it loads; otherwise torch's seven
+operations). ``workers=2`` fits half of the cells in a second process.
 
 ``priors="paper"`` fits the text's fixed-prior 2PL instead (``theta``, ``b`` and ``log a`` each
 ``N(0, 1)``; :class:`irtlib.calibration.pyirt.PaperTwoParamLog`): the same guide, loss and optimiser
