@@ -372,6 +372,11 @@ def stage_pool(workers: int) -> Iterator[object | None]:
 
     Started before the jobs are known, so that the workers' start (torch's import, the kernels' checks
     against torch) runs while this process computes the training blocks; None for one worker.
+
+    Forked where this process has not imported torch (the stage's command line imports none) and the
+    platform forks: each worker then starts with this process's modules (irtlib, numpy, pandas: about
+    0.8 CPU s a worker not spent again) and imports torch itself. Spawned otherwise: a fork of a process
+    that has run torch's thread pools can hang. No number depends on it.
     """
     if workers <= 1:
         yield None
@@ -379,7 +384,8 @@ def stage_pool(workers: int) -> Iterator[object | None]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+    method = "fork" if "torch" not in sys.modules and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                              initializer=_one_blas_thread) as pool:
         for _ in range(workers):           # each submission while no worker is idle starts one
             pool.submit(_warm_up)

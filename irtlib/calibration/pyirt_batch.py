@@ -34,10 +34,12 @@ own state and cannot be drawn for all splits at once), made for every split in o
 torch's numbers bit for bit (:mod:`irtlib.calibration.stream_kernel`, checked against torch when it
 loads; otherwise a Python loop of torch calls, about a fifth of the fit's time); the guide's sample
 and the priors' and guides' terms, one C pass over the (n_splits, n_models + 2 n_items) columns
-each; a few dozen tiny torch operations for the hyper-parameters (their gradient written out
-rather than taken by autograd); and Adam on one flat parameter tensor, in one C pass that gives
-torch's numbers bit for bit (:mod:`irtlib.calibration.adam_kernel`, checked against torch when it
-loads; otherwise torch's seven operations). ``workers=2`` fits half of the cells in a second process.
+each; a few dozen (n_splits, 3) operations for the hyper-parameters (their gradient written out
+rather than taken by autograd), numpy's float32 arithmetic with torch's own transcendental functions
+(:class:`_HyperTerms`: torch's numbers without its dispatch cost per operation); and Adam on one
+flat parameter tensor, in one C pass that gives torch's numbers bit for bit
+(:mod:`irtlib.calibration.adam_kernel`, checked against torch when it loads; otherwise torch's seven
+operations). ``workers=2`` fits half of the cells in a second process.
 
 ``priors="paper"`` fits the text's fixed-prior 2PL instead (``theta``, ``b`` and ``log a`` each
 ``N(0, 1)``; :class:`irtlib.calibration.pyirt.PaperTwoParamLog`): the same guide, loss and optimiser
@@ -571,19 +573,40 @@ class _FusedLikelihood:
         1 for an observed cell, 0 otherwise (padded rows included); None when every cell is observed.
     sizes : ndarray of int, shape (S,)
         Each split's training rows (its first rows).
+    problem : _Problem, optional
+        Its :meth:`_Problem.fused_cells` instead of ``sign`` and ``weight`` (then None).
+    reuse : bool
+        Write every call's outputs into the same buffers (made at the first call): a fit's epoch uses
+        them before the next call. False (the default) gives new tensors each call.
     """
 
     LANES = 8     # the kernel's vector width: each row of cells padded to a multiple of it
 
-    def __init__(self, torch, lib, sign, weight, sizes):
-        self.torch, self.lib = torch, lib
-        n_splits, n, m = sign.shape
+    def __init__(self, torch, lib, sign, weight, sizes, *, reuse: bool = False, problem=None):
+        self.torch, self.lib, self.reuse = torch, lib, bool(reuse)
+        n_splits, n, m = sign.shape if problem is None else problem.shape
         self.width = -(-m // self.LANES) * self.LANES
-        cells = sign if weight is None else sign * weight
-        self.sign = torch.zeros((n_splits, n, self.width), dtype=torch.float32)
-        self.sign[:, :, :m] = cells
+        if problem is None:
+            cells = sign if weight is None else sign * weight
+            self.sign = torch.zeros((n_splits, n, self.width), dtype=torch.float32)
+            self.sign[:, :, :m] = cells
+        else:            # the same numbers, made from the matrix (:meth:`_Problem.fused_cells`)
+            self.sign = problem.fused_cells(self.width)
         self.rows = np.ascontiguousarray(sizes, dtype=np.int64)
         self.work = np.empty(4 * self.width, dtype=np.float32)
+        # The arrays' addresses, read once (numpy's ``.ctypes`` costs microseconds a read).
+        self._rows_ptr, self._work_ptr = self.rows.ctypes.data, self.work.ctypes.data
+        self._sign_ptr = self.sign.data_ptr()
+        self._buffers: dict = {}
+
+    def _out(self, name, shape, make):
+        """A new output of ``make()``, or with ``reuse`` the one kept under ``name`` (made at the first call)."""
+        if not self.reuse:
+            return make()
+        kept = self._buffers.get(name)
+        if kept is None or kept[0] != shape:
+            kept = self._buffers[name] = (shape, make())
+        return kept[1]
 
     def value_and_gradient(self, theta, b, a):
         """The (S,) log-likelihoods and their gradients in theta (S, n), b and a (S, m), float32."""
@@ -593,22 +616,29 @@ class _FusedLikelihood:
         for t in (theta, b, a):
             if t.dtype != torch.float32 or t.stride(1) != 1:
                 raise ValueError("the fused likelihood takes float32 tensors with contiguous rows")
-        value = np.empty(n_splits, dtype=np.float64)
-        g_theta = torch.empty((n_splits, n), dtype=torch.float32)
-        g_b = torch.empty((n_splits, m), dtype=torch.float32)
-        g_a = torch.empty((n_splits, m), dtype=torch.float32)
-        self.lib.loglik_2pl(n_splits, n, m, self.width, self.rows.ctypes.data, self.sign.data_ptr(),
+        shape = (n_splits, n, m)
+
+        def outputs():
+            value = np.empty(n_splits, dtype=np.float64)
+            value32 = np.empty(n_splits, dtype=np.float32)
+            grads = tuple(torch.empty((n_splits, k), dtype=torch.float32) for k in (n, m, m))
+            return (value, value.ctypes.data, torch.from_numpy(value32), value32, grads,
+                    tuple(g.data_ptr() for g in grads))
+
+        value, value_ptr, value_t, value32, grads, grad_ptrs = self._out("likelihood", shape, outputs)
+        self.lib.loglik_2pl(n_splits, n, m, self.width, self._rows_ptr, self._sign_ptr,
                             theta.data_ptr(), theta.stride(0), b.data_ptr(), b.stride(0), a.data_ptr(),
-                            a.stride(0), value.ctypes.data, g_theta.data_ptr(), g_b.data_ptr(), g_a.data_ptr(),
-                            self.work.ctypes.data)
-        return torch.from_numpy(value.astype(np.float32)), g_theta, g_b, g_a
+                            a.stride(0), value_ptr, *grad_ptrs, self._work_ptr)
+        np.copyto(value32, value, casting="same_kind")                    # rounded to float32
+        return (value_t, *grads)
 
     def guide_sample(self, problem, loc, log_scale, eps):
         """:func:`_guide_sample_torch` in C (``guide_sample``): value, step (S, n + 2 m) and a (S, m)."""
         torch = self.torch
         n_splits, n, m = problem.shape
-        step, value = (torch.empty((n_splits, n + 2 * m), dtype=torch.float32) for _ in range(2))
-        a = torch.empty((n_splits, m), dtype=torch.float32)
+        step, value, a = self._out("guide", problem.shape, lambda: (
+            *(torch.empty((n_splits, n + 2 * m), dtype=torch.float32) for _ in range(2)),
+            torch.empty((n_splits, m), dtype=torch.float32)))
         self.lib.guide_sample(n_splits, n, m, loc.data_ptr(), log_scale.data_ptr(), loc.stride(0), eps.data_ptr(),
                               step.data_ptr(), value.data_ptr(), a.data_ptr())
         return value, step, a
@@ -617,9 +647,9 @@ class _FusedLikelihood:
         """:func:`_prior_terms_torch` in C (``prior_terms``, sums in double): the sums (S, 4, 3)."""
         torch = self.torch
         n_splits, n, m = problem.shape
-        sums = torch.empty((n_splits, 4, 3), dtype=torch.float32)
+        sums = self._out("sums", problem.shape, lambda: torch.empty((n_splits, 4, 3), dtype=torch.float32))
         mu, u = mu.contiguous(), u.contiguous()
-        self.lib.prior_terms(n_splits, n, m, self.rows.ctypes.data, value.data_ptr(), step.data_ptr(),
+        self.lib.prior_terms(n_splits, n, m, self._rows_ptr, value.data_ptr(), step.data_ptr(),
                              eps.data_ptr(), log_scale.data_ptr(), log_scale.stride(0), mu.data_ptr(), u.data_ptr(),
                              *(g.data_ptr() for g in g_lik), a.data_ptr(), g_loc.data_ptr(), g_log_scale.data_ptr(),
                              sums.data_ptr())
@@ -662,49 +692,89 @@ def _log_likelihood_function(torch):
     return LogLik.apply
 
 
-@dataclass
 class _Problem:
     """The padded training cells of every split and the layout of the parameters.
 
-    ``sign`` (S, n, m) float32; ``weight`` (S, n, m) or None (every cell observed); ``row_w`` (S, n)
-    float32 or None (no padded row); ``row_ok`` (S, n) bool. The variational parameters live in one
+    ``shape`` is (S, n, m): splits, their most training rows, items. ``row_ok`` (S, n) bool marks each
+    split's own rows. The torch likelihood's ``sign`` (S, n, m) float32, ``weight`` (S, n, m) or None
+    (every cell observed) and ``row_w`` (S, n) float32 or None (no padded row) are made when first asked
+    for; the fused kernel takes :meth:`fused_cells` instead. The variational parameters live in one
     flat float32 tensor (one Adam state): per split 12 hyper-parameters (loc of mu for b, theta, a;
     log scale of mu; log alpha and log beta of u; under the fixed priors they stay at their start,
     their gradient 0) and two blocks of ``n + 2 m`` (loc and log scale of
     theta, b, log a, in that order).
+
+    ``hyper_prior`` holds 0-d float32 tensors (mu's loc and scale, u's concentration and rate),
+    ``site_counts`` (S, 3) float32 the columns of each site (b, theta, a: m, the split's rows, m);
+    ``hierarchical`` False: the text's fixed N(0, 1) priors.
     """
 
-    sign: object
-    weight: object
-    row_w: object
-    row_ok: np.ndarray
-    sizes: np.ndarray
-    hyper_prior: tuple  # 0-d float32 tensors: mu's loc and scale, u's concentration and rate
-    site_counts: object  # (S, 3) float32: the columns of each site (b, theta, a): m, the split's rows, m
-    hierarchical: bool = True   # py-irt's hierarchical priors; False: the text's fixed N(0, 1) priors
+    def __init__(self, torch, x_np, rows, row_ok, sizes, hyper_prior, site_counts, hierarchical=True):
+        self.torch, self.x, self.rows, self.row_ok, self.sizes = torch, x_np, rows, row_ok, sizes
+        self.hyper_prior, self.site_counts, self.hierarchical = hyper_prior, site_counts, hierarchical
+        self.shape = (len(rows), row_ok.shape[1], x_np.shape[1])
+        self._cells = None
 
     @classmethod
     def build(cls, torch, x_np, rows, *, hierarchical: bool = True):
         n_splits, n_max = len(rows), max(r.size for r in rows)
-        index = np.zeros((n_splits, n_max), dtype=np.int64)
         row_ok = np.zeros((n_splits, n_max), dtype=bool)
         for s, r in enumerate(rows):
-            index[s, :r.size] = r
             row_ok[s, :r.size] = True
-        cells = x_np[index]
-        observed = ~np.isnan(cells) & row_ok[:, :, None]
-        sign = torch.from_numpy(np.where(observed & (cells == 1.0), 1.0, -1.0)).to(torch.float32)
-        weight = None if observed.all() else torch.from_numpy(observed).to(torch.float32)
-        row_w = None if row_ok.all() else torch.from_numpy(row_ok).to(torch.float32)
         hyper_prior = tuple(torch.tensor(v, dtype=torch.float32) for v in (0.0, HYPER_LOC_SD, *HYPER_GAMMA))
         sizes = np.array([r.size for r in rows])
         site_counts = torch.tensor(np.stack([np.full(n_splits, x_np.shape[1]), sizes, np.full(n_splits, x_np.shape[1])],
                                             1), dtype=torch.float32)
-        return cls(sign, weight, row_w, row_ok, sizes, hyper_prior, site_counts, hierarchical)
+        return cls(torch, x_np, rows, row_ok, sizes, hyper_prior, site_counts, hierarchical)
+
+    def _torch_cells(self):
+        """``sign`` and ``weight`` of the torch likelihood (made once): from (S, n, m) float64 cells."""
+        if self._cells is None:
+            torch = self.torch
+            n_splits, n_max, _ = self.shape
+            index = np.zeros((n_splits, n_max), dtype=np.int64)
+            for s, r in enumerate(self.rows):
+                index[s, :r.size] = r
+            cells = self.x[index]
+            observed = ~np.isnan(cells) & self.row_ok[:, :, None]
+            sign = torch.from_numpy(np.where(observed & (cells == 1.0), 1.0, -1.0)).to(torch.float32)
+            weight = None if observed.all() else torch.from_numpy(observed).to(torch.float32)
+            self._cells = (sign, weight)
+        return self._cells
 
     @property
-    def shape(self):
-        return self.sign.shape
+    def sign(self):
+        return self._torch_cells()[0]
+
+    @property
+    def weight(self):
+        return self._torch_cells()[1]
+
+    @property
+    def row_w(self):
+        return None if self.row_ok.all() else self.torch.from_numpy(self.row_ok).to(self.torch.float32)
+
+    def fused_cells(self, width: int):
+        """The fused kernel's cells (S, n, ``width``) float32: ``sign weight`` of the torch likelihood's cells.
+
+        +1 an observed safe cell, -1 an observed unsafe one, -0.0 a cell not observed (a missing response or
+        a padded row: ``-1 x 0``) where some cell is not, +0.0 in the columns beyond ``m``: the numbers
+        ``_FusedLikelihood`` makes from ``sign`` and ``weight``, written from each split's rows of the
+        matrix in float32 without the (S, n, m) float64 temporaries.
+        """
+        n_splits, n_max, m = self.shape
+        missing = np.isnan(self.x)
+        used = np.unique(np.concatenate(self.rows))
+        every = bool(self.row_ok.all()) and not missing[used].any()
+        codes = np.where(self.x == 1.0, np.float32(1.0), np.float32(-1.0)).astype(np.float32)
+        if not every:
+            codes[missing] = -0.0
+        out = np.zeros((n_splits, n_max, width), dtype=np.float32)
+        for s, r in enumerate(self.rows):
+            out[s, :r.size, :m] = codes[r]
+            if not every:
+                out[s, r.size:, :m] = -0.0
+        return self.torch.from_numpy(out)
 
     def fixed_prior(self, torch):
         """The fixed priors' ``mu`` (0) and ``u`` (1) of every site, each (S, 3) float32 (made once)."""
@@ -721,6 +791,13 @@ class _Problem:
         blocks[1] = math.log(GUIDE_INIT_SCALE)
         return torch.cat((hyper.reshape(-1), blocks.reshape(-1)))
 
+    def hyper_terms(self, torch, flat, grad):
+        """The fit's :class:`_HyperTerms` on ``flat`` and ``grad`` (made at the first call, then kept)."""
+        terms = getattr(self, "_terms", None)
+        if terms is None or terms.flat is not flat or terms.grad is not grad:
+            terms = self._terms = _HyperTerms(torch, self, flat, grad)
+        return terms
+
     def views(self, flat):
         """``hyper`` (S, 12), ``loc`` and ``log_scale`` (S, n + 2 m) of the flat parameters."""
         n_splits, n, m = self.shape
@@ -736,6 +813,150 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     Draws the epoch's guide sample (the streams), writes the gradient of the batch's summed
     negative ELBO in the flat parameters into ``grad`` (the reparameterised gradient pyro's
     autograd takes, written out), and returns ``(log_q, log_p)``: the guide's and the model's log
+    densities site by site, each a (S,) float32 array (sites: mu, u, theta, b, log a; the model adds
+    the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
+
+    With ``v = loc + eps scale`` each guide density is ``-eps^2 / 2 - log scale - log sqrt(2 pi)``,
+    whose total derivative is 0 in loc and -1 in log scale; each prior density
+    ``log N(v; mu, 1/u)`` gives ``d/dv = -(v - mu) u^2``, ``d/dmu = (v - mu) u^2`` and
+    ``d/du = 1/u - (v - mu)^2 u``; the Gamma draws' gradient in alpha is torch's implicit one
+    (``_standard_gamma_grad``), as for the rsample pyro uses.
+
+    The hyper-parameters' few dozen (S, 3) operations are :class:`_HyperTerms`'s numpy float32 ones, each
+    the IEEE operation torch makes in the same order, with torch's own functions for ``exp``, ``log``,
+    ``xlogy``, ``lgamma``, ``digamma`` and ``_standard_gamma_grad`` (:func:`_negative_elbo_torch` is the same
+    in torch operations, bit for bit).
+    """
+    if not problem.hierarchical:
+        return _negative_elbo_fixed(torch, problem, lik, streams, flat, grad)
+    n_splits, n, m = problem.shape
+    terms = problem.hyper_terms(torch, flat, grad)
+    _, loc, log_scale = terms.views
+    _, g_loc, g_log_scale = terms.grad_views
+    mu, u = terms.sample(streams)
+    eps = streams.eps
+    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
+    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    return terms.finish(streams, sums.numpy(), lik_value.numpy())
+
+
+class _HyperTerms:
+    """The hierarchical model's hyper-parameter terms of :func:`_negative_elbo`, in numpy float32.
+
+    Made once per fit (:meth:`_Problem.hyper_terms`) on the flat parameters and their gradient. Each
+    epoch, :meth:`sample` gives ``mu`` and ``u`` (S, 3: sites b, theta, a) from the guide's draws, and
+    :meth:`finish` the hyper-parameters' gradient (written into the flat gradient) and the sites' log
+    densities. Every operation is :func:`_negative_elbo_torch`'s, in its order and in float32: numpy's
+    ``+ - * /`` and comparisons are the IEEE operations torch makes (a Python float taken as float32,
+    as torch takes it), the sums over the three sites ``(x0 + x1) + x2`` as torch's ``sum(1)``; the
+    transcendental functions are torch's own (position-independent: the same bits for an element
+    wherever it sits), called on tensors sharing memory with the numpy arrays. About forty numpy
+    calls and ten torch calls an epoch instead of about ninety torch operations (each about 3 to 5
+    microseconds of dispatch, which every fit of 1,000 epochs pays whatever its size).
+    """
+
+    ORDER = [1, 0, 2]     # the prior sums' sites (theta, b, log a) in the hyper-parameters' order (b, theta, a)
+
+    def __init__(self, torch, problem, flat, grad):
+        self.torch, self.flat, self.grad = torch, flat, grad
+        self.views, self.grad_views = problem.views(flat), problem.views(grad)
+        self.hyper, self.g_hyper = self.views[0].numpy(), self.grad_views[0].numpy()
+        n_splits = problem.shape[0]
+        self.positive = torch.empty((n_splits, 9), dtype=torch.float32)
+        self._exp_in = self.views[0][:, 3:12]
+        positive = self.positive.numpy()
+        self.scale_mu, self.alpha, self.beta = positive[:, 0:3], positive[:, 3:6], positive[:, 6:9]
+        self.alpha_t, self.beta_t, self.scale_mu_t = self.positive[:, 3:6], self.positive[:, 6:9], self.positive[:, 0:3]
+        counts = problem.site_counts.numpy()
+        self.counts, self.counts_col = counts, counts[:, self.ORDER].copy()
+        self.tiny = np.float32(torch.finfo(torch.float32).tiny)
+        mu_loc, mu_sd, u_conc, u_rate = problem.hyper_prior
+        # The model's constants, as torch computes them from its 0-d float32 tensors.
+        self.mu_loc = mu_loc.numpy()[()]
+        self.mu_sd2 = (mu_sd**2).numpy()[()]
+        self.two_mu_sd2 = (2 * mu_sd**2).numpy()[()]
+        self.log_mu_sd = torch.log(mu_sd).numpy()[()]
+        self.u_conc, self.u_conc_1, self.u_rate = u_conc, u_conc - 1, u_rate
+        self.u_rate_np = u_rate.numpy()[()]
+        self.xlogy_prior = torch.xlogy(u_conc, u_rate).numpy()[()]
+        self.lgamma_prior = torch.lgamma(u_conc).numpy()[()]
+        self.c0 = np.float32(_HALF_LOG_2PI)
+        self.log_q = np.empty((5, n_splits), dtype=np.float32)
+        self.log_p = np.empty((6, n_splits), dtype=np.float32)
+
+    def sample(self, streams):
+        """The guide's draws of the epoch (``streams.draw``), then ``mu`` and ``u`` (S, 3) as tensors."""
+        torch = self.torch
+        torch.exp(self._exp_in, out=self.positive)
+        streams.draw(self.alpha_t)
+        self.g_raw = g_raw = streams.gamma.numpy()
+        self.ratio = ratio = g_raw / self.beta
+        self.u = u = np.maximum(ratio, self.tiny)                        # clamp(min=tiny)
+        self.eps_mu = eps_mu = streams.eps_mu.numpy()
+        self.mu = mu = self.hyper[:, 0:3] + eps_mu * self.scale_mu
+        return torch.from_numpy(mu), torch.from_numpy(u)
+
+    def finish(self, streams, sums, lik_value):
+        """The hyper-parameters' gradient into the flat gradient; ``(log_q, log_p)``, (5, S) and (6, S) float32."""
+        torch = self.torch
+        order, counts, counts_col = self.ORDER, self.counts, self.counts_col
+        alpha, beta, scale_mu, g_raw, ratio, u, mu = (self.alpha, self.beta, self.scale_mu, self.g_raw, self.ratio,
+                                                      self.u, self.mu)
+        u_t = torch.from_numpy(u)
+        dev_sum, sq_sum = sums[:, 0][:, order], sums[:, 1][:, order]
+        g_mu = mu / self.mu_sd2 - dev_sum
+        g_u = (sq_sum - counts) / u + 1.0 + (alpha - 1) / u - beta
+        du_dalpha = torch._standard_gamma_grad(self.alpha_t, torch.from_numpy(g_raw)).numpy() / beta
+        du_dbeta = -ratio / beta
+        clamped = ratio < self.tiny
+        if clamped.any():             # clamped: no gradient through u
+            du_dalpha = np.where(clamped, np.float32(0.0), du_dalpha)
+            du_dbeta = np.where(clamped, np.float32(0.0), du_dbeta)
+        g_hyper = self.g_hyper
+        g_hyper[:, 0:3] = g_mu
+        g_hyper[:, 3:6] = g_mu * self.eps_mu * scale_mu - 1.0
+        log_beta, log_u = torch.log(self.beta_t).numpy(), torch.log(u_t).numpy()
+        digamma = torch.digamma(self.alpha_t).numpy()
+        g_hyper[:, 6:9] = alpha * (g_u * du_dalpha + log_beta + log_u - digamma)
+        g_hyper[:, 9:12] = beta * (g_u * du_dbeta + alpha / beta - u)
+        # The loss, site by site (float32, as torch's).
+        c0 = self.c0
+        log_inv_u = torch.log(torch.from_numpy(1.0 / u[:, order])).numpy()
+        prior = -0.5 * sums[:, 1] - counts_col * (log_inv_u + c0)
+        guide = -0.5 * sums[:, 2] - sums[:, 3] - counts_col * c0
+        log_q, log_p = self.log_q, self.log_p
+        # Normal(mu; mu_loc, mu_sd) and Gamma(u; u_conc, u_rate), the model's; then the guide's.
+        dev = mu - self.mu_loc
+        _site_sum(-(dev * dev) / self.two_mu_sd2 - self.log_mu_sd - c0, log_p[0])
+        xlogy_u = torch.xlogy(self.u_conc_1, u_t).numpy()
+        _site_sum(self.xlogy_prior + xlogy_u - self.u_rate_np * u - self.lgamma_prior, log_p[1])
+        log_p[2:5] = prior.T
+        log_p[5] = lik_value
+        dev = mu - self.hyper[:, 0:3]
+        log_scale_mu = torch.log(self.scale_mu_t).numpy()
+        _site_sum(-(dev * dev) / (2 * (scale_mu * scale_mu)) - log_scale_mu - c0, log_q[0])
+        lgamma = torch.lgamma(self.alpha_t).numpy()
+        xlogy_q = torch.xlogy(self.alpha_t, self.beta_t).numpy() + torch.xlogy(self.alpha_t - 1, u_t).numpy()
+        _site_sum(xlogy_q - beta * u - lgamma, log_q[1])
+        log_q[2:5] = guide.T
+        return log_q, log_p
+
+
+def _site_sum(terms, out):
+    """``terms.sum(1)`` of a (S, 3) float32 array as torch sums it: ``(x0 + x1) + x2``, into ``out``."""
+    np.add(terms[:, 0], terms[:, 1], out=out)
+    out += terms[:, 2]
+
+
+def _negative_elbo_torch(torch, problem, lik, streams, flat, grad):
+    """:func:`_negative_elbo` in torch operations (the reference it matches bit for bit).
+
+    One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it, and its gradient.
+
+    Draws the epoch's guide sample (the streams), writes the gradient of the batch's summed
+    negative ELBO in the flat parameters into ``grad`` (the reparameterised gradient pyro's
+    autograd takes, written out), and returns ``(log_q, log_p)``: the guide's and the model's log
     densities site by site, each a (S,) float32 tensor (sites: mu, u, theta, b, log a; the model adds
     the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
 
@@ -746,7 +967,7 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     (``_standard_gamma_grad``), as for the rsample pyro uses.
     """
     if not problem.hierarchical:
-        return _negative_elbo_fixed(torch, problem, lik, streams, flat, grad)
+        return _negative_elbo_fixed_torch(torch, problem, lik, streams, flat, grad)
     n_splits, n, m = problem.shape
     hyper, loc, log_scale = problem.views(flat)
     g_hyper, g_loc, g_log_scale = problem.views(grad)
@@ -796,6 +1017,34 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
 
 def _negative_elbo_fixed(torch, problem, lik, streams, flat, grad):
     """:func:`_negative_elbo` under the text's fixed priors: every site ``N(0, 1)`` (log a for a).
+
+    The same terms with ``mu = 0`` and ``u = 1`` fixed and no hyper-parameter sites: ``g_loc = v - d
+    lik / d v``, ``g_log_scale = g_loc step - 1``; the hyper-parameters' gradient stays 0. The sites' log
+    densities in numpy float32 (the operations of :func:`_negative_elbo_fixed_torch`, bit for bit):
+    ``(log_q, log_p)``, (3, S) and (4, S).
+    """
+    n = problem.shape[1]
+    m = problem.shape[2]
+    terms = problem.hyper_terms(torch, flat, grad)
+    _, loc, log_scale = terms.views
+    _, g_loc, g_log_scale = terms.grad_views
+    streams.draw(None)
+    eps = streams.eps
+    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
+    mu, u = problem.fixed_prior(torch)
+    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    sums = sums.numpy()
+    counts_c0 = terms.counts_col * terms.c0                                # theta, b, log a
+    log_p, log_q = terms.log_p[:4], terms.log_q[:3]
+    log_p[:3] = (-0.5 * sums[:, 1] - counts_c0).T
+    log_p[3] = lik_value.numpy()
+    log_q[:] = (-0.5 * sums[:, 2] - sums[:, 3] - counts_c0).T
+    return log_q, log_p
+
+
+def _negative_elbo_fixed_torch(torch, problem, lik, streams, flat, grad):
+    """:func:`_negative_elbo_torch` under the text's fixed priors: every site ``N(0, 1)`` (log a for a).
 
     The same terms with ``mu = 0`` and ``u = 1`` fixed and no hyper-parameter sites: ``g_loc = v - d
     lik / d v``, ``g_log_scale = g_loc step - 1``; the hyper-parameters' gradient stays 0.
@@ -868,13 +1117,16 @@ def _per_column(torch, problem, per_site):
 
 
 def _likelihood(torch, problem):
-    """The fused kernel's likelihood where it can be compiled, else the torch one (:mod:`.fused_kernel`)."""
+    """The fused kernel's likelihood where it can be compiled, else the torch one (:mod:`.fused_kernel`).
+
+    The fused one writes each epoch's outputs into the same buffers (``reuse``).
+    """
     from irtlib.calibration import fused_kernel
 
     lib = fused_kernel.load()
     if lib is None:
         return _Likelihood(torch, problem.sign, problem.weight)
-    return _FusedLikelihood(torch, lib, problem.sign, problem.weight, problem.sizes)
+    return _FusedLikelihood(torch, lib, None, None, problem.sizes, reuse=True, problem=problem)
 
 
 def _streams(torch, sizes, n_items, seed, *, hyper: bool = True):
@@ -932,15 +1184,14 @@ def _fit(torch, x_np, rows, *, epochs, lr, lr_decay, seed, best, hierarchical=Tr
             optimizer.step(grad)
             # The loss py-irt compares: site sums added in double precision (pyro adds Python floats).
             loss64 = losses[epoch]
-            np.subtract(np.sum([t.numpy() for t in log_q], axis=0, dtype=np.float64),
-                        np.sum([t.numpy() for t in log_p], axis=0, dtype=np.float64), out=loss64)
+            np.subtract(np.sum(log_q, axis=0, dtype=np.float64), np.sum(log_p, axis=0, dtype=np.float64), out=loss64)
             if best:   # py-irt keeps the parameters after the step whose (pre-step) loss is the lowest
                 better = loss64 < best_loss
                 if better.any():
                     best_loss[better] = loss64[better]
                     best_epoch[better] = epoch
-                    improved = np.flatnonzero(better)
-                    kept_rows[improved] = loc_rows[improved]       # those splits' rows only
+                    for s in np.flatnonzero(better):              # those splits' rows only, no temporary
+                        kept_rows[s] = loc_rows[s]
     losses = losses.T.copy()
     if not best:
         kept = loc
