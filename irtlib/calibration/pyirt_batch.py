@@ -952,19 +952,9 @@ def _site_sum(terms, out):
 def _negative_elbo_torch(torch, problem, lik, streams, flat, grad):
     """:func:`_negative_elbo` in torch operations (the reference it matches bit for bit).
 
-    One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it, and its gradient.
-
-    Draws the epoch's guide sample (the streams), writes the gradient of the batch's summed
-    negative ELBO in the flat parameters into ``grad`` (the reparameterised gradient pyro's
-    autograd takes, written out), and returns ``(log_q, log_p)``: the guide's and the model's log
-    densities site by site, each a (S,) float32 tensor (sites: mu, u, theta, b, log a; the model adds
-    the likelihood). The ``-log a`` Jacobian terms of the two LogNormals cancel.
-
-    With ``v = loc + eps scale`` each guide density is ``-eps^2 / 2 - log scale - log sqrt(2 pi)``,
-    whose total derivative is 0 in loc and -1 in log scale; each prior density
-    ``log N(v; mu, 1/u)`` gives ``d/dv = -(v - mu) u^2``, ``d/dmu = (v - mu) u^2`` and
-    ``d/du = 1/u - (v - mu)^2 u``; the Gamma draws' gradient in alpha is torch's implicit one
-    (``_standard_gamma_grad``), as for the rsample pyro uses.
+    The same negative ELBO, gradient and ``(log_q, log_p)`` (here (S,) float32 tensors), every
+    hyper-parameter term a torch operation instead of :class:`_HyperTerms`'s numpy ones; the tests
+    compare the two, and the derivation is in :func:`_negative_elbo`'s docstring.
     """
     if not problem.hierarchical:
         return _negative_elbo_fixed_torch(torch, problem, lik, streams, flat, grad)

@@ -25,15 +25,11 @@
 
 #define MLE_LANES 8
 
-/* One cell's terms (the operations of the header, in its order). */
-#define MLE_CELL(aj, bj, xj, g_out, h_out)                                                            \
+/* One cell's terms from exp(z) and exp(-z) (the operations of the header, in its order). */
+#define MLE_CELL_TERMS(ep_, en_, aj, xj, g_out, h_out)                                                \
     do {                                                                                              \
-        double z_ = th - (bj);                                                                        \
-        z_ = (aj) * z_;                                                                               \
-        double en_, ep_;                                                                              \
-        MLE_EXP_PAIR(z_, ep_, en_);                                                                   \
-        const double s_ = 1.0 / (1.0 + en_);                                                          \
-        const double q_ = 1.0 / (1.0 + ep_);                                                          \
+        const double s_ = 1.0 / (1.0 + (en_));                                                        \
+        const double q_ = 1.0 / (1.0 + (ep_));                                                        \
         double w_ = (aj) * (aj);                                                                      \
         w_ = w_ * s_;                                                                                 \
         (h_out) = w_ * q_;                                                                            \
@@ -42,19 +38,22 @@
         (g_out) = (aj) * (xq_ - xs_);                                                                 \
     } while (0)
 
+/* One cell's terms. */
+#define MLE_CELL(aj, bj, xj, g_out, h_out)                                                            \
+    do {                                                                                              \
+        double z_ = th - (bj);                                                                        \
+        z_ = (aj) * z_;                                                                               \
+        double en_, ep_;                                                                              \
+        MLE_EXP_PAIR(z_, ep_, en_);                                                                   \
+        MLE_CELL_TERMS(ep_, en_, aj, xj, g_out, h_out);                                               \
+    } while (0)
+
 /* MLE_CELL from its z, with exp's pair by portable_exp_pair_normal (|z| <= PEXP_NORMAL_RANGE: the same bits). */
 #define MLE_CELL_NORMAL(zj, aj, xj, g_out, h_out)                                                     \
     do {                                                                                              \
         double en_, ep_;                                                                              \
         MLE_EXP_PAIR_NORMAL((zj), ep_, en_);                                                          \
-        const double s_ = 1.0 / (1.0 + en_);                                                          \
-        const double q_ = 1.0 / (1.0 + ep_);                                                          \
-        double w_ = (aj) * (aj);                                                                      \
-        w_ = w_ * s_;                                                                                 \
-        (h_out) = w_ * q_;                                                                            \
-        const double xq_ = (xj) * q_;                                                                 \
-        const double xs_ = (1.0 - (xj)) * s_;                                                         \
-        (g_out) = (aj) * (xq_ - xs_);                                                                 \
+        MLE_CELL_TERMS(ep_, en_, aj, xj, g_out, h_out);                                               \
     } while (0)
 
 #ifdef MLE_LIBM_EXP
