@@ -34,7 +34,7 @@ def old_medoids(n, k, seed):
 def medoids(fn, *, splits, items, budgets):
     out = []
     for _ in range(splits):
-        fasterpam._ORDERS.clear()                  # a new split: its permutation drawn again
+        fasterpam._permutation.cache_clear()                  # a new split: its permutation drawn again
         out.extend(fn(items, k, 42) for k in budgets)
     return out
 

@@ -36,6 +36,7 @@ otherwise, without a compiler or the extension, or with ``IRTLIB_FASTERPAM_KERNE
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -54,10 +55,6 @@ _KERNEL: dict = {}
 
 _CORE = "kmedoids.kmedoids"
 _LOADED: dict = {}
-#: ``RandomState(seed).permutation(n)`` by ``(seed, n)``: the authors' fresh FasterPAM draws its initial
-#: medoids with the same seed from the same number of items for every budget of a split.
-_ORDERS: dict = {}
-_MAX_ORDERS = 64
 
 
 def _load_core() -> ModuleType:
@@ -103,12 +100,19 @@ def random_medoids(n: int, k: int, seed: int) -> np.ndarray:
     n, k, seed = int(n), int(k), int(seed)
     if not 0 <= k <= n:                       # choice's own error
         return np.random.RandomState(seed).choice(n, k, False).astype(np.uintp)
-    order = _ORDERS.get((seed, n))
-    if order is None:
-        if len(_ORDERS) >= _MAX_ORDERS:
-            _ORDERS.clear()
-        order = _ORDERS[seed, n] = np.random.RandomState(seed).permutation(n).astype(np.uintp)
-    return order[:k].copy()
+    return _permutation(seed, n)[:k].copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _permutation(seed: int, n: int) -> np.ndarray:
+    """``RandomState(seed).permutation(n)`` as read-only ``uintp``, kept by ``(seed, n)``.
+
+    The authors' fresh FasterPAM draws its initial medoids with the same seed from the same number of items
+    for every budget of a split.
+    """
+    order = np.random.RandomState(seed).permutation(n).astype(np.uintp)
+    order.setflags(write=False)
+    return order
 
 
 def _bind(path: Path) -> ctypes.CDLL:

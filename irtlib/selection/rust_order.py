@@ -21,6 +21,8 @@ package's results with the C kernel's, which runs on this order (:mod:`irtlib.se
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["shuffled_order", "stdrng_words", "seed_key"]
@@ -28,8 +30,6 @@ __all__ = ["shuffled_order", "stdrng_words", "seed_key"]
 _MASK64 = (1 << 64) - 1
 _PCG_MUL, _PCG_INC = 6364136223846793005, 11634580027462260723
 _SIGMA = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
-_ORDERS: dict = {}
-_MAX_ORDERS = 64
 
 
 def seed_key(seed: int) -> np.ndarray:
@@ -130,12 +130,11 @@ def _sample_all(seed: int, n: int) -> np.ndarray:
 
 def shuffled_order(seed: int, n: int) -> np.ndarray:
     """``rand::seq::index::sample(&mut StdRng::seed_from_u64(seed), n, n)`` as ``int64`` (read only; kept per pair)."""
-    key = (int(seed) & _MASK64, int(n))
-    order = _ORDERS.get(key)
-    if order is None:
-        if len(_ORDERS) >= _MAX_ORDERS:
-            _ORDERS.clear()
-        order = _sample_all(*key)
-        order.setflags(write=False)
-        _ORDERS[key] = order
+    return _kept_order(int(seed) & _MASK64, int(n))
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_order(seed: int, n: int) -> np.ndarray:
+    order = _sample_all(seed, n)
+    order.setflags(write=False)
     return order
