@@ -128,7 +128,43 @@ def _z_derivatives(x, pt: _Point):
     return x * q - (1.0 - x) * s, s * q, q
 
 
-def _step(x, mask, pt: _Point, priors):
+class _StepTables:
+    """:func:`irtlib.calibration.threepl_kernel.step_tables` for one 3PL fit's ``x`` and ``mask``, from the kernel.
+
+    The kernel takes C-ordered tables only, and a benchmark's matrix is often Fortran-ordered (its columns
+    gathered by the variance filter): before, every step of such a fit took numpy's thirty passes. numpy's
+    tables then are not all C-ordered (``g_z``'s expression reuses the buffer of the temporary ``x - 1.0``,
+    of ``x``'s layout, when it is large), and a table's layout orders the sums and products it enters. So
+    the first step computes numpy's tables as before, from ``x`` as it is, and notes their layouts; every
+    later step takes the kernel's tables (the same values: elementwise arithmetic does not depend on the
+    layout) from C-ordered copies of ``x`` and ``mask`` made once, each copied to Fortran order where
+    numpy's was (the same values in the same layout). Without the kernel, with tables of another layout
+    or a C-ordered ``x``: :func:`~irtlib.calibration.threepl_kernel.step_tables` as it is.
+    """
+
+    def __init__(self, x: np.ndarray, mask: np.ndarray | None):
+        self.x, self.mask = x, mask
+        self.fortran = None              # per table: numpy laid it out in Fortran order (from the first step)
+        self.cells = None                # x and mask, C-ordered
+
+    def __call__(self, z, s, p, a, c) -> tuple[np.ndarray, ...]:
+        plain = threepl_kernel._c_tables(self.x, self.mask) or threepl_kernel.load() is None
+        if plain or self.fortran is False or not threepl_kernel._c_tables(z, s, p):
+            return threepl_kernel.step_tables(self.x, self.mask, z, s, p, a, c)
+        if self.fortran is None:
+            out = threepl_kernel.step_tables(self.x, self.mask, z, s, p, a, c)
+            if all(t.flags.c_contiguous or t.flags.f_contiguous for t in out):
+                self.fortran = [not t.flags.c_contiguous for t in out]
+                self.cells = (np.ascontiguousarray(self.x),
+                              None if self.mask is None else np.ascontiguousarray(self.mask))
+            else:
+                self.fortran = False     # a layout a copy could not give: numpy's passes every step
+            return out
+        out = threepl_kernel.step_tables(*self.cells, z, s, p, a, c)
+        return tuple(np.asfortranarray(t) if f else t for t, f in zip(out, self.fortran, strict=True))
+
+
+def _step(x, mask, pt: _Point, priors, *, tables=None):
     """One Fisher-scoring direction for (theta, [shared log a], item parameters).
 
     Expected information of a Bernoulli cell: ``dP dP^T / (P (1 - P))``. The abilities (and the
@@ -148,8 +184,8 @@ def _step(x, mask, pt: _Point, priors):
         dc = c * (1.0 - c)                  # d c / d gamma, the logit transform's Jacobian
         # g_z, w_zz (the kernel's z derivatives), g_g = (x - P) c / P, w_zg = dc s q / P, w_gg = c dc q / P
         # (each masked), w_zz a, w_zz z and the products below: numpy's tables, from one C pass
-        (g_z, w_zz, g_g, w_zg, w_gg, wa, wz, g_z_z, wz_z, w_zg_z, *cross3) = threepl_kernel.step_tables(
-            x, mask, z, s, p, a, c)
+        tables = _StepTables(x, mask) if tables is None else tables
+        (g_z, w_zz, g_g, w_zg, w_gg, wa, wz, g_z_z, wz_z, w_zg_z, *cross3) = tables(z, s, p, a, c)
     n_models = x.shape[0]
     # d z / d(theta_m) = a_j, d z / d(log a_j) = z, d z / d b_j = -a_j
     g_theta = g_z @ a if not shared else a[0] * g_z.sum(axis=1)
@@ -210,9 +246,10 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         alpha, gamma = np.log(a2), logit(c0)
     safe_cells = np.flatnonzero(x == 1.0) if gamma is not None else None     # the 3PL's cells with log P
     pt = _Point(x, mask, theta, alpha, b, gamma, priors, safe_cells=safe_cells)
+    tables = _StepTables(x, mask) if gamma is not None else None     # the 3PL's step tables
     converged, it, small = False, 0, 0
     for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
-        step = _step(x, mask, pt, priors)
+        step = _step(x, mask, pt, priors, tables=tables)
         if step is None:
             break
         biggest = max(np.abs(d).max() for d in step if d is not None)

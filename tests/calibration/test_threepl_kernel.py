@@ -124,3 +124,81 @@ def test_the_points_safe_cells_give_the_boolean_selections_numbers(order):
     plain, indexed = _Point(*args), _Point(*args, safe_cells=np.flatnonzero(x == 1.0))
     assert _same_bits(plain.log_likelihood, indexed.log_likelihood)
     assert _same_bits(plain.log_posterior, indexed.log_posterior)
+
+
+
+class _PreviousTables:
+    """The 3PL's step tables as they were: ``threepl_kernel.step_tables`` of the fit's x and mask as they are."""
+
+    def __init__(self, x, mask):
+        self.x, self.mask = x, mask
+
+    def __call__(self, z, s, p, a, c):
+        return threepl_kernel.step_tables(self.x, self.mask, z, s, p, a, c)
+
+
+def _fortran_matrix(seed, n_models, n_items, missing):
+    """A simulated 3PL matrix in Fortran order, as a benchmark's (its columns gathered by the variance filter)."""
+    x = np.asfortranarray(_simulated(np.random.default_rng(seed), n_models, n_items, missing))
+    assert x.flags.f_contiguous and not x.flags.c_contiguous
+    return x
+
+
+# 29 x 1,200 cells (278 kB): numpy's g_z reuses the Fortran-ordered temporary x - 1.0 (its buffer
+# reuse starts at 256 kB); 17 x 41: every table C-ordered
+@pytest.mark.parametrize("shape", [(29, 1200), (17, 41)])
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_a_fortran_matrix_fits_as_before_and_the_3pl_takes_the_kernel(lib, monkeypatch, shape, missing):
+    from irtlib.calibration import models
+
+    x = _fortran_matrix(10, *shape, missing)
+    calls = []
+    kernel_step = threepl_kernel._kernel_step
+
+    def counted(*args):
+        calls.append(1)
+        return kernel_step(*args)
+
+    for model in ("1pl", "3pl"):
+        with monkeypatch.context() as patch:
+            patch.setattr(models, "_StepTables", _PreviousTables)
+            before = fit_irt_values(x, model=model)
+        calls.clear()
+        monkeypatch.setattr(threepl_kernel, "_kernel_step", counted)
+        fit = fit_irt_values(x, model=model)
+        monkeypatch.undo()
+        for key in ("theta", "a", "b", "c"):
+            assert (fit[key] is None and before[key] is None) or _same_bits(fit[key], before[key])
+        assert fit["info"] == before["info"]
+        # the 3PL: numpy's tables at the first step (their layouts), the kernel's at every later one
+        assert len(calls) == (fit["info"]["iterations"] - 1 if model == "3pl" else 0)
+
+
+def test_numpy_lays_a_large_fortran_matrix_g_z_out_in_fortran_order(lib):
+    """Why the first step's layouts are kept: numpy's g_z follows x's layout on a large matrix."""
+    from irtlib.calibration import models
+
+    x = np.where(np.isnan(xf := _fortran_matrix(12, 29, 1200, 0.0)), 0.0, xf)
+    rng = np.random.default_rng(13)
+    theta, a, b, c = rng.normal(size=29), np.exp(rng.normal(0, 0.3, 1200)), rng.normal(size=1200), np.full(1200, 0.2)
+    z, s, p = threepl_kernel.point_tables(theta, a, b, c, P_FLOOR, 1.0 - P_FLOOR)
+    want = threepl_kernel.numpy_step_tables(x, None, z, s, p, a, c)
+    assert want[0].flags.f_contiguous and not want[0].flags.c_contiguous
+    tables = models._StepTables(x, None)
+    first, later = tables(z, s, p, a, c), tables(z, s, p, a, c)
+    for w, f, g in zip(want, first, later, strict=True):
+        assert _same_bits(w, f) and _same_bits(w, g)
+        assert w.flags.c_contiguous == f.flags.c_contiguous == g.flags.c_contiguous
+        assert w.flags.f_contiguous == f.flags.f_contiguous == g.flags.f_contiguous
+
+
+def test_compare_models_on_a_fortran_matrix_is_as_before(lib, monkeypatch):
+    from irtlib.calibration import models
+
+    x = _fortran_matrix(11, 29, 1200, 0.0)
+    m = ResponseMatrix(x, [f"m{i}" for i in range(x.shape[0])], [f"i{j}" for j in range(x.shape[1])])
+    assert m.values.flags.f_contiguous
+    now = compare_models(m, models=("1pl", "3pl"), folds=2).drop(columns="seconds")
+    monkeypatch.setattr(models, "_StepTables", _PreviousTables)
+    before = compare_models(m, models=("1pl", "3pl"), folds=2).drop(columns="seconds")
+    assert now.equals(before)
