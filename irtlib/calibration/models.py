@@ -148,8 +148,8 @@ class _StepTables:
         self.cells = None                # x and mask, C-ordered
 
     def __call__(self, z, s, p, a, c) -> tuple[np.ndarray, ...]:
-        plain = threepl_kernel._c_tables(self.x, self.mask) or threepl_kernel.load() is None
-        if plain or self.fortran is False or not threepl_kernel._c_tables(z, s, p):
+        plain = threepl_kernel.c_tables(self.x, self.mask) or threepl_kernel.load() is None
+        if plain or self.fortran is False or not threepl_kernel.c_tables(z, s, p):
             return threepl_kernel.step_tables(self.x, self.mask, z, s, p, a, c)
         if self.fortran is None:
             out = threepl_kernel.step_tables(self.x, self.mask, z, s, p, a, c)

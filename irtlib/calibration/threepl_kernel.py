@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["SOURCE", "SWITCH", "STEP_TABLES", "load", "point_tables", "step_tables", "numpy_point_tables",
-           "numpy_step_tables"]
+__all__ = ["SOURCE", "SWITCH", "STEP_TABLES", "load", "c_tables", "point_tables", "step_tables",
+           "numpy_point_tables", "numpy_step_tables"]
 
 SOURCE = Path(__file__).with_name("_threepl_kernel.c")
 #: The environment variable that turns the kernel off (``"0"``), read at every call.
@@ -116,7 +116,8 @@ def _kernel_step(lib, x, mask, z, s, p, a, c):
     return tuple(out)
 
 
-def _c_tables(*tables) -> bool:
+def c_tables(*tables: np.ndarray | None) -> bool:
+    """Whether every table given (None aside) is a 2-D float64 C-ordered array: those the kernel takes."""
     return all(t is None or (t.dtype == np.float64 and t.ndim == 2 and t.flags.c_contiguous) for t in tables)
 
 
@@ -150,7 +151,7 @@ def step_tables(x: np.ndarray, mask: np.ndarray | None, z: np.ndarray, s: np.nda
         :data:`STEP_TABLES`, each C-ordered when computed by the kernel (numpy's would be too).
     """
     lib = load()
-    if lib is None or not _c_tables(x, mask, z, s, p):
+    if lib is None or not c_tables(x, mask, z, s, p):
         return numpy_step_tables(x, mask, z, s, p, a, c)
     return _kernel_step(lib, x, mask, z, s, p, a, c)
 
