@@ -215,14 +215,28 @@ def leave_one_out(matrix: ResponseMatrix, *, rows=None, threshold: float = 0.01)
     filtered = np.zeros(rows.size)
     for i, m in enumerate(rows):
         others = np.delete(np.arange(n_models), m)
-        training = matrix.subset(models=[matrix.models[r] for r in others])
         rate = np.nanmean(x[others], axis=0)
-        keep = (training.item_variance() > threshold).to_numpy()
+        keep = _variance_kept(matrix, others, rate, threshold)
         _, a[i, keep], b[i, keep], _ = fit_map(x[np.ix_(others, np.flatnonzero(keep))])
         available[i] = keep & ~np.isnan(x[m])
         filtered[i] = rate[~keep].sum()
     return LooBanks(a=a, b=b, available=available, filtered_sum=filtered, n_full=n_items,
                     full_score=np.nanmean(x[rows], axis=1), values=x[rows], rows=rows)
+
+
+def _variance_kept(matrix: ResponseMatrix, others: np.ndarray, rate: np.ndarray, threshold: float) -> np.ndarray:
+    """``(matrix.subset(models=others).item_variance() > threshold).to_numpy()``, from the others' safe rates.
+
+    ``rate`` is ``np.nanmean(values[others], axis=0)``: the subset's values are the same rows in the same layout
+    (``values[others]``, copied as they are), and its safe rates are their ``nanmean`` (or, with no missing cell,
+    ``mean``: the same sums divided by the same counts), so ``rate * (1 - rate)`` is its variance, bit for bit,
+    without building the matrix. An item no other model saw (a NaN rate) takes the subset, whose check
+    raises as it did.
+    """
+    if np.isnan(rate).any():
+        training = matrix.subset(models=[matrix.models[r] for r in others])
+        return (training.item_variance() > threshold).to_numpy()
+    return rate * (1.0 - rate) > threshold
 
 
 def _loo_cut(banks: LooBanks, score: float, indifference: float | None) -> Cut:

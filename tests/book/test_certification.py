@@ -111,3 +111,27 @@ def test_rules_on_left_out_banks_are_certify_per_rule_bit_for_bit(matrix):
         want = cz.certify(banks, score=s, confidence=0.9, budget=25, indifference=d)
         assert np.array_equal(outcome.decision, want.decision) and np.array_equal(outcome.n_items, want.n_items)
         assert np.array_equal(outcome.p_above, want.p_above)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_the_left_out_variance_filter_is_the_subsets_bit_for_bit(order, missing):
+    rng = np.random.default_rng(41)
+    values, _, _, _ = simulate_2pl(30, 57, seed=42, sd_log_a=0.6)
+    values[:, :4] = 1.0
+    values[rng.random(values.shape) < missing] = np.nan
+    values[:, 5] = np.nan
+    values[7, 5] = 1.0                                    # an item only model 7 saw: the subset raises without it
+    m = ResponseMatrix(np.asarray(values, order=order), [f"m{i}" for i in range(30)], [f"q{j}" for j in range(57)])
+    x = np.asarray(m.values, dtype=float)
+    for left in (0, 7, 29):
+        others = np.delete(np.arange(30), left)
+        rate = np.nanmean(x[others], axis=0)
+        if left == 7:
+            with pytest.raises(ValueError):
+                cz._variance_kept(m, others, rate, 0.01)
+            continue
+        subset = m.subset(models=[m.models[r] for r in others]).item_variance().to_numpy()
+        ours = rate * (1.0 - rate)
+        assert np.array_equal(ours.view(np.int64), subset.view(np.int64))
+        assert np.array_equal(cz._variance_kept(m, others, rate, 0.01), subset > 0.01)
