@@ -28,7 +28,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from irtlib.calibration.joint_map import fit_map
-from irtlib.core.kernels import logit_z, probability
+from irtlib.core.kernels import bernoulli_variance, logit_z, probability
 from irtlib.core.responses import ResponseMatrix
 from irtlib.extended.logistic_kernel import tables as logistic_tables
 from irtlib.selection.adaptive import Trajectory, run_adaptive
@@ -229,14 +229,14 @@ def _variance_kept(matrix: ResponseMatrix, others: np.ndarray, rate: np.ndarray,
 
     ``rate`` is ``np.nanmean(values[others], axis=0)``: the subset's values are the same rows in the same layout
     (``values[others]``, copied as they are), and its safe rates are their ``nanmean`` (or, with no missing cell,
-    ``mean``: the same sums divided by the same counts), so ``rate * (1 - rate)`` is its variance, bit for bit,
-    without building the matrix. An item no other model saw (a NaN rate) takes the subset, whose check
-    raises as it did.
+    ``mean``: the same sums divided by the same counts), so ``bernoulli_variance(rate)`` (``rate * (1 - rate)``,
+    the subset's own expression) is its variance, bit for bit, without building the matrix. An item no other
+    model saw (a NaN rate) takes the subset, whose check raises as it did.
     """
     if np.isnan(rate).any():
         training = matrix.subset(models=[matrix.models[r] for r in others])
         return (training.item_variance() > threshold).to_numpy()
-    return rate * (1.0 - rate) > threshold
+    return bernoulli_variance(rate) > threshold
 
 
 def _loo_cut(banks: LooBanks, score: float, indifference: float | None) -> Cut:
