@@ -29,7 +29,7 @@ import numpy as np
 
 from irtlib.core.kernels import score_and_information
 
-__all__ = ["SOURCE", "load", "row_sums", "map_row_sums"]
+__all__ = ["SOURCE", "load", "row_sums", "map_row_sums", "map_blocks"]
 
 SOURCE = Path(__file__).with_name("_ability_kernel.c")
 
@@ -49,6 +49,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.ability_map_rows.argtypes = [i64, i64, ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, dbl, dbl, i64, dbl, dbl,
                                      i64, dbl, dbl, ptr]
     lib.ability_map_rows.restype = None
+    lib.ability_map_blocks.argtypes = [i64, ptr, ptr, ptr, dbl, dbl, i64, dbl, dbl, i64, dbl, dbl, dbl, ptr, ptr]
+    lib.ability_map_blocks.restype = i64
     return lib
 
 
@@ -105,6 +107,37 @@ def row_sums(lib: ctypes.CDLL) -> Callable[..., RowSums]:
         return sums
 
     return prepare
+
+
+def map_blocks(lib: ctypes.CDLL, desc: np.ndarray, items: np.ndarray, theta: np.ndarray, *, prior_mean: float,
+               prior_var: float, max_newton: int, max_step: float, tol: float, max_bisection: int, lo: float,
+               hi: float, limit: float) -> int:
+    """``map_ability``'s estimates of blocks of rows read through item lists, from the kernel's row steps.
+
+    The static subsets' MAP scores (paper, section "Evaluation") read each split's test responses on each
+    subset's items. Block ``i`` is row ``i`` of ``desc`` (int64, shape ``(n_blocks, 9)``): the address of its
+    responses (C-ordered float64, NaN not observed), their rows and columns, the offset of its items in ``items``
+    (int64) and their number, the addresses of the parameters of every column (float64, one array each for ``a``
+    and ``b``: the block reads ``a[items]``, ``b[items]``), the offset of its rows' clipped starts in ``theta``
+    (float64, overwritten by the estimates) and the length of ``a`` and ``b``. Each row's cells are gathered in C
+    and solved as ``solve`` solves a row of ``map_ability(x[:, items], a[items], b[items], ...)``
+    (``_ability_kernel.c: ability_map_blocks``): the same estimates bit for bit, without stacking the rows, the
+    parameters per row and ``map_ability``'s passes over them. The caller keeps every array addressed alive.
+
+    Returns
+    -------
+    int
+        -1, or the index of the first block whose items, parameters or responses ``map_ability`` would refuse (an
+        item outside the columns, a parameter not finite or beyond ``limit``, a response not 0, 1 or NaN); nothing
+        is solved then (the caller lets ``map_ability`` state the error).
+    """
+    desc = np.ascontiguousarray(desc, dtype=np.int64)
+    width = max(1, int(desc[:, 4].max(initial=0)))
+    work, obuf = np.empty(5 * width), np.empty(width, dtype=np.uint8)
+    ptr = ctypes.c_void_p
+    return int(lib.ability_map_blocks(desc.shape[0], ptr(desc.ctypes.data), ptr(items.ctypes.data),
+                                      ptr(theta.ctypes.data), prior_mean, prior_var, max_newton, max_step, tol,
+                                      max_bisection, lo, hi, limit, ptr(work.ctypes.data), ptr(obuf.ctypes.data)))
 
 
 def _numpy_sums(x, observed, a, b, rows, theta):
