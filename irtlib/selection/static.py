@@ -84,12 +84,14 @@ def information_matrix(a: ArrayLike, b: ArrayLike, theta: ArrayLike) -> np.ndarr
 
 
 # ---------------------------------------------------------------------------- Fisher methods
-def total_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int) -> Subset:
+def total_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *,
+                 info: np.ndarray | None = None) -> Subset:
     """Total Fisher: the ``k`` items with the largest ``sum_m I_j(theta_m)``.
 
-    Ties go to the lower item position. Nested.
+    Ties go to the lower item position. Nested. ``info``: :func:`information_matrix` of these ``a``, ``b`` and
+    ``theta_train``, computed already (the methods of one split share it: the same matrix).
     """
-    info = information_matrix(a, b, theta_train)
+    info = information_matrix(a, b, theta_train) if info is None else info
     k = _check_k(k, info.shape[1])
     order = np.argsort(-info.sum(axis=0), kind="stable")
     return Subset(order[:k])
@@ -231,10 +233,14 @@ class MarginalFisherOrder:
     theta_train : array_like, shape (n_train,)
     prior_information : float
         As in :func:`marginal_fisher`.
+    info : ndarray, shape (n_train, n_items), optional
+        :func:`information_matrix` of these ``a``, ``b`` and ``theta_train``, computed already (shared by the
+        methods of one split: the same matrix).
     """
 
-    def __init__(self, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, *, prior_information: float = 0.0):
-        info = information_matrix(a, b, theta_train)
+    def __init__(self, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, *, prior_information: float = 0.0,
+                 info: np.ndarray | None = None):
+        info = information_matrix(a, b, theta_train) if info is None else info
         self.n_items = int(info.shape[1])
         self._picks = _greedy_picks(info, prior_information=prior_information)
         self._order: list[int] = []
@@ -309,7 +315,7 @@ def b_quartile_bins(b, n_bins: int = 4) -> np.ndarray:
 
 def marginal_fisher_bq(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *, n_bins: int = 4,
                        prior_information: float = 0.0,
-                       start: str = "best") -> Subset:
+                       start: str = "best", info: np.ndarray | None = None) -> Subset:
     """Marginal Fisher constrained to the quartiles of ``b``.
 
     Items are binned by rank of ``b`` into ``n_bins`` bins of equal size (quartiles for 4).
@@ -326,10 +332,12 @@ def marginal_fisher_bq(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: in
         ``k = 1`` agrees with :func:`marginal_fisher`) or the lowest-``b`` bin.
     n_bins, prior_information
         See above and :func:`marginal_fisher`.
+    info : ndarray, shape (n_train, n_items), optional
+        :func:`information_matrix` of these ``a``, ``b`` and ``theta_train``, computed already.
     """
     if start not in ("best", "lowest"):
         raise InputError(f"start must be 'best' or 'lowest', got {start!r}")
-    info = information_matrix(a, b, theta_train)
+    info = information_matrix(a, b, theta_train) if info is None else info
     bins = b_quartile_bins(b, n_bins)
     return Subset(_greedy_se(info, k, prior_information=prior_information, bins=bins,
                              start_bin=None if start == "best" else 0))
