@@ -172,7 +172,7 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
             if not all(np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
                        for g, w in zip(got, want, strict=True)):
                 return False
-    return _solves_like_numpy(prepare, rng)
+    return _solves_like_numpy(prepare, rng) and _blocks_like_rows(lib, prepare, rng)
 
 
 def _solves_like_numpy(prepare, rng) -> bool:
@@ -202,6 +202,39 @@ def _solves_like_numpy(prepare, rng) -> bool:
             if not (np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))):
                 return False
     return True
+
+
+def _blocks_like_rows(lib: ctypes.CDLL, prepare, rng) -> bool:
+    """:func:`map_blocks` equals ``map_ability`` with the kernel's row steps on the gathered blocks, bit for bit.
+
+    Random blocks of several widths (unsorted items, missing cells, steep items, far starts).
+    """
+    from irtlib.core.ability import PARAMETER_LIMIT, THETA_BOUNDS, map_ability
+
+    blocks, want = [], []
+    for case in range(12):
+        n_rows, n_cols = int(rng.integers(1, 7)), int(rng.integers(1, 200))
+        x = np.where(rng.random((n_rows, n_cols)) < 0.9, (rng.random((n_rows, n_cols)) < 0.6) * 1.0, np.nan)
+        a = rng.lognormal(0.0, 1.0, n_cols) * (30.0 if case % 4 == 0 else 1.0)
+        b = rng.normal(0.0, 2.0, n_cols)
+        items = rng.choice(n_cols, size=int(rng.integers(1, n_cols + 1)), replace=False).astype(np.int64)
+        start = np.clip(rng.normal(0.0, 5.0, n_rows), *THETA_BOUNDS)
+        blocks.append((x, items, a, b, start))
+        want.append(map_ability(x[:, items], a[items], b[items], theta0=start, row_sums=prepare,
+                                standard_errors=False).theta)
+    desc = [(x.ctypes.data, x.shape[0], x.shape[1], 0, items.size, a.ctypes.data, b.ctypes.data, 0, a.size)
+            for x, items, a, b, _ in blocks]
+    offsets = np.cumsum([[0, 0]] + [[items.size, x.shape[0]] for x, items, *_ in blocks], axis=0)[:-1]
+    desc = np.array(desc, dtype=np.int64)
+    desc[:, 3], desc[:, 7] = offsets[:, 0], offsets[:, 1]
+    items = np.concatenate([blk[1] for blk in blocks])
+    theta = np.concatenate([blk[4] for blk in blocks])
+    defaults = map_ability.__kwdefaults__
+    bad = map_blocks(lib, desc, items, theta, prior_mean=0.0, prior_var=1.0, max_newton=defaults["max_newton"],
+                     max_step=defaults["max_step"], tol=defaults["tol"], max_bisection=defaults["max_bisection"],
+                     lo=THETA_BOUNDS[0], hi=THETA_BOUNDS[1], limit=PARAMETER_LIMIT)
+    got = np.concatenate(want)
+    return bad < 0 and np.array_equal(theta, got) and np.array_equal(np.signbit(theta), np.signbit(got))
 
 
 def load() -> ctypes.CDLL | None:

@@ -249,3 +249,16 @@ def test_blocks_map_ability_refuses_are_refused_with_its_message():
     wrapped = score_blocks_map([(x, Subset(np.array([-1, -2, 3])), a, b, None)])
     assert _same(wrapped[0], score_subset(x, Subset(np.array([59, 58, 3])), how="map", a=a, b=b))
     assert score_blocks_map([]) == []
+
+
+def test_the_load_check_refuses_block_estimates_one_ulp_away(lib, monkeypatch):
+    real = ability_kernel.map_blocks
+
+    def off(lib_, desc, items, theta, **kw):
+        bad = real(lib_, desc, items, theta, **kw)
+        theta[-1] = np.nextafter(theta[-1], np.inf)
+        return bad
+
+    assert ability_kernel._matches_numpy(lib)
+    monkeypatch.setattr(ability_kernel, "map_blocks", off)
+    assert not ability_kernel._matches_numpy(lib)
