@@ -77,6 +77,55 @@ static inline double gradient(int64_t n_items, double th, const double *x, const
  * bracket as it was (every later step would too, as the joint loop's stop does), then takes the bound
  * whose gradient points out of the bracket, else the bracket's midpoint. theta (in: the clipped
  * starts, out: the estimates) and converged (out, 0 or 1) have n_rows entries. */
+/* One row's estimate from its clipped start th (ability_map_rows' loop body); *converged: 0 or 1. */
+static double map_row(int64_t n_items, double th, const double *x, const uint8_t *o, const double *a,
+                      const double *b, double *g, double *h, double mean, double var, double inv_var,
+                      int64_t max_newton, double max_step, double tol, int64_t max_bisection, double lo, double hi,
+                      uint8_t *converged)
+{
+    double info, saved = th;
+    uint8_t done = 0;
+    int64_t power = 1, length = 0;
+    for (int64_t it = 0; it < max_newton && !done; it++) {
+        const double grad = gradient(n_items, th, x, o, a, b, g, h, mean, var, &info);
+        const double step = clip(grad / (info + inv_var), -max_step, max_step);
+        const double next = clip(th + step, lo, hi);
+        done = fabs(next - th) < tol;
+        th = next;
+        /* A step depends on theta alone: a theta met before (the same 64 bits) starts a cycle of steps
+         * none of which converged, so Newton never converges and the bisection below decides the row
+         * (its Newton iterate is not kept). Found by Brent's cycle search. */
+        if (!done && memcmp(&th, &saved, sizeof th) == 0) {
+            break;
+        }
+        if (++length == power) {
+            saved = th;
+            power *= 2;
+            length = 0;
+        }
+    }
+    if (!done) {
+        double left = lo, right = hi;
+        for (int64_t it = 0; it < max_bisection; it++) {
+            const double mid = 0.5 * (left + right);
+            const double gm = gradient(n_items, mid, x, o, a, b, g, h, mean, var, &info);
+            const double new_left = gm > 0 ? mid : left;
+            const double new_right = gm > 0 ? right : mid;
+            if (new_left == left && new_right == right) {
+                break;
+            }
+            left = new_left;
+            right = new_right;
+        }
+        th = 0.5 * (left + right);
+        const double g_lo = gradient(n_items, lo, x, o, a, b, g, h, mean, var, &info);
+        const double g_hi = gradient(n_items, hi, x, o, a, b, g, h, mean, var, &info);
+        th = g_hi > 0 ? hi : (g_lo < 0 ? lo : th);
+    }
+    *converged = done;
+    return th;
+}
+
 void ability_map_rows(int64_t n_rows, int64_t n_items, double *theta, const double *X, const uint8_t *observed,
                       const double *A, int64_t lda, const double *B, int64_t ldb, double *g, double *h,
                       double mean, double var, int64_t max_newton, double max_step, double tol,
@@ -84,48 +133,72 @@ void ability_map_rows(int64_t n_rows, int64_t n_items, double *theta, const doub
 {
     const double inv_var = 1.0 / var;
     for (int64_t r = 0; r < n_rows; r++) {
-        const double *x = X + r * n_items, *a = A + r * lda, *b = B + r * ldb;
-        const uint8_t *o = observed + r * n_items;
-        double th = theta[r], info, saved = th;
-        uint8_t done = 0;
-        int64_t power = 1, length = 0;
-        for (int64_t it = 0; it < max_newton && !done; it++) {
-            const double grad = gradient(n_items, th, x, o, a, b, g, h, mean, var, &info);
-            const double step = clip(grad / (info + inv_var), -max_step, max_step);
-            const double next = clip(th + step, lo, hi);
-            done = fabs(next - th) < tol;
-            th = next;
-            /* A step depends on theta alone: a theta met before (the same 64 bits) starts a cycle of steps
-             * none of which converged, so Newton never converges and the bisection below decides the row
-             * (its Newton iterate is not kept). Found by Brent's cycle search. */
-            if (!done && memcmp(&th, &saved, sizeof th) == 0) {
-                break;
-            }
-            if (++length == power) {
-                saved = th;
-                power *= 2;
-                length = 0;
-            }
-        }
-        if (!done) {
-            double left = lo, right = hi;
-            for (int64_t it = 0; it < max_bisection; it++) {
-                const double mid = 0.5 * (left + right);
-                const double gm = gradient(n_items, mid, x, o, a, b, g, h, mean, var, &info);
-                const double new_left = gm > 0 ? mid : left;
-                const double new_right = gm > 0 ? right : mid;
-                if (new_left == left && new_right == right) {
-                    break;
-                }
-                left = new_left;
-                right = new_right;
-            }
-            th = 0.5 * (left + right);
-            const double g_lo = gradient(n_items, lo, x, o, a, b, g, h, mean, var, &info);
-            const double g_hi = gradient(n_items, hi, x, o, a, b, g, h, mean, var, &info);
-            th = g_hi > 0 ? hi : (g_lo < 0 ? lo : th);
-        }
-        theta[r] = th;
-        converged[r] = done;
+        theta[r] = map_row(n_items, theta[r], X + r * n_items, observed + r * n_items, A + r * lda, B + r * ldb, g,
+                           h, mean, var, inv_var, max_newton, max_step, tol, max_bisection, lo, hi, converged + r);
     }
+}
+
+/* ability_map_rows for blocks of rows that each read their cells through an item list: block i's rows are the
+ * n_rows rows (row stride ld, the number of columns) of its responses X (NaN: not observed), its items the n_items
+ * positions items, its parameters A[items[j]], B[items[j]]. Each row's cells are gathered (x = 0 where X is NaN,
+ * observed = X is not NaN: map_ability's np.where(observed, x, 0.0)) and the row solved as ability_map_rows solves
+ * a row of the gathered matrices with one shared parameter row: the same operations on the same values, so the same
+ * bits, without the stacked matrices (rows x items, three of them) that one map_ability call over the blocks needs.
+ * desc holds 9 int64 per block: X (an address), n_rows, ld, the offset of its items in ITEMS, n_items, A, B
+ * (addresses), the offset of its rows' clipped starts in THETA (overwritten by the estimates) and n_ab (the length
+ * of A and B).
+ * First every block is checked as map_ability checks its input: every item in [0, ld) and [0, n_ab), every
+ * parameter finite and at most limit in absolute value, every response 0, 1 or NaN; the first block that fails is
+ * returned (its caller asks map_ability, which states the error) and nothing is solved. Else -1.
+ * work: 5 * max n_items doubles; obuf: max n_items bytes. */
+int64_t ability_map_blocks(int64_t n_blocks, const int64_t *desc, const int64_t *ITEMS, double *THETA, double mean,
+                           double var, int64_t max_newton, double max_step, double tol, int64_t max_bisection, double lo, double hi, double limit,
+                           double *work, uint8_t *obuf)
+{
+    for (int64_t i = 0; i < n_blocks; i++) {
+        const int64_t *d = desc + 9 * i;
+        const double *X = (const double *)(intptr_t)d[0];
+        const int64_t n_rows = d[1], ld = d[2], n_items = d[4], n_ab = d[8];
+        const int64_t *items = ITEMS + d[3];
+        const double *A = (const double *)(intptr_t)d[5], *B = (const double *)(intptr_t)d[6];
+        for (int64_t j = 0; j < n_items; j++) {
+            const int64_t c = items[j];
+            if (c < 0 || c >= ld || c >= n_ab || !(fabs(A[c]) <= limit) || !(fabs(B[c]) <= limit)) {
+                return i;
+            }
+            for (int64_t r = 0; r < n_rows; r++) {
+                const double v = X[r * ld + c];
+                if (!(v == 0.0 || v == 1.0 || isnan(v))) {
+                    return i;
+                }
+            }
+        }
+    }
+    const double inv_var = 1.0 / var;
+    for (int64_t i = 0; i < n_blocks; i++) {
+        const int64_t *d = desc + 9 * i;
+        const double *X = (const double *)(intptr_t)d[0];
+        const int64_t n_rows = d[1], ld = d[2], n_items = d[4];
+        const int64_t *items = ITEMS + d[3];
+        const double *A = (const double *)(intptr_t)d[5], *B = (const double *)(intptr_t)d[6];
+        double *theta = THETA + d[7];
+        double *a = work, *b = work + n_items, *x = work + 2 * n_items, *g = work + 3 * n_items;
+        double *h = work + 4 * n_items;
+        for (int64_t j = 0; j < n_items; j++) {
+            a[j] = A[items[j]];
+            b[j] = B[items[j]];
+        }
+        for (int64_t r = 0; r < n_rows; r++) {
+            const double *row = X + r * ld;
+            for (int64_t j = 0; j < n_items; j++) {
+                const double v = row[items[j]];
+                obuf[j] = !isnan(v);
+                x[j] = obuf[j] ? v : 0.0;
+            }
+            uint8_t done;
+            theta[r] = map_row(n_items, theta[r], x, obuf, a, b, g, h, mean, var, inv_var, max_newton, max_step, tol,
+                               max_bisection, lo, hi, &done);
+        }
+    }
+    return -1;
 }

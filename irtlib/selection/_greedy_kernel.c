@@ -141,9 +141,14 @@ void greedy_heapify(int64_t size, const int64_t *positions, const double *ub, en
 
 /* Up to n_out more picks. state[0]: heap size, state[1]: step number (stamp of fresh gains).
  * s: every model's information so far (updated), ub: bounds (updated), stamp: step at which
- * ub[j] was computed. Returns the number of picks written to out. */
+ * ub[j] was computed. Returns the number of picks written to out.
+ * next (or NULL): items whose information rows are equal bit for bit are one heap entry, their lowest
+ * position not yet chosen (the group's head); next[j] is the group's next position after j (-1: none). Equal
+ * rows have equal gains, so when the head is picked its successor takes its place with the same bound (stale
+ * from the next step on, as any bound): the largest fresh gain, ties to the lowest position, as before. */
 int64_t greedy_next(int64_t n_models, const double *info_t, double *s, double *r1, double *sm, double *work,
-                    double *ub, int64_t *stamp, entry *heap, int64_t *state, int64_t n_out, int64_t *out)
+                    double *ub, int64_t *stamp, entry *heap, int64_t *state, int64_t n_out, int64_t *out,
+                    const int64_t *next)
 {
     int64_t size = state[0], step = state[1], done = 0;
     while (done < n_out && size > 0) {
@@ -156,9 +161,18 @@ int64_t greedy_next(int64_t n_models, const double *info_t, double *s, double *r
             int64_t top = heap[0].pos;
             if (stamp[top] == step) {
                 out[done++] = top;
-                heap[0] = heap[--size];
-                if (size > 0) {
+                const int64_t succ = next ? next[top] : -1;
+                if (succ >= 0) {           /* the group's next member, with the head's (now stale) bound */
+                    heap[0].pos = succ;
+                    ub[succ] = heap[0].ub;
+                    stamp[succ] = step;
                     sift_down(heap, size, 0);
+                }
+                else {
+                    heap[0] = heap[--size];
+                    if (size > 0) {
+                        sift_down(heap, size, 0);
+                    }
                 }
                 const double *col = info_t + top * n_models;
                 for (int64_t m = 0; m < n_models; m++) {
@@ -182,10 +196,10 @@ int64_t greedy_next(int64_t n_models, const double *info_t, double *s, double *r
  * each pick moves to the next bin with items left (left[b]: items not chosen in bin b) and takes that
  * bin's heap's next pick, the step counter shared by every bin. heap_at[b]: the address of bin b's heap;
  * states: (size, step) per bin; cursor: (current bin, step, picks remaining), updated. Returns the number
- * of picks written to out. */
+ * of picks written to out. next: as greedy_next's (groups never span two bins). */
 int64_t greedy_binned_next(int64_t n_models, const double *info_t, double *s, double *r1, double *sm, double *work,
                            double *ub, int64_t *stamp, int64_t n_bins, const int64_t *heap_at, int64_t *states,
-                           int64_t *left, int64_t *cursor, int64_t n_out, int64_t *out)
+                           int64_t *left, int64_t *cursor, int64_t n_out, int64_t *out, const int64_t *next)
 {
     int64_t cur = cursor[0], step = cursor[1], remaining = cursor[2], done = 0;
     while (done < n_out && remaining > 0) {
@@ -197,7 +211,7 @@ int64_t greedy_binned_next(int64_t n_models, const double *info_t, double *s, do
         int64_t *state = states + 2 * cur;
         state[1] = step;
         done += greedy_next(n_models, info_t, s, r1, sm, work, ub, stamp, (entry *)(intptr_t)heap_at[cur], state, 1,
-                            out + done);
+                            out + done, next);
         step = state[1];
         remaining--;
     }

@@ -29,7 +29,7 @@ import numpy as np
 
 from irtlib.core.kernels import score_and_information
 
-__all__ = ["SOURCE", "load", "row_sums", "map_row_sums"]
+__all__ = ["SOURCE", "load", "row_sums", "map_row_sums", "map_blocks"]
 
 SOURCE = Path(__file__).with_name("_ability_kernel.c")
 
@@ -49,6 +49,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.ability_map_rows.argtypes = [i64, i64, ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, dbl, dbl, i64, dbl, dbl,
                                      i64, dbl, dbl, ptr]
     lib.ability_map_rows.restype = None
+    lib.ability_map_blocks.argtypes = [i64, ptr, ptr, ptr, dbl, dbl, i64, dbl, dbl, i64, dbl, dbl, dbl, ptr, ptr]
+    lib.ability_map_blocks.restype = i64
     return lib
 
 
@@ -107,6 +109,37 @@ def row_sums(lib: ctypes.CDLL) -> Callable[..., RowSums]:
     return prepare
 
 
+def map_blocks(lib: ctypes.CDLL, desc: np.ndarray, items: np.ndarray, theta: np.ndarray, *, prior_mean: float,
+               prior_var: float, max_newton: int, max_step: float, tol: float, max_bisection: int, lo: float,
+               hi: float, limit: float) -> int:
+    """``map_ability``'s estimates of blocks of rows read through item lists, from the kernel's row steps.
+
+    The static subsets' MAP scores (paper, section "Evaluation") read each split's test responses on each
+    subset's items. Block ``i`` is row ``i`` of ``desc`` (int64, shape ``(n_blocks, 9)``): the address of its
+    responses (C-ordered float64, NaN not observed), their rows and columns, the offset of its items in ``items``
+    (int64) and their number, the addresses of the parameters of every column (float64, one array each for ``a``
+    and ``b``: the block reads ``a[items]``, ``b[items]``), the offset of its rows' clipped starts in ``theta``
+    (float64, overwritten by the estimates) and the length of ``a`` and ``b``. Each row's cells are gathered in C
+    and solved as ``solve`` solves a row of ``map_ability(x[:, items], a[items], b[items], ...)``
+    (``_ability_kernel.c: ability_map_blocks``): the same estimates bit for bit, without stacking the rows, the
+    parameters per row and ``map_ability``'s passes over them. The caller keeps every array addressed alive.
+
+    Returns
+    -------
+    int
+        -1, or the index of the first block whose items, parameters or responses ``map_ability`` would refuse (an
+        item outside the columns, a parameter not finite or beyond ``limit``, a response not 0, 1 or NaN); nothing
+        is solved then (the caller lets ``map_ability`` state the error).
+    """
+    desc = np.ascontiguousarray(desc, dtype=np.int64)
+    width = max(1, int(desc[:, 4].max(initial=0)))
+    work, obuf = np.empty(5 * width), np.empty(width, dtype=np.uint8)
+    ptr = ctypes.c_void_p
+    return int(lib.ability_map_blocks(desc.shape[0], ptr(desc.ctypes.data), ptr(items.ctypes.data),
+                                      ptr(theta.ctypes.data), prior_mean, prior_var, max_newton, max_step, tol,
+                                      max_bisection, lo, hi, limit, ptr(work.ctypes.data), ptr(obuf.ctypes.data)))
+
+
 def _numpy_sums(x, observed, a, b, rows, theta):
     """The numpy path's sums: ``map_ability``'s (``_score_and_information``'s before the prior's term)."""
     xs, obs = (x, observed) if rows is None else (x[rows], observed[rows])
@@ -139,7 +172,7 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
             if not all(np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
                        for g, w in zip(got, want, strict=True)):
                 return False
-    return _solves_like_numpy(prepare, rng)
+    return _solves_like_numpy(prepare, rng) and _blocks_like_rows(lib, prepare, rng)
 
 
 def _solves_like_numpy(prepare, rng) -> bool:
@@ -169,6 +202,39 @@ def _solves_like_numpy(prepare, rng) -> bool:
             if not (np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))):
                 return False
     return True
+
+
+def _blocks_like_rows(lib: ctypes.CDLL, prepare, rng) -> bool:
+    """:func:`map_blocks` equals ``map_ability`` with the kernel's row steps on the gathered blocks, bit for bit.
+
+    Random blocks of several widths (unsorted items, missing cells, steep items, far starts).
+    """
+    from irtlib.core.ability import PARAMETER_LIMIT, THETA_BOUNDS, map_ability
+
+    blocks, want = [], []
+    for case in range(12):
+        n_rows, n_cols = int(rng.integers(1, 7)), int(rng.integers(1, 200))
+        x = np.where(rng.random((n_rows, n_cols)) < 0.9, (rng.random((n_rows, n_cols)) < 0.6) * 1.0, np.nan)
+        a = rng.lognormal(0.0, 1.0, n_cols) * (30.0 if case % 4 == 0 else 1.0)
+        b = rng.normal(0.0, 2.0, n_cols)
+        items = rng.choice(n_cols, size=int(rng.integers(1, n_cols + 1)), replace=False).astype(np.int64)
+        start = np.clip(rng.normal(0.0, 5.0, n_rows), *THETA_BOUNDS)
+        blocks.append((x, items, a, b, start))
+        want.append(map_ability(x[:, items], a[items], b[items], theta0=start, row_sums=prepare,
+                                standard_errors=False).theta)
+    desc = [(x.ctypes.data, x.shape[0], x.shape[1], 0, items.size, a.ctypes.data, b.ctypes.data, 0, a.size)
+            for x, items, a, b, _ in blocks]
+    offsets = np.cumsum([[0, 0]] + [[items.size, x.shape[0]] for x, items, *_ in blocks], axis=0)[:-1]
+    desc = np.array(desc, dtype=np.int64)
+    desc[:, 3], desc[:, 7] = offsets[:, 0], offsets[:, 1]
+    items = np.concatenate([blk[1] for blk in blocks])
+    theta = np.concatenate([blk[4] for blk in blocks])
+    defaults = map_ability.__kwdefaults__
+    bad = map_blocks(lib, desc, items, theta, prior_mean=0.0, prior_var=1.0, max_newton=defaults["max_newton"],
+                     max_step=defaults["max_step"], tol=defaults["tol"], max_bisection=defaults["max_bisection"],
+                     lo=THETA_BOUNDS[0], hi=THETA_BOUNDS[1], limit=PARAMETER_LIMIT)
+    got = np.concatenate(want)
+    return bad < 0 and np.array_equal(theta, got) and np.array_equal(np.signbit(theta), np.signbit(got))
 
 
 def load() -> ctypes.CDLL | None:

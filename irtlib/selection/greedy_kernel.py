@@ -8,7 +8,10 @@ interleaved b-quartile rule reads the order far down). ``_greedy_kernel.c`` (bes
 keeps the stale gains in a max-heap ordered by (gain, lowest position) and re-evaluates the top until
 it is fresh: that item has the largest fresh gain, ties to the lowest position, which is the numpy
 path's pick. A gain is computed with the numpy path's operations in its order, and summed over the
-models with numpy's pairwise summation, so the floats are equal and so are the picks.
+models with numpy's pairwise summation, so the floats are equal and so are the picks. Items whose
+information rows are equal bit for bit (copies: items with equal training responses get equal parameters;
+AIR-Bench 2024 has 673 distinct of 4,906) have equal gains at every step, so they are one heap entry, their
+lowest position not yet chosen (:func:`equal_rows`): one gain evaluated for all of them, the same picks.
 
 Compiled like :mod:`irtlib.calibration.fused_kernel` (the same compiler, flags and per-user
 directory). The first :func:`load` of a process compares the kernel's gains with
@@ -27,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "load", "gains", "numpy_gains", "lazy_picks"]
+__all__ = ["SOURCE", "load", "gains", "numpy_gains", "lazy_picks", "binned_lazy_picks", "equal_rows"]
 
 SOURCE = Path(__file__).with_name("_greedy_kernel.c")
 
@@ -41,9 +44,9 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.greedy_gains.restype = None
     lib.greedy_heapify.argtypes = [i64, ptr, ptr, ptr]
     lib.greedy_heapify.restype = None
-    lib.greedy_next.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr]
+    lib.greedy_next.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr, ptr]
     lib.greedy_next.restype = i64
-    lib.greedy_binned_next.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr, i64, ptr]
+    lib.greedy_binned_next.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr, i64, ptr, ptr]
     lib.greedy_binned_next.restype = i64
     return lib
 
@@ -104,6 +107,54 @@ def load() -> ctypes.CDLL | None:
     return verified(SOURCE, _bind, switch="IRTLIB_GREEDY_KERNEL", matches=_matches_numpy, cache=_LOADED)
 
 
+def equal_rows(info_t: np.ndarray, items: np.ndarray, bins: np.ndarray | None = None) -> np.ndarray:
+    """Chains of the items whose information rows are equal bit for bit (and in one bin): ``next[j]``, -1 at the end.
+
+    Items with equal rows have equal gains at every step, so the kernel keeps one heap entry per chain (its
+    lowest position not yet chosen) and re-evaluates one gain for all of them. The rows are grouped by a hash of
+    their bits and chained where they are equal, bit for bit, to the next item of the same hash (in increasing
+    position); a hash shared by unequal rows only leaves some equal rows unchained (separate entries: the same
+    picks).
+
+    Parameters
+    ----------
+    info_t : ndarray, shape (n_items, n_models)
+    items : ndarray of int
+        The items to chain (those not chosen), increasing.
+    bins : ndarray of int, shape (n_items,), optional
+        Every item's bin: chains stay within a bin.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_items,)
+        The next position of ``j``'s chain, or -1 (the last of its chain, or not among ``items``).
+    """
+    items = np.asarray(items, dtype=np.intp)
+    nxt = np.full(info_t.shape[0], -1, dtype=np.int64)
+    if items.size < 2:
+        return nxt
+    bits = np.ascontiguousarray(info_t, dtype=np.float64).view(np.uint64)[items]
+    mult = np.random.default_rng(20261205).integers(1, 2 ** 63, size=bits.shape[1], dtype=np.uint64) | np.uint64(1)
+    key = (bits * mult).sum(axis=1, dtype=np.uint64)         # wraps modulo 2^64
+    if bins is not None:
+        key = key ^ (np.asarray(bins, dtype=np.uint64)[items] * np.uint64(0x9E3779B97F4A7C15))
+    order = np.argsort(key, kind="stable")                   # equal keys in increasing position
+    same = key[order[1:]] == key[order[:-1]]
+    same[same] = (bits[order[1:][same]] == bits[order[:-1][same]]).all(axis=1)
+    if bins is not None:
+        b = np.asarray(bins)[items]
+        same &= b[order[1:]] == b[order[:-1]]
+    nxt[items[order[:-1][same]]] = items[order[1:][same]]
+    return nxt
+
+
+def _heads(nxt: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The items no chain leads to: one per chain, its lowest position (increasing)."""
+    led = np.zeros(nxt.size, dtype=bool)
+    led[nxt[nxt >= 0]] = True
+    return items[~led[items]]
+
+
 def _heap(lib: ctypes.CDLL, positions: np.ndarray, ub: np.ndarray) -> np.ndarray:
     """The kernel's max-heap of the items ``positions`` by their bounds ``ub``.
 
@@ -128,7 +179,8 @@ def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.n
         The information of the items chosen so far (the prior's plus the first pick's).
     bounds : ndarray, shape (n_items,)
         Every item's gain given ``s`` (numpy's), ``-inf`` for the chosen item; the others finite (the
-        heap does not order NaN as numpy's ``max`` does).
+        heap does not order NaN as numpy's ``max`` does). Items with equal information rows are chained
+        (:func:`equal_rows`) into one heap entry.
     chunk : int
         Picks computed per call into the kernel (a caller that stops early wastes at most these).
     """
@@ -136,7 +188,9 @@ def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.n
     n_items, n_models = info_t.shape
     s = np.array(s, dtype=np.float64)
     ub = np.array(bounds, dtype=np.float64)
-    heap = _heap(lib, np.flatnonzero(ub > -np.inf), ub)    # every item not chosen
+    items = np.flatnonzero(ub > -np.inf)                    # every item not chosen
+    nxt = equal_rows(info_t, items)                         # equal rows: one heap entry (the same picks)
+    heap = _heap(lib, _heads(nxt, items), ub)
     stamp = np.zeros(n_items, dtype=np.int64)          # the bounds are this step's fresh gains
     state = np.array([heap.size // 2, 0], dtype=np.int64)
     r1, sm, work = np.empty(n_models), np.empty(n_models), np.empty(n_models)
@@ -144,7 +198,7 @@ def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.n
     while state[0] > 0:
         got = lib.greedy_next(n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data,
                               work.ctypes.data, ub.ctypes.data, stamp.ctypes.data, heap.ctypes.data,
-                              state.ctypes.data, chunk, out.ctypes.data)
+                              state.ctypes.data, chunk, out.ctypes.data, nxt.ctypes.data)
         yield from out[:got].tolist()
 
 
@@ -176,7 +230,14 @@ def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bound
     n_items, n_models = info_t.shape
     s = np.array(s, dtype=np.float64)
     ub = np.array(bounds, dtype=np.float64)
-    heaps = [_heap(lib, items[ub[items] > -np.inf], ub) for items in (np.asarray(m, dtype=np.int64) for m in members)]
+    bins = np.zeros(n_items, dtype=np.intp)
+    for i, m in enumerate(members):
+        bins[np.asarray(m, dtype=np.intp)] = i
+    nxt = equal_rows(info_t, np.flatnonzero(ub > -np.inf), bins)     # equal rows of one bin: one heap entry
+    led = np.zeros(n_items, dtype=bool)
+    led[nxt[nxt >= 0]] = True
+    heaps = [_heap(lib, items[(ub[items] > -np.inf) & ~led[items]], ub)
+             for items in (np.asarray(m, dtype=np.int64) for m in members)]
     heap_at = np.array([heap.ctypes.data for heap in heaps], dtype=np.int64)   # the heaps live as long as this
     states = np.zeros((len(heaps), 2), dtype=np.int64)
     states[:, 0] = [heap.size // 2 for heap in heaps]
@@ -189,5 +250,5 @@ def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bound
         got = lib.greedy_binned_next(n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data,
                                      work.ctypes.data, ub.ctypes.data, stamp.ctypes.data, len(heaps),
                                      heap_at.ctypes.data, states.ctypes.data, left.ctypes.data, cursor.ctypes.data,
-                                     chunk, out.ctypes.data)
+                                     chunk, out.ctypes.data, nxt.ctypes.data)
         yield from out[:got].tolist()

@@ -83,13 +83,22 @@ class Training:
     anchor_seed: int = 42
 
     @cached_property
+    def information(self) -> np.ndarray:
+        """Every item's information at every training ability (:func:`irtlib.selection.static.information_matrix`).
+
+        Total Fisher, Marginal Fisher and its b-quartile rule all read it; a split computes it once.
+        """
+        return subsets.information_matrix(self.a, self.b, self.theta)
+
+    @cached_property
     def marginal_fisher_order(self) -> subsets.MarginalFisherOrder:
         """The unconstrained Marginal Fisher order of these items, shared by the methods that read it.
 
         Marginal Fisher and the authors' interleaved b-quartile rule both read a prefix of it, so a
         split computes one greedy run, as far as the longer of the two needs.
         """
-        return subsets.MarginalFisherOrder(self.a, self.b, self.theta, prior_information=self.prior_information)
+        return subsets.MarginalFisherOrder(self.a, self.b, self.theta, prior_information=self.prior_information,
+                                           info=self.information)
 
     @property
     def n_items(self) -> int:
@@ -167,7 +176,7 @@ def _nested(order: Callable[[Training, int], Subset]) -> SelectFunction:
 @_nested
 def total_fisher(t: Training, k: int) -> Subset:
     """Total Fisher (:func:`irtlib.selection.static.total_fisher`)."""
-    return subsets.total_fisher(t.a, t.b, t.theta, k)
+    return subsets.total_fisher(t.a, t.b, t.theta, k, info=t.information)
 
 
 @_nested
@@ -182,7 +191,8 @@ def marginal_fisher_bq(t: Training, k: int) -> Subset:
     if t.bquartile_rule == "interleave":
         return subsets.marginal_fisher_bq_interleaved(t.a, t.b, t.theta, k, prior_information=t.prior_information,
                                                       order=t.marginal_fisher_order)
-    return subsets.marginal_fisher_bq(t.a, t.b, t.theta, k, prior_information=t.prior_information)
+    return subsets.marginal_fisher_bq(t.a, t.b, t.theta, k, prior_information=t.prior_information,
+                                      info=t.information)
 
 
 @_nested

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from irtlib._typing import ArrayLike, Seed
-from irtlib.core.ability import map_ability
+from irtlib.core.ability import PARAMETER_LIMIT, check_prior, map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
@@ -84,12 +84,14 @@ def information_matrix(a: ArrayLike, b: ArrayLike, theta: ArrayLike) -> np.ndarr
 
 
 # ---------------------------------------------------------------------------- Fisher methods
-def total_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int) -> Subset:
+def total_fisher(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *,
+                 info: np.ndarray | None = None) -> Subset:
     """Total Fisher: the ``k`` items with the largest ``sum_m I_j(theta_m)``.
 
-    Ties go to the lower item position. Nested.
+    Ties go to the lower item position. Nested. ``info``: :func:`information_matrix` of these ``a``, ``b`` and
+    ``theta_train``, computed already (the methods of one split share it: the same matrix).
     """
-    info = information_matrix(a, b, theta_train)
+    info = information_matrix(a, b, theta_train) if info is None else info
     k = _check_k(k, info.shape[1])
     order = np.argsort(-info.sum(axis=0), kind="stable")
     return Subset(order[:k])
@@ -231,10 +233,14 @@ class MarginalFisherOrder:
     theta_train : array_like, shape (n_train,)
     prior_information : float
         As in :func:`marginal_fisher`.
+    info : ndarray, shape (n_train, n_items), optional
+        :func:`information_matrix` of these ``a``, ``b`` and ``theta_train``, computed already (shared by the
+        methods of one split: the same matrix).
     """
 
-    def __init__(self, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, *, prior_information: float = 0.0):
-        info = information_matrix(a, b, theta_train)
+    def __init__(self, a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, *, prior_information: float = 0.0,
+                 info: np.ndarray | None = None):
+        info = information_matrix(a, b, theta_train) if info is None else info
         self.n_items = int(info.shape[1])
         self._picks = _greedy_picks(info, prior_information=prior_information)
         self._order: list[int] = []
@@ -309,7 +315,7 @@ def b_quartile_bins(b, n_bins: int = 4) -> np.ndarray:
 
 def marginal_fisher_bq(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: int, *, n_bins: int = 4,
                        prior_information: float = 0.0,
-                       start: str = "best") -> Subset:
+                       start: str = "best", info: np.ndarray | None = None) -> Subset:
     """Marginal Fisher constrained to the quartiles of ``b``.
 
     Items are binned by rank of ``b`` into ``n_bins`` bins of equal size (quartiles for 4).
@@ -326,10 +332,12 @@ def marginal_fisher_bq(a: ArrayLike, b: ArrayLike, theta_train: ArrayLike, k: in
         ``k = 1`` agrees with :func:`marginal_fisher`) or the lowest-``b`` bin.
     n_bins, prior_information
         See above and :func:`marginal_fisher`.
+    info : ndarray, shape (n_train, n_items), optional
+        :func:`information_matrix` of these ``a``, ``b`` and ``theta_train``, computed already.
     """
     if start not in ("best", "lowest"):
         raise InputError(f"start must be 'best' or 'lowest', got {start!r}")
-    info = information_matrix(a, b, theta_train)
+    info = information_matrix(a, b, theta_train) if info is None else info
     bins = b_quartile_bins(b, n_bins)
     return Subset(_greedy_se(info, k, prior_information=prior_information, bins=bins,
                              start_bin=None if start == "best" else 0))
@@ -857,6 +865,11 @@ def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_
     -------
     list of ndarray, shape (n_models,) of each block, in the order of ``blocks``
     """
+    lib = ability_kernel.load() if blocks else None
+    if lib is not None:
+        got = _score_blocks_kernel(lib, blocks, prior_mean=prior_mean, prior_sd=prior_sd)
+        if got is not None:
+            return got
     out: list[np.ndarray | None] = [None] * len(blocks)
     sizes = [len(block[1]) for block in blocks]
     sums = ability_kernel.map_row_sums() if blocks else None     # the C sums where they load: the same bits
@@ -883,6 +896,53 @@ def score_blocks_map(blocks: Sequence[tuple], *, prior_mean: float = 0.0, prior_
             out[i] = theta[at:at + n]
             at += n
     return out
+
+
+def _score_blocks_kernel(lib, blocks, *, prior_mean, prior_sd):
+    """:func:`score_blocks_map` from the ability kernel's blocks (:func:`irtlib.selection.ability_kernel.map_blocks`).
+
+    Every row is solved from its block's responses, items and parameters as ``map_ability`` solves it in the
+    stacked call (with its defaults: the same Newton steps, bisection and bracket), the same bits. None where a
+    block is not of the kernel's form (responses not 2-D, items not integers, parameters not 1-D) or holds what
+    ``map_ability`` refuses: the caller's stacked ``map_ability`` call then runs (and states the error).
+    """
+    defaults = map_ability.__kwdefaults__
+    prior_mean_f, prior_sd_f, (lo, hi) = check_prior(prior_mean, prior_sd, defaults["bounds"])
+    kept: dict[int, tuple] = {}          # each split's arrays converted once (by identity), with their addresses
+
+    def c_array(arr, ndim):
+        got = kept.get(id(arr))
+        if got is None:
+            c = np.ascontiguousarray(arr, dtype=np.float64)
+            got = kept[id(arr)] = (c, c.ctypes.data if c.ndim == ndim else None)
+        return got
+
+    desc, items, starts = [], [], []
+    at_items = at_rows = 0
+    for values, subset, a, b, theta0 in blocks:
+        (x, x_at), (aa, a_at), (bb, b_at) = c_array(values, 2), c_array(a, 1), c_array(b, 1)
+        if x_at is None or a_at is None or b_at is None:
+            return None
+        n = x.shape[0]
+        items.append(subset.items)
+        starts.append(np.broadcast_to(np.asarray(prior_mean if theta0 is None else theta0, float), (n,)))
+        desc.append((x_at, n, x.shape[1], at_items, len(subset.items), a_at, b_at, at_rows, min(aa.size, bb.size)))
+        at_items += len(subset.items)
+        at_rows += n
+    items = np.concatenate(items) if items else np.empty(0, dtype=np.int64)
+    if items.ndim != 1 or not np.issubdtype(items.dtype, np.integer):
+        return None
+    items = np.ascontiguousarray(items, dtype=np.int64)
+    theta = np.clip(np.concatenate(starts), lo, hi)        # map_ability's clipped starts
+    bad = ability_kernel.map_blocks(lib, np.array(desc, dtype=np.int64).reshape(-1, 9), items, theta,
+                                    prior_mean=prior_mean_f, prior_var=prior_sd_f ** 2,
+                                    max_newton=defaults["max_newton"], max_step=defaults["max_step"],
+                                    tol=defaults["tol"], max_bisection=defaults["max_bisection"], lo=lo, hi=hi,
+                                    limit=PARAMETER_LIMIT)
+    if bad >= 0:
+        return None
+    ends = np.cumsum([d[1] for d in desc])
+    return np.split(theta, ends[:-1]) if desc else []
 
 
 def score_subsets_map(values: ArrayLike, subsets: Sequence[Subset], *, a: ArrayLike, b: ArrayLike,

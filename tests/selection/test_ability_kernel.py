@@ -180,3 +180,85 @@ def test_the_kernels_row_steps_are_checked_against_the_numpy_loop_when_loaded(li
         return sums
 
     assert not ability_kernel._solves_like_numpy(wrong, np.random.default_rng(1))
+
+
+def _stacked(blocks, **kw):
+    """score_blocks_map's stacked form: one map_ability call per subset size, the C sums and row steps."""
+    out = [None] * len(blocks)
+    for size in {len(block[1]) for block in blocks}:
+        group = [i for i, block in enumerate(blocks) if len(block[1]) == size]
+        x = np.concatenate([np.asarray(blocks[i][0], float)[:, blocks[i][1].items] for i in group])
+        rows_a = np.concatenate([np.broadcast_to(np.asarray(blocks[i][2], float)[blocks[i][1].items],
+                                                 (np.shape(blocks[i][0])[0], size)) for i in group])
+        rows_b = np.concatenate([np.broadcast_to(np.asarray(blocks[i][3], float)[blocks[i][1].items],
+                                                 (np.shape(blocks[i][0])[0], size)) for i in group])
+        start = np.concatenate([np.broadcast_to(np.asarray(kw.get("prior_mean", 0.0) if blocks[i][4] is None
+                                                           else blocks[i][4], float), (np.shape(blocks[i][0])[0],))
+                                for i in group])
+        theta = map_ability(x, rows_a, rows_b, theta0=start, row_sums=ability_kernel.map_row_sums(),
+                            standard_errors=False, **kw).theta
+        at = 0
+        for i in group:
+            n = np.shape(blocks[i][0])[0]
+            out[i] = theta[at:at + n]
+            at += n
+    return out
+
+
+def test_blocks_read_through_item_lists_equal_the_stacked_map_ability_bit_for_bit():
+    if ability_kernel.load() is None:
+        pytest.skip("the ability kernel cannot be built here")
+    rng = np.random.default_rng(23)
+    blocks = []
+    for split in range(4):                            # splits of different widths, some models missing cells
+        n_items = int(rng.integers(50, 400))
+        x, a, b = _patterns(rng, int(rng.integers(1, 12)), n_items, per_model=False, missing=0.1 * (split % 2),
+                            spread=3.0 if split == 3 else 1.0)
+        x[0, :] = 1.0                                 # an all-safe model: the estimate runs to the bracket
+        if split == 2:
+            a[:5] = 40.0                              # steep items: rows that bisect
+        for size in (1, 3, 17, min(200, n_items)):
+            items = rng.choice(n_items, size=size, replace=False)     # unsorted, as the greedy orders are
+            start = None if size == 1 else rng.normal(0.0, 4.0 if size == 3 else 1.0, x.shape[0])
+            blocks.append((x, Subset(items), a, b, start))
+    blocks.append((blocks[0][0].tolist(), blocks[0][1], list(blocks[0][2]), blocks[0][3], 9.0))  # lists, a far start
+    for kw in ({}, {"prior_mean": 0.4, "prior_sd": 0.7}):
+        got, want = score_blocks_map(blocks, **kw), _stacked(blocks, **kw)
+        assert len(got) == len(want)
+        assert all(_same(g, w) for g, w in zip(got, want, strict=True))
+        assert all(_same(g, score_subset(v, s, how="map", a=a, b=b, theta0=t, **kw))
+                   for g, (v, s, a, b, t) in zip(got, blocks, strict=True))
+
+
+def test_blocks_map_ability_refuses_are_refused_with_its_message():
+    from irtlib.errors import InputError
+
+    rng = np.random.default_rng(29)
+    x, a, b = _patterns(rng, 5, 60, per_model=False, missing=0.0)
+    good = (x, Subset(np.arange(10)), a, b, None)
+    bad_x = x.copy()
+    bad_x[2, 4] = 0.5
+    bad_a = a.copy()
+    bad_a[3] = np.inf
+    for block, match in (((bad_x, Subset(np.arange(10)), a, b, None), "responses must be 0, 1 or NaN"),
+                         ((x, Subset(np.arange(10)), bad_a, b, None), "a contains non-finite values"),
+                         ((x, Subset(np.arange(10)), a * 1e7, b, None), "beyond")):
+        with pytest.raises(InputError, match=match):
+            score_blocks_map([good, block])
+    # an item the kernel cannot read (negative: numpy's position from the end) is scored as numpy indexes it
+    wrapped = score_blocks_map([(x, Subset(np.array([-1, -2, 3])), a, b, None)])
+    assert _same(wrapped[0], score_subset(x, Subset(np.array([59, 58, 3])), how="map", a=a, b=b))
+    assert score_blocks_map([]) == []
+
+
+def test_the_load_check_refuses_block_estimates_one_ulp_away(lib, monkeypatch):
+    real = ability_kernel.map_blocks
+
+    def off(lib_, desc, items, theta, **kw):
+        bad = real(lib_, desc, items, theta, **kw)
+        theta[-1] = np.nextafter(theta[-1], np.inf)
+        return bad
+
+    assert ability_kernel._matches_numpy(lib)
+    monkeypatch.setattr(ability_kernel, "map_blocks", off)
+    assert not ability_kernel._matches_numpy(lib)

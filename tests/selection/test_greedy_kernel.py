@@ -164,3 +164,60 @@ def test_four_lane_gains_equal_the_scalar_build_bit_for_bit(lib):
         info_t[:, ::3] = 0.0
         s = np.exp(rng.normal(0.0, 3.0, n_models))
         assert np.array_equal(greedy_kernel.gains(lanes, s, info_t), greedy_kernel.gains(scalar, s, info_t))
+
+
+def _duplicated_bank(rng, n_distinct, n_items, n_models):
+    """A bank whose items are copies of ``n_distinct`` items (equal information rows), in shuffled positions."""
+    a = np.exp(rng.normal(0.0, 0.7, n_distinct))
+    b = rng.normal(0.0, 2.0, n_distinct)
+    which = rng.integers(0, n_distinct, n_items)
+    which[:n_distinct] = np.arange(n_distinct)
+    rng.shuffle(which)
+    return information_matrix(a[which], b[which], rng.normal(0.0, 1.5, n_models))
+
+
+def test_equal_rows_chain_only_equal_rows_in_increasing_position():
+    rng = np.random.default_rng(13)
+    info_t = np.ascontiguousarray(_duplicated_bank(rng, 30, 200, 9).T)
+    info_t[7] = -0.0 * info_t[7]                         # a row of zeros and one of negative zeros: not equal bits
+    info_t[8] = 0.0 * info_t[8]
+    items = np.setdiff1d(np.arange(200), [5, 17])
+    bins = rng.integers(0, 3, 200)
+    for chain_bins in (None, bins):
+        nxt = greedy_kernel.equal_rows(info_t, items, chain_bins)
+        linked = np.flatnonzero(nxt >= 0)
+        assert np.isin(linked, items).all() and np.isin(nxt[linked], items).all()
+        assert (nxt[linked] > linked).all()
+        assert np.array_equal(info_t[linked].view(np.uint64), info_t[nxt[linked]].view(np.uint64))
+        if chain_bins is not None:
+            assert np.array_equal(bins[linked], bins[nxt[linked]])
+        # every group of equal rows (and bins) is one chain: its members link to the next member
+        key = [tuple(r) + ((int(chain_bins[j]),) if chain_bins is not None else ()) for j, r in
+               zip(items, info_t[items].view(np.uint64).tolist(), strict=True)]
+        groups = {}
+        for j, k in zip(items, key, strict=True):
+            groups.setdefault(k, []).append(int(j))
+        for members in groups.values():
+            assert [int(nxt[j]) for j in members] == members[1:] + [-1]
+
+
+@pytest.mark.parametrize("prior_information", [0.0, 1.0])
+def test_banks_of_copied_items_give_the_numpy_and_brute_force_order(lib, prior_information):
+    rng = np.random.default_rng(17)
+    for n_distinct, n_items, n_models in ((12, 150, 8), (60, 400, 19), (3, 40, 2)):
+        info = _duplicated_bank(rng, n_distinct, n_items, n_models)
+        numpy_path = list(_greedy_picks(info, prior_information=prior_information, kernel=False))
+        assert list(_greedy_picks(info, prior_information=prior_information)) == numpy_path
+        assert numpy_path == _brute_force_order(info, prior_information)
+
+
+@pytest.mark.parametrize("start_bin", [None, 0])
+def test_banks_of_copied_items_give_the_numpy_and_brute_force_round_robin(lib, start_bin):
+    rng = np.random.default_rng(19)
+    for n_distinct, n_items, n_models, n_bins in ((12, 160, 8, 4), (50, 300, 19, 4), (5, 60, 3, 3)):
+        info = _duplicated_bank(rng, n_distinct, n_items, n_models)
+        bins = rng.integers(0, n_bins, n_items)               # copies of one item in several bins too
+        bins[:n_bins] = np.arange(n_bins)
+        numpy_path = list(_greedy_picks(info, bins=bins, start_bin=start_bin, kernel=False))
+        assert list(_greedy_picks(info, bins=bins, start_bin=start_bin)) == numpy_path
+        assert numpy_path == _brute_force_binned_order(info, bins, start_bin=start_bin)
