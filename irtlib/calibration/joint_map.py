@@ -7,6 +7,7 @@ epochs, Adam learning rate 0.1, priors ``a ~ LogNormal(0, 1)``, ``b ~ Normal(0, 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,9 +21,9 @@ from irtlib.core.kernels import probability, response_terms
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 
-from . import cell_kernel
+from . import arrow_kernel, cell_kernel
 from .blas import single_threaded_blas
-from .cells import ThreadRunner, cell_arrays, make_runner, workspace
+from .cells import DenseBlock, ThreadRunner, cell_arrays, make_runner, workspace
 from .newton import arrow_cg
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "fit_map_after_items", "ENGINES", "PYIRT_EXTRA",
@@ -88,8 +89,7 @@ def _cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
     lib = cell_kernel.load(_numpy_cell_pass)
     if lib is None:
         return _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells)
-    return cell_kernel.cell_pass(lib, block, theta, a, b, derive, dtype, keep_cells,
-                                 reuse=state if derive and keep_cells else None)
+    return cell_kernel.block_pass(lib, block, theta, a, b, derive, dtype, keep_cells)
 
 
 def cell_kernel_in_use() -> bool:
@@ -202,6 +202,17 @@ class _Point:
 
     def _derive(self, runner, derive, *, add_log_lik=False):
         keep = derive and self.keep_cells
+        if _one_local_block(runner):  # the pass on the block itself: runner.run's result, without its bookkeeping
+            part, state = _cell_pass(runner.blocks[0], runner.states[0], self.theta, self.a, self.b, derive,
+                                     self.dtype, keep)
+            if keep:
+                runner.states[0] = state
+            if add_log_lik:
+                self.log_posterior += sum((part[0],))                # as the general path's sum over one block
+            if derive:               # one block's sums are the totals (fresh arrays of the pass: no copy needed)
+                self.item_sums, self.model_sums = part[1], part[2]
+                runner.owner = self if keep else None
+            return
         parts = runner.run(_cell_pass, self.theta, self.a, self.b, derive, self.dtype, keep, keep=keep)
         if add_log_lik:
             self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
@@ -262,12 +273,17 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
     (g_al, g_b), (d_aa, d_ab, d_bb), newton_item = _item_blocks(pt, priors, newton=newton)
     minus_g = np.where(newton_item, -newton, 0.0)   # the log a cross term is a (w z - newton g)
     combined = bool(minus_g.any())                   # else h = w z: read it as it is
+    one_block = _one_local_block(runner)
     if combined:
-        runner.run(_combine_pass, minus_g.astype(np.float32), keep=True)
+        if one_block:                 # runner.run's call on its one block, without its bookkeeping
+            runner.states[0] = _combine_pass(runner.blocks[0], runner.states[0], minus_g.astype(np.float32))[1]
+        else:
+            runner.run(_combine_pass, minus_g.astype(np.float32), keep=True)
         runner.owner = None                          # g is now h: another try at this point redoes its pass
 
     neg_a2 = -a * a                   # the b cross weight's factor (-a^2 w), formed once a step
-    if _one_local_block(runner):      # the passes below on the block itself: the same products, less Python
+    product = None
+    if one_block:                     # the passes below on the block itself: the same products, less Python
         block, (c_wt, c_ht) = runner.blocks[0], _cross_weights(runner.states[0], combined)
 
         def cross_t(v):
@@ -277,6 +293,8 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
         def cross(ys):
             y_w, y_h = (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
             return (block.row_dot(c_wt, y_w) + block.row_dot(c_ht, y_h)).astype(float)
+
+        product = _fused_product(block, c_wt, c_ht, a, neg_a2, (d_aa, d_ab, d_bb))
     else:
         def cross_t(v):               # C^T v: information between theta and (log a_j, b_j)
             parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)
@@ -290,11 +308,49 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
 
     coarse = _coarse(pt.theta)
     step = arrow_cg(j_tt, g_t, cross_t, cross, [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]], coarse=coarse,
-                    rtol=rtol)
+                    rtol=rtol, product=product)
     if step is None:
         return None
     d_t, (d_al, d_b), iterations = step
     return d_t, d_al, d_b, iterations
+
+
+def _fused_product(block, c_wt, c_ht, a, neg_a2, inverse):
+    """``cross(binv(cross_t(v)))`` of a 1-D ``v`` with the items' chain in C (:mod:`.arrow_kernel`), or None.
+
+    The same column and row products as :func:`_direction`'s ``cross_t`` and ``cross`` on the block, and
+    between them :func:`irtlib.calibration.arrow_kernel.kernel_binv` in place of numpy's fourteen vector
+    operations (equal to them bit for bit, which the kernel's loader checks). None where the kernel is
+    off or missing, or the block is sparse (its products are float64 sums by item).
+    """
+    if not isinstance(block, DenseBlock):
+        return None
+    lib = arrow_kernel.load()
+    if lib is None:
+        return None
+    if not (c_wt.dtype == c_ht.dtype == np.float32 and c_wt.flags.c_contiguous and c_ht.flags.c_contiguous):
+        return None
+    inverse = tuple(np.ascontiguousarray(d, dtype=np.float64) for d in inverse)
+    a, neg_a2 = np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(neg_a2, dtype=np.float64)
+    n_rows, n_items = c_wt.shape
+    # every product writes into the same arrays (the block's col_dot and row_dot as np.matmul with out=):
+    # their addresses are taken once
+    c_h, c_w, y_w, y_h = (np.empty(n_items, np.float32) for _ in range(4))
+    rows_w, rows_h = np.empty(n_rows, np.float32), np.empty(n_rows, np.float32)
+    binv = functools.partial(lib.arrow_binv_f32, n_items, *(x.ctypes.data for x in (c_h, c_w, a, neg_a2, *inverse,
+                                                                                      y_w, y_h)))
+    rows = block.rows
+
+    def product(v):
+        u = v.astype(np.float32)[rows]
+        np.matmul(u, c_ht, out=c_h)                  # block.col_dot(c_ht, u): u.T @ c_ht
+        np.matmul(u, c_wt, out=c_w)
+        binv()
+        np.matmul(c_wt, y_w, out=rows_w)             # block.row_dot(c_wt, y_w): c_wt @ y_w
+        np.matmul(c_ht, y_h, out=rows_h)
+        return np.add(rows_w, rows_h, out=rows_w).astype(float)
+
+    return product
 
 
 def _one_local_block(runner) -> bool:

@@ -1,0 +1,29 @@
+/* The item blocks' inverse between the two products of a conjugate-gradient step, in one loop.
+
+   Called through ctypes by irtlib.calibration.arrow_kernel for irtlib.calibration.joint_map's 2PL
+   direction: per item j, from the float32 column products c_h = sum_m h[m, j] u[m] and
+   c_w = sum_m w[m, j] u[m] of a conjugate-gradient product,
+
+       t0 = a c_h,  t1 = -a^2 c_w                      (cross_t: C^T u)
+       y0 = (0 + d_aa t0) + d_ab t1,  y1 = (0 + d_ab t0) + d_bb t1      (B^-1, as newton._row_sum adds)
+       y_w = float(-a^2 y1),  y_h = float(a y0)         (the weights of the next product C y)
+
+   in double, each operation rounded as numpy rounds it (IEEE, no fused multiply-add: compiled with
+   -ffp-contract=off; 0 + t as numpy's add of 0, which turns -0.0 into 0.0), so the results equal numpy's
+   chain of fourteen array operations bit for bit. */
+
+#include <stdint.h>
+
+void arrow_binv_f32(int64_t n, const float *c_h, const float *c_w, const double *a, const double *neg_a2,
+                    const double *d_aa, const double *d_ab, const double *d_bb, float *y_w, float *y_h) {
+    for (int64_t j = 0; j < n; j++) {
+        const double t0 = a[j] * (double)c_h[j], t1 = neg_a2[j] * (double)c_w[j];
+        double y0 = d_aa[j] * t0, y1 = d_ab[j] * t0;
+        y0 = 0.0 + y0;
+        y1 = 0.0 + y1;
+        y0 += d_ab[j] * t1;
+        y1 += d_bb[j] * t1;
+        y_w[j] = (float)(neg_a2[j] * y1);
+        y_h[j] = (float)(a[j] * y0);
+    }
+}

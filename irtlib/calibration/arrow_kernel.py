@@ -1,0 +1,117 @@
+"""The 2PL direction's item-block inverse between two conjugate-gradient products, in C (the same numbers).
+
+Each conjugate-gradient product of the MAP engine's joint step (paper, appendix B's 2PL, fitted by
+:func:`irtlib.calibration.joint_map.fit_map`) is ``C (B^-1 (C^T v))``: two column products over the
+per-cell weights, the items' 2 x 2 inverse blocks ``B^-1`` in between, two row products. Between the
+products, per item, numpy makes fourteen passes over vectors of the items' length (the cross weights'
+factors ``a`` and ``-a^2``, :func:`irtlib.calibration.newton._row_sum`'s sums, the casts to float32); on the
+protocol's per-split fits (a few dozen models, hundreds of items) their per-call cost is most of a
+product's. ``_arrow_kernel.c`` (beside this module) makes them one loop, each operation rounded as numpy
+rounds it, so the step is the same to the bit.
+
+The first :func:`load` of a process compares the kernel with numpy's chain (:func:`numpy_binv`) on
+hand-made vectors (signed zeros, both signs, magnitudes from 1e-300 to 1e300, float32 overflow) and returns
+it only if every output is equal bit for bit; otherwise, or without a compiler, None, and the engine keeps
+numpy's chain. ``IRTLIB_ARROW_KERNEL=0`` turns the kernel off.
+
+Layer rule: part of ``calibration``; imports the compiler driver only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+from .fused_kernel import verified
+
+__all__ = ["SOURCE", "SWITCH", "load", "numpy_binv", "kernel_binv"]
+
+SOURCE = Path(__file__).with_name("_arrow_kernel.c")
+#: The environment variable that turns the kernel off (``"0"``).
+SWITCH = "IRTLIB_ARROW_KERNEL"
+
+_LOADED: dict = {}
+
+
+def _bind(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    lib.arrow_binv_f32.argtypes = [ctypes.c_int64, *[ctypes.c_void_p] * 9]
+    lib.arrow_binv_f32.restype = None
+    return lib
+
+
+def numpy_binv(c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, neg_a2: np.ndarray,
+               inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(y_w, y_h)`` in float32 by numpy: the engine's chain (``cross_t``, ``binv``, ``cross``'s casts).
+
+    Parameters
+    ----------
+    c_h, c_w : ndarray of float32, shape (n_items,)
+        Column products of the ``h`` and ``w`` weights with the product's vector.
+    a, neg_a2 : ndarray, shape (n_items,)
+        The items' ``a`` and ``-a^2``.
+    inverse : (d_aa, d_ab, d_bb)
+        The entries of each item's inverse 2 x 2 block.
+    """
+    from .newton import _row_sum
+
+    d_aa, d_ab, d_bb = inverse
+    us = [a * c_h, neg_a2 * c_w]
+    ys = [_row_sum([d_aa, d_ab], us), _row_sum([d_ab, d_bb], us)]
+    return (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
+
+
+def kernel_binv(lib: ctypes.CDLL, c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, neg_a2: np.ndarray,
+                inverse: tuple[np.ndarray, np.ndarray, np.ndarray], *,
+                out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numpy_binv` by the kernel (every array contiguous; ``c_h``, ``c_w`` float32, the rest float64).
+
+    ``out``: two float32 arrays of the items' length to write ``(y_w, y_h)`` into (else new ones).
+    """
+    y_w, y_h = (np.empty(a.shape, np.float32), np.empty(a.shape, np.float32)) if out is None else out
+    d_aa, d_ab, d_bb = inverse
+    lib.arrow_binv_f32(a.size, c_h.ctypes.data, c_w.ctypes.data, a.ctypes.data, neg_a2.ctypes.data,
+                       d_aa.ctypes.data, d_ab.ctypes.data, d_bb.ctypes.data, y_w.ctypes.data, y_h.ctypes.data)
+    return y_w, y_h
+
+
+def _check_vectors() -> list[tuple]:
+    """Hand-made inputs for the load-time check: ``(c_h, c_w, a, neg_a2, inverse)``.
+
+    Random vectors of 1, 7 and 203 items over many magnitudes, then signed zeros, float32's overflow and
+    subnormals.
+    """
+    rng = np.random.default_rng(20261205)
+    out = []
+    for n in (1, 7, 203):
+        c_h, c_w = ((rng.normal(size=n) * 10.0 ** rng.uniform(-30, 30, n)).astype(np.float32) for _ in range(2))
+        a = np.exp(rng.normal(0.0, 2.0, n))
+        inverse = tuple(rng.normal(size=n) * 10.0 ** rng.uniform(-100, 100, n) for _ in range(3))
+        out.append((c_h, c_w, a, -a * a, inverse))
+    special = np.array([0.0, -0.0, 1.0, -1.0, 3.4e38, -3.4e38, 1e-45, -1e-40, 1e30])
+    c = special.astype(np.float32)
+    a = np.array([1.0, 1.0, 2.0, 0.5, 1e20, 1e-20, 1.0, 1.0, 1e10])
+    out.append((c, -c, a, -a * a, (special, -special, special[::-1].copy())))
+    out.append((c, np.zeros_like(c), a, -a * a, (-special, np.zeros(c.size), -np.zeros(c.size))))
+    return out
+
+
+def _matches_numpy(lib: ctypes.CDLL) -> bool:
+    for c_h, c_w, a, neg_a2, inverse in _check_vectors():
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = numpy_binv(c_h, c_w, a, neg_a2, inverse)
+            got = kernel_binv(lib, c_h, c_w, a, neg_a2, inverse)
+        if not all(w.tobytes() == g.tobytes() for w, g in zip(want, got, strict=True)):
+            return False
+    return True
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (``IRTLIB_ARROW_KERNEL=0``, no compiler, or numbers unlike numpy's)."""
+    import os
+
+    if os.environ.get(SWITCH, "1") == "0":
+        return None
+    return verified(SOURCE, _bind, switch=SWITCH, matches=_matches_numpy, cache=_LOADED)
