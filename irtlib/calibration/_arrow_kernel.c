@@ -27,3 +27,35 @@ void arrow_binv_f32(int64_t n, const float *c_h, const float *c_w, const double 
         y_h[j] = (float)(a[j] * y0);
     }
 }
+
+/* The right-hand side's weights: y_w, y_h of the items' gradient (g0, g1) = (d log a, d b) itself,
+   B^-1 g as newton._row_sum adds it, then cast (cross(binv(g_items)) before its row products). */
+void arrow_rhs_f64(int64_t n, const double *g0, const double *g1, const double *a, const double *neg_a2,
+                   const double *d_aa, const double *d_ab, const double *d_bb, float *y_w, float *y_h) {
+    for (int64_t j = 0; j < n; j++) {
+        double y0 = d_aa[j] * g0[j], y1 = d_ab[j] * g0[j];
+        y0 = 0.0 + y0;
+        y1 = 0.0 + y1;
+        y0 += d_ab[j] * g1[j];
+        y1 += d_bb[j] * g1[j];
+        y_w[j] = (float)(neg_a2[j] * y1);
+        y_h[j] = (float)(a[j] * y0);
+    }
+}
+
+/* The items' step of a solved direction: h = g - C^T d (h0 = g0 - a c_h, h1 = g1 - (-a^2) c_w from the
+   float32 column products), then B^-1 h as newton._row_sum adds it, in double. */
+void arrow_back_f64(int64_t n, const double *g0, const double *g1, const float *c_h, const float *c_w,
+                    const double *a, const double *neg_a2, const double *d_aa, const double *d_ab,
+                    const double *d_bb, double *out0, double *out1) {
+    for (int64_t j = 0; j < n; j++) {
+        const double h0 = g0[j] - a[j] * (double)c_h[j], h1 = g1[j] - neg_a2[j] * (double)c_w[j];
+        double y0 = d_aa[j] * h0, y1 = d_ab[j] * h0;
+        y0 = 0.0 + y0;
+        y1 = 0.0 + y1;
+        y0 += d_ab[j] * h1;
+        y1 += d_bb[j] * h1;
+        out0[j] = y0;
+        out1[j] = y1;
+    }
+}

@@ -26,7 +26,8 @@ import numpy as np
 
 from .fused_kernel import verified
 
-__all__ = ["SOURCE", "SWITCH", "load", "numpy_binv", "kernel_binv"]
+__all__ = ["SOURCE", "SWITCH", "load", "numpy_binv", "kernel_binv", "numpy_rhs", "kernel_rhs", "numpy_back",
+           "kernel_back"]
 
 SOURCE = Path(__file__).with_name("_arrow_kernel.c")
 #: The environment variable that turns the kernel off (``"0"``).
@@ -38,7 +39,9 @@ _LOADED: dict = {}
 def _bind(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     lib.arrow_binv_f32.argtypes = [ctypes.c_int64, *[ctypes.c_void_p] * 9]
-    lib.arrow_binv_f32.restype = None
+    lib.arrow_rhs_f64.argtypes = [ctypes.c_int64, *[ctypes.c_void_p] * 9]
+    lib.arrow_back_f64.argtypes = [ctypes.c_int64, *[ctypes.c_void_p] * 11]
+    lib.arrow_binv_f32.restype = lib.arrow_rhs_f64.restype = lib.arrow_back_f64.restype = None
     return lib
 
 
@@ -61,6 +64,44 @@ def numpy_binv(c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, neg_a2: np.ndarr
     us = [a * c_h, neg_a2 * c_w]
     ys = [_row_sum([d_aa, d_ab], us), _row_sum([d_ab, d_bb], us)]
     return (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
+
+
+def numpy_rhs(g_items: list, a: np.ndarray, neg_a2: np.ndarray,
+              inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(y_w, y_h)`` of the right-hand side by numpy: ``B^-1 g`` (``g_items``: the gradient in log a and b), cast."""
+    from .newton import _row_sum
+
+    d_aa, d_ab, d_bb = inverse
+    ys = [_row_sum([d_aa, d_ab], g_items), _row_sum([d_ab, d_bb], g_items)]
+    return (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
+
+
+def numpy_back(g_items: list, c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, neg_a2: np.ndarray,
+               inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """The items' step ``B^-1 (g - C^T d)`` by numpy, from the column products ``c_h``, ``c_w`` of ``d``."""
+    from .newton import _row_sum
+
+    d_aa, d_ab, d_bb = inverse
+    h = [g - c for g, c in zip(g_items, (a * c_h, neg_a2 * c_w), strict=True)]
+    return [_row_sum([d_aa, d_ab], h), _row_sum([d_ab, d_bb], h)]
+
+
+def kernel_rhs(lib: ctypes.CDLL, g_items: list, a: np.ndarray, neg_a2: np.ndarray,
+               inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numpy_rhs` by the kernel (``a``, ``neg_a2`` and ``inverse`` contiguous float64)."""
+    g_items = [np.ascontiguousarray(g, dtype=np.float64) for g in g_items]
+    y_w, y_h = np.empty(a.shape, np.float32), np.empty(a.shape, np.float32)
+    lib.arrow_rhs_f64(a.size, *(x.ctypes.data for x in (*g_items, a, neg_a2, *inverse, y_w, y_h)))
+    return y_w, y_h
+
+
+def kernel_back(lib: ctypes.CDLL, g_items: list, c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray,
+                neg_a2: np.ndarray, inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """:func:`numpy_back` by the kernel (``c_h``, ``c_w`` contiguous float32; ``a``, ``neg_a2``, ``inverse`` float64)."""
+    g_items = [np.ascontiguousarray(g, dtype=np.float64) for g in g_items]
+    out = [np.empty(a.shape), np.empty(a.shape)]
+    lib.arrow_back_f64(a.size, *(x.ctypes.data for x in (*g_items, c_h, c_w, a, neg_a2, *inverse, *out)))
+    return out
 
 
 def kernel_binv(lib: ctypes.CDLL, c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, neg_a2: np.ndarray,
@@ -99,12 +140,17 @@ def _check_vectors() -> list[tuple]:
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
+    """Whether the three kernels equal numpy's chains bit for bit on :func:`_check_vectors`."""
     for c_h, c_w, a, neg_a2, inverse in _check_vectors():
+        g_items = [c_h.astype(float) * 3.0, c_w.astype(float) - 1.0]
         with np.errstate(over="ignore", invalid="ignore"):
-            want = numpy_binv(c_h, c_w, a, neg_a2, inverse)
-            got = kernel_binv(lib, c_h, c_w, a, neg_a2, inverse)
-        if not all(w.tobytes() == g.tobytes() for w, g in zip(want, got, strict=True)):
-            return False
+            pairs = ((numpy_binv(c_h, c_w, a, neg_a2, inverse), kernel_binv(lib, c_h, c_w, a, neg_a2, inverse)),
+                     (numpy_rhs(g_items, a, neg_a2, inverse), kernel_rhs(lib, g_items, a, neg_a2, inverse)),
+                     (numpy_back(g_items, c_h, c_w, a, neg_a2, inverse),
+                      kernel_back(lib, g_items, c_h, c_w, a, neg_a2, inverse)))
+        for want, got in pairs:
+            if not all(w.dtype == g.dtype and w.tobytes() == g.tobytes() for w, g in zip(want, got, strict=True)):
+                return False
     return True
 
 

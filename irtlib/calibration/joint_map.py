@@ -282,7 +282,7 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
         runner.owner = None                          # g is now h: another try at this point redoes its pass
 
     neg_a2 = -a * a                   # the b cross weight's factor (-a^2 w), formed once a step
-    product = None
+    fused = None
     if one_block:                     # the passes below on the block itself: the same products, less Python
         block, (c_wt, c_ht) = runner.blocks[0], _cross_weights(runner.states[0], combined)
 
@@ -294,7 +294,7 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
             y_w, y_h = (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
             return (block.row_dot(c_wt, y_w) + block.row_dot(c_ht, y_h)).astype(float)
 
-        product = _fused_product(block, c_wt, c_ht, a, neg_a2, (d_aa, d_ab, d_bb))
+        fused = _FusedArrow.make(block, c_wt, c_ht, a, neg_a2, (d_aa, d_ab, d_bb))
     else:
         def cross_t(v):               # C^T v: information between theta and (log a_j, b_j)
             parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)
@@ -308,49 +308,68 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
 
     coarse = _coarse(pt.theta)
     step = arrow_cg(j_tt, g_t, cross_t, cross, [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]], coarse=coarse,
-                    rtol=rtol, product=product)
+                    rtol=rtol, fused=fused)
     if step is None:
         return None
     d_t, (d_al, d_b), iterations = step
     return d_t, d_al, d_b, iterations
 
 
-def _fused_product(block, c_wt, c_ht, a, neg_a2, inverse):
-    """``cross(binv(cross_t(v)))`` of a 1-D ``v`` with the items' chain in C (:mod:`.arrow_kernel`), or None.
+class _FusedArrow:
+    """The one-block direction's item chains in C (:mod:`.arrow_kernel`): the same numbers as numpy's.
 
-    The same column and row products as :func:`_direction`'s ``cross_t`` and ``cross`` on the block, and
-    between them :func:`irtlib.calibration.arrow_kernel.kernel_binv` in place of numpy's fourteen vector
-    operations (equal to them bit for bit, which the kernel's loader checks). None where the kernel is
-    off or missing, or the block is sparse (its products are float64 sums by item).
+    :func:`irtlib.calibration.newton.arrow_cg`'s ``fused``: :meth:`product` is a conjugate-gradient product
+    ``cross(binv(cross_t(v)))`` of a 1-D ``v``, :meth:`cross_binv` the right-hand side's ``cross(binv(g))``,
+    :meth:`back` the items' step ``binv(g - cross_t(d))``. Each makes :func:`_direction`'s column and row
+    products on the block (``np.matmul`` with ``out=``: the same BLAS calls) and, between them, one kernel
+    call in place of numpy's vector operations (equal to them bit for bit, which the kernel's loader checks).
     """
-    if not isinstance(block, DenseBlock):
-        return None
-    lib = arrow_kernel.load()
-    if lib is None:
-        return None
-    if not (c_wt.dtype == c_ht.dtype == np.float32 and c_wt.flags.c_contiguous and c_ht.flags.c_contiguous):
-        return None
-    inverse = tuple(np.ascontiguousarray(d, dtype=np.float64) for d in inverse)
-    a, neg_a2 = np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(neg_a2, dtype=np.float64)
-    n_rows, n_items = c_wt.shape
-    # every product writes into the same arrays (the block's col_dot and row_dot as np.matmul with out=):
-    # their addresses are taken once
-    c_h, c_w, y_w, y_h = (np.empty(n_items, np.float32) for _ in range(4))
-    rows_w, rows_h = np.empty(n_rows, np.float32), np.empty(n_rows, np.float32)
-    binv = functools.partial(lib.arrow_binv_f32, n_items, *(x.ctypes.data for x in (c_h, c_w, a, neg_a2, *inverse,
-                                                                                      y_w, y_h)))
-    rows = block.rows
 
-    def product(v):
-        u = v.astype(np.float32)[rows]
-        np.matmul(u, c_ht, out=c_h)                  # block.col_dot(c_ht, u): u.T @ c_ht
-        np.matmul(u, c_wt, out=c_w)
-        binv()
-        np.matmul(c_wt, y_w, out=rows_w)             # block.row_dot(c_wt, y_w): c_wt @ y_w
-        np.matmul(c_ht, y_h, out=rows_h)
-        return np.add(rows_w, rows_h, out=rows_w).astype(float)
+    def __init__(self, lib, block, c_wt, c_ht, a, neg_a2, inverse):
+        self.lib, self.rows, self.c_wt, self.c_ht = lib, block.rows, c_wt, c_ht
+        self.a, self.neg_a2 = np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(neg_a2, dtype=np.float64)
+        self.inverse = tuple(np.ascontiguousarray(d, dtype=np.float64) for d in inverse)
+        n_rows, n_items = c_wt.shape
+        # every product writes into the same arrays: their addresses are taken once
+        self.c_h, self.c_w, self.y_w, self.y_h = (np.empty(n_items, np.float32) for _ in range(4))
+        self.rows_w, self.rows_h = np.empty(n_rows, np.float32), np.empty(n_rows, np.float32)
+        self._binv = functools.partial(lib.arrow_binv_f32, n_items, *(
+            x.ctypes.data for x in (self.c_h, self.c_w, self.a, self.neg_a2, *self.inverse, self.y_w, self.y_h)))
 
-    return product
+    @classmethod
+    def make(cls, block, c_wt, c_ht, a, neg_a2, inverse):
+        """The chains for a dense block whose weights are contiguous float32, or None (then numpy's chains)."""
+        if not isinstance(block, DenseBlock):
+            return None
+        if not (c_wt.dtype == c_ht.dtype == np.float32 and c_wt.flags.c_contiguous and c_ht.flags.c_contiguous):
+            return None
+        lib = arrow_kernel.load()
+        return None if lib is None else cls(lib, block, c_wt, c_ht, a, neg_a2, inverse)
+
+    def _columns(self, v):
+        u = v.astype(np.float32)[self.rows]
+        np.matmul(u, self.c_ht, out=self.c_h)        # block.col_dot(c_ht, u): u.T @ c_ht
+        np.matmul(u, self.c_wt, out=self.c_w)
+
+    def _cross(self, y_w, y_h):
+        np.matmul(self.c_wt, y_w, out=self.rows_w)   # block.row_dot(c_wt, y_w): c_wt @ y_w
+        np.matmul(self.c_ht, y_h, out=self.rows_h)
+        return np.add(self.rows_w, self.rows_h, out=self.rows_w).astype(float)
+
+    def product(self, v):
+        """``cross(binv(cross_t(v)))``, shape (n_models,)."""
+        self._columns(v)
+        self._binv()
+        return self._cross(self.y_w, self.y_h)
+
+    def cross_binv(self, g_items):
+        """``cross(binv(g_items))``: the item gradient's part of the right-hand side."""
+        return self._cross(*arrow_kernel.kernel_rhs(self.lib, g_items, self.a, self.neg_a2, self.inverse))
+
+    def back(self, g_items, d):
+        """``binv(g_items - cross_t(d))``: the items' step given the abilities' ``d``."""
+        self._columns(d)
+        return arrow_kernel.kernel_back(self.lib, g_items, self.c_h, self.c_w, self.a, self.neg_a2, self.inverse)
 
 
 def _one_local_block(runner) -> bool:

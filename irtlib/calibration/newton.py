@@ -159,7 +159,7 @@ def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: lis
 def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarray], list],
              cross: Callable[[list], np.ndarray], g_items: list, item_inverse: list, *,
              coarse: np.ndarray, rtol: float, max_iter: int = 200,
-             product: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, list, int] | None:
+             fused: object | None = None) -> tuple[np.ndarray, list, int] | None:
     """Solve ``J d = g`` for the same arrow-shaped ``J`` as :func:`arrow_step`, matrix-free.
 
     The dense block is diagonal here (the abilities), so ``J`` is known through products only: the
@@ -189,10 +189,12 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     max_iter : int
         At most this many iterations (the iterate reached is returned: from a zero start every
         conjugate-gradient iterate is an ascent direction).
-    product : callable, optional
-        ``product(v)`` for ``v`` of shape (n,): ``cross(B^-1 (cross_t(v)))`` in one call, equal to the
-        composition bit for bit (the 2PL engine's kernel, :func:`irtlib.calibration.joint_map._fused_product`);
-        the conjugate-gradient products use it. None: the composition.
+    fused : object, optional
+        The compositions with the item inverse in one call each, equal to them bit for bit (the 2PL engine's
+        kernel, :class:`irtlib.calibration.joint_map._FusedArrow`): ``fused.product(v)`` for ``v`` of shape
+        (n,) is ``cross(B^-1 cross_t(v))`` (the conjugate-gradient products), ``fused.cross_binv(g_items)``
+        is ``cross(B^-1 g_items)`` and ``fused.back(g_items, d)`` is ``B^-1 (g_items - cross_t(d))``.
+        None: the compositions.
 
     Returns
     -------
@@ -211,10 +213,10 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
 
     def schur(v):
         if v.ndim == 1:
-            return diag * v - (cross(binv(cross_t(v))) if product is None else product(v))
+            return diag * v - (cross(binv(cross_t(v))) if fused is None else fused.product(v))
         return diag[:, None] * v - cross(binv(cross_t(v)))
 
-    rhs = g_dense - cross(binv(g_items))
+    rhs = g_dense - (cross(binv(g_items)) if fused is None else fused.cross_binv(g_items))
     basis = _qr_basis(coarse)
     small = basis.T @ schur(basis)
     try:
@@ -249,5 +251,7 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
         rz, rz_old = res @ z, rz
         p = z + (rz / rz_old) * p
         it += 1
+    if fused is not None:
+        return d, fused.back(g_items, d), it
     h = [g_items[v] - c for v, c in enumerate(cross_t(d))]
     return d, binv(h), it

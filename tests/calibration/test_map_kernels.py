@@ -1,6 +1,7 @@
 """The MAP engine's per-pass shortcuts equal the calls they replace, bit for bit.
 
-- :func:`irtlib.calibration.arrow_kernel.kernel_binv` (the CG product's item chain in C) equals numpy's chain;
+- :mod:`irtlib.calibration.arrow_kernel`'s three item chains in C (a CG product's, the right-hand side's, the
+  items' step) equal numpy's;
 - :func:`irtlib.calibration.cell_kernel.block_pass` (buffers made once per block) equals
   :func:`~irtlib.calibration.cell_kernel.cell_pass`, pass after pass on the same block;
 - ``newton._qr_basis`` and ``newton._cho_factor`` equal :func:`numpy.linalg.qr` and
@@ -47,10 +48,17 @@ def test_arrow_kernel_equals_numpys_chain_bit_for_bit():
         c_h[:2] = 0.0
         cases.append((c_h, c_w, a, -a * a, inverse))
     for c_h, c_w, a, neg_a2, inverse in cases:
+        g_items = [rng.normal(size=a.size), -np.abs(rng.normal(size=a.size))]
+        g_items[0][:1] = -0.0
         with np.errstate(over="ignore", invalid="ignore"):
-            want = arrow_kernel.numpy_binv(c_h, c_w, a, neg_a2, inverse)
-            got = arrow_kernel.kernel_binv(ARROW, c_h, c_w, a, neg_a2, inverse)
-        assert all(_bits_equal(w, g) for w, g in zip(want, got, strict=True))
+            pairs = [(arrow_kernel.numpy_binv(c_h, c_w, a, neg_a2, inverse),
+                      arrow_kernel.kernel_binv(ARROW, c_h, c_w, a, neg_a2, inverse)),
+                     (arrow_kernel.numpy_rhs(g_items, a, neg_a2, inverse),
+                      arrow_kernel.kernel_rhs(ARROW, g_items, a, neg_a2, inverse)),
+                     (arrow_kernel.numpy_back(g_items, c_h, c_w, a, neg_a2, inverse),
+                      arrow_kernel.kernel_back(ARROW, g_items, c_h, c_w, a, neg_a2, inverse))]
+        for want, got in pairs:
+            assert all(_bits_equal(w, g) for w, g in zip(want, got, strict=True))
 
 
 @pytest.mark.skipif(CELLS is None, reason="no C compiler: the engine runs the numpy pass")
