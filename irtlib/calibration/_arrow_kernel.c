@@ -59,3 +59,32 @@ void arrow_back_f64(int64_t n, const double *g0, const double *g1, const float *
         out1[j] = y1;
     }
 }
+
+/* Each item's gradient in (log a, b) and the inverse of its 2 x 2 information block (joint_map._item_blocks):
+   from the column sums s_g, s_gz, s_w, s_wz, s_wz2 (sums, 5 x n, row-major), the priors' means and
+   variances (and their reciprocals, as Python rounds 1.0 / s**2) and the Newton weight; the observed block
+   where use_newton and it is positive definite (newton_item 1), else the expected one. Each operation in
+   numpy's order: -a s_g - (b - mb) / sb2, (s_wz2 + 1/sa2) - newton s_gz, (-a) s_wz + (newton a) s_g, ... */
+void item_blocks_f64(int64_t n, const double *a, const double *alpha, const double *b, const double *sums,
+                     double ma, double sa2, double inv_sa2, double mb, double sb2, double inv_sb2, double newton,
+                     int64_t use_newton, double *g_al, double *g_b, double *d_aa, double *d_ab, double *d_bb,
+                     uint8_t *newton_item) {
+    const double *s_g = sums, *s_gz = sums + n, *s_w = sums + 2 * n, *s_wz = sums + 3 * n, *s_wz2 = sums + 4 * n;
+    for (int64_t j = 0; j < n; j++) {
+        const double aj = a[j], na = -aj;
+        g_al[j] = s_gz[j] - (alpha[j] - ma) / sa2;
+        g_b[j] = na * s_g[j] - (b[j] - mb) / sb2;
+        const double j_bb = (aj * aj) * s_w[j] + inv_sb2;
+        const double expected_aa = s_wz2[j] + inv_sa2;
+        const double obs_aa = expected_aa - newton * s_gz[j];
+        const double obs_ab = na * s_wz[j] + (newton * aj) * s_g[j];
+        const int nt = use_newton && (obs_aa > 0) && (obs_aa * j_bb - obs_ab * obs_ab > 0);
+        const double j_aa = nt ? obs_aa : expected_aa;
+        const double j_ab = nt ? obs_ab : na * s_wz[j];
+        const double det = j_aa * j_bb - j_ab * j_ab;
+        d_aa[j] = j_bb / det;
+        d_ab[j] = -j_ab / det;
+        d_bb[j] = j_aa / det;
+        newton_item[j] = (uint8_t)nt;
+    }
+}

@@ -237,21 +237,10 @@ def _item_blocks(pt, priors, *, newton: float):
     does not cost the others Newton. Shared by the joint step (:func:`_direction`) and the item
     refits with abilities held fixed (:func:`fit_items`).
     """
-    _, (ma, sa), (mb, sb) = priors
-    a = pt.a
-    s_g, s_gz, s_w, s_wz, s_wz2 = pt.item_sums
-    g_al = s_gz - (pt.alpha - ma) / sa**2
-    g_b = -a * s_g - (pt.b - mb) / sb**2
-    j_bb = a * a * s_w + 1.0 / sb**2
-    # Newton: the second derivatives of z times the residuals
-    obs_aa, obs_ab = s_wz2 + 1.0 / sa**2 - newton * s_gz, -a * s_wz + newton * a * s_g
-    newton_item = np.zeros(a.shape, dtype=bool)
-    if newton:
-        newton_item = (obs_aa > 0) & (obs_aa * j_bb - obs_ab**2 > 0)
-    j_aa = np.where(newton_item, obs_aa, s_wz2 + 1.0 / sa**2)
-    j_ab = np.where(newton_item, obs_ab, -a * s_wz)
-    det = j_aa * j_bb - j_ab**2
-    return (g_al, g_b), (j_bb / det, -j_ab / det, j_aa / det), newton_item
+    lib = arrow_kernel.load()            # the same numbers in one loop over the items (numpy_item_blocks')
+    if lib is not None:
+        return arrow_kernel.kernel_item_blocks(lib, pt.item_sums, pt.a, pt.alpha, pt.b, priors, newton=newton)
+    return arrow_kernel.numpy_item_blocks(pt.item_sums, pt.a, pt.alpha, pt.b, priors, newton=newton)
 
 
 def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):

@@ -1,7 +1,7 @@
 """The MAP engine's per-pass shortcuts equal the calls they replace, bit for bit.
 
 - :mod:`irtlib.calibration.arrow_kernel`'s three item chains in C (a CG product's, the right-hand side's, the
-  items' step) equal numpy's;
+  items' step) and its item blocks (gradient and inverse information) equal numpy's;
 - :func:`irtlib.calibration.cell_kernel.block_pass` (buffers made once per block) equals
   :func:`~irtlib.calibration.cell_kernel.cell_pass`, pass after pass on the same block;
 - ``newton._qr_basis`` and ``newton._cho_factor`` equal :func:`numpy.linalg.qr` and
@@ -59,6 +59,23 @@ def test_arrow_kernel_equals_numpys_chain_bit_for_bit():
                       arrow_kernel.kernel_back(ARROW, g_items, c_h, c_w, a, neg_a2, inverse))]
         for want, got in pairs:
             assert all(_bits_equal(w, g) for w, g in zip(want, got, strict=True))
+
+
+@pytest.mark.skipif(ARROW is None, reason="no C compiler: the engine runs numpy's item blocks")
+def test_item_blocks_kernel_equals_numpy_bit_for_bit():
+    rng = np.random.default_rng(11)
+    cases = arrow_kernel._item_cases()
+    x = _matrix(4, (30, 150), missing=0.2)
+    for newton_weight in (0.0, 0.5, 1.0):
+        theta, a, b = rng.normal(size=30), np.exp(rng.normal(0, 0.5, 150)), rng.normal(size=150)
+        (_, sums, _), _ = _numpy_cell_pass(DenseBlock(x, slice(0, 30)), None, theta, a, b, True, np.float64)
+        cases.append((sums, a, np.log(a), b, ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0)), newton_weight))
+    for sums, a, alpha, b, priors, newton_weight in cases:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            want = arrow_kernel.numpy_item_blocks(sums, a, alpha, b, priors, newton=newton_weight)
+            got = arrow_kernel.kernel_item_blocks(ARROW, sums, a, alpha, b, priors, newton=newton_weight)
+        assert all(_bits_equal(u, v) for u, v in zip((*want[0], *want[1], want[2]), (*got[0], *got[1], got[2]),
+                                                     strict=True))
 
 
 @pytest.mark.skipif(CELLS is None, reason="no C compiler: the engine runs the numpy pass")
