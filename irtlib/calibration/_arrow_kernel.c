@@ -5,7 +5,7 @@
    c_w = sum_m w[m, j] u[m] of a conjugate-gradient product,
 
        t0 = a c_h,  t1 = -a^2 c_w                      (cross_t: C^T u)
-       y0 = (0 + d_aa t0) + d_ab t1,  y1 = (0 + d_ab t0) + d_bb t1      (B^-1, as newton._row_sum adds)
+       y0 = (0 + d_aa t0) + d_ab t1,  y1 = (0 + d_ab t0) + d_bb t1      (B^-1, as newton.row_sum adds)
        y_w = float(-a^2 y1),  y_h = float(a y0)         (the weights of the next product C y)
 
    in double, each operation rounded as numpy rounds it (IEEE, no fused multiply-add: compiled with
@@ -29,7 +29,7 @@ void arrow_binv_f32(int64_t n, const float *c_h, const float *c_w, const double 
 }
 
 /* The right-hand side's weights: y_w, y_h of the items' gradient (g0, g1) = (d log a, d b) itself,
-   B^-1 g as newton._row_sum adds it, then cast (cross(binv(g_items)) before its row products). */
+   B^-1 g as newton.row_sum adds it, then cast (cross(binv(g_items)) before its row products). */
 void arrow_rhs_f64(int64_t n, const double *g0, const double *g1, const double *a, const double *neg_a2,
                    const double *d_aa, const double *d_ab, const double *d_bb, float *y_w, float *y_h) {
     for (int64_t j = 0; j < n; j++) {
@@ -44,7 +44,7 @@ void arrow_rhs_f64(int64_t n, const double *g0, const double *g1, const double *
 }
 
 /* The items' step of a solved direction: h = g - C^T d (h0 = g0 - a c_h, h1 = g1 - (-a^2) c_w from the
-   float32 column products), then B^-1 h as newton._row_sum adds it, in double. */
+   float32 column products), then B^-1 h as newton.row_sum adds it, in double. */
 void arrow_back_f64(int64_t n, const double *g0, const double *g1, const float *c_h, const float *c_w,
                     const double *a, const double *neg_a2, const double *d_aa, const double *d_ab,
                     const double *d_bb, double *out0, double *out1) {

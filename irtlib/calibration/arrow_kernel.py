@@ -4,7 +4,7 @@ Each conjugate-gradient product of the MAP engine's joint step (paper, appendix 
 :func:`irtlib.calibration.joint_map.fit_map`) is ``C (B^-1 (C^T v))``: two column products over the
 per-cell weights, the items' 2 x 2 inverse blocks ``B^-1`` in between, two row products. Between the
 products, per item, numpy makes fourteen passes over vectors of the items' length (the cross weights'
-factors ``a`` and ``-a^2``, :func:`irtlib.calibration.newton._row_sum`'s sums, the casts to float32); on the
+factors ``a`` and ``-a^2``, :func:`irtlib.calibration.newton.row_sum`'s sums, the casts to float32); on the
 protocol's per-split fits (a few dozen models, hundreds of items) their per-call cost is most of a
 product's. ``_arrow_kernel.c`` (beside this module) makes them one loop, each operation rounded as numpy
 rounds it, so the step is the same to the bit. The same file holds the right-hand side's and the items'
@@ -63,32 +63,32 @@ def numpy_binv(c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, neg_a2: np.ndarr
     inverse : (d_aa, d_ab, d_bb)
         The entries of each item's inverse 2 x 2 block.
     """
-    from .newton import _row_sum
+    from .newton import row_sum
 
     d_aa, d_ab, d_bb = inverse
     us = [a * c_h, neg_a2 * c_w]
-    ys = [_row_sum([d_aa, d_ab], us), _row_sum([d_ab, d_bb], us)]
+    ys = [row_sum([d_aa, d_ab], us), row_sum([d_ab, d_bb], us)]
     return (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
 
 
 def numpy_rhs(g_items: list, a: np.ndarray, neg_a2: np.ndarray,
               inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """``(y_w, y_h)`` of the right-hand side by numpy: ``B^-1 g`` (``g_items``: the gradient in log a and b), cast."""
-    from .newton import _row_sum
+    from .newton import row_sum
 
     d_aa, d_ab, d_bb = inverse
-    ys = [_row_sum([d_aa, d_ab], g_items), _row_sum([d_ab, d_bb], g_items)]
+    ys = [row_sum([d_aa, d_ab], g_items), row_sum([d_ab, d_bb], g_items)]
     return (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
 
 
 def numpy_back(g_items: list, c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, neg_a2: np.ndarray,
                inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[np.ndarray]:
     """The items' step ``B^-1 (g - C^T d)`` by numpy, from the column products ``c_h``, ``c_w`` of ``d``."""
-    from .newton import _row_sum
+    from .newton import row_sum
 
     d_aa, d_ab, d_bb = inverse
     h = [g - c for g, c in zip(g_items, (a * c_h, neg_a2 * c_w), strict=True)]
-    return [_row_sum([d_aa, d_ab], h), _row_sum([d_ab, d_bb], h)]
+    return [row_sum([d_aa, d_ab], h), row_sum([d_ab, d_bb], h)]
 
 
 def kernel_rhs(lib: ctypes.CDLL, g_items: list, a: np.ndarray, neg_a2: np.ndarray,
@@ -109,7 +109,7 @@ def kernel_back(lib: ctypes.CDLL, g_items: list, c_h: np.ndarray, c_w: np.ndarra
     return out
 
 
-def numpy_item_blocks(sums: np.ndarray, a: np.ndarray, alpha: np.ndarray, b: np.ndarray, priors, *,
+def numpy_item_blocks(sums: np.ndarray, a: np.ndarray, alpha: np.ndarray, b: np.ndarray, priors: tuple, *,
                       newton: float) -> tuple:
     """Each item's gradient and inverse 2 x 2 information block by numpy (``joint_map._item_blocks``'s formulas).
 
@@ -133,7 +133,7 @@ def numpy_item_blocks(sums: np.ndarray, a: np.ndarray, alpha: np.ndarray, b: np.
 
 
 def kernel_item_blocks(lib: ctypes.CDLL, sums: np.ndarray, a: np.ndarray, alpha: np.ndarray, b: np.ndarray,
-                       priors, *, newton: float) -> tuple:
+                       priors: tuple, *, newton: float) -> tuple:
     """:func:`numpy_item_blocks` by the kernel: one loop over the items, the same numbers."""
     _, (ma, sa), (mb, sb) = priors
     sums, a, alpha, b = (np.ascontiguousarray(x, dtype=np.float64) for x in (sums, a, alpha, b))

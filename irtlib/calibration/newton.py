@@ -31,7 +31,7 @@ try:        # numpy's own QR gufuncs (numpy.linalg.qr's), called without its wra
 except ImportError:                       # pragma: no cover - another numpy layout: numpy.linalg.qr
     _UMATH_LINALG = None
 
-__all__ = ["arrow_step", "arrow_cg"]
+__all__ = ["arrow_step", "arrow_cg", "row_sum"]
 
 
 def _norm(x: np.ndarray) -> float:
@@ -39,7 +39,7 @@ def _norm(x: np.ndarray) -> float:
     return math.sqrt(x.dot(x))
 
 
-def _row_sum(coefficients: list, us: list) -> np.ndarray:
+def row_sum(coefficients: list, us: list) -> np.ndarray:
     """``sum(c * u for c, u in zip(coefficients, us))`` (Python's ``sum``: ``0 + t0 + t1 + ...``), in place.
 
     The same numbers as the generator (``0 + t0`` turns a -0.0 into 0.0, as ``sum`` does), in one
@@ -209,7 +209,7 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     k = len(g_items)
 
     def binv(us):
-        return [_row_sum(item_inverse[u], us) for u in range(k)]
+        return [row_sum(item_inverse[u], us) for u in range(k)]
 
     def schur(v):
         if v.ndim == 1:
