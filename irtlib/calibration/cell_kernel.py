@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from numpy.typing import DTypeLike
 
 from .cells import DenseBlock, SparseBlock, cell_arrays
 
-__all__ = ["SOURCE", "SWITCH", "AGREE", "load", "cell_pass", "differences"]
+__all__ = ["SOURCE", "SWITCH", "AGREE", "load", "cell_pass", "block_pass", "differences"]
 
 SOURCE = Path(__file__).with_name("_cell_kernel.c")
 #: The environment variable that turns the kernel off (``"0"``), read at every call.
@@ -122,6 +123,84 @@ def cell_pass(lib: ctypes.CDLL, block: DenseBlock | SparseBlock, theta: np.ndarr
     if status != 0:
         raise MemoryError("the cell kernel could not allocate its column sums")
     return (float(log_lik[0]), item_sums, model_sums), kept
+
+
+class _BlockBuffers:
+    """A block's fixed inputs and outputs for the kernel, their addresses taken once (:func:`block_pass`).
+
+    Reading an array's address through ``ndarray.ctypes`` costs about a microsecond, as much as copying a
+    few hundred numbers: per pass, :func:`cell_pass` took about 13 addresses and made six small arrays,
+    several times the kernel's own time on a per-split block of a few thousand cells. Here the padded
+    ``a``, ``b``, ``a`` and ``a^2`` of the pass's precision, the block's abilities, the sums and (from the
+    first pass that keeps them) the per-cell weights live in arrays made once per block; a pass copies its
+    parameters in, calls the kernel and copies the sums out (new arrays, as :func:`cell_pass` returns).
+    """
+
+    def __init__(self, block: DenseBlock | SparseBlock):
+        n_rows, n_items = block.rows.stop - block.rows.start, block.n_items
+        padded = -(-n_items // LANES) * LANES
+        self.n_items, self.shape, self.sparse = n_items, block.shape, isinstance(block, SparseBlock)
+        self.flip = np.ascontiguousarray(block.flip, dtype=np.float32)
+        self.a, self.b, self.a2 = np.zeros(padded), np.zeros(padded), np.empty(n_items)
+        self.ac = {np.dtype(t): np.zeros(padded, t) for t in (np.float32, np.float64)}
+        self.a2c = {np.dtype(t): np.zeros(padded, t) for t in (np.float32, np.float64)}
+        self.theta, self.log_lik = np.empty(n_rows), np.zeros(1)
+        self.item_sums, self.model_sums = np.empty((5, n_items)), np.empty((2, n_rows))
+        self.kept, self.kept_at = None, (None,) * 3
+        self._address = {}
+        for x in (self.flip, self.a, self.b, self.theta, self.log_lik, self.item_sums, self.model_sums,
+                  *self.ac.values(), *self.a2c.values()):
+            self._address[id(x)] = x.ctypes.data
+        head = ((self.flip.size, n_rows, n_items, block.row_of.ctypes.data, block.col.ctypes.data)
+                if self.sparse else (n_rows, n_items))
+        self.head = (*head, self.at(self.flip), self.at(self.theta), self.at(self.a), self.at(self.b))
+
+    def at(self, array: np.ndarray) -> int:
+        """The address of one of the buffers' own arrays."""
+        return self._address[id(array)]
+
+    def keep_arrays(self) -> tuple[int, int, int]:
+        """The addresses of the kept ``w``, ``w z`` and ``g`` (float32, the block's shape), made at first use."""
+        if self.kept is None:
+            self.kept = tuple(np.empty(self.shape, np.float32) for _ in range(3))
+            self.kept_at = tuple(k.ctypes.data for k in self.kept)
+        return self.kept_at
+
+
+def block_pass(lib: ctypes.CDLL, block: DenseBlock | SparseBlock, theta: np.ndarray, a: np.ndarray,
+               b: np.ndarray, derive: bool, dtype: DTypeLike, keep_cells: bool = True) -> tuple:
+    """:func:`cell_pass` through the block's :class:`_BlockBuffers`: the same numbers, less per-pass Python.
+
+    The kept weights are the buffers' own arrays (the block's state: overwritten by its next pass that keeps
+    them, as :func:`cell_pass` overwrites the ``reuse`` it is given); the sums are returned as new arrays.
+    The buffers live as long as the block (kept in a weak mapping from the block).
+    """
+    buffers = _BUFFERS.get(block)
+    if buffers is None:
+        buffers = _BUFFERS[block] = _BlockBuffers(block)
+    dtype = np.dtype(dtype)
+    n = buffers.n_items
+    buffers.a[:n], buffers.b[:n] = a, b
+    ac, a2c = buffers.ac[dtype], buffers.a2c[dtype]
+    ac[:n] = a                                       # _padded(a, dtype): one rounding of a to the precision
+    a2c[:n] = np.multiply(a, a, out=buffers.a2)      # _padded(a * a, dtype)
+    buffers.theta[:] = theta[block.rows]
+    keep = derive and keep_cells
+    at = buffers.at
+    outputs = (at(buffers.log_lik), at(buffers.item_sums) if derive else None,
+               at(buffers.model_sums) if derive else None, *(buffers.keep_arrays() if keep else (None,) * 3))
+    name = f"cell_pass_{'sparse' if buffers.sparse else 'dense'}_{'f32' if dtype == np.float32 else 'f64'}"
+    status = getattr(lib, name)(*buffers.head, at(ac), at(a2c), int(derive), int(keep), *outputs)
+    if status != 0:
+        raise MemoryError("the cell kernel could not allocate its column sums")
+    if not derive:
+        return (float(buffers.log_lik[0]), None, None), None
+    return (float(buffers.log_lik[0]), buffers.item_sums.copy(), buffers.model_sums.copy()), \
+        (buffers.kept if keep else None)
+
+
+#: Each block's :class:`_BlockBuffers` (weakly keyed: they go with the block).
+_BUFFERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _check_blocks() -> list[tuple]:

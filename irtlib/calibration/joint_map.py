@@ -7,6 +7,7 @@ epochs, Adam learning rate 0.1, priors ``a ~ LogNormal(0, 1)``, ``b ~ Normal(0, 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,9 +21,9 @@ from irtlib.core.kernels import probability, response_terms
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError, MissingDependencyError
 
-from . import cell_kernel
+from . import arrow_kernel, cell_kernel
 from .blas import single_threaded_blas
-from .cells import ThreadRunner, cell_arrays, make_runner, workspace
+from .cells import DenseBlock, ThreadRunner, cell_arrays, make_runner, workspace
 from .newton import arrow_cg
 
 __all__ = ["Calibration", "fit_2pl", "fit_map", "fit_items", "fit_map_after_items", "ENGINES", "PYIRT_EXTRA",
@@ -88,8 +89,7 @@ def _cell_pass(block, state, theta, a, b, derive, dtype, keep_cells=True):
     lib = cell_kernel.load(_numpy_cell_pass)
     if lib is None:
         return _numpy_cell_pass(block, state, theta, a, b, derive, dtype, keep_cells)
-    return cell_kernel.cell_pass(lib, block, theta, a, b, derive, dtype, keep_cells,
-                                 reuse=state if derive and keep_cells else None)
+    return cell_kernel.block_pass(lib, block, theta, a, b, derive, dtype, keep_cells)
 
 
 def cell_kernel_in_use() -> bool:
@@ -202,6 +202,17 @@ class _Point:
 
     def _derive(self, runner, derive, *, add_log_lik=False):
         keep = derive and self.keep_cells
+        if _one_local_block(runner):  # the pass on the block itself: runner.run's result, without its bookkeeping
+            part, state = _cell_pass(runner.blocks[0], runner.states[0], self.theta, self.a, self.b, derive,
+                                     self.dtype, keep)
+            if keep:
+                runner.states[0] = state
+            if add_log_lik:
+                self.log_posterior += sum((part[0],))                # as the general path's sum over one block
+            if derive:               # one block's sums are the totals (fresh arrays of the pass: no copy needed)
+                self.item_sums, self.model_sums = part[1], part[2]
+                runner.owner = self if keep else None
+            return
         parts = runner.run(_cell_pass, self.theta, self.a, self.b, derive, self.dtype, keep, keep=keep)
         if add_log_lik:
             self.log_posterior += sum(p[0] for p in parts)          # in block order: the same sum on any machine
@@ -226,21 +237,10 @@ def _item_blocks(pt, priors, *, newton: float):
     does not cost the others Newton. Shared by the joint step (:func:`_direction`) and the item
     refits with abilities held fixed (:func:`fit_items`).
     """
-    _, (ma, sa), (mb, sb) = priors
-    a = pt.a
-    s_g, s_gz, s_w, s_wz, s_wz2 = pt.item_sums
-    g_al = s_gz - (pt.alpha - ma) / sa**2
-    g_b = -a * s_g - (pt.b - mb) / sb**2
-    j_bb = a * a * s_w + 1.0 / sb**2
-    # Newton: the second derivatives of z times the residuals
-    obs_aa, obs_ab = s_wz2 + 1.0 / sa**2 - newton * s_gz, -a * s_wz + newton * a * s_g
-    newton_item = np.zeros(a.shape, dtype=bool)
-    if newton:
-        newton_item = (obs_aa > 0) & (obs_aa * j_bb - obs_ab**2 > 0)
-    j_aa = np.where(newton_item, obs_aa, s_wz2 + 1.0 / sa**2)
-    j_ab = np.where(newton_item, obs_ab, -a * s_wz)
-    det = j_aa * j_bb - j_ab**2
-    return (g_al, g_b), (j_bb / det, -j_ab / det, j_aa / det), newton_item
+    lib = arrow_kernel.load()            # the same numbers in one loop over the items (numpy_item_blocks')
+    if lib is not None:
+        return arrow_kernel.kernel_item_blocks(lib, pt.item_sums, pt.a, pt.alpha, pt.b, priors, newton=newton)
+    return arrow_kernel.numpy_item_blocks(pt.item_sums, pt.a, pt.alpha, pt.b, priors, newton=newton)
 
 
 def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
@@ -262,12 +262,17 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
     (g_al, g_b), (d_aa, d_ab, d_bb), newton_item = _item_blocks(pt, priors, newton=newton)
     minus_g = np.where(newton_item, -newton, 0.0)   # the log a cross term is a (w z - newton g)
     combined = bool(minus_g.any())                   # else h = w z: read it as it is
+    one_block = _one_local_block(runner)
     if combined:
-        runner.run(_combine_pass, minus_g.astype(np.float32), keep=True)
+        if one_block:                 # runner.run's call on its one block, without its bookkeeping
+            runner.states[0] = _combine_pass(runner.blocks[0], runner.states[0], minus_g.astype(np.float32))[1]
+        else:
+            runner.run(_combine_pass, minus_g.astype(np.float32), keep=True)
         runner.owner = None                          # g is now h: another try at this point redoes its pass
 
     neg_a2 = -a * a                   # the b cross weight's factor (-a^2 w), formed once a step
-    if _one_local_block(runner):      # the passes below on the block itself: the same products, less Python
+    fused = None
+    if one_block:                     # the passes below on the block itself: the same products, less Python
         block, (c_wt, c_ht) = runner.blocks[0], _cross_weights(runner.states[0], combined)
 
         def cross_t(v):
@@ -277,6 +282,8 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
         def cross(ys):
             y_w, y_h = (neg_a2 * ys[1]).T.astype(np.float32), (a * ys[0]).T.astype(np.float32)
             return (block.row_dot(c_wt, y_w) + block.row_dot(c_ht, y_h)).astype(float)
+
+        fused = _FusedArrow.make(block, c_wt, c_ht, a, neg_a2, (d_aa, d_ab, d_bb))
     else:
         def cross_t(v):               # C^T v: information between theta and (log a_j, b_j)
             parts = runner.run(_cross_t_pass, v.astype(np.float32), combined)
@@ -290,11 +297,68 @@ def _direction(runner, pt: _Point, priors, *, newton: float, rtol: float):
 
     coarse = _coarse(pt.theta)
     step = arrow_cg(j_tt, g_t, cross_t, cross, [g_al, g_b], [[d_aa, d_ab], [d_ab, d_bb]], coarse=coarse,
-                    rtol=rtol)
+                    rtol=rtol, fused=fused)
     if step is None:
         return None
     d_t, (d_al, d_b), iterations = step
     return d_t, d_al, d_b, iterations
+
+
+class _FusedArrow:
+    """The one-block direction's item chains in C (:mod:`.arrow_kernel`): the same numbers as numpy's.
+
+    :func:`irtlib.calibration.newton.arrow_cg`'s ``fused``: :meth:`product` is a conjugate-gradient product
+    ``cross(binv(cross_t(v)))`` of a 1-D ``v``, :meth:`cross_binv` the right-hand side's ``cross(binv(g))``,
+    :meth:`back` the items' step ``binv(g - cross_t(d))``. Each makes :func:`_direction`'s column and row
+    products on the block (``np.matmul`` with ``out=``: the same BLAS calls) and, between them, one kernel
+    call in place of numpy's vector operations (equal to them bit for bit, which the kernel's loader checks).
+    """
+
+    def __init__(self, lib, block, c_wt, c_ht, a, neg_a2, inverse):
+        self.lib, self.rows, self.c_wt, self.c_ht = lib, block.rows, c_wt, c_ht
+        self.a, self.neg_a2 = np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(neg_a2, dtype=np.float64)
+        self.inverse = tuple(np.ascontiguousarray(d, dtype=np.float64) for d in inverse)
+        n_rows, n_items = c_wt.shape
+        # every product writes into the same arrays: their addresses are taken once
+        self.c_h, self.c_w, self.y_w, self.y_h = (np.empty(n_items, np.float32) for _ in range(4))
+        self.rows_w, self.rows_h = np.empty(n_rows, np.float32), np.empty(n_rows, np.float32)
+        self._binv = functools.partial(lib.arrow_binv_f32, n_items, *(
+            x.ctypes.data for x in (self.c_h, self.c_w, self.a, self.neg_a2, *self.inverse, self.y_w, self.y_h)))
+
+    @classmethod
+    def make(cls, block, c_wt, c_ht, a, neg_a2, inverse):
+        """The chains for a dense block whose weights are contiguous float32, or None (then numpy's chains)."""
+        if not isinstance(block, DenseBlock):
+            return None
+        if not (c_wt.dtype == c_ht.dtype == np.float32 and c_wt.flags.c_contiguous and c_ht.flags.c_contiguous):
+            return None
+        lib = arrow_kernel.load()
+        return None if lib is None else cls(lib, block, c_wt, c_ht, a, neg_a2, inverse)
+
+    def _columns(self, v):
+        u = v.astype(np.float32)[self.rows]
+        np.matmul(u, self.c_ht, out=self.c_h)        # block.col_dot(c_ht, u): u.T @ c_ht
+        np.matmul(u, self.c_wt, out=self.c_w)
+
+    def _cross(self, y_w, y_h):
+        np.matmul(self.c_wt, y_w, out=self.rows_w)   # block.row_dot(c_wt, y_w): c_wt @ y_w
+        np.matmul(self.c_ht, y_h, out=self.rows_h)
+        return np.add(self.rows_w, self.rows_h, out=self.rows_w).astype(float)
+
+    def product(self, v):
+        """``cross(binv(cross_t(v)))``, shape (n_models,)."""
+        self._columns(v)
+        self._binv()
+        return self._cross(self.y_w, self.y_h)
+
+    def cross_binv(self, g_items):
+        """``cross(binv(g_items))``: the item gradient's part of the right-hand side."""
+        return self._cross(*arrow_kernel.kernel_rhs(self.lib, g_items, self.a, self.neg_a2, self.inverse))
+
+    def back(self, g_items, d):
+        """``binv(g_items - cross_t(d))``: the items' step given the abilities' ``d``."""
+        self._columns(d)
+        return arrow_kernel.kernel_back(self.lib, g_items, self.c_h, self.c_w, self.a, self.neg_a2, self.inverse)
 
 
 def _one_local_block(runner) -> bool:

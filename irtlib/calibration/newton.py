@@ -19,13 +19,19 @@ response matrix, so a step costs a small multiple of the number of responses (th
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
 
-__all__ = ["arrow_step", "arrow_cg"]
+try:        # numpy's own QR gufuncs (numpy.linalg.qr's), called without its wrapper (_qr_basis)
+    from numpy.linalg import _umath_linalg as _UMATH_LINALG
+except ImportError:                       # pragma: no cover - another numpy layout: numpy.linalg.qr
+    _UMATH_LINALG = None
+
+__all__ = ["arrow_step", "arrow_cg", "row_sum"]
 
 
 def _norm(x: np.ndarray) -> float:
@@ -33,7 +39,7 @@ def _norm(x: np.ndarray) -> float:
     return math.sqrt(x.dot(x))
 
 
-def _row_sum(coefficients: list, us: list) -> np.ndarray:
+def row_sum(coefficients: list, us: list) -> np.ndarray:
     """``sum(c * u for c, u in zip(coefficients, us))`` (Python's ``sum``: ``0 + t0 + t1 + ...``), in place.
 
     The same numbers as the generator (``0 + t0`` turns a -0.0 into 0.0, as ``sum`` does), in one
@@ -61,6 +67,49 @@ def _cross_sum(cross: list, coefficients: list) -> np.ndarray:
     for c, w in zip(cross[1:], coefficients[1:], strict=True):
         total += c * w
     return total
+
+
+def _qr_basis(coarse: np.ndarray) -> np.ndarray:
+    """``numpy.linalg.qr(coarse)[0]`` (reduced Q of a tall matrix) by the same LAPACK gufuncs, without its wrapper.
+
+    numpy's own two calls (``qr_r_raw``, then ``qr_reduced``) on a float64 copy, under the same error state
+    (an invalid value raises :class:`numpy.linalg.LinAlgError`); ``R`` is not formed. Where numpy's private
+    gufuncs are not there, :func:`numpy.linalg.qr` itself.
+    """
+    if (_UMATH_LINALG is None or coarse.dtype != np.float64 or coarse.ndim != 2
+            or coarse.shape[0] < coarse.shape[1]):
+        return np.linalg.qr(coarse)[0]
+    a = coarse.astype(np.float64, copy=True)
+    with np.errstate(call=_qr_error, invalid="call", over="ignore", divide="ignore", under="ignore"):
+        tau = _UMATH_LINALG.qr_r_raw(a, signature="d->d")
+        return _UMATH_LINALG.qr_reduced(a, tau, signature="dd->d")
+
+
+def _qr_error(err, flag):
+    raise np.linalg.LinAlgError("Incorrect argument found while performing QR factorization")
+
+
+@functools.lru_cache(maxsize=1)
+def _lapack() -> tuple:
+    """The float64 ``potrf`` and ``potrs`` of scipy (what :func:`scipy.linalg.cho_factor` and ``cho_solve`` call)."""
+    return tuple(scipy.linalg.get_lapack_funcs(("potrf", "potrs"), (np.empty((1, 1)),)))
+
+
+def _cho_factor(a: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_factor(a)[0]`` (upper) by its own LAPACK call, without its wrapper's checks.
+
+    The same ``potrf(a, lower=False, overwrite_a=False, clean=False)``; a non-finite ``a`` goes through
+    :func:`scipy.linalg.cho_factor` itself (which raises as it does); a leading minor that is not positive
+    raises :class:`numpy.linalg.LinAlgError`, as there.
+    """
+    if not np.isfinite(a).all():
+        return scipy.linalg.cho_factor(a)[0]
+    chol, info = _lapack()[0](a, lower=False, overwrite_a=False, clean=False)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    if info < 0:                      # pragma: no cover - the arguments are built here
+        raise ValueError(f"LAPACK reported an illegal value in {-info}-th argument on entry to \"POTRF\".")
+    return chol
 
 
 def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: list,
@@ -109,7 +158,8 @@ def arrow_step(dense: np.ndarray, g_dense: np.ndarray, cross: list, g_items: lis
 
 def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarray], list],
              cross: Callable[[list], np.ndarray], g_items: list, item_inverse: list, *,
-             coarse: np.ndarray, rtol: float, max_iter: int = 200) -> tuple[np.ndarray, list, int] | None:
+             coarse: np.ndarray, rtol: float, max_iter: int = 200,
+             fused: object | None = None) -> tuple[np.ndarray, list, int] | None:
     """Solve ``J d = g`` for the same arrow-shaped ``J`` as :func:`arrow_step`, matrix-free.
 
     The dense block is diagonal here (the abilities), so ``J`` is known through products only: the
@@ -139,6 +189,12 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     max_iter : int
         At most this many iterations (the iterate reached is returned: from a zero start every
         conjugate-gradient iterate is an ascent direction).
+    fused : object, optional
+        The compositions with the item inverse in one call each, equal to them bit for bit (the 2PL engine's
+        kernel, :class:`irtlib.calibration.joint_map._FusedArrow`): ``fused.product(v)`` for ``v`` of shape
+        (n,) is ``cross(B^-1 cross_t(v))`` (the conjugate-gradient products), ``fused.cross_binv(g_items)``
+        is ``cross(B^-1 g_items)`` and ``fused.back(g_items, d)`` is ``B^-1 (g_items - cross_t(d))``.
+        None: the compositions.
 
     Returns
     -------
@@ -153,24 +209,26 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
     k = len(g_items)
 
     def binv(us):
-        return [_row_sum(item_inverse[u], us) for u in range(k)]
+        return [row_sum(item_inverse[u], us) for u in range(k)]
 
     def schur(v):
-        scale = diag if v.ndim == 1 else diag[:, None]
-        return scale * v - cross(binv(cross_t(v)))
+        if v.ndim == 1:
+            return diag * v - (cross(binv(cross_t(v))) if fused is None else fused.product(v))
+        return diag[:, None] * v - cross(binv(cross_t(v)))
 
-    rhs = g_dense - cross(binv(g_items))
-    basis = np.linalg.qr(coarse)[0]
+    rhs = g_dense - (cross(binv(g_items)) if fused is None else fused.cross_binv(g_items))
+    basis = _qr_basis(coarse)
     small = basis.T @ schur(basis)
     try:
-        small_chol, lower = scipy.linalg.cho_factor((small + small.T) / 2)
+        small_chol = _cho_factor((small + small.T) / 2)
     except np.linalg.LinAlgError:
         return None
-    potrs, = scipy.linalg.get_lapack_funcs(("potrs",), (small_chol,))
+    potrs = _lapack()[1]
+    basis_t = basis.T
 
     def precondition(r):
         # scipy.linalg.cho_solve's own LAPACK call, without its checks (the same numbers)
-        return r / diag + basis @ potrs(small_chol, basis.T @ r, lower=lower)[0]
+        return r / diag + basis @ potrs(small_chol, basis_t @ r, lower=False)[0]
 
     d = np.zeros_like(rhs)
     res = rhs.copy()
@@ -193,5 +251,7 @@ def arrow_cg(diag: np.ndarray, g_dense: np.ndarray, cross_t: Callable[[np.ndarra
         rz, rz_old = res @ z, rz
         p = z + (rz / rz_old) * p
         it += 1
+    if fused is not None:
+        return d, fused.back(g_items, d), it
     h = [g_items[v] - c for v, c in enumerate(cross_t(d))]
     return d, binv(h), it

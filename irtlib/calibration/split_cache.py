@@ -50,8 +50,8 @@ from . import fused_kernel, pyirt_batch
 #: The engine sources a MAP split fit's key holds (relative to :mod:`irtlib`).
 MAP_SOURCES = ("calibration/joint_map.py", "calibration/newton.py", "calibration/cells.py",
                "calibration/cell_kernel.py", "calibration/_cell_kernel.c", "calibration/blas.py",
-               "calibration/split_cache.py", "calibration/fused_kernel.py", "core/kernels.py",
-               "core/responses.py")
+               "calibration/split_cache.py", "calibration/fused_kernel.py", "calibration/arrow_kernel.py",
+               "calibration/_arrow_kernel.c", "core/kernels.py", "core/responses.py")
 
 __all__ = ["fit_2pl_splits_cached", "read_splits_cached", "missing_splits", "split_keys", "fit_map_splits_cached",
            "map_split_keys", "map_code_fingerprint"]

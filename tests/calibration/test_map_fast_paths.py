@@ -61,7 +61,7 @@ def test_row_sum_is_pythons_sum_signed_zeros_included():
     coefficients[0][:5], us[1][:, :3] = -0.0, 0.0
     us[0][:, 5:8] = -0.0
     for cs, vs in ((coefficients, us), (coefficients, [u[0] for u in us])):
-        got = newton._row_sum(cs, vs)
+        got = newton.row_sum(cs, vs)
         want = sum(c * u for c, u in zip(cs, vs, strict=True))
         assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
 
