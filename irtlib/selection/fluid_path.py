@@ -29,8 +29,13 @@ from __future__ import annotations
 import ctypes
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from .estimators import Estimator
+from .items import ItemModel
+from .selectors import Selector
 
 __all__ = ["SOURCE", "load", "run_mle_path", "loop_path"]
 
@@ -54,7 +59,7 @@ def _address(arr: np.ndarray | None) -> int | None:
     return None if arr is None else arr.ctypes.data
 
 
-def run_mle_path(lib: ctypes.CDLL, selector, estimator, x: np.ndarray, budget: int,
+def run_mle_path(lib: ctypes.CDLL, selector: Any, estimator: Any, x: np.ndarray, budget: int,
                  theta0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every model's test in one call: ``(items, estimate, theta, wild)``.
 
@@ -108,8 +113,8 @@ def run_mle_path(lib: ctypes.CDLL, selector, estimator, x: np.ndarray, budget: i
     return items.astype(np.intp), out, theta, wild
 
 
-def loop_path(items, x: np.ndarray, budget: int, theta0: np.ndarray, *, selector=None,
-              estimator=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def loop_path(items: ItemModel, x: np.ndarray, budget: int, theta0: np.ndarray, *, selector: Selector | None = None,
+              estimator: Estimator | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The class-based loop of the same tests (``run_adaptive``'s, without this module): ``(items, estimate, theta)``.
 
     ``selector`` and ``estimator`` default to ``MaxInformation()`` and ``MleEstimator()``.
