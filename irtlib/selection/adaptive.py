@@ -248,13 +248,16 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike | None = None, b: ArrayLike 
         lib = _mle_path_library(selector, estimator, test)
         if lib is not None:       # the authors' Fluid: every model's whole test in one C call, the same numbers
             return _run_mle_path(lib, test, items, x, budget, theta0, selector=selector, estimator=estimator)
+        # step-major buffers: each step writes one contiguous row instead of a column strided across models
+        given, values = items_out.T.copy(), out.T.copy()
         for t in range(budget):
             j = test.propose()
-            items_out[:, t] = j
+            given[t] = j
             test.record(j, x[rows, np.maximum(j, 0)], estimate=want[t + 1])
             if want[t + 1]:
-                out[:, t] = test.value
-        return Trajectory(items=items_out, estimate=out, steps=steps, ability=test.theta)
+                values[t] = test.value
+        return Trajectory(items=np.ascontiguousarray(given.T), estimate=np.ascontiguousarray(values.T), steps=steps,
+                          ability=test.theta)
     return _run_until_stopped(test, x, budget, items_out, out)
 
 
