@@ -18,8 +18,6 @@
 #include "_maxinfo_kernel.c"
 #include "_mle_kernel.c"
 
-/* numpy's clip of a scalar: NaN stays NaN, then max with lo, then min with hi (as _mle_kernel.c's clip). */
-
 /* Every model's test of `budget` steps.
  *
  * Selector state (one row per model, as irtlib.selection.selectors._MaxInfoRun keeps it; NULL where the
