@@ -56,6 +56,7 @@ from irtlib.core.ability import map_ability
 from irtlib.core.kernels import fisher_information
 from irtlib.errors import InputError
 
+from . import fluid_path
 from .engine import AdaptiveTest
 from .estimators import Estimator, EstimatorRun, MapEstimator, MeanScoreEstimator, MleEstimator
 from .items import ItemModel, TwoPLItems, as_item_model
@@ -244,14 +245,46 @@ def run_adaptive(responses: ArrayLike, a: ArrayLike | None = None, b: ArrayLike 
             out[:, k - 1] = test.estimator.estimate()[0]
         return Trajectory(items=items_out, estimate=out, steps=steps)
     if stopping is None:
+        lib = _mle_path_library(selector, estimator, test)
+        if lib is not None:       # the authors' Fluid: every model's whole test in one C call, the same numbers
+            return _run_mle_path(lib, test, items, x, budget, theta0, selector=selector, estimator=estimator)
+        # step-major buffers: each step writes one contiguous row instead of a column strided across models
+        given, values = items_out.T.copy(), out.T.copy()
         for t in range(budget):
             j = test.propose()
-            items_out[:, t] = j
+            given[t] = j
             test.record(j, x[rows, np.maximum(j, 0)], estimate=want[t + 1])
             if want[t + 1]:
-                out[:, t] = test.value
-        return Trajectory(items=items_out, estimate=out, steps=steps, ability=test.theta)
+                values[t] = test.value
+        return Trajectory(items=np.ascontiguousarray(given.T), estimate=np.ascontiguousarray(values.T), steps=steps,
+                          ability=test.theta)
     return _run_until_stopped(test, x, budget, items_out, out)
+
+
+def _mle_path_library(selector, estimator, test: AdaptiveTest):
+    """:mod:`irtlib.selection.fluid_path`'s library for the authors' Fluid with its C kernels, else None."""
+    if not (isinstance(selector, MaxInformation) and isinstance(estimator, MleEstimator)):
+        return None
+    if getattr(test.selector, "fused", None) is None or getattr(test.estimator, "_terms", None) is None:
+        return None
+    return fluid_path.load()
+
+
+def _run_mle_path(lib, test: AdaptiveTest, items: TwoPLItems, x, budget, theta0, *, selector, estimator) -> Trajectory:
+    """:func:`run_adaptive`'s loop by :func:`irtlib.selection.fluid_path.run_mle_path` (the same items and estimates).
+
+    The models the kernel stops (values its selector leaves to numpy) run again in the class-based loop
+    (:func:`irtlib.selection.fluid_path.loop_path`): every model's test depends only on its own row.
+    """
+    n = x.shape[0]
+    start = np.broadcast_to(np.asarray(theta0, dtype=float), (n,))
+    given, out, theta, wild = fluid_path.run_mle_path(lib, test.selector, test.estimator, x, budget, start)
+    if wild.any():
+        w = np.flatnonzero(wild)
+        bank = TwoPLItems(items.a[w], items.b[w]) if items.per_model else items
+        given[w], out[w], theta[w] = fluid_path.loop_path(bank, x[w], budget, start[w], selector=selector,
+                                                                  estimator=estimator)
+    return Trajectory(items=given, estimate=out, steps=np.arange(1, budget + 1), ability=theta)
 
 
 def _run_until_stopped(test: AdaptiveTest, x, budget, items_out, out) -> Trajectory:

@@ -31,6 +31,7 @@ replayed session proposes the same items, and a test is reproduced by its seed.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -291,8 +292,6 @@ class _MaxInfoRun:
         err = 2.4e-7 * float(np.abs(a).max()) * (8.0 + float(np.abs(b).max())) + 1e-6
         self.gap = 4.0 * err
         self.screen = screen and self.gap < 1e-2
-        self.a32, self.b32 = a.astype(np.float32), b.astype(np.float32)
-        self.q32 = self.a32 * self.a32
         self.twin, biggest = _twin_groups(a, b) if self.screen else (None, 0)
         # rows whose available items include a group of twins (equal a and b) larger than a quarter of the
         # cache: only there is it worth leaving twins out of the bounds (small groups rarely straddle the cut)
@@ -304,7 +303,6 @@ class _MaxInfoRun:
                 big = np.flatnonzero(self.twinned)
                 twin = self.twin[big] if self.twin.ndim == 2 else self.twin
                 self.twinned[big] = _largest_group(twin, self.unused[big]) > cache_size // _TWIN_SHARE
-        self.logpeak32 = np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
         self.cache = cache_size if 0 < cache_size < n_items else 0
         self.full_passes = 0      # diagnostics: model-steps that needed a full pass
         self.kernel = self.vector = self.fused = None
@@ -337,6 +335,24 @@ class _MaxInfoRun:
                         state["ctwin"] = self.ctwin
                 self.fused = maxinfo_kernel.FullPass(lib, a, b, self.unused, radii, cache=self.cache, twin=self.twin,
                                                      twinned=self.twinned, state=state)
+
+    # the single-precision bank of the screen: only the numpy full pass reads it (with the C kernel, the rows
+    # it leaves), so it is made at its first use
+    @functools.cached_property
+    def a32(self) -> np.ndarray:
+        return self.a.astype(np.float32)
+
+    @functools.cached_property
+    def b32(self) -> np.ndarray:
+        return self.b.astype(np.float32)
+
+    @functools.cached_property
+    def q32(self) -> np.ndarray:
+        return self.a32 * self.a32
+
+    @functools.cached_property
+    def logpeak32(self) -> np.ndarray:
+        return np.log(self.q32 / np.float32(4.0) * np.float32(1.0 + self.gap))
 
     def _rows(self, arr, rows):
         return arr[rows] if self.per_model else arr
