@@ -10,6 +10,9 @@ paths), and prints the CPU seconds of each group (job, selector, estimator, shap
 old / new::
 
     .venv/bin/python benchmarks/bench_fluid_path.py /tmp/cap-06 /tmp/cap-05 [--rev main] [--rounds 1]
+
+``--modules selectors`` makes only the selectors old (the earlier ``bench_fluid_loop.py``'s comparison: this
+tree's selectors against ``REV``'s, the rest of the loop this tree's).
 """
 
 from __future__ import annotations
@@ -32,13 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CHANGED = ("selectors", "estimators", "engine", "adaptive")
 
 
-def old_modules(rev: str) -> dict:
-    """``irtlib/selection/<name>.py`` at ``rev`` for each of :data:`CHANGED`, imported as ``_old_<name>``."""
+def old_modules(rev: str, names=CHANGED) -> dict:
+    """``irtlib/selection/<name>.py`` at ``rev`` for each of ``names`` (of :data:`CHANGED`), imported as ``_old_<name>``."""
     out = {}
-    for name in CHANGED:
+    for name in names:
         source = subprocess.run(["git", "show", f"{rev}:irtlib/selection/{name}.py"], cwd=ROOT, check=True,
                                 capture_output=True, text=True).stdout
-        for other in CHANGED:
+        for other in names:
             source = source.replace(f"from .{other} import", f"from ._old_{other} import")
         full = f"irtlib.selection._old_{name}"
         spec = importlib.util.spec_from_loader(full, loader=None)
@@ -56,7 +59,7 @@ def as_old(obj, old: dict):
     if obj is None:
         return None
     name = type(obj).__name__
-    for module in (old["selectors"], old["estimators"]):
+    for module in (old[m] for m in ("selectors", "estimators") if m in old):
         cls = getattr(module, name, None)
         if cls is not None:
             clone = cls.__new__(cls)
@@ -79,13 +82,15 @@ def main(argv=None) -> int:
     parser.add_argument("--rev", default="main", help="the old code's git revision (default main)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--estimator", default=None, help="replay only the calls with this estimator class")
+    parser.add_argument("--modules", nargs="+", choices=CHANGED, default=list(CHANGED),
+                        help="the modules taken from REV (default all four)")
     args = parser.parse_args(argv)
     from irtlib.selection import fluid_path
     from irtlib.selection.adaptive import run_adaptive
 
     fluid_path.load()                     # compiled and checked before any timing
-    old = old_modules(args.rev)
-    runs = (old["adaptive"].run_adaptive, run_adaptive)
+    old = old_modules(args.rev, [m for m in CHANGED if m in args.modules])
+    runs = (old["adaptive"].run_adaptive if "adaptive" in old else run_adaptive, run_adaptive)
     total = collections.defaultdict(lambda: [0.0, 0.0, 0])
     checked = 0
     for directory in args.captures:

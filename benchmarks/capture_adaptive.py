@@ -4,7 +4,7 @@ Runs chapter 06's comparison job (``comparison``: :func:`irtbook.comparison_runs
 code cells in process (any other name: ``benchmarks/profile_chapter.py``'s cells, so pass ``-p N_JOBS
 1`` to keep the protocol's runs in this process), with :func:`~irtlib.selection.adaptive.run_adaptive`
 wrapped: each call's arguments and the :class:`~irtlib.selection.adaptive.Trajectory` it returned are
-pickled to ``OUT/NNNNN.pkl``. ``benchmarks/bench_fluid_loop.py`` replays them (the new code against the
+pickled to ``OUT/NNNNN.pkl``. ``benchmarks/bench_fluid_path.py`` replays them (the new code against the
 captured results, and against the old path in the same process)::
 
     .venv/bin/python benchmarks/capture_adaptive.py comparison /tmp/cap-06 --cache-dir /tmp/cache-copy
