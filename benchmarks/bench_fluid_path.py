@@ -36,7 +36,7 @@ CHANGED = ("selectors", "estimators", "engine", "adaptive")
 
 
 def old_modules(rev: str, names=CHANGED) -> dict:
-    """``irtlib/selection/<name>.py`` at ``rev`` for each of ``names`` (of :data:`CHANGED`), imported as ``_old_<name>``."""
+    """``irtlib/selection/<name>.py`` at ``rev`` for each of ``names`` (of :data:`CHANGED`), as ``_old_<name>``."""
     out = {}
     for name in names:
         source = subprocess.run(["git", "show", f"{rev}:irtlib/selection/{name}.py"], cwd=ROOT, check=True,
