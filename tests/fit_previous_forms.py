@@ -103,8 +103,11 @@ class Point:
         self.log_posterior = self.log_likelihood + float(lp)
 
 
-def step(x, mask, pt: Point, priors):
-    """The 1PL / 3PL engine's Fisher-scoring direction as it was (``z_derivatives``, ``sigmoid(-z)`` twice)."""
+def step(x, mask, pt: Point, priors, *, tables=None):
+    """The 1PL / 3PL engine's Fisher-scoring direction as it was (``z_derivatives``, ``sigmoid(-z)`` twice).
+
+    ``tables`` (the current ``_step``'s kept 3PL step tables) is accepted, so the signatures match, and unused.
+    """
     (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
     a, z, s, p = pt.a, pt.z, pt.s, pt.p
     g_z, w_zz = z_derivatives(x, z, pt.c)
