@@ -807,6 +807,21 @@ class _Problem:
         return hyper, blocks[0], blocks[1]
 
 
+def _likelihood_and_site_sums(problem, lik, loc, log_scale, eps, mu, u, g_loc, g_log_scale):
+    """The guide's sample, the likelihood with its gradient, and the per-site sums of one epoch.
+
+    The part every negative-ELBO form shares (hierarchical or fixed priors, numpy or torch terms; paper,
+    section "Calibration"): ``value = loc + eps scale`` from ``lik.guide_sample``, the 2PL log-likelihood and
+    its gradient in theta, b and a, and ``lik.prior_terms``' sums (S, 4, 3), which also fill ``g_loc`` and
+    ``g_log_scale``. Returns ``(lik_value, sums)``.
+    """
+    n, m = problem.shape[1:]
+    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
+    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
+    return lik_value, lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc,
+                                      g_log_scale)
+
+
 def _negative_elbo(torch, problem, lik, streams, flat, grad):
     """One single-sample negative ELBO per split, as py-irt's Trace_ELBO computes it, and its gradient.
 
@@ -829,15 +844,12 @@ def _negative_elbo(torch, problem, lik, streams, flat, grad):
     """
     if not problem.hierarchical:
         return _negative_elbo_fixed(torch, problem, lik, streams, flat, grad)
-    n_splits, n, m = problem.shape
     terms = problem.hyper_terms(torch, flat, grad)
     _, loc, log_scale = terms.views
     _, g_loc, g_log_scale = terms.grad_views
     mu, u = terms.sample(streams)
     eps = streams.eps
-    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
-    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
-    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    lik_value, sums = _likelihood_and_site_sums(problem, lik, loc, log_scale, eps, mu, u, g_loc, g_log_scale)
     return terms.finish(streams, sums.numpy(), lik_value.numpy())
 
 
@@ -958,7 +970,6 @@ def _negative_elbo_torch(torch, problem, lik, streams, flat, grad):
     """
     if not problem.hierarchical:
         return _negative_elbo_fixed_torch(torch, problem, lik, streams, flat, grad)
-    n_splits, n, m = problem.shape
     hyper, loc, log_scale = problem.views(flat)
     g_hyper, g_loc, g_log_scale = problem.views(grad)
     loc_mu = hyper[:, 0:3]
@@ -971,11 +982,9 @@ def _negative_elbo_torch(torch, problem, lik, streams, flat, grad):
     u = ratio.clamp(min=tiny)
     mu = loc_mu + streams.eps_mu * scale_mu
     eps = streams.eps
-    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
-    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
     # Per site (theta, b, log a): sums of dev u^2, (dev u)^2, eps^2 and log scale (dev = v - mu), and
     # d(-ELBO)/dv = (v - mu) u^2 - d lik / dv, then loc and log scale.
-    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    lik_value, sums = _likelihood_and_site_sums(problem, lik, loc, log_scale, eps, mu, u, g_loc, g_log_scale)
     dev_sum, sq_sum = sums[:, 0], sums[:, 1]                               # (S, 3) each
     # Hyper-parameters (per site b, theta, a in hyper's order; the sums above are theta, b, a).
     order = [1, 0, 2]
@@ -1013,17 +1022,13 @@ def _negative_elbo_fixed(torch, problem, lik, streams, flat, grad):
     densities in numpy float32 (the operations of :func:`_negative_elbo_fixed_torch`, bit for bit):
     ``(log_q, log_p)``, (3, S) and (4, S).
     """
-    n = problem.shape[1]
-    m = problem.shape[2]
     terms = problem.hyper_terms(torch, flat, grad)
     _, loc, log_scale = terms.views
     _, g_loc, g_log_scale = terms.grad_views
     streams.draw(None)
     eps = streams.eps
-    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
-    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
     mu, u = problem.fixed_prior(torch)
-    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    lik_value, sums = _likelihood_and_site_sums(problem, lik, loc, log_scale, eps, mu, u, g_loc, g_log_scale)
     sums = sums.numpy()
     counts_c0 = terms.counts_col * terms.c0                                # theta, b, log a
     log_p, log_q = terms.log_p[:4], terms.log_q[:3]
@@ -1039,16 +1044,12 @@ def _negative_elbo_fixed_torch(torch, problem, lik, streams, flat, grad):
     The same terms with ``mu = 0`` and ``u = 1`` fixed and no hyper-parameter sites: ``g_loc = v - d
     lik / d v``, ``g_log_scale = g_loc step - 1``; the hyper-parameters' gradient stays 0.
     """
-    n = problem.shape[1]
-    m = problem.shape[2]
     _, loc, log_scale = problem.views(flat)
     _, g_loc, g_log_scale = problem.views(grad)
     streams.draw(None)
     eps = streams.eps
-    value, step, a = lik.guide_sample(problem, loc, log_scale, eps)      # value: theta | b | log a
-    lik_value, g_theta, g_b, g_a = lik.value_and_gradient(value[:, :n], value[:, n:n + m], a)
     mu, u = problem.fixed_prior(torch)
-    sums = lik.prior_terms(problem, value, step, eps, log_scale, mu, u, (g_theta, g_b, g_a), a, g_loc, g_log_scale)
+    lik_value, sums = _likelihood_and_site_sums(problem, lik, loc, log_scale, eps, mu, u, g_loc, g_log_scale)
     counts_col = problem.site_counts[:, [1, 0, 2]]                         # theta, b, log a
     log_p = -0.5 * sums[:, 1] - counts_col * _HALF_LOG_2PI
     log_q = -0.5 * sums[:, 2] - sums[:, 3] - counts_col * _HALF_LOG_2PI
