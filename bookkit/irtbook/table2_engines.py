@@ -18,7 +18,13 @@ from irtlib.datasets import paper
 from irtlib.fit.summaries import coefficient_of_variation, item_rmse
 from irtlib.protocol.agreement import agreement_curves, summarise_table2
 
-__all__ = ["protocol_quantities", "fit_quantities", "paper_quantities", "first_k_phrase"]
+__all__ = ["TABLE_COLUMNS", "protocol_quantities", "fit_quantities", "paper_quantities", "first_k_phrase"]
+
+#: The columns of the chapter's engine table: a row's benchmark and setup, then the quantities of
+#: :func:`protocol_quantities`, :func:`fit_quantities` and :func:`paper_quantities` (a build without the
+#: paper's released matrices has no rows, and the table keeps its columns).
+TABLE_COLUMNS = ("benchmark", "setup", "first_k", "censored", "fluid_at_k", "total_fisher_at_k", "splits",
+                 "cv_a", "item_rmse", "theta_lo", "theta_hi")
 
 
 def protocol_quantities(run: pd.DataFrame, *, benchmark: str, n_items: int, threshold: float = 0.90,

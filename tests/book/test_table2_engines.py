@@ -61,3 +61,20 @@ def test_the_papers_quantities():
     assert (q["first_k"], q["fluid_at_k"], q["total_fisher_at_k"]) == (51, 0.91, 0.68)
     assert (q["theta_lo"], q["theta_hi"], q["cv_a"], q["item_rmse"]) == (1.19, 6.06, 0.69, 0.008)
     assert np.isnan(engines.paper_quantities("harmbench")["total_fisher_at_k"])
+
+
+def test_the_table_columns_hold_every_quantity_and_nothing_else():
+    # the chapter builds its table with columns=TABLE_COLUMNS (so a build without rows keeps them): a quantity
+    # missing from the list would be dropped silently, a name in the list that no function returns stays empty
+    run = _run({"fluid": {1: [0.5, 0.6], 51: [0.95, 0.97]}, "total-fisher": {1: [0.1, 0.1], 51: [0.7, 0.66]}})
+    x = np.ones((2, 3))
+    x[1, 0] = 0
+    m = ResponseMatrix(x, ["m0", "m1"], ["i0", "i1", "i2"], source="hand-made")
+    cal = Calibration(a=pd.Series(1.0, index=m.items), b=pd.Series(0.0, index=m.items),
+                      theta=pd.Series([1.0, 0.0], index=m.models), engine="hand")
+    keys = {"benchmark", "setup"}
+    keys |= set(engines.protocol_quantities(run, benchmark="anthropic-red-team", n_items=100))
+    keys |= set(engines.fit_quantities(Benchmark("hand", "Hand", m, m, "binary"), cal))
+    keys |= set(engines.paper_quantities("anthropic-red-team"))
+    assert set(engines.TABLE_COLUMNS) == keys and len(engines.TABLE_COLUMNS) == len(keys)
+    assert list(pd.DataFrame([], columns=list(engines.TABLE_COLUMNS)).columns) == list(engines.TABLE_COLUMNS)
