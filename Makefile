@@ -318,15 +318,17 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # when make reaches it is passed over until make has started every other one: in a QUICK build in CI,
 # 04b (listed right after 10, while 02 still ran) started last, 32 s after 02 had ended, and ran alone
 # for 11.5 of its 12 s. So each chapter that reuses another's cache is listed where that one has certainly
-# ended: after two more of the long chapters (02 and 05 start first, and 02 ends before 10 and 04b have both
-# started; 06 comes after 04b). Make reaches the next chapter of the list as soon as it has started the
+# ended: after two more chapters that start after 02 (02 and 05 start first; 04b comes after 10 and 07, 06 after
+# 04b). Listed right after 10, 04b was still passed over in QUICK builds, where 05 (6.4 s) ends before 02 (7.7 s):
+# make started 10 in 05's slot and reached 04b while 02 still ran, and 04b, the longest QUICK page (9.4 s), ran
+# alone at the end. Make reaches the next chapter of the list as soon as it has started the
 # one before, and waits there for a free slot. Chapter 06's comparison runs (COMPARISON_STAMP), which need only the
 # stage, start right after 05 (in 02's slot) and end about when 10 (in 05's slot) does; 08, which reads them, is
-# listed two starts after 10 (after 04b and 07), where both have ended: listed right after 10 it was reached while
+# listed two starts after 10 (after 07 and 04b), where both have ended: listed right after 10 it was reached while
 # the job still ran, passed over, and ran alone at the end for its 31 s (a full build on 2 cores, this session's
 # first). The short pages come last, to fill the end of both slots; 01_data and intro, which
 # do not wait for the stage (STAGE_USERS), run beside it, in the slot it leaves free.
-FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/04b_model_fit book/07_own_benchmark \
+FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/07_own_benchmark book/04b_model_fit \
 	book/08_simulation_study book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \
 	book/03_ceiling book/intro
 EXECUTED_FIRST := $(foreach p,$(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS)))),$(p) \
