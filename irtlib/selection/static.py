@@ -548,8 +548,39 @@ def _grow(u, med, k, best, rng, weight=None):
         w = w * weight
     if (w > 0).sum() < need:
         w = np.where(taken, 0.0, 1.0)
-    extra = rng.choice(n, size=need, replace=False, p=w / w.sum())
+    extra = _weighted_draws(rng, w / w.sum(), need)
     return np.r_[np.asarray(med, dtype=np.intp), extra]
+
+
+def _weighted_draws(rng, p, size):
+    """``rng.choice(p.size, size=size, replace=False, p=p)``: the same draws and the same ``rng`` state after.
+
+    numpy's weighted sampling without replacement draws ``size - found`` uniforms (``rng.random``), inverts the
+    cumulative sum of ``p`` (normalised by its last element) with ``searchsorted(side="right")``, keeps the first
+    occurrence of every new position, zeroes the found positions' probabilities and repeats until ``size`` are
+    found. This is that loop without ``choice``'s checks and set-up (``p`` is :func:`_grow`'s, non-negative, summing
+    to 1), which cost more than the loop on the path's many small calls (a test compares the draws and the
+    generator's state with ``choice``'s). ``p`` is modified. Where ``choice`` would refuse ``p`` (not finite, fewer
+    positive entries than ``size``), it is called, and refuses.
+    """
+    cdf = np.cumsum(p)
+    if not np.isfinite(cdf[-1]) or np.count_nonzero(p) < size:
+        return rng.choice(p.size, size=size, replace=False, p=p)
+    found = np.empty(size, dtype=np.int64)
+    n_found = 0
+    while n_found < size:
+        x = rng.random(size - n_found)
+        if n_found:
+            p[found[:n_found]] = 0
+            cdf = np.cumsum(p)
+        cdf /= cdf[-1]
+        new = cdf.searchsorted(x, side="right")
+        if len(set(new.tolist())) < new.size:          # repeated positions: the first of each, in draw order
+            _, first = np.unique(new, return_index=True)
+            new = new[np.sort(first)]
+        found[n_found:n_found + new.size] = new
+        n_found += new.size
+    return found
 
 
 def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed = 0, solver: str = "auto",

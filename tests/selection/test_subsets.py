@@ -401,3 +401,27 @@ def test_path_with_too_few_iterations_per_budget_equals_the_full_iteration(monke
     for k in ks:
         np.testing.assert_array_equal(got[k].items, ref[k].items)
         np.testing.assert_array_equal(got[k].weights, ref[k].weights)
+
+
+def test_weighted_draws_equal_generator_choice_and_leave_the_same_state():
+    """The path's D-sampling draws: numpy's ``choice(replace=False, p=...)`` draw for draw, generator state after."""
+    from irtlib.selection.static import _weighted_draws
+
+    rng = np.random.default_rng(16)
+    for trial in range(3000):
+        n = int(rng.integers(1, 400))
+        w = [rng.random(n), rng.random(n) ** 12, np.where(rng.random(n) < 0.2, rng.random(n), 0.0),
+             np.exp(rng.normal(0.0, 6.0, n))][trial % 4]           # spread, peaked (repeated draws), sparse
+        positive = np.count_nonzero(w)
+        if not positive:
+            continue
+        size = int(rng.integers(1, positive + 1))
+        seed = int(rng.integers(1 << 40))
+        want_rng, got_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        want = want_rng.choice(n, size=size, replace=False, p=w / w.sum())
+        got = _weighted_draws(got_rng, w / w.sum(), size)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+        assert got_rng.bit_generator.state == want_rng.bit_generator.state
+    with pytest.raises(ValueError):                  # choice's refusal stands
+        _weighted_draws(np.random.default_rng(0), np.array([0.0, 1.0, 0.0]), 2)
