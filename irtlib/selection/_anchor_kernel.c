@@ -333,9 +333,10 @@ static void pairwise_rows(const double *A, int64_t d, const int64_t *idx, int64_
 
 /* sums[c] for every cluster c in [0, k) of the labels lab (each in [0, k), every cluster non-empty), rows of A
  * (n x d); order (n) and start (k + 1) are scratch: the positions by cluster, then position (a counting sort, the
- * stable order), and where each cluster's begin. */
+ * stable order), and where each cluster's begin. With want (k flags), only the clusters c with want[c] are summed;
+ * the other rows of sums are left as they are (a caller's sums of clusters whose members did not change). */
 void cluster_sums(int64_t n, int64_t d, int64_t k, const int64_t *lab, const double *A, double *sums,
-                  int64_t *order, int64_t *start)
+                  int64_t *order, int64_t *start, const uint8_t *want)
 {
     for (int64_t c = 0; c <= k; c++)
         start[c] = 0;
@@ -350,6 +351,8 @@ void cluster_sums(int64_t n, int64_t d, int64_t k, const int64_t *lab, const dou
     start[0] = 0;
     double rest[d];
     for (int64_t c = 0; c < k; c++) {
+        if (want && !want[c])
+            continue;
         const int64_t b = start[c], e = start[c + 1];
         double *s = sums + c * d;
         const double *a0 = A + order[b] * d;

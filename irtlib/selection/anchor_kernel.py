@@ -66,7 +66,7 @@ def _bind(path: Path) -> ctypes.CDLL:
         getattr(lib, name).restype = None
     lib.nearest_medoid_above.argtypes = [i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
     lib.nearest_medoid_above.restype = None
-    lib.cluster_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.cluster_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.cluster_top.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr]
     lib.cluster_sums.restype = lib.cluster_top.restype = None
     return lib
@@ -100,19 +100,35 @@ def numpy_cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np
     return new
 
 
-def cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
-    """:func:`numpy_cluster_sums`' numbers from the kernel (a counting sort and numpy's pairwise order), bit for bit."""
+def cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int, *, want: np.ndarray | None = None,
+                 sums: np.ndarray | None = None) -> np.ndarray:
+    """:func:`numpy_cluster_sums`' numbers from the kernel (a counting sort and numpy's pairwise order), bit for bit.
+
+    With ``want`` (a flag per cluster) and ``sums`` (shape ``(k, d)``, float64, C order), only the wanted clusters
+    are summed, into ``sums`` in place (which is returned); its other rows are kept (a cluster whose members did
+    not change has the same sum: the same rows in the same order).
+    """
     lib = load()
+    if want is not None and sums is not None:
+        if lib is None:
+            sums[want] = numpy_cluster_sums(wu, lab, k)[want]
+            return sums
+    else:
+        want, sums = None, None
     if lib is None:
         return numpy_cluster_sums(wu, lab, k)
     wu = np.ascontiguousarray(wu, dtype=np.float64)
     lab = np.ascontiguousarray(lab, dtype=np.int64)
     n, d = wu.shape
-    sums = np.empty((k, d))
+    if sums is None:
+        sums = np.empty((k, d))
+    elif not (sums.flags.c_contiguous and sums.dtype == np.float64 and sums.shape == (k, d)):
+        raise ValueError("sums must be a C-ordered float64 array of shape (k, d)")
+    flags = None if want is None else np.ascontiguousarray(want, dtype=np.uint8)
     order, start = np.empty(n, dtype=np.int64), np.empty(k + 1, dtype=np.int64)
     ptr = ctypes.c_void_p
     lib.cluster_sums(n, d, k, ptr(lab.ctypes.data), ptr(wu.ctypes.data), ptr(sums.ctypes.data),
-                     ptr(order.ctypes.data), ptr(start.ctypes.data))
+                     ptr(order.ctypes.data), ptr(start.ctypes.data), None if flags is None else ptr(flags.ctypes.data))
     return sums
 
 

@@ -452,14 +452,19 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
             lab[better], best[better] = l2[better] + old, b2[better]
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
-    score = before = None               # before: the labels the scores were last taken over
+    score = before = sums = None        # before: the labels the scores and sums were last taken over
     for _ in range(max_iter):
-        # every cluster's sum (numpy's add.reduceat over the rows by cluster, then position: the kernel's bits)
-        sums = anchor_kernel.cluster_sums(wu, lab, k)
+        # every cluster's sum (numpy's add.reduceat over the rows by cluster, then position: the kernel's bits);
+        # after the first pass only the clusters that gained or lost a point are summed again (the others hold the
+        # same rows in the same order: the same sums), and only their points scored again
         if score is None:
-            score = np.einsum("ij,ij->i", u, sums[lab])
+            sums = anchor_kernel.cluster_sums(wu, lab, k)
+            score = np.einsum("ij,ij->i", u, sums.take(lab, axis=0))     # take: sums[lab]'s rows, copied faster
         else:
-            _update_scores(u, lab, k, before, sums, score)
+            touched = _touched(lab, before, k)
+            if touched is not None:
+                sums = anchor_kernel.cluster_sums(wu, lab, k, want=touched, sums=sums)
+                _update_scores(u, lab, k, before, sums, score, touched=touched)
         # best member of every cluster: largest score; ties keep the current medoid, else the lowest position
         new = anchor_kernel.cluster_top(lab, score, med)
         moved = np.flatnonzero(new != med)
@@ -489,25 +494,35 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     return med, lab
 
 
-def _update_scores(u, lab, k, before, sums, score):
+def _touched(lab, before, k):
+    """The clusters that gained or lost a point between labels ``before`` and ``lab`` (flags), or None if none did."""
+    diff = np.flatnonzero(lab != before)
+    if not diff.size:
+        return None
+    touched = np.zeros(k, dtype=bool)
+    touched[before[diff]] = True
+    touched[lab[diff]] = True
+    return touched
+
+
+def _update_scores(u, lab, k, before, sums, score, *, touched=None):
     """:func:`_alternate`'s scores after a reassignment, recomputed where a cluster changed.
 
     A cluster whose members did not change (labels ``before`` and ``lab`` agree on every point) has the same sum
     (the sum of the same rows in the same order), so its points keep their scores, each the dot product of one row
     with it (``einsum`` over one row does not depend on the other rows). The points of the clusters that gained or
     lost a point are scored again, so ``score`` is updated in place to what the full pass gives, bit for bit.
+    ``touched``: :func:`_touched` of these labels, computed already.
     """
-    diff = np.flatnonzero(lab != before)
-    if not diff.size:
-        return
-    touched = np.zeros(k, dtype=bool)
-    touched[before[diff]] = True
-    touched[lab[diff]] = True
+    if touched is None:
+        touched = _touched(lab, before, k)
+        if touched is None:
+            return
     idx = np.flatnonzero(touched[lab])                  # their points, by position
     if 2 * idx.size > lab.size:                         # most points: the full pass (the same scores)
-        score[:] = np.einsum("ij,ij->i", u, sums[lab])
+        score[:] = np.einsum("ij,ij->i", u, sums.take(lab, axis=0))
     else:
-        score[idx] = np.einsum("ij,ij->i", u[idx], sums[lab[idx]])
+        score[idx] = np.einsum("ij,ij->i", u[idx], sums.take(lab[idx], axis=0))
 
 
 def _unique_rows(u):

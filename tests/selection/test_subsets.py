@@ -366,6 +366,13 @@ def test_cluster_sums_and_update_step_equal_numpys():
         got, want = anchor_kernel.cluster_sums(wu, lab, k), _full_sums(wu, wu, lab, k)[0]
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        # only some clusters summed again, into the sums of other labels: those rows as the full pass's
+        wanted = rng.random(k) < rng.choice([0.0, 0.1, 0.9])
+        kept = anchor_kernel.cluster_sums(wu, rng.permutation(lab), k)
+        again = anchor_kernel.cluster_sums(wu, lab, k, want=wanted, sums=kept.copy())
+        np.testing.assert_array_equal(again[wanted], want[wanted])
+        np.testing.assert_array_equal(np.signbit(again[wanted]), np.signbit(want[wanted]))
+        np.testing.assert_array_equal(again[~wanted], kept[~wanted])
         score = rng.integers(0, 4, n).astype(float) if trial % 2 else rng.normal(size=n)       # ties, or none
         score[rng.random(n) < 0.002] = np.nan
         med = np.array([rng.choice(np.flatnonzero(lab == c)) for c in range(k)])
