@@ -202,6 +202,73 @@ FBLOCK(4)
 FBLOCK(2)
 FBLOCK(1)
 
+/* The same filter for two rows at once (each tile vector loaded once for both): bits_a and bits_b as fblock's. */
+#define FBLOCK2(NQ)                                                                                       \
+static inline unsigned fblock2_##NQ(const float *xa, const float *xb, int64_t d, const float *v0, int64_t w, \
+                                    v16f lima, v16f limb, unsigned *bits_a, unsigned *bits_b)             \
+{                                                                                                         \
+    v16f acc_a[NQ], acc_b[NQ];                                                                            \
+    const v16f a0 = xa[0] - (v16f){0}, b0 = xb[0] - (v16f){0};                                            \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++) {                                                                        \
+        const v16f v = load16(v0 + FLANES * q);                                                           \
+        acc_a[q] = a0 * v;                                                                                \
+        acc_b[q] = b0 * v;                                                                                \
+    }                                                                                                     \
+    for (int64_t t = 1; t < d; t++) {                                                                     \
+        const v16f at = xa[t] - (v16f){0}, bt = xb[t] - (v16f){0};                                        \
+        const float *vt = v0 + t * w;                                                                     \
+        _Pragma("GCC unroll 8")                                                                           \
+        for (int q = 0; q < NQ; q++) {                                                                    \
+            const v16f v = load16(vt + FLANES * q);                                                       \
+            acc_a[q] = fmadd16(at, v, acc_a[q]);                                                          \
+            acc_b[q] = fmadd16(bt, v, acc_b[q]);                                                          \
+        }                                                                                                 \
+    }                                                                                                     \
+    unsigned hit = 0;                                                                                     \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++) {                                                                        \
+        bits_a[q] = cand_bits(acc_a[q], lima);                                                            \
+        bits_b[q] = cand_bits(acc_b[q], limb);                                                            \
+        hit |= bits_a[q] | bits_b[q];                                                                     \
+    }                                                                                                     \
+    return hit;                                                                                           \
+}
+FBLOCK2(8)
+FBLOCK2(4)
+FBLOCK2(2)
+FBLOCK2(1)
+
+/* The filter's float limit of a row: below thr - M (see above), -inf for a NaN threshold. */
+static inline v16f filter_limit(double t_i, double nx, double cn, int64_t d)
+{
+    const double margin = (double)(d + 3) * 0x1p-23 * nx * cn + (double)(d + 2) * 0x1p-140 * (1.0 + nx) * (1.0 + cn);
+    const double lim = t_i - margin;
+    /* a float at most lim (float's rounding moves it by at most 2^-24 of it, or 2^-150) */
+    float limf = (float)(lim - (lim < 0 ? -lim : lim) * 0x1p-22 - 0x1p-140);
+    if (lim != lim)
+        limf = -__builtin_inff();
+    return limf - (v16f){0};
+}
+
+/* The candidates of one filter block (bits of nq vectors from medoid j0) summed in double, in increasing medoid
+ * order: the row's best at least t_i, first of equals kept. */
+static inline void scan_bits(const double *x, const double *U, const int64_t *med, int64_t d, int64_t j0, int nq,
+                             const unsigned *bits, int64_t T1, double t_i, double *b_v, int64_t *b_i)
+{
+    for (int q = 0; q < nq; q++)
+        for (unsigned b = bits[q]; b; b &= b - 1) {
+            const int64_t j = j0 + FLANES * q + __builtin_ctz(b);
+            if (j >= T1)
+                break;
+            const double s = row_sim(x, U + med[j] * d, d);
+            if (s >= t_i && s > *b_v) {
+                *b_v = s;
+                *b_i = j;
+            }
+        }
+}
+
 void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, const float *U32,
                           const double *unorm, int64_t m, const int64_t *med, const float *VT32, int64_t w,
                           const double *norms, const double *thr, const int64_t *hint, int64_t *lab, double *best)
@@ -221,7 +288,7 @@ void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const 
             const int64_t T1 = T0 + w < m ? T0 + w : m;
             const double cn = norms[tile_no];
             const float *tile = VT32 + T0 * d;
-            for (int64_t i = i0; i < i1; i++) {
+            for (int64_t i = i0; i < i1;) {
                 const int64_t r = rows ? rows[i] : i;
                 const double *x = U + r * d;
                 const double nx = unorm[r], t_i = th[i - i0];
@@ -235,15 +302,39 @@ void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const 
                             b_i = j;
                         }
                     }
+                } else if (i + 1 < i1 && unorm[rows ? rows[i + 1] : i + 1] < big) {   /* two rows at once */
+                    const int64_t r2 = rows ? rows[i + 1] : i + 1;
+                    const double *x2 = U + r2 * d;
+                    const double t_2 = th[i + 1 - i0];
+                    double b_v2 = bv[i + 1 - i0];
+                    int64_t b_i2 = bi[i + 1 - i0];
+                    const v16f lima = filter_limit(t_i, nx, cn, d), limb = filter_limit(t_2, unorm[r2], cn, d);
+                    const float *xa = U32 + r * d, *xb = U32 + r2 * d;
+                    for (int64_t j0 = T0; j0 < T1;) {
+                        const int64_t rem = T1 - j0;
+                        const int nq = rem > 4 * FLANES ? 8 : rem > 2 * FLANES ? 4 : rem > FLANES ? 2 : 1;
+                        const float *v0 = tile + (j0 - T0);
+                        unsigned bits_a[8], bits_b[8], hit;
+                        switch (nq) {
+                        case 8: hit = fblock2_8(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        case 4: hit = fblock2_4(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        case 2: hit = fblock2_2(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        default: hit = fblock2_1(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        }
+                        if (hit) {
+                            scan_bits(x, U, med, d, j0, nq, bits_a, T1, t_i, &b_v, &b_i);
+                            scan_bits(x2, U, med, d, j0, nq, bits_b, T1, t_2, &b_v2, &b_i2);
+                        }
+                        j0 += nq * FLANES;
+                    }
+                    bv[i + 1 - i0] = b_v2;
+                    bi[i + 1 - i0] = b_i2;
+                    bv[i - i0] = b_v;
+                    bi[i - i0] = b_i;
+                    i += 2;
+                    continue;
                 } else {
-                    const double margin = (double)(d + 3) * 0x1p-23 * nx * cn
-                                          + (double)(d + 2) * 0x1p-140 * (1.0 + nx) * (1.0 + cn);
-                    const double lim = t_i - margin;
-                    /* a float at most lim (float's rounding moves it by at most 2^-24 of it, or 2^-150) */
-                    float limf = (float)(lim - (lim < 0 ? -lim : lim) * 0x1p-22 - 0x1p-140);
-                    if (lim != lim)
-                        limf = -__builtin_inff();
-                    const v16f limv = limf - (v16f){0};
+                    const v16f limv = filter_limit(t_i, nx, cn, d);
                     const float *x32 = U32 + r * d;
                     for (int64_t j0 = T0; j0 < T1;) {
                         const int64_t rem = T1 - j0;
@@ -257,22 +348,13 @@ void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const 
                         default: hit = fblock_1(x32, d, v0, w, limv, bits); break;
                         }
                         if (hit)
-                            for (int q = 0; q < nq; q++)
-                                for (unsigned b = bits[q]; b; b &= b - 1) {
-                                    const int64_t j = j0 + FLANES * q + __builtin_ctz(b);
-                                    if (j >= T1)
-                                        break;
-                                    const double s = row_sim(x, U + med[j] * d, d);
-                                    if (s >= t_i && s > b_v) {
-                                        b_v = s;
-                                        b_i = j;
-                                    }
-                                }
+                            scan_bits(x, U, med, d, j0, nq, bits, T1, t_i, &b_v, &b_i);
                         j0 += nq * FLANES;
                     }
                 }
                 bv[i - i0] = b_v;
                 bi[i - i0] = b_i;
+                i++;
             }
         }
         for (int64_t i = i0; i < i1; i++) {
