@@ -423,8 +423,9 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     that replaced its own), which it answers from a single-precision filter with the same numbers.
 
     ``state`` (a dict, optional) keeps what one budget of a path (:func:`anchor_points_path`) can pass to
-    the next: the weighted points ``wu``, computed once, and ``"best"``, every point's similarity to its
-    medoid at the end (1 at the medoids), which the next budget starts from. (Not the cluster sums: after a
+    the next: the weighted points ``wu``, computed once, ``"best"``, every point's similarity to its
+    medoid at the end (1 at the medoids), which the next budget starts from, and ``"settled"``, whether the
+    iteration ended with no medoid moving (rather than at ``max_iter``). (Not the cluster sums: after a
     warm start 84% to 100% of the clusters have lost points to the new medoids, and summing those again
     costs more than the full pass.) It is updated in place.
     """
@@ -453,6 +454,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
     score = before = sums = None        # before: the labels the scores and sums were last taken over
+    settled = False
     for _ in range(max_iter):
         # every cluster's sum (numpy's add.reduceat over the rows by cluster, then position: the kernel's bits);
         # after the first pass only the clusters that gained or lost a point are summed again (the others hold the
@@ -469,6 +471,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         new = anchor_kernel.cluster_top(lab, score, med)
         moved = np.flatnonzero(new != med)
         if moved.size == 0:
+            settled = True
             break
         med = new
         before = lab.copy()
@@ -491,6 +494,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         state["wu"] = wu
         state["prepared"] = prepared
         state["best"] = best            # every point's similarity to its medoid (1 at the medoids)
+        state["settled"] = settled      # no medoid moved in the last pass (not stopped by max_iter)
     return med, lab
 
 
@@ -667,11 +671,16 @@ def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed
         for k in ks:
             kk = min(k, uniq.shape[0])
             init = _grow(uniq, med, kk, best, rng, weight=count)
-            med, lab = _alternate(uniq, init, max_iter=max_iter, lab=lab, best=best, weight=weight, state=state)
+            # every distinct item a medoid already, settled: the alternation would give these medoids and labels
+            # again (its first pass sums and scores the same clusters and moves no medoid), so it is not run
+            if not (init.size == med.size and state.get("settled")):
+                med, lab = _alternate(uniq, init, max_iter=max_iter, lab=lab, best=best, weight=weight, state=state)
             best = state["best"]
             items, labels = first[med], lab[inverse]
             if k > kk:     # more medoids than distinct items: split duplicates off as their own
-                spare = np.setdiff1d(np.arange(n_items), items)[:k - kk]
+                spare = np.ones(n_items, dtype=bool)           # np.setdiff1d(np.arange(n_items), items), by mask
+                spare[items] = False
+                spare = np.flatnonzero(spare)[:k - kk]
                 labels = labels.copy()
                 labels[spare] = np.arange(kk, k)
                 items = np.r_[items, spare]
