@@ -114,6 +114,66 @@ void name(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, int64
 NEAREST(nearest_medoid, 32 / LANES)    /* many medoids: 32 side by side */
 NEAREST(nearest_medoid_8, 8 / LANES)   /* a few medoids (the moved ones): 8, less padding */
 
+/* nearest_medoid_few: nearest_medoid_8's numbers for VT of one tile (w >= m, w a multiple of LANES), ROWS rows at a
+ * time. With a few medoids each row's sum is one chain of dependent adds (a vector or two); taking ROWS rows side
+ * by side gives the processor ROWS independent chains. Every row's lanes see the same medoids in the same order
+ * (lane l: medoids l, l + LANES, ...), with the same products, sums, comparisons and final reduction over the
+ * lanes as nearest_medoid_8: the same labels and similarities. */
+#define ROWS 4
+void nearest_medoid_few(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, int64_t m,
+                        const double *VT, int64_t w, int64_t *lab, double *best)
+{
+    v4i lane;
+    for (int l = 0; l < LANES; l++)
+        lane[l] = l;
+    for (int64_t i0 = 0; i0 < n_rows; i0 += ROWS) {
+        const int nr = n_rows - i0 < ROWS ? (int)(n_rows - i0) : ROWS;
+        const double *x[ROWS];
+        v4d bv[ROWS];
+        v4i bi[ROWS];
+        for (int r = 0; r < ROWS; r++) {
+            const int64_t i = i0 + (r < nr ? r : 0);           /* past the end: row i0 again, not stored */
+            x[r] = U + (rows ? rows[i] : i) * d;
+            bv[r] = (v4d){0} - __builtin_inf();
+            bi[r] = (v4i){0} - 1;
+        }
+        for (int64_t j0 = 0; j0 < m; j0 += LANES) {
+            const double *v0 = VT + j0;
+            v4d acc[ROWS];
+            const v4d v = load4(v0);
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < ROWS; r++)
+                acc[r] = (x[r][0] - (v4d){0}) * v;
+            for (int64_t t = 1; t < d; t++) {
+                const v4d vt = load4(v0 + t * w);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < ROWS; r++) {
+                    const v4d p = (x[r][t] - (v4d){0}) * vt;
+                    acc[r] = acc[r] + p;
+                }
+            }
+            const v4i idx = lane + j0;
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < ROWS; r++) {
+                const v4i win = (acc[r] > bv[r]) & (idx < m);
+                bv[r] = (v4d)(((v4i)acc[r] & win) | ((v4i)bv[r] & ~win));
+                bi[r] = (idx & win) | (bi[r] & ~win);
+            }
+        }
+        for (int r = 0; r < nr; r++) {
+            double val = bv[r][0];
+            int64_t at = bi[r][0];
+            for (int l = 1; l < LANES; l++)
+                if (bi[r][l] >= 0 && (at < 0 || bv[r][l] > val || (bv[r][l] == val && bi[r][l] < at))) {
+                    val = bv[r][l];
+                    at = bi[r][l];
+                }
+            lab[i0 + r] = at;
+            best[i0 + r] = val;
+        }
+    }
+}
+
 /* nearest_medoid_above: nearest_medoid's lab and best for the rows whose best is at least a threshold, found with
  * a single-precision filter; lab = -1 and best = -inf for the others.
  *

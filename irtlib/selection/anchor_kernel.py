@@ -61,7 +61,7 @@ _LOADED: dict = {}
 def _bind(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    for name in ("nearest_medoid", "nearest_medoid_8"):
+    for name in ("nearest_medoid", "nearest_medoid_8", "nearest_medoid_few"):
         getattr(lib, name).argtypes = [i64, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
         getattr(lib, name).restype = None
     lib.nearest_medoid_above.argtypes = [i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
@@ -213,8 +213,8 @@ def _kernel_nearest(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray,
     u = np.ascontiguousarray(u, dtype=np.float64)
     medoids = np.asarray(medoids, dtype=np.intp)
     m, d = medoids.size, u.shape[1]
-    if m <= NARROW_MAX:
-        fn, w = lib.nearest_medoid_8, -(-m // NARROW_BLOCK) * NARROW_BLOCK
+    if m <= NARROW_MAX:        # one tile of at most 16 medoids: several rows side by side (the same numbers)
+        fn, w = lib.nearest_medoid_few, -(-m // NARROW_BLOCK) * NARROW_BLOCK
     else:
         fn, w = lib.nearest_medoid, TILE
     n_tiles = -(-m // w)
