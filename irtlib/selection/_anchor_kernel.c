@@ -530,3 +530,62 @@ void cluster_top(int64_t n, int64_t k, const int64_t *lab, const double *score, 
         if (score[med[c]] >= top[c] || new_med[c] < 0)
             new_med[c] = med[c];
 }
+
+/* The stable lexicographic order of the rows of A (n x d): numpy.lexsort(A.T[::-1]), column 0 the first key.
+ * Doubles compare as numpy sorts them (NaN after every number, -0.0 equal to 0.0); rows equal in every column keep
+ * their positions' order. A stable sort with that comparison has one answer, lexsort's: here insertion sorts of
+ * runs of 16, then merges (the left row taken unless the right one is smaller). tmp: n scratch. */
+static inline int num_lt(double a, double b)
+{
+    return a < b || (b != b && a == a);
+}
+
+static inline int row_lt(const double *A, int64_t d, int64_t i, int64_t j)
+{
+    const double *a = A + i * d, *b = A + j * d;
+    for (int64_t t = 0; t < d; t++) {
+        if (num_lt(a[t], b[t]))
+            return 1;
+        if (num_lt(b[t], a[t]))
+            return 0;
+    }
+    return 0;
+}
+
+void row_order(int64_t n, int64_t d, const double *A, int64_t *order, int64_t *tmp)
+{
+    const int64_t run = 16;
+    for (int64_t i = 0; i < n; i++)
+        order[i] = i;
+    for (int64_t b = 0; b < n; b += run) {
+        const int64_t e = b + run < n ? b + run : n;
+        for (int64_t i = b + 1; i < e; i++) {
+            const int64_t key = order[i];
+            int64_t j = i;
+            while (j > b && row_lt(A, d, key, order[j - 1])) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = key;
+        }
+    }
+    int64_t *src = order, *dst = tmp;
+    for (int64_t width = run; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            const int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = row_lt(A, d, src[j], src[i]) ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        int64_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != order)
+        for (int64_t i = 0; i < n; i++)
+            order[i] = src[i];
+}

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["SOURCE", "BLOCK", "TILE", "FILTER_MIN_PAIRS", "AVX512_FLAGS", "load", "nearest", "numpy_nearest",
-           "pair_similarities", "prepare", "norms_above"]
+           "pair_similarities", "prepare", "norms_above", "row_order"]
 
 SOURCE = Path(__file__).with_name("_anchor_kernel.c")
 
@@ -69,7 +69,27 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.cluster_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.cluster_top.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr]
     lib.cluster_sums.restype = lib.cluster_top.restype = None
+    lib.row_order.argtypes = [i64, i64, ptr, ptr, ptr]
+    lib.row_order.restype = None
     return lib
+
+
+def row_order(u: np.ndarray) -> np.ndarray:
+    """``np.lexsort(u.T[::-1])`` (the rows' stable lexicographic order, column 0 first), from the kernel where it loads.
+
+    A stable sort comparing whole rows (numbers as numpy sorts them: NaN last, -0.0 equal to 0.0) has one answer,
+    lexsort's; the kernel's merge sort stops comparing two rows at their first unequal column, where lexsort sorts
+    every column of every row. For :func:`irtlib.selection.static._unique_rows`.
+    """
+    lib = load()
+    if lib is None or u.ndim != 2 or u.shape[1] == 0:
+        return np.lexsort(u.T[::-1])
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    n, d = u.shape
+    order, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    ptr = ctypes.c_void_p
+    lib.row_order(n, d, ptr(u.ctypes.data), ptr(order.ctypes.data), ptr(tmp.ctypes.data))
+    return order.astype(np.intp, copy=False)
 
 
 def numpy_cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
@@ -290,8 +310,16 @@ def _kernel_nearest_above(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray, 
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """The kernel's labels and similarities equal the twin's on random cases (every bit)."""
+    """The kernel's labels and similarities equal the twin's on random cases (every bit); its row order lexsort's."""
     rng = np.random.default_rng(20261205)
+    for n, d in ((1, 1), (17, 3), (300, 5), (2000, 12)):
+        u = rng.integers(-1, 2, (n, d)).astype(float)
+        u[rng.random((n, d)) < 0.05] = rng.choice([np.nan, -0.0, np.inf])
+        order, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        lib.row_order(n, d, ctypes.c_void_p(u.ctypes.data), ctypes.c_void_p(order.ctypes.data),
+                      ctypes.c_void_p(tmp.ctypes.data))
+        if not np.array_equal(order, np.lexsort(u.T[::-1])):
+            return False
     for m in [*range(1, 70), 95, 96, 97, 127, 128, 129, 255, 257, 300, 1000]:
         d = int(rng.integers(1, 41))
         n = int(rng.integers(max(m, 2), m + 300))
@@ -327,6 +355,8 @@ def load() -> ctypes.CDLL | None:
     Where the processor has AVX-512, a build with :data:`AVX512_FLAGS` (eight lanes a vector instead of four) is
     tried first and kept if it passes the same check (``IRTLIB_ANCHOR_KERNEL_AVX512=0``: not tried).
     """
+    if "lib" in _LOADED:                # decided already (what verified returns then), without the import
+        return _LOADED["lib"]
     from irtlib.calibration.fused_kernel import cpu_flags, verified
 
     if "lib" not in _LOADED and "avx512f" in cpu_flags() and os.environ.get("IRTLIB_ANCHOR_KERNEL_AVX512", "1") != "0":

@@ -380,6 +380,21 @@ def test_cluster_sums_and_update_step_equal_numpys():
                                       anchor_kernel.numpy_cluster_top(lab, score, med))
 
 
+def test_row_order_equals_lexsort():
+    """The kernel's merge sort of whole rows: lexsort's stable order (NaN, infinities, signed zeros, ties)."""
+    from irtlib.selection import anchor_kernel
+
+    rng = np.random.default_rng(18)
+    for trial in range(120):
+        n, d = int(rng.integers(1, 2500)), int(rng.integers(1, 30))
+        u = rng.integers(0, int(rng.integers(1, 5)), (n, d)).astype(float)
+        u[rng.random((n, d)) < 0.05] *= -1.0
+        u[rng.random((n, d)) < 0.02 * (trial % 2)] = rng.choice([np.nan, np.inf, -np.inf])
+        if trial % 5 == 0:
+            u = rng.normal(size=(n, d))
+        np.testing.assert_array_equal(anchor_kernel.row_order(u), np.lexsort(u.T[::-1]))
+
+
 def test_unique_rows_equal_numpy_unique_over_rows():
     from irtlib.selection.static import _unique_rows
 
