@@ -372,8 +372,15 @@ def correlation_features(train_values: ArrayLike) -> np.ndarray:
     (correlation 0) from every other item.
     """
     x = np.asarray(train_values, float)
-    mean = np.nanmean(x, axis=0)
-    z = np.where(np.isnan(x), 0.0, x - mean)
+    missing = np.isnan(x)
+    if missing.any() or not (x.flags.c_contiguous or x.flags.f_contiguous):
+        mean = np.nanmean(x, axis=0)
+        z = np.where(missing, 0.0, x - mean)
+    else:
+        # nanmean without a NaN: the column sums of its copy of x (the same layout, so the same sums) over the
+        # count of rows; nothing to fill
+        mean = x.sum(axis=0) / x.shape[0]
+        z = x - mean
     norm = np.sqrt((z * z).sum(axis=0))
     const = norm <= 1e-12 * np.sqrt(x.shape[0])
     u = np.zeros((x.shape[1], x.shape[0] + 2))
@@ -595,9 +602,10 @@ def _weighted_draws(rng, p, size):
             cdf = np.cumsum(p)
         cdf /= cdf[-1]
         new = cdf.searchsorted(x, side="right")
-        if len(set(new.tolist())) < new.size:          # repeated positions: the first of each, in draw order
-            _, first = np.unique(new, return_index=True)
-            new = new[np.sort(first)]
+        drawn = new.tolist()
+        firsts = dict.fromkeys(drawn)                  # the first of each position, in draw order
+        if len(firsts) < len(drawn):                   # (np.unique's first indices, sorted: the same positions)
+            new = np.fromiter(firsts, dtype=new.dtype, count=len(firsts))
         found[n_found:n_found + new.size] = new
         n_found += new.size
     return found

@@ -447,3 +447,30 @@ def test_weighted_draws_equal_generator_choice_and_leave_the_same_state():
         assert got_rng.bit_generator.state == want_rng.bit_generator.state
     with pytest.raises(ValueError):                  # choice's refusal stands
         _weighted_draws(np.random.default_rng(0), np.array([0.0, 1.0, 0.0]), 2)
+
+
+def test_correlation_features_equal_the_nanmean_form():
+    """Without a NaN the features skip nanmean's copy and fill: the same bits, C, Fortran or strided input."""
+    from irtlib.selection.static import correlation_features
+
+    def nanmean_form(x):
+        x = np.asarray(x, float)
+        mean = np.nanmean(x, axis=0)
+        z = np.where(np.isnan(x), 0.0, x - mean)
+        norm = np.sqrt((z * z).sum(axis=0))
+        const = norm <= 1e-12 * np.sqrt(x.shape[0])
+        u = np.zeros((x.shape[1], x.shape[0] + 2))
+        u[~const, :-2] = (z[:, ~const] / norm[~const]).T
+        u[const & (mean >= 0.5), -2] = 1.0
+        u[const & (mean < 0.5), -1] = 1.0
+        return u
+
+    rng = np.random.default_rng(19)
+    for trial in range(60):
+        n, m = int(rng.integers(1, 60)), int(rng.integers(1, 300))
+        x = (rng.random((n, m)) < rng.random(m)).astype(float) if trial % 2 else rng.normal(size=(n, m))
+        if trial % 3 == 0:
+            x[rng.random((n, m)) < 0.05] = np.nan
+        for form in (x, np.asfortranarray(x), np.repeat(x, 2, axis=1)[:, ::2], x.tolist()):
+            got, want = correlation_features(form), nanmean_form(form)
+            np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
