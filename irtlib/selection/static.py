@@ -456,7 +456,7 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         lab, best = lab.copy(), best.copy()
         if old < k:
             l2, b2 = anchor_kernel.nearest(u, med[old:], above=best, prepared=prepared)  # -1, -inf: below
-            better = b2 > best
+            better = np.flatnonzero(b2 > best)          # positions: one mask pass for the four gathers
             lab[better], best[better] = l2[better] + old, b2[better]
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
@@ -493,7 +493,8 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         keep = np.flatnonzero(~lost)
         if keep.size:
             j, s = anchor_kernel.nearest(u, med[moved], keep, above=best[keep], prepared=prepared)
-            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]) & (j >= 0))
+            held = best[keep]
+            better = np.flatnonzero((s > held) | ((s == held) & (moved[j] < lab[keep]) & (j >= 0)))
             lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
         lab[med] = np.arange(k)
         best[med] = 1.0
