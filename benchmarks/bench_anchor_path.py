@@ -9,7 +9,8 @@ calibrations read from ``--cache-dir``), stored in ``--inputs`` and replayed. Th
 source) where it has one (the rest of the library is this tree's); the two forms run in turn
 (``--rounds`` times, ABBA), one BLAS thread as the protocol runs them. Printed per benchmark: each form's
 CPU seconds, the ratio of the sums, a digest of every subset's items and weights, and how many subsets
-differ (medoid sets, weights)::
+differ (medoid sets, weights); with ``--labels``, also a digest of every budget's medoids and item labels
+(what ``_as_subset`` receives) under each form, from one more untimed replay::
 
     .venv/bin/python benchmarks/bench_anchor_path.py --cache-dir /tmp/cache --run authors safetybench airbench2024
     .venv/bin/python benchmarks/bench_anchor_path.py --cache-dir /tmp/cache --run paper safetybench --base main
@@ -114,6 +115,26 @@ def replay(module, calls):
     return cpu, digest.hexdigest()[:16], out
 
 
+def label_digest(module, calls):
+    """A digest of every budget's medoids and item labels (what ``_as_subset`` receives), one untimed replay."""
+    digest = hashlib.sha256()
+    saved = module._as_subset
+
+    def recording(med, lab):
+        digest.update(np.asarray(med, dtype=np.int64).tobytes())
+        digest.update(np.asarray(lab, dtype=np.int64).tobytes())
+        return saved(med, lab)
+
+    module._as_subset = recording
+    try:
+        fn = {"path": module.anchor_points_path, "fresh": module.anchor_points_fresh}
+        for kind, x, ks, kw in calls:
+            fn[kind](x, ks, **kw)
+    finally:
+        module._as_subset = saved
+    return digest.hexdigest()[:16]
+
+
 def differences(old, new):
     """(subsets, subsets with other medoids, subsets with other weights only)."""
     total = items = weights = 0
@@ -136,6 +157,8 @@ def main(argv=None) -> int:
     parser.add_argument("--base", default="8340cf4", help="the revision whose static.py is the old form")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-calls", type=int, default=None, help="replay only the first calls (splits)")
+    parser.add_argument("--labels", action="store_true",
+                        help="also compare every budget's medoids and item labels (one more replay of each form)")
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -160,6 +183,10 @@ def main(argv=None) -> int:
             (d_old, r_old), (d_new, r_new) = seen["base"], seen["this tree"]
             total, items, weights = differences(r_old, r_new)
             ratio = sum(runs["this tree"]) / sum(runs["base"])
+            if args.labels:
+                lab_old, lab_new = label_digest(old, calls), label_digest(static, calls)
+                print(f"{args.run} {name}: medoids and labels digests {lab_old} / {lab_new} "
+                      f"({'equal' if lab_old == lab_new else 'DIFFERENT'})", flush=True)
             print(f"{args.run} {name} ({len(calls)} calls): base {', '.join(f'{t:.2f}' for t in runs['base'])} CPU s; "
                   f"this tree {', '.join(f'{t:.2f}' for t in runs['this tree'])}; ratio {ratio:.3f}; digests "
                   f"{d_old} / {d_new}; subsets {total}, other medoids {items}, other weights only {weights}",

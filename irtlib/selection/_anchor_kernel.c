@@ -114,6 +114,66 @@ void name(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, int64
 NEAREST(nearest_medoid, 32 / LANES)    /* many medoids: 32 side by side */
 NEAREST(nearest_medoid_8, 8 / LANES)   /* a few medoids (the moved ones): 8, less padding */
 
+/* nearest_medoid_few: nearest_medoid_8's numbers for VT of one tile (w >= m, w a multiple of LANES), ROWS rows at a
+ * time. With a few medoids each row's sum is one chain of dependent adds (a vector or two); taking ROWS rows side
+ * by side gives the processor ROWS independent chains. Every row's lanes see the same medoids in the same order
+ * (lane l: medoids l, l + LANES, ...), with the same products, sums, comparisons and final reduction over the
+ * lanes as nearest_medoid_8: the same labels and similarities. */
+#define ROWS 4
+void nearest_medoid_few(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, int64_t m,
+                        const double *VT, int64_t w, int64_t *lab, double *best)
+{
+    v4i lane;
+    for (int l = 0; l < LANES; l++)
+        lane[l] = l;
+    for (int64_t i0 = 0; i0 < n_rows; i0 += ROWS) {
+        const int nr = n_rows - i0 < ROWS ? (int)(n_rows - i0) : ROWS;
+        const double *x[ROWS];
+        v4d bv[ROWS];
+        v4i bi[ROWS];
+        for (int r = 0; r < ROWS; r++) {
+            const int64_t i = i0 + (r < nr ? r : 0);           /* past the end: row i0 again, not stored */
+            x[r] = U + (rows ? rows[i] : i) * d;
+            bv[r] = (v4d){0} - __builtin_inf();
+            bi[r] = (v4i){0} - 1;
+        }
+        for (int64_t j0 = 0; j0 < m; j0 += LANES) {
+            const double *v0 = VT + j0;
+            v4d acc[ROWS];
+            const v4d v = load4(v0);
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < ROWS; r++)
+                acc[r] = (x[r][0] - (v4d){0}) * v;
+            for (int64_t t = 1; t < d; t++) {
+                const v4d vt = load4(v0 + t * w);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < ROWS; r++) {
+                    const v4d p = (x[r][t] - (v4d){0}) * vt;
+                    acc[r] = acc[r] + p;
+                }
+            }
+            const v4i idx = lane + j0;
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < ROWS; r++) {
+                const v4i win = (acc[r] > bv[r]) & (idx < m);
+                bv[r] = (v4d)(((v4i)acc[r] & win) | ((v4i)bv[r] & ~win));
+                bi[r] = (idx & win) | (bi[r] & ~win);
+            }
+        }
+        for (int r = 0; r < nr; r++) {
+            double val = bv[r][0];
+            int64_t at = bi[r][0];
+            for (int l = 1; l < LANES; l++)
+                if (bi[r][l] >= 0 && (at < 0 || bv[r][l] > val || (bv[r][l] == val && bi[r][l] < at))) {
+                    val = bv[r][l];
+                    at = bi[r][l];
+                }
+            lab[i0 + r] = at;
+            best[i0 + r] = val;
+        }
+    }
+}
+
 /* nearest_medoid_above: nearest_medoid's lab and best for the rows whose best is at least a threshold, found with
  * a single-precision filter; lab = -1 and best = -inf for the others.
  *
@@ -202,6 +262,73 @@ FBLOCK(4)
 FBLOCK(2)
 FBLOCK(1)
 
+/* The same filter for two rows at once (each tile vector loaded once for both): bits_a and bits_b as fblock's. */
+#define FBLOCK2(NQ)                                                                                       \
+static inline unsigned fblock2_##NQ(const float *xa, const float *xb, int64_t d, const float *v0, int64_t w, \
+                                    v16f lima, v16f limb, unsigned *bits_a, unsigned *bits_b)             \
+{                                                                                                         \
+    v16f acc_a[NQ], acc_b[NQ];                                                                            \
+    const v16f a0 = xa[0] - (v16f){0}, b0 = xb[0] - (v16f){0};                                            \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++) {                                                                        \
+        const v16f v = load16(v0 + FLANES * q);                                                           \
+        acc_a[q] = a0 * v;                                                                                \
+        acc_b[q] = b0 * v;                                                                                \
+    }                                                                                                     \
+    for (int64_t t = 1; t < d; t++) {                                                                     \
+        const v16f at = xa[t] - (v16f){0}, bt = xb[t] - (v16f){0};                                        \
+        const float *vt = v0 + t * w;                                                                     \
+        _Pragma("GCC unroll 8")                                                                           \
+        for (int q = 0; q < NQ; q++) {                                                                    \
+            const v16f v = load16(vt + FLANES * q);                                                       \
+            acc_a[q] = fmadd16(at, v, acc_a[q]);                                                          \
+            acc_b[q] = fmadd16(bt, v, acc_b[q]);                                                          \
+        }                                                                                                 \
+    }                                                                                                     \
+    unsigned hit = 0;                                                                                     \
+    _Pragma("GCC unroll 8")                                                                               \
+    for (int q = 0; q < NQ; q++) {                                                                        \
+        bits_a[q] = cand_bits(acc_a[q], lima);                                                            \
+        bits_b[q] = cand_bits(acc_b[q], limb);                                                            \
+        hit |= bits_a[q] | bits_b[q];                                                                     \
+    }                                                                                                     \
+    return hit;                                                                                           \
+}
+FBLOCK2(8)
+FBLOCK2(4)
+FBLOCK2(2)
+FBLOCK2(1)
+
+/* The filter's float limit of a row: below thr - M (see above), -inf for a NaN threshold. */
+static inline v16f filter_limit(double t_i, double nx, double cn, int64_t d)
+{
+    const double margin = (double)(d + 3) * 0x1p-23 * nx * cn + (double)(d + 2) * 0x1p-140 * (1.0 + nx) * (1.0 + cn);
+    const double lim = t_i - margin;
+    /* a float at most lim (float's rounding moves it by at most 2^-24 of it, or 2^-150) */
+    float limf = (float)(lim - (lim < 0 ? -lim : lim) * 0x1p-22 - 0x1p-140);
+    if (lim != lim)
+        limf = -__builtin_inff();
+    return limf - (v16f){0};
+}
+
+/* The candidates of one filter block (bits of nq vectors from medoid j0) summed in double, in increasing medoid
+ * order: the row's best at least t_i, first of equals kept. */
+static inline void scan_bits(const double *x, const double *U, const int64_t *med, int64_t d, int64_t j0, int nq,
+                             const unsigned *bits, int64_t T1, double t_i, double *b_v, int64_t *b_i)
+{
+    for (int q = 0; q < nq; q++)
+        for (unsigned b = bits[q]; b; b &= b - 1) {
+            const int64_t j = j0 + FLANES * q + __builtin_ctz(b);
+            if (j >= T1)
+                break;
+            const double s = row_sim(x, U + med[j] * d, d);
+            if (s >= t_i && s > *b_v) {
+                *b_v = s;
+                *b_i = j;
+            }
+        }
+}
+
 void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const double *U, const float *U32,
                           const double *unorm, int64_t m, const int64_t *med, const float *VT32, int64_t w,
                           const double *norms, const double *thr, const int64_t *hint, int64_t *lab, double *best)
@@ -221,7 +348,7 @@ void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const 
             const int64_t T1 = T0 + w < m ? T0 + w : m;
             const double cn = norms[tile_no];
             const float *tile = VT32 + T0 * d;
-            for (int64_t i = i0; i < i1; i++) {
+            for (int64_t i = i0; i < i1;) {
                 const int64_t r = rows ? rows[i] : i;
                 const double *x = U + r * d;
                 const double nx = unorm[r], t_i = th[i - i0];
@@ -235,15 +362,39 @@ void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const 
                             b_i = j;
                         }
                     }
+                } else if (i + 1 < i1 && unorm[rows ? rows[i + 1] : i + 1] < big) {   /* two rows at once */
+                    const int64_t r2 = rows ? rows[i + 1] : i + 1;
+                    const double *x2 = U + r2 * d;
+                    const double t_2 = th[i + 1 - i0];
+                    double b_v2 = bv[i + 1 - i0];
+                    int64_t b_i2 = bi[i + 1 - i0];
+                    const v16f lima = filter_limit(t_i, nx, cn, d), limb = filter_limit(t_2, unorm[r2], cn, d);
+                    const float *xa = U32 + r * d, *xb = U32 + r2 * d;
+                    for (int64_t j0 = T0; j0 < T1;) {
+                        const int64_t rem = T1 - j0;
+                        const int nq = rem > 4 * FLANES ? 8 : rem > 2 * FLANES ? 4 : rem > FLANES ? 2 : 1;
+                        const float *v0 = tile + (j0 - T0);
+                        unsigned bits_a[8], bits_b[8], hit;
+                        switch (nq) {
+                        case 8: hit = fblock2_8(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        case 4: hit = fblock2_4(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        case 2: hit = fblock2_2(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        default: hit = fblock2_1(xa, xb, d, v0, w, lima, limb, bits_a, bits_b); break;
+                        }
+                        if (hit) {
+                            scan_bits(x, U, med, d, j0, nq, bits_a, T1, t_i, &b_v, &b_i);
+                            scan_bits(x2, U, med, d, j0, nq, bits_b, T1, t_2, &b_v2, &b_i2);
+                        }
+                        j0 += nq * FLANES;
+                    }
+                    bv[i + 1 - i0] = b_v2;
+                    bi[i + 1 - i0] = b_i2;
+                    bv[i - i0] = b_v;
+                    bi[i - i0] = b_i;
+                    i += 2;
+                    continue;
                 } else {
-                    const double margin = (double)(d + 3) * 0x1p-23 * nx * cn
-                                          + (double)(d + 2) * 0x1p-140 * (1.0 + nx) * (1.0 + cn);
-                    const double lim = t_i - margin;
-                    /* a float at most lim (float's rounding moves it by at most 2^-24 of it, or 2^-150) */
-                    float limf = (float)(lim - (lim < 0 ? -lim : lim) * 0x1p-22 - 0x1p-140);
-                    if (lim != lim)
-                        limf = -__builtin_inff();
-                    const v16f limv = limf - (v16f){0};
+                    const v16f limv = filter_limit(t_i, nx, cn, d);
                     const float *x32 = U32 + r * d;
                     for (int64_t j0 = T0; j0 < T1;) {
                         const int64_t rem = T1 - j0;
@@ -257,22 +408,13 @@ void nearest_medoid_above(int64_t n_rows, const int64_t *rows, int64_t d, const 
                         default: hit = fblock_1(x32, d, v0, w, limv, bits); break;
                         }
                         if (hit)
-                            for (int q = 0; q < nq; q++)
-                                for (unsigned b = bits[q]; b; b &= b - 1) {
-                                    const int64_t j = j0 + FLANES * q + __builtin_ctz(b);
-                                    if (j >= T1)
-                                        break;
-                                    const double s = row_sim(x, U + med[j] * d, d);
-                                    if (s >= t_i && s > b_v) {
-                                        b_v = s;
-                                        b_i = j;
-                                    }
-                                }
+                            scan_bits(x, U, med, d, j0, nq, bits, T1, t_i, &b_v, &b_i);
                         j0 += nq * FLANES;
                     }
                 }
                 bv[i - i0] = b_v;
                 bi[i - i0] = b_i;
+                i++;
             }
         }
         for (int64_t i = i0; i < i1; i++) {
@@ -333,9 +475,10 @@ static void pairwise_rows(const double *A, int64_t d, const int64_t *idx, int64_
 
 /* sums[c] for every cluster c in [0, k) of the labels lab (each in [0, k), every cluster non-empty), rows of A
  * (n x d); order (n) and start (k + 1) are scratch: the positions by cluster, then position (a counting sort, the
- * stable order), and where each cluster's begin. */
+ * stable order), and where each cluster's begin. With want (k flags), only the clusters c with want[c] are summed;
+ * the other rows of sums are left as they are (a caller's sums of clusters whose members did not change). */
 void cluster_sums(int64_t n, int64_t d, int64_t k, const int64_t *lab, const double *A, double *sums,
-                  int64_t *order, int64_t *start)
+                  int64_t *order, int64_t *start, const uint8_t *want)
 {
     for (int64_t c = 0; c <= k; c++)
         start[c] = 0;
@@ -350,6 +493,8 @@ void cluster_sums(int64_t n, int64_t d, int64_t k, const int64_t *lab, const dou
     start[0] = 0;
     double rest[d];
     for (int64_t c = 0; c < k; c++) {
+        if (want && !want[c])
+            continue;
         const int64_t b = start[c], e = start[c + 1];
         double *s = sums + c * d;
         const double *a0 = A + order[b] * d;
@@ -384,4 +529,63 @@ void cluster_top(int64_t n, int64_t k, const int64_t *lab, const double *score, 
     for (int64_t c = 0; c < k; c++)
         if (score[med[c]] >= top[c] || new_med[c] < 0)
             new_med[c] = med[c];
+}
+
+/* The stable lexicographic order of the rows of A (n x d): numpy.lexsort(A.T[::-1]), column 0 the first key.
+ * Doubles compare as numpy sorts them (NaN after every number, -0.0 equal to 0.0); rows equal in every column keep
+ * their positions' order. A stable sort with that comparison has one answer, lexsort's: here insertion sorts of
+ * runs of 16, then merges (the left row taken unless the right one is smaller). tmp: n scratch. */
+static inline int num_lt(double a, double b)
+{
+    return a < b || (b != b && a == a);
+}
+
+static inline int row_lt(const double *A, int64_t d, int64_t i, int64_t j)
+{
+    const double *a = A + i * d, *b = A + j * d;
+    for (int64_t t = 0; t < d; t++) {
+        if (num_lt(a[t], b[t]))
+            return 1;
+        if (num_lt(b[t], a[t]))
+            return 0;
+    }
+    return 0;
+}
+
+void row_order(int64_t n, int64_t d, const double *A, int64_t *order, int64_t *tmp)
+{
+    const int64_t run = 16;
+    for (int64_t i = 0; i < n; i++)
+        order[i] = i;
+    for (int64_t b = 0; b < n; b += run) {
+        const int64_t e = b + run < n ? b + run : n;
+        for (int64_t i = b + 1; i < e; i++) {
+            const int64_t key = order[i];
+            int64_t j = i;
+            while (j > b && row_lt(A, d, key, order[j - 1])) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = key;
+        }
+    }
+    int64_t *src = order, *dst = tmp;
+    for (int64_t width = run; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            const int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = row_lt(A, d, src[j], src[i]) ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        int64_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != order)
+        for (int64_t i = 0; i < n; i++)
+            order[i] = src[i];
 }

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["SOURCE", "BLOCK", "TILE", "FILTER_MIN_PAIRS", "AVX512_FLAGS", "load", "nearest", "numpy_nearest",
-           "pair_similarities", "prepare", "norms_above"]
+           "pair_similarities", "prepare", "norms_above", "row_order"]
 
 SOURCE = Path(__file__).with_name("_anchor_kernel.c")
 
@@ -61,15 +61,35 @@ _LOADED: dict = {}
 def _bind(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    for name in ("nearest_medoid", "nearest_medoid_8"):
+    for name in ("nearest_medoid", "nearest_medoid_8", "nearest_medoid_few"):
         getattr(lib, name).argtypes = [i64, ptr, i64, ptr, i64, ptr, i64, ptr, ptr]
         getattr(lib, name).restype = None
     lib.nearest_medoid_above.argtypes = [i64, ptr, i64, ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr]
     lib.nearest_medoid_above.restype = None
-    lib.cluster_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr]
+    lib.cluster_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.cluster_top.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr]
     lib.cluster_sums.restype = lib.cluster_top.restype = None
+    lib.row_order.argtypes = [i64, i64, ptr, ptr, ptr]
+    lib.row_order.restype = None
     return lib
+
+
+def row_order(u: np.ndarray) -> np.ndarray:
+    """``np.lexsort(u.T[::-1])`` (the rows' stable lexicographic order, column 0 first), from the kernel where it loads.
+
+    A stable sort comparing whole rows (numbers as numpy sorts them: NaN last, -0.0 equal to 0.0) has one answer,
+    lexsort's; the kernel's merge sort stops comparing two rows at their first unequal column, where lexsort sorts
+    every column of every row. For :func:`irtlib.selection.static._unique_rows`.
+    """
+    lib = load()
+    if lib is None or u.ndim != 2 or u.shape[1] == 0:
+        return np.lexsort(u.T[::-1])
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    n, d = u.shape
+    order, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    ptr = ctypes.c_void_p
+    lib.row_order(n, d, ptr(u.ctypes.data), ptr(order.ctypes.data), ptr(tmp.ctypes.data))
+    return order.astype(np.intp, copy=False)
 
 
 def numpy_cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
@@ -100,19 +120,35 @@ def numpy_cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np
     return new
 
 
-def cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int) -> np.ndarray:
-    """:func:`numpy_cluster_sums`' numbers from the kernel (a counting sort and numpy's pairwise order), bit for bit."""
+def cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int, *, want: np.ndarray | None = None,
+                 sums: np.ndarray | None = None) -> np.ndarray:
+    """:func:`numpy_cluster_sums`' numbers from the kernel (a counting sort and numpy's pairwise order), bit for bit.
+
+    With ``want`` (a flag per cluster) and ``sums`` (shape ``(k, d)``, float64, C order), only the wanted clusters
+    are summed, into ``sums`` in place (which is returned); its other rows are kept (a cluster whose members did
+    not change has the same sum: the same rows in the same order).
+    """
     lib = load()
+    if want is not None and sums is not None:
+        if lib is None:
+            sums[want] = numpy_cluster_sums(wu, lab, k)[want]
+            return sums
+    else:
+        want, sums = None, None
     if lib is None:
         return numpy_cluster_sums(wu, lab, k)
     wu = np.ascontiguousarray(wu, dtype=np.float64)
     lab = np.ascontiguousarray(lab, dtype=np.int64)
     n, d = wu.shape
-    sums = np.empty((k, d))
+    if sums is None:
+        sums = np.empty((k, d))
+    elif not (sums.flags.c_contiguous and sums.dtype == np.float64 and sums.shape == (k, d)):
+        raise ValueError("sums must be a C-ordered float64 array of shape (k, d)")
+    flags = None if want is None else np.ascontiguousarray(want, dtype=np.uint8)
     order, start = np.empty(n, dtype=np.int64), np.empty(k + 1, dtype=np.int64)
     ptr = ctypes.c_void_p
     lib.cluster_sums(n, d, k, ptr(lab.ctypes.data), ptr(wu.ctypes.data), ptr(sums.ctypes.data),
-                     ptr(order.ctypes.data), ptr(start.ctypes.data))
+                     ptr(order.ctypes.data), ptr(start.ctypes.data), None if flags is None else ptr(flags.ctypes.data))
     return sums
 
 
@@ -197,8 +233,8 @@ def _kernel_nearest(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray,
     u = np.ascontiguousarray(u, dtype=np.float64)
     medoids = np.asarray(medoids, dtype=np.intp)
     m, d = medoids.size, u.shape[1]
-    if m <= NARROW_MAX:
-        fn, w = lib.nearest_medoid_8, -(-m // NARROW_BLOCK) * NARROW_BLOCK
+    if m <= NARROW_MAX:        # one tile of at most 16 medoids: several rows side by side (the same numbers)
+        fn, w = lib.nearest_medoid_few, -(-m // NARROW_BLOCK) * NARROW_BLOCK
     else:
         fn, w = lib.nearest_medoid, TILE
     n_tiles = -(-m // w)
@@ -274,8 +310,16 @@ def _kernel_nearest_above(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray, 
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """The kernel's labels and similarities equal the twin's on random cases (every bit)."""
+    """The kernel's labels and similarities equal the twin's on random cases (every bit); its row order lexsort's."""
     rng = np.random.default_rng(20261205)
+    for n, d in ((1, 1), (17, 3), (300, 5), (2000, 12)):
+        u = rng.integers(-1, 2, (n, d)).astype(float)
+        u[rng.random((n, d)) < 0.05] = rng.choice([np.nan, -0.0, np.inf])
+        order, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        lib.row_order(n, d, ctypes.c_void_p(u.ctypes.data), ctypes.c_void_p(order.ctypes.data),
+                      ctypes.c_void_p(tmp.ctypes.data))
+        if not np.array_equal(order, np.lexsort(u.T[::-1])):
+            return False
     for m in [*range(1, 70), 95, 96, 97, 127, 128, 129, 255, 257, 300, 1000]:
         d = int(rng.integers(1, 41))
         n = int(rng.integers(max(m, 2), m + 300))
@@ -311,6 +355,8 @@ def load() -> ctypes.CDLL | None:
     Where the processor has AVX-512, a build with :data:`AVX512_FLAGS` (eight lanes a vector instead of four) is
     tried first and kept if it passes the same check (``IRTLIB_ANCHOR_KERNEL_AVX512=0``: not tried).
     """
+    if "lib" in _LOADED:                # decided already (what verified returns then), without the import
+        return _LOADED["lib"]
     from irtlib.calibration.fused_kernel import cpu_flags, verified
 
     if "lib" not in _LOADED and "avx512f" in cpu_flags() and os.environ.get("IRTLIB_ANCHOR_KERNEL_AVX512", "1") != "0":

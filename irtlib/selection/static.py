@@ -372,8 +372,15 @@ def correlation_features(train_values: ArrayLike) -> np.ndarray:
     (correlation 0) from every other item.
     """
     x = np.asarray(train_values, float)
-    mean = np.nanmean(x, axis=0)
-    z = np.where(np.isnan(x), 0.0, x - mean)
+    missing = np.isnan(x)
+    if missing.any() or not (x.flags.c_contiguous or x.flags.f_contiguous):
+        mean = np.nanmean(x, axis=0)
+        z = np.where(missing, 0.0, x - mean)
+    else:
+        # nanmean without a NaN: the column sums of its copy of x (the same layout, so the same sums) over the
+        # count of rows; nothing to fill
+        mean = x.sum(axis=0) / x.shape[0]
+        z = x - mean
     norm = np.sqrt((z * z).sum(axis=0))
     const = norm <= 1e-12 * np.sqrt(x.shape[0])
     u = np.zeros((x.shape[1], x.shape[0] + 2))
@@ -423,8 +430,9 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
     that replaced its own), which it answers from a single-precision filter with the same numbers.
 
     ``state`` (a dict, optional) keeps what one budget of a path (:func:`anchor_points_path`) can pass to
-    the next: the weighted points ``wu``, computed once, and ``"best"``, every point's similarity to its
-    medoid at the end (1 at the medoids), which the next budget starts from. (Not the cluster sums: after a
+    the next: the weighted points ``wu``, computed once, ``"best"``, every point's similarity to its
+    medoid at the end (1 at the medoids), which the next budget starts from, and ``"settled"``, whether the
+    iteration ended with no medoid moving (rather than at ``max_iter``). (Not the cluster sums: after a
     warm start 84% to 100% of the clusters have lost points to the new medoids, and summing those again
     costs more than the full pass.) It is updated in place.
     """
@@ -448,22 +456,29 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         lab, best = lab.copy(), best.copy()
         if old < k:
             l2, b2 = anchor_kernel.nearest(u, med[old:], above=best, prepared=prepared)  # -1, -inf: below
-            better = b2 > best
+            better = np.flatnonzero(b2 > best)          # positions: one mask pass for the four gathers
             lab[better], best[better] = l2[better] + old, b2[better]
     lab[med] = np.arange(k)          # every medoid belongs to its own cluster (duplicates)
     best[med] = 1.0
-    score = before = None               # before: the labels the scores were last taken over
+    score = before = sums = None        # before: the labels the scores and sums were last taken over
+    settled = False
     for _ in range(max_iter):
-        # every cluster's sum (numpy's add.reduceat over the rows by cluster, then position: the kernel's bits)
-        sums = anchor_kernel.cluster_sums(wu, lab, k)
+        # every cluster's sum (numpy's add.reduceat over the rows by cluster, then position: the kernel's bits);
+        # after the first pass only the clusters that gained or lost a point are summed again (the others hold the
+        # same rows in the same order: the same sums), and only their points scored again
         if score is None:
-            score = np.einsum("ij,ij->i", u, sums[lab])
+            sums = anchor_kernel.cluster_sums(wu, lab, k)
+            score = np.einsum("ij,ij->i", u, sums.take(lab, axis=0))     # take: sums[lab]'s rows, copied faster
         else:
-            _update_scores(u, lab, k, before, sums, score)
+            touched = _touched(lab, before, k)
+            if touched is not None:
+                sums = anchor_kernel.cluster_sums(wu, lab, k, want=touched, sums=sums)
+                _update_scores(u, lab, k, before, sums, score, touched=touched)
         # best member of every cluster: largest score; ties keep the current medoid, else the lowest position
         new = anchor_kernel.cluster_top(lab, score, med)
         moved = np.flatnonzero(new != med)
         if moved.size == 0:
+            settled = True
             break
         med = new
         before = lab.copy()
@@ -478,7 +493,8 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         keep = np.flatnonzero(~lost)
         if keep.size:
             j, s = anchor_kernel.nearest(u, med[moved], keep, above=best[keep], prepared=prepared)
-            better = (s > best[keep]) | ((s == best[keep]) & (moved[j] < lab[keep]) & (j >= 0))
+            held = best[keep]
+            better = np.flatnonzero((s > held) | ((s == held) & (moved[j] < lab[keep]) & (j >= 0)))
             lab[keep[better]], best[keep[better]] = moved[j[better]], s[better]
         lab[med] = np.arange(k)
         best[med] = 1.0
@@ -486,28 +502,39 @@ def _alternate(u, med, *, max_iter, lab=None, best=None, weight=None, state=None
         state["wu"] = wu
         state["prepared"] = prepared
         state["best"] = best            # every point's similarity to its medoid (1 at the medoids)
+        state["settled"] = settled      # no medoid moved in the last pass (not stopped by max_iter)
     return med, lab
 
 
-def _update_scores(u, lab, k, before, sums, score):
+def _touched(lab, before, k):
+    """The clusters that gained or lost a point between labels ``before`` and ``lab`` (flags), or None if none did."""
+    diff = np.flatnonzero(lab != before)
+    if not diff.size:
+        return None
+    touched = np.zeros(k, dtype=bool)
+    touched[before[diff]] = True
+    touched[lab[diff]] = True
+    return touched
+
+
+def _update_scores(u, lab, k, before, sums, score, *, touched=None):
     """:func:`_alternate`'s scores after a reassignment, recomputed where a cluster changed.
 
     A cluster whose members did not change (labels ``before`` and ``lab`` agree on every point) has the same sum
     (the sum of the same rows in the same order), so its points keep their scores, each the dot product of one row
     with it (``einsum`` over one row does not depend on the other rows). The points of the clusters that gained or
     lost a point are scored again, so ``score`` is updated in place to what the full pass gives, bit for bit.
+    ``touched``: :func:`_touched` of these labels, computed already.
     """
-    diff = np.flatnonzero(lab != before)
-    if not diff.size:
-        return
-    touched = np.zeros(k, dtype=bool)
-    touched[before[diff]] = True
-    touched[lab[diff]] = True
+    if touched is None:
+        touched = _touched(lab, before, k)
+        if touched is None:
+            return
     idx = np.flatnonzero(touched[lab])                  # their points, by position
     if 2 * idx.size > lab.size:                         # most points: the full pass (the same scores)
-        score[:] = np.einsum("ij,ij->i", u, sums[lab])
+        score[:] = np.einsum("ij,ij->i", u, sums.take(lab, axis=0))
     else:
-        score[idx] = np.einsum("ij,ij->i", u[idx], sums[lab[idx]])
+        score[idx] = np.einsum("ij,ij->i", u[idx], sums.take(lab[idx], axis=0))
 
 
 def _unique_rows(u):
@@ -516,10 +543,11 @@ def _unique_rows(u):
     The same four arrays (inverse flat): ``np.unique`` sorts the rows as records, stably where it returns
     first indices, comparing them field by field as floats; ``lexsort`` on the columns (the first as the
     primary key) is that stable lexicographic order, and rows equal as floats are one group. About a
-    third of the time (no record comparisons).
+    third of the time (no record comparisons). The order comes from the kernel's merge sort of whole rows
+    (:func:`irtlib.selection.anchor_kernel.row_order`: lexsort's order, without sorting every column).
     """
     n = u.shape[0]
-    order = np.lexsort(u.T[::-1])
+    order = anchor_kernel.row_order(u)              # np.lexsort(u.T[::-1]), comparing rows to their first difference
     rows = u[order]
     head = np.empty(n, dtype=bool)
     head[:1] = True
@@ -548,8 +576,40 @@ def _grow(u, med, k, best, rng, weight=None):
         w = w * weight
     if (w > 0).sum() < need:
         w = np.where(taken, 0.0, 1.0)
-    extra = rng.choice(n, size=need, replace=False, p=w / w.sum())
+    extra = _weighted_draws(rng, w / w.sum(), need)
     return np.r_[np.asarray(med, dtype=np.intp), extra]
+
+
+def _weighted_draws(rng, p, size):
+    """``rng.choice(p.size, size=size, replace=False, p=p)``: the same draws and the same ``rng`` state after.
+
+    numpy's weighted sampling without replacement draws ``size - found`` uniforms (``rng.random``), inverts the
+    cumulative sum of ``p`` (normalised by its last element) with ``searchsorted(side="right")``, keeps the first
+    occurrence of every new position, zeroes the found positions' probabilities and repeats until ``size`` are
+    found. This is that loop without ``choice``'s checks and set-up (``p`` is :func:`_grow`'s, non-negative, summing
+    to 1), which cost more than the loop on the path's many small calls (a test compares the draws and the
+    generator's state with ``choice``'s). ``p`` is modified. Where ``choice`` would refuse ``p`` (not finite, fewer
+    positive entries than ``size``), it is called, and refuses.
+    """
+    cdf = np.cumsum(p)
+    if not np.isfinite(cdf[-1]) or np.count_nonzero(p) < size:
+        return rng.choice(p.size, size=size, replace=False, p=p)
+    found = np.empty(size, dtype=np.int64)
+    n_found = 0
+    while n_found < size:
+        x = rng.random(size - n_found)
+        if n_found:
+            p[found[:n_found]] = 0
+            cdf = np.cumsum(p)
+        cdf /= cdf[-1]
+        new = cdf.searchsorted(x, side="right")
+        drawn = new.tolist()
+        firsts = dict.fromkeys(drawn)                  # the first of each position, in draw order
+        if len(firsts) < len(drawn):                   # (np.unique's first indices, sorted: the same positions)
+            new = np.fromiter(firsts, dtype=new.dtype, count=len(firsts))
+        found[n_found:n_found + new.size] = new
+        n_found += new.size
+    return found
 
 
 def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed = 0, solver: str = "auto",
@@ -621,11 +681,16 @@ def anchor_points_path(train_values: ArrayLike, ks: Sequence[int], *, seed: Seed
         for k in ks:
             kk = min(k, uniq.shape[0])
             init = _grow(uniq, med, kk, best, rng, weight=count)
-            med, lab = _alternate(uniq, init, max_iter=max_iter, lab=lab, best=best, weight=weight, state=state)
+            # every distinct item a medoid already, settled: the alternation would give these medoids and labels
+            # again (its first pass sums and scores the same clusters and moves no medoid), so it is not run
+            if not (init.size == med.size and state.get("settled")):
+                med, lab = _alternate(uniq, init, max_iter=max_iter, lab=lab, best=best, weight=weight, state=state)
             best = state["best"]
             items, labels = first[med], lab[inverse]
             if k > kk:     # more medoids than distinct items: split duplicates off as their own
-                spare = np.setdiff1d(np.arange(n_items), items)[:k - kk]
+                spare = np.ones(n_items, dtype=bool)           # np.setdiff1d(np.arange(n_items), items), by mask
+                spare[items] = False
+                spare = np.flatnonzero(spare)[:k - kk]
                 labels = labels.copy()
                 labels[spare] = np.arange(kk, k)
                 items = np.r_[items, spare]

@@ -209,3 +209,34 @@ def test_the_path_without_the_kernel_gives_the_same_subsets(monkeypatch):
     for k in ks:
         np.testing.assert_array_equal(got[k].items, want[k].items)
         np.testing.assert_array_equal(got[k].weights, want[k].weights)
+
+
+def test_few_medoids_several_rows_at_a_time_equal_one_row_at_a_time():
+    """``nearest_medoid_few`` (four rows side by side) against ``nearest_medoid_8`` (one row), NaN and inf included."""
+    import ctypes
+
+    lib = anchor_kernel.load()
+    if lib is None:
+        pytest.skip("no compiled anchor kernel here")
+    rng = np.random.default_rng(17)
+    ptr = ctypes.c_void_p
+    for m in range(1, anchor_kernel.NARROW_MAX + 1):
+        n, d = int(rng.integers(1, 40)), int(rng.integers(1, 30))
+        u = rng.normal(size=(n + m, d))
+        u[rng.random((n + m, d)) < 0.03] = rng.choice([np.nan, np.inf, -np.inf, -0.0])
+        u[rng.integers(0, n + m)] = u[n]                                      # ties
+        w = -(-m // anchor_kernel.NARROW_BLOCK) * anchor_kernel.NARROW_BLOCK
+        cols = np.zeros((w, d))
+        cols[:m] = u[n:]
+        vt = np.ascontiguousarray(cols.T)
+        rows = np.ascontiguousarray(rng.integers(0, n + m, int(rng.integers(1, 23))), dtype=np.int64)
+        for idx, count in ((None, n + m), (rows, rows.size)):
+            out = {}
+            for name in ("nearest_medoid_8", "nearest_medoid_few"):
+                lab, best = np.empty(count, dtype=np.int64), np.empty(count)
+                getattr(lib, name)(count, None if idx is None else ptr(idx.ctypes.data), d, ptr(u.ctypes.data), m,
+                                   ptr(vt.ctypes.data), w, ptr(lab.ctypes.data), ptr(best.ctypes.data))
+                out[name] = lab, best
+            np.testing.assert_array_equal(out["nearest_medoid_few"][0], out["nearest_medoid_8"][0])
+            np.testing.assert_array_equal(out["nearest_medoid_few"][1].view(np.int64),
+                                          out["nearest_medoid_8"][1].view(np.int64))

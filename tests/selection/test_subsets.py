@@ -366,11 +366,33 @@ def test_cluster_sums_and_update_step_equal_numpys():
         got, want = anchor_kernel.cluster_sums(wu, lab, k), _full_sums(wu, wu, lab, k)[0]
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        # only some clusters summed again, into the sums of other labels: those rows as the full pass's
+        wanted = rng.random(k) < rng.choice([0.0, 0.1, 0.9])
+        kept = anchor_kernel.cluster_sums(wu, rng.permutation(lab), k)
+        again = anchor_kernel.cluster_sums(wu, lab, k, want=wanted, sums=kept.copy())
+        np.testing.assert_array_equal(again[wanted], want[wanted])
+        np.testing.assert_array_equal(np.signbit(again[wanted]), np.signbit(want[wanted]))
+        np.testing.assert_array_equal(again[~wanted], kept[~wanted])
         score = rng.integers(0, 4, n).astype(float) if trial % 2 else rng.normal(size=n)       # ties, or none
         score[rng.random(n) < 0.002] = np.nan
         med = np.array([rng.choice(np.flatnonzero(lab == c)) for c in range(k)])
         np.testing.assert_array_equal(anchor_kernel.cluster_top(lab, score, med),
                                       anchor_kernel.numpy_cluster_top(lab, score, med))
+
+
+def test_row_order_equals_lexsort():
+    """The kernel's merge sort of whole rows: lexsort's stable order (NaN, infinities, signed zeros, ties)."""
+    from irtlib.selection import anchor_kernel
+
+    rng = np.random.default_rng(18)
+    for trial in range(120):
+        n, d = int(rng.integers(1, 2500)), int(rng.integers(1, 30))
+        u = rng.integers(0, int(rng.integers(1, 5)), (n, d)).astype(float)
+        u[rng.random((n, d)) < 0.05] *= -1.0
+        u[rng.random((n, d)) < 0.02 * (trial % 2)] = rng.choice([np.nan, np.inf, -np.inf])
+        if trial % 5 == 0:
+            u = rng.normal(size=(n, d))
+        np.testing.assert_array_equal(anchor_kernel.row_order(u), np.lexsort(u.T[::-1]))
 
 
 def test_unique_rows_equal_numpy_unique_over_rows():
@@ -401,3 +423,54 @@ def test_path_with_too_few_iterations_per_budget_equals_the_full_iteration(monke
     for k in ks:
         np.testing.assert_array_equal(got[k].items, ref[k].items)
         np.testing.assert_array_equal(got[k].weights, ref[k].weights)
+
+
+def test_weighted_draws_equal_generator_choice_and_leave_the_same_state():
+    """The path's D-sampling draws: numpy's ``choice(replace=False, p=...)`` draw for draw, generator state after."""
+    from irtlib.selection.static import _weighted_draws
+
+    rng = np.random.default_rng(16)
+    for trial in range(3000):
+        n = int(rng.integers(1, 400))
+        w = [rng.random(n), rng.random(n) ** 12, np.where(rng.random(n) < 0.2, rng.random(n), 0.0),
+             np.exp(rng.normal(0.0, 6.0, n))][trial % 4]           # spread, peaked (repeated draws), sparse
+        positive = np.count_nonzero(w)
+        if not positive:
+            continue
+        size = int(rng.integers(1, positive + 1))
+        seed = int(rng.integers(1 << 40))
+        want_rng, got_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        want = want_rng.choice(n, size=size, replace=False, p=w / w.sum())
+        got = _weighted_draws(got_rng, w / w.sum(), size)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+        assert got_rng.bit_generator.state == want_rng.bit_generator.state
+    with pytest.raises(ValueError):                  # choice's refusal stands
+        _weighted_draws(np.random.default_rng(0), np.array([0.0, 1.0, 0.0]), 2)
+
+
+def test_correlation_features_equal_the_nanmean_form():
+    """Without a NaN the features skip nanmean's copy and fill: the same bits, C, Fortran or strided input."""
+    from irtlib.selection.static import correlation_features
+
+    def nanmean_form(x):
+        x = np.asarray(x, float)
+        mean = np.nanmean(x, axis=0)
+        z = np.where(np.isnan(x), 0.0, x - mean)
+        norm = np.sqrt((z * z).sum(axis=0))
+        const = norm <= 1e-12 * np.sqrt(x.shape[0])
+        u = np.zeros((x.shape[1], x.shape[0] + 2))
+        u[~const, :-2] = (z[:, ~const] / norm[~const]).T
+        u[const & (mean >= 0.5), -2] = 1.0
+        u[const & (mean < 0.5), -1] = 1.0
+        return u
+
+    rng = np.random.default_rng(19)
+    for trial in range(60):
+        n, m = int(rng.integers(1, 60)), int(rng.integers(1, 300))
+        x = (rng.random((n, m)) < rng.random(m)).astype(float) if trial % 2 else rng.normal(size=(n, m))
+        if trial % 3 == 0:
+            x[rng.random((n, m)) < 0.05] = np.nan
+        for form in (x, np.asfortranarray(x), np.repeat(x, 2, axis=1)[:, ::2], x.tolist()):
+            got, want = correlation_features(form), nanmean_form(form)
+            np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
