@@ -10,6 +10,8 @@
  * (find_best_swaps) takes a few candidates at once, one in each lane of a vector, each against the same state as
  * in the package; after a swap, the batch's later candidates are looked at again (swap_loop). For k of 8 or more,
  * every point's distances to the medoids are also kept row by row (dm), for the second-nearest search after a swap.
+ * do_swap looks at four points at a time and goes point by point only where one of them changes; the loss it
+ * returns in the package (the sum of the nearest distances) is taken where the package reads it, at a pass's end.
  * Where the lanes' work could be split (the swap search's find_min, the second-nearest search), it runs in several
  * independent chains, merged by the package's rule (the least value, the lowest index among equals).
  *
@@ -231,8 +233,42 @@ static inline void second_nearest(pam_t *P, int64_t c, int64_t b, int64_t o, dou
     least_of_lanes(osi, osd, b, doj, ld, li);
 }
 
-/* the package's do_swap: medoid b becomes point j; returns the new loss (the package's reduce) */
-static double do_swap(pam_t *P, int64_t b, int64_t j)
+/* one point's part of the package's do_swap (not o == j): its nearest and second nearest after medoid b became
+ * the point at distance doj; then its term of the removal loss (the package's update_removal_loss, in this pass) */
+static inline __attribute__((always_inline)) void swap_point(pam_t *P, int64_t b, int64_t o, double doj)
+{
+    const int32_t b32 = (int32_t)b;
+    int32_t n_i = P->near_i[o], s_i = P->seco_i[o];
+    double n_d = P->near_d[o], s_d = P->seco_d[o];
+    if (n_i == b32) {
+        if (doj < s_d) {
+            n_d = doj;
+        } else {
+            n_i = s_i;
+            n_d = s_d;
+            second_nearest(P, n_i, b, o, doj, &s_i, &s_d);
+        }
+    } else if (doj < n_d) {
+        s_i = n_i;
+        s_d = n_d;
+        n_i = b32;
+        n_d = doj;
+    } else if (doj < s_d) {
+        s_i = b32;
+        s_d = doj;
+    } else if (s_i == b32) {
+        second_nearest(P, n_i, b, o, doj, &s_i, &s_d);
+    }
+    P->near_i[o] = n_i;
+    P->near_d[o] = n_d;
+    P->seco_i[o] = s_i;
+    P->seco_d[o] = s_d;
+    P->removal[n_i] += s_d - n_d;
+}
+
+/* the package's do_swap: medoid b becomes point j (its loss, the sum of the nearest distances, is taken by
+ * total_loss where it is read: at the end of a pass) */
+static void do_swap(pam_t *P, int64_t b, int64_t j)
 {
     const int64_t n = P->n, k = P->k, so = P->so;
     const int32_t b32 = (int32_t)b;
@@ -241,48 +277,71 @@ static double do_swap(pam_t *P, int64_t b, int64_t j)
     double *dmb = P->dm ? P->dm + b : NULL;         /* the row store's column b becomes D[., j] */
     int32_t *ni = P->near_i, *si = P->seco_i;
     double *nd = P->near_d, *sd = P->seco_d, *removal = P->removal;
-    for (int64_t m = 0; m < k; m++)                 /* the package's update_removal_loss, in the same pass */
+    for (int64_t m = 0; m < k; m++)
         removal[m] = 0.0;
-    double loss = 0.0;
-    for (int64_t o = 0; o < n; o++) {
+    int64_t o = 0;
+#ifdef TRANSPOSED
+    if (so == 1) {                                  /* four points at a time: most points keep their state */
+        typedef int32_t v4s __attribute__((vector_size(16)));
+        const v4s bv = (v4s){0} + b32;
+        for (; o + 4 <= n; o += 4) {
+            const __m256d d = _mm256_loadu_pd(col + o);
+            if (dmb)
+                for (int l = 0; l < 4; l++)
+                    dmb[(o + l) * k] = d[l];
+            v4s n4, s4;
+            __builtin_memcpy(&n4, ni + o, sizeof n4);
+            __builtin_memcpy(&s4, si + o, sizeof s4);
+            const int moved = _mm_movemask_ps((__m128)((n4 == bv) | (s4 == bv)))
+                              | _mm256_movemask_pd(_mm256_cmp_pd(d, _mm256_loadu_pd(nd + o), _CMP_LT_OQ))
+                              | _mm256_movemask_pd(_mm256_cmp_pd(d, _mm256_loadu_pd(sd + o), _CMP_LT_OQ))
+                              | ((uint64_t)(j - o) < 4);
+            if (!moved) {                           /* every point keeps its state: its removal term only */
+                for (int l = 0; l < 4; l++)
+                    removal[ni[o + l]] += sd[o + l] - nd[o + l];
+                continue;
+            }
+            for (int l = 0; l < 4; l++) {
+                if (o + l == j) {
+                    if (ni[j] != b32) {
+                        si[j] = ni[j];
+                        sd[j] = nd[j];
+                    }
+                    ni[j] = b32;
+                    nd[j] = 0.0;
+                    removal[b32] += sd[j] - nd[j];
+                } else {
+                    swap_point(P, b, o + l, d[l]);
+                }
+            }
+        }
+    }
+#endif
+    for (; o < n; o++) {
         const double doj = col[o * so];
         if (dmb)
             dmb[o * k] = doj;
-        int32_t n_i = ni[o], s_i = si[o];
-        double n_d = nd[o], s_d = sd[o];
         if (o == j) {
-            if (n_i != b32) {
-                s_i = n_i;
-                s_d = n_d;
+            if (ni[j] != b32) {
+                si[j] = ni[j];
+                sd[j] = nd[j];
             }
-            n_i = b32;
-            n_d = 0.0;
-        } else if (n_i == b32) {
-            if (doj < s_d) {
-                n_d = doj;
-            } else {
-                n_i = s_i;
-                n_d = s_d;
-                second_nearest(P, n_i, b, o, doj, &s_i, &s_d);
-            }
-        } else if (doj < n_d) {
-            s_i = n_i;
-            s_d = n_d;
-            n_i = b32;
-            n_d = doj;
-        } else if (doj < s_d) {
-            s_i = b32;
-            s_d = doj;
-        } else if (s_i == b32) {
-            second_nearest(P, n_i, b, o, doj, &s_i, &s_d);
+            ni[j] = b32;
+            nd[j] = 0.0;
+            removal[b32] += sd[j] - nd[j];
+        } else {
+            swap_point(P, b, o, doj);
         }
-        ni[o] = n_i;
-        nd[o] = n_d;
-        si[o] = s_i;
-        sd[o] = s_d;
-        removal[n_i] += s_d - n_d;
-        loss = o == 0 ? n_d : loss + n_d;
     }
+}
+
+/* the loss as the package's do_swap returns it: the nearest distances summed in order (its reduce: the first, then
+ * each added) */
+static double total_loss(const pam_t *P)
+{
+    double loss = P->near_d[0];
+    for (int64_t o = 1; o < P->n; o++)
+        loss = loss + P->near_d[o];
     return loss;
 }
 
@@ -461,10 +520,12 @@ static inline __attribute__((always_inline)) void swap_loop(pam_t *P, const int6
             since = 0;
             swaps++;
             lastswap = js[u];
-            *loss = do_swap(P, bs[u], js[u]);
+            do_swap(P, bs[u], js[u]);
             t = pos[u] + 1;
             done = 0;
         }
+        if (swaps != swaps_before)
+            *loss = total_loss(P);
         if (swaps == swaps_before || *loss >= lastloss)
             break;
     }
