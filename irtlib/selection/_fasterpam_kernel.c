@@ -286,9 +286,13 @@ static void do_swap(pam_t *P, int64_t b, int64_t j)
         const v4s bv = (v4s){0} + b32;
         for (; o + 4 <= n; o += 4) {
             const __m256d d = _mm256_loadu_pd(col + o);
-            if (dmb)
+            if (dmb) {
+                if (o + 64 + 4 <= n)                /* the lines of the rows 64 on, for their stores */
+                    for (int l = 0; l < 4; l++)
+                        __builtin_prefetch(dmb + (o + 64 + l) * k, 1, 3);
                 for (int l = 0; l < 4; l++)
                     dmb[(o + l) * k] = d[l];
+            }
             v4s n4, s4;
             __builtin_memcpy(&n4, ni + o, sizeof n4);
             __builtin_memcpy(&s4, si + o, sizeof s4);
