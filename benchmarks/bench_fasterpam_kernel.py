@@ -13,9 +13,14 @@ medoids and seed: :func:`irtlib.selection.static.anchor_points_fresh`'s steps; f
   :func:`~irtlib.selection.fasterpam.fasterpam_from`) with the kernel and with the extension alone, in turn
   (ABBA over the calls), with the per-call Python work each form pays.
 
+With ``--base REV``, the CPU is the kernel's against the base revision's kernel instead of the extension's (REV's
+``_fasterpam_kernel.c``, built as REV's loader built it: ``--base-flags``, none by default, i.e. AVX2 where the
+processor has it); the exactness is still every call against the extension, and the base kernel's too.
+
 Printed per benchmark: calls, CPU seconds each way, the ratio, and how many calls differ::
 
     .venv/bin/python benchmarks/bench_fasterpam_kernel.py --cache-dir /tmp/cache --run authors wmdp-bio safetybench
+    .venv/bin/python benchmarks/bench_fasterpam_kernel.py --cache-dir /tmp/cache --run authors wmdp-bio --base main
 """
 
 from __future__ import annotations
@@ -23,13 +28,16 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+LABEL = {"ext": "extension", "base": "base kernel"}
 
 
 def fasterpam_calls(calls: list) -> list:
@@ -84,8 +92,21 @@ def same(lib, job) -> bool:
             and (got[3], got[4]) == (int(want[3]), int(want[4])))
 
 
+def base_kernel(rev: str, flags: tuple[str, ...]):
+    """Revision ``rev``'s kernel (``git show REV:irtlib/selection/_fasterpam_kernel.c``), compiled with ``flags``."""
+    from irtlib.calibration.fused_kernel import compile_kernel
+    from irtlib.selection import fasterpam
+
+    text = subprocess.run(["git", "show", f"{rev}:irtlib/selection/_fasterpam_kernel.c"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+    folder = Path(tempfile.mkdtemp())
+    source = folder / "_fasterpam_kernel_base.c"
+    source.write_text(text)
+    return fasterpam._bind(compile_kernel(source=source, directory=folder, extra_flags=flags))
+
+
 def timed(jobs, use_kernel: bool, lib) -> float:
-    """CPU seconds of the public function for every job, with the kernel or the extension alone."""
+    """CPU seconds of the public function for every job, with the kernel ``lib`` or the extension alone."""
     from irtlib.selection import fasterpam
 
     fasterpam._KERNEL["lib"] = lib if use_kernel else None
@@ -105,6 +126,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cache-dir", required=True)
     parser.add_argument("--inputs", default="/tmp/anchor-inputs", help="where captured inputs are kept")
     parser.add_argument("--max-calls", type=int, default=None, help="only the first captured calls (splits)")
+    parser.add_argument("--base", default=None, help="time against this revision's kernel instead of the extension")
+    parser.add_argument("--base-flags", default="", help="the base kernel's extra compiler flags, comma-separated")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_anchor_path import capture
@@ -116,32 +139,36 @@ def main(argv=None) -> int:
     if lib is None:
         print("the FasterPAM kernel does not load here (or differs from the extension): nothing to compare")
         return 1
+    base = None if args.base is None else base_kernel(args.base, tuple(f for f in args.base_flags.split(",") if f))
+    other = "ext" if base is None else "base"
     Path(args.inputs).mkdir(parents=True, exist_ok=True)
-    total = {"ext": 0.0, "kernel": 0.0}
+    total = {other: 0.0, "kernel": 0.0}
     with threadpool_limits(limits=1):
         for name in args.benchmarks:
             path = Path(args.inputs) / f"{args.run}_{name}.pkl"
             if not path.exists():
                 path.write_bytes(pickle.dumps(capture(args.run, name, args.cache_dir)))
             calls = pickle.loads(path.read_bytes())[:args.max_calls]
-            cpu = {"ext": 0.0, "kernel": 0.0}
-            n_jobs = differ = 0
+            cpu = {other: 0.0, "kernel": 0.0}
+            n_jobs = differ = differ_base = 0
             sizes = set()
             for i, jobs in enumerate(fasterpam_calls(calls)):
                 n_jobs += len(jobs)
                 sizes.update(j[0].shape[0] for j in jobs)
                 differ += sum(not same(lib, job) for job in jobs)
-                for form in (("ext", "kernel") if i % 2 == 0 else ("kernel", "ext")):
-                    cpu[form] += timed(jobs, form == "kernel", lib)
+                if base is not None:
+                    differ_base += sum(not same(base, job) for job in jobs)
+                for form in ((other, "kernel") if i % 2 == 0 else ("kernel", other)):
+                    cpu[form] += timed(jobs, form != "ext", base if form == "base" else lib)
             for form in cpu:
                 total[form] += cpu[form]
             print(f"{args.run} {name}: {n_jobs} FasterPAM calls (n = {sorted(sizes)}), "
-                  f"extension {cpu['ext']:.2f} CPU s, kernel {cpu['kernel']:.2f} CPU s, "
-                  f"ratio {cpu['kernel'] / max(cpu['ext'], 1e-9):.3f}; "
-                  f"calls differing {differ}", flush=True)
+                  f"{LABEL[other]} {cpu[other]:.2f} CPU s, kernel {cpu['kernel']:.2f} CPU s, "
+                  f"ratio {cpu['kernel'] / max(cpu[other], 1e-9):.3f}; calls differing {differ}"
+                  + ("" if base is None else f" (base kernel: {differ_base})"), flush=True)
     fasterpam._KERNEL["lib"] = lib
-    print(f"all: extension {total['ext']:.2f} CPU s, kernel {total['kernel']:.2f} CPU s, "
-          f"ratio {total['kernel'] / max(total['ext'], 1e-9):.3f}; load {os.getloadavg()}")
+    print(f"all: {LABEL[other]} {total[other]:.2f} CPU s, kernel {total['kernel']:.2f} CPU s, "
+          f"ratio {total['kernel'] / max(total[other], 1e-9):.3f}; load {os.getloadavg()}")
     return 0
 
 

@@ -10,18 +10,24 @@
  * (find_best_swaps) takes a few candidates at once, one in each lane of a vector, each against the same state as
  * in the package; after a swap, the batch's later candidates are looked at again (swap_loop). For k of 8 or more,
  * every point's distances to the medoids are also kept row by row (dm), for the second-nearest search after a swap.
+ * do_swap looks at four points at a time and goes point by point only where one of them changes; the loss it
+ * returns in the package (the sum of the nearest distances) is taken where the package reads it, at a pass's end.
+ * Where the lanes' work could be split (the swap search's find_min, the second-nearest search), it runs in several
+ * independent chains, merged by the package's rule (the least value, the lowest index among equals).
  *
- * Compiled with -ffp-contract=off (no fused multiply-add) and without -ffast-math.
+ * Compiled with -ffp-contract=off (no fused multiply-add) and without -ffast-math; with AVX2 (its column reads
+ * transposed four by four) and, where the processor has it, with AVX-512 (F, VL, DQ, BW: the same four-lane
+ * vectors, with mask registers and 32 vector registers): each lane's operations are the same, so the same bits.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__AVX512F__)
-#define LANES 8
-#else
-#define LANES 4
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define TRANSPOSED 1                                /* the swap search's columns read four rows at a time */
 #endif
+
+#define LANES 4
 typedef double vd __attribute__((vector_size(8 * LANES)));
 typedef int64_t vi __attribute__((vector_size(8 * LANES)));
 
@@ -29,6 +35,7 @@ typedef struct {
     int64_t n, k, so, sj;
     const double *D;
     double *dm;                                     /* NULL, or dm[o * k + m] = D[o, med[m]] (kept up to date) */
+    int64_t dm_rows;                                /* rows of dm written by initial_assignment */
     int64_t *med;
     int32_t *near_i, *seco_i;
     double *near_d, *seco_d, *removal, *ploss;
@@ -47,10 +54,49 @@ static double initial_assignment(pam_t *P)
         P->seco_i[i] = -1;                          /* u32::MAX in the package: no second yet */
         P->seco_d[i] = 0.0;
     }
-    /* medoid by medoid (column by column); each point's state sees the medoids in the package's order */
+    /* medoid by medoid (column by column); each point's state sees the medoids in the package's order. Four points
+     * at once, one in each lane (each lane's comparisons and choices are its point's own) */
+    int64_t i0 = 0;
+    if (P->so == 1) {
+        typedef double v4 __attribute__((vector_size(32)));
+        typedef int64_t v4l __attribute__((vector_size(32)));
+        for (; i0 + 4 <= n; i0 += 4) {
+            v4 ndv, sdv;
+            v4l niv = (v4l){0}, siv = (v4l){0} - 1;
+            __builtin_memcpy(&ndv, P->near_d + i0, sizeof ndv);
+            sdv = (v4){0};
+            const v4l iv = (v4l){0, 1, 2, 3} + i0;
+            double *dm = P->dm ? P->dm + i0 * k : NULL;    /* the four points' rows of the row store, while here */
+            if (dm)
+                for (int l = 0; l < 4; l++)
+                    dm[l * k] = ndv[l];
+            for (int64_t m = 1; m < k; m++) {
+                const int64_t me = P->med[m];
+                v4 d;
+                __builtin_memcpy(&d, P->D + me * P->sj + i0, sizeof d);
+                if (dm)
+                    for (int l = 0; l < 4; l++)
+                        dm[l * k + m] = d[l];
+                const v4l mv = (v4l){0} + m;
+                const v4l near = (d < ndv) | (iv == me);
+                const v4l sec = ~near & ((siv == -1) | (d < sdv));
+                sdv = (v4)(((v4l)ndv & near) | ((v4l)d & sec) | ((v4l)sdv & ~(near | sec)));
+                siv = (niv & near) | (mv & sec) | (siv & ~(near | sec));
+                ndv = (v4)(((v4l)d & near) | ((v4l)ndv & ~near));
+                niv = (mv & near) | (niv & ~near);
+            }
+            __builtin_memcpy(P->near_d + i0, &ndv, sizeof ndv);
+            __builtin_memcpy(P->seco_d + i0, &sdv, sizeof sdv);
+            for (int l = 0; l < 4; l++) {
+                P->near_i[i0 + l] = (int32_t)niv[l];
+                P->seco_i[i0 + l] = (int32_t)siv[l];
+            }
+        }
+    }
+    P->dm_rows = i0;
     for (int64_t m = 1; m < k; m++) {
         const int64_t me = P->med[m];
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = i0; i < n; i++) {
             const double d = AT(P, i, me);
             if (d < P->near_d[i] || i == me) {
                 P->seco_i[i] = P->near_i[i];
@@ -82,7 +128,7 @@ static void update_removal_loss(pam_t *P)
  * distance below doj, the lowest index among equals, or b where none is below doj. Four lanes (medoids m = l mod 4)
  * keep their own first least, then the least of the lanes' (the lowest index among equals): the same medoid and
  * distance (a NaN distance is never below anything, as in the package), without one long chain of comparisons. */
-static inline void least_of_lanes(pam_t *P, int64_t o, int64_t b, double doj, const double *ld, const int64_t *li)
+static inline void least_of_lanes(int32_t *osi, double *osd, int64_t b, double doj, const double *ld, const int64_t *li)
 {
     int64_t si = -1;
     double sd = 0.0;
@@ -92,44 +138,73 @@ static inline void least_of_lanes(pam_t *P, int64_t o, int64_t b, double doj, co
             si = li[l];
         }
     if (si >= 0 && sd < doj) {
-        P->seco_i[o] = (int32_t)si;
-        P->seco_d[o] = sd;
+        *osi = (int32_t)si;
+        *osd = sd;
     } else {
-        P->seco_i[o] = (int32_t)b;
-        P->seco_d[o] = doj;
+        *osi = (int32_t)b;
+        *osd = doj;
     }
 }
 
-static inline void second_nearest(pam_t *P, int64_t c, int64_t b, int64_t o, double doj)
+static inline void second_nearest(pam_t *P, int64_t c, int64_t b, int64_t o, double doj, int32_t *osi, double *osd)
 {
     const int64_t k = P->k;
     if (P->dm) {                                    /* the row of the medoids' distances, contiguous */
-        const double *row = P->dm + o * k;
+        double *row = P->dm + o * k;
         typedef double v4 __attribute__((vector_size(32)));
         typedef int64_t v4l __attribute__((vector_size(32)));
-        v4 lv = (v4){0} + __builtin_inf();
-        v4l iv = (v4l){0} - 1, mv = {0, 1, 2, 3};
-        const v4l cv = (v4l){0} + c, bv = (v4l){0} + b;
+        /* c and b are left out by a NaN in their places for the scan (never below anything), put back after it;
+         * four vectors of four lanes (medoids m = l mod 16), each lane keeping its first least */
+        const double keep_c = row[c], keep_b = row[b];
+        row[c] = __builtin_nan("");
+        row[b] = __builtin_nan("");
+        v4 lv[4];
+        v4l iv[4];                                  /* the block's first medoid where the lane's least is */
+        for (int u = 0; u < 4; u++) {
+            lv[u] = (v4){0} + __builtin_inf();
+            iv[u] = (v4l){0} - 1;
+        }
         int64_t m = 0;
-        for (; m + 4 <= k; m += 4, mv += 4) {
+        for (; m + 16 <= k; m += 16) {
+            const v4l mb = (v4l){0} + m;
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                v4 d;
+                __builtin_memcpy(&d, row + m + 4 * u, sizeof d);
+                const v4l take = d < lv[u];
+                lv[u] = (v4)(((v4l)d & take) | ((v4l)lv[u] & ~take));
+                iv[u] = (mb & take) | (iv[u] & ~take);
+            }
+        }
+        for (int u = 0; u < 4; u++)                 /* the medoid itself: block + 4 u + lane */
+            iv[u] += (iv[u] >= 0) & ((v4l){0, 1, 2, 3} + 4 * u);
+        for (; m + 4 <= k; m += 4) {
             v4 d;
             __builtin_memcpy(&d, row + m, sizeof d);
-            const v4l take = (d < lv) & ~((mv == cv) | (mv == bv));
-            lv = (v4)(((v4l)d & take) | ((v4l)lv & ~take));
-            iv = (mv & take) | (iv & ~take);
+            const v4l mm = (v4l){0, 1, 2, 3} + m;
+            const v4l take = d < lv[0];
+            lv[0] = (v4)(((v4l)d & take) | ((v4l)lv[0] & ~take));
+            iv[0] = (mm & take) | (iv[0] & ~take);
         }
         double ld[4];
         int64_t li[4];
         for (int l = 0; l < 4; l++) {
-            ld[l] = lv[l];
-            li[l] = iv[l];
+            ld[l] = lv[0][l];
+            li[l] = iv[0][l];
+            for (int u = 1; u < 4; u++)
+                if (iv[u][l] >= 0 && (li[l] < 0 || lv[u][l] < ld[l] || (lv[u][l] == ld[l] && iv[u][l] < li[l]))) {
+                    ld[l] = lv[u][l];
+                    li[l] = iv[u][l];
+                }
         }
         for (; m < k; m++)
-            if (m != c && m != b && row[m] < ld[0]) {
+            if (row[m] < ld[0]) {
                 ld[0] = row[m];
                 li[0] = m;
             }
-        least_of_lanes(P, o, b, doj, ld, li);
+        row[c] = keep_c;
+        row[b] = keep_b;
+        least_of_lanes(osi, osd, b, doj, ld, li);
         return;
     }
     const double *row = P->D + o * P->so;
@@ -155,56 +230,122 @@ static inline void second_nearest(pam_t *P, int64_t c, int64_t b, int64_t o, dou
             li[0] = m;
         }
     }
-    least_of_lanes(P, o, b, doj, ld, li);
+    least_of_lanes(osi, osd, b, doj, ld, li);
 }
 
-/* the package's do_swap: medoid b becomes point j; returns the new loss (the package's reduce) */
-static double do_swap(pam_t *P, int64_t b, int64_t j)
+/* one point's part of the package's do_swap (not o == j): its nearest and second nearest after medoid b became
+ * the point at distance doj; then its term of the removal loss (the package's update_removal_loss, in this pass) */
+static inline __attribute__((always_inline)) void swap_point(pam_t *P, int64_t b, int64_t o, double doj)
 {
-    const int64_t n = P->n;
+    const int32_t b32 = (int32_t)b;
+    int32_t n_i = P->near_i[o], s_i = P->seco_i[o];
+    double n_d = P->near_d[o], s_d = P->seco_d[o];
+    if (n_i == b32) {
+        if (doj < s_d) {
+            n_d = doj;
+        } else {
+            n_i = s_i;
+            n_d = s_d;
+            second_nearest(P, n_i, b, o, doj, &s_i, &s_d);
+        }
+    } else if (doj < n_d) {
+        s_i = n_i;
+        s_d = n_d;
+        n_i = b32;
+        n_d = doj;
+    } else if (doj < s_d) {
+        s_i = b32;
+        s_d = doj;
+    } else if (s_i == b32) {
+        second_nearest(P, n_i, b, o, doj, &s_i, &s_d);
+    }
+    P->near_i[o] = n_i;
+    P->near_d[o] = n_d;
+    P->seco_i[o] = s_i;
+    P->seco_d[o] = s_d;
+    P->removal[n_i] += s_d - n_d;
+}
+
+/* the package's do_swap: medoid b becomes point j (its loss, the sum of the nearest distances, is taken by
+ * total_loss where it is read: at the end of a pass) */
+static void do_swap(pam_t *P, int64_t b, int64_t j)
+{
+    const int64_t n = P->n, k = P->k, so = P->so;
     const int32_t b32 = (int32_t)b;
     P->med[b] = j;
     const double *col = P->D + j * P->sj;
     double *dmb = P->dm ? P->dm + b : NULL;         /* the row store's column b becomes D[., j] */
-    const int64_t k = P->k;
-    double loss = 0.0;
-    for (int64_t o = 0; o < n; o++) {
-        double term;
-        if (dmb)
-            dmb[o * k] = col[o * P->so];
-        if (o == j) {
-            if (P->near_i[o] != b32) {
-                P->seco_i[o] = P->near_i[o];
-                P->seco_d[o] = P->near_d[o];
+    int32_t *ni = P->near_i, *si = P->seco_i;
+    double *nd = P->near_d, *sd = P->seco_d, *removal = P->removal;
+    for (int64_t m = 0; m < k; m++)
+        removal[m] = 0.0;
+    int64_t o = 0;
+#ifdef TRANSPOSED
+    if (so == 1) {                                  /* four points at a time: most points keep their state */
+        typedef int32_t v4s __attribute__((vector_size(16)));
+        const v4s bv = (v4s){0} + b32;
+        for (; o + 4 <= n; o += 4) {
+            const __m256d d = _mm256_loadu_pd(col + o);
+            if (dmb) {
+                if (o + 64 + 4 <= n)                /* the lines of the rows 64 on, for their stores */
+                    for (int l = 0; l < 4; l++)
+                        __builtin_prefetch(dmb + (o + 64 + l) * k, 1, 3);
+                for (int l = 0; l < 4; l++)
+                    dmb[(o + l) * k] = d[l];
             }
-            P->near_i[o] = b32;
-            P->near_d[o] = 0.0;
-            term = 0.0;
-        } else {
-            const double doj = col[o * P->so];
-            if (P->near_i[o] == b32) {
-                if (doj < P->seco_d[o]) {
-                    P->near_d[o] = doj;
+            v4s n4, s4;
+            __builtin_memcpy(&n4, ni + o, sizeof n4);
+            __builtin_memcpy(&s4, si + o, sizeof s4);
+            const int moved = _mm_movemask_ps((__m128)((n4 == bv) | (s4 == bv)))
+                              | _mm256_movemask_pd(_mm256_cmp_pd(d, _mm256_loadu_pd(nd + o), _CMP_LT_OQ))
+                              | _mm256_movemask_pd(_mm256_cmp_pd(d, _mm256_loadu_pd(sd + o), _CMP_LT_OQ))
+                              | ((uint64_t)(j - o) < 4);
+            if (!moved) {                           /* every point keeps its state: its removal term only */
+                for (int l = 0; l < 4; l++)
+                    removal[ni[o + l]] += sd[o + l] - nd[o + l];
+                continue;
+            }
+            for (int l = 0; l < 4; l++) {
+                if (o + l == j) {
+                    if (ni[j] != b32) {
+                        si[j] = ni[j];
+                        sd[j] = nd[j];
+                    }
+                    ni[j] = b32;
+                    nd[j] = 0.0;
+                    removal[b32] += sd[j] - nd[j];
                 } else {
-                    P->near_i[o] = P->seco_i[o];
-                    P->near_d[o] = P->seco_d[o];
-                    second_nearest(P, P->near_i[o], b, o, doj);
+                    swap_point(P, b, o + l, d[l]);
                 }
-            } else if (doj < P->near_d[o]) {
-                P->seco_i[o] = P->near_i[o];
-                P->seco_d[o] = P->near_d[o];
-                P->near_i[o] = b32;
-                P->near_d[o] = doj;
-            } else if (doj < P->seco_d[o]) {
-                P->seco_i[o] = b32;
-                P->seco_d[o] = doj;
-            } else if (P->seco_i[o] == b32) {
-                second_nearest(P, P->near_i[o], b, o, doj);
             }
-            term = P->near_d[o];
         }
-        loss = o == 0 ? term : loss + term;
     }
+#endif
+    for (; o < n; o++) {
+        const double doj = col[o * so];
+        if (dmb)
+            dmb[o * k] = doj;
+        if (o == j) {
+            if (ni[j] != b32) {
+                si[j] = ni[j];
+                sd[j] = nd[j];
+            }
+            ni[j] = b32;
+            nd[j] = 0.0;
+            removal[b32] += sd[j] - nd[j];
+        } else {
+            swap_point(P, b, o, doj);
+        }
+    }
+}
+
+/* the loss as the package's do_swap returns it: the nearest distances summed in order (its reduce: the first, then
+ * each added) */
+static double total_loss(const pam_t *P)
+{
+    double loss = P->near_d[0];
+    for (int64_t o = 1; o < P->n; o++)
+        loss = loss + P->near_d[o];
     return loss;
 }
 
@@ -234,7 +375,37 @@ static inline __attribute__((always_inline)) void find_best_swaps(pam_t *P, cons
     vd acc[NV_MAX];
     for (int q = 0; q < nv; q++)
         acc[q] = (vd){0};
-    for (int64_t o = 0; o < n; o++) {
+    int64_t o = 0;
+#ifdef TRANSPOSED
+    if (so == 1) {                                  /* four rows of four columns, transposed: rows o .. o+3 in turn */
+        for (; o + 4 <= n; o += 4) {
+#pragma GCC unroll 4
+            for (int q = 0; q < nv; q++) {
+                const double *const *cq = col + q * 4;
+                const __m256d r0 = _mm256_loadu_pd(cq[0] + o), r1 = _mm256_loadu_pd(cq[1] + o);
+                const __m256d r2 = _mm256_loadu_pd(cq[2] + o), r3 = _mm256_loadu_pd(cq[3] + o);
+                const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+                const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+                vd d[4];
+                d[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+                d[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+                d[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+                d[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; i++) {
+                    const vd ndv = _mm256_broadcast_sd(nd + o + i), sdv = _mm256_broadcast_sd(sd + o + i);
+                    const vd gone = ndv - sdv, doj = d[i];
+                    vd *pl = ploss + (int64_t)ni[o + i] * nv + q;
+                    const vi t1 = doj < ndv, t2 = doj < sdv;
+                    acc[q] += (vd)((vi)(doj - ndv) & t1);
+                    const vd other = (vd)((vi)(doj - sdv) & t2);
+                    *pl += (vd)(((vi)gone & t1) | ((vi)other & ~t1));
+                }
+            }
+        }
+    }
+#endif
+    for (; o < n; o++) {
         const vd ndv = nd[o] - (vd){0}, sdv = sd[o] - (vd){0};
         const vd gone = ndv - sdv;
         vd *pl = ploss + (int64_t)ni[o] * nv;
@@ -249,20 +420,42 @@ static inline __attribute__((always_inline)) void find_best_swaps(pam_t *P, cons
             pl[q] += (vd)(((vi)gone & t1) | ((vi)other & ~t1));
         }
     }
-    /* find_min for every lane: the first least of its ploss over the medoids, lane by lane in one vector */
+    /* find_min for every lane: the first least of its ploss over the medoids. Four chains per vector, each from
+     * ploss[0] over the medoids m = 1 + c, 5 + c, ... (strict <), then the least of the chains' (the lowest index
+     * among equals): the package's one chain's medoid and value (where ploss[0] is NaN every chain keeps it) */
     for (int q = 0; q < nv; q++) {
-        vd best = ploss[q];
-        vi b = (vi){0}, mv = (vi){0};
-        for (int64_t m = 1; m < k; m++) {
-            mv += 1;
+        vd best[4];
+        vi b[4], mv[4];
+        for (int c = 0; c < 4; c++) {
+            best[c] = ploss[q];
+            b[c] = (vi){0};
+            mv[c] = (vi){0} + (1 + c);
+        }
+        int64_t m = 1;
+        for (; m + 4 <= k; m += 4) {
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                const vd v = ploss[(m + c) * nv + q];
+                const vi take = v < best[c];
+                best[c] = (vd)(((vi)v & take) | ((vi)best[c] & ~take));
+                b[c] = (mv[c] & take) | (b[c] & ~take);
+                mv[c] += 4;
+            }
+        }
+        for (int c = 0; m < k; m++, c++) {
             const vd v = ploss[m * nv + q];
-            const vi take = v < best;
-            best = (vd)(((vi)v & take) | ((vi)best & ~take));
-            b = (mv & take) | (b & ~take);
+            const vi take = v < best[c];
+            best[c] = (vd)(((vi)v & take) | ((vi)best[c] & ~take));
+            b[c] = (mv[c] & take) | (b[c] & ~take);
+        }
+        for (int c = 1; c < 4; c++) {
+            const vi take = (best[c] < best[0]) | ((best[c] == best[0]) & (b[c] < b[0]));
+            best[0] = (vd)(((vi)best[c] & take) | ((vi)best[0] & ~take));
+            b[0] = (b[c] & take) | (b[0] & ~take);
         }
         for (int l = 0; l < LANES && q * LANES + l < nj; l++) {
-            bs[q * LANES + l] = b[l];
-            change[q * LANES + l] = best[l] + acc[q][l];
+            bs[q * LANES + l] = b[0][l];
+            change[q * LANES + l] = best[0][l] + acc[q][l];
         }
     }
 }
@@ -331,11 +524,12 @@ static inline __attribute__((always_inline)) void swap_loop(pam_t *P, const int6
             since = 0;
             swaps++;
             lastswap = js[u];
-            *loss = do_swap(P, bs[u], js[u]);
-            update_removal_loss(P);
+            do_swap(P, bs[u], js[u]);
             t = pos[u] + 1;
             done = 0;
         }
+        if (swaps != swaps_before)
+            *loss = total_loss(P);
         if (swaps == swaps_before || *loss >= lastloss)
             break;
     }
@@ -415,22 +609,19 @@ int fasterpam(int64_t n, const double *D, int64_t so, int64_t sj, int64_t k, int
     P.removal = P.seco_d + n;
     P.near_i = (int32_t *)(P.removal + k);
     P.seco_i = P.near_i + n;
-    double *dm = NULL;
-    if (k >= DM_MIN_K) {
-        dm = dm_buffer((size_t)n * (size_t)k);
-        if (dm) {
-            for (int64_t o0 = 0; o0 < n; o0 += 128) {   /* in chunks of rows: the chunk's rows stay in cache */
-                const int64_t o1 = o0 + 128 < n ? o0 + 128 : n;
-                for (int64_t m = 0; m < k; m++) {
-                    const double *c = D + med[m] * sj;
-                    for (int64_t o = o0; o < o1; o++)
-                        dm[o * k + m] = c[o * so];
-                }
+    P.dm = k >= DM_MIN_K ? dm_buffer((size_t)n * (size_t)k) : NULL;
+    double loss = initial_assignment(&P);
+    if (P.dm) {                                     /* the rows initial_assignment has not written */
+        double *dm = P.dm;
+        for (int64_t o0 = P.dm_rows; o0 < n; o0 += 128) {   /* in chunks of rows: the chunk's rows stay in cache */
+            const int64_t o1 = o0 + 128 < n ? o0 + 128 : n;
+            for (int64_t m = 0; m < k; m++) {
+                const double *c = D + med[m] * sj;
+                for (int64_t o = o0; o < o1; o++)
+                    dm[o * k + m] = c[o * so];
             }
         }
     }
-    P.dm = dm;
-    double loss = initial_assignment(&P);
     update_removal_loss(&P);
     if (so == 1)
         swap_loop(&P, seq, max_iter, &loss, &stats[0], &stats[1], 1);

@@ -802,19 +802,34 @@ def correlation_distances(train_values: ArrayLike, *, order: str = "C") -> np.nd
     items), the result clipped to [0, 2] with a zero diagonal (the authors' released code: Anchor
     Points). Shape ``(n_items, n_items)``; needs complete responses. ``order="F"``: the same matrix
     stored column-major (what FasterPAM reads fastest, :func:`anchor_points_fresh`), written there
-    directly instead of copied. The same elements either way (the steps run in place, one pass each).
+    directly instead of copied. The same elements either way, and the same as
+    ``1 - numpy.corrcoef`` with the steps above, bit for bit (a test compares them).
+
+    ``numpy.corrcoef``'s own steps run in place on ``numpy.cov``'s matrix (``corrcoef`` calls ``cov`` so): each
+    element divided by its row's standard deviation, then by its column's, clipped to [-1, 1]. Column-major, they
+    run on the covariance's transpose, which holds the same elements where the covariance is symmetric, as
+    numpy's product of a matrix with its own transpose is (checked; else on a column-major copy): one pass over
+    the matrix per step, none of them strided.
     """
     x = np.asarray(train_values, float)
     if np.isnan(x).any():
         raise InputError("the authors' anchor points need complete training responses (no NaN)")
     with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.atleast_2d(np.corrcoef(x.T))
-    np.nan_to_num(corr, copy=False, nan=0.0)
-    diss = np.empty_like(corr, order=order)
-    np.subtract(1.0, corr, out=diss)
-    np.clip(diss, 0.0, 2.0, out=diss)
-    np.fill_diagonal(diss, 0.0)
-    return diss
+        cov = np.atleast_2d(np.cov(x.T))
+        if order == "F":
+            r = cov.T if np.array_equal(cov, cov.T) else np.asfortranarray(cov)
+        else:
+            r = np.ascontiguousarray(cov)
+        stddev = np.sqrt(np.diag(r))
+        r /= stddev[:, None]
+        r /= stddev[None, :]
+        np.clip(r, -1.0, 1.0, out=r)
+    # 1 - r, with r in [-1, 1], is in [0, 2] (rounding is monotone and both ends are numbers): the clip to
+    # [0, 2] changes no element; an undefined r (NaN) taken as 0: distance 1
+    np.subtract(1.0, r, out=r)
+    np.copyto(r, 1.0, where=np.isnan(r))
+    np.fill_diagonal(r, 0.0)
+    return r
 
 
 def anchor_points_fresh(train_values: ArrayLike, ks: Sequence[int], *, seed: int = 42,

@@ -6,12 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from irtlib.selection import fasterpam
+from irtlib.selection import fasterpam, static
 from irtlib.selection.static import anchor_points_fresh, anchor_points_path, correlation_distances
 
 kmedoids = pytest.importorskip("kmedoids")
@@ -143,16 +144,40 @@ def _distances_as_before(x):
     return diss
 
 
-@pytest.mark.parametrize("shape, seed", [((23, 300), 0), ((6, 1), 1), ((5, 400), 2), ((40, 7), 3)])
-def test_distances_in_place_and_column_major_equal_the_old_steps(shape, seed):
+@pytest.mark.parametrize("shape, seed", [((23, 300), 0), ((6, 1), 1), ((5, 400), 2), ((40, 7), 3), ((2, 50), 4),
+                                         ((1, 20), 5), ((70, 1090), 6), ((3, 2), 7)])
+@pytest.mark.parametrize("kind", ["binary", "continuous", "duplicates"])
+def test_distances_in_place_and_column_major_equal_the_old_steps(shape, seed, kind):
+    """numpy.corrcoef's steps in place (column-major: on the covariance's transpose) give its elements, bit for bit."""
     x = _responses(*shape, seed)
+    if kind == "continuous":
+        x = x + np.random.default_rng(seed).normal(scale=0.3, size=x.shape)
+    elif kind == "duplicates" and shape[1] > 3:
+        x[:, 1::3] = x[:, [0]]                        # identical items: r = 1 up to rounding, above 1 clipped
     x[:, ::5] = 1.0                                   # constant items: undefined r, taken as 0
-    want = _distances_as_before(x)
-    for order in ("C", "F"):
-        got = correlation_distances(x, order=order)
-        assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
-        np.testing.assert_array_equal(got, want)
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # numpy.cov's own warning for a single model
+        want = _distances_as_before(x)
+        for order in ("C", "F"):
+            got = correlation_distances(x, order=order)
+            assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
+            assert got.tobytes(order="A") == np.asarray(want, order=order).tobytes(order="A")
+
+
+def test_column_major_distances_of_an_asymmetric_covariance_are_the_row_major_ones(monkeypatch):
+    """Where numpy's covariance were not symmetric, the column-major steps run on a copy: the same elements."""
+    x = _responses(12, 80, 8) + np.random.default_rng(8).normal(scale=0.1, size=(12, 80))
+    cov = np.cov
+
+    def skewed(m):
+        c = cov(m)
+        c[0, 1] *= 1.0 + 1e-9                         # c[0, 1] != c[1, 0]
+        return c
+
+    monkeypatch.setattr(static.np, "cov", skewed)
+    rows, cols = correlation_distances(x, order="C"), correlation_distances(x, order="F")
+    assert cols.flags.f_contiguous and rows[0, 1] != rows[1, 0]
+    assert rows.tobytes() == np.ascontiguousarray(cols).tobytes()
 
 
 @pytest.mark.parametrize("seed", [42, 0, 7])

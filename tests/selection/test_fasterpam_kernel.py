@@ -15,12 +15,25 @@ from irtlib.selection.static import anchor_points_fresh, correlation_distances
 kmedoids = pytest.importorskip("kmedoids")
 
 
-@pytest.fixture(scope="module")
-def lib():
+@pytest.fixture(scope="module", params=["loaded", "avx2"])
+def lib(request):
+    """The kernel as loaded (with AVX-512 where the processor has it), and its build without AVX-512's flags."""
     built = fasterpam.kernel()
     if built is None:
         pytest.skip("no C compiler or no kmedoids extension: the kernel does not load")
+    if request.param == "avx2":
+        from irtlib.calibration.fused_kernel import compile_kernel
+
+        if not fasterpam.AVX512_FEATURES <= _cpu_flags():
+            pytest.skip("the loaded kernel is the build without AVX-512")
+        built = fasterpam._bind(compile_kernel(source=fasterpam.KERNEL_SOURCE))
     return built
+
+
+def _cpu_flags():
+    from irtlib.calibration.fused_kernel import cpu_flags
+
+    return cpu_flags()
 
 
 def _same(lib, diss, init, seed, max_iter=100):
@@ -105,6 +118,26 @@ def test_structured_matrices(lib, case):
             _same(lib, layout, rng.integers(0, n, k), None)      # repeated medoids
 
 
+@pytest.mark.parametrize("k", [7, 8, 9, 15, 16, 17, 19, 31, 32, 33, 47, 48, 49, 64, 65])
+def test_row_store_scan_boundaries(lib, k):
+    """Budgets around the second-nearest scan's blocks (16 medoids in four chains, then four, then one by one),
+    on distances with many ties (the lowest index among equals) and with the ties of duplicate items."""
+    rng = np.random.default_rng(k)
+    for trial in range(3):
+        n = int(rng.integers(k + 1, 4 * k + 40))
+        x = rng.normal(size=(n, 2))
+        diss = np.round(np.sqrt(((x[:, None] - x[None]) ** 2).sum(axis=-1)), 1 if trial < 2 else 2)
+        if trial == 1:
+            dup = rng.integers(0, n, n // 4)
+            diss[dup] = diss[0]
+            diss[:, dup] = diss[:, [0]]
+            np.fill_diagonal(diss, 0.0)
+        diss = np.asfortranarray(diss)
+        for seed in (42, trial):
+            _same(lib, diss, fasterpam.random_medoids(n, k, seed), seed)
+        _same(lib, diss, rng.choice(n, k, replace=False), None)
+
+
 def test_iteration_limits(lib):
     diss = correlation_distances(_responses(20, 200, 9), order="F")
     for max_iter in (0, 1, 2, 3, 100):
@@ -153,10 +186,10 @@ def test_the_load_check_rejects_a_kernel_that_breaks_ties_otherwise(tmp_path):
     from irtlib.calibration.fused_kernel import compile_kernel
 
     src = fasterpam.KERNEL_SOURCE.read_text()
-    rule = "const vi take = v < best;"
+    rule = "const vi take = v < best[c];"
     assert rule in src
     bad = tmp_path / "_fasterpam_kernel_bad.c"
-    bad.write_text(src.replace(rule, "const vi take = v <= best;"))
+    bad.write_text(src.replace(rule, "const vi take = v <= best[c];"))
     try:
         built = fasterpam._bind(compile_kernel(source=bad, directory=tmp_path))
     except OSError:
