@@ -579,15 +579,15 @@ int64_t maxinfo_step(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const
  * maxinfo_step_sorted: maxinfo_step with the candidates ranked once per full pass, so that a step evaluates
  * exactly only the few candidates that can still be the largest (the same pick and value, bit for bit).
  *
- * When a row's candidates are new (cready[m] == 0: the caller zeroes it whenever a full pass rebuilds them),
- * the step first computes every candidate's first-pass value w_t at the candidates' centre theta_c[m] (as
- * best_candidates4's first pass: within a relative 2e-12 of the exact information there) and the slope
- * s_t = a_t (1 - 2 P_t) of its log-information there; it sorts the slots into RANK_GROUPS groups by slope
- * (edges -1, -0.5, -0.2, 0, 0.2, 0.5, 1), each by w decreasing (ties by slot), and keeps the slots in corder,
- * their w and s in cw and cs, and each group's first rank and smallest and largest slope in cm (RANK_META values
- * a row); the largest |a| in camax; cready = 1. A row whose values are not all numbers in (1e-280, inf) with
- * -|z| >= -700 and |a| <= 1e100 gets cready = 2 and is always left to best_candidates4 (as are abilities more
- * than 1 / camax from the centre, or not numbers).
+ * When a row's candidates are new (cready[m] = 0: the caller zeroes it whenever a full pass rebuilds them), its
+ * first RANK_AFTER steps scan them whole (best_candidates4). At the next, the step computes every candidate's
+ * first-pass value w_t at the candidates' centre theta_c[m] (as best_candidates4's first pass: within a relative
+ * 2e-12 of the exact information there) and the slope s_t = a_t (1 - 2 P_t) of its log-information there; it
+ * sorts the slots into RANK_GROUPS groups by slope (edges -1, -0.5, -0.2, 0, 0.2, 0.5, 1), each by w decreasing
+ * (ties by slot), and keeps the slots in corder, their w and s in cw and cs, and each group's first rank and
+ * smallest and largest slope in cm (RANK_META values a row); the largest |a| in camax; cready = RANKED. A row
+ * whose values are not all numbers in (1e-280, inf) with -|z| >= -700 and |a| <= 1e100 is UNRANKABLE and left to
+ * best_candidates4 (as are abilities more than 1 / camax from the centre, or not numbers).
  *
  * The bounds. log P (1 - P) is concave in z = a (theta - b) (its second derivative is -2 P (1 - P)) with
  * derivative 1 - 2 P, of modulus below 1. So at theta, with D = theta - theta_c, candidate t's exact
@@ -610,6 +610,12 @@ int64_t maxinfo_step(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const
 #define SORT_MARGIN (1.0 + 1e-9)
 #define RANK_GROUPS 8
 #define RANK_META (3 * RANK_GROUPS + 1)   /* per row: RANK_GROUPS + 1 group starts, the slopes' minima and maxima */
+/* cready: 0 .. RANK_AFTER - 1 the steps the candidates have been scanned whole (the ranking, a sort, pays only
+ * when they last: a row's first steps after a full pass often move its ability past every radius), then RANKED or
+ * UNRANKABLE */
+#define RANK_AFTER 8
+#define RANKED (RANK_AFTER + 1)
+#define UNRANKABLE (RANK_AFTER + 2)
 
 static const double rank_edges[RANK_GROUPS - 1] = {-1.0, -0.5, -0.2, 0.0, 0.2, 0.5, 1.0};
 
@@ -669,13 +675,13 @@ static int slope_group(double slope)
     return g;
 }
 
-/* Rank a row's candidates at th = theta_c (see above); work: 3 cache values of scratch. 1 when ranked, 2 when
+/* Rank a row's candidates at th = theta_c (see above); work: 3 cache values of scratch. 1 when ranked, 0 when
  * the row is left to best_candidates4. */
 static uint8_t rank_candidates(int64_t cache, double th, const double *a, const double *b, double *cw, double *cs,
                                double *cm, int64_t *corder, double *camax, double *work)
 {
     if (!(fabs(th) < INFINITY))
-        return 2;
+        return 0;
     double *slope = work, *wv_sorted = work + cache;
     int64_t *order = (int64_t *)(work + 2 * cache);
     int64_t j = 0;
@@ -696,14 +702,14 @@ static uint8_t rank_candidates(int64_t cache, double th, const double *a, const 
         memcpy(slope + j, &sl, sizeof sl);
         for (int q = 0; q < LANES; q++)
             if (!inside[q])
-                return 2;
+                return 0;
     }
     for (; j < cache; j++) {
         const double aj = a[j];
         const double z = aj * (th - b[j]);
         const double x = -fabs(z);
         if (!(x >= -700.0))
-            return 2;
+            return 0;
         const double e = exp(x);
         const double d = 1.0 + e;
         wv_sorted[j] = (aj * aj) * e / (d * d);
@@ -714,7 +720,7 @@ static uint8_t rank_candidates(int64_t cache, double th, const double *a, const 
     for (int64_t t = 0; t < cache; t++) {
         const double aa = fabs(a[t]);
         if (!(aa <= 1e100) || !(wv_sorted[t] > SORT_TINY && wv_sorted[t] < INFINITY) || isnan(slope[t]))
-            return 2;
+            return 0;
         amax = aa > amax ? aa : amax;
         order[t] = t;
     }
@@ -862,12 +868,20 @@ int64_t maxinfo_step_sorted(int64_t n, int64_t N, int64_t cache, int64_t n_radii
         uint8_t *pu = used + m * cache;
         double *pw = cw + m * cache, *ps = cs + m * cache, *pm = cm + m * RANK_META;
         int64_t *po = corder + m * cache;
-        if (cready[m] == 0)
-            cready[m] = rank_candidates(cache, theta_c[m], pa, pb, pw, ps, pm, po, camax + m, work);
         int64_t k;
         double low;
-        if (cready[m] != 1 || !ranked_best(th, th - theta_c[m], pa, pb, pu, pw, ps, pm, po, camax[m], &k, &low))
+        if (cready[m] < RANK_AFTER) {           /* new candidates: the full scan for their first steps */
+            cready[m]++;
             best_candidates4(1, cache, theta + m, pa, pb, pu, &k, &low, work);
+        }
+        else {
+            if (cready[m] == RANK_AFTER)
+                cready[m] = rank_candidates(cache, theta_c[m], pa, pb, pw, ps, pm, po, camax + m, work) ? RANKED
+                                                                                                       : UNRANKABLE;
+            if (cready[m] != RANKED || !ranked_best(th, th - theta_c[m], pa, pb, pu, pw, ps, pm, po, camax[m], &k,
+                                                    &low))
+                best_candidates4(1, cache, theta + m, pa, pb, pu, &k, &low, work);
+        }
         if (low > bound[m * (n_radii + 1) + level]) {
             const int64_t at = items[m * cache + k];
             out[m] = at;

@@ -356,7 +356,7 @@ def _full_matches_numpy(lib: ctypes.CDLL) -> bool:
     return True
 
 
-def ranked_steps_match(lib: ctypes.CDLL, *, seed: int = 20261205, n_steps: int = 60) -> bool:
+def ranked_steps_match(lib: ctypes.CDLL, *, seed: int = 20261205, n_steps: int = 120) -> bool:
     """Whether :meth:`FullPass.step`'s ranked scan (``maxinfo_step_sorted``) gives ``maxinfo_step``'s picks and state.
 
     Two copies of one selector state on :func:`random_case` banks (shared and per model, every 17th item a twin,
@@ -381,7 +381,7 @@ def ranked_steps_match(lib: ctypes.CDLL, *, seed: int = 20261205, n_steps: int =
                      "used": np.ones((n_models, cache), dtype=bool), "guard": np.zeros((n_models, cache), dtype=bool),
                      "theta_c": np.full(n_models, np.inf), "bound": np.full((n_models, radii.size + 1), np.inf)}
             pair.append((FullPass(lib, a, b, unused, radii, cache=cache, state=state), state))
-        scale = np.exp(rng.normal(-4.0, 1.5, (n_steps, n_models)))
+        scale = np.exp(rng.normal(-6.0, 2.0, (n_steps, n_models)))
         thetas = np.clip(np.cumsum(rng.normal(size=(n_steps, n_models)) * scale, axis=0)
                          + rng.normal(0.0, 1.5, n_models), -8.0, 8.0)
         for theta in thetas:

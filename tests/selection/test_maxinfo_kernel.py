@@ -179,7 +179,7 @@ def test_the_eight_lane_build_gives_the_four_lane_builds_items_and_estimates(mon
     assert maxinfo_kernel.load()._name == narrow._name
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", range(1, 9))
 def test_the_ranked_step_gives_the_full_scans_picks_and_state_along_random_walks(lib, seed):
     """maxinfo_step_sorted (candidates ranked once per full pass, bounds by the tangent of the log-information)
     against maxinfo_step (every candidate evaluated), with twins, groups of copies and near ties."""
