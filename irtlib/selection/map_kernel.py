@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SOURCE", "load", "newton", "powers", "einsum_rows"]
+__all__ = ["SOURCE", "load", "newton", "powers", "push", "einsum_rows"]
 
 SOURCE = Path(__file__).with_name("_map_kernel.c")
 
@@ -56,6 +56,10 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.map_einsum_rows.restype = None
     lib.map_powers.argtypes = [i64, i64, ptr, ptr]
     lib.map_powers.restype = None
+    lib.map_push_columns.argtypes = [i64, i64, i64, *[ptr] * 10]
+    lib.map_push_columns.restype = None
+    lib.map_push_moments.argtypes = [i64, i64, ptr, ptr, ptr]
+    lib.map_push_moments.restype = None
     return lib
 
 
@@ -75,6 +79,25 @@ def powers(lib: ctypes.CDLL, v: np.ndarray, n: int) -> np.ndarray:
     out = np.empty(v.shape + (n,))
     lib.map_powers(v.size, n, v.ctypes.data, out.ctypes.data)
     return out
+
+
+def push(lib: ctypes.CDLL, run: Any, a: np.ndarray, b: np.ndarray, x: np.ndarray, expit: Callable) -> None:
+    """``run._push``'s Taylor update in two C passes around numpy's ``expit`` and ``matmul``: the same numbers.
+
+    ``run`` is a :class:`irtlib.selection.estimators._MapRun` with Taylor moments (its arrays C-contiguous);
+    ``a, b, x`` the new item's parameters and response per model (no NaN: masked before). Writes column
+    ``run.t`` of ``A, B, X, AB``, adds ``a x`` to ``sax`` and the item's moments at ``theta_r`` to ``M``
+    (``map_push_columns``, then ``expit`` and the powers' ``matmul`` with the derivative polynomials, which
+    stay numpy's and BLAS's, then ``map_push_moments``); ``amax`` and ``t`` are left to the caller.
+    """
+    n = a.size
+    a, b, x = (np.ascontiguousarray(v, dtype=np.float64) for v in (a, b, x))
+    z = np.empty(n)
+    lib.map_push_columns(n, run.t, run.A.shape[1], a.ctypes.data, b.ctypes.data, x.ctypes.data, run.A.ctypes.data,
+                         run.B.ctypes.data, run.X.ctypes.data, run.AB.ctypes.data, run.sax.ctypes.data,
+                         run.theta_r.ctypes.data, z.ctypes.data)
+    deriv = powers(lib, expit(z)[:, None], run.spow.size) @ run.coef
+    lib.map_push_moments(n, run.M.shape[1], deriv.ctypes.data, a.ctypes.data, run.M.ctypes.data)
 
 
 def newton(lib: ctypes.CDLL, run: Any, theta: np.ndarray, info: np.ndarray) -> np.ndarray:
