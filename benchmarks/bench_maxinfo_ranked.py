@@ -1,12 +1,14 @@
-"""Fluid with the MAP estimate (06's paper-text runs): this tree's maximum-information kernel against REV's.
+"""Fluid with the MAP estimate (06's paper-text runs): this tree's selector kernel and MAP push against REV's.
 
 Replays the ``run_adaptive`` calls that ``benchmarks/capture_adaptive.py`` pickled from a build job, keeping
 those with :class:`~irtlib.selection.MaxInformation` and ``--estimator`` (default
 :class:`~irtlib.selection.MapEstimator`: Fluid as chapter 06's comparison job runs it), each twice, alternating
 (ABBA) this tree's :mod:`irtlib.selection.maxinfo_kernel` library and the one compiled from ``REV``'s
-``_maxinfo_kernel.c`` (with the same flags; its step is ``maxinfo_step``, as there). Everything else is this
-tree's. Asserts that every step's items, every estimate and the final abilities equal the captured ones (both
-libraries), and prints the CPU seconds of each (selector, shape, budget) group and the full passes::
+``_maxinfo_kernel.c`` (with the same flags; its step is ``maxinfo_step``, as there), and the MAP estimator's push
+in C (:func:`irtlib.selection.map_kernel.push`) and its numpy path (``REV``'s push, kept verbatim beside it);
+``--old kernel`` or ``--old push`` makes only that part old. Everything else is this tree's. Asserts that every
+step's items, every estimate and the final abilities equal the captured ones (old and new), and prints the CPU
+seconds of each (shape, budget) group and the full passes::
 
     .venv/bin/python benchmarks/bench_maxinfo_ranked.py /tmp/cap-06 [--rev main] [--limit 3]
 
@@ -68,15 +70,18 @@ def main(argv=None) -> int:
     parser.add_argument("--rev", default="main", help="the old kernel's git revision (default main)")
     parser.add_argument("--estimator", default="MapEstimator", help="the estimator class replayed")
     parser.add_argument("--limit", type=int, default=None, help="at most this many calls of each group")
+    parser.add_argument("--old", choices=("both", "kernel", "push"), default="both", help="what the old runs take "
+                        "from REV: the maximum-information kernel, the numpy push, or both (default)")
     args = parser.parse_args(argv)
-    from irtlib.selection import maxinfo_kernel, selectors
+    from irtlib.selection import estimators, maxinfo_kernel, selectors
     from irtlib.selection.adaptive import run_adaptive
 
     new = maxinfo_kernel.load()
     if new is None:
         print("the maximum-information kernel is not available here", file=sys.stderr)
         return 2
-    libs = (old_library(args.rev, new), new)
+    libs = (old_library(args.rev, new) if args.old != "push" else new, new)
+    contiguous = estimators._MapRun._contiguous
     original = selectors._MaxInfoRun.__init__
 
     def counted(self, *a, **k):
@@ -107,6 +112,8 @@ def main(argv=None) -> int:
                         value.sum()
                 for which in ((0, 1) if calls[group] % 2 else (1, 0)):
                     maxinfo_kernel._LOADED["lib"] = libs[which]
+                    numpy_push = which == 0 and args.old != "kernel"     # False here sends the push to numpy
+                    estimators._MapRun._contiguous = (lambda self: False) if numpy_push else contiguous
                     runs.clear()
                     t = time.process_time()
                     traj = run_adaptive(*call["args"], **kw)
@@ -118,9 +125,10 @@ def main(argv=None) -> int:
                 total[group][4] += 1
     finally:
         maxinfo_kernel._LOADED["lib"] = new
+        estimators._MapRun._contiguous = contiguous
         selectors._MaxInfoRun.__init__ = original
-    print(f"{sum(v[4] for v in total.values())} captured calls (MaxInformation + {args.estimator}) replayed with "
-          f"{args.rev}'s kernel and this tree's, alternating: every item, estimate and ability equal to the captured "
+    print(f"{sum(v[4] for v in total.values())} captured calls (MaxInformation + {args.estimator}) replayed, old "
+          f"({args.rev}'s {args.old}) and new alternating: every item, estimate and ability equal to the captured "
           f"ones. Load {load0} -> {os.getloadavg()}")
     print(f"{'job':<12} {'shape':>10} {'budget':>6} {'calls':>5} {'old s':>7} {'new s':>7} {'ratio':>6} "
           f"{'old passes':>10} {'new passes':>10}")
