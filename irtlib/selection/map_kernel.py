@@ -92,12 +92,24 @@ def push(lib: ctypes.CDLL, run: Any, a: np.ndarray, b: np.ndarray, x: np.ndarray
     """
     n = a.size
     a, b, x = (np.ascontiguousarray(v, dtype=np.float64) for v in (a, b, x))
+    mine = (run.A, run.B, run.X, run.AB, run.sax, run.theta_r, run.M)
+    kept = getattr(run, "_push_arrays", None)
+    if kept is None or any(u is not v for u, v in zip(kept[0], mine, strict=True)):
+        kept = run._push_arrays = (mine, tuple(v.ctypes.data for v in mine))   # fixed between steps: their addresses
+    A, B, X, AB, sax, theta_r, M = kept[1]
     z = np.empty(n)
-    lib.map_push_columns(n, run.t, run.A.shape[1], a.ctypes.data, b.ctypes.data, x.ctypes.data, run.A.ctypes.data,
-                         run.B.ctypes.data, run.X.ctypes.data, run.AB.ctypes.data, run.sax.ctypes.data,
-                         run.theta_r.ctypes.data, z.ctypes.data)
+    lib.map_push_columns(n, run.t, run.A.shape[1], _address(a), _address(b), _address(x), A, B, X, AB, sax, theta_r,
+                         _address(z))
     deriv = powers(lib, expit(z)[:, None], run.spow.size) @ run.coef
-    lib.map_push_moments(n, run.M.shape[1], deriv.ctypes.data, a.ctypes.data, run.M.ctypes.data)
+    lib.map_push_moments(n, run.M.shape[1], _address(deriv), _address(a), M)
+
+
+def _address(arr: np.ndarray) -> int:
+    """The address of a C-contiguous array's data (``arr.ctypes.data``, about three times faster where writable)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
 
 
 def newton(lib: ctypes.CDLL, run: Any, theta: np.ndarray, info: np.ndarray) -> np.ndarray:
