@@ -222,9 +222,9 @@ class FullPass:
         pick, wild = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
         p = self._ptr
         self.lib.maxinfo_full(
-            n, self.unused.shape[1], self.cache, self.radii.size, rows.ctypes.data, theta.ctypes.data, p["a"], p["b"],
-            p["loga2"], self.ld, p["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], pick.ctypes.data,
-            wild.ctypes.data, p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
+            n, self.unused.shape[1], self.cache, self.radii.size, _address(rows), _address(theta), p["a"], p["b"],
+            p["loga2"], self.ld, p["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], _address(pick),
+            _address(wild), p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
             p["bound"], p["work"], p["work2"], p["lastc"], p["has"], p["left"] if mark else None)
         self.cready[rows] = 0                   # new candidates: ranked again at their first step
         return pick, wild
@@ -251,15 +251,23 @@ class FullPass:
             raise ValueError(f"theta and live must have one value per model ({self.unused.shape[0]})")
         out, pending = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         p = self._ptr
-        args = (n, self.unused.shape[1], self.cache, self.radii.size, theta.ctypes.data, live.ctypes.data, p["radii"],
+        args = (n, self.unused.shape[1], self.cache, self.radii.size, _address(theta), _address(live), p["radii"],
                 p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["unused"],
-                p["left"], out.ctypes.data, pending.ctypes.data, p["work"])
+                p["left"], _address(out), _address(pending), p["work"])
         if self.ranked:
             n_pending = self.lib.maxinfo_step_sorted(*args, p["cw"], p["cs"], p["cm"], p["corder"], p["camax"],
                                                      p["cready"])
         else:
             n_pending = self.lib.maxinfo_step(*args)
         return out, pending[:n_pending]
+
+
+def _address(arr: np.ndarray) -> int:
+    """The address of a C-contiguous array's data (``arr.ctypes.data``, about three times faster where writable)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
 
 
 def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
