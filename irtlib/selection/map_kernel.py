@@ -127,7 +127,7 @@ def newton(lib: ctypes.CDLL, run: Any, theta: np.ndarray, info: np.ndarray) -> n
     act, far, state = work.act, work.far, work.state
     act[:] = work.order
     state[:] = (n, -1, 0)
-    th, inf = theta.ctypes.data, info.ctypes.data
+    th, inf = _address(theta), _address(info)
     while True:
         k = lib.map_newton(n, th, inf, *work.fixed)
         if k == 0:
