@@ -185,8 +185,9 @@ int64_t maxinfo_vector_width(void)
  *    is -2 P (1 - P)) with derivative 1 - 2 P, so within r of theta it lies below its tangent at theta:
  *    item j gives at most min(I_j(theta) exp(g_j |a_j| r), a_j^2 / 4), g_j = |1 - 2 P_j| = (1 - e_j) /
  *    (1 + e_j) (below 1: an item near its peak moves little). g_j |a_j| is taken from e_j plus
- *    |a_j| 1e-11 (e's relative error, 2e-12, moves g by less than 1e-11). In logs, log I_j(theta) = 2 log|a_j| - |z_j|
- *    - 2 log(1 + e_j), e_j = exp(-|z_j|), and log(1 + e) = 2 atanh(e / (2 + e)) is bounded below by its
+ *    |a_j| 1e-11 (e's relative error, 2e-12, moves g by less than 1e-11). In logs,
+ *    log I_j(theta) = 2 log|a_j| - |z_j| - 2 log(1 + e_j), e_j = exp(-|z_j|), and
+ *    log(1 + e) = 2 atanh(e / (2 + e)) is bounded below by its
  *    series to the ninth power less 1e-11 (the series' terms are all positive; e's relative error,
  *    2e-12, moves the logarithm by less than that), so the value used is above log I_j(theta); the
  *    maximum over items is raised by 1e-9 before exp and the result by a relative 1e-9 (the
