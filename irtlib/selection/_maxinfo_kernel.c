@@ -252,15 +252,16 @@ static void full_row(int64_t i, int64_t N, int64_t cache, int64_t n_radii, const
                      int64_t ldt, const uint8_t *twinned, const uint8_t *unused, const double *radii, int64_t *pick,
                      uint8_t *wild, int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin,
                      uint8_t *guard, double *theta_c, double *bound, double *work, double *work2, int64_t *lastc,
-                     uint8_t *has)
+                     uint8_t *has, const int64_t *bankrow)
 {
     {
         const int64_t m = rows[i];
+        const int64_t mb = bankrow ? bankrow[m] : m;   /* the model's row of a, b, loga2 and twin */
         const double th = theta[i];
-        const double *pa = a + m * ld, *pb = b + m * ld, *pl = loga2 + m * ld;
+        const double *pa = a + mb * ld, *pb = b + mb * ld, *pl = loga2 + mb * ld;
         double *ework = work + N;                /* exp(-|z|) of every item */
         const uint8_t *pu = unused + m * N;
-        const int32_t *tw = twin ? twin + m * ldt : NULL;
+        const int32_t *tw = twin ? twin + mb * ldt : NULL;
         double rough = -INFINITY;
         int64_t any = 0, bad = 0, j = 0;
         vl live_acc = {0}, wild_acc = {0};
@@ -513,18 +514,19 @@ static void unguard(int64_t m, int64_t slot, int64_t cache, int64_t n_radii, con
 }
 
 /* full_row for rows[0..n); with left given, each row's pick (wild rows excepted) is then marked as given:
- * unused[m, pick] = 0, left[m] - 1, its candidate slot used (and unguard). */
-void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
-                  const double *a, const double *b, const double *loga2, int64_t ld, const int32_t *twin, int64_t ldt,
-                  const uint8_t *twinned, uint8_t *unused, const double *radii, int64_t *pick, uint8_t *wild,
-                  int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin, uint8_t *guard,
-                  double *theta_c, double *bound, double *work, double *work2, int64_t *lastc, uint8_t *has,
-                  int64_t *left)
+ * unused[m, pick] = 0, left[m] - 1, its candidate slot used (and unguard). bankrow (NULL: m): model m's row of a,
+ * b, loga2 and twin (models with equal banks share one row: less memory streamed). */
+static void full_rows(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
+                      const double *a, const double *b, const double *loga2, int64_t ld, const int32_t *twin,
+                      int64_t ldt, const uint8_t *twinned, uint8_t *unused, const double *radii, int64_t *pick,
+                      uint8_t *wild, int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin,
+                      uint8_t *guard, double *theta_c, double *bound, double *work, double *work2, int64_t *lastc,
+                      uint8_t *has, int64_t *left, const int64_t *bankrow)
 {
     /* lastc (N, -1) and has (N, 0) on entry and on return: per twin label */
     for (int64_t i = 0; i < n; i++) {
         full_row(i, N, cache, n_radii, rows, theta, a, b, loga2, ld, twin, ldt, twinned, unused, radii, pick, wild,
-                 items, ca, cb, used, ctwin, guard, theta_c, bound, work, work2, lastc, has);
+                 items, ca, cb, used, ctwin, guard, theta_c, bound, work, work2, lastc, has, bankrow);
         if (left == NULL || wild[i])
             continue;
         const int64_t m = rows[i], at = pick[i];
@@ -538,6 +540,29 @@ void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const in
             }
         }
     }
+}
+
+void maxinfo_full(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows, const double *theta,
+                  const double *a, const double *b, const double *loga2, int64_t ld, const int32_t *twin, int64_t ldt,
+                  const uint8_t *twinned, uint8_t *unused, const double *radii, int64_t *pick, uint8_t *wild,
+                  int64_t *items, double *ca, double *cb, uint8_t *used, int32_t *ctwin, uint8_t *guard,
+                  double *theta_c, double *bound, double *work, double *work2, int64_t *lastc, uint8_t *has,
+                  int64_t *left)
+{
+    full_rows(n, N, cache, n_radii, rows, theta, a, b, loga2, ld, twin, ldt, twinned, unused, radii, pick, wild, items,
+              ca, cb, used, ctwin, guard, theta_c, bound, work, work2, lastc, has, left, NULL);
+}
+
+/* maxinfo_full with each model's bank row given (bankrow[m]: its row of a, b, loga2 and twin). */
+void maxinfo_full_mapped(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const int64_t *rows,
+                         const double *theta, const double *a, const double *b, const double *loga2, int64_t ld,
+                         const int32_t *twin, int64_t ldt, const uint8_t *twinned, uint8_t *unused,
+                         const double *radii, int64_t *pick, uint8_t *wild, int64_t *items, double *ca, double *cb,
+                         uint8_t *used, int32_t *ctwin, uint8_t *guard, double *theta_c, double *bound, double *work,
+                         double *work2, int64_t *lastc, uint8_t *has, int64_t *left, const int64_t *bankrow)
+{
+    full_rows(n, N, cache, n_radii, rows, theta, a, b, loga2, ld, twin, ldt, twinned, unused, radii, pick, wild, items,
+              ca, cb, used, ctwin, guard, theta_c, bound, work, work2, lastc, has, left, bankrow);
 }
 
 /* One step of maximum information for the rows with live[m]: the best unused candidate (best_candidates4: numpy's

@@ -70,6 +70,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.maxinfo_rank_meta.argtypes = []
     lib.maxinfo_rank_meta.restype = i64
     lib.maxinfo_full.restype = None
+    lib.maxinfo_full_mapped.argtypes = [i64, i64, i64, i64, *[ptr] * 5, i64, ptr, i64, *[ptr] * 19]
+    lib.maxinfo_full_mapped.restype = None
     lib.maxinfo_vector_width.argtypes = []
     lib.maxinfo_vector_width.restype = i64
     return lib
@@ -206,6 +208,21 @@ class FullPass:
             "cready": self.cready}.items()}
         for key in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound", "left"):
             self._ptr[key] = state[key].ctypes.data if key in state else None
+        # per-model banks whose consecutive rows are equal (a split's test models share its calibration): the full
+        # pass reads one copy of each (maxinfo_full_mapped; the per-model arrays above stay for other readers)
+        self.bankrow = None
+        if self.a.ndim == 2 and self.a.shape[0] > 1 and hasattr(lib, "maxinfo_full_mapped"):
+            new = np.zeros(self.a.shape[0], dtype=bool)
+            new[0] = True
+            for arr in (self.a, self.b, *((self.twin,) if self.twin is not None and self.twin.ndim == 2 else ())):
+                bits = arr.view(np.int64) if arr.dtype == np.float64 else arr
+                new[1:] |= (bits[1:] != bits[:-1]).any(axis=1)
+            if not new.all():
+                keep = np.flatnonzero(new)
+                self.bankrow = np.cumsum(new, dtype=np.int64) - 1
+                self._bank = {"a": self.a[keep], "b": self.b[keep], "loga2": self.loga2[keep],
+                              "twin": self.twin[keep] if self.ldt else self.twin}
+                self._bank_ptr = {k: None if v is None else v.ctypes.data for k, v in self._bank.items()}
 
     def __call__(self, rows: np.ndarray, theta: np.ndarray, *, mark: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The picks of models ``rows`` at abilities ``theta`` (one per row), and which rows the kernel left.
@@ -221,11 +238,15 @@ class FullPass:
         n = rows.size
         pick, wild = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
         p = self._ptr
-        self.lib.maxinfo_full(
-            n, self.unused.shape[1], self.cache, self.radii.size, _address(rows), _address(theta), p["a"], p["b"],
-            p["loga2"], self.ld, p["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], _address(pick),
-            _address(wild), p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
-            p["bound"], p["work"], p["work2"], p["lastc"], p["has"], p["left"] if mark else None)
+        q = p if self.bankrow is None else self._bank_ptr
+        args = (n, self.unused.shape[1], self.cache, self.radii.size, _address(rows), _address(theta), q["a"], q["b"],
+                q["loga2"], self.ld, q["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], _address(pick),
+                _address(wild), p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
+                p["bound"], p["work"], p["work2"], p["lastc"], p["has"], p["left"] if mark else None)
+        if self.bankrow is None:
+            self.lib.maxinfo_full(*args)
+        else:
+            self.lib.maxinfo_full_mapped(*args, self.bankrow.ctypes.data)
         self.cready[rows] = 0                   # new candidates: ranked again at their first step
         return pick, wild
 
