@@ -28,8 +28,8 @@ def equal(a, b, ignore: frozenset = frozenset()) -> bool:
     """
     if type(a) is not type(b):
         return False
-    if isinstance(a, (pd.DataFrame, pd.Series)):
-        return a.equals(b)
+    if isinstance(a, (pd.DataFrame, pd.Series, pd.Index)):     # (an Index's attributes hold lazy caches)
+        return a.equals(b) and (not isinstance(a, pd.Index) or a.names == b.names)
     if isinstance(a, np.ndarray):
         return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
     if isinstance(a, dict):

@@ -131,3 +131,35 @@ void map_powers(int64_t m, int64_t n, const double *v, double *out)
         }
     }
 }
+
+/* The Taylor push's work around numpy's expit and matmul (estimators._MapRun._push), one model a row, the
+ * numpy path's operations in its order. map_push_columns: the item's a, b and response x written to column t of
+ * A, B and X, a * b to AB (rows ld apart), sax[i] = sax[i] + a * x, and z = a * (theta_r - b) (expit's argument).
+ * map_push_moments: M[i, k] = M[i, k] + (deriv[i, k] * a^(k + 1) + 0.0), the powers repeated products (a, then
+ * each the previous times a: map_powers), the + 0.0 numpy's sum over the length-one axis (which turns -0.0 into
+ * 0.0). */
+void map_push_columns(int64_t n, int64_t t, int64_t ld, const double *a, const double *b, const double *x, double *A,
+                      double *B, double *X, double *AB, double *sax, const double *theta_r, double *z)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double ai = a[i], bi = b[i], xi = x[i];
+        A[i * ld + t] = ai;
+        B[i * ld + t] = bi;
+        X[i * ld + t] = xi;
+        AB[i * ld + t] = ai * bi;
+        sax[i] = sax[i] + ai * xi;
+        z[i] = ai * (theta_r[i] - bi);
+    }
+}
+
+void map_push_moments(int64_t n, int64_t K, const double *deriv, const double *a, double *M)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double ai = a[i];
+        double p = ai;
+        for (int64_t k = 0; k < K; k++) {
+            M[i * K + k] = M[i * K + k] + (deriv[i * K + k] * p + 0.0);
+            p = p * ai;
+        }
+    }
+}

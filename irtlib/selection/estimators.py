@@ -341,6 +341,13 @@ class _MapRun:
             obs = ~np.isnan(x)
             a, b, x = np.where(obs, a, 0.0), np.where(obs, b, 0.0), np.where(obs, x, 0.0)
         t = self.t
+        lib = self._kernel
+        if self.taylor and lib is not None and lib is not _UNDECIDED and self._contiguous():
+            map_kernel.push(lib, self, a, b, x, expit)        # the same numbers in two C passes (map_kernel)
+            np.maximum(self.amax, a, out=self.amax)
+            self.fresh = False
+            self.t += 1
+            return
         self.A[:, t], self.B[:, t], self.X[:, t] = a, b, x
         self.AB[:, t] = a * b
         self.sax += a * x
@@ -357,6 +364,11 @@ class _MapRun:
             self.theta = np.clip(self.theta + step, *self.e.bounds)
         self.fresh = False
         self.t += 1
+
+    def _contiguous(self) -> bool:
+        """Whether the arrays :func:`irtlib.selection.map_kernel.push` writes are C-contiguous float64 (always here)."""
+        return all(v.flags.c_contiguous and v.dtype == np.float64
+                   for v in (self.A, self.B, self.X, self.AB, self.sax, self.theta_r, self.M))
 
     def _push_block(self, a, b, x):
         if np.isnan(x).any():

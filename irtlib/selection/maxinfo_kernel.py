@@ -16,7 +16,9 @@ numpy's, bit for bit (``_maxinfo_kernel.c`` beside this module says why).
 the largest, the ``cache`` largest as the new candidates, and upper bounds on every other item's information
 within each radius, computed in logs with a margin far above their rounding, which only decide when the next
 full pass comes) and each step (``maxinfo_step``: the best candidate, its bound, the marks of the pick), so a
-step of the adaptive test is one or two calls instead of some thirty numpy operations.
+step of the adaptive test is one or two calls instead of some thirty numpy operations. :meth:`FullPass.step` finds
+the best candidate by ``maxinfo_step_sorted``: the candidates ranked once per full pass, and at each step only the
+few whose bound at the new ability reaches the best value so far evaluated exactly (the same pick and value).
 
 Compiled like :mod:`irtlib.selection.score_kernel` (the same compiler driver and flags). The first
 :func:`load` of a process compares the kernel with :func:`numpy_best` on random candidates (twins,
@@ -40,7 +42,8 @@ import numpy as np
 
 from irtlib.core.kernels import fisher_information
 
-__all__ = ["SOURCE", "AVX512_FLAGS", "MAX_RADII", "load", "best_candidates", "numpy_best", "random_case", "FullPass"]
+__all__ = ["SOURCE", "AVX512_FLAGS", "MAX_RADII", "load", "best_candidates", "numpy_best", "random_case", "FullPass",
+           "ranked_steps_match"]
 
 SOURCE = Path(__file__).with_name("_maxinfo_kernel.c")
 #: Added where the processor has AVX-512F and DQ (``IRTLIB_MAXINFO_KERNEL_AVX512=0``: not): the first passes
@@ -62,7 +65,13 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.maxinfo_full.argtypes = [i64, i64, i64, i64, *[ptr] * 5, i64, ptr, i64, *[ptr] * 18]
     lib.maxinfo_step.argtypes = [i64, i64, i64, i64, *[ptr] * 16]
     lib.maxinfo_step.restype = i64
+    lib.maxinfo_step_sorted.argtypes = [i64, i64, i64, i64, *[ptr] * 22]
+    lib.maxinfo_step_sorted.restype = i64
+    lib.maxinfo_rank_meta.argtypes = []
+    lib.maxinfo_rank_meta.restype = i64
     lib.maxinfo_full.restype = None
+    lib.maxinfo_full_mapped.argtypes = [i64, i64, i64, i64, *[ptr] * 5, i64, ptr, i64, *[ptr] * 19]
+    lib.maxinfo_full_mapped.restype = None
     lib.maxinfo_vector_width.argtypes = []
     lib.maxinfo_vector_width.restype = i64
     return lib
@@ -178,17 +187,42 @@ class FullPass:
             arr = state[key]
             if arr.dtype != dtype or not arr.flags.c_contiguous or arr.shape[0] != unused.shape[0]:
                 raise ValueError(f"state[{key!r}] must be C-contiguous {np.dtype(dtype)}, a row per model")
-        self.work = np.empty(2 * max(n_items, 1))
+        self.work = np.empty(max(2 * n_items, 3 * self.cache, 1))
         self.work2 = np.empty(max(n_items, 1))
         self.lastc = np.full(2 * max(n_items, 1), -1, dtype=np.int64)    # labels' last candidates, then columns
         self.has = np.zeros(max(n_items, 1), dtype=np.bool_)
+        # the step's ranking of each model's candidates (maxinfo_step_sorted, see step): values and slopes at the
+        # centre by rank, the slots by rank, each slope group's bounds, the largest |a|, and whether ranked (0: not
+        # yet; every full pass zeroes its rows, as must any other code that rebuilds a row's candidates)
+        self.ranked = hasattr(lib, "maxinfo_step_sorted") and os.environ.get("IRTLIB_MAXINFO_RANKED", "1") != "0"
+        n_models, width = unused.shape[0], max(self.cache, 1)
+        self.cw, self.cs = np.zeros((n_models, width)), np.zeros((n_models, width))
+        self.cm = np.zeros((n_models, lib.maxinfo_rank_meta() if self.ranked else 1))
+        self.corder = np.zeros((n_models, width), dtype=np.int64)
+        self.camax, self.cready = np.zeros(n_models), np.zeros(n_models, dtype=np.uint8)
         # every array the kernel reads or writes is kept and fixed: their addresses once (None: NULL)
         self._ptr = {k: None if v is None else v.ctypes.data for k, v in {
             "a": self.a, "b": self.b, "loga2": self.loga2, "twin": self.twin, "twinned": self.twinned,
             "unused": unused, "radii": self.radii, "work": self.work, "work2": self.work2, "lastc": self.lastc,
-            "has": self.has}.items()}
+            "has": self.has, "cw": self.cw, "cs": self.cs, "cm": self.cm, "corder": self.corder, "camax": self.camax,
+            "cready": self.cready}.items()}
         for key in ("items", "ca", "cb", "used", "ctwin", "guard", "theta_c", "bound", "left"):
             self._ptr[key] = state[key].ctypes.data if key in state else None
+        # per-model banks whose consecutive rows are equal (a split's test models share its calibration): the full
+        # pass reads one copy of each (maxinfo_full_mapped; the per-model arrays above stay for other readers)
+        self.bankrow = None
+        if self.a.ndim == 2 and self.a.shape[0] > 1 and hasattr(lib, "maxinfo_full_mapped"):
+            new = np.zeros(self.a.shape[0], dtype=bool)
+            new[0] = True
+            for arr in (self.a, self.b, *((self.twin,) if self.twin is not None and self.twin.ndim == 2 else ())):
+                bits = arr.view(np.int64) if arr.dtype == np.float64 else arr
+                new[1:] |= (bits[1:] != bits[:-1]).any(axis=1)
+            if not new.all():
+                keep = np.flatnonzero(new)
+                self.bankrow = np.cumsum(new, dtype=np.int64) - 1
+                self._bank = {"a": self.a[keep], "b": self.b[keep], "loga2": self.loga2[keep],
+                              "twin": self.twin[keep] if self.ldt else self.twin}
+                self._bank_ptr = {k: None if v is None else v.ctypes.data for k, v in self._bank.items()}
 
     def __call__(self, rows: np.ndarray, theta: np.ndarray, *, mark: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The picks of models ``rows`` at abilities ``theta`` (one per row), and which rows the kernel left.
@@ -204,11 +238,16 @@ class FullPass:
         n = rows.size
         pick, wild = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
         p = self._ptr
-        self.lib.maxinfo_full(
-            n, self.unused.shape[1], self.cache, self.radii.size, rows.ctypes.data, theta.ctypes.data, p["a"], p["b"],
-            p["loga2"], self.ld, p["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], pick.ctypes.data,
-            wild.ctypes.data, p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
-            p["bound"], p["work"], p["work2"], p["lastc"], p["has"], p["left"] if mark else None)
+        q = p if self.bankrow is None else self._bank_ptr
+        args = (n, self.unused.shape[1], self.cache, self.radii.size, _address(rows), _address(theta), q["a"], q["b"],
+                q["loga2"], self.ld, q["twin"], self.ldt, p["twinned"], p["unused"], p["radii"], _address(pick),
+                _address(wild), p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"],
+                p["bound"], p["work"], p["work2"], p["lastc"], p["has"], p["left"] if mark else None)
+        if self.bankrow is None:
+            self.lib.maxinfo_full(*args)
+        else:
+            self.lib.maxinfo_full_mapped(*args, self.bankrow.ctypes.data)
+        self.cready[rows] = 0                   # new candidates: ranked again at their first step
         return pick, wild
 
     def step(self, theta: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -218,6 +257,13 @@ class FullPass:
         information is above the bound of the radius reaching ``theta`` from the candidates' centre
         (``numpy.searchsorted(radii, |theta - theta_c|)``): that item in ``out``, marked as given as
         :meth:`__call__` marks; the other live models in ``pending`` (they need a full pass); -1 elsewhere.
+
+        The best candidate is found by ``maxinfo_step_sorted``: the candidates ranked once after each full pass
+        (their first-pass values at the centre, in groups by the slope of their log-information there), and at
+        each step only those whose upper bound at ``theta`` (the tangent of the concave log-information) reaches
+        the best exact value so far are evaluated exactly; the same pick and value as ``maxinfo_step``'s
+        evaluation of every candidate (``_maxinfo_kernel.c`` gives the argument; :func:`ranked_steps_match`, part
+        of the loader's check, compares the two). ``IRTLIB_MAXINFO_RANKED=0``: ``maxinfo_step``.
         """
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         live = np.ascontiguousarray(live, dtype=np.bool_)
@@ -226,11 +272,23 @@ class FullPass:
             raise ValueError(f"theta and live must have one value per model ({self.unused.shape[0]})")
         out, pending = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         p = self._ptr
-        n_pending = self.lib.maxinfo_step(
-            n, self.unused.shape[1], self.cache, self.radii.size, theta.ctypes.data, live.ctypes.data, p["radii"],
-            p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["unused"],
-            p["left"], out.ctypes.data, pending.ctypes.data, p["work"])
+        args = (n, self.unused.shape[1], self.cache, self.radii.size, _address(theta), _address(live), p["radii"],
+                p["items"], p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["unused"],
+                p["left"], _address(out), _address(pending), p["work"])
+        if self.ranked:
+            n_pending = self.lib.maxinfo_step_sorted(*args, p["cw"], p["cs"], p["cm"], p["corder"], p["camax"],
+                                                     p["cready"])
+        else:
+            n_pending = self.lib.maxinfo_step(*args)
         return out, pending[:n_pending]
+
+
+def _address(arr: np.ndarray) -> int:
+    """The address of a C-contiguous array's data (``arr.ctypes.data``, about three times faster where writable)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
 
 
 def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -327,6 +385,63 @@ def _full_matches_numpy(lib: ctypes.CDLL) -> bool:
     return True
 
 
+def ranked_steps_match(lib: ctypes.CDLL, *, seed: int = 20261205, n_steps: int = 120) -> bool:
+    """Whether :meth:`FullPass.step`'s ranked scan (``maxinfo_step_sorted``) gives ``maxinfo_step``'s picks and state.
+
+    Two copies of one selector state on :func:`random_case` banks (shared and per model, every 17th item a twin,
+    a group of exact copies, near ties one ulp apart, caches of 5, 64 and 256), stepped side by side along
+    abilities that move by steps of every size (most small, some beyond every radius), the rows each leaves
+    pending given a full pass (``maxinfo_full``, marking the pick) in both: after every step the picks, the
+    pending rows and every state array must be equal. The loader's check; the tests call it with more seeds.
+    """
+    rng = np.random.default_rng(seed)
+    radii = np.array([0.001, 0.003, 0.01, 0.03, 0.1, 0.3])
+    for n_models, n_items, cache, shared in [(12, 600, 64, False), (8, 300, 5, True), (6, 1200, 256, False)]:
+        _, a, b, _ = random_case(rng, n_models, n_items, wild=False)
+        a[:, 40:80], b[:, 40:80] = a[:, 40:41], b[:, 40:41]                 # a group of copies
+        b[:, 100:160:2] = np.nextafter(b[:, 101:161:2], np.inf)              # near ties
+        if shared:
+            a, b = a[0], b[0]
+        pair = []
+        for _ in range(2):
+            unused = rng.random((n_models, n_items)) > 0.1 if not pair else pair[0][0].unused.copy()
+            state = {"left": unused.sum(axis=1).astype(np.int64), "items": np.zeros((n_models, cache), dtype=np.int64),
+                     "ca": np.zeros((n_models, cache)), "cb": np.zeros((n_models, cache)),
+                     "used": np.ones((n_models, cache), dtype=bool), "guard": np.zeros((n_models, cache), dtype=bool),
+                     "theta_c": np.full(n_models, np.inf), "bound": np.full((n_models, radii.size + 1), np.inf)}
+            pair.append((FullPass(lib, a, b, unused, radii, cache=cache, state=state), state))
+        scale = np.exp(rng.normal(-6.0, 2.0, (n_steps, n_models)))
+        thetas = np.clip(np.cumsum(rng.normal(size=(n_steps, n_models)) * scale, axis=0)
+                         + rng.normal(0.0, 1.5, n_models), -8.0, 8.0)
+        for theta in thetas:
+            results = []
+            for which, (full, state) in enumerate(pair):
+                live = state["left"] > 0
+                if which == 0:
+                    out, pend = np.empty(n_models, dtype=np.int64), np.empty(n_models, dtype=np.int64)
+                    p = full._ptr
+                    k = lib.maxinfo_step(n_models, n_items, cache, radii.size, theta.ctypes.data,
+                                         live.astype(np.bool_).ctypes.data, p["radii"], p["items"], p["ca"], p["cb"],
+                                         p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["unused"],
+                                         p["left"], out.ctypes.data, pend.ctypes.data, p["work"])
+                    pend = pend[:k]
+                else:
+                    out, pend = full.step(theta, live)
+                if pend.size:
+                    pick, wild = full(pend, theta[pend], mark=True)
+                    if wild.any():
+                        return False                                         # (no wild rows in these banks)
+                    out[pend] = pick
+                results.append((out, pend))
+            (out0, pend0), (out1, pend1) = results
+            if not (np.array_equal(out0, out1) and np.array_equal(pend0, pend1)
+                    and np.array_equal(pair[0][0].unused, pair[1][0].unused)
+                    and all(np.array_equal(pair[0][1][key], pair[1][1][key]) for key in pair[0][1])):
+                return False
+    return True
+
+
 def _matches_vector(lib: ctypes.CDLL) -> bool:
     """Compiled four or eight lanes wide (AVX2, AVX-512: narrower is slower than the scalar kernel), equal to numpy."""
-    return lib.maxinfo_vector_width() in (4, 8) and _matches_numpy(lib) and _full_matches_numpy(lib)
+    return (lib.maxinfo_vector_width() in (4, 8) and _matches_numpy(lib) and _full_matches_numpy(lib)
+            and ranked_steps_match(lib))

@@ -452,6 +452,8 @@ class _MaxInfoRun:
         if self.twin is not None:
             self.ctwin[rows] = self._cols(self.twin, rows, top)
         self.theta_c[rows] = th
+        if self.fused is not None:
+            self.fused.cready[rows] = 0             # new candidates: the C step ranks them again
         # bound over the unused non-candidates, in logs: log(I (1 + gap)) + a r, capped by the
         # log of the peak a^2 / 4 (both inflated by the screening margin)
         other = ~blocked

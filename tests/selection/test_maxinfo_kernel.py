@@ -177,3 +177,33 @@ def test_the_eight_lane_build_gives_the_four_lane_builds_items_and_estimates(mon
     monkeypatch.setattr(maxinfo_kernel, "_LOADED", {})
     monkeypatch.setenv("IRTLIB_MAXINFO_KERNEL_AVX512", "0")
     assert maxinfo_kernel.load()._name == narrow._name
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_the_ranked_step_gives_the_full_scans_picks_and_state_along_random_walks(lib, seed):
+    """maxinfo_step_sorted (candidates ranked once per full pass, bounds by the tangent of the log-information)
+    against maxinfo_step (every candidate evaluated), with twins, groups of copies and near ties."""
+    assert maxinfo_kernel.ranked_steps_match(lib, seed=seed, n_steps=150)
+
+
+def test_the_ranked_step_keeps_the_brute_force_argmax_as_candidates_run_out(monkeypatch):
+    """Long tests on a small cache (used candidates dropped from the ranking as the scan passes them) and the
+    switch back to the full scan: the same items and estimates."""
+    rng = np.random.default_rng(31)
+    n_models, n_items = 7, 400
+    a = np.exp(rng.normal(0.0, 0.7, (n_models, n_items)))
+    b = rng.normal(0.0, 1.5, (n_models, n_items))
+    a[:, 50:90], b[:, 50:90] = a[:, 50:51], b[:, 50:51]                    # copies: exact ties
+    p = 1.0 / (1.0 + np.exp(-a * (rng.normal(size=(n_models, 1)) - b)))
+    x = (rng.random((n_models, n_items)) < p).astype(float)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    runs = []
+    for ranked in ("1", "0"):
+        monkeypatch.setenv("IRTLIB_MAXINFO_RANKED", ranked)
+        runs.append(run_adaptive(x, a, b, budget=300, selector=MaxInformation(cache_size=16),
+                                 estimator=MapEstimator()))
+    runs.append(run_adaptive(x, a, b, budget=300, selector=MaxInformation(cache_size=0), estimator=MapEstimator()))
+    np.testing.assert_array_equal(runs[0].items, runs[1].items)
+    np.testing.assert_array_equal(runs[0].estimate, runs[1].estimate)
+    np.testing.assert_array_equal(runs[0].items, runs[2].items)        # without a cache: every item each step
+    np.testing.assert_array_equal(runs[0].estimate, runs[2].estimate)

@@ -207,3 +207,20 @@ def test_column_major_inputs_take_the_c_path_with_the_same_picks(lib):
     new, run = _run(a, b, available, thetas, fused=True, cache_size=64)
     old, _ = _run(a, b, available, thetas, fused=False, cache_size=64)
     np.testing.assert_array_equal(new, old)
+
+
+def test_models_sharing_a_bank_row_take_it_once_with_the_brute_force_picks(lib):
+    """Per-model banks whose consecutive rows are equal (a split's test models): the full pass reads one copy of each
+    (maxinfo_full_mapped) and gives the brute-force argmax at every step, twins and all."""
+    rng = np.random.default_rng(29)
+    n_items = 700
+    a0, b0 = _bank(rng, 4, n_items, per_model=True, twins=0.3)
+    reps = np.array([3, 1, 4, 2])                                      # groups of equal rows, one alone
+    a, b = np.repeat(a0, reps, axis=0), np.repeat(b0, reps, axis=0)
+    available = rng.random(a.shape) > 0.1
+    thetas = _walk(rng, a.shape[0], 120, 0.05)
+    picks, run = _run(a, b, available, thetas, fused=True, cache_size=32)
+    assert run.fused.bankrow is not None and np.array_equal(run.fused.bankrow, np.repeat(np.arange(4), reps))
+    assert run.full_passes > a.shape[0]
+    want, _ = _run(a, b, available, thetas, fused=False, cache_size=32)
+    np.testing.assert_array_equal(picks, want)
