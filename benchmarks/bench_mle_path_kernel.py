@@ -1,4 +1,4 @@
-"""The authors' Fluid path (maximum information + bounded MLE in one C call) with this tree's C and ``REV``'s, in one process.
+"""The authors' Fluid path (maximum information + bounded MLE, one C call): this tree's C and ``REV``'s, one process.
 
 Reads the ``run_adaptive`` calls that ``benchmarks/capture_adaptive.py`` pickled (chapter 05's cells with
 ``N_JOBS 1``), keeps those that :mod:`irtlib.selection.fluid_path` runs (``MaxInformation`` with
@@ -6,9 +6,10 @@ Reads the ``run_adaptive`` calls that ``benchmarks/capture_adaptive.py`` pickled
 the order: once with this tree's ``_fluid_path_kernel.c`` (and the ``_mle_kernel.c``, ``_maxinfo_kernel.c``
 and headers it includes) and once with ``REV``'s, built from ``git show REV:...`` into a temporary directory
 with the same compiler flags (the AVX-512 build where the processor has it, as
-:func:`irtlib.selection.fluid_path.load` prefers). The Python around the call is this tree's in both: only
-the C differs. Asserts that both give the captured items, estimates and final abilities bit for bit and
-prints the CPU seconds of each, by shape and budget, and the ratio ``REV`` / this tree::
+:func:`irtlib.selection.fluid_path.load` prefers) and called through ``REV``'s ``fluid_path.py`` (its
+argument list), imported beside this tree's; the rest of ``run_adaptive`` is this tree's in both. Asserts
+that both give the captured items, estimates and final abilities bit for bit and prints the CPU seconds of
+each, by shape and budget, and the ratio ``REV`` / this tree::
 
     .venv/bin/python benchmarks/bench_mle_path_kernel.py /tmp/cap-05 [--rev main] [--rounds 1]
 
@@ -47,10 +48,26 @@ def _sources(rev: str, name: str, into: Path, seen: set) -> None:
         _sources(rev, included, into, seen)
 
 
-def old_library(rev: str, directory: Path):
-    """``REV``'s fluid-path library, compiled as :func:`irtlib.selection.fluid_path.load` compiles this tree's."""
+def old_module(rev: str):
+    """``irtlib/selection/fluid_path.py`` at ``rev``, imported as ``irtlib.selection._old_fluid_path``."""
+    import importlib.util
+
+    source = subprocess.run(["git", "show", f"{rev}:{KERNEL_DIR}/fluid_path.py"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    full = "irtlib.selection._old_fluid_path"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(full, loader=None))
+    module.__package__ = "irtlib.selection"
+    module.__file__ = str(ROOT / KERNEL_DIR / "fluid_path.py")
+    sys.modules[full] = module
+    exec(compile(source, f"<{rev}:fluid_path.py>", "exec"), module.__dict__)
+    return module
+
+
+def old_library(rev: str, directory: Path, module):
+    """``REV``'s fluid-path library, compiled as :func:`irtlib.selection.fluid_path.load` compiles this tree's,
+    bound by ``REV``'s module."""
     from irtlib.calibration.fused_kernel import compile_kernel, cpu_flags
-    from irtlib.selection import fluid_path, maxinfo_kernel
+    from irtlib.selection import maxinfo_kernel
 
     src = directory / "src"
     src.mkdir()
@@ -58,7 +75,7 @@ def old_library(rev: str, directory: Path):
     wide = {"avx512f", "avx512dq"} <= cpu_flags() and os.environ.get("IRTLIB_MAXINFO_KERNEL_AVX512", "1") != "0"
     path = compile_kernel(source=src / "_fluid_path_kernel.c", directory=directory,
                           extra_flags=maxinfo_kernel.AVX512_FLAGS if wide else ())
-    return fluid_path._bind(path)
+    return module._bind(path)
 
 
 def fluid_calls(directory: Path):
@@ -78,15 +95,17 @@ def main(argv=None) -> int:
     parser.add_argument("--rev", default="main", help="the old C's git revision (default main)")
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args(argv)
-    from irtlib.selection import fluid_path
+    from irtlib.selection import adaptive, fluid_path
     from irtlib.selection.adaptive import run_adaptive
 
     new = fluid_path.load()                   # compiled and checked against the class-based loop
     if new is None:
         print("this tree's fluid path does not load (no compiler, switched off, or unlike the loop)", file=sys.stderr)
         return 1
+    old = old_module(args.rev)
     with tempfile.TemporaryDirectory(prefix="flu-old-") as tmp:
-        libs = (old_library(args.rev, Path(tmp)), new)
+        old._LOADED["lib"] = old_library(args.rev, Path(tmp), old)
+        modules = (old, fluid_path)
         total = collections.defaultdict(lambda: [0.0, 0.0, 0])
         checked, load = 0, [os.getloadavg()[0]]
         for directory in args.captures:
@@ -95,7 +114,7 @@ def main(argv=None) -> int:
                 group = (f"{x.shape[0]}x{x.shape[1]}", call["kwargs"]["budget"])
                 for r in range(args.rounds):
                     for which in ((0, 1) if (i + r) % 2 else (1, 0)):
-                        fluid_path._LOADED["lib"] = libs[which]
+                        adaptive.fluid_path = modules[which]
                         t = time.process_time()
                         traj = run_adaptive(*call["args"], **call["kwargs"])
                         total[group][which] += time.process_time() - t
@@ -108,7 +127,7 @@ def main(argv=None) -> int:
                 total[group][2] += 1
                 checked += 1
                 load.append(os.getloadavg()[0])
-        fluid_path._LOADED["lib"] = new
+        adaptive.fluid_path = fluid_path
     print(f"{checked} captured calls (MaxInformation + MleEstimator) replayed, {args.rounds} round(s), {args.rev}'s C "
           f"and this tree's: every item, estimate and final ability equal to the captured ones. "
           f"Load (1 min) {min(load):.1f} to {max(load):.1f}")
