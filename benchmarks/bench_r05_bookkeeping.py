@@ -45,7 +45,7 @@ class _OldRowTerms(score_kernel.RowTerms):
         lo, hi = bounds
         self.evaluated += self.lib.mle_estimate(
             theta.size, int(t), a.shape[1], x.ctypes.data, a.ctypes.data, b.ctypes.data, theta.ctypes.data,
-            self.g.ctypes.data, self.h.ctypes.data, self.at.ctypes.data, self.upto.ctypes.data, None, float(tol),
+            self.g.ctypes.data, self.h.ctypes.data, self.at.ctypes.data, self.upto.ctypes.data, float(tol),
             float(lo), float(hi), int(max_newton), int(max_halvings), int(max_bisection))
 
 

@@ -25,8 +25,7 @@
  * theta_c, bound (n x (n_radii + 1)); the bank a, b, loga2 (row stride ld: N per model, 0 shared), twin
  * labels (stride ldt) and twinned; the work arrays of FullPass (work 2N, work2 N, lastc 2N, has N) and
  * best_candidates4 (cwork, cache).
- * Estimator state (_MleRun and its RowTerms; row stride cap >= budget): X, A, B, g, h, at, upto, and memo
- * (MLE_MEMO_STRIDE per model, or NULL).
+ * Estimator state (_MleRun and its RowTerms; row stride cap >= budget): X, A, B, g, h, at, upto.
  * responses: n x N (NaN: not available; such items are never picked). theta0: the first item's ability.
  * Out: items_out, est_out (n x budget), theta_out (n: the last estimate), wild_out (n: 1 where the model
  * was stopped; its other outputs are then meaningless). Returns the cells whose MLE terms were computed. */
@@ -36,8 +35,8 @@ int64_t fluid_mle_path(int64_t n, int64_t N, int64_t budget, int64_t cache, int6
                        const double *b, const double *loga2, int64_t ld, const int32_t *twin, int64_t ldt,
                        const uint8_t *twinned, double *work, double *work2, int64_t *lastc, uint8_t *has,
                        double *cwork, const double *responses, const double *theta0, int64_t cap, double *X,
-                       double *A, double *B, double *g, double *h, double *at, int64_t *upto, double *memo, double tol,
-                       double lo, double hi, int64_t max_newton, int64_t max_halvings, int64_t max_bisection,
+                       double *A, double *B, double *g, double *h, double *at, int64_t *upto, double tol, double lo,
+                       double hi, int64_t max_newton, int64_t max_halvings, int64_t max_bisection,
                        int64_t *items_out, double *est_out, double *theta_out, uint8_t *wild_out)
 {
     int64_t evaluated = 0;
@@ -84,8 +83,7 @@ int64_t fluid_mle_path(int64_t n, int64_t N, int64_t budget, int64_t cache, int6
             Xm[t] = obs ? xv : 0.0;
             /* _MleRun.estimate: RowTerms.estimate of this row from the previous estimate */
             evaluated += mle_estimate(1, t + 1, cap, Xm, Am, Bm, &th_est, g + m * cap, h + m * cap, at + m,
-                                      upto + m, memo ? memo + m * MLE_MEMO_STRIDE : NULL, tol, lo, hi, max_newton,
-                                      max_halvings, max_bisection);
+                                      upto + m, tol, lo, hi, max_newton, max_halvings, max_bisection);
             est_out[m * budget + t] = th_est;
             th_sel = th_est;
         }

@@ -20,7 +20,6 @@
  */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "_portable_exp.h"
 
@@ -129,65 +128,11 @@ void row_sums(int64_t n_rows, int64_t n, int64_t ld, const double *g, const doub
     }
 }
 
-/* ---------------------------------------------------------------------------------------------
- * The sums of the kept terms: numpy's pairwise tree over a row's t cells splits at n2 (half the
- * length rounded down to a multiple of eight), then the right part again, down to a leaf of at most
- * 128 cells. An estimate's first evaluation is at the previous step's last theta, where the row's
- * first t - 1 cells are kept: its tree (t cells) and the previous evaluation's (t - 1 cells) have
- * the same left parts along their right spines wherever the splits agree (at the root 15 steps in
- * 16). Each evaluation records, per level of its right spine, the left part's (offset, length) and
- * its two sums (MLE_MEMO_STRIDE doubles per row: the theta's bits, the number of levels, then four
- * per level); the next evaluation at the same theta (its bits) takes a left part's sums from there
- * when the part is the same and every cell of it was kept (below `from`): the same cells summed in
- * the same order, so the same bits, without reading them again. Every other part is summed as
- * pairwise_sum2 sums it.
- */
-#define MLE_MEMO_LEVELS 24
-#define MLE_MEMO_STRIDE (2 + 4 * MLE_MEMO_LEVELS)
-
-static int same_bits(double x, double y)
-{
-    return memcmp(&x, &y, sizeof x) == 0;
-}
-
-/* pairwise_sum2 of g, h over [off, off + n), the left parts of the right spine from old (NULL: none) where
- * valid (off + n2 <= from), recorded into rec (NULL: not recorded) from `level`; returns the levels recorded. */
-static int64_t spine_sum(const double *g, const double *h, int64_t off, int64_t n, int64_t from, const double *old,
-                         double *rec, int64_t level, double *sg, double *sh)
-{
-    if (n <= 128 || level >= MLE_MEMO_LEVELS) {
-        pairwise_sum2(g + off, h + off, n, sg, sh);
-        return level;
-    }
-    int64_t n2 = n / 2;
-    n2 -= n2 % 8;
-    double a1, b1, a2, b2;
-    const double *o = old ? old + 2 + 4 * level : NULL;
-    if (o && level < (int64_t)old[1] && o[0] == (double)off && o[1] == (double)n2 && off + n2 <= from) {
-        a1 = o[2];
-        b1 = o[3];
-    }
-    else
-        pairwise_sum2(g + off, h + off, n2, &a1, &b1);
-    if (rec) {
-        double *w = rec + 2 + 4 * level;
-        w[0] = (double)off;
-        w[1] = (double)n2;
-        w[2] = a1;
-        w[3] = b1;
-    }
-    const int64_t levels = spine_sum(g, h, off + n2, n - n2, from, old, rec, level + 1, &a2, &b2);
-    *sg = a1 + a2;
-    *sh = b1 + b2;
-    return levels;
-}
-
 typedef struct {
     int64_t t, ld;
     const double *X, *A, *B;
     double *g, *h, *at;
     int64_t *upto;
-    double *memo;           /* MLE_MEMO_STRIDE per row, or NULL */
     int64_t evaluated;      /* cells whose terms were computed (diagnostics) */
 } Rows;
 
@@ -202,22 +147,9 @@ static void score_at(Rows *R, int64_t r, double th, double *T, double *dT)
     R->at[r] = th;
     R->upto[r] = t;
     double sg, sh;
-    if (R->memo) {
-        double *memo = R->memo + r * MLE_MEMO_STRIDE;
-        const int reuse = from > 0 && same_bits(memo[0], th);
-        memo[0] = th;
-        memo[1] = (double)spine_sum(R->g + off, R->h + off, 0, t, from, reuse ? memo : NULL, memo, 0, &sg, &sh);
-    }
-    else
-        pairwise_sum2(R->g + off, R->h + off, t, &sg, &sh);
+    pairwise_sum2(R->g + off, R->h + off, t, &sg, &sh);
     *T = 0.0 + sg;
     *dT = -(0.0 + sh);
-}
-
-/* The doubles of each row's memo (RowTerms allocates it; its first value NaN: nothing recorded). */
-int64_t mle_memo_stride(void)
-{
-    return MLE_MEMO_STRIDE;
 }
 
 /* numpy's clip: NaN stays NaN, then max with lo, then min with hi. */
@@ -257,13 +189,13 @@ static double fallback(Rows *R, int64_t r, double tol, double lo, double hi, int
 }
 
 /* _MleRun.estimate for every row: the Newton iteration with halvings, then the fallback, from
- * theta[r] (overwritten with the estimate). g, h (n x ld), at, upto and memo (n x MLE_MEMO_STRIDE, or NULL:
- * every sum read whole) are RowTerms' arrays. Returns the number of cells whose terms were computed. */
+ * theta[r] (overwritten with the estimate). g, h (n x ld), at and upto are RowTerms' arrays.
+ * Returns the number of cells whose terms were computed. */
 int64_t mle_estimate(int64_t n, int64_t t, int64_t ld, const double *X, const double *A, const double *B,
-                     double *theta, double *g, double *h, double *at, int64_t *upto, double *memo, double tol,
-                     double lo, double hi, int64_t max_newton, int64_t max_halvings, int64_t max_bisection)
+                     double *theta, double *g, double *h, double *at, int64_t *upto, double tol, double lo,
+                     double hi, int64_t max_newton, int64_t max_halvings, int64_t max_bisection)
 {
-    Rows R = {t, ld, X, A, B, g, h, at, upto, memo, 0};
+    Rows R = {t, ld, X, A, B, g, h, at, upto, 0};
     for (int64_t r = 0; r < n; r++) {
         double th = theta[r], kT = 0.0, kdT = 0.0;
         int known = 0, fall = 1;

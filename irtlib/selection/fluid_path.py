@@ -48,7 +48,7 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     i64, ptr, f64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
     lib.fluid_mle_path.argtypes = [i64, i64, i64, i64, i64, *[ptr] * 14, i64, ptr, i64, *[ptr] * 8, i64,
-                                   *[ptr] * 8, f64, f64, f64, i64, i64, i64, *[ptr] * 4]
+                                   *[ptr] * 7, f64, f64, f64, i64, i64, i64, *[ptr] * 4]
     lib.fluid_mle_path.restype = i64
     lib.maxinfo_vector_width.argtypes = []
     lib.maxinfo_vector_width.restype = i64
@@ -105,7 +105,7 @@ def run_mle_path(lib: ctypes.CDLL, selector: Any, estimator: Any, x: np.ndarray,
         p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["a"], p["b"], p["loga2"],
         fused.ld, p["twin"], fused.ldt, p["twinned"], p["work"], p["work2"], p["lastc"], p["has"], cwork.ctypes.data,
         x.ctypes.data, theta0.ctypes.data, cap, *(_address(arr) for arr in (
-            estimator.X, estimator.A, estimator.B, terms.g, terms.h, terms.at, terms.upto, terms.memo)),
+            estimator.X, estimator.A, estimator.B, terms.g, terms.h, terms.at, terms.upto)),
         float(e.tol), float(lo), float(hi), int(e.max_newton), int(e.max_halvings), int(e.max_bisection),
         items.ctypes.data, out.ctypes.data, theta.ctypes.data, wild.ctypes.data)
     estimator.t = budget

@@ -59,11 +59,8 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.row_sums.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr]
     lib.row_sums.restype = None
     f64 = ctypes.c_double
-    lib.mle_estimate.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, f64, f64, f64, i64, i64,
-                                 i64]
+    lib.mle_estimate.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, f64, f64, f64, i64, i64, i64]
     lib.mle_estimate.restype = i64
-    lib.mle_memo_stride.argtypes = []
-    lib.mle_memo_stride.restype = i64
     lib.best_candidates.argtypes = [i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.best_candidates.restype = None
     lib.radius_bounds.argtypes = [i64, i64, i64, ptr, ptr, ptr, i64, ptr, ptr]
@@ -95,7 +92,7 @@ class RowTerms:
 
     def __init__(self, lib: ctypes.CDLL):
         self.lib = lib
-        self.g = self.h = self.at = self.upto = self.memo = None
+        self.g = self.h = self.at = self.upto = None
         self.evaluated = 0        # diagnostics: cells whose terms :meth:`estimate` computed
         self._inputs = self._addresses = None
 
@@ -103,8 +100,6 @@ class RowTerms:
         if self.g is None or self.g.shape != shape:
             self.g, self.h = np.zeros(shape), np.zeros(shape)
             self.at, self.upto = np.full(shape[0], np.nan), np.zeros(shape[0], dtype=np.int64)
-            # each row's record of its last evaluation's partial sums (NaN: none), for the next one at that theta
-            self.memo = np.full((shape[0], self.lib.mle_memo_stride()), np.nan)
             self._inputs = None
 
     def _pointers(self, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
@@ -116,8 +111,7 @@ class RowTerms:
         held = self._inputs
         if held is None or held[0] is not x or held[1] is not a or held[2] is not b:
             self._inputs = (x, a, b)
-            self._addresses = tuple(None if arr is None else arr.ctypes.data
-                                    for arr in (x, a, b, self.g, self.h, self.at, self.upto, self.memo))
+            self._addresses = tuple(arr.ctypes.data for arr in (x, a, b, self.g, self.h, self.at, self.upto))
         return self._addresses
 
     def sums(self, rows: np.ndarray, theta: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -164,9 +158,9 @@ class RowTerms:
         """
         self._fit(a.shape)
         lo, hi = bounds
-        px, pa, pb, pg, ph, pat, pupto, pmemo = self._pointers(x, a, b)
+        px, pa, pb, pg, ph, pat, pupto = self._pointers(x, a, b)
         self.evaluated += self.lib.mle_estimate(
-            theta.size, int(t), a.shape[1], px, pa, pb, theta.ctypes.data, pg, ph, pat, pupto, pmemo, float(tol),
+            theta.size, int(t), a.shape[1], px, pa, pb, theta.ctypes.data, pg, ph, pat, pupto, float(tol),
             float(lo), float(hi), int(max_newton), int(max_halvings), int(max_bisection))
 
 
@@ -272,40 +266,7 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
     k0 = np.argmax(info, axis=1)
     same_pick = np.array_equal(k, k0) and np.array_equal(best, info[np.arange(n), k0])
     return (bool(np.array_equal(g, g0) and np.array_equal(h, h0)) and same_pick and _sums_match_numpy(lib, rng)
-            and _bounds_match_numpy(lib, rng) and _memo_matches_whole_sums(lib, rng))
-
-
-def _memo_matches_whole_sums(lib: ctypes.CDLL, rng: np.random.Generator) -> bool:
-    """Whether :meth:`RowTerms.estimate` gives the same estimate at every step with its kept partial sums and without.
-
-    Adaptive runs of 300 steps (past two levels of numpy's pairwise tree) on random banks, 5% of the cells
-    missing (0, as ``_MleRun.push`` writes them), rows all safe or all unsafe (the bounds), and one row of
-    fractional responses: ``mle_estimate`` with each row's memo and with none (every sum read whole).
-    """
-    n, steps = 12, 300
-    a, b = np.exp(rng.normal(0.0, 0.6, (n, steps))), rng.normal(0.0, 1.5, (n, steps))
-    x = (rng.random((n, steps)) < 0.5).astype(float)
-    x[0], x[1], x[2] = 1.0, 0.0, rng.random(steps)
-    gone = rng.random((n, steps)) < 0.05
-    a[gone] = b[gone] = x[gone] = 0.0
-    kw = {"tol": 1e-6, "bounds": (-8.0, 8.0), "max_newton": 100, "max_halvings": 15, "max_bisection": 80}
-    with_memo, without = RowTerms(lib), _RowTermsWithoutMemo(lib)
-    theta, again = np.zeros(n), np.zeros(n)
-    for t in range(1, steps + 1):
-        with_memo.estimate(theta, x, a, b, t, **kw)
-        without.estimate(again, x, a, b, t, **kw)
-        if not np.array_equal(theta, again):
-            return False
-    return True
-
-
-class _RowTermsWithoutMemo(RowTerms):
-    """:class:`RowTerms` whose ``estimate`` passes no memo: every sum read whole (the loader's reference)."""
-
-    def _fit(self, shape):
-        if self.g is None or self.g.shape != shape:
-            super()._fit(shape)
-            self.memo = None
+            and _bounds_match_numpy(lib, rng))
 
 
 def _bounds_match_numpy(lib: ctypes.CDLL, rng: np.random.Generator) -> bool:
