@@ -24,7 +24,11 @@
  * run has no cache or no twins): unused (n x N), left, items, ca, cb, used, ctwin, guard (n x cache),
  * theta_c, bound (n x (n_radii + 1)); the bank a, b, loga2 (row stride ld: N per model, 0 shared), twin
  * labels (stride ldt) and twinned; the work arrays of FullPass (work 2N, work2 N, lastc 2N, has N) and
- * best_candidates4 (cwork, cache).
+ * of the step (cwork, 3 cache). Where _maxinfo_kernel.c has the ranked step (maxinfo_step_sorted, RANK_META
+ * defined) and the selector keeps its ranking (cw, cs: n x cache, cm: n x RANK_META, corder: n x cache, camax,
+ * cready: n; FullPass.step's arrays), the step is maxinfo_step_sorted with them, as FullPass.step calls it, and
+ * a model's cready is zeroed after each full pass (new candidates), as FullPass.full does; with cw NULL, or
+ * without the ranked step, maxinfo_step (the same picks: _maxinfo_kernel.c's loader checks the two agree).
  * Estimator state (_MleRun and its RowTerms; row stride cap >= budget): X, A, B, g, h, at, upto.
  * responses: n x N (NaN: not available; such items are never picked). theta0: the first item's ability.
  * Out: items_out, est_out (n x budget), theta_out (n: the last estimate), wild_out (n: 1 where the model
@@ -34,7 +38,8 @@ int64_t fluid_mle_path(int64_t n, int64_t N, int64_t budget, int64_t cache, int6
                        int32_t *ctwin, uint8_t *guard, double *theta_c, double *bound, const double *a,
                        const double *b, const double *loga2, int64_t ld, const int32_t *twin, int64_t ldt,
                        const uint8_t *twinned, double *work, double *work2, int64_t *lastc, uint8_t *has,
-                       double *cwork, const double *responses, const double *theta0, int64_t cap, double *X,
+                       double *cwork, double *cw, double *cs, double *cm, int64_t *corder, double *camax,
+                       uint8_t *cready, const double *responses, const double *theta0, int64_t cap, double *X,
                        double *A, double *B, double *g, double *h, double *at, int64_t *upto, double tol, double lo,
                        double hi, int64_t max_newton, int64_t max_halvings, int64_t max_bisection,
                        int64_t *items_out, double *est_out, double *theta_out, uint8_t *wild_out)
@@ -53,11 +58,21 @@ int64_t fluid_mle_path(int64_t n, int64_t N, int64_t budget, int64_t cache, int6
                 int64_t pending = 0, pick = 0;
                 uint8_t live = 1, wild = 0;
                 if (cache) {
-                    const int64_t k = maxinfo_step(1, N, cache, n_radii, &th_sel, &live, radii, items + m * cache,
-                                                   ca + m * cache, cb + m * cache, used + m * cache,
-                                                   ctwin ? ctwin + m * cache : NULL, guard + m * cache,
-                                                   theta_c + m, bound + m * (n_radii + 1), unused + m * N,
-                                                   left + m, &j, &pending, cwork);
+                    int64_t k;
+#ifdef RANK_META
+                    if (cw)
+                        k = maxinfo_step_sorted(1, N, cache, n_radii, &th_sel, &live, radii, items + m * cache,
+                                                ca + m * cache, cb + m * cache, used + m * cache,
+                                                ctwin ? ctwin + m * cache : NULL, guard + m * cache, theta_c + m,
+                                                bound + m * (n_radii + 1), unused + m * N, left + m, &j, &pending,
+                                                cwork, cw + m * cache, cs + m * cache, cm + m * RANK_META,
+                                                corder + m * cache, camax + m, cready + m);
+                    else
+#endif
+                        k = maxinfo_step(1, N, cache, n_radii, &th_sel, &live, radii, items + m * cache,
+                                         ca + m * cache, cb + m * cache, used + m * cache,
+                                         ctwin ? ctwin + m * cache : NULL, guard + m * cache, theta_c + m,
+                                         bound + m * (n_radii + 1), unused + m * N, left + m, &j, &pending, cwork);
                     pending = k;
                 }
                 else
@@ -70,6 +85,8 @@ int64_t fluid_mle_path(int64_t n, int64_t N, int64_t budget, int64_t cache, int6
                         wild_out[m] = 1;
                         break;
                     }
+                    if (cready)
+                        cready[m] = 0;                      /* new candidates: ranked again at the next step */
                     j = pick;
                 }
             }

@@ -42,12 +42,14 @@ __all__ = ["SOURCE", "load", "run_mle_path", "loop_path"]
 SOURCE = Path(__file__).with_name("_fluid_path_kernel.c")
 
 _LOADED: dict = {}
+#: :class:`irtlib.selection.maxinfo_kernel.FullPass`'s arrays for its ranked step, in the kernel's order.
+_RANKED = ("cw", "cs", "cm", "corder", "camax", "cready")
 
 
 def _bind(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     i64, ptr, f64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
-    lib.fluid_mle_path.argtypes = [i64, i64, i64, i64, i64, *[ptr] * 14, i64, ptr, i64, *[ptr] * 8, i64,
+    lib.fluid_mle_path.argtypes = [i64, i64, i64, i64, i64, *[ptr] * 14, i64, ptr, i64, *[ptr] * 14, i64,
                                    *[ptr] * 7, f64, f64, f64, i64, i64, i64, *[ptr] * 4]
     lib.fluid_mle_path.restype = i64
     lib.maxinfo_vector_width.argtypes = []
@@ -97,14 +99,16 @@ def run_mle_path(lib: ctypes.CDLL, selector: Any, estimator: Any, x: np.ndarray,
     out = np.empty((n, budget))
     theta = np.empty(n)
     wild = np.zeros(n, dtype=np.bool_)
-    cwork = np.empty(max(fused.cache, 1))
+    cwork = np.empty(max(3 * fused.cache, 1))
     p = fused._ptr
+    # the selector's ranking of its candidates, where its library ranks them (FullPass.step's arrays), else none
+    ranked = [p.get(k) for k in _RANKED] if getattr(fused, "ranked", False) else [None] * len(_RANKED)
     lo, hi = e.bounds
     terms.evaluated += lib.fluid_mle_path(
         n, n_items, int(budget), fused.cache, fused.radii.size, p["radii"], p["unused"], p["left"], p["items"],
         p["ca"], p["cb"], p["used"], p["ctwin"], p["guard"], p["theta_c"], p["bound"], p["a"], p["b"], p["loga2"],
         fused.ld, p["twin"], fused.ldt, p["twinned"], p["work"], p["work2"], p["lastc"], p["has"], cwork.ctypes.data,
-        x.ctypes.data, theta0.ctypes.data, cap, *(_address(arr) for arr in (
+        *ranked, x.ctypes.data, theta0.ctypes.data, cap, *(_address(arr) for arr in (
             estimator.X, estimator.A, estimator.B, terms.g, terms.h, terms.at, terms.upto)),
         float(e.tol), float(lo), float(hi), int(e.max_newton), int(e.max_halvings), int(e.max_bisection),
         items.ctypes.data, out.ctypes.data, theta.ctypes.data, wild.ctypes.data)
