@@ -326,10 +326,11 @@ $(filter $(EXEC_DIR)/intro.ipynb $(EXEC_DIR)/teaching.ipynb,$(EXECUTED)): $(wild
 # stage, start right after 05 (in 02's slot) and end about when 10 (in 05's slot) does; 08, which reads them, is
 # listed two starts after 10 (after 07 and 04b), where both have ended: listed right after 10 it was reached while
 # the job still ran, passed over, and ran alone at the end for its 31 s (a full build on 2 cores, this session's
-# first). The short pages come last, to fill the end of both slots; 01_data and intro, which
+# first). The short pages come last, to fill the end of both slots, the longest of them first (09, 9 s in a full
+# build, listed after 06 it started last and ran alone for 4 of its 9 s); 01_data and intro, which
 # do not wait for the stage (STAGE_USERS), run beside it, in the slot it leaves free.
 FIRST_CHAPTERS := book/02_fit book/05_selection book/10_beyond book/07_own_benchmark book/04b_model_fit \
-	book/08_simulation_study book/00_primer book/06_table2 book/09_pandaguard book/04_discrimination book/01_data \
+	book/08_simulation_study book/00_primer book/09_pandaguard book/06_table2 book/04_discrimination book/01_data \
 	book/03_ceiling book/intro
 EXECUTED_FIRST := $(foreach p,$(call executed_path,$(foreach c,$(FIRST_CHAPTERS),$(filter $(c),$(CHAPTERS)))),$(p) \
 	$(if $(filter $(EXEC_DIR)/05_selection.ipynb,$(p)),$(COMPARISON_STAMP)))
