@@ -233,6 +233,20 @@ static inline void second_nearest(pam_t *P, int64_t c, int64_t b, int64_t o, dou
     least_of_lanes(osi, osd, b, doj, ld, li);
 }
 
+/* the package's do_swap at the new medoid's own point j: medoid b, at distance 0 (its former nearest becomes its
+ * second, unless that was b); then its term of the removal loss */
+static inline __attribute__((always_inline)) void new_medoid_point(pam_t *P, int64_t b, int64_t j)
+{
+    const int32_t b32 = (int32_t)b;
+    if (P->near_i[j] != b32) {
+        P->seco_i[j] = P->near_i[j];
+        P->seco_d[j] = P->near_d[j];
+    }
+    P->near_i[j] = b32;
+    P->near_d[j] = 0.0;
+    P->removal[b32] += P->seco_d[j] - P->near_d[j];
+}
+
 /* one point's part of the package's do_swap (not o == j): its nearest and second nearest after medoid b became
  * the point at distance doj; then its term of the removal loss (the package's update_removal_loss, in this pass) */
 static inline __attribute__((always_inline)) void swap_point(pam_t *P, int64_t b, int64_t o, double doj)
@@ -306,17 +320,10 @@ static void do_swap(pam_t *P, int64_t b, int64_t j)
                 continue;
             }
             for (int l = 0; l < 4; l++) {
-                if (o + l == j) {
-                    if (ni[j] != b32) {
-                        si[j] = ni[j];
-                        sd[j] = nd[j];
-                    }
-                    ni[j] = b32;
-                    nd[j] = 0.0;
-                    removal[b32] += sd[j] - nd[j];
-                } else {
+                if (o + l == j)
+                    new_medoid_point(P, b, j);
+                else
                     swap_point(P, b, o + l, d[l]);
-                }
             }
         }
     }
@@ -325,17 +332,10 @@ static void do_swap(pam_t *P, int64_t b, int64_t j)
         const double doj = col[o * so];
         if (dmb)
             dmb[o * k] = doj;
-        if (o == j) {
-            if (ni[j] != b32) {
-                si[j] = ni[j];
-                sd[j] = nd[j];
-            }
-            ni[j] = b32;
-            nd[j] = 0.0;
-            removal[b32] += sd[j] - nd[j];
-        } else {
+        if (o == j)
+            new_medoid_point(P, b, j);
+        else
             swap_point(P, b, o, doj);
-        }
     }
 }
 

@@ -565,6 +565,30 @@ void maxinfo_full_mapped(int64_t n, int64_t N, int64_t cache, int64_t n_radii, c
               ca, cb, used, ctwin, guard, theta_c, bound, work, work2, lastc, has, left, bankrow);
 }
 
+/* The radius level of row m: searchsorted(radii, |theta - theta_c|), numpy's side "left" (n_radii past the last
+ * radius or where the distance is not a number). */
+static inline int64_t radius_level(int64_t n_radii, const double *radii, double th, double centre)
+{
+    const double d = fabs(th - centre);
+    int64_t level = 0;
+    while (level < n_radii && !(radii[level] >= d))
+        level++;
+    return level;
+}
+
+/* Row m's candidate k as the step's pick: out[m], marked as given as in maxinfo_full. */
+static inline void take_pick(int64_t m, int64_t k, int64_t N, int64_t cache, int64_t n_radii, const int64_t *items,
+                             uint8_t *used, const int32_t *ctwin, const uint8_t *guard, double *bound, uint8_t *unused,
+                             int64_t *left, int64_t *out)
+{
+    const int64_t at = items[m * cache + k];
+    out[m] = at;
+    used[m * cache + k] = 1;
+    unused[m * N + at] = 0;
+    left[m]--;
+    unguard(m, k, cache, n_radii, used, ctwin, guard, bound);
+}
+
 /* One step of maximum information for the rows with live[m]: the best unused candidate (best_candidates4: numpy's
  * argmax of the exact information, and its value), the bound of the radius searchsorted(radii, |theta -
  * theta_c|) (numpy's side "left"; past the last radius, or not a number, the +inf column); where the candidate's
@@ -580,21 +604,12 @@ int64_t maxinfo_step(int64_t n, int64_t N, int64_t cache, int64_t n_radii, const
         out[m] = -1;
         if (!live[m])
             continue;
-        const double th = theta[m], d = fabs(th - theta_c[m]);
-        int64_t level = 0;
-        while (level < n_radii && !(radii[level] >= d))
-            level++;
+        const int64_t level = radius_level(n_radii, radii, theta[m], theta_c[m]);
         int64_t k;
         double low;
         best_candidates4(1, cache, theta + m, ca + m * cache, cb + m * cache, used + m * cache, &k, &low, work);
-        if (low > bound[m * (n_radii + 1) + level]) {
-            const int64_t at = items[m * cache + k];
-            out[m] = at;
-            used[m * cache + k] = 1;
-            unused[m * N + at] = 0;
-            left[m]--;
-            unguard(m, k, cache, n_radii, used, ctwin, guard, bound);
-        }
+        if (low > bound[m * (n_radii + 1) + level])
+            take_pick(m, k, N, cache, n_radii, items, used, ctwin, guard, bound, unused, left, out);
         else
             pending[n_pending++] = m;
     }
@@ -881,10 +896,8 @@ int64_t maxinfo_step_sorted(int64_t n, int64_t N, int64_t cache, int64_t n_radii
         out[m] = -1;
         if (!live[m])
             continue;
-        const double th = theta[m], d = fabs(th - theta_c[m]);
-        int64_t level = 0;
-        while (level < n_radii && !(radii[level] >= d))
-            level++;
+        const double th = theta[m];
+        const int64_t level = radius_level(n_radii, radii, th, theta_c[m]);
         /* a bound of +inf (past every radius, or voided): no candidate can be the pick (maxinfo_step's compare) */
         if (!(bound[m * (n_radii + 1) + level] < INFINITY)) {
             pending[n_pending++] = m;
@@ -908,14 +921,8 @@ int64_t maxinfo_step_sorted(int64_t n, int64_t N, int64_t cache, int64_t n_radii
                                                     &low))
                 best_candidates4(1, cache, theta + m, pa, pb, pu, &k, &low, work);
         }
-        if (low > bound[m * (n_radii + 1) + level]) {
-            const int64_t at = items[m * cache + k];
-            out[m] = at;
-            pu[k] = 1;
-            unused[m * N + at] = 0;
-            left[m]--;
-            unguard(m, k, cache, n_radii, used, ctwin, guard, bound);
-        }
+        if (low > bound[m * (n_radii + 1) + level])
+            take_pick(m, k, N, cache, n_radii, items, used, ctwin, guard, bound, unused, left, out);
         else
             pending[n_pending++] = m;
     }
