@@ -69,6 +69,20 @@ static inline vd exp_rough(vd x)
     return p * scale;
 }
 
+/* The first pass's information of LANES candidates at th: a^2 e / (1 + e)^2, e = exp_rough(-|z|), z = a (th - b),
+ * with -|z| clamped at -700 (inside: the lanes not clamped); z, e and d = 1 + e are returned for the callers' own
+ * uses. */
+static inline vd rough_information(vd av, vd bv, double th, vd *z, vl *inside, vd *e, vd *d)
+{
+    *z = av * (splat(th) - bv);
+    const vd xv = (vd)((vl)*z | (vl)splat(-0.0));
+    *inside = xv >= splat(-700.0);
+    const vd xs = (vd)(((vl)xv & *inside) | ((vl)splat(-700.0) & ~*inside));
+    *e = exp_rough(xs);
+    *d = splat(1.0) + *e;
+    return (av * av) * *e / (*d * *d);
+}
+
 void best_candidates4(int64_t n, int64_t c, const double *theta, const double *ca, const double *cb,
                       const uint8_t *used, int64_t *k, double *best, double *work)
 {
@@ -274,13 +288,9 @@ static void full_row(int64_t i, int64_t N, int64_t cache, int64_t n_radii, const
             vu8 u8;
             memcpy(&u8, pu + j, sizeof u8);
             const vl live = __builtin_convertvector(u8, vl) != 0;      /* all ones where unused */
-            const vd z = av * (splat(th) - bv);
-            const vd xv = (vd)((vl)z | (vl)splat(-0.0));
-            const vl inside = xv >= splat(-700.0);
-            const vd xs = (vd)(((vl)xv & inside) | ((vl)splat(-700.0) & ~inside));
-            const vd e = exp_rough(xs);
-            const vd d = splat(1.0) + e;
-            const vd w = (av * av) * e / (d * d);
+            vd z, e, d;
+            vl inside;
+            const vd w = rough_information(av, bv, th, &z, &inside, &e, &d);
             const vl big = (vd)((vl)av & ~(vl)splat(-0.0)) <= splat(1e100);
             const vd wq = (vd)(((vl)w & live) | ((vl)splat(-INFINITY) & ~live));
             live_acc |= live;
@@ -730,13 +740,9 @@ static uint8_t rank_candidates(int64_t cache, double th, const double *a, const 
         vd av, bv;
         memcpy(&av, a + j, sizeof av);
         memcpy(&bv, b + j, sizeof bv);
-        const vd z = av * (splat(th) - bv);
-        const vd xv = (vd)((vl)z | (vl)splat(-0.0));
-        const vl inside = xv >= splat(-700.0);
-        const vd xs = (vd)(((vl)xv & inside) | ((vl)splat(-700.0) & ~inside));
-        const vd e = exp_rough(xs);
-        const vd d = splat(1.0) + e;
-        const vd w = (av * av) * e / (d * d);
+        vd z, e, d;
+        vl inside;
+        const vd w = rough_information(av, bv, th, &z, &inside, &e, &d);
         const vd g = (splat(1.0) - e) / d;                                  /* |1 - 2 P| */
         const vd sl = (vd)((vl)(av * g) ^ (~(vl)z & (vl)splat(-0.0)));     /* a (1 - 2 P): negated for z >= 0 */
         memcpy(wv_sorted + j, &w, sizeof w);
