@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from capture_adaptive import same_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,14 +69,6 @@ def as_old(obj, old: dict):
     return obj          # a selector of another module (the protocol's replayed items)
 
 
-def same(t, u) -> bool:
-    """Whether two trajectories have the same items, estimates and final abilities, bit for bit."""
-    ok = np.array_equal(t.items, u.items) and np.array_equal(t.estimate, u.estimate, equal_nan=True)
-    if t.ability is not None or u.ability is not None:
-        ok = ok and np.array_equal(t.ability, u.ability, equal_nan=True)
-    return ok
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("captures", nargs="+", help="directories written by capture_adaptive.py")
@@ -112,7 +105,7 @@ def main(argv=None) -> int:
                     t = time.process_time()
                     traj = runs[which](*call["args"], **run_kw)
                     total[group][which] += time.process_time() - t
-                    if not same(traj, call["result"]):
+                    if not same_trajectory(traj, call["result"]):
                         print(f"DIFFERENT: {path} ({'old' if which == 0 else 'new'})", file=sys.stderr)
                         return 1
             total[group][2] += 1

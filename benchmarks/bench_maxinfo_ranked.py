@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from capture_adaptive import same_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,14 +55,6 @@ def old_library(rev: str, new: ctypes.CDLL) -> ctypes.CDLL:
         getattr(lib, name).restype = getattr(new, name).restype
     assert lib.maxinfo_vector_width() == new.maxinfo_vector_width()
     return lib
-
-
-def same(t, u) -> bool:
-    """Whether two trajectories have the same items, estimates and final abilities, bit for bit."""
-    ok = np.array_equal(t.items, u.items) and np.array_equal(t.estimate, u.estimate, equal_nan=True)
-    if t.ability is not None or u.ability is not None:
-        ok = ok and np.array_equal(t.ability, u.ability, equal_nan=True)
-    return ok
 
 
 def main(argv=None) -> int:
@@ -119,7 +112,7 @@ def main(argv=None) -> int:
                     traj = run_adaptive(*call["args"], **kw)
                     total[group][which] += time.process_time() - t
                     total[group][2 + which] += sum(r.full_passes for r in runs)
-                    if not same(traj, call["result"]):
+                    if not same_trajectory(traj, call["result"]):
                         print(f"DIFFERENT: {path} ({'old' if which == 0 else 'new'})", file=sys.stderr)
                         return 1
                 total[group][4] += 1

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from capture_adaptive import same_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_DIR = "irtlib/selection"
@@ -119,9 +120,7 @@ def main(argv=None) -> int:
                         traj = run_adaptive(*call["args"], **call["kwargs"])
                         total[group][which] += time.process_time() - t
                         want = call["result"]
-                        if not (np.array_equal(traj.items, want.items)
-                                and np.array_equal(traj.estimate, want.estimate, equal_nan=True)
-                                and np.array_equal(traj.ability, want.ability, equal_nan=True)):
+                        if not same_trajectory(traj, want):
                             print(f"DIFFERENT: {path} ({'old' if which == 0 else 'new'})", file=sys.stderr)
                             return 1
                 total[group][2] += 1

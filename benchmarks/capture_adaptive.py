@@ -29,6 +29,17 @@ MODULES = ("irtlib.selection.adaptive", "irtlib.protocol.agreement", "irtlib.pro
            "irtlib.selection")
 
 
+def same_trajectory(t, u) -> bool:
+    """Whether two :class:`~irtlib.selection.adaptive.Trajectory` objects have the same items, estimates and
+    final abilities, bit for bit (what a replay of the captured calls compares)."""
+    import numpy as np
+
+    ok = np.array_equal(t.items, u.items) and np.array_equal(t.estimate, u.estimate, equal_nan=True)
+    if t.ability is not None or u.ability is not None:
+        ok = ok and np.array_equal(t.ability, u.ability, equal_nan=True)
+    return ok
+
+
 def install(out: Path) -> None:
     """Wrap ``run_adaptive`` in :data:`MODULES` so that each call is pickled to ``out``."""
     import importlib
