@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-calls", type=int, default=None, help="replay only the first calls (splits)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_anchor_path import base_module, differences, replay
+    from bench_anchor_path import base_module, replay, summary
     from bench_fasterpam_kernel import base_kernel
     from threadpoolctl import threadpool_limits
 
@@ -53,13 +53,7 @@ def main(argv=None) -> int:
                     runs[form].append(cpu)
                     seen[form] = digest, res
             fasterpam._KERNEL["lib"] = lib
-            (d_old, r_old), (d_new, r_new) = seen["base"], seen["this tree"]
-            total, items, weights = differences(r_old, r_new)
-            ratio = sum(runs["this tree"]) / sum(runs["base"])
-            print(f"{name} ({len(calls)} calls): base {', '.join(f'{t:.2f}' for t in runs['base'])} CPU s; "
-                  f"this tree {', '.join(f'{t:.2f}' for t in runs['this tree'])}; ratio {ratio:.3f}; digests "
-                  f"{d_old} / {d_new}; subsets {total}, other medoids {items}, other weights only {weights}",
-                  flush=True)
+            print(summary(name, calls, runs, seen), flush=True)
     print(f"load {os.getloadavg()}")
     return 0
 

@@ -148,6 +148,17 @@ def differences(old, new):
     return total, items, weights
 
 
+def summary(label: str, calls: list, runs: dict, seen: dict) -> str:
+    """One benchmark's line of an ABBA replay: each form's CPU seconds (``runs``: form -> seconds per round), the
+    ratio, the digests and how many subsets differ (``seen``: form -> (digest, results) of :func:`replay`)."""
+    (d_old, r_old), (d_new, r_new) = seen["base"], seen["this tree"]
+    total, items, weights = differences(r_old, r_new)
+    ratio = sum(runs["this tree"]) / sum(runs["base"])
+    return (f"{label} ({len(calls)} calls): base {', '.join(f'{t:.2f}' for t in runs['base'])} CPU s; "
+            f"this tree {', '.join(f'{t:.2f}' for t in runs['this tree'])}; ratio {ratio:.3f}; digests "
+            f"{d_old} / {d_new}; subsets {total}, other medoids {items}, other weights only {weights}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("benchmarks", nargs="+")
@@ -180,17 +191,11 @@ def main(argv=None) -> int:
                     cpu, digest, res = replay(forms[form], calls)
                     runs[form].append(cpu)
                     seen[form] = digest, res
-            (d_old, r_old), (d_new, r_new) = seen["base"], seen["this tree"]
-            total, items, weights = differences(r_old, r_new)
-            ratio = sum(runs["this tree"]) / sum(runs["base"])
             if args.labels:
                 lab_old, lab_new = label_digest(old, calls), label_digest(static, calls)
                 print(f"{args.run} {name}: medoids and labels digests {lab_old} / {lab_new} "
                       f"({'equal' if lab_old == lab_new else 'DIFFERENT'})", flush=True)
-            print(f"{args.run} {name} ({len(calls)} calls): base {', '.join(f'{t:.2f}' for t in runs['base'])} CPU s; "
-                  f"this tree {', '.join(f'{t:.2f}' for t in runs['this tree'])}; ratio {ratio:.3f}; digests "
-                  f"{d_old} / {d_new}; subsets {total}, other medoids {items}, other weights only {weights}",
-                  flush=True)
+            print(summary(f"{args.run} {name}", calls, runs, seen), flush=True)
     print(f"load {os.getloadavg()}")
     return 0
 
