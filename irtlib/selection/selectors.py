@@ -1026,6 +1026,15 @@ class SympsonHetterCandidates:
             top = np.broadcast_to(np.arange(n_items), (n_cells, n_items))
             self.bound = np.full(n_cells, -np.inf)
         self.candidates = np.sort(top, axis=1)          # by item index: a stable sort then breaks ties by index
+        self._cell_bounds, self._tables = bound, None   # every item's bound, for the kernel's lazy walk
+
+    def lazy_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each cell's items by decreasing bound, and the bounds (:func:`sympson_hetter_kernel.lazy_tables`), once."""
+        if self._tables is None:
+            from irtlib.selection.sympson_hetter_kernel import lazy_tables
+
+            self._tables = lazy_tables(self._cell_bounds, self.a, self.width)
+        return self._tables
 
     def choose(self, theta, avail, u, v, k_exposure, k, *, sparse=False):
         """:func:`_sympson_hetter`'s ``(item, rejected)`` for abilities ``theta`` (n_models,).
@@ -1046,7 +1055,20 @@ class SympsonHetterCandidates:
         inside = np.isfinite(cell) & (cell >= 0) & (cell < self.bound.size)
         rows = np.flatnonzero(inside)
         todo = np.flatnonzero(~inside)
-        if rows.size and self.candidates.shape[1]:
+        lib = _sympson_hetter_kernel() if rows.size and u.full is None and u.rng is not None else None
+        if lib is not None:                # each row's ranks walked lazily in C: the same choice and draws
+            from irtlib.selection.sympson_hetter_kernel import choose_rows
+
+            got, enough, set_rows, set_items = choose_rows(
+                lib, self.lazy_tables(), rows=rows, theta=theta[rows], cell=cell[rows].astype(np.intp), a=self.a,
+                b=self.b, avail=avail, k_exposure=k_exposure, k=k, v=None if v is None else v[rows], start=u.start)
+            item[rows[enough]] = got[enough]
+            if sparse:
+                cells.append((set_rows, set_items))
+            else:
+                rejected[set_rows, set_items] = True
+            todo = np.sort(np.concatenate([todo, rows[~enough]]))
+        elif rows.size and self.candidates.shape[1]:
             c = cell[rows].astype(np.intp)
             cand = self.candidates[c]
             info = fisher_information(theta[rows, None], self.a[cand], self.b[cand])
@@ -1080,6 +1102,13 @@ class SympsonHetterCandidates:
             empty = np.zeros(0, dtype=np.intp)
             rejected = tuple(np.concatenate([c[i] for c in cells] + [empty]) for i in (0, 1))
         return item, rejected
+
+
+def _sympson_hetter_kernel():
+    """The lazy walk's C library (:mod:`irtlib.selection.sympson_hetter_kernel`), or None (numpy: the same choices)."""
+    from irtlib.selection.sympson_hetter_kernel import load
+
+    return load()
 
 
 def sympson_hetter_candidates(items) -> SympsonHetterCandidates | None:
