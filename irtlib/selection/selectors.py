@@ -1028,13 +1028,23 @@ class SympsonHetterCandidates:
         self.candidates = np.sort(top, axis=1)          # by item index: a stable sort then breaks ties by index
         self._cell_bounds, self._tables = bound, None   # every item's bound, for the kernel's lazy walk
 
-    def lazy_tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each cell's items by decreasing bound, and the bounds (:func:`sympson_hetter_kernel.lazy_tables`), once."""
-        if self._tables is None:
-            from irtlib.selection.sympson_hetter_kernel import lazy_tables
+    def lazy_tables(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each cell's items by decreasing bound, and the bounds (:func:`sympson_hetter_kernel.lazy_tables`).
 
-            self._tables = lazy_tables(self._cell_bounds, self.a, self.width)
-        return self._tables
+        Only the rows of ``cells`` are guaranteed filled: each cell is sorted the first time it is asked for.
+        """
+        from irtlib.selection.sympson_hetter_kernel import lazy_tables
+
+        if self._tables is None:
+            shape = self._cell_bounds.shape
+            self._tables = (np.zeros(shape, dtype=np.int32), np.zeros(shape), np.zeros(shape[0], dtype=bool))
+        order, ub, ready = self._tables
+        new = np.unique(cells)
+        new = new[~ready[new]]
+        if new.size:
+            order[new], ub[new] = lazy_tables(self._cell_bounds[new], self.a, self.width)
+            ready[new] = True
+        return order, ub
 
     def choose(self, theta, avail, u, v, k_exposure, k, *, sparse=False):
         """:func:`_sympson_hetter`'s ``(item, rejected)`` for abilities ``theta`` (n_models,).
@@ -1060,7 +1070,8 @@ class SympsonHetterCandidates:
             from irtlib.selection.sympson_hetter_kernel import choose_rows
 
             got, enough, set_rows, set_items = choose_rows(
-                lib, self.lazy_tables(), rows=rows, theta=theta[rows], cell=cell[rows].astype(np.intp), a=self.a,
+                lib, self.lazy_tables(cell[rows].astype(np.intp)), rows=rows, theta=theta[rows],
+                cell=cell[rows].astype(np.intp), a=self.a,
                 b=self.b, avail=avail, k_exposure=k_exposure, k=k, v=None if v is None else v[rows], start=u.start)
             item[rows[enough]] = got[enough]
             if sparse:
