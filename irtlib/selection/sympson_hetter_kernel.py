@@ -180,44 +180,69 @@ def _random_bank(rng: np.random.Generator, case: int):
     return a, b, theta, avail, kexp, k
 
 
-def _choices_match(rng: np.random.Generator) -> bool:
-    """``SympsonHetterCandidates.choose`` with the kernel equals :func:`choose_items` on random banks."""
-    from irtlib.core.kernels import fisher_information
-    from irtlib.selection.selectors import ExposureControl, RowDraws, SympsonHetterCandidates, choose_items
+def _ranked_choice(info, avail, u, v, k_exposure, k):
+    """:func:`irtlib.selection.selectors.choose_items`' Sympson-Hetter choice, every item of every row ranked."""
+    n_models, n_items = info.shape
+    order = np.argsort(-np.where(avail, info, -np.inf), axis=1, kind="stable")
+    ok = np.take_along_axis(avail, order, axis=1)
+    accept = (u < k_exposure[order]) & ok
+    rank = np.cumsum(accept, axis=1)
+    if k > 1:
+        pick = np.floor(v * np.maximum(np.minimum(rank[:, -1], k), 1)).astype(int) + 1
+        first = np.argmax(accept & (rank == pick[:, None]), axis=1)
+    else:
+        first = np.argmax(accept, axis=1)
+    rows = np.arange(n_models)
+    found = accept[rows, first]
+    tried = (np.arange(n_items)[None, :] < np.where(found, first, n_items)[:, None]) & ok & ~accept
+    rejected = np.zeros((n_models, n_items), dtype=bool)
+    rejected[rows[:, None], order] = tried
+    return np.where(found, order[rows, first], -1), rejected
 
+
+def _choices_match(lib: ctypes.CDLL, rng: np.random.Generator) -> bool:
+    """:func:`choose_rows` equals every item ranked (:func:`_ranked_choice`) on the rows it decides, random banks."""
+    from irtlib.core.kernels import fisher_information
+
+    width, span, slack = 0.02, 6.0, 1e-9                  # SympsonHetterCandidates' cells and slack
+    mid = -span + (np.arange(int(round(2 * span / width))) + 0.5) * width
+    decided = 0
     for case in range(42):
         a, b, theta, avail, kexp, k = _random_bank(rng, case)
         n_models, n_items = avail.shape
-        cells = SympsonHetterCandidates(a, b, n_candidates=[128, 4, 1][case % 3])
-        seed = int(rng.integers(0, 2**63))
-        gen = np.random.Generator(np.random.PCG64(seed))
-        u = RowDraws(gen, (n_models, n_items))
+        with np.errstate(invalid="ignore", over="ignore"):
+            bound = np.minimum(fisher_information(mid[:, None], a, b) * np.exp(np.abs(a) * width / 2), a * a / 4)
+            cell = np.floor((theta + span) / width)
+        tables = lazy_tables(bound * (1.0 + slack), a, width)
+        rows = np.flatnonzero(np.isfinite(cell) & (cell >= 0) & (cell < mid.size))
+        gen = np.random.Generator(np.random.PCG64(int(rng.integers(0, 2**63))))
+        start = gen.bit_generator.state
+        u = gen.random((n_models, n_items))
         v = gen.random(n_models) if k > 1 else None
-        item, (rr, cc) = cells.choose(theta, avail, u, v, kexp, k, sparse=True)
-        info = fisher_information(theta[:, None], a, b)
-        want, rejected = choose_items(info, avail, np.random.Generator(np.random.PCG64(seed)),
-                                      ExposureControl(sympson_hetter=kexp, randomesque=k))
-        got = np.zeros_like(rejected)
-        got[rr, cc] = True
-        if not (np.array_equal(item, want) and np.array_equal(got, rejected) and rr.size == rejected.sum()):
+        with np.errstate(invalid="ignore"):
+            want_item, want_rejected = _ranked_choice(fisher_information(theta[:, None], a, b), avail, u, v, kexp, k)
+        item, enough, set_rows, set_items = choose_rows(
+            lib, tables, rows=rows, theta=theta[rows], cell=cell[rows].astype(np.intp), a=a, b=b, avail=avail,
+            k_exposure=kexp, k=k, v=None if v is None else v[rows], start=start)
+        got = np.zeros_like(want_rejected)
+        got[set_rows, set_items] = True
+        done = rows[enough]
+        left = np.setdiff1d(np.arange(n_models), done)        # rows the kernel leaves to the caller: nothing set
+        if not (np.array_equal(item[enough], want_item[done]) and np.array_equal(got[done], want_rejected[done])
+                and set_rows.size == want_rejected[done].sum() and not got[left].any()):
             return False
-    return True
+        decided += done.size
+    return decided > 0
 
 
 def _matches_numpy(lib: ctypes.CDLL) -> bool:
-    """The kernel's draws and choices equal numpy's (``_LOADED`` holds it while the choices are compared)."""
+    """The kernel's draws and choices equal numpy's."""
     rng = np.random.default_rng(20261205)
-    if not _draws_match(lib, rng):
-        return False
-    _LOADED["lib"] = lib
-    try:
-        return _choices_match(rng)
-    finally:
-        del _LOADED["lib"]
+    return _draws_match(lib, rng) and _choices_match(lib, rng)
 
 
 def load() -> ctypes.CDLL | None:
-    """The compiled kernel, or None (no compiler, ``IRTLIB_SYMPSON_HETTER_KERNEL=0``, or unlike numpy); once a process."""
+    """The compiled kernel or None (no compiler, ``IRTLIB_SYMPSON_HETTER_KERNEL=0``, unlike numpy); once a process."""
     from irtlib.calibration.fused_kernel import verified
 
     return verified(SOURCE, _bind, switch="IRTLIB_SYMPSON_HETTER_KERNEL", cache=_LOADED, matches=_matches_numpy)

@@ -82,7 +82,8 @@ def test_lazy_walk_sets_aside_the_same_pairs_in_the_same_order_as_the_numpy_cell
     kexp = np.clip(rng.random(n_items) * 1.3, 0, 1)
     (got, _), (want, _) = _choose_both(cells, theta, avail, kexp, 1, seed, sparse=True)
     np.testing.assert_array_equal(got[0], want[0])
-    got_pairs, want_pairs = set(zip(*map(np.ndarray.tolist, got[1]))), set(zip(*map(np.ndarray.tolist, want[1])))
+    got_pairs = set(zip(got[1][0].tolist(), got[1][1].tolist(), strict=True))
+    want_pairs = set(zip(want[1][0].tolist(), want[1][1].tolist(), strict=True))
     assert got_pairs == want_pairs and got[1][0].size == want[1][0].size > 0
     np.testing.assert_array_equal(np.diff(got[1][0]) >= 0, True)     # by model
 
@@ -104,3 +105,23 @@ def test_lazy_tables_put_untrusted_bounds_first():
     order, ub = shk.lazy_tables(bound, a, 0.02)
     assert order.tolist() == [[1, 2, 3, 4, 0]]
     assert ub.tolist() == [[np.inf, np.inf, np.inf, 0.7, 0.5]]
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_load_checks_reference_is_choose_items(k):
+    rng = np.random.default_rng(5)
+    for case in range(6):
+        a, b, theta, avail, kexp, k_case = shk._random_bank(rng, case)
+        info = fisher_information(theta[:, None], a, b)
+        gen = np.random.default_rng(case)
+        u = gen.random(avail.shape)
+        v = gen.random(avail.shape[0]) if k > 1 else None
+        exposure = ExposureControl(sympson_hetter=kexp, randomesque=k)
+        want = choose_items(info, avail, np.random.default_rng(case), exposure)
+        got = shk._ranked_choice(info, avail, u, v, kexp, k)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_load_check_passes_and_decides_rows():
+    assert shk._matches_numpy(LIB)
