@@ -187,7 +187,9 @@ class AdaptiveTest:
                 unused[rows, pending[rows]] = False
         s = self.stopping
         pick = slice(None) if rows is None else rows
-        left = self.left[pick]
+        # only whether a model has an item left is read (``left == 0``): 1 or 0 from ``any``, not the counts
+        # (a sum over every model's row of the bank at every step)
+        left = self.selector.unused.any(axis=1)[pick].astype(np.int64)
         if s is None:
             return np.where(left == 0, STOP_REASONS.index("exhausted"), -1)
         se = self.standard_error()[pick] if s.target_se is not None else None

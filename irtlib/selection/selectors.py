@@ -1009,23 +1009,62 @@ class SympsonHetterCandidates:
 
     def __init__(self, a, b, *, n_candidates: int = 128, width: float = 0.02, span: float = 6.0):
         self.a, self.b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        n_items = self.a.size
         self.lo, self.width = -float(span), float(width)
-        n_cells = int(round(2 * span / width))
-        m = min(int(n_candidates), n_items)
-        mid = self.lo + (np.arange(n_cells) + 0.5) * self.width
-        abs_a = np.abs(self.a)
-        bound = np.minimum(fisher_information(mid[:, None], self.a, self.b) * np.exp(abs_a * self.width / 2),
-                           self.a * self.a / 4) * (1.0 + self.SLACK)
-        if m < n_items:
-            top = np.argpartition(-bound, m - 1, axis=1)[:, :m]
-            rest = np.ones_like(bound, dtype=bool)
-            np.put_along_axis(rest, top, False, axis=1)
-            self.bound = np.where(rest, bound, -np.inf).max(axis=1)
-        else:
-            top = np.broadcast_to(np.arange(n_items), (n_cells, n_items))
-            self.bound = np.full(n_cells, -np.inf)
-        self.candidates = np.sort(top, axis=1)          # by item index: a stable sort then breaks ties by index
+        self.n_cells = int(round(2 * span / width))
+        self.n_candidates = int(n_candidates)
+        self._cells, self._tables = None, None          # built when first needed (the numpy path, the kernel's)
+
+    def _cell_bounds(self, cells) -> np.ndarray:
+        """Every item's bound over each of ``cells`` (rows), slack included; element by element the same values."""
+        mid = self.lo + (np.arange(self.n_cells)[cells] + 0.5) * self.width
+        return np.minimum(fisher_information(mid[:, None], self.a, self.b) * np.exp(np.abs(self.a) * self.width / 2),
+                          self.a * self.a / 4) * (1.0 + self.SLACK)
+
+    def _candidate_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(bound, candidates)``: each cell's largest bound beyond its candidates, and its candidates (numpy path)."""
+        if self._cells is None:
+            n_items = self.a.size
+            m = min(self.n_candidates, n_items)
+            bound = self._cell_bounds(slice(None))
+            if m < n_items:
+                top = np.argpartition(-bound, m - 1, axis=1)[:, :m]
+                rest = np.ones_like(bound, dtype=bool)
+                np.put_along_axis(rest, top, False, axis=1)
+                others = np.where(rest, bound, -np.inf).max(axis=1)
+            else:
+                top = np.broadcast_to(np.arange(n_items), (self.n_cells, n_items))
+                others = np.full(self.n_cells, -np.inf)
+            self._cells = (others, np.sort(top, axis=1))   # by item index: a stable sort then breaks ties by index
+        return self._cells
+
+    @property
+    def bound(self) -> np.ndarray:
+        """Each cell's largest bound of an item not among its candidates, shape (n_cells,)."""
+        return self._candidate_cells()[0]
+
+    @property
+    def candidates(self) -> np.ndarray:
+        """Each cell's candidates by item index, shape (n_cells, min(n_candidates, n_items))."""
+        return self._candidate_cells()[1]
+
+    def lazy_tables(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each cell's items by decreasing bound, and the bounds (:func:`sympson_hetter_kernel.lazy_tables`).
+
+        Only the rows of ``cells`` are guaranteed filled: each cell is bounded and sorted the first time it is asked
+        for.
+        """
+        from irtlib.selection.sympson_hetter_kernel import lazy_tables
+
+        if self._tables is None:
+            shape = (self.n_cells, self.a.size)
+            self._tables = (np.zeros(shape, dtype=np.int32), np.zeros(shape), np.zeros(shape[0], dtype=bool))
+        order, ub, ready = self._tables
+        new = np.unique(cells)
+        new = new[~ready[new]]
+        if new.size:
+            order[new], ub[new] = lazy_tables(self._cell_bounds(new), self.a, self.width)
+            ready[new] = True
+        return order, ub
 
     def choose(self, theta, avail, u, v, k_exposure, k, *, sparse=False):
         """:func:`_sympson_hetter`'s ``(item, rejected)`` for abilities ``theta`` (n_models,).
@@ -1043,10 +1082,24 @@ class SympsonHetterCandidates:
         cells = []                       # sparse: (rows, columns) of the items set aside
         with np.errstate(invalid="ignore"):
             cell = np.floor((theta - self.lo) / self.width)
-        inside = np.isfinite(cell) & (cell >= 0) & (cell < self.bound.size)
+        inside = np.isfinite(cell) & (cell >= 0) & (cell < self.n_cells)
         rows = np.flatnonzero(inside)
         todo = np.flatnonzero(~inside)
-        if rows.size and self.candidates.shape[1]:
+        lib = _sympson_hetter_kernel() if rows.size and u.full is None and u.rng is not None else None
+        if lib is not None:                # each row's ranks walked lazily in C: the same choice and draws
+            from irtlib.selection.sympson_hetter_kernel import choose_rows
+
+            got, enough, set_rows, set_items = choose_rows(
+                lib, self.lazy_tables(cell[rows].astype(np.intp)), rows=rows, theta=theta[rows],
+                cell=cell[rows].astype(np.intp), a=self.a,
+                b=self.b, avail=avail, k_exposure=k_exposure, k=k, v=None if v is None else v[rows], start=u.start)
+            item[rows[enough]] = got[enough]
+            if sparse:
+                cells.append((set_rows, set_items))
+            else:
+                rejected[set_rows, set_items] = True
+            todo = np.sort(np.concatenate([todo, rows[~enough]]))
+        elif rows.size and self.candidates.shape[1]:
             c = cell[rows].astype(np.intp)
             cand = self.candidates[c]
             info = fisher_information(theta[rows, None], self.a[cand], self.b[cand])
@@ -1080,6 +1133,13 @@ class SympsonHetterCandidates:
             empty = np.zeros(0, dtype=np.intp)
             rejected = tuple(np.concatenate([c[i] for c in cells] + [empty]) for i in (0, 1))
         return item, rejected
+
+
+def _sympson_hetter_kernel():
+    """The lazy walk's C library (:mod:`irtlib.selection.sympson_hetter_kernel`), or None (numpy: the same choices)."""
+    from irtlib.selection.sympson_hetter_kernel import load
+
+    return load()
 
 
 def sympson_hetter_candidates(items) -> SympsonHetterCandidates | None:
