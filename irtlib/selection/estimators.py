@@ -24,6 +24,7 @@ item), ``standard_error()`` and ``covariance()`` (``(n_models, D, D)``).
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 import numpy as np
@@ -36,7 +37,7 @@ from irtlib.core.kernels import fisher_information, probability, score_and_infor
 from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
-from . import map_kernel, score_kernel
+from . import ability_kernel, map_kernel, score_kernel
 from .ability_kernel import map_row_sums
 from .items import ItemModel, TwoPLItems
 from .portable_exp import portable_expit_pair
@@ -285,6 +286,7 @@ class _MapRun:
         self.taylor = est.order > 0
         self.recentred = 0                        # diagnostics: exact passes (model count)
         self._kernel = _UNDECIDED                 # map_kernel's library (None: numpy), decided at the first estimate
+        self._exact = _UNDECIDED                  # order 0: ability_kernel's library for the Newton (None: the loop)
         if self.taylor:
             polys = _sigmoid_derivative_polys(est.order + 1)
             self.coef = np.zeros((len(polys[-1]) - 1, len(polys)))   # s^1.. x derivative order
@@ -397,14 +399,15 @@ class _MapRun:
         M = self.M
         return self.sax - (M[:, :-1] * terms).sum(axis=1) - prior, (M[:, 1:] * terms).sum(axis=1)
 
-    def _exact_sums(self):
+    def _exact_sums(self, prepare=None):
         """The exact pass's C row sums over the administered cells, or None (Taylor model, or no kernel).
 
-        :func:`irtlib.selection.ability_kernel.map_row_sums`; None leaves :meth:`_grad_info`'s numpy pass.
+        :func:`irtlib.selection.ability_kernel.map_row_sums` (or ``prepare``, a :func:`~irtlib.selection.
+        ability_kernel.row_sums` of a library); None leaves :meth:`_grad_info`'s numpy pass.
         """
         if self.taylor or self.t == 0:
             return None
-        prepare = map_row_sums()
+        prepare = map_row_sums() if prepare is None else prepare
         if prepare is None:
             return None
         t = self.t
@@ -441,12 +444,44 @@ class _MapRun:
     def estimate(self):
         if self.taylor:
             return self._estimate_taylor()
+        if self._exact is _UNDECIDED:      # IRTLIB_EXACT_NEWTON_KERNEL=0: the Python loop (on the C sums where they load)
+            self._exact = ability_kernel.load() if os.environ.get("IRTLIB_EXACT_NEWTON_KERNEL", "1") != "0" else None
+        if self._exact is not None and self.t > 0 and self._exact_contiguous():
+            return self._estimate_exact_kernel(self._exact)
+        return self._estimate_exact(self._exact_sums())
+
+    def _exact_contiguous(self) -> bool:
+        """Whether the arrays :func:`irtlib.selection.ability_kernel.newton_rows` reads are C float64 (always here)."""
+        return all(v.flags.c_contiguous and v.dtype == np.float64 and v.shape == self.X.shape
+                   for v in (self.X, self.A, self.B)) and self.theta.shape == (self.X.shape[0],)
+
+    def _estimate_exact_kernel(self, lib):
+        """:meth:`_estimate_exact`'s Newton on the C row sums, every model's steps in one C call: the same numbers.
+
+        (:func:`irtlib.selection.ability_kernel.newton_rows`; the models it leaves unconverged go to
+        :meth:`_finish` as the loop's do.)
+        """
+        e = self.e
+        theta = np.array(self.theta, dtype=np.float64, order="C")
+        info = np.array(np.broadcast_to(self.info, theta.shape), dtype=np.float64, order="C")
+        done = ability_kernel.newton_rows(lib, self.X, self.A, self.B, self.t, theta, info, prior_mean=e.prior_mean,
+                                          prior_var=e.prior_sd ** 2, inv_var=1.0 / e.prior_sd ** 2,
+                                          max_newton=e.max_newton, max_step=e.max_step, tol=e.tol, lo=e.bounds[0],
+                                          hi=e.bounds[1])
+        if e.max_newton > 0:
+            self.info = info
+        return self._finish(theta, done)
+
+    def _estimate_exact(self, sums):
+        """The exact pass's Newton loop (``order=0``): every model not converged one step at a time.
+
+        ``sums``: :meth:`_exact_sums`' C row sums, or None (numpy's pass, :meth:`_grad_info`).
+        """
         e = self.e
         lo, hi = e.bounds
         inv_var = 1.0 / e.prior_sd ** 2
         theta = self.theta
         done = np.zeros(theta.size, dtype=bool)
-        sums = self._exact_sums()
         for _ in range(e.max_newton):
             g, h = self._grad_info(theta) if sums is None else self._kernel_grad_info(sums, theta, done)
             new = np.clip(theta + np.clip(g / (h + inv_var), -e.max_step, e.max_step), lo, hi)
