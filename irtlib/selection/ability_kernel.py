@@ -78,16 +78,16 @@ def row_sums(lib: ctypes.CDLL) -> Callable[..., RowSums]:
         b, ldb = _layout(b)
         g, h = np.empty(n_items), np.empty(n_items)
         ptr = ctypes.c_void_p
+        # the call's fixed arrays (kept alive by this closure): their addresses read once
+        px, pobs, pa, pb, pg, ph = (v.ctypes.data for v in (x, obs, a, b, g, h))
 
         def sums(rows: np.ndarray | None, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             theta = np.ascontiguousarray(theta, dtype=np.float64)
             idx = None if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
             n = n_rows if idx is None else idx.size
             out_s, out_i = np.empty(n), np.empty(n)
-            lib.ability_row_sums(n, None if idx is None else ptr(idx.ctypes.data), n_items, ptr(theta.ctypes.data),
-                                 ptr(x.ctypes.data), ptr(obs.ctypes.data), ptr(a.ctypes.data), lda,
-                                 ptr(b.ctypes.data), ldb, ptr(g.ctypes.data), ptr(h.ctypes.data),
-                                 ptr(out_s.ctypes.data), ptr(out_i.ctypes.data))
+            lib.ability_row_sums(n, None if idx is None else _address(idx), n_items, _address(theta), px, pobs, pa, lda,
+                                 pb, ldb, pg, ph, _address(out_s), _address(out_i))
             return out_s, out_i
 
         def solve(theta: np.ndarray, *, prior_mean: float, prior_var: float, max_newton: int, max_step: float,
@@ -109,6 +109,14 @@ def row_sums(lib: ctypes.CDLL) -> Callable[..., RowSums]:
         return sums
 
     return prepare
+
+
+def _address(arr: np.ndarray) -> int:
+    """The address of a C-contiguous array's data (``arr.ctypes.data``, about three times faster where writable)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
 
 
 def map_blocks(lib: ctypes.CDLL, desc: np.ndarray, items: np.ndarray, theta: np.ndarray, *, prior_mean: float,

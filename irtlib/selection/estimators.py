@@ -444,7 +444,7 @@ class _MapRun:
     def estimate(self):
         if self.taylor:
             return self._estimate_taylor()
-        if self._exact is _UNDECIDED:      # IRTLIB_EXACT_NEWTON_KERNEL=0: the Python loop (on the C sums where they load)
+        if self._exact is _UNDECIDED:      # IRTLIB_EXACT_NEWTON_KERNEL=0: the Python loop (on the C sums if they load)
             self._exact = ability_kernel.load() if os.environ.get("IRTLIB_EXACT_NEWTON_KERNEL", "1") != "0" else None
         if self._exact is not None and self.t > 0 and self._exact_contiguous():
             return self._estimate_exact_kernel(self._exact)

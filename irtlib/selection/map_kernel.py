@@ -77,7 +77,7 @@ def powers(lib: ctypes.CDLL, v: np.ndarray, n: int) -> np.ndarray:
     """:func:`irtlib.selection.estimators._powers` in one pass: ``v, v^2, ..., v^n`` along a new last axis."""
     v = np.ascontiguousarray(v, dtype=np.float64)
     out = np.empty(v.shape + (n,))
-    lib.map_powers(v.size, n, v.ctypes.data, out.ctypes.data)
+    lib.map_powers(v.size, n, _address(v), _address(out))
     return out
 
 
