@@ -24,12 +24,16 @@ from pathlib import Path
 import pandas as pd
 
 
+#: ``attrs`` entries not digested: the run's measured times.
+TIMING_ATTRS = frozenset({"seconds"})
+
+
 def frame_digest(df: pd.DataFrame) -> str:
-    """A digest of a frame's values (bits), index, columns, dtypes and ``attrs``."""
+    """A digest of a frame's values (bits), index, columns, dtypes and ``attrs`` (but :data:`TIMING_ATTRS`)."""
     h = hashlib.sha256()
     h.update(repr(list(df.columns)).encode())
     h.update(repr([str(t) for t in df.dtypes]).encode())
-    h.update(repr(sorted((str(k), repr(v)) for k, v in df.attrs.items())).encode())
+    h.update(repr(sorted((str(k), repr(v)) for k, v in df.attrs.items() if k not in TIMING_ATTRS)).encode())
     h.update(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
     for c in df.columns:
         col = df[c]
