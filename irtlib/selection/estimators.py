@@ -314,6 +314,11 @@ class _MapRun:
         return deriv.sum(axis=-2)
 
     def _recentre(self, rows, theta):
+        lib = self._kernel
+        if lib is not None and lib is not _UNDECIDED and self._contiguous():
+            map_kernel.recentre(lib, self, rows, theta)       # the same numbers in two C passes (map_kernel)
+            self.recentred += rows.size
+            return
         t = self.t
         A = self.A[rows, :t]
         s = expit(A * theta[:, None] - self.AB[rows, :t])
