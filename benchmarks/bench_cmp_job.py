@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pandas as pd
 
-
 #: ``attrs`` entries not digested: the run's measured times.
 TIMING_ATTRS = frozenset({"seconds"})
 

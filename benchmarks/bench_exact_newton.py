@@ -1,22 +1,25 @@
 """Random IRT's exact-pass MAP (``MapEstimator(order=0)``): the C Newton against the Python loop, same process, ABBA.
 
-``IRTLIB_EXACT_NEWTON_KERNEL=0`` (read when a run starts) gives the Python loop on the C row sums (the path before
-``ability_kernel.newton_rows``). Runs :func:`irtlib.run_adaptive` with :class:`RandomSelection` as the protocol runs it
+Without ``ability_kernel.newton_library`` (replaced by ``None`` here, as ``IRTLIB_EXACT_NEWTON_KERNEL=0`` does) the
+estimator keeps the Python loop on the C row sums (the path before ``ability_kernel.newton_rows``). Runs
+:func:`irtlib.run_adaptive` with :class:`RandomSelection` as the protocol runs it
 (``irtlib.protocol.agreement._prepare_split``: one split's 10 test models, its bank, the budgets recorded; 40
-splits' worth), alternately A B B A, checks the
-trajectories equal bit for bit, and prints CPU seconds per path and the ratio::
+splits' worth), alternately A B B A, checks the trajectories equal bit for bit, and prints CPU seconds per path and
+the ratio::
 
     PYTHONPATH=/work/wt/bookkit:/work/wt .venv/bin/python benchmarks/bench_exact_newton.py
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 
+from irtlib.selection import ability_kernel
 from irtlib.selection.adaptive import MapEstimator, RandomSelection, run_adaptive
+
+NEWTON_LIBRARY = ability_kernel.newton_library
 
 
 def case(n_models=10, n_items=2000, seed=0):
@@ -29,7 +32,7 @@ def case(n_models=10, n_items=2000, seed=0):
 
 
 def run(x, a, b, *, kernel: bool, record, reps=40):
-    os.environ["IRTLIB_EXACT_NEWTON_KERNEL"] = "1" if kernel else "0"
+    ability_kernel.newton_library = NEWTON_LIBRARY if kernel else (lambda check: None)
     t0 = time.process_time()
     for r in range(reps):
         out = run_adaptive(x, a, b, budget=max(record), selector=RandomSelection(), estimator=MapEstimator(order=0),

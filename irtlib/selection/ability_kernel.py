@@ -29,11 +29,12 @@ import numpy as np
 
 from irtlib.core.kernels import score_and_information
 
-__all__ = ["SOURCE", "load", "row_sums", "map_row_sums", "map_blocks", "newton_rows"]
+__all__ = ["SOURCE", "load", "newton_library", "row_sums", "map_row_sums", "map_blocks", "newton_rows"]
 
 SOURCE = Path(__file__).with_name("_ability_kernel.c")
 
 _LOADED: dict = {}
+_NEWTON_LOADED: dict = {}
 
 #: What :func:`row_sums` returns for one ``map_ability`` call: ``sums(rows, theta)`` -> (score sums, information
 #: sums) of ``rows`` (an index array, or None for every row) at abilities ``theta`` (one per row asked).
@@ -224,8 +225,7 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
             if not all(np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
                        for g, w in zip(got, want, strict=True)):
                 return False
-    return (_solves_like_numpy(prepare, rng) and _blocks_like_rows(lib, prepare, rng)
-            and _newton_like_loop(lib, prepare, rng))
+    return _solves_like_numpy(prepare, rng) and _blocks_like_rows(lib, prepare, rng)
 
 
 def _solves_like_numpy(prepare, rng) -> bool:
@@ -254,43 +254,6 @@ def _solves_like_numpy(prepare, rng) -> bool:
                         (want.theta, want.se, want.at_bound, want.used_bisection), strict=True):
             if not (np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))):
                 return False
-    return True
-
-
-def _newton_like_loop(lib: ctypes.CDLL, prepare, rng) -> bool:
-    """:func:`newton_rows` equals ``MapEstimator(order=0)``'s Python loop on the kernel's sums, bit for bit.
-
-    Random adaptive runs (shared and per-model items, missing responses, steep items, priors, few Newton steps so
-    that some models go to ``map_ability``, far starts), estimated after each block of items by both paths side by
-    side: every estimate, information and convergence flag compared (with the sign of zero).
-    """
-    from irtlib.selection.estimators import MapEstimator, _MapRun
-    from irtlib.selection.items import TwoPLItems
-
-    for case in range(24):
-        n_models, capacity = int(rng.integers(1, 40)), int(rng.integers(1, 60))
-        shape = (n_models, capacity) if case % 2 else (capacity,)
-        a = rng.lognormal(0.0, 1.0, shape) * (25.0 if case % 5 == 0 else 1.0)
-        b = rng.normal(0.0, 2.0, shape)
-        x = (rng.random((n_models, capacity)) < 0.6).astype(float)
-        x[rng.random(x.shape) < 0.1] = np.nan
-        est = MapEstimator(order=0, max_newton=[50, 3, 1, 0][case % 4], prior_mean=float(rng.normal(0.0, 0.5)),
-                           prior_sd=float(rng.uniform(0.5, 2.0)), max_step=[1.0, 4.0][case % 2])
-        theta0 = rng.normal(0.0, 4.0, n_models)
-        runs = [_MapRun(est, TwoPLItems(a, b), n_models, capacity, theta0) for _ in range(2)]
-        runs[0]._exact, runs[1]._exact = lib, None
-        order = np.argsort(rng.random((n_models, capacity)), axis=1)
-        done = 0
-        while done < capacity:
-            m = int(rng.integers(1, capacity - done + 1))
-            j = order[:, done:done + m]
-            for r in runs:
-                r.push_block(j, np.take_along_axis(x, j, axis=1))
-            done += m
-            got, want = runs[0].estimate(), runs[1]._estimate_exact(runs[1]._exact_sums(prepare))
-            for g, w in ((got[0], want[0]), (runs[0].info, runs[1].info), (runs[0].theta, runs[1].theta)):
-                if not (np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w))):
-                    return False
     return True
 
 
@@ -332,6 +295,22 @@ def load() -> ctypes.CDLL | None:
     from irtlib.calibration.fused_kernel import verified
 
     return verified(SOURCE, _bind, switch="IRTLIB_ABILITY_KERNEL", cache=_LOADED, matches=_matches_numpy)
+
+
+def newton_library(loop_matches: Callable[[ctypes.CDLL], bool]) -> ctypes.CDLL | None:
+    """The kernel for :func:`newton_rows`, or None (no kernel, a switch ``=0``, or unlike the loop); once a process.
+
+    The switches: ``IRTLIB_ABILITY_KERNEL`` (the whole kernel) and ``IRTLIB_EXACT_NEWTON_KERNEL`` (this use of it).
+
+    ``loop_matches(lib)`` is the estimator's own check (:func:`irtlib.selection.estimators.exact_newton_matches`:
+    :func:`newton_rows` and its Python loop side by side on random runs); the sums are checked against numpy first.
+    """
+    from irtlib.calibration.fused_kernel import verified
+
+    if load() is None:
+        return None
+    return verified(SOURCE, _bind, switch="IRTLIB_EXACT_NEWTON_KERNEL", cache=_NEWTON_LOADED,
+                    matches=lambda lib: _matches_numpy(lib) and loop_matches(lib))
 
 
 def map_row_sums() -> Callable[..., RowSums] | None:

@@ -24,7 +24,6 @@ item), ``standard_error()`` and ``covariance()`` (``(n_models, D, D)``).
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 import numpy as np
@@ -222,6 +221,46 @@ def map_kernel_matches(lib: object) -> bool:
                     and np.array_equal(runs[0].info, runs[1].info, equal_nan=True)
                     and np.array_equal(runs[0].M, runs[1].M) and runs[0].recentred == runs[1].recentred):
                 return False
+    return True
+
+
+def exact_newton_matches(lib: object) -> bool:
+    """Whether :func:`irtlib.selection.ability_kernel.newton_rows` gives the exact pass's loop's numbers on random runs.
+
+    ``MapEstimator(order=0)``'s Python loop on the kernel's row sums (which the kernel's own check compares with
+    numpy's pass) against the C Newton, side by side on random adaptive runs (shared and per-model items, missing
+    responses, steep items, priors, few Newton steps so that some models go to ``map_ability``, far starts),
+    estimated after each block of items: every estimate, information and ability compared, with the sign of zero.
+    ``ability_kernel.newton_library``'s check.
+    """
+    from .ability_kernel import row_sums
+
+    prepare = row_sums(lib)
+    rng = np.random.default_rng(20261205)
+    for case in range(12):
+        n_models, capacity = int(rng.integers(1, 25)), int(rng.integers(1, 40))
+        shape = (n_models, capacity) if case % 2 else (capacity,)
+        a = rng.lognormal(0.0, 1.0, shape) * (25.0 if case % 5 == 0 else 1.0)
+        b = rng.normal(0.0, 2.0, shape)
+        x = (rng.random((n_models, capacity)) < 0.6).astype(float)
+        x[rng.random(x.shape) < 0.1] = np.nan
+        est = MapEstimator(order=0, max_newton=[50, 3, 1, 0][case % 4], prior_mean=float(rng.normal(0.0, 0.5)),
+                           prior_sd=float(rng.uniform(0.5, 2.0)), max_step=[1.0, 4.0][case % 2])
+        theta0 = rng.normal(0.0, 4.0, n_models)
+        runs = [_MapRun(est, TwoPLItems(a, b), n_models, capacity, theta0) for _ in range(2)]
+        runs[0]._exact, runs[1]._exact = lib, None
+        order = np.argsort(rng.random((n_models, capacity)), axis=1)
+        done = 0
+        while done < capacity:
+            m = int(rng.integers(1, capacity - done + 1))
+            j = order[:, done:done + m]
+            for r in runs:
+                r.push_block(j, np.take_along_axis(x, j, axis=1))
+            done += m
+            got, want = runs[0].estimate(), runs[1]._estimate_exact(runs[1]._exact_sums(prepare))
+            for g, w in ((got[0], want[0]), (runs[0].info, runs[1].info), (runs[0].theta, runs[1].theta)):
+                if not (np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w))):
+                    return False
     return True
 
 
@@ -450,7 +489,7 @@ class _MapRun:
         if self.taylor:
             return self._estimate_taylor()
         if self._exact is _UNDECIDED:      # IRTLIB_EXACT_NEWTON_KERNEL=0: the Python loop (on the C sums if they load)
-            self._exact = ability_kernel.load() if os.environ.get("IRTLIB_EXACT_NEWTON_KERNEL", "1") != "0" else None
+            self._exact = ability_kernel.newton_library(exact_newton_matches)
         if self._exact is not None and self.t > 0 and self._exact_contiguous():
             return self._estimate_exact_kernel(self._exact)
         return self._estimate_exact(self._exact_sums())

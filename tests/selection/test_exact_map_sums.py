@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -32,7 +34,7 @@ def test_exact_pass_with_the_c_sums_gives_numpys_estimates_bit_for_bit(monkeypat
     runs = []
     for path in ("newton", "sums", "numpy"):     # the C Newton, the Python loop on the C sums, numpy's pass
         if path == "sums":
-            monkeypatch.setenv("IRTLIB_EXACT_NEWTON_KERNEL", "0")
+            monkeypatch.setattr(ability_kernel, "newton_library", lambda check: None)
         if path == "numpy":
             monkeypatch.setattr(estimators, "map_row_sums", lambda: None)
         runs.append([run_adaptive(x, a, b, selector=RandomSelection(), record=record, **kw),
@@ -44,11 +46,11 @@ def test_exact_pass_with_the_c_sums_gives_numpys_estimates_bit_for_bit(monkeypat
 
 
 def test_exact_pass_newton_reads_only_the_moving_models(monkeypatch):
-    # the Python loop (IRTLIB_EXACT_NEWTON_KERNEL=0) asks the C sums for the models still moving only, and the
-    # numpy pass's estimates come out
+    # the Python loop (no newton_rows: IRTLIB_EXACT_NEWTON_KERNEL=0) asks the C sums for the models still moving
+    # only, and the numpy pass's estimates come out
     if ability_kernel.map_row_sums() is None:
         pytest.skip("the ability kernel cannot be built here")
-    monkeypatch.setenv("IRTLIB_EXACT_NEWTON_KERNEL", "0")
+    monkeypatch.setattr(ability_kernel, "newton_library", lambda check: None)
     x, a, b = _case(4, 40, 120, per_model=False)
     asked = []
     real = ability_kernel.map_row_sums
@@ -128,7 +130,7 @@ def test_exact_newton_in_c_equals_the_python_loop_on_hand_made_rows():
 
 
 def test_newton_rows_is_the_path_of_the_order_zero_estimator(monkeypatch):
-    # MapEstimator(order=0) estimates through newton_rows where the kernel loads; IRTLIB_EXACT_NEWTON_KERNEL=0 not
+    # MapEstimator(order=0) estimates through newton_rows where the kernel loads; without it (the switch) not
     if ability_kernel.load() is None:
         pytest.skip("the ability kernel cannot be built here")
     calls = []
@@ -138,6 +140,33 @@ def test_newton_rows_is_the_path_of_the_order_zero_estimator(monkeypatch):
     kw = dict(budget=40, selector=RandomSelection(), estimator=MapEstimator(order=0), seed=2, record=[5, 40])
     got = run_adaptive(x, a, b, **kw)
     assert len(calls) == 2
-    monkeypatch.setenv("IRTLIB_EXACT_NEWTON_KERNEL", "0")
+    monkeypatch.setattr(ability_kernel, "newton_library", lambda check: None)
     want = run_adaptive(x, a, b, **kw)
     assert len(calls) == 2 and _same_bits(got.estimate, want.estimate)
+
+
+def test_the_loaders_check_refuses_a_newton_unlike_the_loop(monkeypatch):
+    # exact_newton_matches (newton_library's check) notices a kernel that stops one step early or at another tol
+    lib = ability_kernel.load()
+    if lib is None:
+        pytest.skip("the ability kernel cannot be built here")
+    assert estimators.exact_newton_matches(lib)
+    real = ability_kernel.newton_rows
+    for change in ({"tol": 1.5}, {"max_newton": -1}):
+        def altered(*args, change=change, **kw):
+            kw.update({k: kw[k] * v if k == "tol" else max(0, kw[k] + v) for k, v in change.items()})
+            return real(*args, **kw)
+        monkeypatch.setattr(ability_kernel, "newton_rows", altered)
+        assert not estimators.exact_newton_matches(lib)
+
+
+def test_the_switch_keeps_the_python_loop(tmp_path):
+    # IRTLIB_EXACT_NEWTON_KERNEL=0: newton_library gives None in a fresh process
+    import subprocess
+    import sys
+
+    code = ("from irtlib.selection import ability_kernel, estimators; "
+            "print(ability_kernel.newton_library(estimators.exact_newton_matches) is None)")
+    env = dict(os.environ, IRTLIB_EXACT_NEWTON_KERNEL="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
