@@ -28,8 +28,8 @@ import numpy as np
 
 from .fused_kernel import verified
 
-__all__ = ["SOURCE", "SWITCH", "load", "numpy_binv", "kernel_binv", "numpy_rhs", "kernel_rhs", "numpy_back",
-           "kernel_back", "numpy_item_blocks", "kernel_item_blocks"]
+__all__ = ["SOURCE", "SWITCH", "load", "addresses", "numpy_binv", "kernel_binv", "numpy_rhs", "kernel_rhs",
+           "numpy_back", "kernel_back", "numpy_item_blocks", "kernel_item_blocks"]
 
 SOURCE = Path(__file__).with_name("_arrow_kernel.c")
 #: The environment variable that turns the kernel off (``"0"``).
@@ -92,21 +92,43 @@ def numpy_back(g_items: list, c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray, n
 
 
 def kernel_rhs(lib: ctypes.CDLL, g_items: list, a: np.ndarray, neg_a2: np.ndarray,
-               inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`numpy_rhs` by the kernel (``a``, ``neg_a2`` and ``inverse`` contiguous float64)."""
+               inverse: tuple[np.ndarray, np.ndarray, np.ndarray], *,
+               fixed: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numpy_rhs` by the kernel (``a``, ``neg_a2`` and ``inverse`` contiguous float64).
+
+    ``fixed``: the addresses of ``a``, ``neg_a2`` and the three ``inverse`` arrays (:func:`addresses`), read once by
+    a caller that calls again with the same arrays (else read here).
+    """
     g_items = [np.ascontiguousarray(g, dtype=np.float64) for g in g_items]
     y_w, y_h = np.empty(a.shape, np.float32), np.empty(a.shape, np.float32)
-    lib.arrow_rhs_f64(a.size, *(x.ctypes.data for x in (*g_items, a, neg_a2, *inverse, y_w, y_h)))
+    fixed = addresses(a, neg_a2, *inverse) if fixed is None else fixed
+    lib.arrow_rhs_f64(a.size, *addresses(*g_items), *fixed, *addresses(y_w, y_h))
     return y_w, y_h
 
 
 def kernel_back(lib: ctypes.CDLL, g_items: list, c_h: np.ndarray, c_w: np.ndarray, a: np.ndarray,
-                neg_a2: np.ndarray, inverse: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[np.ndarray]:
-    """:func:`numpy_back` by the kernel (``c_h``, ``c_w`` contiguous float32; the rest contiguous float64)."""
+                neg_a2: np.ndarray, inverse: tuple[np.ndarray, np.ndarray, np.ndarray], *,
+                fixed: tuple[int, ...] | None = None) -> list[np.ndarray]:
+    """:func:`numpy_back` by the kernel (``c_h``, ``c_w`` contiguous float32; the rest contiguous float64).
+
+    ``fixed``: as in :func:`kernel_rhs`.
+    """
     g_items = [np.ascontiguousarray(g, dtype=np.float64) for g in g_items]
     out = [np.empty(a.shape), np.empty(a.shape)]
-    lib.arrow_back_f64(a.size, *(x.ctypes.data for x in (*g_items, c_h, c_w, a, neg_a2, *inverse, *out)))
+    fixed = addresses(a, neg_a2, *inverse) if fixed is None else fixed
+    lib.arrow_back_f64(a.size, *addresses(*g_items, c_h, c_w), *fixed, *addresses(*out))
     return out
+
+
+def addresses(*arrays: np.ndarray) -> tuple[int, ...]:
+    """The data addresses of C-contiguous arrays: ``arr.ctypes.data``, by the buffer protocol where writable."""
+    out = []
+    for arr in arrays:
+        try:
+            out.append(ctypes.addressof(ctypes.c_char.from_buffer(arr)))
+        except (TypeError, ValueError, BufferError):
+            out.append(arr.ctypes.data)
+    return tuple(out)
 
 
 def numpy_item_blocks(sums: np.ndarray, a: np.ndarray, alpha: np.ndarray, b: np.ndarray, priors: tuple, *,

@@ -322,8 +322,9 @@ class _FusedArrow:
         # every product writes into the same arrays: their addresses are taken once
         self.c_h, self.c_w, self.y_w, self.y_h = (np.empty(n_items, np.float32) for _ in range(4))
         self.rows_w, self.rows_h = np.empty(n_rows, np.float32), np.empty(n_rows, np.float32)
-        self._binv = functools.partial(lib.arrow_binv_f32, n_items, *(
-            x.ctypes.data for x in (self.c_h, self.c_w, self.a, self.neg_a2, *self.inverse, self.y_w, self.y_h)))
+        self._fixed = arrow_kernel.addresses(self.a, self.neg_a2, *self.inverse)
+        self._binv = functools.partial(lib.arrow_binv_f32, n_items, *arrow_kernel.addresses(self.c_h, self.c_w),
+                                       *self._fixed, *arrow_kernel.addresses(self.y_w, self.y_h))
 
     @classmethod
     def make(cls, block, c_wt, c_ht, a, neg_a2, inverse):
@@ -353,12 +354,14 @@ class _FusedArrow:
 
     def cross_binv(self, g_items):
         """``cross(binv(g_items))``: the item gradient's part of the right-hand side."""
-        return self._cross(*arrow_kernel.kernel_rhs(self.lib, g_items, self.a, self.neg_a2, self.inverse))
+        return self._cross(*arrow_kernel.kernel_rhs(self.lib, g_items, self.a, self.neg_a2, self.inverse,
+                                                    fixed=self._fixed))
 
     def back(self, g_items, d):
         """``binv(g_items - cross_t(d))``: the items' step given the abilities' ``d``."""
         self._columns(d)
-        return arrow_kernel.kernel_back(self.lib, g_items, self.c_h, self.c_w, self.a, self.neg_a2, self.inverse)
+        return arrow_kernel.kernel_back(self.lib, g_items, self.c_h, self.c_w, self.a, self.neg_a2, self.inverse,
+                                        fixed=self._fixed)
 
 
 def _one_local_block(runner) -> bool:

@@ -202,3 +202,39 @@ int64_t ability_map_blocks(int64_t n_blocks, const int64_t *desc, const int64_t 
     }
     return -1;
 }
+
+/* irtlib.selection.estimators._MapRun.estimate's exact pass (MapEstimator(order=0)), row by row.
+ *
+ * The Python loop moves every model not yet converged one Newton step at a time, each step from the row's sums at
+ * its theta (every one of the first n_items cells counted: a cell without a response has a = 0 and x = 0, as
+ * ability_row_sums sums it with observed 1); a row's steps read only its own row and theta, so running each row's
+ * steps to the end gives the same values: grad = score - (theta - mean) / var, step clip(grad / (info + inv_var),
+ * -max_step, max_step), theta clip(theta + step, lo, hi), converged once a step moved theta by less than tol, at
+ * most max_newton steps (no cycle search and no bisection here: the caller hands the rows not converged to
+ * map_ability, as the Python loop does). X, A, B: the run's (n_rows x ld) arrays, read in their first n_items
+ * columns. theta (in: the starts, out: the last iterates), info (out: the information at the last theta a step
+ * started from; left as it was where max_newton is 0), done (out, 0 or 1). ones: n_items bytes of 1; g, h: work
+ * rows of n_items doubles. */
+void ability_newton_rows(int64_t n_rows, int64_t n_items, int64_t ld, double *theta, double *info, uint8_t *done,
+                         const double *X, const double *A, const double *B, const uint8_t *ones, double *g, double *h,
+                         double mean, double var, double inv_var, int64_t max_newton, double max_step, double tol,
+                         double lo, double hi)
+{
+    for (int64_t r = 0; r < n_rows; r++) {
+        double th = theta[r];
+        uint8_t converged = 0;
+        for (int64_t it = 0; it < max_newton && !converged; it++) {
+            double score, inf;
+            row_sum(n_items, th, X + r * ld, ones, A + r * ld, B + r * ld, g, h, &score, &inf);
+            const double prior = (th - mean) / var;
+            const double grad = score - prior;
+            const double step = clip(grad / (inf + inv_var), -max_step, max_step);
+            const double next = clip(th + step, lo, hi);
+            converged = fabs(next - th) < tol;
+            th = next;
+            info[r] = inf;
+        }
+        theta[r] = th;
+        done[r] = converged;
+    }
+}

@@ -163,3 +163,54 @@ void map_push_moments(int64_t n, int64_t K, const double *deriv, const double *a
         }
     }
 }
+
+/* _MapRun._recentre's exact pass around numpy's matmul, models rows[i] (n of them, distinct) at theta[i], their first
+ * t items (A, AB: rows ld apart).
+ * map_recentre_powers: z = a * theta - ab (A * theta[:, None] - AB), s = 1 / (1 + exp(-z)) (scipy's expit: the C
+ * library's exp), S[i, j, :] = s, s^2, ..., s^ns (map_powers' products); numpy's matmul then makes deriv = S @ coef.
+ * map_recentre_moments: M[rows[i], k] = sum over j of deriv[i, j, k] * a_j^(k + 1) (K columns; the powers map_powers'
+ * products, each term one rounded product), summed from 0.0 in item order as numpy's sum over that axis sums
+ * (deriv *= powers; deriv.sum(axis=-2)); theta_r[rows[i]] = theta[i]. */
+void map_recentre_powers(int64_t n, int64_t t, int64_t ld, const int64_t *rows, const double *theta, const double *A,
+                         const double *AB, int64_t ns, double *S)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double *a = A + rows[i] * ld, *ab = AB + rows[i] * ld;
+        const double th = theta[i];
+        for (int64_t j = 0; j < t; j++) {
+            const double za = a[j] * th;
+            const double z = za - ab[j];
+            const double s = 1.0 / (1.0 + exp(-z));
+            double *o = S + (i * t + j) * ns;
+            double p = s;
+            o[0] = p;
+            for (int64_t k = 1; k < ns; k++) {
+                p = p * s;
+                o[k] = p;
+            }
+        }
+    }
+}
+
+void map_recentre_moments(int64_t n, int64_t t, int64_t ld, int64_t K, const int64_t *rows, const double *theta,
+                          const double *deriv, const double *A, double *M, double *theta_r)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double *a = A + rows[i] * ld;
+        double *m = M + rows[i] * K;
+        for (int64_t k = 0; k < K; k++) {
+            m[k] = 0.0;
+        }
+        for (int64_t j = 0; j < t; j++) {
+            const double aj = a[j];
+            const double *d = deriv + (i * t + j) * K;
+            double p = aj;
+            for (int64_t k = 0; k < K; k++) {
+                const double term = d[k] * p;
+                m[k] = m[k] + term;
+                p = p * aj;
+            }
+        }
+        theta_r[rows[i]] = theta[i];
+    }
+}

@@ -74,6 +74,14 @@ def _bind(path: Path) -> ctypes.CDLL:
     return lib
 
 
+def _addr(arr: np.ndarray) -> int:
+    """The address of a C-contiguous array's data: ``arr.ctypes.data``, by the buffer protocol where writable."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
+
+
 def row_order(u: np.ndarray) -> np.ndarray:
     """``np.lexsort(u.T[::-1])`` (the rows' stable lexicographic order, column 0 first), from the kernel where it loads.
 
@@ -87,8 +95,7 @@ def row_order(u: np.ndarray) -> np.ndarray:
     u = np.ascontiguousarray(u, dtype=np.float64)
     n, d = u.shape
     order, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    ptr = ctypes.c_void_p
-    lib.row_order(n, d, ptr(u.ctypes.data), ptr(order.ctypes.data), ptr(tmp.ctypes.data))
+    lib.row_order(n, d, _addr(u), _addr(order), _addr(tmp))
     return order.astype(np.intp, copy=False)
 
 
@@ -146,9 +153,8 @@ def cluster_sums(wu: np.ndarray, lab: np.ndarray, k: int, *, want: np.ndarray | 
         raise ValueError("sums must be a C-ordered float64 array of shape (k, d)")
     flags = None if want is None else np.ascontiguousarray(want, dtype=np.uint8)
     order, start = np.empty(n, dtype=np.int64), np.empty(k + 1, dtype=np.int64)
-    ptr = ctypes.c_void_p
-    lib.cluster_sums(n, d, k, ptr(lab.ctypes.data), ptr(wu.ctypes.data), ptr(sums.ctypes.data),
-                     ptr(order.ctypes.data), ptr(start.ctypes.data), None if flags is None else ptr(flags.ctypes.data))
+    lib.cluster_sums(n, d, k, _addr(lab), _addr(wu), _addr(sums),
+                     _addr(order), _addr(start), None if flags is None else _addr(flags))
     return sums
 
 
@@ -161,9 +167,8 @@ def cluster_top(lab: np.ndarray, score: np.ndarray, med: np.ndarray) -> np.ndarr
     score = np.ascontiguousarray(score, dtype=np.float64)
     med = np.ascontiguousarray(med, dtype=np.int64)
     new, top = np.empty(med.size, dtype=np.int64), np.empty(med.size)
-    ptr = ctypes.c_void_p
-    lib.cluster_top(lab.size, med.size, ptr(lab.ctypes.data), ptr(score.ctypes.data), ptr(med.ctypes.data),
-                    ptr(new.ctypes.data), ptr(top.ctypes.data))
+    lib.cluster_top(lab.size, med.size, _addr(lab), _addr(score), _addr(med),
+                    _addr(new), _addr(top))
     return new.astype(np.intp, copy=False)
 
 
@@ -246,9 +251,8 @@ def _kernel_nearest(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray,
     n = u.shape[0] if idx is None else idx.size
     lab = np.empty(n, dtype=np.int64)
     best = np.empty(n)
-    ptr = ctypes.c_void_p
-    fn(n, None if idx is None else ptr(idx.ctypes.data), d, ptr(u.ctypes.data), m,
-       ptr(vt.ctypes.data), w, ptr(lab.ctypes.data), ptr(best.ctypes.data))
+    fn(n, None if idx is None else _addr(idx), d, _addr(u), m,
+       _addr(vt), w, _addr(lab), _addr(best))
     return lab.astype(np.intp, copy=False), best
 
 
@@ -298,14 +302,13 @@ def _kernel_nearest_above(lib: ctypes.CDLL, u: np.ndarray, medoids: np.ndarray, 
     hin = None if hint is None else np.ascontiguousarray(hint, dtype=np.int64)
     lab = np.empty(n, dtype=np.int64)
     best = np.empty(n)
-    ptr = ctypes.c_void_p
 
     def addr(a):
-        return None if a is None else ptr(a.ctypes.data)
+        return None if a is None else _addr(a)
 
-    lib.nearest_medoid_above(n, addr(idx), d, ptr(u.ctypes.data), ptr(prepared["u32"].ctypes.data),
-                             ptr(prepared["norm"].ctypes.data), m, ptr(medoids.ctypes.data), ptr(vt.ctypes.data), w,
-                             ptr(norms.ctypes.data), addr(thr), addr(hin), ptr(lab.ctypes.data), ptr(best.ctypes.data))
+    lib.nearest_medoid_above(n, addr(idx), d, _addr(u), _addr(prepared["u32"]),
+                             _addr(prepared["norm"]), m, _addr(medoids), _addr(vt), w,
+                             _addr(norms), addr(thr), addr(hin), _addr(lab), _addr(best))
     return lab.astype(np.intp, copy=False), best
 
 
@@ -316,8 +319,8 @@ def _matches_numpy(lib: ctypes.CDLL) -> bool:
         u = rng.integers(-1, 2, (n, d)).astype(float)
         u[rng.random((n, d)) < 0.05] = rng.choice([np.nan, -0.0, np.inf])
         order, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        lib.row_order(n, d, ctypes.c_void_p(u.ctypes.data), ctypes.c_void_p(order.ctypes.data),
-                      ctypes.c_void_p(tmp.ctypes.data))
+        lib.row_order(n, d, _addr(u), _addr(order),
+                      _addr(tmp))
         if not np.array_equal(order, np.lexsort(u.T[::-1])):
             return False
     for m in [*range(1, 70), 95, 96, 97, 127, 128, 129, 255, 257, 300, 1000]:

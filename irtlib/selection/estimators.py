@@ -36,7 +36,7 @@ from irtlib.core.kernels import fisher_information, probability, score_and_infor
 from irtlib.core.quadrature import posterior_weights
 from irtlib.errors import InputError
 
-from . import map_kernel, score_kernel
+from . import ability_kernel, map_kernel, score_kernel
 from .ability_kernel import map_row_sums
 from .items import ItemModel, TwoPLItems
 from .portable_exp import portable_expit_pair
@@ -224,6 +224,46 @@ def map_kernel_matches(lib: object) -> bool:
     return True
 
 
+def exact_newton_matches(lib: object) -> bool:
+    """Whether :func:`irtlib.selection.ability_kernel.newton_rows` gives the exact pass's loop's numbers on random runs.
+
+    ``MapEstimator(order=0)``'s Python loop on the kernel's row sums (which the kernel's own check compares with
+    numpy's pass) against the C Newton, side by side on random adaptive runs (shared and per-model items, missing
+    responses, steep items, priors, few Newton steps so that some models go to ``map_ability``, far starts),
+    estimated after each block of items: every estimate, information and ability compared, with the sign of zero.
+    ``ability_kernel.newton_library``'s check.
+    """
+    from .ability_kernel import row_sums
+
+    prepare = row_sums(lib)
+    rng = np.random.default_rng(20261205)
+    for case in range(12):
+        n_models, capacity = int(rng.integers(1, 25)), int(rng.integers(1, 40))
+        shape = (n_models, capacity) if case % 2 else (capacity,)
+        a = rng.lognormal(0.0, 1.0, shape) * (25.0 if case % 5 == 0 else 1.0)
+        b = rng.normal(0.0, 2.0, shape)
+        x = (rng.random((n_models, capacity)) < 0.6).astype(float)
+        x[rng.random(x.shape) < 0.1] = np.nan
+        est = MapEstimator(order=0, max_newton=[50, 3, 1, 0][case % 4], prior_mean=float(rng.normal(0.0, 0.5)),
+                           prior_sd=float(rng.uniform(0.5, 2.0)), max_step=[1.0, 4.0][case % 2])
+        theta0 = rng.normal(0.0, 4.0, n_models)
+        runs = [_MapRun(est, TwoPLItems(a, b), n_models, capacity, theta0) for _ in range(2)]
+        runs[0]._exact, runs[1]._exact = lib, None
+        order = np.argsort(rng.random((n_models, capacity)), axis=1)
+        done = 0
+        while done < capacity:
+            m = int(rng.integers(1, capacity - done + 1))
+            j = order[:, done:done + m]
+            for r in runs:
+                r.push_block(j, np.take_along_axis(x, j, axis=1))
+            done += m
+            got, want = runs[0].estimate(), runs[1]._estimate_exact(runs[1]._exact_sums(prepare))
+            for g, w in ((got[0], want[0]), (runs[0].info, runs[1].info), (runs[0].theta, runs[1].theta)):
+                if not (np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w))):
+                    return False
+    return True
+
+
 def _sigmoid_derivative_polys(n_max: int) -> list[np.ndarray]:
     """Coefficients (increasing powers of s) of ``sigma^(n)`` as a polynomial in ``s = sigma``."""
     polys = [np.array([0.0, 1.0])]
@@ -285,6 +325,7 @@ class _MapRun:
         self.taylor = est.order > 0
         self.recentred = 0                        # diagnostics: exact passes (model count)
         self._kernel = _UNDECIDED                 # map_kernel's library (None: numpy), decided at the first estimate
+        self._exact = _UNDECIDED                  # order 0: ability_kernel's library for the Newton (None: the loop)
         if self.taylor:
             polys = _sigmoid_derivative_polys(est.order + 1)
             self.coef = np.zeros((len(polys[-1]) - 1, len(polys)))   # s^1.. x derivative order
@@ -312,6 +353,11 @@ class _MapRun:
         return deriv.sum(axis=-2)
 
     def _recentre(self, rows, theta):
+        lib = self._kernel
+        if lib is not None and lib is not _UNDECIDED and self._contiguous():
+            map_kernel.recentre(lib, self, rows, theta)       # the same numbers in two C passes (map_kernel)
+            self.recentred += rows.size
+            return
         t = self.t
         A = self.A[rows, :t]
         s = expit(A * theta[:, None] - self.AB[rows, :t])
@@ -397,14 +443,15 @@ class _MapRun:
         M = self.M
         return self.sax - (M[:, :-1] * terms).sum(axis=1) - prior, (M[:, 1:] * terms).sum(axis=1)
 
-    def _exact_sums(self):
+    def _exact_sums(self, prepare=None):
         """The exact pass's C row sums over the administered cells, or None (Taylor model, or no kernel).
 
-        :func:`irtlib.selection.ability_kernel.map_row_sums`; None leaves :meth:`_grad_info`'s numpy pass.
+        :func:`irtlib.selection.ability_kernel.map_row_sums` (or ``prepare``, a :func:`~irtlib.selection.
+        ability_kernel.row_sums` of a library); None leaves :meth:`_grad_info`'s numpy pass.
         """
         if self.taylor or self.t == 0:
             return None
-        prepare = map_row_sums()
+        prepare = map_row_sums() if prepare is None else prepare
         if prepare is None:
             return None
         t = self.t
@@ -441,12 +488,44 @@ class _MapRun:
     def estimate(self):
         if self.taylor:
             return self._estimate_taylor()
+        if self._exact is _UNDECIDED:      # IRTLIB_EXACT_NEWTON_KERNEL=0: the Python loop (on the C sums if they load)
+            self._exact = ability_kernel.newton_library(exact_newton_matches)
+        if self._exact is not None and self.t > 0 and self._exact_contiguous():
+            return self._estimate_exact_kernel(self._exact)
+        return self._estimate_exact(self._exact_sums())
+
+    def _exact_contiguous(self) -> bool:
+        """Whether the arrays :func:`irtlib.selection.ability_kernel.newton_rows` reads are C float64 (always here)."""
+        return all(v.flags.c_contiguous and v.dtype == np.float64 and v.shape == self.X.shape
+                   for v in (self.X, self.A, self.B)) and self.theta.shape == (self.X.shape[0],)
+
+    def _estimate_exact_kernel(self, lib):
+        """:meth:`_estimate_exact`'s Newton on the C row sums, every model's steps in one C call: the same numbers.
+
+        (:func:`irtlib.selection.ability_kernel.newton_rows`; the models it leaves unconverged go to
+        :meth:`_finish` as the loop's do.)
+        """
+        e = self.e
+        theta = np.array(self.theta, dtype=np.float64, order="C")
+        info = np.array(np.broadcast_to(self.info, theta.shape), dtype=np.float64, order="C")
+        done = ability_kernel.newton_rows(lib, self.X, self.A, self.B, self.t, theta, info, prior_mean=e.prior_mean,
+                                          prior_var=e.prior_sd ** 2, inv_var=1.0 / e.prior_sd ** 2,
+                                          max_newton=e.max_newton, max_step=e.max_step, tol=e.tol, lo=e.bounds[0],
+                                          hi=e.bounds[1])
+        if e.max_newton > 0:
+            self.info = info
+        return self._finish(theta, done)
+
+    def _estimate_exact(self, sums):
+        """The exact pass's Newton loop (``order=0``): every model not converged one step at a time.
+
+        ``sums``: :meth:`_exact_sums`' C row sums, or None (numpy's pass, :meth:`_grad_info`).
+        """
         e = self.e
         lo, hi = e.bounds
         inv_var = 1.0 / e.prior_sd ** 2
         theta = self.theta
         done = np.zeros(theta.size, dtype=bool)
-        sums = self._exact_sums()
         for _ in range(e.max_newton):
             g, h = self._grad_info(theta) if sums is None else self._kernel_grad_info(sums, theta, done)
             new = np.clip(theta + np.clip(g / (h + inv_var), -e.max_step, e.max_step), lo, hi)

@@ -195,10 +195,9 @@ def lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bounds: np.n
     state = np.array([heap.size // 2, 0], dtype=np.int64)
     r1, sm, work = np.empty(n_models), np.empty(n_models), np.empty(n_models)
     out = np.empty(chunk, dtype=np.int64)
+    at = [v.ctypes.data for v in (info_t, s, r1, sm, work, ub, stamp, heap, state, out, nxt)]  # fixed: read once
     while state[0] > 0:
-        got = lib.greedy_next(n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data,
-                              work.ctypes.data, ub.ctypes.data, stamp.ctypes.data, heap.ctypes.data,
-                              state.ctypes.data, chunk, out.ctypes.data, nxt.ctypes.data)
+        got = lib.greedy_next(n_models, *at[:9], chunk, *at[9:])
         yield from out[:got].tolist()
 
 
@@ -246,9 +245,7 @@ def binned_lazy_picks(lib: ctypes.CDLL, info_t: np.ndarray, s: np.ndarray, bound
     stamp = np.zeros(n_items, dtype=np.int64)
     r1, sm, work = np.empty(n_models), np.empty(n_models), np.empty(n_models)
     out = np.empty(chunk, dtype=np.int64)
+    at = [v.ctypes.data for v in (info_t, s, r1, sm, work, ub, stamp, heap_at, states, left, cursor, out, nxt)]
     while cursor[2] > 0:
-        got = lib.greedy_binned_next(n_models, info_t.ctypes.data, s.ctypes.data, r1.ctypes.data, sm.ctypes.data,
-                                     work.ctypes.data, ub.ctypes.data, stamp.ctypes.data, len(heaps),
-                                     heap_at.ctypes.data, states.ctypes.data, left.ctypes.data, cursor.ctypes.data,
-                                     chunk, out.ctypes.data, nxt.ctypes.data)
+        got = lib.greedy_binned_next(n_models, *at[:7], len(heaps), *at[7:11], chunk, *at[11:])
         yield from out[:got].tolist()

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SOURCE", "load", "newton", "powers", "push", "einsum_rows"]
+__all__ = ["SOURCE", "load", "newton", "powers", "push", "recentre", "einsum_rows"]
 
 SOURCE = Path(__file__).with_name("_map_kernel.c")
 
@@ -60,6 +60,10 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.map_push_columns.restype = None
     lib.map_push_moments.argtypes = [i64, i64, ptr, ptr, ptr]
     lib.map_push_moments.restype = None
+    lib.map_recentre_powers.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, i64, ptr]
+    lib.map_recentre_powers.restype = None
+    lib.map_recentre_moments.argtypes = [i64, i64, i64, i64, *[ptr] * 6]
+    lib.map_recentre_moments.restype = None
     return lib
 
 
@@ -77,7 +81,7 @@ def powers(lib: ctypes.CDLL, v: np.ndarray, n: int) -> np.ndarray:
     """:func:`irtlib.selection.estimators._powers` in one pass: ``v, v^2, ..., v^n`` along a new last axis."""
     v = np.ascontiguousarray(v, dtype=np.float64)
     out = np.empty(v.shape + (n,))
-    lib.map_powers(v.size, n, v.ctypes.data, out.ctypes.data)
+    lib.map_powers(v.size, n, _address(v), _address(out))
     return out
 
 
@@ -102,6 +106,28 @@ def push(lib: ctypes.CDLL, run: Any, a: np.ndarray, b: np.ndarray, x: np.ndarray
                          _address(z))
     deriv = powers(lib, expit(z)[:, None], run.spow.size) @ run.coef
     lib.map_push_moments(n, run.M.shape[1], _address(deriv), _address(a), M)
+
+
+def recentre(lib: ctypes.CDLL, run: Any, rows: np.ndarray, theta: np.ndarray) -> None:
+    """``run._recentre``'s exact pass in two C passes around numpy's ``matmul``: the same moments, bit for bit.
+
+    ``run`` is a :class:`irtlib.selection.estimators._MapRun` with Taylor moments (its ``A``, ``AB``, ``M`` and
+    ``theta_r`` C-contiguous float64); ``rows`` distinct models, ``theta`` their abilities. For each model's items
+    given so far, ``map_recentre_powers`` makes the logistic's powers at ``theta`` (``expit``: the C library's
+    ``exp`` as scipy's; the powers repeated products as :func:`powers`'), numpy's ``matmul`` with the derivative
+    polynomials makes the derivatives (BLAS, as before), and ``map_recentre_moments`` multiplies them by the powers
+    of ``a`` and sums them over the items as numpy's ``sum(axis=-2)`` does, into ``M[rows]``, with
+    ``theta_r[rows] = theta``. (``run.recentred`` is left to the caller.)
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    n, t, ld, ns = rows.size, run.t, run.A.shape[1], run.spow.size
+    S = np.empty((n, t, ns))
+    at_rows, at_theta = _address(rows), _address(theta)
+    lib.map_recentre_powers(n, t, ld, at_rows, at_theta, run.A.ctypes.data, run.AB.ctypes.data, ns, _address(S))
+    deriv = S @ run.coef
+    lib.map_recentre_moments(n, t, ld, deriv.shape[-1], at_rows, at_theta, _address(deriv), run.A.ctypes.data,
+                             run.M.ctypes.data, run.theta_r.ctypes.data)
 
 
 def _address(arr: np.ndarray) -> int:

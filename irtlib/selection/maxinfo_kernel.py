@@ -223,6 +223,7 @@ class FullPass:
                 self._bank = {"a": self.a[keep], "b": self.b[keep], "loga2": self.loga2[keep],
                               "twin": self.twin[keep] if self.ldt else self.twin}
                 self._bank_ptr = {k: None if v is None else v.ctypes.data for k, v in self._bank.items()}
+                self._bank_ptr["bankrow"] = self.bankrow.ctypes.data     # (bankrow is never replaced)
 
     def __call__(self, rows: np.ndarray, theta: np.ndarray, *, mark: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The picks of models ``rows`` at abilities ``theta`` (one per row), and which rows the kernel left.
@@ -246,7 +247,7 @@ class FullPass:
         if self.bankrow is None:
             self.lib.maxinfo_full(*args)
         else:
-            self.lib.maxinfo_full_mapped(*args, self.bankrow.ctypes.data)
+            self.lib.maxinfo_full_mapped(*args, q["bankrow"])
         self.cready[rows] = 0                   # new candidates: ranked again at their first step
         return pick, wild
 
