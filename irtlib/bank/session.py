@@ -476,6 +476,7 @@ class AdaptiveSession:
         self._responses: list[int] = []
         self._events: list[tuple[str, int | None]] = []       # (item, response or None=unavailable)
         self._pending: int | None = None
+        self._open = False                                    # _pending proposed on an open test, nothing since
         self._replaying = False
 
     # ------------------------------------------------------------------ settings
@@ -551,6 +552,7 @@ class AdaptiveSession:
         self.target_se = None if target_se is None else float(target_se)
         self._stopping = StoppingRule(max_items=self.max_items, target_se=self.target_se,
                                       min_information=self.min_information, decision=self._rule)
+        self._open = False                    # a proposal's test may be over under the new rules
         if hasattr(self, "_test"):
             self._test.stopping = self._stopping
 
@@ -621,11 +623,18 @@ class AdaptiveSession:
 
         Returns the same item until it is answered (:meth:`record`) or skipped (:meth:`skip`);
         None once the test is over.
+
+        The item proposed is asked again by :meth:`record` (and by :meth:`run`'s loop): while nothing
+        was recorded or skipped and the rules did not change since (``_open``), the test's state is
+        the one :attr:`done` read then, so it is not read again (a stopping check a step saved).
         """
+        if self._pending is not None and self._open:
+            return str(self._index[self._pending])
         if self.done:
             return None
         if self._pending is None:
             self._pending = int(self._test.propose()[0])
+        self._open = not self._replaying
         return str(self._index[self._pending])
 
     def next_item(self) -> str | None:
@@ -654,7 +663,7 @@ class AdaptiveSession:
         self._order.append(pos)
         self._responses.append(value)
         self._events.append((str(item), value))
-        self._pending = None
+        self._pending, self._open = None, False
         self._test.record(np.array([pos]), np.array([float(value)]))
 
     def skip(self, item: str) -> None:
@@ -662,7 +671,7 @@ class AdaptiveSession:
         pos = self._check_item(item)
         self._test.skip([0], [pos])
         self._events.append((str(item), None))
-        self._pending = None
+        self._pending, self._open = None, False
 
     def run(self, callback: Callable[[str], object], *, on_step: Callable[[AdaptiveSession], None] | None = None,
             progress: bool = False) -> EvaluationResult:
