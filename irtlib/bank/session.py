@@ -629,13 +629,21 @@ class AdaptiveSession:
         the one :attr:`done` read then, so it is not read again (a stopping check a step saved).
         """
         if self._pending is not None and self._open:
-            return str(self._index[self._pending])
+            return self._names[self._pending]
         if self.done:
             return None
         if self._pending is None:
             self._pending = int(self._test.propose()[0])
         self._open = not self._replaying
-        return str(self._index[self._pending])
+        return self._names[self._pending]
+
+    @cached_property
+    def _names(self) -> list[str]:
+        """``str`` of every bank item id, in bank order: the ids :meth:`propose` and :meth:`result` give.
+
+        Made once (a list), instead of a pandas ``Index`` look-up per proposal and per item of every result.
+        """
+        return [str(item) for item in self._index]
 
     def next_item(self) -> str | None:
         """The item to give next (None once the test is over): :meth:`propose`."""
@@ -762,7 +770,7 @@ class AdaptiveSession:
             n_items=self.n_items, n_unavailable=len(self.unavailable),
             observed_score=float(np.mean(self._responses)) if self._responses else float("nan"),
             stop_reason=self.stop_reason, bank_items=len(bank), full_items=bank.n_items_full,
-            bank_sha256=self._bank_sha256, items=[str(self._index[i]) for i in self._order],
+            bank_sha256=self._bank_sha256, items=[self._names[i] for i in self._order],
             responses=list(self._responses), decision=None if decision is None else decision.to_dict(),
         )
 
