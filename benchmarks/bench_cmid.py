@@ -15,7 +15,11 @@ with ``threadpoolctl.threadpool_limits``, which walks every library the process 
 them once. Timed on the banks of ``calibration_size`` (32 banks of 10 to 60 HarmBench models), every bank's
 items and header checked equal.
 
-Both are timed in this process, alternated (ABBA, CPU seconds) on the chapter's data.
+3. ``calibration_size`` predicted each test model's full-benchmark score with
+:meth:`irtlib.ItemBank.predicted_full_score`, one model at a time (a Series and an index look-up each):
+``own_benchmark._predicted_full_scores`` does the 17 models of a bank at once, the same numbers bit for bit.
+
+All are timed in this process, alternated (ABBA, CPU seconds) on the chapter's data.
 
 Run from the repository root (``IRTLIB_PAPER_DATA`` set for the paper's HarmBench, as the book's build)::
 
@@ -132,6 +136,39 @@ def bench_banks(matrix, repeats: int) -> None:
     old, new = min(times["old"]), min(times["new"])
     print(f"{len(draws)} banks of calibration_size: old {old:.3f} CPU s, new {new:.3f} CPU s ({old / new:.2f}x), "
           "every bank equal")
+    bench_predictions(matrix, draws, repeats)
+
+
+def bench_predictions(matrix, draws, repeats: int) -> None:
+    from irtlib.selection.adaptive import run_adaptive
+
+    rng = np.random.default_rng(0)
+    test = rng.choice(matrix.shape[0], size=17, replace=False)
+    x_test = pd.DataFrame(matrix.values[test], columns=matrix.items.astype(str))
+    cases = []
+    for rows in draws:
+        bank = calibrate_bank(matrix.subset(models=matrix.models[rows]), interval_check=False, seed=0)
+        x = x_test[bank.item_ids].to_numpy()
+        path = run_adaptive(x, bank.a, bank.b, budget=30)
+        cases.append((bank, path.at(30), x, path.items[:, :30]))
+
+    def old():
+        return [np.array([bank.predicted_full_score(theta[i], known=pd.Series(x[i, given[i]], index=bank.item_ids[
+            given[i]])) for i in range(len(theta))]) for bank, theta, x, given in cases]
+
+    def new():
+        return [ob._predicted_full_scores(bank, theta, x, given) for bank, theta, x, given in cases]
+
+    times = {"old": [], "new": []}
+    results = {}
+    for order in ["old", "new", "new", "old"] * repeats:
+        start = time.process_time()
+        results[order] = (old if order == "old" else new)()
+        times[order].append(time.process_time() - start)
+    assert all(np.array_equal(o, n) for o, n in zip(results["old"], results["new"], strict=True))
+    t_old, t_new = min(times["old"]), min(times["new"])
+    print(f"calibration_size's predictions, {len(cases)} banks x 17 models: old {t_old:.3f} CPU s, new {t_new:.4f} "
+          f"CPU s ({t_old / t_new:.0f}x), bit for bit equal")
 
 
 def _flat(out: dict) -> list:
