@@ -37,13 +37,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from irtbook import own_benchmark as ob
 from irtlib import datasets
+from irtlib.bank import build
 from irtlib.bank.build import calibrate_bank
 from irtlib.bank.session import AdaptiveSession
-from irtlib.bank import build
 from irtlib.calibration import standard_errors
 from irtlib.selection import stopping
-from irtbook import own_benchmark as ob
 
 BUDGETS = [5, 10, 20, 30, 50, 100]
 

@@ -79,7 +79,7 @@ def _formatted(items: pd.DataFrame) -> pd.DataFrame:
 
 
 def _csv_body(items: pd.DataFrame) -> str | None:
-    """The body ``_formatted(items).to_csv(...)`` writes, made with the csv writer pandas itself calls; None elsewhere.
+    r"""The body ``_formatted(items).to_csv(...)`` writes, made with the csv writer pandas itself calls; None elsewhere.
 
     For the tables a bank holds (a str index and str column names; float64, int64 and text columns) the rows are
     the fields pandas hands its writer: each float as ``FLOAT_FORMAT % x`` (NaN the empty field, as
@@ -103,8 +103,8 @@ def _csv_body(items: pd.DataFrame) -> str | None:
             fields.append(["" if v != v else FLOAT_FORMAT % v for v in values])
         elif kind == np.int64:
             fields.append([str(v) for v in values])
-        elif kind == object:
-            if not all(type(v) is str or v is None or (type(v) is float and v != v) for v in values):
+        elif isinstance(kind, np.dtype) and kind.kind == "O":     # numpy objects (not an extension dtype)
+            if not all(type(v) is str or v is None or (isinstance(v, float) and v != v) for v in values):
                 return None
             fields.append(values if all(type(v) is str for v in values) else
                           [v if type(v) is str else "" for v in values])
@@ -113,7 +113,7 @@ def _csv_body(items: pd.DataFrame) -> str | None:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["item", *names])
-    writer.writerows(zip(labels, *fields))
+    writer.writerows(zip(labels, *fields, strict=True))
     return buf.getvalue()
 
 

@@ -530,7 +530,9 @@ def test_bank_body_from_the_csv_writer_is_the_text_pandas_writes():
         assert bank._body() == bank._pandas_body() == pandas_text(items)
     odd = pd.DataFrame({"a": [1.0, 2.0], "b": np.array([0.5, 1.5], dtype=np.float32)}, index=["x", "y"])
     other = [odd, pd.DataFrame({"a": [1.0, 2.0], "p": [1, "x"]}, index=["x", "y"]),
-             pd.DataFrame({"a": [1.0, 2.0]}, index=[1, 2]), pd.DataFrame({"a": [1.0, 2.0], 3: [1.0, 2.0]}, index=["x", "y"])]
+             pd.DataFrame({"a": [1.0, 2.0]}, index=[1, 2]),
+             pd.DataFrame({"a": [1.0, 2.0], 3: [1.0, 2.0]}, index=["x", "y"]),
+             pd.DataFrame({"a": [1.0, 2.0], "c": pd.Categorical(["u", "v"])}, index=["x", "y"])]
     for items in other:
         bank = ItemBank.__new__(ItemBank)
         bank.items = items
