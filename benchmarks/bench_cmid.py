@@ -19,6 +19,10 @@ items and header checked equal.
 :meth:`irtlib.ItemBank.predicted_full_score`, one model at a time (a Series and an index look-up each):
 ``own_benchmark._predicted_full_scores`` does the 17 models of a bank at once, the same numbers bit for bit.
 
+4. :attr:`irtlib.ItemBank.checksum` (each session's, each written bank's) formatted the body through pandas; it
+is now written by the csv writer pandas calls, from the same fields (``irtlib.bank.format._csv_body``):
+timed on the first held-out group's bank and on one of AIR-Bench 2024's size, the texts checked equal.
+
 All are timed in this process, alternated (ABBA, CPU seconds) on the chapter's data.
 
 Run from the repository root (``IRTLIB_PAPER_DATA`` set for the paper's HarmBench, as the book's build)::
@@ -171,6 +175,26 @@ def bench_predictions(matrix, draws, repeats: int) -> None:
           f"CPU s ({t_old / t_new:.0f}x), bit for bit equal")
 
 
+def bench_body(bank, repeats: int) -> None:
+    rng = np.random.default_rng(1)
+    n = 4906
+    big = build.ItemBank(pd.DataFrame({"a": np.exp(rng.normal(size=n)), "b": rng.normal(size=n),
+                                       "safe_rate": rng.random(n), "n_models": rng.integers(1, 80, n),
+                                       "se_a": rng.random(n), "se_b": rng.random(n),
+                                       "prompt": [f"prompt {j}, with \"quotes\"" for j in range(n)]},
+                                      index=[f"i{j}" for j in range(n)]))
+    for name, b in ((f"held-out bank ({len(bank)} items)", bank), (f"{n}-item bank with prompts", big)):
+        assert b._body() == b._pandas_body()
+        times = {"old": [], "new": []}
+        for order in ["old", "new", "new", "old"] * repeats:
+            start = time.process_time()
+            for _ in range(10):
+                b._pandas_body() if order == "old" else b._body()
+            times[order].append((time.process_time() - start) / 10)
+        old, new = min(times["old"]), min(times["new"])
+        print(f"checksum body, {name}: old {1e3 * old:.2f} ms, new {1e3 * new:.2f} ms ({old / new:.2f}x), same text")
+
+
 def _flat(out: dict) -> list:
     return [(k, [None if r is None else dataclasses.asdict(r) for r in rs]) for k, rs in sorted(out.items())]
 
@@ -192,6 +216,8 @@ def main() -> None:
         for m in matrix.models[members]:
             work.append((bank, pd.Series(matrix.values[matrix.models.get_loc(m)],
                                          index=matrix.items.astype(str)).dropna(), m))
+
+    bench_body(work[0][0], args.repeats)
 
     def replay():
         return [_flat(ob._replay(bank, row, BUDGETS, m)) for bank, row, m in work]

@@ -61,7 +61,7 @@ def binarize_graded(scores: ArrayLike, *, rule: str = "strict", threshold: float
         raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
     if getattr(scores, "dtype", None) == np.float64:
         # already numbers (a float column, as the data loaders pass): the same floats, NaN where missing,
-        # without a round trip through Python objects (a tenth of a second for AIR-Bench's 125,000 scores)
+        # without a round trip through Python objects (14 ms for AIR-Bench's 125,000 scores)
         numeric = np.asarray(scores, dtype=float).ravel()
     else:
         numeric = pd.to_numeric(pd.Series(np.asarray(scores, dtype=object).ravel()), errors="coerce").to_numpy(float)
