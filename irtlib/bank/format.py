@@ -117,6 +117,30 @@ def _csv_body(items: pd.DataFrame) -> str | None:
     return buf.getvalue()
 
 
+def _body_key(items: pd.DataFrame) -> tuple | None:
+    """Everything :func:`_csv_body`'s text depends on, compared exactly; None for a table it does not take.
+
+    The labels and column names (all str), each column's dtype with its values' bytes (float64, int64) or its
+    objects (a tuple: str, None or NaN). Equal keys give the same body text (a float is compared by its bytes,
+    so -0.0 and 0.0, or two NaNs, differ and the body is made again: never a stale text).
+    """
+    labels = items.index.tolist()
+    names = list(items.columns)
+    if not all(type(v) is str for v in labels) or not all(type(c) is str for c in names) \
+            or len(set(names)) != len(names):
+        return None
+    parts = []
+    for _, column in items.items():
+        kind = column.dtype
+        if kind == np.float64 or kind == np.int64:
+            parts.append((kind.str, column.to_numpy().tobytes()))
+        elif isinstance(kind, np.dtype) and kind.kind == "O":
+            parts.append(("O", tuple(column.to_numpy().tolist())))
+        else:
+            return None
+    return tuple(labels), tuple(names), tuple(parts)
+
+
 #: Placeholder of ``file_sha256`` while the file's checksum is computed.
 _FILE_SHA_PLACEHOLDER = "0" * 64
 
@@ -318,8 +342,25 @@ class ItemBank:
 
     # ------------------------------------------------------------------ file format
     def _body(self) -> str:
+        """The CSV body (the checksum's text, the file's lines after the header).
+
+        Kept with its :func:`_body_key`: a bank asked again (a session per model on one bank, its file
+        written after its checksum) gives the kept text while its table is the same, value for value; a table
+        edited in place since gets a new key and a new text.
+        """
+        key = _body_key(self.items)
+        kept = self.__dict__.get("_body_kept")
+        if key is not None and kept is not None and kept[0] == key:
+            return kept[1]
         fast = _csv_body(self.items)
-        return fast if fast is not None else self._pandas_body()
+        body = fast if fast is not None else self._pandas_body()
+        if key is not None:
+            self.__dict__["_body_kept"] = (key, body)
+        return body
+
+    def __getstate__(self) -> dict:
+        """The bank's fields for pickle and copy, without the kept body (made again when asked)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_body_kept"}
 
     def _pandas_body(self) -> str:
         """The body as pandas writes it (every table; :func:`_csv_body`'s reference)."""

@@ -539,6 +539,39 @@ def test_bank_body_from_the_csv_writer_is_the_text_pandas_writes():
         assert _csv_body(items) is None and bank._body() == pandas_text(items)
 
 
+def test_a_banks_kept_body_follows_its_table():
+    # the body is kept while the table is the same value for value; an edit in place (a float, -0.0 for 0.0, a
+    # prompt, a new column) gives the text pandas writes for the edited table; pickles and copies leave it out
+    import copy
+    import pickle
+
+    from irtlib.bank.format import FLOAT_FORMAT, ItemBank
+
+    def pandas_text(items):
+        buf = io.StringIO()
+        items.to_csv(buf, index=True, index_label="item", float_format=FLOAT_FORMAT, lineterminator="\n")
+        return buf.getvalue()
+
+    items = pd.DataFrame({"a": [1.0, 2.0, 0.5], "b": [0.0, -1.0, 1.0], "n_models": [3, 4, 5],
+                          "prompt": ["x", None, 'a "b", c']}, index=["q1", "q2", "q3"])
+    bank = ItemBank(items.copy())
+    first = bank.checksum
+    assert bank.checksum == first and bank._body() == pandas_text(bank.items)
+    edits = [lambda t: t.__setitem__("a", t["a"] * 1.0),                        # the same values: kept
+             lambda t: t.iloc.__setitem__((0, 1), -0.0),
+             lambda t: t.iloc.__setitem__((1, 0), 2.0000000000000004),
+             lambda t: t.iloc.__setitem__((2, 3), "other"),
+             lambda t: t.__setitem__("se_a", [0.1, np.nan, 0.2]),
+             lambda t: t.rename(index={"q3": "q4"}, inplace=True)]
+    for edit in edits:
+        edit(bank.items)
+        assert bank._body() == pandas_text(bank.items)
+    assert bank.checksum != first
+    for other in (pickle.loads(pickle.dumps(bank)), copy.copy(bank), copy.deepcopy(bank)):
+        assert "_body_kept" not in other.__dict__ and other.checksum == bank.checksum
+    assert pickle.dumps(ItemBank(items.copy())) == pickle.dumps(bank.__class__(items.copy()))
+
+
 def test_the_interval_checks_progress_comes_after_its_stage_line_and_in_order(matrix):
     events = []
     lock = __import__("threading").Lock()
