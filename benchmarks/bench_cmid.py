@@ -7,7 +7,8 @@ each status went through ``np.select``, and each item id came from a pandas ``In
 every item of every result). The new path (``irtlib.selection.stopping._first_reason``; the session's
 ``_open`` flag) asks once and without ``np.select``. The baseline is the old code put back by hand
 (:func:`old_paths`): ``np.select`` in :meth:`StoppingRule.reasons`, a :meth:`propose` that always reads
-:attr:`done`, and ``str(index[i])`` for the item ids. Every result the chapter keeps (each budget's three
+:attr:`done`, ``str(index[i])`` for the item ids, and the bank's body made by pandas for every session's checksum
+(now kept by the bank while its table is the same). Every result the chapter keeps (each budget's three
 :meth:`AdaptiveSession.result`, all fields) is checked equal.
 2. :func:`irtlib.calibrate_bank` held BLAS to one thread twice a bank (its stages, then the standard errors)
 with ``threadpoolctl.threadpool_limits``, which walks every library the process has loaded each time (about
@@ -44,6 +45,7 @@ import pandas as pd
 from irtbook import own_benchmark as ob
 from irtlib import datasets
 from irtlib.bank import build
+from irtlib.bank import format as bank_format
 from irtlib.bank.build import calibrate_bank
 from irtlib.bank.session import AdaptiveSession
 from irtlib.calibration import standard_errors
@@ -87,14 +89,17 @@ class _OldNames:
 
 @contextlib.contextmanager
 def old_paths():
-    """The baseline: the old ``reasons``, ``propose`` and item-id look-ups put back for the duration."""
+    """The baseline: the old ``reasons``, ``propose``, item-id look-ups and bank body (pandas', made every time)."""
     reasons, propose, names = stopping.StoppingRule.reasons, AdaptiveSession.propose, AdaptiveSession.__dict__["_names"]
+    body = build.ItemBank._body
     stopping.StoppingRule.reasons, AdaptiveSession.propose = _old_reasons, _old_propose
     AdaptiveSession._names = property(lambda self: _OldNames(self._index))
+    build.ItemBank._body = build.ItemBank._pandas_body
     try:
         yield
     finally:
         stopping.StoppingRule.reasons, AdaptiveSession.propose, AdaptiveSession._names = reasons, propose, names
+        build.ItemBank._body = body
 
 
 @contextlib.contextmanager
@@ -189,7 +194,7 @@ def bench_body(bank, repeats: int) -> None:
         for order in ["old", "new", "new", "old"] * repeats:
             start = time.process_time()
             for _ in range(10):
-                b._pandas_body() if order == "old" else b._body()
+                b._pandas_body() if order == "old" else bank_format._csv_body(b.items)    # made each time
             times[order].append((time.process_time() - start) / 10)
         old, new = min(times["old"]), min(times["new"])
         print(f"checksum body, {name}: old {1e3 * old:.2f} ms, new {1e3 * new:.2f} ms ({old / new:.2f}x), same text")
