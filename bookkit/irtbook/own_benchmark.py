@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from irtlib._typing import PathLike
+from irtlib.core.kernels import probability
 from irtlib.errors import InputError
 
 __all__ = ["HeldOutFiles", "choose_held_out", "split_jsonl", "split_long", "subset_responses", "run_command",
@@ -525,14 +526,28 @@ def calibration_size(matrix, *, sizes: Sequence[int], n_reps: int, n_test: int, 
             x = x_test[bank.item_ids].to_numpy()
             path = run_adaptive(x, bank.a, bank.b, budget=k)
             theta = path.at(k)
-            predicted = np.array([bank.predicted_full_score(theta[i], known=pd.Series(
-                x[i, path.items[i, :k]], index=bank.item_ids[path.items[i, :k]])) for i in range(len(test))])
+            predicted = _predicted_full_scores(bank, theta, x, path.items[:, :k])
             out.append({"n": n, "rep": rep, "items": len(bank),
                         "rho_b": float(spearmanr(mine["b"], ref["b"])[0]),
                         "rho_a": float(spearmanr(mine["a"], ref["a"])[0]),
                         "agreement": float(spearmanr(theta, truth)[0]),
                         "mae": float(np.mean(np.abs(predicted - truth)))})
     return pd.DataFrame(out)
+
+
+def _predicted_full_scores(bank, theta: np.ndarray, x: np.ndarray, given: np.ndarray) -> np.ndarray:
+    """Each model's :meth:`irtlib.ItemBank.predicted_full_score` with its adaptive test's items as answered, at once.
+
+    ``theta`` (n_models,), ``x`` (n_models, bank items) the responses in bank order, ``given`` (n_models, k) the
+    bank positions each model was given. The same numbers, bit for bit, as the method called model by model
+    with ``known`` the given items' responses (tests/book/test_own_benchmark.py): the same probabilities,
+    each row summed alone, the known items' probabilities and responses subtracted and added as it does,
+    without a Series and an index look-up per model (11 ms a bank of 17 models, 31 banks a build).
+    """
+    p = probability(np.asarray(theta, dtype=float)[:, None], bank.a, bank.b)           # (n_models, bank items)
+    rows = np.arange(p.shape[0])[:, None]
+    total = p.sum(axis=-1) - p[rows, given].sum(axis=-1) + np.asarray(x[rows, given], dtype=float).sum(axis=-1)
+    return (total + float(bank.filtered.get("safe_rate_sum", 0.0))) / bank.n_items_full
 
 
 def scores_by_rule(raw: pd.DataFrame, *, threshold: float = 0.5) -> pd.DataFrame:

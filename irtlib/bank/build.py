@@ -20,9 +20,9 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from irtlib._version import __version__
+from irtlib.calibration.blas import single_threaded_blas
 from irtlib.calibration.joint_map import ENGINES, Calibration, fit_2pl
 from irtlib.calibration.standard_errors import calibration_standard_errors
 from irtlib.core.responses import ResponseMatrix, shown
@@ -163,7 +163,8 @@ def calibrate_bank(matrix: ResponseMatrix, *, engine: str = "map", variance_thre
     relay = _ProgressRelay(check_progress, refit_progress)
     # BLAS on one thread throughout (the fit, the errors and the check's refits each ask for that already):
     # the stages below run side by side, and one stage's limit must not end while another's products run
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(2, thread_name_prefix="bank") as side:
+    # (the libraries found once, irtlib.calibration.blas: not walked again for every bank)
+    with single_threaded_blas(), ThreadPoolExecutor(2, thread_name_prefix="bank") as side:
         # the interval check needs only the fit: it runs beside the standard errors and the header (the same
         # numbers: every stage's result depends neither on threads nor on timing); its progress is held back
         # until its stage line, after the errors'

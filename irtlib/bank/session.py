@@ -476,6 +476,7 @@ class AdaptiveSession:
         self._responses: list[int] = []
         self._events: list[tuple[str, int | None]] = []       # (item, response or None=unavailable)
         self._pending: int | None = None
+        self._open = False                                    # _pending proposed on an open test, nothing since
         self._replaying = False
 
     # ------------------------------------------------------------------ settings
@@ -551,6 +552,7 @@ class AdaptiveSession:
         self.target_se = None if target_se is None else float(target_se)
         self._stopping = StoppingRule(max_items=self.max_items, target_se=self.target_se,
                                       min_information=self.min_information, decision=self._rule)
+        self._open = False                    # a proposal's test may be over under the new rules
         if hasattr(self, "_test"):
             self._test.stopping = self._stopping
 
@@ -621,12 +623,27 @@ class AdaptiveSession:
 
         Returns the same item until it is answered (:meth:`record`) or skipped (:meth:`skip`);
         None once the test is over.
+
+        The item proposed is asked again by :meth:`record` (and by :meth:`run`'s loop): while nothing
+        was recorded or skipped and the rules did not change since (``_open``), the test's state is
+        the one :attr:`done` read then, so it is not read again (a stopping check a step saved).
         """
+        if self._pending is not None and self._open:
+            return self._names[self._pending]
         if self.done:
             return None
         if self._pending is None:
             self._pending = int(self._test.propose()[0])
-        return str(self._index[self._pending])
+        self._open = not self._replaying
+        return self._names[self._pending]
+
+    @cached_property
+    def _names(self) -> list[str]:
+        """``str`` of every bank item id, in bank order: the ids :meth:`propose` and :meth:`result` give.
+
+        Made once (a list), instead of a pandas ``Index`` look-up per proposal and per item of every result.
+        """
+        return [str(item) for item in self._index]
 
     def next_item(self) -> str | None:
         """The item to give next (None once the test is over): :meth:`propose`."""
@@ -654,7 +671,7 @@ class AdaptiveSession:
         self._order.append(pos)
         self._responses.append(value)
         self._events.append((str(item), value))
-        self._pending = None
+        self._pending, self._open = None, False
         self._test.record(np.array([pos]), np.array([float(value)]))
 
     def skip(self, item: str) -> None:
@@ -662,7 +679,7 @@ class AdaptiveSession:
         pos = self._check_item(item)
         self._test.skip([0], [pos])
         self._events.append((str(item), None))
-        self._pending = None
+        self._pending, self._open = None, False
 
     def run(self, callback: Callable[[str], object], *, on_step: Callable[[AdaptiveSession], None] | None = None,
             progress: bool = False) -> EvaluationResult:
@@ -753,7 +770,7 @@ class AdaptiveSession:
             n_items=self.n_items, n_unavailable=len(self.unavailable),
             observed_score=float(np.mean(self._responses)) if self._responses else float("nan"),
             stop_reason=self.stop_reason, bank_items=len(bank), full_items=bank.n_items_full,
-            bank_sha256=self._bank_sha256, items=[str(self._index[i]) for i in self._order],
+            bank_sha256=self._bank_sha256, items=[self._names[i] for i in self._order],
             responses=list(self._responses), decision=None if decision is None else decision.to_dict(),
         )
 

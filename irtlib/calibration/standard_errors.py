@@ -42,13 +42,13 @@ import pandas as pd
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk, dtrmm
 from scipy.linalg.lapack import dtrtri
-from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import bernoulli_variance, logit_z, sigmoid
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError
 
+from .blas import single_threaded_blas
 from .cells import available_cores
 from .joint_map import Calibration
 
@@ -478,7 +478,7 @@ def item_standard_errors(responses: ResponseMatrix | ArrayLike, a: ArrayLike, b:
         attrs.update(information=method, given_scale=given_scale)
         args = (x, theta, a, b) if free.all() else (x[:, free], theta, a[free], b[free])     # no copy if none fixed
         threads = available_cores() if n_threads is None else max(1, int(n_threads))
-        with threadpool_limits(limits=1, user_api="blas"):     # one BLAS thread a block: the blocks share the cores
+        with single_threaded_blas():     # one BLAS thread a block: the blocks share the cores (libraries found once)
             found = _posterior_covariance(*args, priors=priors, observed=method == "observed",
                                           given_scale=given_scale, extra_tt=extra_tt, n_threads=threads,
                                           progress=progress)

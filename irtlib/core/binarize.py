@@ -59,12 +59,17 @@ def binarize_graded(scores: ArrayLike, *, rule: str = "strict", threshold: float
     """
     if rule not in RULES:
         raise InputError(f"unknown binarization rule {rule!r}; choose one of {RULES}")
-    numeric = pd.to_numeric(pd.Series(np.asarray(scores, dtype=object).ravel()), errors="coerce").to_numpy(float)
-    raw = np.asarray(scores, dtype=object).ravel()
-    nonnum = np.isnan(numeric) & ~pd.isna(raw)
-    if nonnum.any():
-        i = int(np.flatnonzero(nonnum)[0])
-        raise InputError(f"{name}: position {i}: {raw[i]!r} is not a number")
+    if getattr(scores, "dtype", None) == np.float64:
+        # already numbers (a float column, as the data loaders pass): the same floats, NaN where missing,
+        # without a round trip through Python objects (14 ms for AIR-Bench's 125,000 scores)
+        numeric = np.asarray(scores, dtype=float).ravel()
+    else:
+        numeric = pd.to_numeric(pd.Series(np.asarray(scores, dtype=object).ravel()), errors="coerce").to_numpy(float)
+        raw = np.asarray(scores, dtype=object).ravel()
+        nonnum = np.isnan(numeric) & ~pd.isna(raw)
+        if nonnum.any():
+            i = int(np.flatnonzero(nonnum)[0])
+            raise InputError(f"{name}: position {i}: {raw[i]!r} is not a number")
     seen = ~np.isnan(numeric)
     if allowed is not None:
         allowed_arr = np.asarray(allowed, dtype=float)

@@ -28,6 +28,7 @@ the data, so the test suite skips them:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -87,11 +88,29 @@ def verify_pandaguard(data_dir: PathLike | None = None) -> dict:
     d = resolve_data_dir(data_dir)
     out = {}
     for fname in FILES:
-        digest = hashlib.sha256((d / fname).read_bytes()).hexdigest()
+        digest = _digest(*_identity(d / fname))
         if digest != PINNED_SHA256[fname]:
             raise InputError(f"{d / fname}: SHA-256 {digest} does not match the pinned {PINNED_SHA256[fname]}")
         out[fname] = digest
     return out
+
+
+def _identity(path: Path) -> tuple[str, int, int]:
+    """``(path, mtime_ns, size)``: a file as the process-level memos below know it (a rewritten file is new)."""
+    st = path.stat()
+    return str(path), st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
+    """SHA-256 of a data file, read once a process (a chapter verifies the files before each of its loads)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@functools.lru_cache(maxsize=4)
+def _responses(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    """A responses file parsed once a process (``model, item, score``); callers get copies."""
+    return pd.read_csv(path, dtype={"model": str, "item": str, "score": float})
 
 
 def load_pandaguard_raw(data_dir: PathLike | None = None, *, graded: bool = False, verify: bool = True) -> pd.DataFrame:
@@ -113,8 +132,7 @@ def load_pandaguard_raw(data_dir: PathLike | None = None, *, graded: bool = Fals
     d = resolve_data_dir(data_dir)
     if verify:
         verify_pandaguard(d)
-    df = pd.read_csv(d / ("responses_graded.csv" if graded else "responses.csv"),
-                     dtype={"model": str, "item": str, "score": float})
+    df = _responses(*_identity(d / ("responses_graded.csv" if graded else "responses.csv"))).copy()
     allowed = GRADED_LEVELS if graded else (0.0, 1.0)
     bad = ~np.isin(np.round(df["score"].to_numpy(), 4), allowed)
     if bad.any():
@@ -144,7 +162,7 @@ def load_pandaguard_models(data_dir: PathLike | None = None) -> pd.DataFrame:
     :func:`load_pandaguard`'s rows.
     """
     d = resolve_data_dir(data_dir)
-    ids = pd.read_csv(d / "responses.csv", usecols=["model"], dtype=str)["model"]
+    ids = _responses(*_identity(d / "responses.csv"))["model"]          # the same strings as its own read
     return _split_ids(sorted(pd.unique(ids)))
 
 

@@ -244,3 +244,54 @@ def test_resume_continues_where_it_stopped(bank, data, tmp_path):
     assert not set(proposed) & set(skips)
     assert list(zip(result.items, result.responses, strict=True)) == given
     assert result.theta == pytest.approx(whole.theta, abs=1e-12) and result.se == pytest.approx(whole.se, abs=1e-12)
+
+
+def test_a_proposal_is_checked_again_after_the_rules_change(bank, data):
+    # record() does not read the stopping status again for the item propose() gave (nothing changed since);
+    # a budget cut in between must still stop the test, and the item be refused
+    row = _answers(data, "m54")
+    session = AdaptiveSession(bank, max_items=5)
+    for _ in range(3):
+        item = session.propose()
+        session.record(item, row[item])
+    item = session.propose()
+    assert session.propose() == item                     # the same item until answered
+    session.set_stopping(max_items=3, target_se=None)
+    assert session.done and session.propose() is None
+    with pytest.raises(ValueError, match="already stopped"):
+        session.record(item, row[item])
+    session.set_stopping(max_items=4, target_se=None)   # the budget back: the same item, now answered
+    assert session.propose() == item
+    session.record(item, row[item])
+    assert session.done and session.n_items == 4 and session.stop_reason == "max_items"
+
+
+def test_sessions_step_as_the_status_read_at_every_call(bank, data):
+    # the step's status read once (propose, then record) against the status read at every call: the same test
+    from irtlib.bank import session as module
+
+    def propose_every_time(self):
+        if self.done:
+            return None
+        if self._pending is None:
+            self._pending = int(self._test.propose()[0])
+        return str(self._index[self._pending])
+
+    for model, kw in (("m51", dict(max_items=40)), ("m56", dict(target_se=0.35, max_items=60)),
+                      ("m58", dict(max_items=60, pass_score=0.5))):
+        row = _answers(data, model)
+
+        def run(row=row, model=model, kw=kw):
+            steps = []
+            result = module.AdaptiveSession(bank, model=model, **kw).run(
+                lambda item: None if item.endswith("7") else row.get(item), on_step=lambda s: steps.append(s.result()))
+            return result, steps
+
+        new = run()
+        old_propose = module.AdaptiveSession.propose
+        module.AdaptiveSession.propose = propose_every_time
+        try:
+            old = run()
+        finally:
+            module.AdaptiveSession.propose = old_propose
+        assert new == old

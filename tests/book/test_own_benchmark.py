@@ -189,6 +189,23 @@ def test_calibration_size_recovers_parameters_with_more_models():
     assert (out["agreement"] > 0.5).all() and (out["mae"] < 0.2).all()
 
 
+def test_predicted_full_scores_equal_the_bank_method_model_by_model():
+    # calibration_size's predictions of every test model at once: bit for bit the method, called model by model
+    from irtlib.selection.adaptive import run_adaptive
+
+    matrix, _ = _simulated(n_models=60, n_items=90, seed=4)
+    bank = irtlib.calibrate_bank(matrix.subset(models=matrix.models[:45]), interval_check=False)
+    assert bank.filtered.get("safe_rate_sum", 0.0) >= 0.0 and bank.n_items_full == 90
+    x = pd.DataFrame(matrix.values[45:], columns=matrix.items)[bank.item_ids].to_numpy()
+    for k in (1, 7, 15, len(bank)):
+        path = run_adaptive(x, bank.a, bank.b, budget=k)
+        theta = path.at(k)
+        want = np.array([bank.predicted_full_score(theta[i], known=pd.Series(
+            x[i, path.items[i, :k]], index=bank.item_ids[path.items[i, :k]])) for i in range(len(x))])
+        got = ob._predicted_full_scores(bank, theta, x, path.items[:, :k])
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
 # ----------------------------------------------------------------------------- rules and costs
 def test_scores_by_rule_by_hand():
     raw = pd.DataFrame({"model": ["a", "a", "a", "a", "b", "b"], "item": list("wxyzwx"),

@@ -46,3 +46,27 @@ def test_choice_key_shape_mismatch_is_reported():
         binarize_choice(["A", "B", "C"], ["A", "B"])
     with pytest.raises(ValueError, match="answer key is missing at position 1"):
         binarize_wmdp(["A", "B"], ["A", None])
+
+
+def test_float_scores_binarize_as_the_same_scores_given_as_objects():
+    # a float64 array or Series takes a path without Python objects: the same values, index and errors
+    import pandas as pd
+    import pytest
+
+    from irtlib.errors import InputError
+
+    rng = np.random.default_rng(7)
+    scores = rng.choice([0.0, 0.5, 1.0, np.nan], size=(40, 9))
+    for rule in ("strict", "lenient"):
+        for allowed in ((0.0, 0.5, 1.0), None):
+            fast = binarize_graded(scores, rule=rule, allowed=allowed)
+            slow = binarize_graded(scores.astype(object), rule=rule, allowed=allowed)
+            assert fast.shape == slow.shape == scores.shape and np.array_equal(fast, slow, equal_nan=True)
+    s = pd.Series(scores[:, 0], index=[f"q{i}" for i in range(40)], name="score")
+    pd.testing.assert_series_equal(binarize_graded(s), binarize_graded(s.astype(object)))
+    for bad in (np.array([1.0, 0.7]), np.array([0.0, -0.0, np.inf])):
+        with pytest.raises(InputError) as fast_error:
+            binarize_graded(bad, name="air.csv")
+        with pytest.raises(InputError) as slow_error:
+            binarize_graded(bad.astype(object), name="air.csv")
+        assert str(fast_error.value) == str(slow_error.value)

@@ -128,3 +128,24 @@ def test_run_headline_and_claims_on_the_real_data():
     assert len(rows) == 7 and all(r.verdict in VERDICTS for r in rows)
     rho = result["spearman_theta_score"]      # the bound 0.97 at the paper's two decimals; close within 0.02
     assert rows[0].verdict == ("reproduced" if rho >= 0.965 else "close" if rho >= 0.945 else "not reproduced")
+
+
+@needs_data
+def test_files_read_once_a_process_give_what_a_fresh_read_gives(tmp_path):
+    # the responses are parsed and the checksums computed once per file (path, mtime, size): each load gets
+    # its own copy, equal to pandas' own read, and a file edited since is read and checked again
+    fresh = pd.read_csv(SHARED / "responses.csv", dtype={"model": str, "item": str, "score": float})
+    first = pandaguard.load_pandaguard_raw(SHARED)
+    first.loc[0, "score"] = 0.5                                  # a caller's edit stays its own
+    pd.testing.assert_frame_equal(pandaguard.load_pandaguard_raw(SHARED), fresh, check_exact=True)
+    ids = pd.read_csv(SHARED / "responses.csv", usecols=["model"], dtype=str)["model"]
+    pd.testing.assert_frame_equal(pandaguard.load_pandaguard_models(SHARED),
+                                  pandaguard._split_ids(sorted(pd.unique(ids))), check_exact=True)
+    for f in pandaguard.FILES:
+        shutil.copy(SHARED / f, tmp_path / f)
+    assert pandaguard.verify_pandaguard(tmp_path) == pandaguard.verify_pandaguard(SHARED)
+    with open(tmp_path / "responses.csv", "a") as fh:         # one more row: a new size, read again
+        fh.write(f"{fresh['model'].iloc[0]},{fresh['item'].iloc[0]},1.0\n")
+    assert len(pandaguard.load_pandaguard_raw(tmp_path, verify=False)) == len(fresh) + 1
+    with pytest.raises(ValueError, match="responses.csv"):
+        pandaguard.verify_pandaguard(tmp_path)

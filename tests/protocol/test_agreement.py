@@ -373,3 +373,21 @@ def test_the_authors_stored_fits_are_read_without_stacking_the_training_rows(sma
         assert np.array_equal(a, a0, equal_nan=True) and np.array_equal(b, b0, equal_nan=True)
     with pytest.raises(AssertionError, match="stacked"):           # another seed has no entries: fitted
         agreement.calibrate_splits(x, rows, engine="pyirt-authors", seed=1, cache_dir=tmp_path)
+
+
+def test_mean_interval_halfwidth_uses_the_t_quantile_scipy_stats_gives():
+    # the half-width's t quantile from scipy.special.stdtrit: the same values as scipy.stats.t.ppf, NaN below two
+    from scipy import stats
+
+    from irtlib.protocol.agreement import mean_interval_halfwidth
+
+    n = np.concatenate([np.arange(-2, 250), [1e6, np.inf, np.nan]])
+    sd = np.random.default_rng(2).uniform(0.0, 0.3, n.size)
+    for level in (0.5, 0.9, 0.95, 0.99, 1e-9, 1 - 1e-12):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = stats.t.ppf(0.5 + level / 2.0, np.where(n >= 2, n - 1, np.nan)) * sd / np.sqrt(n)
+        got = mean_interval_halfwidth(sd, n, level=level)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+        one = mean_interval_halfwidth(0.2, 20, level=level)
+        assert type(one) is np.float64 and one == stats.t.ppf(0.5 + level / 2.0, 19) * 0.2 / np.sqrt(20.0)
+    assert np.isnan(mean_interval_halfwidth(0.2, 1))
