@@ -1,4 +1,4 @@
-"""Work the GRM no longer repeats gives the same bits: the graded items' last information table, the joint mode's hot mask.
+"""Work the GRM no longer repeats gives the same bits: graded items' last information table, the joint mode's hot mask.
 
 - :meth:`irtlib.extended.grm.GradedItems.information` keeps its last table and returns it again for abilities of
   the same bits; checked against the module's :func:`~irtlib.extended.grm.information` on every call, and a
