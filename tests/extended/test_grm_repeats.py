@@ -95,3 +95,24 @@ def test_expected_loglik_with_hot_mask_and_c_ordered_counts_equals_its_previous_
             got = grm._expected_loglik(alpha, c, b, theta, counts, want_theta=want_theta, hot=counts > 0)
             old = previous.expected_loglik(alpha, c, b, theta, view, want_theta=want_theta)
             assert all(same_bits(u, v) for u, v in zip(got, old, strict=True) if v is not None)
+
+
+@pytest.mark.parametrize(("n_items", "n_nodes", "n_thresholds"), [(4906, 12, 2), (600, 22, 1), (900, 10, 4),
+                                                                  (89, 41, 9), (3, 5, 2)])
+def test_offset_and_gap_product_threshold_by_threshold_are_the_broadcast_expressions(n_items, n_nodes, n_thresholds):
+    rng = np.random.default_rng(n_items + n_thresholds)
+    b = rng.normal(0, 2, (n_items, n_thresholds))
+    b.flat[::7] = -0.0
+    nodes = rng.normal(0, 2, n_nodes)
+    nodes[0] = 0.0
+    got = grm._offset(nodes, b)
+    assert got.flags.c_contiguous and same_bits(got, nodes[None, :, None] - b[:, None, :])
+    ratio = np.exp(rng.normal(0, 30, (n_items, n_nodes, n_thresholds + 1)))          # up to inf
+    ratio[rng.random(ratio.shape) < 0.3] = 0.0
+    ratio.flat[::11] = np.nan
+    ds = rng.random((n_items, n_nodes, n_thresholds))
+    ds.flat[::5] = 0.0
+    with np.errstate(invalid="ignore"):
+        got = grm._gap_product(ds, ratio)
+        want = ds * (ratio[..., 1:] - ratio[..., :-1])
+    assert got.flags.c_contiguous and same_bits(got, want)
