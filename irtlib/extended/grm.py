@@ -349,7 +349,7 @@ def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp
     return ll, g_alpha, g_c, g_b, g_theta, lp
 
 
-#: Tables of at least this many (item, node) pairs are made threshold by threshold (:func:`_offset`, :func:`_gap_product`).
+#: Tables of at least this many (item, node) pairs are made threshold by threshold (`_offset`, `_gap_product`).
 BY_THRESHOLD = 8192
 
 
