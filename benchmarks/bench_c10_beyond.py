@@ -38,7 +38,8 @@ def _base_module(rev: str, path: str, name: str):
     """The module at ``path`` in revision ``rev``, imported as ``name``."""
     source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True,
                             text=True).stdout
-    target = Path(tempfile.mkdtemp(prefix="bench_c10_")) / f"{name}.py"
+    # a dotted name (``irtlib.extended._base_grm``) puts the module in its package, for its relative imports
+    target = Path(tempfile.mkdtemp(prefix="bench_c10_")) / f"{name.rpartition('.')[2]}.py"
     target.write_text(source)
     spec = importlib.util.spec_from_file_location(name, target)
     module = importlib.util.module_from_spec(spec)
@@ -80,7 +81,7 @@ def bench_grm(base: str) -> tuple[float, float]:
     """The severity question's GRM fits and graded tests, old GRM module against new."""
     import irtlib.extended.grm as new
     from irtbook import beyond as bz
-    old = _base_module(base, "irtlib/extended/grm.py", "_base_grm")
+    old = _base_module(base, "irtlib/extended/grm.py", "irtlib.extended._base_grm")
     totals = [0.0, 0.0]
     for name, (cats, safe_from) in _graded().items():
         reference = np.nanmean(bz.binarize(cats, safe_from), axis=1)

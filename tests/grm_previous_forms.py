@@ -13,8 +13,12 @@ import numpy as np
 from irtlib.extended.grm import _cat_tables
 
 
-def expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None, ds=None):
-    """``irtlib.extended.grm._expected_loglik`` as it was (numpy's sums over axes 1 and 2)."""
+def expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None, ds=None, hot=None):
+    """``irtlib.extended.grm._expected_loglik`` as it was (numpy's sums over axes 1 and 2).
+
+    ``hot`` (the current form's precomputed ``counts > 0`` of 0/1 counts) is accepted and not used: the
+    ratio ``r_k / P_k`` is computed from the counts, as it was.
+    """
     a = np.exp(alpha)
     if z is None:
         z = a[:, None, None] * (nodes[None, :, None] - b[:, None, :])

@@ -289,6 +289,12 @@ def _check_items(a, thresholds) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
+    """Float arrays of one shape with the same bits in every cell (a NaN equal only to its own bits)."""
+    return x.shape == y.shape and bool(np.array_equal(np.ascontiguousarray(x).view(np.int64),
+                                                      np.ascontiguousarray(y).view(np.int64)))
+
+
 def _one_hot(x, obs, n_cat):
     k = np.where(obs, x, 0).astype(int)
     out = np.zeros(x.shape + (n_cat,))
@@ -310,15 +316,17 @@ def _pack(a, thresholds):
     return np.concatenate([np.log(a), c.ravel()])
 
 
-def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None, ds=None):
+def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp=None, ds=None, hot=None):
     """``sum r_jqk log P_jk(theta_q)`` and its gradient in (log a, c) (and in the nodes).
 
     ``counts`` has shape (n_items, n_nodes, K); ``nodes`` shape (n_nodes,); ``z``, ``lp`` and ``ds``,
     when the caller has them, are the cumulative logits, the log category probabilities at the nodes
-    and ``expit(z) * expit(-z)`` (:func:`_cat_tables`).
+    and ``expit(z) * expit(-z)`` (:func:`_cat_tables`). ``hot``: ``counts > 0`` when every count is 0.0
+    or 1.0 (the joint mode's one-hot responses, the same at every evaluation); then ``r_k / P_k`` is
+    ``exp(-log P_k)`` where ``hot`` (``1.0 * v`` is ``v``, bit for bit) and 0 elsewhere, as without it.
     """
     a = np.exp(alpha)
-    offset = nodes[None, :, None] - b[:, None, :]                       # theta_q - b_jk, (J, Q, K-1)
+    offset = _offset(nodes, b)                                          # theta_q - b_jk, (J, Q, K-1)
     if z is None:
         z = a[:, None, None] * offset                                   # (J, Q, K-1)
         lp, ds = _cat_tables(z)                                         # (J, Q, K), (J, Q, K-1)
@@ -326,14 +334,52 @@ def _expected_loglik(alpha, c, b, nodes, counts, *, want_theta=False, z=None, lp
         ds = _cat_tables(z)[1]
     ll = float((counts * lp).sum())
     with np.errstate(over="ignore"):
-        ratio = np.where(counts > 0, counts * np.exp(-lp), 0.0)         # r_k / P_k (0 where r = 0)
-    g_z = ds * (ratio[..., 1:] - ratio[..., :-1])                       # d ll / d z_k, (J, Q, K-1)
+        if hot is None:
+            ratio = np.where(counts > 0, counts * np.exp(-lp), 0.0)     # r_k / P_k (0 where r = 0)
+        else:                                                           # r_k = 1 where hot: P_k's inverse
+            ratio = np.negative(lp)
+            np.exp(ratio, out=ratio)
+            np.copyto(ratio, 0.0, where=~hot)
+    g_z = _gap_product(ds, ratio)                                       # d ll / d z_k, (J, Q, K-1)
     g_alpha = a * (g_z * offset).sum(axis=(1, 2))
     g_b = -a[:, None] * _sum_middle(g_z)                                # (J, K-1)
     tail = np.cumsum(g_b[:, ::-1], axis=1)[:, ::-1]                     # sum over k >= i
     g_c = np.concatenate([tail[:, :1], tail[:, 1:] * np.exp(c[:, 1:])], axis=1)
     g_theta = (a[:, None] * _sum_last(g_z)).sum(axis=0) if want_theta else None
     return ll, g_alpha, g_c, g_b, g_theta, lp
+
+
+#: Tables of at least this many (item, node) pairs are made threshold by threshold (`_offset`, `_gap_product`).
+BY_THRESHOLD = 8192
+
+
+def _offset(nodes, b):
+    """``nodes[None, :, None] - b[:, None, :]``, C-ordered (J, Q, K-1), the same bits (each cell one subtraction).
+
+    numpy's broadcast runs its inner loop along the last axis, K-1 (two thresholds on AIR-Bench) cells at a time;
+    on a long table (the joint mode's items x models) one subtraction per threshold, along items and nodes, is
+    several times faster. The cells' values do not depend on the order they are computed in.
+    """
+    if b.shape[0] * nodes.size < BY_THRESHOLD:
+        return nodes[None, :, None] - b[:, None, :]
+    out = np.empty((b.shape[0], nodes.size, b.shape[1]))
+    for k in range(b.shape[1]):
+        np.subtract(nodes[None, :], b[:, k, None], out=out[:, :, k])
+    return out
+
+
+def _gap_product(ds, ratio):
+    """``ds * (ratio[..., 1:] - ratio[..., :-1])``, C-ordered like ``ds``, the same bits (each cell as written).
+
+    Threshold by threshold on a long table, as :func:`_offset`: the difference of the two category columns, then the
+    product with ``ds`` (``ds`` the first operand, as written).
+    """
+    if ds.shape[0] * ds.shape[1] < BY_THRESHOLD or not ds.flags.c_contiguous:
+        return ds * (ratio[..., 1:] - ratio[..., :-1])
+    out = np.empty(ds.shape)
+    for k in range(ds.shape[-1]):
+        np.subtract(ratio[..., k + 1], ratio[..., k], out=out[..., k])
+    return np.multiply(ds, out, out=out)
 
 
 def _sum_middle(g):
@@ -462,7 +508,10 @@ def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, 
         lp = _log_cat(a[:, None, None] * (nodes[None, :, None] - b[:, None, :]))
         ll = float(posterior_weights(flat @ lp.transpose(0, 2, 1).reshape(-1, nodes.size), logw)[1].sum())
     else:
-        counts = onehot.transpose(1, 0, 2)                              # (J, M, K)
+        # (J, M, K), C-ordered: the tables of the objective are, so its products read both in step
+        # (the same C-ordered results as from the transposed view, so the same sums)
+        counts = np.ascontiguousarray(onehot.transpose(1, 0, 2))
+        hot = counts > 0                                                # 0/1 counts: r_k / P_k from exp(-log P_k)
         rate = np.nanmean(x / (n_cat - 1), axis=1)
         t0 = np.log((rate + 0.02) / (1.02 - rate))
         t0 = (t0 - t0.mean()) / (t0.std() + 1e-12)
@@ -470,7 +519,7 @@ def _fit_grm(x, obs, n_cat, *, method, prior_log_a, prior_b, n_nodes, max_iter, 
         def objective(p):
             alpha, c, b = _unpack(p[:n_item_par], n_items, n_cat)
             th = p[n_item_par:]
-            ll, g_alpha, g_c, _, g_t, _ = _expected_loglik(alpha, c, b, th, counts, want_theta=True)
+            ll, g_alpha, g_c, _, g_t, _ = _expected_loglik(alpha, c, b, th, counts, want_theta=True, hot=hot)
             lp_prior, pa, pc = _item_prior(alpha, b, c, prior_log_a, prior_b)
             value = ll + lp_prior - 0.5 * (th ** 2).sum()
             return -value, -np.concatenate([g_alpha + pa, (g_c + pc).ravel(), g_t - th])
@@ -594,6 +643,7 @@ class GradedItems:
     def __init__(self, a: ArrayLike, thresholds: ArrayLike):
         self.a, self.thresholds = _check_items(a, thresholds)
         self.n_items = self.a.size
+        self._last_information = None       # (theta, information) of the last call: see information()
 
     def __repr__(self) -> str:
         return f"GradedItems({self.n_items} items, {self.thresholds.shape[1] + 1} categories)"
@@ -614,8 +664,20 @@ class GradedItems:
                              f"{float(x[r, c])!r} at row {r}, column {c} ({int(bad.sum())} such cells)")
 
     def information(self, theta: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """GRM Fisher information (:func:`information`) at each model's theta, (n_models, n_items)."""
-        return information(np.asarray(theta, dtype=float)[:, None], self.a, self.thresholds)
+        """GRM Fisher information (:func:`information`) at each model's theta, (n_models, n_items).
+
+        An adaptive step asks twice at the same abilities: the MAP estimator for its standard
+        error, then the selector for the next item (:mod:`irtlib.selection.engine`). The last
+        call's table is kept and returned (a copy) when ``theta`` has the same bits: the same
+        function of the same operands, so the same numbers, computed once a step instead of twice.
+        """
+        theta = np.array(theta, dtype=float)            # a copy: the key must not change under the caller
+        last = self._last_information
+        if last is not None and _same_bits(last[0], theta):
+            return last[1].copy()
+        info = information(theta[:, None], self.a, self.thresholds)
+        self._last_information = (theta, info)
+        return info.copy()
 
     def trace_information(self, theta: np.ndarray, cov: np.ndarray) -> np.ndarray:
         """One dimension: the information scaled by the posterior variance (D-optimal's criterion)."""

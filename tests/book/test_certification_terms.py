@@ -31,3 +31,26 @@ def test_step_terms_of_a_3pl_bank_are_grid_terms():
     points, _ = items.ability_grid(0.0, 1.0, 41)
     j, x = rng.integers(0, 10, 20), (rng.random(20) < 0.5).astype(float)
     assert np.array_equal(cz._step_terms(items, j, x, points).values, grid_terms(items, j, x, points).values)
+
+
+@pytest.mark.parametrize("per_model", [False, True])
+def test_step_terms_computed_once_per_item_and_answer_are_grid_terms_for_every_row(per_model):
+    """Many rows on few items (as a step of the simulation): each distinct (a, b, x) once, copied to its rows."""
+    rng = np.random.default_rng(6)
+    n, n_items = 2000, 7
+    a, b = np.exp(rng.normal(0, 1.0, n_items)), rng.normal(0, 2, n_items)
+    b[1] = -0.0                                    # and a zero of each sign among the difficulties
+    b[2] = 0.0
+    if per_model:                                  # per-model banks that repeat (left-out banks of one benchmark)
+        which = rng.integers(0, 3, n)
+        a = np.stack([a, a * 1.5, a])[which]
+        b = np.stack([b, b, b + 0.25])[which]
+    items = TwoPLItems(a, b)
+    points, _ = items.ability_grid(0.0, 1.0, RULE_POINTS)
+    j = rng.integers(-1, n_items, n)
+    x = np.where(rng.random(n) < 0.05, np.nan, (rng.random(n) < 0.5).astype(float))
+    want, got = grid_terms(items, j, x, points), cz._step_terms(items, j, x, points)
+    assert np.array_equal(want.rows, got.rows)
+    assert np.array_equal(want.values.view(np.int64), got.values.view(np.int64))
+    none = cz._step_terms(items, np.full(3, -1), np.ones(3), points)
+    assert none.rows.size == 0 and none.values.shape == (0, points.size)
