@@ -76,11 +76,11 @@ def sx2_expected_exact(p_nodes, weights, scores):
 class Point:
     """The 1PL / 3PL engine's point as it was (``sigmoid(z)`` evaluated again inside ``probability``).
 
-    ``safe_cells`` and ``unsafe_cells`` (the engine's flat indices of the cells with ``x == 1`` and the others)
-    are accepted and not used: this form selects those cells by a boolean mask at every point, as the engine did.
+    ``safe_cells`` (the engine's flat indices of the cells with ``x == 1``) is accepted and not used: this
+    form selects those cells by a boolean mask at every point, as the engine did.
     """
 
-    def __init__(self, x, mask, theta, alpha, b, gamma, priors, *, safe_cells=None, unsafe_cells=None):
+    def __init__(self, x, mask, theta, alpha, b, gamma, priors, *, safe_cells=None):
         self.theta, self.alpha, self.b, self.gamma = theta, alpha, b, gamma
         self.a = np.exp(alpha)
         self.z = self.a * (theta[:, None] - b)

@@ -77,7 +77,7 @@ class _Point:
     the step's derivatives.
     """
 
-    def __init__(self, x, mask, theta, alpha, b, gamma, priors, *, safe_cells=None, unsafe_cells=None):
+    def __init__(self, x, mask, theta, alpha, b, gamma, priors, *, safe_cells=None):
         self.theta, self.alpha, self.b, self.gamma = theta, alpha, b, gamma
         self.a = np.exp(alpha)
         (mt, st), (ma, sa), (mb, sb), (pc, qc) = priors
@@ -99,19 +99,12 @@ class _Point:
             # x log P + (1 - x) log(1 - P), each cell's one term evaluated: the other is a zero times a
             # finite number (P is clipped), which adds nothing, so the values are the same
             # (``safe_cells``: the flat indices of x == 1 in C order, those of the boolean mask's selection,
-            # computed once per fit: the same cells gathered and written in the same order; ``unsafe_cells``,
-            # the others: ``log1p(-P)`` is taken there only, each cell's value as over the whole table, since
-            # ``log1p`` and the negation are elementwise, in a table of P's layout)
+            # computed once per fit: the same cells gathered and written in the same order)
+            ll = np.log1p(-self.p)
             if safe_cells is None:
-                ll = np.log1p(-self.p)
                 safe = x == 1.0
                 ll[safe] = np.log(self.p[safe])
-            elif unsafe_cells is None:
-                ll = np.log1p(-self.p)
-                np.put(ll, safe_cells, np.log(np.take(self.p, safe_cells)))
             else:
-                ll = np.empty_like(self.p)
-                np.put(ll, unsafe_cells, np.log1p(-np.take(self.p, unsafe_cells)))
                 np.put(ll, safe_cells, np.log(np.take(self.p, safe_cells)))
             # Beta(pc, qc) density of c (the mode is taken on the c scale)
             lp += ((pc - 1.0) * log_expit(gamma) + (qc - 1.0) * log_expit(-gamma)).sum()
@@ -252,8 +245,7 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         c0 = np.full(x.shape[1], (pc - 1.0) / (pc + qc - 2.0)) if c0 is None else np.clip(c0, 1e-6, 1 - 1e-6)
         alpha, gamma = np.log(a2), logit(c0)
     safe_cells = np.flatnonzero(x == 1.0) if gamma is not None else None     # the 3PL's cells with log P
-    unsafe_cells = np.flatnonzero(x != 1.0) if gamma is not None else None   # and with log(1 - P)
-    pt = _Point(x, mask, theta, alpha, b, gamma, priors, safe_cells=safe_cells, unsafe_cells=unsafe_cells)
+    pt = _Point(x, mask, theta, alpha, b, gamma, priors, safe_cells=safe_cells)
     tables = _StepTables(x, mask) if gamma is not None else None     # the 3PL's step tables
     converged, it, small = False, 0, 0
     for it in range(1, max_iter + 1):  # noqa: B007  (the count is returned after the loop)
@@ -266,7 +258,7 @@ def _fit_generic(x, mask, *, model, priors, max_iter, tol, max_step, gain_tol, s
         for _ in range(40):
             cand = _Point(x, mask, pt.theta + scale * step[0], pt.alpha + scale * step[1],
                           pt.b + scale * step[2], None if step[3] is None else pt.gamma + scale * step[3], priors,
-                          safe_cells=safe_cells, unsafe_cells=unsafe_cells)
+                          safe_cells=safe_cells)
             if cand.log_posterior >= pt.log_posterior:
                 accepted = cand
                 break

@@ -124,28 +124,6 @@ def test_the_points_safe_cells_give_the_boolean_selections_numbers(order):
     plain, indexed = _Point(*args), _Point(*args, safe_cells=np.flatnonzero(x == 1.0))
     assert _same_bits(plain.log_likelihood, indexed.log_likelihood)
     assert _same_bits(plain.log_posterior, indexed.log_posterior)
-    both = _Point(*args, safe_cells=np.flatnonzero(x == 1.0), unsafe_cells=np.flatnonzero(x != 1.0))
-    assert _same_bits(plain.log_likelihood, both.log_likelihood)
-    assert _same_bits(plain.log_posterior, both.log_posterior)
-
-
-@pytest.mark.parametrize("order", ["C", "F"])
-@pytest.mark.parametrize("missing", [0.0, 0.2])
-def test_log_one_minus_p_at_the_unsafe_cells_only_gives_the_whole_tables_numbers(order, missing):
-    # log1p(-P) at the cells with x != 1 only (the safe ones take log P): the point's log-likelihood is the sum
-    # of the same table, bit for bit, on a matrix large enough for numpy's vector loops and buffer reuse
-    from irtlib.calibration.models import _Point
-
-    rng = np.random.default_rng(10)
-    x = np.asarray(_simulated(rng, 29, 1500, missing), order=order)
-    mask = None if missing == 0.0 else (~np.isnan(x)).astype(float)
-    x = np.where(np.isnan(x), 0.0, x)
-    args = (x, mask, rng.normal(size=29), rng.normal(0, 0.3, 1500), rng.normal(size=1500), rng.normal(-1.5, 1, 1500),
-            ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0), (5.0, 17.0)))
-    plain = _Point(*args)
-    both = _Point(*args, safe_cells=np.flatnonzero(x == 1.0), unsafe_cells=np.flatnonzero(x != 1.0))
-    assert _same_bits(plain.log_likelihood, both.log_likelihood)
-    assert _same_bits(plain.log_posterior, both.log_posterior)
 
 
 
