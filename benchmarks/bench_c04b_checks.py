@@ -9,7 +9,7 @@ multiple-choice ones for the 3PL with its asymptote at the top):
 - ``dims``: :func:`irtlib.fit.checks.dimensionality` (parallel analysis: 20 replications, 8 eigenvalues) on
   the MAP engine's fit of each benchmark (the chapter's ``refit_fits``, read from ``--cache-dir`` or fitted).
 
-Order previous, current, repeated ``--repeats`` times (ABAB); prints the fastest CPU seconds of each, their
+Previous then current, then current then previous, and so on for ``--repeats`` rounds (ABBA); prints the fastest CPU seconds of each, their
 ratio, the 1-minute load, and whether the results are equal (frames with ``DataFrame.equals`` and their
 ``attrs``, bit for bit)::
 
@@ -97,24 +97,28 @@ def main() -> None:
 
     jobs = []
     if "cmp" in args.only:
-        old = previous_module("irtlib/calibration/models.py", "_previous_models")
+        old_models = previous_module("irtlib/calibration/models.py", "_previous_models")
         for label, m, which in cmp_cases():
             jobs.append((f"compare_models {label}",
-                         lambda m=m, w=which: old.compare_models(m, models=w, folds=5, seed=0),
+                         lambda m=m, w=which: old_models.compare_models(m, models=w, folds=5, seed=0),
                          lambda m=m, w=which: models.compare_models(m, models=w, folds=5, seed=0)))
     if "dims" in args.only:
-        old = previous_module("irtlib/fit/checks.py", "_previous_checks")
+        old_checks = previous_module("irtlib/fit/checks.py", "_previous_checks")
         for label, m, cal in dims_cases(args.cache_dir):
             jobs.append((f"dimensionality {label}",
-                         lambda m=m, c=cal: old.dimensionality(m, c, n=8, n_replications=20, seed=0),
+                         lambda m=m, c=cal: old_checks.dimensionality(m, c, n=8, n_replications=20, seed=0),
                          lambda m=m, c=cal: checks.dimensionality(m, c, n=8, n_replications=20, seed=0)))
     totals = [0.0, 0.0]
     for label, previous, current in jobs:
         best = [float("inf"), float("inf")]
         same = True
-        for _ in range(args.repeats):
-            t_old, want = timed(previous)
-            t_new, got = timed(current)
+        for r in range(args.repeats):
+            if r % 2 == 0:                         # ABBA: previous first in even rounds, current first in odd ones
+                t_old, want = timed(previous)
+                t_new, got = timed(current)
+            else:
+                t_new, got = timed(current)
+                t_old, want = timed(previous)
             best = [min(best[0], t_old), min(best[1], t_new)]
             same = same and same_frame(want, got)
         totals = [totals[0] + best[0], totals[1] + best[1]]
