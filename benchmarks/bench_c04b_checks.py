@@ -9,9 +9,9 @@ multiple-choice ones for the 3PL with its asymptote at the top):
 - ``dims``: :func:`irtlib.fit.checks.dimensionality` (parallel analysis: 20 replications, 8 eigenvalues) on
   the MAP engine's fit of each benchmark (the chapter's ``refit_fits``, read from ``--cache-dir`` or fitted).
 
-Previous then current, then current then previous, and so on for ``--repeats`` rounds (ABBA); prints the fastest CPU seconds of each, their
-ratio, the 1-minute load, and whether the results are equal (frames with ``DataFrame.equals`` and their
-``attrs``, bit for bit)::
+Previous then current, then current then previous, and so on for ``--repeats`` rounds (ABBA); prints the fastest CPU
+seconds of each, their ratio, the 1-minute load, and whether the results are equal (frames with ``DataFrame.equals``
+and their ``attrs``, bit for bit)::
 
     .venv/bin/python benchmarks/bench_c04b_checks.py [--only cmp dims] [--repeats 2] [--cache-dir DIR]
 """
