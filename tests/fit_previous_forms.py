@@ -18,6 +18,8 @@ The tests of ``tests/fit/test_previous_forms.py`` and ``benchmarks/bench_model_f
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import expit, log_expit, ndtr
 
@@ -169,3 +171,73 @@ def step(x, mask, pt: Point, priors, *, tables=None):
     if shared:
         return d_dense[:n_models], d_dense[n_models:], d_items[0], None
     return d_dense, d_items[0], d_items[1], d_items[2]
+
+
+def compare_models(matrix, *, models=("1pl", "2pl", "3pl"), folds=5, seed=0):
+    """:func:`irtlib.calibration.models.compare_models` as it was before issue 26 ``c04b`` (``seconds`` left out).
+
+    Every fit by :func:`irtlib.calibration.models.fit_irt_values` (the 2PL's shared as the 1PL / 3PL start,
+    with the whole table's log-likelihood it adds), and each fold's held-out cells taken from the log-likelihood
+    of the whole table.
+    """
+    import pandas as pd
+
+    from irtlib.calibration.models import fit_irt_values, heldout_folds, n_parameters
+    from irtlib.core.kernels import log_likelihood
+
+    def fit(x, which, model, two):
+        if which not in two:
+            two[which] = fit_irt_values(x, model="2pl")
+        return two[which] if model == "2pl" else fit_irt_values(x, model=model, start=two[which])
+
+    x, observed = matrix.values, matrix.observed
+    fold_of = heldout_folds(observed, folds=folds, seed=seed)
+    n_obs = int(observed.sum())
+    rows, two = [], {}
+    for model in models:
+        full = fit(x, "full", model, two)
+        heldout = np.zeros(x.shape)
+        for f in range(int(folds)):
+            test = fold_of == f
+            fitted = fit(np.where(test, np.nan, x), f, model, two)
+            cells = log_likelihood(np.where(observed, x, 0.0), fitted["theta"][:, None], fitted["a"], fitted["b"],
+                                   fitted["c"])
+            heldout[test] = cells[test]
+        ll = float(log_likelihood(np.where(observed, x, 0.0), full["theta"][:, None], full["a"], full["b"],
+                                  full["c"])[observed].sum())
+        k = n_parameters(model, *x.shape)
+        cells = heldout[observed]
+        rows.append({"model": model, "heldout_loglik": float(cells.mean()),
+                     "heldout_se": float(cells.std(ddof=1) / np.sqrt(cells.size)), "n_parameters": k,
+                     "loglik": ll, "aic": -2.0 * ll + 2.0 * k, "bic": -2.0 * ll + k * np.log(n_obs)})
+    return pd.DataFrame(rows)
+
+
+def parallel_eigenvalues(matrix, calibration, *, n, n_replications, seed):
+    """The simulated eigenvalues of :func:`irtlib.fit.checks.dimensionality` (2PL refit) as they were computed
+    before issue 26 ``c04b``: shape (n_replications, n), each replication a :func:`simulate_fitted` matrix (its
+    items kept by ``nanstd > 0``), refitted by ``fit_map`` and passed to ``residual_eigenvalues`` with a
+    :class:`~irtlib.calibration.joint_map.Calibration` of pandas Series.
+    """
+    import pandas as pd
+
+    from irtlib.calibration.joint_map import Calibration, fit_map
+    from irtlib.core.responses import ResponseMatrix
+    from irtlib.fit.checks import aligned, residual_eigenvalues
+
+    _, observed, theta, a, b, c = aligned(matrix, calibration)
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    sims = np.full((int(n_replications), n), np.nan)
+    for r in range(int(n_replications)):
+        p = probability(theta[:, None], a, b, c)
+        sim = np.where(observed, (rng.random(p.shape) < p).astype(float), np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)     # nanstd of an unobserved column, as before
+            keep = (np.nanstd(sim, axis=0) > 0) & observed.any(axis=0)
+        m = ResponseMatrix(sim[:, keep], matrix.models, matrix.items[keep])
+        theta_r, a_r, b_r, _ = fit_map(m.values)
+        cal = Calibration(a=pd.Series(a_r, index=m.items), b=pd.Series(b_r, index=m.items),
+                          theta=pd.Series(theta_r, index=m.models), engine="map")
+        ev = residual_eigenvalues(m, cal, n=n)
+        sims[r, :ev.size] = ev
+    return sims

@@ -37,7 +37,8 @@ Why forking is safe for these modules (checked by ``tests/book/test_kernel_forks
 
 - OpenBLAS (numpy's and scipy's) stops its thread pool before ``fork`` (``pthread_atfork``) and starts it
   again in the child at the first BLAS call, with the same thread count; nothing here starts an OpenMP
-  team before forking (scikit-learn is imported, not run);
+  team before forking (scikit-learn and torch are imported, not run: torch's intra- and inter-op pools
+  start in the kernel, at its first parallel operation);
 - the random state: Python's :mod:`random` reseeds itself in a forked child; numpy's global legacy
   generator does not, so the child reseeds it from the operating system, as a fresh interpreter seeds
   it (chapters seed their own generators anyway). Only the string hash seed is shared by every kernel of
@@ -85,9 +86,13 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 #: because debugpy is installed) and the third-party modules the pages import directly or through
 #: irtlib and irtbook: numpy, scipy (``scipy.special`` through ``irtlib.core.kernels``, ``scipy.stats``),
 #: pandas with its Styler (which imports pyplot and jinja2), matplotlib's figure and Agg canvas,
-#: seaborn, scikit-learn's base (through ``kmedoids``) and myst_nb's ``glue``. Not the project's
-#: modules, not torch or pyro (thread pools of their own), not ``matplotlib_inline``. A module that
-#: is not installed is skipped.
+#: seaborn, scikit-learn's base (through ``kmedoids``), myst_nb's ``glue``, and torch, which the batched
+#: py-irt fit (``irtlib.calibration.pyirt_batch``) imports in the two pages that fit with it in a full
+#: build (02's fits beyond the stage's, 04b's item-fit null): about 1.2 CPU s each, paid once here
+#: beside the stage (``benchmarks/RESULTS.md``, issue 26 ``c04b``); its import starts no thread and no
+#: OpenMP team (its thread pools start at a page's first parallel operation, in the kernel). Not the
+#: project's modules, not pyro (its import costs a twentieth of torch's), not
+#: ``matplotlib_inline``. A module that is not installed is skipped.
 PRELOAD = (
     "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",
     "IPython.core.debugger", "IPython.core.completerlib", "IPython.extensions.storemagic",
@@ -95,7 +100,7 @@ PRELOAD = (
     "numpy", "scipy.special", "scipy.stats", "scipy.optimize", "scipy.linalg",
     "pandas", "pandas.io.formats.style", "jinja2",
     "matplotlib", "matplotlib.figure", "matplotlib.pyplot", "matplotlib.backends.backend_agg",
-    "seaborn", "sklearn.base", "kmedoids", "myst_nb",
+    "seaborn", "sklearn.base", "kmedoids", "myst_nb", "torch",
 )
 
 #: Modules that must not be imported before the kernel's shell exists (they hook into it at import).

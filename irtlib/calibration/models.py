@@ -445,15 +445,30 @@ def _fit_sharing_2pl(x, which, model, two, *, prior_c, max_iter, tol):
     ``fit_irt_values`` starts the 1PL and 3PL from ``fit_map(x)`` with its default settings (200
     iterations, tolerance 1e-6), which is the 2PL's own fit whenever ``max_iter >= 200`` (the 2PL
     runs at most 200 iterations) and ``tol == 1e-6``: then the stored fit is that start, exactly.
-    Otherwise nothing is shared.
+    Otherwise nothing is shared. The shared 2PL fit is ``fit_irt_values``' call of
+    :func:`~irtlib.calibration.joint_map.fit_map` itself (the same arguments, the same numbers), without the
+    whole table's log-likelihood ``fit_irt_values`` adds to its ``info``: :func:`compare_models` reads
+    ``theta``, ``a``, ``b`` and ``c`` only (``info`` is None).
     """
     if max_iter < 200 or tol != 1e-6:
         return fit_irt_values(x, model=model, prior_c=prior_c, max_iter=max_iter, tol=tol)
     if which not in two:
-        two[which] = fit_irt_values(x, model="2pl", prior_c=prior_c, max_iter=max_iter, tol=tol)
+        theta, a, b, _ = fit_map(x, max_iter=min(max_iter, 200), tol=tol)
+        two[which] = {"theta": theta, "a": a, "b": b, "c": None, "info": None}
     if model == "2pl":
         return two[which]
     return fit_irt_values(x, model=model, prior_c=prior_c, max_iter=max_iter, tol=tol, start=two[which])
+
+
+def _cell_log_likelihood(x0: np.ndarray, rows: np.ndarray, cols: np.ndarray, fit: dict) -> np.ndarray:
+    """:func:`irtlib.core.kernels.log_likelihood` of a fit at the cells ``(rows, cols)`` only, shape (n_cells,).
+
+    The same values as the whole table's at those cells: every operation is elementwise (the item
+    vectors' ``log c`` and ``log(1 - c)`` are taken over the gathered items, one value per item as before).
+    """
+    c = fit["c"]
+    return log_likelihood(x0[rows, cols], fit["theta"][rows], fit["a"][cols], fit["b"][cols],
+                          None if c is None else c[cols])
 
 
 def compare_models(matrix: ResponseMatrix, *, models: Sequence[str] = ("1pl", "2pl", "3pl"), folds: int = 5,
@@ -511,18 +526,18 @@ def compare_models(matrix: ResponseMatrix, *, models: Sequence[str] = ("1pl", "2
     # compared too, its fits of the full matrix and of each fold's training cells are those starts,
     # so each is computed once and handed on (the same call, the same numbers).
     two = {}
+    x0 = np.where(observed, x, 0.0)
+    tests = [fold_of == f for f in range(int(folds))]
+    test_cells = [np.nonzero(test) for test in tests]        # each fold's cells, in C order (as test's selection)
     for model in models:
         start = time.perf_counter()
         full = _fit_sharing_2pl(x, "full", model, two, prior_c=prior_c, max_iter=max_iter, tol=tol)
         heldout = np.zeros(x.shape)
         for f in range(int(folds)):
-            test = fold_of == f
-            train = np.where(test, np.nan, x)
+            train = np.where(tests[f], np.nan, x)
             fit = _fit_sharing_2pl(train, f, model, two, prior_c=prior_c, max_iter=max_iter, tol=tol)
-            cells = log_likelihood(np.where(observed, x, 0.0), fit["theta"][:, None], fit["a"], fit["b"], fit["c"])
-            heldout[test] = cells[test]
-        ll = float(log_likelihood(np.where(observed, x, 0.0), full["theta"][:, None], full["a"], full["b"],
-                                  full["c"])[observed].sum())
+            heldout[test_cells[f]] = _cell_log_likelihood(x0, *test_cells[f], fit)
+        ll = float(log_likelihood(x0, full["theta"][:, None], full["a"], full["b"], full["c"])[observed].sum())
         k = n_parameters(model, *x.shape)
         cells = heldout[observed]
         rows.append({"model": model, "heldout_loglik": float(cells.mean()),

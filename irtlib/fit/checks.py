@@ -459,7 +459,11 @@ def residuals(matrix: ResponseMatrix, calibration: Calibration) -> pd.DataFrame:
 
 def _standardised_columns(matrix, calibration):
     """Residual columns centred and scaled to unit length (unobserved cells: the item's mean residual)."""
-    r = residuals(matrix, calibration).to_numpy()
+    return _standardised(residuals(matrix, calibration).to_numpy())
+
+
+def _standardised(r: np.ndarray) -> np.ndarray:
+    """:func:`_standardised_columns` of the raw residuals ``r`` (models x items, NaN where unobserved)."""
     r = r - np.nanmean(r, axis=0)
     r = np.where(np.isnan(r), 0.0, r)
     norm_ = np.sqrt((r * r).sum(axis=0))
@@ -724,10 +728,19 @@ def simulate_fitted(matrix: ResponseMatrix, calibration: Calibration, *, seed: i
     """
     _, observed, theta, a, b, c = aligned(matrix, calibration)
     rng = np.random.default_rng(np.random.SeedSequence(seed)) if rng is None else rng
-    p = probability(theta[:, None], a, b, c)
-    sim = np.where(observed, (rng.random(p.shape) < p).astype(float), np.nan)
-    keep = (np.nanstd(sim, axis=0) > 0) & observed.any(axis=0)
+    sim, keep = _draw(observed, probability(theta[:, None], a, b, c), rng)
     return ResponseMatrix(sim[:, keep], matrix.models, matrix.items[keep], source=f"simulated from {matrix.source}")
+
+
+def _draw(observed: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`simulate_fitted`'s draw from the probabilities ``p``: the cells (NaN where unobserved) and the items kept.
+
+    An item is kept when its observed draws are not all equal: for 0/1 draws that is where their
+    standard deviation (``nanstd``, as before) is positive, counted here as ``0 < safe < observed``.
+    """
+    sim = np.where(observed, (rng.random(p.shape) < p).astype(float), np.nan)
+    safe = (sim == 1.0).sum(axis=0)
+    return sim, (safe > 0) & (safe < observed.sum(axis=0))
 
 
 # ---------------------------------------------------------------------------- dimensionality
@@ -804,8 +817,20 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
     model = calibration.settings.get("model", "3pl" if c is not None else "2pl")
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     sims = np.full((int(n_replications), data.size), np.nan)
+    p = probability(theta[:, None], a, b, c)       # every replication draws from the same fitted model
     for r in range(int(n_replications)):
-        m = simulate_fitted(matrix, calibration, rng=rng)
+        sim, keep = _draw(observed, p, rng)
+        values = sim[:, keep]
+        if refit and model == "2pl" and values.size and (values == values).any(axis=1).all():
+            # simulate_fitted's matrix, fit_map's refit and residual_eigenvalues on plain arrays: the same
+            # values in the same layouts, without a ResponseMatrix and a Calibration per replication
+            theta_r, a_r, b_r, _ = fit_map(values)
+            kept = ~np.isnan(values)
+            z = _standardised(np.where(kept, values - probability(theta_r[:, None], a_r, b_r, None), np.nan))
+            ev = _gram_eigenvalues(z[:, ~np.isnan(z).any(axis=0)])[:n]
+            sims[r, :ev.size] = ev
+            continue
+        m = ResponseMatrix(values, matrix.models, matrix.items[keep], source=f"simulated from {matrix.source}")
         if refit:
             if model == "2pl":       # fit_irt_values's 2PL fit (the same call), without the log-likelihood it adds
                 theta_r, a_r, b_r, _ = fit_map(m.values)

@@ -161,6 +161,32 @@ def test_a_page_prints_the_same_in_a_forked_and_an_ordinary_kernel(build):
     assert len(servers) == 1 and servers[0]["kernels"] == 0
 
 
+TORCH_PAGE = """\
+import sys
+preloaded = "torch" in sys.modules
+import torch
+torch.set_num_threads(2)
+x = torch.randn(300, 300, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+print(repr(float((x @ x).sum())), torch.get_num_threads(), torch.randn(2, generator=torch.Generator().manual_seed(1)))
+print("preloaded", preloaded, file=sys.stderr)
+"""
+
+
+@needs_fork
+def test_torch_preloaded_by_the_server_runs_threaded_in_a_forked_kernel(build):
+    # the server imports torch (kernel_forkserver.PRELOAD); a forked kernel starts its thread pools at its
+    # first parallel product and computes what an ordinary kernel, which imports torch itself, computes
+    pytest.importorskip("torch")
+    source = _page(build / "pages", TORCH_PAGE, name="torch_page")
+    env = _env()
+    forked, forked_nb = _run(source, build, env=env)
+    ordinary, ordinary_nb = _run(source, build, env={**env, "IRTBOOK_FORK_KERNEL": "0"})
+    assert (_launch(forked), _launch(ordinary)) == ("forked", "ordinary (IRTBOOK_FORK_KERNEL=0)")
+    (f_out, f_err), (o_out, o_err) = _outputs(forked_nb)[0], _outputs(ordinary_nb)[0]
+    assert f_out == o_out and " 2 tensor(" in f_out["text"]
+    assert "preloaded True" in f_err["text"] and "preloaded False" in o_err["text"]
+
+
 @needs_fork
 def test_a_kernel_killed_at_once_leaves_no_process(build):
     source = _page(build / "pages", "import os\nprint(os.getpid(), os.getpgid(0) == os.getpid(), "

@@ -7,6 +7,8 @@ inputs that reach the edge cases (saturated tails, probabilities of 0 and 1, mis
 layouts of the responses and arrays large enough for numpy to reuse temporaries).
 """
 
+import warnings
+
 import fit_previous_forms as previous
 import numpy as np
 import pandas as pd
@@ -166,3 +168,61 @@ def test_parallel_analysis_refit_is_fit_irt_values_2pl_fit():
     theta, a, b, _ = fit_map(x)
     fit = fit_irt_values(x, model="2pl")
     assert same_bits(theta, fit["theta"]) and same_bits(a, fit["a"]) and same_bits(b, fit["b"])
+
+
+def _frames_same_bits(got, want):
+    assert list(got.columns) == list(want.columns) and got.index.equals(want.index)
+    for column in got.columns:
+        g, w = got[column].to_numpy(), want[column].to_numpy()
+        assert same_bits(g, w) if g.dtype.kind == "f" else np.array_equal(g, w), column
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize(("n_items", "missing"), [(1400, 0.0), (300, 0.1)])
+def test_compare_models_heldout_cells_equal_the_whole_tables(order, n_items, missing):
+    # each fold's held-out log-likelihood now at its cells only, the shared 2PL fits by fit_map itself:
+    # the previous form's frame (every fit by fit_irt_values, the held-out cells cut from the whole table), bit for bit
+    x = _responses(25, n_items, 14, order=order, missing=missing)
+    matrix = ResponseMatrix(x, [f"m{i}" for i in range(25)], [f"i{j}" for j in range(n_items)])
+    got = compare_models(matrix, folds=3, seed=2).drop(columns="seconds")
+    _frames_same_bits(got, previous.compare_models(matrix, folds=3, seed=2))
+    reversed_ = ResponseMatrix(1.0 - x, matrix.models, matrix.items)      # the chapter's asymptote at the top
+    got = compare_models(reversed_, models=("3pl",), folds=3, seed=2).drop(columns="seconds")
+    _frames_same_bits(got, previous.compare_models(reversed_, models=("3pl",), folds=3, seed=2))
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize(("n_models", "n_items", "missing"), [(30, 500, 0.1), (12, 40, 0.0), (40, 900, 0.3)])
+def test_parallel_analysis_equals_its_previous_form(order, n_models, n_items, missing):
+    # the replications on plain arrays (no ResponseMatrix, no Calibration), the probabilities drawn from computed
+    # once, items kept by counts instead of nanstd: the previous form's simulated eigenvalues, bit for bit
+    from irtlib.calibration.joint_map import fit_map
+
+    x = _responses(n_models, n_items, 15, order=order, missing=missing)
+    x[:, :3] = 1.0                                 # items every model passes: dropped by the variance filter
+    x[0, 3:6] = np.nan                             # and missing cells of all kinds
+    matrix = ResponseMatrix(x, [f"m{i}" for i in range(n_models)], [f"i{j}" for j in range(n_items)])
+    theta, a, b, _ = fit_map(matrix.values)
+    cal = Calibration(a=pd.Series(a, index=matrix.items), b=pd.Series(b, index=matrix.items),
+                      theta=pd.Series(theta, index=matrix.models), engine="map")
+    got = checks.dimensionality(matrix, cal, n=6, n_replications=7, seed=3)
+    sims = previous.parallel_eigenvalues(matrix, cal, n=6, n_replications=7, seed=3)
+    with np.errstate(invalid="ignore"):
+        assert same_bits(got["parallel"], np.nanquantile(sims, 0.95, axis=0))
+        assert same_bits(got["parallel_mean"], np.nanmean(sims, axis=0))
+        assert got.attrs["parallel_ratio_1_2"] == float(np.nanmean(sims[:, 0] / sims[:, 1]))
+
+
+def test_simulate_fitted_keeps_the_items_nanstd_keeps():
+    # 0 < safe < observed is nanstd > 0 for 0/1 draws: all-equal, one-observed and unobserved columns
+    rng = np.random.default_rng(4)
+    observed = rng.random((9, 400)) < 0.7
+    observed[:, :5] = False
+    observed[:, 5:10] = False
+    observed[0, 5:10] = True
+    p = np.clip(rng.normal(0.5, 0.6, (9, 400)), 0.0, 1.0)
+    sim, keep = checks._draw(observed, p, np.random.default_rng(5))
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)         # nanstd of the unobserved columns
+        assert np.array_equal(keep, (np.nanstd(sim, axis=0) > 0) & observed.any(axis=0))
+    assert keep.any() and not keep.all()
