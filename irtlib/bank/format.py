@@ -78,6 +78,19 @@ def _formatted(items: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _plain_labels(items: pd.DataFrame) -> tuple[list, list] | None:
+    """The table's row labels and column names when all are str and the names distinct, else None.
+
+    The tables :func:`_csv_body` writes itself and :func:`_body_key` keys; pandas writes any other.
+    """
+    labels = items.index.tolist()
+    names = list(items.columns)
+    if not all(type(v) is str for v in labels) or not all(type(c) is str for c in names) \
+            or len(set(names)) != len(names):
+        return None
+    return labels, names
+
+
 def _csv_body(items: pd.DataFrame) -> str | None:
     r"""The body ``_formatted(items).to_csv(...)`` writes, made with the csv writer pandas itself calls; None elsewhere.
 
@@ -89,11 +102,10 @@ def _csv_body(items: pd.DataFrame) -> str | None:
     spends most of a bank's checksum setting the formatted columns and driving its formatter. Any other table
     (another dtype, a label that is not a str, duplicate columns) gives None: pandas writes it.
     """
-    labels = items.index.tolist()
-    names = list(items.columns)
-    if not all(type(v) is str for v in labels) or not all(type(c) is str for c in names) \
-            or len(set(names)) != len(names):
+    plain = _plain_labels(items)
+    if plain is None:
         return None
+    labels, names = plain
     fields = []
     for name in names:
         column = items[name]
@@ -124,11 +136,10 @@ def _body_key(items: pd.DataFrame) -> tuple | None:
     objects (a tuple: str, None or NaN). Equal keys give the same body text (a float is compared by its bytes,
     so -0.0 and 0.0, or two NaNs, differ and the body is made again: never a stale text).
     """
-    labels = items.index.tolist()
-    names = list(items.columns)
-    if not all(type(v) is str for v in labels) or not all(type(c) is str for c in names) \
-            or len(set(names)) != len(names):
+    plain = _plain_labels(items)
+    if plain is None:
         return None
+    labels, names = plain
     parts = []
     for _, column in items.items():
         kind = column.dtype

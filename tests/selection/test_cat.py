@@ -18,6 +18,7 @@ from irtlib.selection.cat import (
     run_cat,
     sympson_hetter,
 )
+from irtlib.selection.sympson_hetter_kernel import _ranked_choice  # every item of every row ranked
 
 
 def _bank(n_items=120, n_models=12, seed=0):
@@ -181,25 +182,6 @@ def test_sympson_hetter_calibration_caps_exposure_in_a_fresh_simulation():
     assert (k < 1).any()
 
 
-def _sympson_hetter_by_full_ranking(info, avail, u, v, k_exposure, k):
-    """Sympson-Hetter (randomesque among its first k) by ranking every item of every row."""
-    rows = np.arange(info.shape[0])
-    order = np.argsort(-np.where(avail, info, -np.inf), axis=1, kind="stable")
-    ok = np.take_along_axis(avail, order, axis=1)
-    accept = (u < k_exposure[order]) & ok
-    rank = np.cumsum(accept, axis=1)
-    if k > 1:
-        pick = np.floor(v * np.maximum(np.minimum(rank[:, -1], k), 1)).astype(int) + 1
-        first = np.argmax(accept & (rank == pick[:, None]), axis=1)
-    else:
-        first = np.argmax(accept, axis=1)
-    found = accept[rows, first]
-    tried = (np.arange(info.shape[1])[None, :] < np.where(found, first, info.shape[1])[:, None]) & ok & ~accept
-    rejected = np.zeros_like(avail)
-    rejected[rows[:, None], order] = tried
-    return np.where(found, order[rows, first], -1), rejected
-
-
 @pytest.mark.parametrize("k", [1, 3])
 def test_sympson_hetter_choice_matches_ranking_every_item(k):
     from irtlib.selection.selectors import SYMPSON_HETTER_HEAD, choose_items
@@ -221,7 +203,7 @@ def test_sympson_hetter_choice_matches_ranking_every_item(k):
         draws = np.random.default_rng(seed)
         u = draws.random((n_models, n_items))
         v = draws.random(n_models) if k > 1 else None
-        item, rejected = _sympson_hetter_by_full_ranking(info, avail, u, v, k_exposure, k)
+        item, rejected = _ranked_choice(info, avail, u, v, k_exposure, k)
         np.testing.assert_array_equal(got_item, item)
         np.testing.assert_array_equal(got_rejected, rejected)
         assert (item[:8] >= 0).all() and item[8] == -1
