@@ -144,9 +144,11 @@ def main(argv=None) -> int:
                            cache_dir=args.cache_dir)
     other = comparison_runs(**kw["comparison"])
     alt = engine_runs(**kw["engine"])
-    print(f"[comparison runs] {path.stem}: {len(other)} benchmarks under the {kw['comparison']['protocol']} protocol, "
-          f"{len(alt)} recalibrated with {kw['engine']['engine']}; {time.perf_counter() - start:.1f} s",
-          file=sys.stderr)
+    kinds = [bench.data.kind for bench in kw["comparison"]["benches"].values()]
+    data = ", ".join(f"{kinds.count(k)} on {k} data" for k in sorted(set(kinds)))
+    print(f"[comparison runs] {path.stem}: {len(other)} benchmarks under the {kw['comparison']['protocol']} protocol "
+          f"({data}), {len(alt)} recalibrated with {kw['engine']['engine']} (the released ones, on the paper's "
+          f"data); {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
 
 
