@@ -759,9 +759,16 @@ def residual_eigenvalues(matrix: ResponseMatrix, calibration: Calibration, *, n:
     -------
     ndarray, shape (min(n, rank),), decreasing
     """
-    z = _standardised_columns(matrix, calibration)
-    z = z[:, ~np.isnan(z).any(axis=0)]
-    return _gram_eigenvalues(z)[:n]
+    return _residual_eigenvalues(*aligned(matrix, calibration), n=n)
+
+
+def _residual_eigenvalues(x, observed, theta, a, b, c, *, n: int) -> np.ndarray:
+    """:func:`residual_eigenvalues` of aligned arrays, in :func:`aligned`'s order.
+
+    Responses and observed mask (n_models, n_items), abilities (n_models,), a, b and c or None (n_items,).
+    """
+    z = _standardised(np.where(observed, x - probability(theta[:, None], a, b, c), np.nan))
+    return _gram_eigenvalues(z[:, ~np.isnan(z).any(axis=0)])[:n]
 
 
 def _gram_eigenvalues(z: np.ndarray) -> np.ndarray:
@@ -821,29 +828,19 @@ def dimensionality(matrix: ResponseMatrix, calibration: Calibration, *, n: int =
     for r in range(int(n_replications)):
         sim, keep = _draw(observed, p, rng)
         values = sim[:, keep]
-        if refit and model == "2pl" and values.size and (values == values).any(axis=1).all():
-            # simulate_fitted's matrix, fit_map's refit and residual_eigenvalues on plain arrays: the same
-            # values in the same layouts, without a ResponseMatrix and a Calibration per replication
-            theta_r, a_r, b_r, _ = fit_map(values)
-            kept = ~np.isnan(values)
-            z = _standardised(np.where(kept, values - probability(theta_r[:, None], a_r, b_r, None), np.nan))
-            ev = _gram_eigenvalues(z[:, ~np.isnan(z).any(axis=0)])[:n]
-            sims[r, :ev.size] = ev
-            continue
-        m = ResponseMatrix(values, matrix.models, matrix.items[keep], source=f"simulated from {matrix.source}")
-        if refit:
-            if model == "2pl":       # fit_irt_values's 2PL fit (the same call), without the log-likelihood it adds
-                theta_r, a_r, b_r, _ = fit_map(m.values)
-                fit = {"theta": theta_r, "a": a_r, "b": b_r, "c": None}
-            else:
-                fit = fit_irt_values(m.values, model=model)
-            cal = Calibration(a=pd.Series(fit["a"], index=m.items), b=pd.Series(fit["b"], index=m.items),
-                              theta=pd.Series(fit["theta"], index=m.models), engine="map",
-                              c=None if fit["c"] is None else pd.Series(fit["c"], index=m.items))
+        if not values.size or not (values == values).any(axis=1).all():
+            # simulate_fitted's matrix refuses these (no item left, a model without a response): its error
+            ResponseMatrix(values, matrix.models, matrix.items[keep], source=f"simulated from {matrix.source}")
+        # simulate_fitted's matrix, the refit and residual_eigenvalues on plain arrays: the same values in the
+        # same layouts, without a ResponseMatrix and a Calibration per replication
+        if not refit:
+            fit = (theta, a[keep], b[keep], None if c is None else c[keep])
+        elif model == "2pl":       # fit_irt_values's 2PL fit (the same call), without the log-likelihood it adds
+            fit = (*fit_map(values)[:3], None)
         else:
-            cal = Calibration(a=calibration.a, b=calibration.b, theta=calibration.theta, engine=calibration.engine,
-                              c=calibration.c)
-        ev = residual_eigenvalues(m, cal, n=n)
+            fitted = fit_irt_values(values, model=model)
+            fit = (fitted["theta"], fitted["a"], fitted["b"], fitted["c"])
+        ev = _residual_eigenvalues(values, ~np.isnan(values), *fit, n=n)
         sims[r, :ev.size] = ev
     ref = np.nanquantile(sims, quantile, axis=0)
     exceeds = data > ref

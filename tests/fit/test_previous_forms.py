@@ -213,6 +213,36 @@ def test_parallel_analysis_equals_its_previous_form(order, n_models, n_items, mi
         assert got.attrs["parallel_ratio_1_2"] == float(np.nanmean(sims[:, 0] / sims[:, 1]))
 
 
+@pytest.mark.parametrize("model", ["2pl", "3pl"])
+def test_parallel_analysis_replications_equal_simulate_fitted_matrices(model):
+    # every replication on plain arrays equals simulate_fitted's matrix passed to residual_eigenvalues, without a
+    # refit (the calibration's own parameters) and with the 3PL's refit by fit_irt_values, bit for bit
+    from irtlib.calibration.joint_map import fit_map
+
+    x = _responses(20, 120, 16, order="C", missing=0.1)
+    matrix = ResponseMatrix(x, [f"m{i}" for i in range(20)], [f"i{j}" for j in range(120)])
+    theta, a, b, _ = fit_map(matrix.values)
+    c = pd.Series(0.1, index=matrix.items) if model == "3pl" else None
+    cal = Calibration(a=pd.Series(a, index=matrix.items), b=pd.Series(b, index=matrix.items),
+                      theta=pd.Series(theta, index=matrix.models), engine="map", c=c, settings={"model": model})
+    for refit in (False, True) if model == "3pl" else (False,):
+        got = checks.dimensionality(matrix, cal, n=5, n_replications=3, seed=8, refit=refit)
+        rng = np.random.default_rng(np.random.SeedSequence(8))
+        sims = np.full((3, 5), np.nan)
+        for r in range(3):
+            m = checks.simulate_fitted(matrix, cal, rng=rng)
+            use = cal
+            if refit:
+                fit = fit_irt_values(m.values, model=model)
+                use = Calibration(a=pd.Series(fit["a"], index=m.items), b=pd.Series(fit["b"], index=m.items),
+                                  theta=pd.Series(fit["theta"], index=m.models), engine="map",
+                                  c=pd.Series(fit["c"], index=m.items))
+            ev = checks.residual_eigenvalues(m, use, n=5)
+            sims[r, :ev.size] = ev
+        with np.errstate(invalid="ignore"):
+            assert same_bits(got["parallel_mean"], np.nanmean(sims, axis=0)), refit
+
+
 def test_simulate_fitted_keeps_the_items_nanstd_keeps():
     # 0 < safe < observed is nanstd > 0 for 0/1 draws: all-equal, one-observed and unobserved columns
     rng = np.random.default_rng(4)
