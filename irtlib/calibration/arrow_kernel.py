@@ -26,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from irtlib.core.c_arrays import addresses
+
 from .fused_kernel import verified
 
-__all__ = ["SOURCE", "SWITCH", "load", "addresses", "numpy_binv", "kernel_binv", "numpy_rhs", "kernel_rhs",
+__all__ = ["SOURCE", "SWITCH", "load", "numpy_binv", "kernel_binv", "numpy_rhs", "kernel_rhs",
            "numpy_back", "kernel_back", "numpy_item_blocks", "kernel_item_blocks"]
 
 SOURCE = Path(__file__).with_name("_arrow_kernel.c")
@@ -96,8 +98,9 @@ def kernel_rhs(lib: ctypes.CDLL, g_items: list, a: np.ndarray, neg_a2: np.ndarra
                fixed: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`numpy_rhs` by the kernel (``a``, ``neg_a2`` and ``inverse`` contiguous float64).
 
-    ``fixed``: the addresses of ``a``, ``neg_a2`` and the three ``inverse`` arrays (:func:`addresses`), read once by
-    a caller that calls again with the same arrays (else read here).
+    ``fixed``: the addresses of ``a``, ``neg_a2`` and the three ``inverse`` arrays
+    (:func:`irtlib.core.c_arrays.addresses`), read once by a caller that calls again with the same arrays (else
+    read here).
     """
     g_items = [np.ascontiguousarray(g, dtype=np.float64) for g in g_items]
     y_w, y_h = np.empty(a.shape, np.float32), np.empty(a.shape, np.float32)
@@ -118,17 +121,6 @@ def kernel_back(lib: ctypes.CDLL, g_items: list, c_h: np.ndarray, c_w: np.ndarra
     fixed = addresses(a, neg_a2, *inverse) if fixed is None else fixed
     lib.arrow_back_f64(a.size, *addresses(*g_items, c_h, c_w), *fixed, *addresses(*out))
     return out
-
-
-def addresses(*arrays: np.ndarray) -> tuple[int, ...]:
-    """The data addresses of C-contiguous arrays: ``arr.ctypes.data``, by the buffer protocol where writable."""
-    out = []
-    for arr in arrays:
-        try:
-            out.append(ctypes.addressof(ctypes.c_char.from_buffer(arr)))
-        except (TypeError, ValueError, BufferError):
-            out.append(arr.ctypes.data)
-    return tuple(out)
 
 
 def numpy_item_blocks(sums: np.ndarray, a: np.ndarray, alpha: np.ndarray, b: np.ndarray, priors: tuple, *,

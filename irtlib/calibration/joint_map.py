@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from irtlib._typing import ArrayLike
+from irtlib.core.c_arrays import addresses
 from irtlib.core.kernels import probability, response_terms
 from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError, MissingDependencyError
@@ -322,9 +323,9 @@ class _FusedArrow:
         # every product writes into the same arrays: their addresses are taken once
         self.c_h, self.c_w, self.y_w, self.y_h = (np.empty(n_items, np.float32) for _ in range(4))
         self.rows_w, self.rows_h = np.empty(n_rows, np.float32), np.empty(n_rows, np.float32)
-        self._fixed = arrow_kernel.addresses(self.a, self.neg_a2, *self.inverse)
-        self._binv = functools.partial(lib.arrow_binv_f32, n_items, *arrow_kernel.addresses(self.c_h, self.c_w),
-                                       *self._fixed, *arrow_kernel.addresses(self.y_w, self.y_h))
+        self._fixed = addresses(self.a, self.neg_a2, *self.inverse)
+        self._binv = functools.partial(lib.arrow_binv_f32, n_items, *addresses(self.c_h, self.c_w),
+                                       *self._fixed, *addresses(self.y_w, self.y_h))
 
     @classmethod
     def make(cls, block, c_wt, c_ht, a, neg_a2, inverse):

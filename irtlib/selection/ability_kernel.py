@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irtlib.core.c_arrays import address as _address
 from irtlib.core.kernels import score_and_information
 
 __all__ = ["SOURCE", "load", "newton_library", "row_sums", "map_row_sums", "map_blocks", "newton_rows"]
@@ -110,14 +111,6 @@ def row_sums(lib: ctypes.CDLL) -> Callable[..., RowSums]:
         return sums
 
     return prepare
-
-
-def _address(arr: np.ndarray) -> int:
-    """The address of a C-contiguous array's data (``arr.ctypes.data``, about three times faster where writable)."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
-    except (TypeError, ValueError, BufferError):
-        return arr.ctypes.data
 
 
 def map_blocks(lib: ctypes.CDLL, desc: np.ndarray, items: np.ndarray, theta: np.ndarray, *, prior_mean: float,

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from irtlib.core.c_arrays import address as _addr
+
 __all__ = ["SOURCE", "BLOCK", "TILE", "FILTER_MIN_PAIRS", "AVX512_FLAGS", "load", "nearest", "numpy_nearest",
            "pair_similarities", "prepare", "norms_above", "row_order"]
 
@@ -72,14 +74,6 @@ def _bind(path: Path) -> ctypes.CDLL:
     lib.row_order.argtypes = [i64, i64, ptr, ptr, ptr]
     lib.row_order.restype = None
     return lib
-
-
-def _addr(arr: np.ndarray) -> int:
-    """The address of a C-contiguous array's data: ``arr.ctypes.data``, by the buffer protocol where writable."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
-    except (TypeError, ValueError, BufferError):
-        return arr.ctypes.data
 
 
 def row_order(u: np.ndarray) -> np.ndarray:

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from irtlib.core.c_arrays import address as _address
+
 __all__ = ["SOURCE", "load", "newton", "powers", "push", "recentre", "einsum_rows"]
 
 SOURCE = Path(__file__).with_name("_map_kernel.c")
@@ -128,14 +130,6 @@ def recentre(lib: ctypes.CDLL, run: Any, rows: np.ndarray, theta: np.ndarray) ->
     deriv = S @ run.coef
     lib.map_recentre_moments(n, t, ld, deriv.shape[-1], at_rows, at_theta, _address(deriv), run.A.ctypes.data,
                              run.M.ctypes.data, run.theta_r.ctypes.data)
-
-
-def _address(arr: np.ndarray) -> int:
-    """The address of a C-contiguous array's data (``arr.ctypes.data``, about three times faster where writable)."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
-    except (TypeError, ValueError, BufferError):
-        return arr.ctypes.data
 
 
 def newton(lib: ctypes.CDLL, run: Any, theta: np.ndarray, info: np.ndarray) -> np.ndarray:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irtlib.core.c_arrays import address as _address
 from irtlib.core.kernels import fisher_information
 
 __all__ = ["SOURCE", "AVX512_FLAGS", "MAX_RADII", "load", "best_candidates", "numpy_best", "random_case", "FullPass",
@@ -282,14 +283,6 @@ class FullPass:
         else:
             n_pending = self.lib.maxinfo_step(*args)
         return out, pending[:n_pending]
-
-
-def _address(arr: np.ndarray) -> int:
-    """The address of a C-contiguous array's data (``arr.ctypes.data``, about three times faster where writable)."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
-    except (TypeError, ValueError, BufferError):
-        return arr.ctypes.data
 
 
 def numpy_best(theta: np.ndarray, ca: np.ndarray, cb: np.ndarray, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
