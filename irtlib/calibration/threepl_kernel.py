@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
+from irtlib.core.bits import same_bits as _same_bits
+
 __all__ = ["SOURCE", "SWITCH", "STEP_TABLES", "load", "c_tables", "point_tables", "step_tables",
            "numpy_point_tables", "numpy_step_tables"]
 
@@ -155,12 +157,6 @@ def step_tables(x: np.ndarray, mask: np.ndarray | None, z: np.ndarray, s: np.nda
         return numpy_step_tables(x, mask, z, s, p, a, c)
     return _kernel_step(lib, x, mask, z, s, p, a, c)
 
-
-def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
-    """Equal bit for bit, but that a NaN may carry another sign or payload (no arithmetic can tell them apart)."""
-    nan = np.isnan(x)
-    return bool(x.shape == y.shape and np.array_equal(nan, np.isnan(y))
-                and np.array_equal(x[~nan].view(np.int64), y[~nan].view(np.int64)))
 
 
 def check_cases() -> list[tuple]:

@@ -39,6 +39,7 @@ import scipy.optimize
 from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
+from irtlib.core.bits import same_bits as _same_bits
 from irtlib.core.eap import EAP_POINTS, eap_from_log_likelihood
 from irtlib.core.quadrature import normal_grid, posterior_counts, posterior_weights, uniform_grid
 from irtlib.errors import InputError
@@ -288,11 +289,6 @@ def _check_items(a, thresholds) -> tuple[np.ndarray, np.ndarray]:
                          f"({int(steps.any(axis=1).sum())} such items)")
     return a, b
 
-
-def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
-    """Float arrays of one shape with the same bits in every cell (a NaN equal only to its own bits)."""
-    return x.shape == y.shape and bool(np.array_equal(np.ascontiguousarray(x).view(np.int64),
-                                                      np.ascontiguousarray(y).view(np.int64)))
 
 
 def _one_hot(x, obs, n_cat):

@@ -34,6 +34,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from irtlib._typing import ArrayLike
+from irtlib.core.bits import same_bits as _same_bits
 
 __all__ = ["SOURCE", "SWITCH", "load", "tables"]
 
@@ -109,12 +110,6 @@ def _check_values() -> np.ndarray:
                            rng.uniform(-800.0, 800.0, 4_000), rng.normal(0.0, 1e-8, 1_000),
                            tiny * np.arange(-500.0, 500.0)])
 
-
-def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
-    """Equal bit for bit, but that a NaN may carry another sign or payload (no arithmetic can tell them apart)."""
-    nan = np.isnan(x)
-    return bool(np.array_equal(nan, np.isnan(y))
-                and np.array_equal(x[~nan].view(np.int64), y[~nan].view(np.int64)))
 
 
 def _matches_scipy(lib: ctypes.CDLL) -> bool:
