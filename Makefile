@@ -42,7 +42,7 @@
 #     every chapter's Reproduce box, which also lists the chapter's parameters)
 #     + the repository and launch buttons when BOOK_REPOSITORY_URL is set (tools/book_config.py;
 #     BOOK_REPOSITORY_BRANCH, default main; unset: no repository link anywhere)
-#   _build/src/  --jupyter-book build --all -W -n --keep-going-->  _build/html/
+#   _build/src/  --jupyter-book build --all -W -n --keep-going (Sphinx with -j$(JOBS))-->  _build/html/
 # Each page's kernel is forked from a kernel server that has imported ipykernel and the pages'
 # third-party modules once (tools/kernel_forkserver.py; it lives in _build/kernel-server/ and ends with
 # the make that started it); IRTBOOK_FORK_KERNEL=0 starts an ordinary kernel per page instead.
@@ -340,7 +340,9 @@ executed: $(EXECUTED_FIRST) $(EXECUTED)
 # ---------------------------------------------------------------------------
 # The book
 # ---------------------------------------------------------------------------
-JUPYTER_BOOK := $(VENV)/bin/jupyter-book
+# jupyter-book build with Sphinx reading and writing the pages in $(JOBS) processes (its -j, which Jupyter Book 1's
+# command line lacks: tools/jupyter_book_build.py, book/_ext/parallel_reading.py); the same HTML as one process.
+JUPYTER_BOOK_BUILD := $(VPY) tools/jupyter_book_build.py --jobs $(JOBS) -- build
 
 # The paper's data are fetched first when they are found nowhere (shared copy, $IRTLIB_PAPER_DATA, the
 # per-user cache) and the network allows; otherwise the book builds on what it has, and every page
@@ -356,7 +358,7 @@ html: executed | $(VENV_STAMP)
 	$(VPY) tools/check_executed.py $(EXECUTED)
 	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(SRC_DIR)
 	rm -rf $(HTML_DIR)
-	$(JUPYTER_BOOK) build --all -W -n --keep-going --path-output $(CURDIR) $(SRC_DIR)
+	$(JUPYTER_BOOK_BUILD) --all -W -n --keep-going --path-output $(CURDIR) $(SRC_DIR)
 	test -f $(HTML_DIR)/index.html
 	@echo "book: $(HTML_DIR)/index.html"
 
@@ -392,7 +394,7 @@ pdf: executed | $(VENV_STAMP)
 	$(VPY) tools/check_executed.py $(EXECUTED)
 	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(PDF_DIR)/src --no-downloads
 	rm -rf $(PDF_DIR)/_build
-	$(JUPYTER_BOOK) build --builder singlehtml -W -n --keep-going --path-output $(CURDIR)/$(PDF_DIR) $(PDF_DIR)/src
+	$(JUPYTER_BOOK_BUILD) --builder singlehtml -W -n --keep-going --path-output $(CURDIR)/$(PDF_DIR) $(PDF_DIR)/src
 	$(VPY) tools/pdf.py $(PDF_DIR)/_build/singlehtml/index.html $(PDF_DIR)/book.pdf
 	@echo "pdf: $(PDF_DIR)/book.pdf"
 
