@@ -374,9 +374,10 @@ def stage_pool(workers: int) -> Iterator[object | None]:
     against torch) runs while this process computes the training blocks; None for one worker.
 
     Forked where this process has not imported torch (the stage's command line imports none) and the
-    platform forks: each worker then starts with this process's modules (irtlib, numpy, pandas: about
-    0.8 CPU s a worker not spent again) and imports torch itself. Spawned otherwise: a fork of a process
-    that has run torch's thread pools can hang. No number depends on it.
+    platform forks: this process then imports torch once, running none of its operations, and each worker
+    starts with its modules (irtlib, numpy, pandas, torch: about 0.8 CPU s a worker, and torch's import,
+    about 1.7 CPU s, once instead of once a worker), as the pages' kernel server does. Spawned otherwise:
+    a fork of a process that has run torch's thread pools can hang. No number depends on it.
     """
     if workers <= 1:
         yield None
@@ -385,6 +386,11 @@ def stage_pool(workers: int) -> Iterator[object | None]:
     from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if "torch" not in sys.modules and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    if method == "fork":
+        try:
+            import torch  # noqa: F401  (imported only: no thread pool has started when the workers fork)
+        except ImportError:      # the light install: the workers say so when a fit needs it
+            pass
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                              initializer=_one_blas_thread) as pool:
         for _ in range(workers):           # each submission while no worker is idle starts one
