@@ -143,7 +143,7 @@ test-all: lint $(VENV_STAMP)
 	$(VPY) -m pytest $(COV_ARGS) $(XDIST) --durations=15 $(PYTEST_ARGS)
 
 # ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, numpy docstrings: pyproject.toml [tool.ruff])
-LINT_PATHS ?= irtlib bookkit tests benchmarks scripts
+LINT_PATHS ?= irtlib bookkit tests benchmarks scripts tools book/_ext
 lint: $(VENV_STAMP)
 	$(VPY) -m ruff check $(LINT_PATHS)
 

@@ -116,6 +116,7 @@ def pages(toc: Path | None = None, root: Path = REPO_ROOT) -> list[tuple[str, Pa
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: the toc's pages, one per line (see the options)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--notebooks", action="store_true", help="only notebook pages")

@@ -62,6 +62,7 @@ def problems(path: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: check each executed notebook named; 1 if any fails."""
     paths = [Path(arg) for arg in (sys.argv[1:] if argv is None else argv)]
     if not paths:
         print("usage: check_executed.py NOTEBOOK.ipynb [...]", file=sys.stderr)

@@ -115,7 +115,7 @@ def section_text(html: str, heading: str) -> str | None:
 
 
 def csv_links(html: str) -> list[str]:
-    """hrefs of the page's links to CSV files (a chapter's downloads)."""
+    """The hrefs of the page's links to CSV files (a chapter's downloads)."""
     return [a["href"] for a in _soup(html).find_all("a", href=True) if a["href"].split("?")[0].endswith(".csv")]
 
 
@@ -189,6 +189,7 @@ def bad_verdicts(html: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: check the built HTML under the directory named (default _build/html)."""
     argv = sys.argv[1:] if argv is None else argv
     html_root = Path(argv[0] if argv else "_build/html")
     bad = 0

@@ -100,7 +100,8 @@ import wide_tables  # noqa: E402  (tools/wide_tables.py)
 BOOK_DIR = "book"
 STATIC_DIR = "_static"  # the book's CSS (jupyter-book adds each .css/.js in it to every page)
 # irtbook.downloads: where the chapters write their CSV files, and where the book serves them
-CHAPTER_DOWNLOADS_ENV, CHAPTER_DOWNLOADS, CHAPTER_DOWNLOADS_SITE = "IRTLIB_BOOK_DOWNLOADS", "_build/downloads", "book_downloads"
+CHAPTER_DOWNLOADS_ENV, CHAPTER_DOWNLOADS = "IRTLIB_BOOK_DOWNLOADS", "_build/downloads"
+CHAPTER_DOWNLOADS_SITE = "book_downloads"
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store")
 
 # ---------------------------------------------------------------------------
@@ -199,6 +200,7 @@ def quick_settings(notebook: dict) -> dict[str, str]:
 
 
 def quick_banner_source(settings: dict[str, str]) -> str:
+    """The QUICK banner's MyST source, listing the reduced ``settings`` (name: value)."""
     # a backtick fence, not ":::": it needs no colon_fence extension
     lines = ["```{admonition} Quick build", f":class: warning {QUICK_BANNER_CLASS}", "", GENERIC_QUICK_TEXT]
     if settings:
@@ -493,6 +495,7 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: assemble the build tree (see the options)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root")
     parser.add_argument("--executed", type=Path, default=Path("_build/executed"))

@@ -49,6 +49,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def print_pdf(index: Path, output: Path, *, timeout_ms: int = 120_000) -> None:
+    """Print the single-page HTML ``index`` to the PDF ``output`` with headless Chromium."""
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.exists():
@@ -103,8 +104,11 @@ _STREAM = re.compile(rb"stream\r?\n(.*?)\r?\nendstream", re.S)
 
 
 def pdf_facts(path: Path) -> dict[str, int]:
-    """``{"pages": ..., "images": ...}`` of a PDF: page objects and image XObjects, also inside
-    Flate-compressed object streams (standard library only)."""
+    """``{"pages": ..., "images": ...}`` of a PDF, with its size and fonts.
+
+    Page objects and image XObjects are counted also inside Flate-compressed object streams (standard
+    library only).
+    """
     data = Path(path).read_bytes()
     if not data.startswith(b"%PDF-"):
         raise ValueError(f"{path} is not a PDF")
@@ -119,12 +123,14 @@ def pdf_facts(path: Path) -> dict[str, int]:
     for chunk in chunks:
         pages += len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", chunk))
         images += len(re.findall(rb"/Subtype\s*/Image\b", chunk))
-        fonts |= {f.decode().split("+")[-1] for f in re.findall(rb"/(?:BaseFont|FontName)\s*/([A-Za-z0-9+\-_]+)", chunk)}
+        names = re.findall(rb"/(?:BaseFont|FontName)\s*/([A-Za-z0-9+\-_]+)", chunk)
+        fonts |= {f.decode().split("+")[-1] for f in names}
     mathjax = sorted(f for f in fonts if f.startswith("MathJax"))
     return {"pages": pages, "images": images, "bytes": len(data), "fonts": sorted(fonts), "mathjax_fonts": mathjax}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: print a PDF, or with --facts describe one."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path, help="INDEX_HTML OUTPUT_PDF, or with --facts: PDF")
     parser.add_argument("--facts", action="store_true", help="print the page and image counts of a PDF")

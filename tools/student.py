@@ -48,6 +48,7 @@ def _source(cell) -> str:
 
 
 def is_solution_cell(cell) -> bool:
+    """Whether ``cell`` is an exercise's solution (a code cell tagged as one)."""
     return cell.get("cell_type") == "code" and SOLUTION_TAG in (cell.get("metadata", {}).get("tags") or [])
 
 
@@ -153,7 +154,7 @@ def fill_in(student, solutions: list[str]):
     slots = [cell for cell in filled["cells"] if is_solution_cell(cell)]
     if len(slots) != len(solutions):
         raise ValueError(f"{len(slots)} exercise cells but {len(solutions)} solutions")
-    for cell, source in zip(slots, solutions):
+    for cell, source in zip(slots, solutions, strict=True):
         cell["source"] = source
     return filled
 
@@ -173,7 +174,7 @@ def write_kit(source: Path, out: Path) -> tuple[Path, Path]:
     name = source.stem
     (out / "answers").mkdir(parents=True, exist_ok=True)
     paths = out / f"{name}.ipynb", out / "answers" / f"{name}.ipynb"
-    for nb, path in zip((student, answers), paths):
+    for nb, path in zip((student, answers), paths, strict=True):
         nb = nbformat.from_dict(nb)
         nb.metadata.pop("jupytext", None)
         nbformat.validate(nb)
@@ -182,6 +183,7 @@ def write_kit(source: Path, out: Path) -> tuple[Path, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: write the student kit of the chapters named (default every notebook page)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", help="toc entries or .md paths (default: every notebook page)")
     parser.add_argument("--out", type=Path, default=Path("_build/student"))

@@ -37,9 +37,11 @@ class TablesFromFigures(Transform):
 
 
 def setup(app):
+    """Register the numbered table node (drawn as a figure) and the transform that makes it."""
     app.add_enumerable_node(captioned_table, "table",
                             html=(HTML5Translator.visit_figure, HTML5Translator.depart_figure),
-                            latex=(lambda self, node: self.visit_figure(node), lambda self, node: self.depart_figure(node)),
+                            latex=(lambda self, node: self.visit_figure(node),
+                                   lambda self, node: self.depart_figure(node)),
                             text=(lambda self, node: None, lambda self, node: None))
     app.add_transform(TablesFromFigures)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
