@@ -58,7 +58,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.PHONY: all venv lock test test-all lint book stage executed html chapter student pdf mathjax clean distclean FORCE paper-data
+.PHONY: all venv lock test test-all lint book stage executed dist html chapter student pdf mathjax clean distclean FORCE paper-data
 
 all: book
 
@@ -350,13 +350,22 @@ JUPYTER_BOOK_BUILD := $(VPY) tools/jupyter_book_build.py --jobs $(JOBS) -- build
 book: $(VENV_STAMP)
 	@mkdir -p $(BUILD); $(VPY) -m irtlib paper-data download --missing > $(BUILD)/paper-data.log 2>&1 || \
 		{ echo "make book: the paper's data could not be fetched ($$(tail -n 1 $(BUILD)/paper-data.log)); building on what is here"; }
-	$(MAKE) --no-print-directory -j$(JOBS) executed
+	$(MAKE) --no-print-directory -j$(JOBS) executed dist
 	$(MAKE) --no-print-directory html
 
+# irtlib's and irtbook's wheels and the source archive that the book links to (tools/dist.py). They are built from
+# the repository's files alone, so `make book` builds them beside the pages (make starts them in a job slot that the
+# pages leave free while they wait for the stage), not after them; the render copies them. tools/dist.py keeps what
+# it built while its inputs' paths, sizes and times are the same (--reuse), so the render's own `dist` costs little.
+DIST_DIR := $(BUILD)/dist
+# (A tree without pyproject.toml, such as the tests' tiny books, ships none: tools/make_build_tree.py says so.)
+dist: | $(VENV_STAMP)
+	$(if $(wildcard pyproject.toml),$(VPY) tools/dist.py $(DIST_DIR) --reuse > /dev/null)
+
 # Check the executed notebooks, assemble _build/src/ and render it (always a full build).
-html: executed | $(VENV_STAMP)
+html: executed dist | $(VENV_STAMP)
 	$(VPY) tools/check_executed.py $(EXECUTED)
-	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(SRC_DIR)
+	$(VPY) tools/make_build_tree.py --executed $(EXEC_DIR) --out $(SRC_DIR) --dist $(DIST_DIR)
 	rm -rf $(HTML_DIR)
 	$(JUPYTER_BOOK_BUILD) --all -W -n --keep-going --path-output $(CURDIR) $(SRC_DIR)
 	test -f $(HTML_DIR)/index.html

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -135,22 +136,91 @@ def build_source(root: Path, out: Path, *, name: str) -> Path:
     return target
 
 
-def build_dist(root: Path, out: Path) -> dict[str, str]:
-    """The two wheels and the source archive in ``out``: ``{"wheel", "book_wheel", "source"}`` names."""
+#: The record of a directory :func:`build_dist` wrote: its files by kind and the fingerprint of their inputs.
+MANIFEST = "dist.json"
+
+
+def input_files(root: Path) -> list[Path]:
+    """Every file the wheels and the archive are made of, relative to ``root``, sorted.
+
+    The archive's (:func:`source_files`) and the wheels' inputs as :func:`build_wheel` copies them
+    (untracked files under ``irtlib/`` included).
+    """
+    files = set(source_files(root))
+    for where, names in WHEEL_INPUTS.values():
+        for name in names:
+            path = root / where / name
+            found = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+            files |= {p.relative_to(root) for p in found
+                      if "__pycache__" not in p.relative_to(root).parts and p.suffix != ".pyc"}
+    return sorted(files, key=lambda p: p.as_posix())
+
+
+def fingerprint(root: Path, *, python: str = sys.executable) -> str:
+    """SHA-256 of the inputs' paths, sizes and modification times, the build's interpreter and setuptools."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        backend = installed("setuptools")
+    except PackageNotFoundError:
+        backend = "none"
+    digest = hashlib.sha256(f"{python}\n{backend}\n".encode())
+    for rel in input_files(root):
+        stat = (root / rel).stat()
+        digest.update(f"{rel.as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def built_in(directory: Path) -> dict[str, str]:
+    """The names of the files :func:`build_dist` wrote into ``directory`` (its manifest), by kind."""
+    manifest = Path(directory) / MANIFEST
+    try:
+        files = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise FileNotFoundError(f"{manifest}: no record of built wheels ({exc}); build them with "
+                                "`python tools/dist.py DIR` or `make dist`") from exc
+    missing = [name for name in files.values() if not (Path(directory) / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory}: {', '.join(missing)} missing; build them again (`make dist`)")
+    return files
+
+
+def build_dist(root: Path, out: Path, *, reuse: bool = False) -> dict[str, str]:
+    """The two wheels and the source archive in ``out``: ``{"wheel", "book_wheel", "source"}`` names.
+
+    ``reuse``: keep what an earlier call wrote into ``out`` when its inputs (:func:`fingerprint`) are
+    unchanged. ``out`` then holds only these files and their manifest.
+    """
     root = root.resolve()
+    key = fingerprint(root)
+    if reuse:
+        try:
+            if json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("fingerprint") == key:
+                return built_in(out)
+        except (OSError, ValueError):
+            pass
     with ThreadPoolExecutor(2) as pool:                 # each thread waits for its build's process
         wheel, book_wheel = pool.map(lambda package: build_wheel(root, out, package=package), ("irtlib", "irtbook"))
     source = build_source(root, out, name=f"{SOURCE_NAME}-{version(wheel)}-src")
-    return {"wheel": wheel.name, "book_wheel": book_wheel.name, "source": source.name}
+    files = {"wheel": wheel.name, "book_wheel": book_wheel.name, "source": source.name}
+    for stale in set(p.name for p in out.iterdir() if p.is_file()) - set(files.values()) - {MANIFEST}:
+        if stale.endswith((".whl", ".tar.gz")):
+            (out / stale).unlink()
+    (out / MANIFEST).write_text(json.dumps({"fingerprint": key, "files": files}, indent=1) + "\n", encoding="utf-8")
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: build the wheel and the archive into OUT_DIR."""
+    """The command line: build the wheels and the archive into OUT_DIR."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep what OUT_DIR holds when the inputs have not changed since it was built")
     args = parser.parse_args(argv)
-    built = build_dist(args.root, args.out)
+    built = build_dist(args.root, args.out, reuse=args.reuse)
     print(f"dist: {args.out / built['wheel']}, {args.out / built['book_wheel']}, {args.out / built['source']}")
     return 0
 

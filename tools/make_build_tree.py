@@ -383,11 +383,12 @@ def copy_mathjax(mathjax: Path, out: Path) -> Path:
 
 # ---------------------------------------------------------------------------
 def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = None, *,
-               downloads: bool = False, repository_url: str | None = None) -> list[Path]:
+               downloads: bool = False, dist_dir: Path | None = None, repository_url: str | None = None) -> list[Path]:
     """Create ``out`` from the book at ``root`` and executed notebooks in ``executed``.
 
-    ``downloads``: build irtlib's and irtbook's wheels and the source archive into ``out/_dist`` (tools/dist.py)
-    and link them from every Reproduce box and the introduction. ``repository_url``: the
+    ``downloads``: put irtlib's and irtbook's wheels and the source archive into ``out/_dist`` and link them
+    from every Reproduce box and the introduction; they are copied from ``dist_dir`` when given (where
+    tools/dist.py built them, make's ``dist`` target), else built there (tools/dist.py). ``repository_url``: the
     repository the book links to (tools/book_config.py); None reads ``$BOOK_REPOSITORY_URL``,
     ``""`` links to none.
 
@@ -438,9 +439,16 @@ def build_tree(root: Path, executed: Path, out: Path, mathjax: Path | None = Non
     if downloads and not (root / "pyproject.toml").is_file():
         print(f"make_build_tree: {root} has no pyproject.toml: the book ships no wheel or source archive")
     elif downloads:
-        built = dist.build_dist(root, out / dist.DIST_DIR)
+        if dist_dir is None:
+            built = dist.build_dist(root, out / dist.DIST_DIR)
+        else:
+            built = dist.built_in(dist_dir)
+            (out / dist.DIST_DIR).mkdir()
+            for name in built.values():
+                shutil.copy2(Path(dist_dir) / name, out / dist.DIST_DIR / name)
         shipped = {kind: f"{dist.DIST_DIR}/{name}" for kind, name in built.items()}
-        print(f"make_build_tree: ships {shipped['wheel']}, {shipped['book_wheel']} and {shipped['source']}")
+        print(f"make_build_tree: ships {shipped['wheel']}, {shipped['book_wheel']} and {shipped['source']}"
+              + ("" if dist_dir is None else f" (built in {dist_dir})"))
 
     # 2. every file under book/ except jupytext notebooks (their executed copy goes in)
     def ignore(directory: str, names: list[str]) -> set[str]:
@@ -505,13 +513,16 @@ def main(argv: list[str] | None = None) -> int:
                              "package, _build/mathjax)")
     parser.add_argument("--no-downloads", dest="downloads", action="store_false",
                         help="ship no wheel or source archive (tools/dist.py)")
+    parser.add_argument("--dist", type=Path, default=None, dest="dist_dir",
+                        help="copy the wheels and source archive from this directory (tools/dist.py built them "
+                             "there) instead of building them")
     parser.add_argument("--repository-url", default=None,
                         help=f"the repository the book links to (default ${book_config.REPOSITORY_ENV}; "
                              "'' for none)")
     args = parser.parse_args(argv)
     try:
         placed = build_tree(args.root, args.executed, args.out, args.mathjax, downloads=args.downloads,
-                            repository_url=args.repository_url)
+                            dist_dir=args.dist_dir, repository_url=args.repository_url)
     except (OSError, ValueError) as exc:
         print(f"make_build_tree: error: {exc}", file=sys.stderr)
         return 1

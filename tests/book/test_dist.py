@@ -50,3 +50,51 @@ def test_a_failing_build_says_which_wheel_and_why(tmp_path, monkeypatch):
         '[build-system]\nbuild-backend = "no_such_backend_module"\n')
     with pytest.raises(RuntimeError, match=r"(?s)building the irtbook wheel failed.*no_such_backend_module"):
         dist.build_wheel(root, tmp_path / "out", package="irtbook")
+
+
+def _small_repo(tmp_path: Path) -> Path:
+    """A repository with a tiny irtlib and irtbook (their own pyproject.toml), committed to git."""
+    root = tmp_path / "repo"
+    (root / "irtlib").mkdir(parents=True)
+    (root / "irtlib" / "__init__.py").write_text('__version__ = "1.2.3"\n')
+    (root / "README.md").write_text("A library.\n")
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "irtlib"\nversion = "1.2.3"\n[tool.setuptools]\npackages = ["irtlib"]\n')
+    (root / "bookkit" / "irtbook").mkdir(parents=True)
+    (root / "bookkit" / "irtbook" / "__init__.py").write_text("")
+    (root / "bookkit" / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "irtbook"\nversion = "1.2.3"\n[tool.setuptools]\npackages = ["irtbook"]\n')
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    return root
+
+
+@pytest.mark.book
+def test_reuse_keeps_the_build_until_an_input_changes(tmp_path):
+    root, out = _small_repo(tmp_path), tmp_path / "dist"
+    first = dist.build_dist(root, out, reuse=True)
+    assert first == {"wheel": "irtlib-1.2.3-py3-none-any.whl", "book_wheel": "irtbook-1.2.3-py3-none-any.whl",
+                     "source": "safety-irt-1.2.3-src.tar.gz"}
+    assert dist.built_in(out) == first
+    stamps = {name: (out / name).stat().st_mtime_ns for name in first.values()}
+    assert dist.build_dist(root, out, reuse=True) == first
+    assert {name: (out / name).stat().st_mtime_ns for name in first.values()} == stamps, "kept, not rebuilt"
+    # an untracked module goes into the wheel (build_wheel copies the folder): it counts as an input
+    (root / "irtlib" / "extra.py").write_text("X = 1\n")
+    dist.build_dist(root, out, reuse=True)
+    with zipfile.ZipFile(out / first["wheel"]) as wheel:
+        assert "irtlib/extra.py" in wheel.namelist()
+    # without reuse, always built
+    before = (out / first["source"]).stat().st_mtime_ns
+    dist.build_dist(root, out)
+    assert (out / first["source"]).stat().st_mtime_ns >= before
+
+
+def test_built_in_names_what_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"dist\.json: no record of built wheels"):
+        dist.built_in(tmp_path)
+    (tmp_path / dist.MANIFEST).write_text('{"fingerprint": "x", "files": {"wheel": "irtlib-1-py3-none-any.whl"}}')
+    with pytest.raises(FileNotFoundError, match=r"irtlib-1-py3-none-any\.whl missing"):
+        dist.built_in(tmp_path)
