@@ -25,6 +25,7 @@
 #   make chapter CH=03_fluid [QUICK=1] [PARAMS="-p N_SPLITS 20"]
 #                    re-execute one chapter (book/03_fluid.md) into _build/executed/03_fluid.ipynb
 #   make html        render the HTML again from the executed notebooks (executes what is out of date)
+#   make dist        irtlib's and irtbook's wheels and the source archive the book ships, in _build/dist/
 #   make student     the course kit: _build/student/<chapter>.ipynb without solutions, and the
 #                    answer notebooks _build/student/answers/<chapter>.ipynb (tools/student.py)
 #   make pdf         the whole book as one PDF, _build/pdf/book.pdf: Jupyter Book's single-page
@@ -38,8 +39,8 @@
 #   _build/executed/*.ipynb  --checked-->  no error outputs, every code cell ran  (tools/check_executed.py)
 #   _config.yml (execution off) + _toc.yml + book/ with executed .ipynb (cell tags, QUICK banner)
 #     + the datasheet page + MathJax 3  -->  _build/src/  (tools/make_build_tree.py)
-#     + irtlib's wheel and the source archive (tools/dist.py; linked from the introduction and
-#     every chapter's Reproduce box, which also lists the chapter's parameters)
+#     + irtlib's and irtbook's wheels and the source archive (`make dist`, tools/dist.py, built beside the
+#     pages; linked from the introduction and every chapter's Reproduce box, which also lists its parameters)
 #     + the repository and launch buttons when BOOK_REPOSITORY_URL is set (tools/book_config.py;
 #     BOOK_REPOSITORY_BRANCH, default main; unset: no repository link anywhere)
 #   _build/src/  --jupyter-book build --all -W -n --keep-going (Sphinx with -j$(JOBS))-->  _build/html/
