@@ -1049,10 +1049,30 @@ def _group_percentiles(values: np.ndarray, codes: np.ndarray, n_groups: int,
     """Percentiles of each group's non-missing values, as ``Series.quantile`` computes them.
 
     ``values`` shape (n,), ``codes`` shape (n,) the group of each value (0 .. n_groups - 1),
-    ``percents`` shape (p,). One ``np.percentile`` call per group on its non-NaN values (pandas'
-    own path, so the numbers are pandas' to the bit; NaN for a group without any). Returns p
-    arrays of shape (n_groups,).
+    ``percents`` shape (p,). The groups with the same number of non-NaN values are stacked, each row
+    holding one group's values in their order in ``values``, and take one ``np.percentile`` call along
+    the rows: per row the same selection and interpolation as ``np.percentile`` of that group alone
+    (pandas' own path, so the numbers are pandas' to the bit; :func:`_group_percentiles_loop`, one call
+    per group, is the reference its tests compare with); NaN for a group without any. A protocol's
+    curves have one group per (benchmark, method, k), nearly all with as many values as splits, so a
+    few calls replace one per group. Returns p arrays of shape (n_groups,).
     """
+    order = np.argsort(codes, kind="stable")
+    kept = order[~np.isnan(values[order])]            # each group's non-NaN values, in their order
+    counts = np.bincount(codes[kept], minlength=n_groups)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    packed = values[kept]
+    out = np.full((n_groups, percents.size), np.nan)
+    for size in np.unique(counts[counts > 0]):
+        groups = np.flatnonzero(counts == size)
+        rows = packed[starts[groups][:, None] + np.arange(size)]
+        out[groups] = np.percentile(rows, percents, axis=1, method="linear").T
+    return tuple(out.T)
+
+
+def _group_percentiles_loop(values: np.ndarray, codes: np.ndarray, n_groups: int,
+                            percents: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_group_percentiles` with one ``np.percentile`` call per group (the reference of its tests)."""
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(n_groups + 1))
     out = np.full((n_groups, percents.size), np.nan)
@@ -1127,7 +1147,7 @@ def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: s
 
 def agreement_at(results: pd.DataFrame, budgets: int | Mapping[str, int], *, methods: Sequence[str] | None = None,
                  nan_policy: str | None = None,
-                 level: float = 0.95) -> pd.DataFrame:
+                 level: float = 0.95, curves: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean agreement of each method at given budgets, with its confidence interval.
 
     Used to set our agreement beside the paper's at the paper's own ``k`` (Table 2), rather than
@@ -1142,13 +1162,17 @@ def agreement_at(results: pd.DataFrame, budgets: int | Mapping[str, int], *, met
         ``ValueError`` naming the benchmark and the swept budgets nearest to it.
     methods : sequence of str, optional
         Default: every method in ``results``.
+    curves : DataFrame, optional
+        ``agreement_curves(results, nan_policy=nan_policy, level=level)`` when the caller has it already
+        (several budgets read off the same results); computed here when not given.
 
     Returns
     -------
     DataFrame, one row per (benchmark,) method
         Columns of :func:`agreement_curves` at the requested ``k``.
     """
-    curves = agreement_curves(results, nan_policy=nan_policy, level=level)
+    if curves is None:
+        curves = agreement_curves(results, nan_policy=nan_policy, level=level)
     if "benchmark" not in curves.columns:
         curves = curves.assign(benchmark=None)
         budgets = {None: budgets}
