@@ -11,6 +11,7 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.protocol import agreement
 from irtlib.protocol.agreement import (
     METHODS,
+    agreement_at,
     agreement_curves,
     budget_grid,
     calibrate_split,
@@ -391,3 +392,49 @@ def test_mean_interval_halfwidth_uses_the_t_quantile_scipy_stats_gives():
         one = mean_interval_halfwidth(0.2, 20, level=level)
         assert type(one) is np.float64 and one == stats.t.ppf(0.5 + level / 2.0, 19) * 0.2 / np.sqrt(20.0)
     assert np.isnan(mean_interval_halfwidth(0.2, 1))
+
+
+def _hostile_values(rng, n, kind):
+    """Agreements and worse: ties, signed zeros, infinities, tiny and huge magnitudes, NaN."""
+    if kind == 0:
+        v = rng.normal(size=n)
+    elif kind == 1:
+        v = rng.integers(-3, 4, n) / 3.0
+    elif kind == 2:
+        v = rng.choice([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 0.5], n)
+    else:
+        v = rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n)
+    v[rng.random(n) < rng.random() * 0.5] = np.nan
+    return v
+
+
+def test_group_percentiles_equal_one_percentile_call_per_group_bit_for_bit():
+    rng = np.random.default_rng(26)
+    for trial in range(400):
+        n_groups, n = int(rng.integers(1, 30)), int(rng.integers(0, 300))
+        codes = rng.integers(0, n_groups, n)
+        values = _hostile_values(rng, n, trial % 4)
+        percents = np.array([2.5, 97.5]) if trial % 2 else rng.uniform(0, 100, int(rng.integers(1, 5)))
+        with np.errstate(invalid="ignore"):
+            new = agreement._group_percentiles(values, codes, n_groups, percents)
+            old = agreement._group_percentiles_loop(values, codes, n_groups, percents)
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(new, old)), trial
+
+
+def test_group_percentiles_of_hand_made_groups():
+    values = np.array([3.0, np.nan, 1.0, 2.0, 5.0, np.nan, 4.0])
+    codes = np.array([0, 0, 0, 1, 1, 2, 0])
+    lo, hi = agreement._group_percentiles(values, codes, 4, np.array([0.0, 100.0]))
+    assert lo.tolist()[:2] == [1.0, 2.0] and hi.tolist()[:2] == [4.0, 5.0]
+    assert np.isnan(lo[2:]).all() and np.isnan(hi[2:]).all()     # only NaN, and no value at all
+    mid = agreement._group_percentiles(values, codes, 4, np.array([50.0]))[0]
+    assert mid[:2].tolist() == [3.0, 3.5]
+
+
+def test_agreement_at_with_its_curves_given_equals_computing_them():
+    rng = np.random.default_rng(3)
+    res = pd.DataFrame([(s, m, k, rng.uniform(-1, 1)) for s in range(4) for m in ("fluid", "random")
+                        for k in (5, 10, 20)], columns=["split", "method", "k", "agreement"])
+    curves = agreement_curves(res)
+    pd.testing.assert_frame_equal(agreement_at(res, 10, methods=["fluid"], curves=curves),
+                                  agreement_at(res, 10, methods=["fluid"]))
