@@ -9,6 +9,7 @@ recompute.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +59,14 @@ class Benchmark:
         """What a cached result computed on this benchmark depends on (:func:`irtbook.cache.content_key`)."""
         return (self.name, self.rule, self.checksum)
 
-    @property
+    @cached_property
     def checksum(self) -> str:
-        """Identity of the data for cache keys (the values, and which source they came from)."""
+        """Identity of the data for cache keys (the values, and which source they came from).
+
+        Computed once per benchmark: its matrices' values are read-only (:class:`ResponseMatrix`) and the
+        benchmark is frozen, so every cache key of a page reuses the first SHA-256 instead of hashing both
+        matrices again.
+        """
         ident = () if self.data is None else (np.array([self.data.kind, self.data.label]),)
         return array_checksum(self.full.values, self.filtered.values, *ident)
 
