@@ -465,13 +465,16 @@ def static_selections(train_values: ArrayLike, a: ArrayLike, b: ArrayLike, theta
 
 
 def _blas_limit(n_threads):
+    """``threadpool_limits(limits=n_threads)`` over every thread pool (its libraries listed once per loader state)."""
     if n_threads is None:
         return nullcontext()
     try:
-        from threadpoolctl import threadpool_limits
+        import threadpoolctl  # noqa: F401
     except ImportError:    # pragma: no cover - threadpoolctl comes with the scientific stack
         return nullcontext()
-    return threadpool_limits(limits=int(n_threads))
+    from irtlib.calibration.blas import thread_limits
+
+    return thread_limits(int(n_threads))
 
 
 def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *, ks: Sequence[int],
