@@ -49,8 +49,8 @@ def main(argv=None) -> int:
     import numpy as np
     import pandas as pd
     import threadpoolctl
-
     import torch  # noqa: F401  (a chapter's kernel has torch's libraries loaded)
+
     from irtbook import table2 as t2
     from irtlib.calibration import blas
     from irtlib.protocol import agreement
@@ -106,9 +106,9 @@ def main(argv=None) -> int:
         if name == "thread limits (200 calls)":
             same = True
         elif isinstance(a, list):
-            same = all(x.tobytes() == y.tobytes() for x, y in zip(a, b))
+            same = all(x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
         elif isinstance(a, tuple):
-            same = all(x.tobytes() == y.tobytes() for x, y in zip(a, b))
+            same = all(x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
         else:
             same = a.tobytes() == b.tobytes()
         seconds = {"old": 0.0, "new": 0.0}

@@ -50,7 +50,7 @@ def _code(code: types.CodeType) -> tuple:
 
 @functools.lru_cache(maxsize=1)
 def _transform_node() -> type:
-    """matplotlib's ``TransformNode`` (imported on the first digest, not with this module)."""
+    """The class ``matplotlib.transforms.TransformNode`` (imported on the first digest, not with this module)."""
     from matplotlib.transforms import TransformNode
 
     return TransformNode

@@ -17,6 +17,7 @@ Layer rule: part of ``calibration``; imports threadpoolctl only.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 __all__ = ["single_threaded_blas", "blas_libraries", "thread_limits", "loaded_libraries_state"]
@@ -53,7 +54,7 @@ def blas_libraries() -> list[list]:
 # ----------------------------------------------------------------------------------------------------------
 # threadpool_limits over every library loaded now, without walking them all when none was loaded since
 
-def _loader_counters():
+def _loader_counters() -> Callable[[], tuple[int, int] | None] | None:
     """A function returning glibc's count of shared objects loaded and unloaded so far, or None where unknown.
 
     ``dl_iterate_phdr`` hands its callback ``dlpi_adds`` and ``dlpi_subs`` (glibc 2.4 on): how many objects the
@@ -92,7 +93,7 @@ def _loader_counters():
     return counters if counters() is not None else None
 
 
-def loaded_libraries_state():
+def loaded_libraries_state() -> tuple[int, int] | None:
     """``(loaded, unloaded)`` shared objects so far (glibc's counters), or None where they cannot be read."""
     counters = _CONTROLLER.get("counters", False)
     if counters is False:

@@ -418,7 +418,7 @@ def test_group_percentiles_equal_one_percentile_call_per_group_bit_for_bit():
         with np.errstate(invalid="ignore"):
             new = agreement._group_percentiles(values, codes, n_groups, percents)
             old = agreement._group_percentiles_loop(values, codes, n_groups, percents)
-        assert all(a.tobytes() == b.tobytes() for a, b in zip(new, old)), trial
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(new, old, strict=True)), trial
 
 
 def test_group_percentiles_of_hand_made_groups():
