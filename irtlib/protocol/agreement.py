@@ -1023,28 +1023,42 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
     q = (1.0 - level) / 2.0
     g = data.groupby(keys, sort=False)
     out = g["value"].agg(mean="mean", sd="std")
-    out["lo"], out["hi"] = _group_percentiles(data["value"].to_numpy(float), g.ngroup().to_numpy(), len(out),
+    codes = g.ngroup().to_numpy()
+    out["lo"], out["hi"] = _group_percentiles(data["value"].to_numpy(float), codes, len(out),
                                               np.array([q, 1.0 - q]) * 100.0)
     out["n"], out["n_splits"] = g["value"].count(), g.size()
-    return _finish_curves(out, g, level=level, band=band, nan_policy=nan_policy)
+    return _finish_curves(out, codes, data["undefined"].to_numpy(), level=level, band=band, nan_policy=nan_policy)
 
 
-def _finish_curves(out: pd.DataFrame, g, *, level: float, band: str, nan_policy: str) -> pd.DataFrame:
-    """The curves from each group's mean, sd, lo, hi, n and n_splits (``out``, indexed by group; ``g`` the groupby)."""
-    half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
+def _finish_curves(out: pd.DataFrame, codes: np.ndarray, undefined: np.ndarray, *, level: float, band: str,
+                   nan_policy: str) -> pd.DataFrame:
+    """The curves from each group's mean, sd, lo, hi, n and n_splits (``out``, indexed by group).
+
+    ``codes`` shape (n,): each result row's group (``ngroup``, the order of ``out``'s rows); ``undefined`` shape
+    (n,): whether its agreement was undefined. The intervals and bands are the columns' own arithmetic on their
+    arrays, cut to [-1, 1] as ``Series.clip`` cuts them (NaN kept); the undefined splits counted per group.
+    """
+    mean, sd, n = out["mean"].to_numpy(), out["sd"].to_numpy(), out["n"].to_numpy()
+    half = mean_interval_halfwidth(sd, n, level=level)
     # a correlation lies in [-1, 1], and so does every interval or band of its mean
-    out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
-    out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
-    out["n_undefined"] = g["undefined"].sum()
+    out.insert(out.columns.get_loc("n"), "ci_lo", _clip_unit(mean - half))
+    out.insert(out.columns.get_loc("n"), "ci_hi", _clip_unit(mean + half))
+    out["n_undefined"] = np.bincount(codes[undefined & (codes >= 0)], minlength=len(out)).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
-    width = out["sd"] if band == "sd" else out["se"]
-    out["band_lo"], out["band_hi"] = (out["mean"] - width).clip(-1.0, 1.0), (out["mean"] + width).clip(-1.0, 1.0)
+        se = sd / np.sqrt(n.astype(float))
+    out["se"] = se
+    width = sd if band == "sd" else se
+    out["band_lo"], out["band_hi"] = _clip_unit(mean - width), _clip_unit(mean + width)
     curves = out.drop(columns="n").reset_index()
     curves.attrs.update({"nan_policy": nan_policy, "band": band,
                          "band_label": "mean +- 1 SD over splits" if band == "sd"
                          else "mean +- 1 standard error over valid splits"})
     return curves
+
+
+def _clip_unit(values: np.ndarray) -> np.ndarray:
+    """``Series(values).clip(-1.0, 1.0)``'s values: below -1 set to -1, above 1 to 1, the rest (NaN too) kept."""
+    return np.where(values < -1.0, -1.0, np.where(values > 1.0, 1.0, values))
 
 
 def _group_percentiles(values: np.ndarray, codes: np.ndarray, n_groups: int,
@@ -1061,7 +1075,7 @@ def _group_percentiles(values: np.ndarray, codes: np.ndarray, n_groups: int,
     few calls replace one per group. Returns p arrays of shape (n_groups,).
     """
     order = np.argsort(codes, kind="stable")
-    kept = order[~np.isnan(values[order])]            # each group's non-NaN values, in their order
+    kept = order[~np.isnan(values[order]) & (codes[order] >= 0)]   # each group's non-NaN values, in their order
     counts = np.bincount(codes[kept], minlength=n_groups)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     packed = values[kept]

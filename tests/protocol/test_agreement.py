@@ -438,3 +438,49 @@ def test_agreement_at_with_its_curves_given_equals_computing_them():
     curves = agreement_curves(res)
     pd.testing.assert_frame_equal(agreement_at(res, 10, methods=["fluid"], curves=curves),
                                   agreement_at(res, 10, methods=["fluid"]))
+
+
+def _curves_with_pandas_clip(results, nan_policy, band, level=0.95):
+    """agreement_curves as it was: the bands cut by ``Series.clip``, the undefined splits by a groupby sum."""
+    keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
+    data = pd.DataFrame({key: results[key].to_numpy() for key in keys})
+    data["value"] = agreement._nan_fill(results["agreement"], nan_policy).to_numpy()
+    data["undefined"] = results["agreement"].isna().to_numpy()
+    q = (1.0 - level) / 2.0
+    g = data.groupby(keys, sort=False)
+    out = g["value"].agg(mean="mean", sd="std")
+    out["lo"], out["hi"] = agreement._group_percentiles_loop(data["value"].to_numpy(float), g.ngroup().to_numpy(),
+                                                             len(out), np.array([q, 1.0 - q]) * 100.0)
+    out["n"], out["n_splits"] = g["value"].count(), g.size()
+    half = agreement.mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
+    out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
+    out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
+    out["n_undefined"] = g["undefined"].sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
+    width = out["sd"] if band == "sd" else out["se"]
+    out["band_lo"], out["band_hi"] = (out["mean"] - width).clip(-1.0, 1.0), (out["mean"] + width).clip(-1.0, 1.0)
+    return out.drop(columns="n").reset_index()
+
+
+def test_agreement_curves_equal_the_pandas_clip_and_groupby_forms_bit_for_bit():
+    rng = np.random.default_rng(11)
+    for trial in range(120):
+        n_splits = int(rng.integers(1, 25))
+        ks = sorted(rng.choice(np.arange(1, 300), int(rng.integers(1, 10)), replace=False).tolist())
+        methods = ["fluid", "random", "random-irt"][:int(rng.integers(1, 4))]
+        pick = [lambda: rng.uniform(-1.2, 1.2), lambda: np.nan, lambda: 1.0, lambda: -1.0, lambda: -0.0]
+        rows = [(s, m, k, pick[int(rng.integers(0, 5))]() if trial % 2 else rng.uniform(-1.2, 1.2))
+                for s in range(n_splits) for m in methods for k in ks]
+        res = pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
+        if trial % 3 == 0:                  # stacked benchmarks, the second in another row order
+            res = pd.concat([res.assign(benchmark="a"), res.sample(frac=1, random_state=trial).assign(benchmark="b")],
+                            ignore_index=True)
+        for policy in ("zero", "omit"):
+            for band in ("sd", "se"):
+                with np.errstate(invalid="ignore"):
+                    old = _curves_with_pandas_clip(res, policy, band)
+                new = agreement_curves(res, nan_policy=policy, band=band)
+                pd.testing.assert_frame_equal(new, old, check_exact=True)
+                for column in old.columns[old.dtypes == float]:
+                    assert new[column].to_numpy().tobytes() == old[column].to_numpy().tobytes(), (trial, column)
