@@ -11,6 +11,9 @@ undefined values, as a QUICK build's chapter 06 has them), alternately:
 - ``threadpool_limits(limits=1)`` against ``irtlib.calibration.blas.thread_limits(1)`` (torch, scipy and numpy
   loaded, as in a chapter's kernel).
 
+- ``agreement_curves``: the bands cut on their arrays and the undefined splits by ``bincount`` against
+  ``Series.clip`` and a groupby sum (both with the grouped percentiles);
+
 Prints CPU seconds per form and the ratio, and whether every output is the same (bytes of the arrays, frames equal).
 
     .venv/bin/python benchmarks/bench_qck_analysis.py --rounds 2 --splits 2
@@ -92,7 +95,32 @@ def main(argv=None) -> int:
             with fn():
                 pass
 
+    def curves_pandas_clip(results, level=0.95):     # agreement_curves before: Series.clip and a groupby sum
+        keys = ["method", "k"]
+        data = pd.DataFrame({key: results[key].to_numpy() for key in keys})
+        data["value"] = agreement._nan_fill(results["agreement"], "omit").to_numpy()
+        data["undefined"] = results["agreement"].isna().to_numpy()
+        q = (1.0 - level) / 2.0
+        g = data.groupby(keys, sort=False)
+        out = g["value"].agg(mean="mean", sd="std")
+        out["lo"], out["hi"] = agreement._group_percentiles(data["value"].to_numpy(float), g.ngroup().to_numpy(),
+                                                            len(out), np.array([q, 1.0 - q]) * 100.0)
+        out["n"], out["n_splits"] = g["value"].count(), g.size()
+        half = agreement.mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
+        out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
+        out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
+        out["n_undefined"] = g["undefined"].sum()
+        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
+        out["band_lo"] = (out["mean"] - out["sd"]).clip(-1.0, 1.0)
+        out["band_hi"] = (out["mean"] + out["sd"]).clip(-1.0, 1.0)
+        return out.drop(columns="n").reset_index()
+
+    def all_curves(fn):
+        return [fn(res) for res in runs.values()]
+
     pairs = {
+        "agreement_curves' finish (6 calls)": (lambda: all_curves(curves_pandas_clip),
+                                               lambda: all_curves(lambda r: agreement.agreement_curves(r, band="sd"))),
         "group percentiles": (lambda: agreement._group_percentiles_loop(values, codes, n_groups, percents),
                               lambda: agreement._group_percentiles(values, codes, n_groups, percents)),
         "at_paper_budgets": (lambda: per_value(runs), lambda: at_once(runs)),
@@ -105,6 +133,10 @@ def main(argv=None) -> int:
         a, b = old(), new()
         if name == "thread limits (200 calls)":
             same = True
+        elif isinstance(a, list) and isinstance(a[0], pd.DataFrame):
+            same = all(x.equals(y) and all(x[c].to_numpy().tobytes() == y[c].to_numpy().tobytes()
+                                           for c in x.columns if x[c].dtype == float)
+                       for x, y in zip(a, b, strict=True))
         elif isinstance(a, list):
             same = all(x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
         elif isinstance(a, tuple):
