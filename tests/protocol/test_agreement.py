@@ -482,5 +482,5 @@ def test_agreement_curves_equal_the_pandas_clip_and_groupby_forms_bit_for_bit():
                     old = _curves_with_pandas_clip(res, policy, band)
                 new = agreement_curves(res, nan_policy=policy, band=band)
                 pd.testing.assert_frame_equal(new, old, check_exact=True)
-                for column in old.columns[old.dtypes == float]:
+                for column in old.select_dtypes("float").columns:
                     assert new[column].to_numpy().tobytes() == old[column].to_numpy().tobytes(), (trial, column)
