@@ -48,6 +48,14 @@ def _code(code: types.CodeType) -> tuple:
             code.co_argcount, code.co_kwonlyargcount, code.co_flags)
 
 
+@functools.lru_cache(maxsize=1)
+def _transform_node() -> type:
+    """The class ``matplotlib.transforms.TransformNode`` (imported on the first digest, not with this module)."""
+    from matplotlib.transforms import TransformNode
+
+    return TransformNode
+
+
 class _DigestPickler(pickle.Pickler):
     """matplotlib's own pickle of a figure, made independent of memory addresses and cell file names.
 
@@ -56,14 +64,18 @@ class _DigestPickler(pickle.Pickler):
     by their code, defaults and closure, so a changed formatter changes the digest.
     """
 
-    def reducer_override(self, obj: Any) -> Any:
-        from matplotlib.transforms import TransformNode
+    #: Containers pickled as they are (most of the objects a figure holds): answered without the checks below.
+    _PLAIN = frozenset({list, dict, tuple, set, frozenset, bytearray, complex})
 
-        if isinstance(obj, TransformNode):
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        if cls in self._PLAIN:
+            return NotImplemented
+        if isinstance(obj, _transform_node()):
             state = dict(obj.__getstate__())
             state["_parents"] = list(state.get("_parents", {}).values())
-            return _rebuilt, (type(obj).__module__, type(obj).__qualname__), state
-        if isinstance(obj, types.FunctionType) and obj is not _rebuilt:
+            return _rebuilt, (cls.__module__, cls.__qualname__), state
+        if cls is types.FunctionType and obj is not _rebuilt:
             cells = tuple(c.cell_contents for c in obj.__closure__ or ())
             return _rebuilt, ("function", obj.__module__, obj.__qualname__, _code(obj.__code__),
                               obj.__defaults__, obj.__kwdefaults__, cells)

@@ -60,9 +60,21 @@ class Benchmark:
 
     @property
     def checksum(self) -> str:
-        """Identity of the data for cache keys (the values, and which source they came from)."""
+        """Identity of the data for cache keys (the values, and which source they came from).
+
+        Computed once per benchmark when both matrices' values are read-only (:class:`ResponseMatrix` makes
+        them so, unpickled ones included) and kept beside it (the benchmark is frozen): every cache key of a
+        page then reuses the first SHA-256 instead of hashing both matrices again. Values that can be written
+        are hashed at every call, as before.
+        """
+        kept = self.__dict__.get("_checksum")
+        if kept is not None:
+            return kept
         ident = () if self.data is None else (np.array([self.data.kind, self.data.label]),)
-        return array_checksum(self.full.values, self.filtered.values, *ident)
+        value = array_checksum(self.full.values, self.filtered.values, *ident)
+        if not (self.full.values.flags.writeable or self.filtered.values.flags.writeable):
+            self.__dict__["_checksum"] = value
+        return value
 
 
 def load_benchmark(name: str, *, rule: str = "strict", threshold: float = 0.01, data_dir=None,

@@ -21,12 +21,14 @@ splits of those models, not how the method would do on new models.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from irtlib.datasets import paper
 from irtlib.errors import InputError
-from irtlib.protocol.agreement import agreement_at
+from irtlib.protocol.agreement import agreement_at, agreement_curves
 
 from .scorecard import budget_steps, budget_verdict, nearest_swept, printed_round, value_verdict
 
@@ -85,10 +87,13 @@ def at_paper_budgets(results: dict, *, level: float = 0.95) -> pd.DataFrame:
     """
     rows = []
     for bench, res in results.items():
+        curves = None                      # the benchmark's curves, computed once for all its reported values
         for v in paper_values(bench):
             k = nearest_swept(res, v["k_paper"])
-            at = agreement_at(res, k, methods=[v["method"]]) if "benchmark" not in res.columns else \
-                agreement_at(res, {bench: k}, methods=[v["method"]])
+            if curves is None:
+                curves = agreement_curves(res)
+            at = agreement_at(res, k, methods=[v["method"]], curves=curves) if "benchmark" not in res.columns else \
+                agreement_at(res, {bench: k}, methods=[v["method"]], curves=curves)
             if at.empty:
                 continue
             r = at.iloc[0]
@@ -357,6 +362,53 @@ def _right(ks, fluid, random):
     return int(ks[-1]), True
 
 
+def _bootstrap_budgets(ks: np.ndarray, cube: np.ndarray, draws: np.ndarray, *, column: str, threshold: float,
+                       policy: str) -> np.ndarray:
+    """Each bootstrap sample's budget (NaN: none; inf: censored), all samples at once.
+
+    ``ks`` shape (K,), ``cube`` shape (n_splits, n_methods, K) from :func:`_split_cube`, ``draws`` shape
+    (n_boot, n_splits) the splits drawn. Every sample's mean curves come from one (n)``nanmean`` over the
+    drawn splits' axis of ``cube[draws]``; the splits are added one after another, element by element, as
+    ``cube[idx].mean(axis=0)`` adds them for one sample, so each mean is that sample's to the bit. The
+    budgets are read by :func:`_left` and :func:`_right`'s rules on every row at once;
+    :func:`_bootstrap_budgets_loop` (one sample at a time through those two) is the reference of the tests.
+    """
+    drawn = cube[draws]
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        # a sample whose drawn splits are all undefined at some k has no mean there (NaN: not reached there)
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        mean = np.nanmean(drawn, axis=1) if policy == "omit" else drawn.mean(axis=1)
+    kf = ks.astype(float)
+    if column == "left":
+        hit = np.nan_to_num(mean[:, 0], nan=-np.inf) >= threshold
+        reached = hit.any(axis=1)
+        return np.where(reached, kf[hit.argmax(axis=1)], np.inf)
+    with np.errstate(invalid="ignore"):
+        lead = mean[:, 0] - mean[:, 1]
+    ahead = lead > 0
+    led = ahead.any(axis=1)
+    first = ahead.argmax(axis=1)
+    after = (lead <= 0) & (np.arange(ks.size) >= first[:, None])
+    caught = after.any(axis=1)
+    last = np.where(caught, after.argmax(axis=1) - 1, ks.size - 1)
+    return np.where(~led, np.nan, np.where(caught, kf[last], np.inf))
+
+
+def _bootstrap_budgets_loop(ks: np.ndarray, cube: np.ndarray, draws: np.ndarray, *, column: str,
+                            threshold: float, policy: str) -> np.ndarray:
+    """:func:`_bootstrap_budgets` one sample at a time (the reference of its tests)."""
+    budgets = []
+    with np.errstate(invalid="ignore"):
+        for idx in draws:
+            mean = np.nanmean(cube[idx], axis=0) if policy == "omit" else cube[idx].mean(axis=0)
+            if column == "left":
+                k, cens = _left(ks, np.nan_to_num(mean[0], nan=-np.inf), threshold)
+            else:
+                k, cens = _right(ks, mean[0], mean[1])
+            budgets.append(np.nan if k is None else (np.inf if cens else float(k)))
+    return np.asarray(budgets)
+
+
 def bootstrap_budget(results: pd.DataFrame, *, column: str = "left", threshold: float = 0.90,
                      n_boot: int = 1000, seed: int = 0, level: float = 0.95,
                      nan_policy: str | None = None) -> dict:
@@ -399,16 +451,7 @@ def bootstrap_budget(results: pd.DataFrame, *, column: str = "left", threshold: 
     rng = np.random.default_rng(seed)
     n = cube.shape[0]
     draws = rng.integers(0, n, size=(int(n_boot), n))
-    budgets = []
-    with np.errstate(invalid="ignore"):
-        for idx in draws:
-            mean = np.nanmean(cube[idx], axis=0) if policy == "omit" else cube[idx].mean(axis=0)
-            if column == "left":
-                k, cens = _left(ks, np.nan_to_num(mean[0], nan=-np.inf), threshold)
-            else:
-                k, cens = _right(ks, mean[0], mean[1])
-            budgets.append(np.nan if k is None else (np.inf if cens else float(k)))
-    b = np.asarray(budgets)
+    b = _bootstrap_budgets(ks, cube, draws, column=column, threshold=threshold, policy=policy)
     defined = b[~np.isnan(b)]
     q = (1.0 - level) / 2.0
     lo, hi = ((float(np.quantile(defined, q, method="inverted_cdf")),

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from scipy.special import expit, log_expit, logit
-from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
 from irtlib.core.kernels import log_likelihood
@@ -40,6 +39,7 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.errors import InputError, InputTypeError
 
 from . import threepl_kernel
+from .blas import thread_limits
 from .joint_map import Calibration, fit_2pl, fit_map
 from .newton import arrow_step
 
@@ -346,7 +346,7 @@ def fit_irt_values(values: ArrayLike, *, model: str = "2pl", prior_theta: tuple[
     mask = None if observed.all() else observed.astype(float)
     x = np.where(observed, x, 0.0)
     priors = (tuple(prior_theta), tuple(prior_log_a), tuple(prior_b), tuple(prior_c))
-    with threadpool_limits(limits=1, user_api="blas"):
+    with thread_limits(1, user_api="blas"):
         pt, info = _fit_generic(x, mask, model=model, priors=priors, max_iter=max_iter, tol=tol,
                                 gain_tol=gain_tol * observed.sum(), max_step=max_step, start=start)
     a = np.full(x.shape[1], pt.a[0]) if model == "1pl" else pt.a

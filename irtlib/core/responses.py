@@ -149,6 +149,13 @@ class ResponseMatrix:
         self._items = items
         self.source = source
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled as it was pickled, values read-only again (a pickle does not keep numpy's write flag)."""
+        self.__dict__.update(state)
+        values = state.get("_values")
+        if isinstance(values, np.ndarray):
+            values.setflags(write=False)
+
     @classmethod
     def from_checked(cls, values: np.ndarray, models: Sequence, items: Sequence, *,
                      source: str = "response matrix") -> ResponseMatrix:

@@ -465,13 +465,16 @@ def static_selections(train_values: ArrayLike, a: ArrayLike, b: ArrayLike, theta
 
 
 def _blas_limit(n_threads):
+    """``threadpool_limits(limits=n_threads)`` over every thread pool (its libraries listed once per loader state)."""
     if n_threads is None:
         return nullcontext()
     try:
-        from threadpoolctl import threadpool_limits
+        import threadpoolctl  # noqa: F401
     except ImportError:    # pragma: no cover - threadpoolctl comes with the scientific stack
         return nullcontext()
-    return threadpool_limits(limits=int(n_threads))
+    from irtlib.calibration.blas import thread_limits
+
+    return thread_limits(int(n_threads))
 
 
 def run_splits(values: ArrayLike, reference: ArrayLike, splits: Sequence[int], *, ks: Sequence[int],
@@ -1020,23 +1023,32 @@ def agreement_curves(results: pd.DataFrame, *, nan_policy: str | None = None, le
     q = (1.0 - level) / 2.0
     g = data.groupby(keys, sort=False)
     out = g["value"].agg(mean="mean", sd="std")
-    out["lo"], out["hi"] = _group_percentiles(data["value"].to_numpy(float), g.ngroup().to_numpy(), len(out),
+    codes = g.ngroup().to_numpy()
+    out["lo"], out["hi"] = _group_percentiles(data["value"].to_numpy(float), codes, len(out),
                                               np.array([q, 1.0 - q]) * 100.0)
     out["n"], out["n_splits"] = g["value"].count(), g.size()
-    return _finish_curves(out, g, level=level, band=band, nan_policy=nan_policy)
+    return _finish_curves(out, codes, data["undefined"].to_numpy(), level=level, band=band, nan_policy=nan_policy)
 
 
-def _finish_curves(out: pd.DataFrame, g, *, level: float, band: str, nan_policy: str) -> pd.DataFrame:
-    """The curves from each group's mean, sd, lo, hi, n and n_splits (``out``, indexed by group; ``g`` the groupby)."""
-    half = mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
+def _finish_curves(out: pd.DataFrame, codes: np.ndarray, undefined: np.ndarray, *, level: float, band: str,
+                   nan_policy: str) -> pd.DataFrame:
+    """The curves from each group's mean, sd, lo, hi, n and n_splits (``out``, indexed by group).
+
+    ``codes`` shape (n,): each result row's group (``ngroup``, the order of ``out``'s rows); ``undefined`` shape
+    (n,): whether its agreement was undefined. The intervals and bands are the columns' own arithmetic on their
+    arrays, cut to [-1, 1] as ``Series.clip`` cuts them (NaN kept); the undefined splits counted per group.
+    """
+    mean, sd, n = out["mean"].to_numpy(), out["sd"].to_numpy(), out["n"].to_numpy()
+    half = mean_interval_halfwidth(sd, n, level=level)
     # a correlation lies in [-1, 1], and so does every interval or band of its mean
-    out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
-    out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
-    out["n_undefined"] = g["undefined"].sum()
+    out.insert(out.columns.get_loc("n"), "ci_lo", _clip_unit(mean - half))
+    out.insert(out.columns.get_loc("n"), "ci_hi", _clip_unit(mean + half))
+    out["n_undefined"] = np.bincount(codes[undefined & (codes >= 0)], minlength=len(out)).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
-    width = out["sd"] if band == "sd" else out["se"]
-    out["band_lo"], out["band_hi"] = (out["mean"] - width).clip(-1.0, 1.0), (out["mean"] + width).clip(-1.0, 1.0)
+        se = sd / np.sqrt(n.astype(float))
+    out["se"] = se
+    width = sd if band == "sd" else se
+    out["band_lo"], out["band_hi"] = _clip_unit(mean - width), _clip_unit(mean + width)
     curves = out.drop(columns="n").reset_index()
     curves.attrs.update({"nan_policy": nan_policy, "band": band,
                          "band_label": "mean +- 1 SD over splits" if band == "sd"
@@ -1044,15 +1056,40 @@ def _finish_curves(out: pd.DataFrame, g, *, level: float, band: str, nan_policy:
     return curves
 
 
+def _clip_unit(values: np.ndarray) -> np.ndarray:
+    """``Series(values).clip(-1.0, 1.0)``'s values: below -1 set to -1, above 1 to 1, the rest (NaN too) kept."""
+    return np.where(values < -1.0, -1.0, np.where(values > 1.0, 1.0, values))
+
+
 def _group_percentiles(values: np.ndarray, codes: np.ndarray, n_groups: int,
                        percents: np.ndarray) -> tuple[np.ndarray, ...]:
     """Percentiles of each group's non-missing values, as ``Series.quantile`` computes them.
 
     ``values`` shape (n,), ``codes`` shape (n,) the group of each value (0 .. n_groups - 1),
-    ``percents`` shape (p,). One ``np.percentile`` call per group on its non-NaN values (pandas'
-    own path, so the numbers are pandas' to the bit; NaN for a group without any). Returns p
-    arrays of shape (n_groups,).
+    ``percents`` shape (p,). The groups with the same number of non-NaN values are stacked, each row
+    holding one group's values in their order in ``values``, and take one ``np.percentile`` call along
+    the rows: per row the same selection and interpolation as ``np.percentile`` of that group alone
+    (pandas' own path, so the numbers are pandas' to the bit; :func:`_group_percentiles_loop`, one call
+    per group, is the reference its tests compare with); NaN for a group without any. A protocol's
+    curves have one group per (benchmark, method, k), nearly all with as many values as splits, so a
+    few calls replace one per group. Returns p arrays of shape (n_groups,).
     """
+    order = np.argsort(codes, kind="stable")
+    kept = order[~np.isnan(values[order]) & (codes[order] >= 0)]   # each group's non-NaN values, in their order
+    counts = np.bincount(codes[kept], minlength=n_groups)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    packed = values[kept]
+    out = np.full((n_groups, percents.size), np.nan)
+    for size in np.unique(counts[counts > 0]):
+        groups = np.flatnonzero(counts == size)
+        rows = packed[starts[groups][:, None] + np.arange(size)]
+        out[groups] = np.percentile(rows, percents, axis=1, method="linear").T
+    return tuple(out.T)
+
+
+def _group_percentiles_loop(values: np.ndarray, codes: np.ndarray, n_groups: int,
+                            percents: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_group_percentiles` with one ``np.percentile`` call per group (the reference of its tests)."""
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(n_groups + 1))
     out = np.full((n_groups, percents.size), np.nan)
@@ -1127,7 +1164,7 @@ def paired_difference(results: pd.DataFrame, *, k: int, method: str, baseline: s
 
 def agreement_at(results: pd.DataFrame, budgets: int | Mapping[str, int], *, methods: Sequence[str] | None = None,
                  nan_policy: str | None = None,
-                 level: float = 0.95) -> pd.DataFrame:
+                 level: float = 0.95, curves: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean agreement of each method at given budgets, with its confidence interval.
 
     Used to set our agreement beside the paper's at the paper's own ``k`` (Table 2), rather than
@@ -1142,13 +1179,17 @@ def agreement_at(results: pd.DataFrame, budgets: int | Mapping[str, int], *, met
         ``ValueError`` naming the benchmark and the swept budgets nearest to it.
     methods : sequence of str, optional
         Default: every method in ``results``.
+    curves : DataFrame, optional
+        ``agreement_curves(results, nan_policy=nan_policy, level=level)`` when the caller has it already
+        (several budgets read off the same results); computed here when not given.
 
     Returns
     -------
     DataFrame, one row per (benchmark,) method
         Columns of :func:`agreement_curves` at the requested ``k``.
     """
-    curves = agreement_curves(results, nan_policy=nan_policy, level=level)
+    if curves is None:
+        curves = agreement_curves(results, nan_policy=nan_policy, level=level)
     if "benchmark" not in curves.columns:
         curves = curves.assign(benchmark=None)
         budgets = {None: budgets}

@@ -227,3 +227,57 @@ def test_at_paper_budgets_carries_the_value_rules_verdict():
     assert long.loc[("left", "random"), "verdict"] == "reproduced"         # 0.775 prints as 0.78
     assert long.loc[("left", "random-irt"), "verdict"] == "not reproduced"  # 0.70 for 0.79
     assert long.loc[("left", "total-fisher"), "verdict"] == "reproduced"
+
+
+def test_bootstrap_budgets_of_all_samples_at_once_equal_one_sample_at_a_time():
+    import warnings
+
+    from irtbook import table2 as t2
+
+    rng = np.random.default_rng(26)
+    for trial in range(300):
+        n, n_k, n_methods = int(rng.integers(1, 120)), int(rng.integers(1, 20)), 1 + trial % 2
+        ks = np.sort(rng.choice(np.arange(1, 400), n_k, replace=False))
+        cube = (np.round(rng.uniform(0.5, 1.0, (n, n_methods, n_k)), 1) if trial % 3 == 0
+                else rng.uniform(-1, 1, (n, n_methods, n_k)))
+        cube[rng.random(cube.shape) < rng.random() * 0.6] = np.nan     # undefined agreements, whole samples too
+        policy = "omit" if trial % 4 else "zero"
+        if policy == "zero":
+            cube = np.nan_to_num(cube, nan=0.0)
+        draws = rng.integers(0, n, size=(int(rng.integers(1, 200)), n))
+        for column in ("left", "right")[:n_methods]:
+            threshold = float(rng.choice([0.0, 0.5, 0.9]))
+            new = t2._bootstrap_budgets(ks, cube, draws, column=column, threshold=threshold, policy=policy)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                old = t2._bootstrap_budgets_loop(ks, cube, draws, column=column, threshold=threshold, policy=policy)
+            assert new.tobytes() == old.tobytes(), (trial, column)
+
+
+def test_bootstrap_budget_warns_nothing_when_a_sample_has_no_defined_split():
+    import warnings
+
+    from irtbook import table2 as t2
+
+    res = _results({"fluid": {5: [np.nan, 0.95], 10: [np.nan, 0.97]}})
+    res.attrs["nan_policy"] = "omit"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = t2.bootstrap_budget(res, n_boot=50, seed=0)
+    assert out["share_censored"] > 0 and out["counts"].index.tolist() == [5.0, np.inf]
+
+
+def test_at_paper_budgets_with_one_curve_per_benchmark_equals_agreement_at_per_value():
+    from irtbook import table2 as t2
+
+    rng = np.random.default_rng(5)
+    bench = "anthropic-red-team"
+    ks = sorted({v["k_paper"] for v in t2.paper_values(bench)} | {3, 7})
+    res = pd.DataFrame([(s, m, k, rng.uniform(0, 1)) for s in range(5) for m in ("fluid", "random", "random-irt",
+                        "anchor-points", "tinybenchmarks") for k in ks], columns=["split", "method", "k", "agreement"])
+    long = t2.at_paper_budgets({bench: res})
+    assert len(long) == len([v for v in t2.paper_values(bench) if v["method"] in set(res["method"])])
+    for r in long.itertuples():
+        at = agreement_at(res, r.k, methods=[r.method]).iloc[0]
+        assert (r.mean, r.ci_lo, r.ci_hi, r.sd, r.lo, r.hi) == tuple(at[c] for c in ("mean", "ci_lo", "ci_hi", "sd",
+                                                                                        "lo", "hi"))

@@ -11,6 +11,7 @@ from irtlib.core.responses import ResponseMatrix
 from irtlib.protocol import agreement
 from irtlib.protocol.agreement import (
     METHODS,
+    agreement_at,
     agreement_curves,
     budget_grid,
     calibrate_split,
@@ -391,3 +392,95 @@ def test_mean_interval_halfwidth_uses_the_t_quantile_scipy_stats_gives():
         one = mean_interval_halfwidth(0.2, 20, level=level)
         assert type(one) is np.float64 and one == stats.t.ppf(0.5 + level / 2.0, 19) * 0.2 / np.sqrt(20.0)
     assert np.isnan(mean_interval_halfwidth(0.2, 1))
+
+
+def _hostile_values(rng, n, kind):
+    """Agreements and worse: ties, signed zeros, infinities, tiny and huge magnitudes, NaN."""
+    if kind == 0:
+        v = rng.normal(size=n)
+    elif kind == 1:
+        v = rng.integers(-3, 4, n) / 3.0
+    elif kind == 2:
+        v = rng.choice([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 0.5], n)
+    else:
+        v = rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n)
+    v[rng.random(n) < rng.random() * 0.5] = np.nan
+    return v
+
+
+def test_group_percentiles_equal_one_percentile_call_per_group_bit_for_bit():
+    rng = np.random.default_rng(26)
+    for trial in range(400):
+        n_groups, n = int(rng.integers(1, 30)), int(rng.integers(0, 300))
+        codes = rng.integers(0, n_groups, n)
+        values = _hostile_values(rng, n, trial % 4)
+        percents = np.array([2.5, 97.5]) if trial % 2 else rng.uniform(0, 100, int(rng.integers(1, 5)))
+        with np.errstate(invalid="ignore"):
+            new = agreement._group_percentiles(values, codes, n_groups, percents)
+            old = agreement._group_percentiles_loop(values, codes, n_groups, percents)
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(new, old, strict=True)), trial
+
+
+def test_group_percentiles_of_hand_made_groups():
+    values = np.array([3.0, np.nan, 1.0, 2.0, 5.0, np.nan, 4.0])
+    codes = np.array([0, 0, 0, 1, 1, 2, 0])
+    lo, hi = agreement._group_percentiles(values, codes, 4, np.array([0.0, 100.0]))
+    assert lo.tolist()[:2] == [1.0, 2.0] and hi.tolist()[:2] == [4.0, 5.0]
+    assert np.isnan(lo[2:]).all() and np.isnan(hi[2:]).all()     # only NaN, and no value at all
+    mid = agreement._group_percentiles(values, codes, 4, np.array([50.0]))[0]
+    assert mid[:2].tolist() == [3.0, 3.5]
+
+
+def test_agreement_at_with_its_curves_given_equals_computing_them():
+    rng = np.random.default_rng(3)
+    res = pd.DataFrame([(s, m, k, rng.uniform(-1, 1)) for s in range(4) for m in ("fluid", "random")
+                        for k in (5, 10, 20)], columns=["split", "method", "k", "agreement"])
+    curves = agreement_curves(res)
+    pd.testing.assert_frame_equal(agreement_at(res, 10, methods=["fluid"], curves=curves),
+                                  agreement_at(res, 10, methods=["fluid"]))
+
+
+def _curves_with_pandas_clip(results, nan_policy, band, level=0.95):
+    """agreement_curves as it was: the bands cut by ``Series.clip``, the undefined splits by a groupby sum."""
+    keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
+    data = pd.DataFrame({key: results[key].to_numpy() for key in keys})
+    data["value"] = agreement._nan_fill(results["agreement"], nan_policy).to_numpy()
+    data["undefined"] = results["agreement"].isna().to_numpy()
+    q = (1.0 - level) / 2.0
+    g = data.groupby(keys, sort=False)
+    out = g["value"].agg(mean="mean", sd="std")
+    out["lo"], out["hi"] = agreement._group_percentiles_loop(data["value"].to_numpy(float), g.ngroup().to_numpy(),
+                                                             len(out), np.array([q, 1.0 - q]) * 100.0)
+    out["n"], out["n_splits"] = g["value"].count(), g.size()
+    half = agreement.mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
+    out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
+    out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
+    out["n_undefined"] = g["undefined"].sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
+    width = out["sd"] if band == "sd" else out["se"]
+    out["band_lo"], out["band_hi"] = (out["mean"] - width).clip(-1.0, 1.0), (out["mean"] + width).clip(-1.0, 1.0)
+    return out.drop(columns="n").reset_index()
+
+
+def test_agreement_curves_equal_the_pandas_clip_and_groupby_forms_bit_for_bit():
+    rng = np.random.default_rng(11)
+    for trial in range(120):
+        n_splits = int(rng.integers(1, 25))
+        ks = sorted(rng.choice(np.arange(1, 300), int(rng.integers(1, 10)), replace=False).tolist())
+        methods = ["fluid", "random", "random-irt"][:int(rng.integers(1, 4))]
+        pick = [lambda: rng.uniform(-1.2, 1.2), lambda: np.nan, lambda: 1.0, lambda: -1.0, lambda: -0.0]
+        rows = [(s, m, k, pick[int(rng.integers(0, 5))]() if trial % 2 else rng.uniform(-1.2, 1.2))
+                for s in range(n_splits) for m in methods for k in ks]
+        res = pd.DataFrame(rows, columns=["split", "method", "k", "agreement"])
+        if trial % 3 == 0:                  # stacked benchmarks, the second in another row order
+            res = pd.concat([res.assign(benchmark="a"), res.sample(frac=1, random_state=trial).assign(benchmark="b")],
+                            ignore_index=True)
+        for policy in ("zero", "omit"):
+            for band in ("sd", "se"):
+                with np.errstate(invalid="ignore"):
+                    old = _curves_with_pandas_clip(res, policy, band)
+                new = agreement_curves(res, nan_policy=policy, band=band)
+                pd.testing.assert_frame_equal(new, old, check_exact=True)
+                for column in old.select_dtypes("float").columns:
+                    assert new[column].to_numpy().tobytes() == old[column].to_numpy().tobytes(), (trial, column)
