@@ -59,7 +59,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.PHONY: all venv lock test test-all lint book stage executed dist html chapter student pdf mathjax clean distclean FORCE paper-data
+.PHONY: all venv lock test test-all lint book stage executed dist dist-beside-pages html chapter student pdf mathjax clean distclean FORCE paper-data
 
 all: book
 
@@ -351,17 +351,21 @@ JUPYTER_BOOK_BUILD := $(VPY) tools/jupyter_book_build.py --jobs $(JOBS) -- build
 book: $(VENV_STAMP)
 	@mkdir -p $(BUILD); $(VPY) -m irtlib paper-data download --missing > $(BUILD)/paper-data.log 2>&1 || \
 		{ echo "make book: the paper's data could not be fetched ($$(tail -n 1 $(BUILD)/paper-data.log)); building on what is here"; }
-	$(MAKE) --no-print-directory -j$(JOBS) executed dist
+	$(MAKE) --no-print-directory -j$(JOBS) executed dist-beside-pages
 	$(MAKE) --no-print-directory html
 
 # irtlib's and irtbook's wheels and the source archive that the book links to (tools/dist.py). They are built from
-# the repository's files alone, so `make book` builds them beside the pages (make starts them in a job slot that the
-# pages leave free while they wait for the stage), not after them; the render copies them. tools/dist.py keeps what
-# it built while its inputs' paths, sizes and times are the same (--reuse), so the render's own `dist` costs little.
-DIST_DIR := $(BUILD)/dist
+# the repository's files alone, so `make book` builds them beside the pages, not after them: once every chapter has
+# run, beside the short pages that collect the chapters' results, which leave a job slot free (at the start they
+# held up the first page and the stage of a QUICK build); the render copies them. tools/dist.py keeps what it built
+# while its inputs' paths, sizes and times are the same (--reuse), so the render's own `dist` costs little.
 # (A tree without pyproject.toml, such as the tests' tiny books, ships none: tools/make_build_tree.py says so.)
+DIST_DIR := $(BUILD)/dist
+DIST := $(if $(wildcard pyproject.toml),$(VPY) tools/dist.py $(DIST_DIR) --reuse > /dev/null)
 dist: | $(VENV_STAMP)
-	$(if $(wildcard pyproject.toml),$(VPY) tools/dist.py $(DIST_DIR) --reuse > /dev/null)
+	$(DIST)
+dist-beside-pages: $(EXECUTED_CHAPTERS) | $(VENV_STAMP)
+	$(DIST)
 
 # Check the executed notebooks, assemble _build/src/ and render it (always a full build).
 html: executed dist | $(VENV_STAMP)

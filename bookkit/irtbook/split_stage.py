@@ -367,17 +367,20 @@ def _record(result, origin: float, records: list) -> str:
 
 
 @contextlib.contextmanager
-def stage_pool(workers: int) -> Iterator[object | None]:
+def stage_pool(workers: int, *, share_torch: bool = True) -> Iterator[object | None]:
     """``workers`` spawned processes for :func:`run_jobs`, each importing torch and loading the fit's kernels now.
 
     Started before the jobs are known, so that the workers' start (torch's import, the kernels' checks
     against torch) runs while this process computes the training blocks; None for one worker.
 
     Forked where this process has not imported torch (the stage's command line imports none) and the
-    platform forks: this process then imports torch once, running none of its operations, and each worker
-    starts with its modules (irtlib, numpy, pandas, torch: about 0.8 CPU s a worker, and torch's import,
-    about 1.7 CPU s, once instead of once a worker), as the pages' kernel server does. Spawned otherwise:
-    a fork of a process that has run torch's thread pools can hang. No number depends on it.
+    platform forks: each worker then starts with this process's modules (irtlib, numpy, pandas: about
+    0.8 CPU s a worker not spent again). ``share_torch``: this process imports torch first, running none
+    of its operations, so that the workers start with it too (as the pages' kernel server does): its
+    import, about 1.7 CPU s, once instead of once a worker, but before the workers start rather than in
+    them while this process reads the benchmarks. That pays in a full build's stage; in a QUICK build's,
+    a few seconds of fits, it only delays them (the stage 0.6 s longer). Spawned otherwise: a fork of a
+    process that has run torch's thread pools can hang. No number depends on it.
     """
     if workers <= 1:
         yield None
@@ -386,7 +389,7 @@ def stage_pool(workers: int) -> Iterator[object | None]:
     from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if "torch" not in sys.modules and "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    if method == "fork":
+    if method == "fork" and share_torch:
         try:
             import torch  # noqa: F401  (imported only: no thread pool has started when the workers fork)
         except ImportError:      # the light install: the workers say so when a fit needs it
@@ -507,7 +510,7 @@ def main(argv=None) -> int:
     # The split batches and the whole-benchmark fits are one list of jobs for one pool of processes,
     # the longest first, so that neither waits for the other and no fit's process is started twice.
     start = time.perf_counter()
-    with stage_pool(args.workers) as pool:
+    with stage_pool(args.workers, share_torch=not args.quick) as pool:
         benches = load_benchmarks(data=args.data, rule=args.rule)      # once for both lists
         split, asked, fitted = split_jobs(stage_runs(quick=args.quick, benches=benches),
                                           cache_dir=args.cache_dir, workers=args.workers)
