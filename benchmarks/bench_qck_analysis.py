@@ -22,7 +22,9 @@ Prints CPU seconds per form and the ratio, and whether every output is the same 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 
 def _results(rng, n_splits):
@@ -58,6 +60,9 @@ def main(argv=None) -> int:
     from irtlib.calibration import blas
     from irtlib.protocol import agreement
     from irtlib.protocol.agreement import agreement_at
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "protocol"))
+    from test_agreement import _curves_with_pandas_clip  # the old form, as the test keeps it
 
     warnings.simplefilter("ignore", RuntimeWarning)
     runs = _results(np.random.default_rng(26), args.splits)
@@ -95,25 +100,8 @@ def main(argv=None) -> int:
             with fn():
                 pass
 
-    def curves_pandas_clip(results, level=0.95):     # agreement_curves before: Series.clip and a groupby sum
-        keys = ["method", "k"]
-        data = pd.DataFrame({key: results[key].to_numpy() for key in keys})
-        data["value"] = agreement._nan_fill(results["agreement"], "omit").to_numpy()
-        data["undefined"] = results["agreement"].isna().to_numpy()
-        q = (1.0 - level) / 2.0
-        g = data.groupby(keys, sort=False)
-        out = g["value"].agg(mean="mean", sd="std")
-        out["lo"], out["hi"] = agreement._group_percentiles(data["value"].to_numpy(float), g.ngroup().to_numpy(),
-                                                            len(out), np.array([q, 1.0 - q]) * 100.0)
-        out["n"], out["n_splits"] = g["value"].count(), g.size()
-        half = agreement.mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
-        out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
-        out.insert(out.columns.get_loc("n"), "ci_hi", (out["mean"] + half).clip(-1.0, 1.0))
-        out["n_undefined"] = g["undefined"].sum()
-        out["se"] = out["sd"] / np.sqrt(out["n"].to_numpy(float))
-        out["band_lo"] = (out["mean"] - out["sd"]).clip(-1.0, 1.0)
-        out["band_hi"] = (out["mean"] + out["sd"]).clip(-1.0, 1.0)
-        return out.drop(columns="n").reset_index()
+    def curves_pandas_clip(results):     # agreement_curves before: Series.clip and a groupby sum (the test's form)
+        return _curves_with_pandas_clip(results, "omit", "sd", percentiles=agreement._group_percentiles)
 
     def all_curves(fn):
         return [fn(res) for res in runs.values()]

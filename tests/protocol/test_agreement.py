@@ -440,8 +440,13 @@ def test_agreement_at_with_its_curves_given_equals_computing_them():
                                   agreement_at(res, 10, methods=["fluid"]))
 
 
-def _curves_with_pandas_clip(results, nan_policy, band, level=0.95):
-    """agreement_curves as it was: the bands cut by ``Series.clip``, the undefined splits by a groupby sum."""
+def _curves_with_pandas_clip(results, nan_policy, band, level=0.95, *, percentiles=None):
+    """agreement_curves as it was: the bands cut by ``Series.clip``, the undefined splits by a groupby sum.
+
+    ``percentiles``: the group percentiles' function (default the per-group loop, as it was);
+    ``benchmarks/bench_qck_analysis.py`` passes the new one to time the finish alone.
+    """
+    percentiles = agreement._group_percentiles_loop if percentiles is None else percentiles
     keys = (["benchmark"] if "benchmark" in results.columns else []) + ["method", "k"]
     data = pd.DataFrame({key: results[key].to_numpy() for key in keys})
     data["value"] = agreement._nan_fill(results["agreement"], nan_policy).to_numpy()
@@ -449,8 +454,8 @@ def _curves_with_pandas_clip(results, nan_policy, band, level=0.95):
     q = (1.0 - level) / 2.0
     g = data.groupby(keys, sort=False)
     out = g["value"].agg(mean="mean", sd="std")
-    out["lo"], out["hi"] = agreement._group_percentiles_loop(data["value"].to_numpy(float), g.ngroup().to_numpy(),
-                                                             len(out), np.array([q, 1.0 - q]) * 100.0)
+    out["lo"], out["hi"] = percentiles(data["value"].to_numpy(float), g.ngroup().to_numpy(), len(out),
+                                       np.array([q, 1.0 - q]) * 100.0)
     out["n"], out["n_splits"] = g["value"].count(), g.size()
     half = agreement.mean_interval_halfwidth(out["sd"].to_numpy(), out["n"].to_numpy(), level=level)
     out.insert(out.columns.get_loc("n"), "ci_lo", (out["mean"] - half).clip(-1.0, 1.0))
