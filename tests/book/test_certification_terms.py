@@ -9,6 +9,13 @@ from irtlib.selection.certify import RULE_POINTS, grid_terms
 from irtlib.selection.items import TwoPLItems
 
 
+def _assert_step_terms_are_grid_terms(items, j, x, points):
+    """The certification's step terms equal grid_terms' row for row, bit for bit."""
+    want, got = grid_terms(items, j, x, points), cz._step_terms(items, j, x, points)
+    assert np.array_equal(want.rows, got.rows)
+    assert np.array_equal(want.values.view(np.int64), got.values.view(np.int64))
+
+
 @pytest.mark.parametrize("per_model", [False, True])
 def test_step_terms_are_the_item_models_grid_log_likelihoods(per_model):
     if logistic_kernel.load() is None:
@@ -20,9 +27,7 @@ def test_step_terms_are_the_item_models_grid_log_likelihoods(per_model):
     points, _ = items.ability_grid(0.0, 1.0, RULE_POINTS)
     j = rng.integers(-1, n_items, n)
     x = np.where(rng.random(n) < 0.1, np.nan, (rng.random(n) < 0.6).astype(float))
-    want, got = grid_terms(items, j, x, points), cz._step_terms(items, j, x, points)
-    assert np.array_equal(want.rows, got.rows)
-    assert np.array_equal(want.values.view(np.int64), got.values.view(np.int64))
+    _assert_step_terms_are_grid_terms(items, j, x, points)
 
 
 def test_step_terms_of_a_3pl_bank_are_grid_terms():
@@ -49,8 +54,6 @@ def test_step_terms_computed_once_per_item_and_answer_are_grid_terms_for_every_r
     points, _ = items.ability_grid(0.0, 1.0, RULE_POINTS)
     j = rng.integers(-1, n_items, n)
     x = np.where(rng.random(n) < 0.05, np.nan, (rng.random(n) < 0.5).astype(float))
-    want, got = grid_terms(items, j, x, points), cz._step_terms(items, j, x, points)
-    assert np.array_equal(want.rows, got.rows)
-    assert np.array_equal(want.values.view(np.int64), got.values.view(np.int64))
+    _assert_step_terms_are_grid_terms(items, j, x, points)
     none = cz._step_terms(items, np.full(3, -1), np.ones(3), points)
     assert none.rows.size == 0 and none.values.shape == (0, points.size)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from item_banks import tricky_bank, tricky_models
 from scipy import integrate, stats
 
 from irtlib import map_ability
@@ -215,16 +216,10 @@ def test_sympson_hetter_from_candidate_cells_matches_ranking_every_item(k):
 
     rng = np.random.default_rng(7)
     n_models, n_items = 200, 1500
-    a = np.exp(rng.normal(0.2, 0.6, n_items))
-    b = rng.normal(0, 1.5, n_items)
-    a[40:80], b[40:80] = a[:40], b[:40]                      # duplicated items: exact ties in information
-    a[5] = -1.3                                               # a negative discrimination
+    a, b = tricky_bank(rng, n_items)                          # exact ties, a negative discrimination
     cells = SympsonHetterCandidates(a, b, n_candidates=64, width=0.05, span=4.0)
     for trial in range(4):
-        theta = rng.normal(0, 1.3, n_models)
-        theta[:3] = [4.5, -6.0, 3.99]                         # outside the cells, at their edge
-        avail = rng.random((n_models, n_items)) < 0.95
-        avail[7] = False                                      # a model with no item left
+        theta, avail = tricky_models(rng, n_models, n_items)   # at the cells' edges; no item left
         k_exposure = np.where(rng.random(n_items) < 0.3, rng.random(n_items) * 0.5, 1.0)
         if trial == 3:
             k_exposure = np.where(rng.random(n_items) < 0.8, 0.05, 1.0)   # choices far down the ranking

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from item_banks import tricky_bank, tricky_models
 
 from irtlib.core.kernels import fisher_information
 from irtlib.selection import selectors
@@ -43,18 +44,12 @@ def _choose_both(cells, theta, avail, kexp, k, seed, sparse):
 def test_lazy_walk_matches_choose_items_ranking_every_item(k):
     rng = np.random.default_rng(11)
     n_models, n_items = 150, 900
-    a = np.exp(rng.normal(0.2, 0.6, n_items))
-    b = rng.normal(0, 1.5, n_items)
-    a[40:80], b[40:80] = a[:40], b[:40]                      # duplicated items: exact ties in information
-    a[5] = -1.3                                               # a negative discrimination
+    a, b = tricky_bank(rng, n_items)                          # exact ties, a negative discrimination
     a[6] = np.nan                                             # an item of NaN information (ranked last)
     a[7] = 5000.0                                             # a bound not trusted (evaluated first)
     cells = SympsonHetterCandidates(a, b, n_candidates=64, width=0.05, span=4.0)
     for trial in range(4):
-        theta = rng.normal(0, 1.3, n_models)
-        theta[:3] = [4.5, -6.0, 3.99]                         # outside the cells, at their edge
-        avail = rng.random((n_models, n_items)) < 0.95
-        avail[7] = False                                      # a model with no item left
+        theta, avail = tricky_models(rng, n_models, n_items)   # at the cells' edges; no item left
         avail[8, 100:] = False                                # a model with few items: its ranks run out
         kexp = np.where(rng.random(n_items) < 0.3, rng.random(n_items) * 0.5, 1.0)
         if trial == 3:
