@@ -11,6 +11,10 @@ The libraries a fit calls are numpy's and scipy's BLAS, both loaded before any f
 ``scipy.linalg``), so the controller made on the first fit holds them; a BLAS library loaded later (torch's)
 is not limited, and no fit calls it.
 
+Callers that limit whatever thread pools are loaded when they run, as ``threadpool_limits`` itself does (the
+protocol's split runs, the 3PL and the extended models' fits), use :func:`thread_limits`: the same limits,
+its controller made again only when a shared object was loaded or unloaded since.
+
 Layer rule: part of ``calibration``; imports threadpoolctl only.
 """
 

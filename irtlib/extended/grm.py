@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
-from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
+from irtlib.calibration.blas import thread_limits
 from irtlib.core.bits import same_bits as _same_bits
 from irtlib.core.eap import EAP_POINTS, eap_from_log_likelihood
 from irtlib.core.quadrature import normal_grid, posterior_counts, posterior_weights, uniform_grid
@@ -467,7 +467,7 @@ def fit_grm(values: ArrayLike, *, method: str = "auto", prior_log_a: tuple[float
         method = "mml" if x.shape[0] >= x.shape[1] else "jmap"
     # BLAS single-threaded: its products here are small, and threaded BLAS on a shared machine
     # spins against other work (as in irtlib.calibration.joint_map.fit_map)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with thread_limits(1, user_api="blas"):
         return _fit_grm(x, obs, n_cat, method=method, prior_log_a=prior_log_a, prior_b=prior_b, n_nodes=n_nodes,
                         max_iter=max_iter, tol=tol)
 

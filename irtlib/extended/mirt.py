@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 from scipy.special import expit
-from threadpoolctl import threadpool_limits
 
 from irtlib._typing import ArrayLike
+from irtlib.calibration.blas import thread_limits
 from irtlib.core.quadrature import normal_grid, posterior_counts, posterior_weights
 from irtlib.errors import InputError
 
@@ -221,7 +221,7 @@ def fit_mirt(values: ArrayLike, *, n_dims: int = 2, structure: ArrayLike | None 
     -------
     MirtFit
     """
-    with threadpool_limits(limits=1, user_api="blas"):     # small products: threads only contend
+    with thread_limits(1, user_api="blas"):     # small products: threads only contend
         return _fit_mirt(values, n_dims=n_dims, structure=structure, n_per_dim=n_per_dim,
                          prior_loading_sd=prior_loading_sd, prior_intercept_sd=prior_intercept_sd, max_iter=max_iter,
                          tol=tol, seed=seed)
