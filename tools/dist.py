@@ -61,9 +61,9 @@ def version(wheel: Path) -> str:
 
 #: A PEP 517 front end in one line: import the backend ``argv[1]`` (``module`` or ``module:object``) and
 #: print the file name its ``build_wheel`` hook returns for the directory ``argv[2]``.
-_BUILD_WHEEL_HOOK = ("import importlib, sys; module, _, attr = sys.argv[1].partition(':'); "
-                     "backend = importlib.import_module(module); "
-                     "[backend := getattr(backend, name) for name in filter(None, attr.split('.'))]; "
+_BUILD_WHEEL_HOOK = ("import functools, importlib, sys; module, _, attr = sys.argv[1].partition(':'); "
+                     "backend = functools.reduce(getattr, filter(None, attr.split('.')), "
+                     "importlib.import_module(module)); "
                      "print(backend.build_wheel(sys.argv[2]))")
 
 
@@ -191,22 +191,27 @@ def build_dist(root: Path, out: Path, *, reuse: bool = False) -> dict[str, str]:
     """The two wheels and the source archive in ``out``: ``{"wheel", "book_wheel", "source"}`` names.
 
     ``reuse``: keep what an earlier call wrote into ``out`` when its inputs (:func:`fingerprint`) are
-    unchanged. ``out`` then holds only these files and their manifest.
+    unchanged. The files an earlier call listed in ``out``'s manifest and this one did not write (another
+    version's) are removed; nothing else in ``out`` is touched.
     """
     root = root.resolve()
     key = fingerprint(root)
-    if reuse:
+    try:
+        earlier = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        earlier = {}
+    if reuse and earlier.get("fingerprint") == key:
         try:
-            if json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("fingerprint") == key:
-                return built_in(out)
-        except (OSError, ValueError):
+            return built_in(out)
+        except FileNotFoundError:          # a listed file was removed since: build them again
             pass
     with ThreadPoolExecutor(2) as pool:                 # each thread waits for its build's process
         wheel, book_wheel = pool.map(lambda package: build_wheel(root, out, package=package), ("irtlib", "irtbook"))
     source = build_source(root, out, name=f"{SOURCE_NAME}-{version(wheel)}-src")
     files = {"wheel": wheel.name, "book_wheel": book_wheel.name, "source": source.name}
-    for stale in set(p.name for p in out.iterdir() if p.is_file()) - set(files.values()) - {MANIFEST}:
-        if stale.endswith((".whl", ".tar.gz")):
+    listed = earlier.get("files") if isinstance(earlier.get("files"), dict) else {}
+    for stale in set(map(str, listed.values())) - set(files.values()):
+        if Path(stale).name == stale and (out / stale).is_file():
             (out / stale).unlink()
     (out / MANIFEST).write_text(json.dumps({"fingerprint": key, "files": files}, indent=1) + "\n", encoding="utf-8")
     return files

@@ -86,6 +86,16 @@ def test_reuse_keeps_the_build_until_an_input_changes(tmp_path):
     dist.build_dist(root, out, reuse=True)
     with zipfile.ZipFile(out / first["wheel"]) as wheel:
         assert "irtlib/extra.py" in wheel.namelist()
+    # another version's files, listed by the earlier manifest, go; a file nobody listed stays
+    mine = out / "somebody-else-1.0-py3-none-any.whl"
+    mine.write_text("not ours")
+    (root / "irtlib" / "__init__.py").write_text('__version__ = "1.2.4"\n')
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text().replace("1.2.3", "1.2.4"))
+    newer = dist.build_dist(root, out, reuse=True)
+    assert newer["wheel"] == "irtlib-1.2.4-py3-none-any.whl"
+    assert not (out / first["wheel"]).exists() and not (out / first["source"]).exists()
+    assert mine.read_text() == "not ours"
+    first = newer
     # without reuse, always built
     before = (out / first["source"]).stat().st_mtime_ns
     dist.build_dist(root, out)
